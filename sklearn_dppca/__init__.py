@@ -1,0 +1,23 @@
+"""Differentially private PCA that drops straight into scikit-learn.
+
+The estimators release principal components under ``(ε, δ)``-differential
+privacy with respect to the replacement of one row (one person):
+
+- :class:`PrivatePCA` — Gaussian noise on the covariance (the default drop-in).
+
+Every fit is charged to a :class:`BudgetAccountant` (the process-wide default
+unless one is given) that composes fits exactly.
+"""
+
+from ._private_pca import PrivatePCA
+from .privacy import BudgetAccountant, BudgetExceededError, PrivacyLeakWarning
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BudgetAccountant",
+    "BudgetExceededError",
+    "PrivacyLeakWarning",
+    "PrivatePCA",
+    "__version__",
+]

@@ -1,0 +1,399 @@
+"""Shared base of the private PCA estimators.
+
+The base owns everything but the mechanism (template method): parameter and
+data validation, the privacy charge, the norm bound, private centring
+(ALGORITHMS.md §5), the clipped Gram matrix, and the post-processing that
+turns released eigenpairs into scikit-learn's PCA attributes, plus
+``transform``, ``inverse_transform``, ``get_covariance``, ``get_precision``
+and the probabilistic-PCA ``score``. A subclass writes only ``_release``.
+"""
+
+import math
+from abc import ABCMeta, abstractmethod
+from numbers import Integral, Real
+
+import numpy as np
+from scipy import linalg, sparse
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    _fit_context,
+)
+from sklearn.utils import check_array
+from sklearn.utils._param_validation import Interval, RealNotInt
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._stats import clipped_gram, clipped_sum, row_sq_norms
+from .noise import dense_noise, make_generator
+from .privacy import (
+    BudgetAccountant,
+    _warn_leak,
+    gdp_epsilon,
+    gdp_mu,
+    get_default_accountant,
+)
+
+#: Fraction of ``μ*²`` given to the private mean when ``center=True``. Its
+#: error enters the covariance as a rank-one term of size ``~σ_m² d / n``,
+#: small next to the covariance noise for any ``n`` worth fitting on.
+MEAN_BUDGET_SHARE = 0.1
+
+
+class _BasePrivatePCA(
+    ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator, metaclass=ABCMeta
+):
+    """Base of the private PCA estimators; subclasses implement ``_release``."""
+
+    _parameter_constraints: dict = {
+        "n_components": [
+            Interval(Integral, 1, None, closed="left"),
+            Interval(RealNotInt, 0, 1, closed="neither"),
+            None,
+        ],
+        "epsilon": [Interval(Real, 0, math.inf, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="neither")],
+        "data_norm": [Interval(Real, 0, math.inf, closed="neither"), None],
+        "center": ["boolean"],
+        "whiten": ["boolean"],
+        "random_state": ["random_state", np.random.Generator],
+        "accountant": [BudgetAccountant, None],
+    }
+
+    # ------------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Fit the model on ``X`` privately.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data; one row per person. Never modified.
+        y : Ignored
+            Not used, present for API consistency by convention.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        self._fit(X)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit_transform(self, X, y=None):
+        """Fit the model on ``X`` and return ``X`` projected on it.
+
+        The projection of the training rows is the rows themselves seen
+        through the released components: it is *not* private output.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : Ignored
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, n_components_)
+        """
+        return self._transform(self._fit(X))
+
+    def _fit(self, X):
+        X = validate_data(
+            self,
+            X,
+            accept_sparse=("csr", "csc"),
+            dtype=[np.float64, np.float32],
+            ensure_min_samples=2,
+        )
+        if sparse.issparse(X):
+            X = X.tocsr()
+        n_samples, n_features = X.shape
+        self._check_n_components(n_samples, n_features)
+
+        # Privacy budget: μ* for the whole fit, split in documented shares.
+        mu_total = gdp_mu(self.epsilon, self.delta)
+        shares = self._budget_shares()
+        mus = {name: mu_total * math.sqrt(w) for name, w in shares.items()}
+        rng = make_generator(self.random_state)
+        if self.random_state is not None:
+            _warn_leak(
+                f"random_state={self.random_state!r} fixes the noise: anyone who "
+                "knows it can subtract the noise, and the fit is not private. Leave "
+                "random_state=None (operating-system entropy) for a private release."
+            )
+        accountant = (
+            self.accountant if self.accountant is not None else get_default_accountant()
+        )
+        # Check and charge before the data is read; a refused fit is not charged.
+        accountant.spend(mu_total)
+
+        sq_norms = row_sq_norms(X)
+        data_norm = self._resolve_data_norm(sq_norms)
+        if self.center:
+            # Σ clip_C(x_i) has L2 sensitivity 2C (ALGORITHMS.md §3).
+            sigma_mean = 2.0 * data_norm / mus["mean"]
+            total = clipped_sum(X, data_norm, sq_norms)
+            mean = (total + dense_noise(rng, n_features, sigma_mean)) / n_samples
+        else:
+            mean = None
+        gram, _ = clipped_gram(X, data_norm, sq_norms, mean)
+        del sq_norms
+
+        self.data_norm_ = data_norm
+        self.n_samples_ = n_samples
+        self.mean_ = (
+            np.zeros(n_features) if mean is None else mean
+        ).astype(X.dtype, copy=False)
+        self._release(gram, data_norm, mus, rng, X.dtype)
+        composed = math.sqrt(sum(m * m for m in mus.values()))
+        self.privacy_spent_ = (gdp_epsilon(composed, self.delta), self.delta)
+        return X
+
+    def _budget_shares(self):
+        """Fractions of ``μ*²`` per release; they sum to 1 (ALGORITHMS.md §2)."""
+        if self.center:
+            return {"mean": MEAN_BUDGET_SHARE, "covariance": 1.0 - MEAN_BUDGET_SHARE}
+        return {"covariance": 1.0}
+
+    @abstractmethod
+    def _release(self, gram, data_norm, mus, rng, dtype):
+        """Release the mechanism's output from the exact clipped Gram matrix.
+
+        Sets ``components_`` and the spectrum attributes. ``gram`` is
+        ``Σ y_i y_iᵀ`` in data units (rows of norm ≤ ``data_norm``); ``mus``
+        maps each share of :meth:`_budget_shares` to its GDP ``μ``.
+        """
+
+    def _check_n_components(self, n_samples, n_features):
+        k = self.n_components
+        if isinstance(k, Integral) and not 1 <= k <= min(n_samples, n_features):
+            raise ValueError(
+                f"n_components={k} must be between 1 and "
+                f"min(n_samples, n_features)={min(n_samples, n_features)}."
+            )
+
+    def _resolve_data_norm(self, sq_norms):
+        if self.data_norm is not None:
+            return float(self.data_norm)
+        largest = math.sqrt(float(np.max(sq_norms)))
+        _warn_leak(
+            "data_norm is None, so it was set to the largest row norm of the data "
+            f"({largest:.6g}). This is NOT differentially private: the bound itself "
+            "depends on the data. Give data_norm from domain knowledge, without "
+            "looking at the data."
+        )
+        return largest if largest > 0.0 else 1.0
+
+    def _set_spectrum(self, eigvals, eigvecs, dtype):
+        """Post-process a released symmetric eigendecomposition.
+
+        Parameters
+        ----------
+        eigvals : ndarray of shape (n_features,)
+            All released eigenvalues of the noisy scatter matrix, any order.
+        eigvecs : ndarray of shape (n_features, n_features)
+            Matching eigenvectors in columns (at least the top ones).
+        dtype : numpy dtype of the fitted attributes.
+
+        Notes
+        -----
+        Eigenvalues are clamped at 0. The total variance is the sum of all
+        clamped eigenvalues (the trace of the released matrix's positive
+        part), so ``explained_variance_ratio_`` sums to 1 when every component
+        is kept, as in scikit-learn.
+        """
+        n, d = self.n_samples_, eigvals.shape[0]
+        order = np.argsort(eigvals)[::-1]
+        variance = np.maximum(eigvals[order], 0.0) / (n - 1)
+        vectors = eigvecs[:, order].T
+        total = variance.sum()
+        ratio = variance / total if total > 0 else np.zeros_like(variance)
+
+        k = self.n_components
+        if k is None:
+            k = min(n, d)
+        elif not isinstance(k, Integral):  # variance fraction
+            k = int(np.searchsorted(np.cumsum(ratio), k, side="right")) + 1
+            k = min(k, d)
+        self.noise_variance_ = float(variance[k:].mean()) if k < min(n, d) else 0.0
+
+        self.n_components_ = k
+        self.components_ = _flip_signs(vectors[:k]).astype(dtype)
+        self.explained_variance_ = variance[:k].astype(dtype)
+        self.explained_variance_ratio_ = ratio[:k].astype(dtype)
+        self.singular_values_ = np.sqrt(variance[:k] * (n - 1)).astype(dtype)
+
+    # ------------------------------------------------------------ transform
+    def transform(self, X):
+        """Project ``X`` on the released components.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, n_components_)
+        """
+        check_is_fitted(self)
+        X = validate_data(
+            self,
+            X,
+            accept_sparse=("csr", "csc"),
+            dtype=[np.float64, np.float32],
+            reset=False,
+        )
+        return self._transform(X)
+
+    def _transform(self, X):
+        X_new = X @ self.components_.T
+        X_new -= self.mean_ @ self.components_.T
+        if self.whiten:
+            X_new /= self._whiten_scale()
+        return X_new
+
+    def _whiten_scale(self):
+        scale = np.sqrt(self.explained_variance_)
+        return np.maximum(scale, np.finfo(scale.dtype).eps)
+
+    def inverse_transform(self, X):
+        """Map projected data back to feature space.
+
+        Exact on the span of ``components_``: ``inverse_transform(transform(X))``
+        is the projection of ``X − mean_`` on that span, plus ``mean_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_components_)
+
+        Returns
+        -------
+        X_original : ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self)
+        X = check_array(X, dtype=[np.float64, np.float32])
+        if X.shape[1] != self.n_components_:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but inverse_transform expects "
+                f"n_components_={self.n_components_} features."
+            )
+        components = self.components_
+        if self.whiten:
+            components = components * self._whiten_scale()[:, None]
+        return X @ components + self.mean_
+
+    @property
+    def _n_features_out(self):
+        return self.components_.shape[0]
+
+    # --------------------------------------------- probabilistic PCA model
+    def _model_variances(self):
+        """Component and residual variances of the PPCA model, floored.
+
+        Floors at machine precision relative to the largest variance keep the
+        precision finite when released variances are 0. Component variances
+        are at least the residual one, as in the model.
+        """
+        variance = self.explained_variance_.astype(np.float64)
+        residual = float(self.noise_variance_)
+        scale = max(float(variance.max(initial=0.0)), residual)
+        floor = np.finfo(np.float64).eps * scale if scale > 0 else 1.0
+        residual = max(residual, floor)
+        return np.maximum(variance, residual), residual
+
+    def get_covariance(self):
+        """Covariance of the data under the probabilistic PCA model.
+
+        ``cov = components_ᵀ diag(explained_variance_ − σ²) components_ + σ² I``
+        with ``σ² = noise_variance_``. Unlike scikit-learn's ``PCA``, the result
+        does not depend on ``whiten`` (whitening changes the outputs of
+        ``transform``, not the model of the data).
+
+        Returns
+        -------
+        cov : ndarray of shape (n_features, n_features)
+        """
+        check_is_fitted(self)
+        components = self.components_.astype(np.float64)
+        variance = self.explained_variance_.astype(np.float64)
+        residual = float(self.noise_variance_)
+        cov = (components.T * np.maximum(variance - residual, 0.0)) @ components
+        cov.flat[:: cov.shape[0] + 1] += residual
+        return cov
+
+    def get_precision(self):
+        """Inverse of :meth:`get_covariance`, by its eigenstructure.
+
+        Variances are floored at machine precision relative to the largest,
+        so the precision is finite even when the released residual variance
+        is 0.
+
+        Returns
+        -------
+        precision : ndarray of shape (n_features, n_features)
+        """
+        check_is_fitted(self)
+        components = self.components_.astype(np.float64)
+        variance, residual = self._model_variances()
+        if components.shape[0] == components.shape[1]:  # no residual subspace
+            return (components.T / variance) @ components
+        precision = (components.T * (1.0 / variance - 1.0 / residual)) @ components
+        precision.flat[:: precision.shape[0] + 1] += 1.0 / residual
+        return precision
+
+    def score_samples(self, X):
+        """Log-likelihood of each sample under the probabilistic PCA model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ll : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        variance, residual = self._model_variances()
+        n_features, k = X.shape[1], variance.shape[0]
+        centred = X.astype(np.float64) - self.mean_
+        quad = np.einsum("ij,ij->i", centred, centred @ self.get_precision())
+        logdet = np.log(variance).sum() + (n_features - k) * math.log(residual)
+        return -0.5 * (quad + n_features * math.log(2.0 * math.pi) + logdet)
+
+    def score(self, X, y=None):
+        """Average log-likelihood of the samples (higher is better).
+
+        Lets ``GridSearchCV`` and ``cross_val_score`` select hyperparameters
+        without a scorer.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : Ignored
+
+        Returns
+        -------
+        ll : float
+        """
+        return float(np.mean(self.score_samples(X)))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
+
+def _flip_signs(components):
+    """Make the largest-magnitude entry of each row positive (deterministic signs)."""
+    idx = np.argmax(np.abs(components), axis=1)
+    signs = np.sign(components[np.arange(components.shape[0]), idx])
+    signs[signs == 0] = 1.0
+    return components * signs[:, None]
+
+
+def _eigh(matrix):
+    """All eigenpairs of a real symmetric or complex Hermitian matrix."""
+    return linalg.eigh(matrix, overwrite_a=True, check_finite=False, driver="evd")

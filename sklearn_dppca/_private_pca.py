@@ -1,0 +1,153 @@
+"""PrivatePCA: the Gaussian mechanism on the covariance ("Analyze Gauss")."""
+
+import math
+
+from ._base import _BasePrivatePCA, _eigh
+from .noise import goe_noise
+
+
+class PrivatePCA(_BasePrivatePCA):
+    """Differentially private PCA by Gaussian noise on the covariance.
+
+    The drop-in replacement for :class:`sklearn.decomposition.PCA`. Rows are
+    clipped to norm ``data_norm``, privately centred (a noisy clipped mean,
+    ``center=True``), and the scatter matrix ``Σ y_i y_iᵀ`` of the re-centred,
+    re-clipped rows is released with symmetric (GOE) Gaussian noise
+    ``σ (G + Gᵀ)/2`` (Dwork, Talwar, Thakurta & Zhang 2014, "Analyze Gauss").
+    Everything else — components, variances, ratios, the residual variance —
+    is post-processing of that release and of public values (``n``, ``d``,
+    ``data_norm``), so the whole fit is ``(epsilon, delta)``-DP under the
+    replacement of one row.
+
+    Privacy: the scatter matrix has Frobenius sensitivity ``√2 C²``
+    (``‖aaᵀ − bbᵀ‖_F² = ‖a‖⁴ + ‖b‖⁴ − 2(a·b)² ≤ 2C⁴`` for rows of norm ≤ C;
+    the papers use 2), and the clipped sum has sensitivity ``2C``. Their GDP
+    parameters ``μ_mean = 0.1^{1/2} μ*`` and ``μ_cov = 0.9^{1/2} μ*``
+    compose to exactly ``μ* = gdp_mu(epsilon, delta)``, and ``σ`` is the
+    analytic (exact) calibration, not the textbook bound. See
+    ``ALGORITHMS.md`` §2–§6.
+
+    Parameters
+    ----------
+    n_components : int, float or None, default=None
+        Number of components to keep. ``None`` keeps ``min(n_samples,
+        n_features)``; a float in (0, 1) keeps the fewest components whose
+        released explained-variance ratio exceeds it.
+    epsilon : float, default=1.0
+        Privacy parameter ``ε > 0`` of the whole fit.
+    delta : float, default=1e-6
+        Privacy parameter ``δ`` in (0, 1); choose it well below ``1/n``.
+    data_norm : float or None, default=None
+        Bound ``C`` on the L2 norm of a row; rows beyond it are scaled down to
+        it. Choose it from domain knowledge, never from the data. ``None``
+        takes the largest row norm of the data, which is **not private** and
+        raises a :class:`~sklearn_dppca.PrivacyLeakWarning`.
+    center : bool, default=True
+        Centre the data on a private mean (10% of the budget). With
+        ``False`` the data is used as it is and ``mean_`` is zero.
+    whiten : bool, default=False
+        Scale the projections to unit released variance.
+    random_state : None, int, RandomState or Generator, default=None
+        Source of the noise. ``None`` draws from operating-system entropy; any
+        fixed seed makes the noise predictable and the fit not private (a
+        :class:`~sklearn_dppca.PrivacyLeakWarning` says so). Fix it only for
+        tests and reproducible examples.
+    accountant : BudgetAccountant or None, default=None
+        Budget charged before every fit. ``None`` charges the process-wide
+        default (:func:`~sklearn_dppca.privacy.get_default_accountant`). It is
+        shared, not copied, by :func:`sklearn.base.clone`.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components_, n_features)
+        Released principal axes, orthonormal, by decreasing released variance.
+    explained_variance_ : ndarray of shape (n_components_,)
+        Released eigenvalues of the scatter matrix, clamped at 0, divided by
+        ``n_samples − 1`` (scikit-learn's convention).
+    explained_variance_ratio_ : ndarray of shape (n_components_,)
+        ``explained_variance_`` over the sum of all released (clamped)
+        variances.
+    singular_values_ : ndarray of shape (n_components_,)
+        ``sqrt(explained_variance_ · (n_samples − 1))``.
+    mean_ : ndarray of shape (n_features,)
+        Private mean (zero when ``center=False``).
+    n_components_ : int
+        Number of components kept.
+    n_samples_ : int
+        Number of rows (public under replacement adjacency).
+    noise_variance_ : float
+        Mean of the released variances beyond ``n_components_`` (the
+        probabilistic-PCA residual variance); 0 when every component is kept.
+    data_norm_ : float
+        Norm bound used: ``data_norm``, or the estimate from the data.
+    privacy_spent_ : tuple of float
+        ``(epsilon, delta)`` spent by the fit, recomputed from the composed
+        GDP parameter of its releases.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of features seen during fit, when ``X`` has string column names.
+
+    See Also
+    --------
+    sklearn.decomposition.PCA : The non-private estimator this replaces.
+
+    Notes
+    -----
+    Floating-point Gaussian sampling is not a formally hardened sampler, and
+    a fixed ``random_state`` makes the noise predictable; see
+    :mod:`sklearn_dppca.noise`. ``fit_transform`` and ``transform`` return
+    the rows themselves projected: they are not private outputs.
+
+    References
+    ----------
+    C. Dwork, K. Talwar, A. Thakurta, L. Zhang. "Analyze Gauss: optimal bounds
+    for privacy-preserving principal component analysis." STOC 2014.
+
+    B. Balle, Y.-X. Wang. "Improving the Gaussian mechanism for differential
+    privacy: analytical calibration and optimal denoising." ICML 2018.
+
+    J. Dong, A. Roth, W. Su. "Gaussian differential privacy." JRSS-B 2022.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_dppca import PrivatePCA
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(10_000, 5)) * [3.0, 1.0, 0.5, 0.2, 0.1]
+    >>> X /= np.linalg.norm(X, axis=1).max()
+    >>> pca = PrivatePCA(n_components=2, epsilon=1.0, data_norm=1.0)
+    >>> pca.fit(X).components_.shape
+    (2, 5)
+    >>> pca.transform(X).shape
+    (10000, 2)
+    """
+
+    def __init__(
+        self,
+        n_components=None,
+        *,
+        epsilon=1.0,
+        delta=1e-6,
+        data_norm=None,
+        center=True,
+        whiten=False,
+        random_state=None,
+        accountant=None,
+    ):
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.delta = delta
+        self.data_norm = data_norm
+        self.center = center
+        self.whiten = whiten
+        self.random_state = random_state
+        self.accountant = accountant
+
+    def _release(self, gram, data_norm, mus, rng, dtype):
+        # Frobenius sensitivity of Σ y yᵀ is √2 C² (ALGORITHMS.md §3); the GOE
+        # kernel's coordinates are i.i.d. N(0, σ²), so μ = √2 C² / σ (§4).
+        sigma = math.sqrt(2.0) * data_norm**2 / mus["covariance"]
+        gram += goe_noise(rng, gram.shape[0], sigma)
+        eigvals, eigvecs = _eigh(gram)
+        self._set_spectrum(eigvals, eigvecs, dtype)

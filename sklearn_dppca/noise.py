@@ -1,0 +1,153 @@
+"""Noise kernels of the Gaussian mechanisms (ALGORITHMS.md §4).
+
+Every kernel draws from a :class:`numpy.random.Generator` made once per fit
+by :func:`make_generator`. With ``random_state=None`` that generator is seeded
+from operating-system entropy.
+
+.. warning::
+   These samplers use floating-point Gaussian sampling, which is not a
+   formally hardened implementation of the Gaussian mechanism (Mironov 2012;
+   Jin et al. 2022): the low-order bits of a floating-point release can, in
+   principle, leak more than the analysis says. A fixed ``random_state`` makes
+   the noise predictable to anyone who knows it, and the release is then not
+   private at all.
+
+This module imports nothing from the estimators.
+"""
+
+from numbers import Integral
+
+import numpy as np
+
+__all__ = ["dense_noise", "goe_noise", "gue_noise", "make_generator"]
+
+
+def make_generator(random_state=None):
+    """The fit's single random generator.
+
+    Parameters
+    ----------
+    random_state : None, int, numpy.random.RandomState or numpy.random.Generator
+        ``None`` seeds from operating-system entropy (the only private
+        choice). An int seeds a new generator. A ``RandomState`` is advanced
+        (one draw seeds the generator), as scikit-learn's convention wants.
+        A ``Generator`` is used as is.
+
+    Returns
+    -------
+    rng : numpy.random.Generator
+
+    Examples
+    --------
+    >>> from sklearn_dppca.noise import make_generator
+    >>> make_generator(0).standard_normal() == make_generator(0).standard_normal()
+    True
+    """
+    if random_state is None:
+        return np.random.default_rng()  # SeedSequence() draws OS entropy
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**32, size=4))
+    if isinstance(random_state, Integral) and not isinstance(random_state, bool):
+        return np.random.default_rng(int(random_state))
+    raise ValueError(
+        "random_state must be None, an int, a numpy RandomState or Generator; "
+        f"got {random_state!r}."
+    )
+
+
+def _check_scale(sigma):
+    sigma = float(sigma)
+    if not sigma >= 0.0 or not np.isfinite(sigma):
+        raise ValueError(f"sigma must be finite and non-negative; got {sigma!r}.")
+    return sigma
+
+
+def dense_noise(rng, shape, sigma):
+    """``σ G`` with ``G`` of i.i.d. N(0, 1) entries.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    shape : int or tuple of int
+    sigma : float
+
+    Returns
+    -------
+    noise : ndarray of float64 with the given shape
+
+    Examples
+    --------
+    >>> from sklearn_dppca.noise import dense_noise, make_generator
+    >>> dense_noise(make_generator(0), (2, 3), 1.0).shape
+    (2, 3)
+    """
+    return rng.standard_normal(shape) * _check_scale(sigma)
+
+
+def goe_noise(rng, n_features, sigma):
+    """Symmetric (GOE) kernel ``S = σ (G + Gᵀ) / 2``.
+
+    Diagonal entries are N(0, σ²), off-diagonal ones N(0, σ²/2). The
+    coordinates of ``S`` in the orthonormal basis
+    ``{E_ii} ∪ {(E_ij + E_ji)/√2 : i < j}`` of symmetric matrices are i.i.d.
+    N(0, σ²), so adding ``S`` to a symmetric statistic of Frobenius
+    sensitivity ``s`` is a Gaussian mechanism with ``μ = s / σ``.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    n_features : int
+    sigma : float
+
+    Returns
+    -------
+    noise : ndarray of shape (n_features, n_features)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_dppca.noise import goe_noise, make_generator
+    >>> S = goe_noise(make_generator(0), 4, 1.0)
+    >>> bool(np.array_equal(S, S.T))
+    True
+    """
+    sigma = _check_scale(sigma)
+    g = rng.standard_normal((n_features, n_features))
+    g += g.T  # exactly symmetric
+    g *= sigma / 2.0
+    return g
+
+
+def gue_noise(rng, n_features, sigma):
+    """Hermitian (GUE) kernel ``H = σ [(G₁ + G₁ᵀ)/2 + i (G₂ − G₂ᵀ)/2]``.
+
+    ``Re H`` is drawn first, from the same generator state, and equals
+    :func:`goe_noise`'s output exactly; ``Im H`` is antisymmetric and
+    independent of everything else, so a Hermitian release costs what the
+    real one costs.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    n_features : int
+    sigma : float
+
+    Returns
+    -------
+    noise : ndarray of complex128, shape (n_features, n_features)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_dppca.noise import gue_noise, make_generator
+    >>> H = gue_noise(make_generator(0), 4, 1.0)
+    >>> bool(np.array_equal(H, H.conj().T))
+    True
+    """
+    real = goe_noise(rng, n_features, sigma)
+    g = rng.standard_normal((n_features, n_features))
+    g -= g.T
+    g *= _check_scale(sigma) / 2.0
+    return real + 1j * g
