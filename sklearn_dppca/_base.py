@@ -24,7 +24,7 @@ from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval, RealNotInt
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._stats import clipped_gram, clipped_sum, row_sq_norms
+from ._stats import clipped_gram, clipped_sum, max_row_norm, row_sq_norms
 from .noise import dense_noise, make_generator
 from .privacy import (
     BudgetAccountant,
@@ -129,7 +129,7 @@ class _BasePrivatePCA(
         accountant.spend(mu_total)
 
         sq_norms = row_sq_norms(X)
-        data_norm = self._resolve_data_norm(sq_norms)
+        data_norm = self._resolve_data_norm(X, sq_norms)
         if self.center:
             # Σ clip_C(x_i) has L2 sensitivity 2C (ALGORITHMS.md §3).
             sigma_mean = 2.0 * data_norm / mus["mean"]
@@ -173,10 +173,10 @@ class _BasePrivatePCA(
                 f"min(n_samples, n_features)={min(n_samples, n_features)}."
             )
 
-    def _resolve_data_norm(self, sq_norms):
+    def _resolve_data_norm(self, X, sq_norms):
         if self.data_norm is not None:
             return float(self.data_norm)
-        largest = math.sqrt(float(np.max(sq_norms)))
+        largest = max_row_norm(X, sq_norms)
         _warn_leak(
             "data_norm is None, so it was set to the largest row norm of the data "
             f"({largest:.6g}). This is NOT differentially private: the bound itself "

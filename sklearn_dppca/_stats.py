@@ -41,29 +41,57 @@ def iter_blocks(X):
 
 
 def _sq_norms(block):
-    """Squared row norms of a block, exact even where ``‖x‖²`` overflows."""
+    """Squared row norms of a block; ``inf`` where ``‖x‖²`` overflows."""
     if sparse.issparse(block):
-        sq = np.asarray(block.multiply(block).sum(axis=1)).ravel()
-    else:
-        sq = np.einsum("ij,ij->i", block, block)
-    bad = ~np.isfinite(sq)
-    if bad.any():  # finite rows whose squared norm overflows: norm is finite
-        rows = block[np.flatnonzero(bad)]
+        return np.asarray(block.multiply(block).sum(axis=1)).ravel()
+    with np.errstate(over="ignore"):
+        return np.einsum("ij,ij->i", block, block)
+
+
+def _robust_norms(rows):
+    """Row norms of a dense array without overflow (rescaled by the max entry)."""
+    scale = np.max(np.abs(rows), axis=1, keepdims=True)
+    scale[scale == 0.0] = 1.0
+    return np.linalg.norm(rows / scale, axis=1) * scale[:, 0]
+
+
+def _clip_scales(block, sq, data_norm, mean=None):
+    """``min(1, C/‖x − m‖)`` for each row of a block (1 for rows inside the ball).
+
+    ``‖x − m‖² = ‖x‖² − 2 x·m + ‖m‖²`` from the stored ``‖x‖²``; rows where
+    that overflows are measured directly.
+    """
+    if mean is not None:
+        with np.errstate(over="ignore", invalid="ignore"):
+            sq = np.maximum(sq - 2.0 * (block @ mean) + mean @ mean, 0.0)
+    with np.errstate(divide="ignore"):
+        scale = np.where(sq > data_norm**2, data_norm / np.sqrt(sq), 1.0)
+    bad = np.flatnonzero(~np.isfinite(sq))
+    if bad.size:
+        rows = block[bad]
         rows = rows.toarray() if sparse.issparse(rows) else rows
-        scale = np.max(np.abs(rows), axis=1, keepdims=True)
-        sq[bad] = (np.linalg.norm(rows / scale, axis=1) * scale[:, 0]) ** 2
-    return sq
-
-
-def clip_scales(norms, data_norm):
-    """``min(1, C/‖x‖)`` for each row norm (1 for zero rows)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scale = np.where(norms > data_norm, data_norm / norms, 1.0)
+        if mean is not None:
+            rows = rows - mean
+        scale[bad] = np.minimum(1.0, data_norm / _robust_norms(rows))
     return scale
 
 
+def max_row_norm(X, sq_norms):
+    """Largest row norm of ``X``, exact even where ``‖x‖²`` overflowed."""
+    largest = float(np.max(sq_norms))
+    if np.isfinite(largest):
+        return float(np.sqrt(largest))
+    bad = np.flatnonzero(~np.isfinite(sq_norms))
+    rows = X[bad]
+    return float(_robust_norms(rows.toarray() if sparse.issparse(rows) else rows).max())
+
+
 def row_sq_norms(X):
-    """Squared L2 norm of every row of ``X`` (float64, one pass in blocks)."""
+    """Squared L2 norm of every row of ``X`` (float64, one pass in blocks).
+
+    ``inf`` marks a finite row whose squared norm overflows; the functions
+    below measure such rows directly.
+    """
     out = np.empty(X.shape[0])
     for start, stop, block in iter_blocks(X):
         out[start:stop] = _sq_norms(block)
@@ -81,9 +109,8 @@ def clipped_sum(X, data_norm, sq_norms):
         Squared row norms of ``X`` (from :func:`row_sq_norms`).
     """
     total = np.zeros(X.shape[1])
-    scale = clip_scales(np.sqrt(sq_norms), data_norm)
     for start, stop, block in iter_blocks(X):
-        total += block.T @ scale[start:stop]
+        total += block.T @ _clip_scales(block, sq_norms[start:stop], data_norm)
     return total
 
 
@@ -121,13 +148,8 @@ def clipped_gram(X, data_norm, sq_norms, mean=None):
     u = np.zeros(d)
     weight_sum = 0.0
     n_clipped = 0
-    mean_sq = 0.0 if mean is None else float(mean @ mean)
     for start, stop, block in iter_blocks(X):
-        sq = sq_norms[start:stop]
-        if mean is not None:
-            # ‖x − m‖² = ‖x‖² − 2 x·m + ‖m‖²; finite rows of huge norm keep sq
-            sq = np.maximum(sq - 2.0 * (block @ mean) + mean_sq, 0.0)
-        scale = clip_scales(np.sqrt(sq), data_norm)
+        scale = _clip_scales(block, sq_norms[start:stop], data_norm, mean)
         clipped = scale < 1.0
         n_clipped += int(np.count_nonzero(clipped))
         if clipped.any():
@@ -147,8 +169,7 @@ def clipped_gram(X, data_norm, sq_norms, mean=None):
     gram += np.triu(gram, 1).T
     if mean is not None:
         cross = np.outer(u, mean)
-        gram -= cross
-        gram -= cross.T
+        gram -= cross + cross.T  # a sum, so that gram stays exactly symmetric
         gram += weight_sum * np.outer(mean, mean)
     return np.ascontiguousarray(gram), n_clipped
 

@@ -1,0 +1,38 @@
+"""scikit-learn's estimator checks on every public estimator of the package."""
+
+import inspect
+
+import pytest
+from sklearn.base import BaseEstimator
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import sklearn_dppca
+
+
+def all_estimators():
+    """Every public estimator class exported by the package."""
+    return [
+        obj
+        for name, obj in vars(sklearn_dppca).items()
+        if inspect.isclass(obj)
+        and issubclass(obj, BaseEstimator)
+        and not name.startswith("_")
+    ]
+
+
+# Checks we cannot pass, with the reason. Empty: every check passes.
+EXPECTED_FAILED_CHECKS = {}
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
+@parametrize_with_checks(
+    [est(random_state=0) for est in all_estimators()],
+    expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS.get(type(est), {}),
+)
+def test_sklearn_estimator_checks(estimator, check):
+    """The estimators follow scikit-learn's API (fixed seed, data_norm from data)."""
+    check(estimator)
+
+
+def test_discovery_finds_the_estimators():
+    assert sklearn_dppca.PrivatePCA in all_estimators()

@@ -1,0 +1,386 @@
+"""PrivatePCA: sensitivity, calibration, utility, sklearn parity and bad input."""
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import sparse, stats
+from sklearn.decomposition import PCA
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils._param_validation import InvalidParameterError
+
+from sklearn_dppca import BudgetAccountant, PrivacyLeakWarning, PrivatePCA
+from sklearn_dppca._base import MEAN_BUDGET_SHARE
+from sklearn_dppca._stats import clipped_gram, clipped_sum, row_sq_norms
+from sklearn_dppca.privacy import gdp_mu
+
+from .conftest import make_planted
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
+
+
+def principal_sin(estimate, truth):
+    """Largest principal angle's sine between row-space ``estimate`` and ``truth``."""
+    residual = truth - estimate.T @ (estimate @ truth)
+    return np.linalg.norm(residual, 2)
+
+
+def symmetric_coordinates(S):
+    """Coordinates of symmetric S in the orthonormal basis {E_ii, (E_ij+E_ji)/√2}."""
+    upper = np.triu_indices(S.shape[0], 1)
+    return np.r_[np.diag(S), math.sqrt(2.0) * S[upper]]
+
+
+# ---------------------------------------------------------------- sensitivity
+def neighbours(a, b, seed=0, n=50, d=6):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * 0.3
+    X1, X2 = X.copy(), X.copy()
+    X1[7], X2[7] = a, b
+    return X1, X2
+
+
+def gram_of(X, bound, mean=None):
+    return clipped_gram(X, bound, row_sq_norms(X), mean)[0]
+
+
+@pytest.mark.parametrize(
+    "a, b, expected",
+    [
+        (np.eye(6)[0], np.eye(6)[1], math.sqrt(2.0)),  # orthogonal unit rows
+        (np.eye(6)[0] * 50.0, np.eye(6)[1] * 9.0, math.sqrt(2.0)),  # clipped first
+        (np.eye(6)[0], -np.eye(6)[0], 0.0),  # a = −b: same outer product
+    ],
+)
+def test_gram_sensitivity_on_adversarial_rows(a, b, expected):
+    """‖ΔΣyyᵀ‖_F reaches √2 C² at orthogonal boundary rows and never exceeds it."""
+    X1, X2 = neighbours(a, b)
+    diff = gram_of(X1, 1.0) - gram_of(X2, 1.0)
+    assert np.linalg.norm(diff) == pytest.approx(expected, abs=1e-12)
+
+
+def test_sum_sensitivity_is_two_at_opposite_rows():
+    """‖ΔΣ clip(x)‖ reaches 2C for a = −b (the mean's sensitivity)."""
+    X1, X2 = neighbours(np.eye(6)[0] * 5, -np.eye(6)[0] * 5)
+    s1 = clipped_sum(X1, 1.0, row_sq_norms(X1))
+    s2 = clipped_sum(X2, 1.0, row_sq_norms(X2))
+    assert np.linalg.norm(s1 - s2) == pytest.approx(2.0, abs=1e-12)
+
+
+def test_gram_sensitivity_bound_holds_for_random_and_centred_pairs():
+    """Over many random replacements (any scale, any centre) ‖ΔG‖_F ≤ √2 C²."""
+    rng = np.random.default_rng(1)
+    worst = 0.0
+    for trial in range(300):
+        a, b = rng.normal(size=(2, 6)) * rng.choice([0.1, 1.0, 30.0], size=(2, 1))
+        X1, X2 = neighbours(a, b, seed=trial)
+        mean = rng.normal(size=6) * 0.3 if trial % 2 else None
+        bound = 2.0
+        diff = gram_of(X1, bound, mean) - gram_of(X2, bound, mean)
+        worst = max(worst, np.linalg.norm(diff) / bound**2)
+    assert worst <= math.sqrt(2.0) + 1e-9
+    assert worst > 1.2  # the search does get near the bound
+
+
+# --------------------------------------------------------------- calibration
+def released_matrix(pca):
+    """Reconstruct the released noisy scatter matrix from a k = d fit."""
+    variance = pca.explained_variance_ * (pca.n_samples_ - 1)
+    return (pca.components_.T * variance) @ pca.components_
+
+
+@pytest.mark.parametrize("center", [False, True])
+def test_covariance_noise_is_calibrated(center):
+    """The released matrix minus the exact statistic has i.i.d. N(0, σ²) coordinates.
+
+    σ = √2 C² / μ_cov with μ_cov = μ* (or √0.9 μ* with centring), μ* = gdp_mu(ε, δ).
+    Data with a large spectrum keeps the noisy matrix positive definite, so the
+    k = d fit releases it exactly.
+    """
+    rng = np.random.default_rng(3)
+    d, n, bound, eps, delta = 8, 4000, 2.0, 0.5, 1e-5
+    X = rng.normal(size=(n, d)) * 0.5
+    share = 1.0 - MEAN_BUDGET_SHARE if center else 1.0
+    sigma = math.sqrt(2.0) * bound**2 / (gdp_mu(eps, delta) * math.sqrt(share))
+    coords, mean_errors = [], []
+    for seed in range(40):
+        pca = PrivatePCA(
+            epsilon=eps, delta=delta, data_norm=bound, center=center, random_state=seed
+        ).fit(X)
+        exact = gram_of(X, bound, pca.mean_ if center else None)
+        coords.append(symmetric_coordinates(released_matrix(pca) - exact))
+        mean_errors.append(pca.mean_ - clipped_sum(X, bound, row_sq_norms(X)) / n)
+    z = np.concatenate(coords) / sigma
+    assert stats.kstest(z, "norm").pvalue > 1e-3
+    # variance within a chi-square interval with margin (1440 coordinates)
+    assert abs(z.var() - 1.0) < 5 * math.sqrt(2.0 / z.size)
+    if center:
+        sigma_mean = 2.0 * bound / (gdp_mu(eps, delta) * math.sqrt(MEAN_BUDGET_SHARE))
+        zm = np.concatenate(mean_errors) * n / sigma_mean
+        assert stats.kstest(zm, "norm").pvalue > 1e-3
+    else:
+        assert not np.any(np.concatenate(mean_errors)[:0])
+
+
+def test_privacy_spent_is_the_requested_budget():
+    X, _ = make_planted(500, 5, seed=0)
+    for center in (True, False):
+        pca = PrivatePCA(epsilon=0.7, delta=1e-7, data_norm=1.0, center=center).fit(X)
+        eps, delta = pca.privacy_spent_
+        assert eps == pytest.approx(0.7, rel=1e-9) and delta == 1e-7
+
+
+# ------------------------------------------------------------------- utility
+def test_recovers_planted_subspace_at_epsilon_one():
+    """ε = 1 on 100 000 rows recovers a planted 3-D subspace (sin θ ≪ 1).
+
+    Theory: sin θ ≈ √d σ / (n (λ_3 − λ_4)) ≈ 0.003 here; we allow 10×.
+    """
+    X, basis = make_planted(n=100_000, d=20, seed=4)
+    pca = PrivatePCA(n_components=3, epsilon=1.0, data_norm=1.0, random_state=0).fit(X)
+    assert principal_sin(pca.components_, basis) < 0.03
+    assert pca.explained_variance_ratio_.sum() > 0.5
+
+
+def test_error_shrinks_like_one_over_epsilon():
+    """Averaged over seeds, sin θ at ε = 0.1 is several times that at ε = 1."""
+    X, basis = make_planted(n=5000, d=20, seed=5)
+    errors = {}
+    for eps in (0.1, 1.0):
+        errors[eps] = np.mean(
+            [
+                principal_sin(
+                    PrivatePCA(3, epsilon=eps, data_norm=1.0, random_state=s)
+                    .fit(X)
+                    .components_,
+                    basis,
+                )
+                for s in range(10)
+            ]
+        )
+    assert errors[0.1] > 3 * errors[1.0]
+
+
+def test_large_epsilon_reproduces_sklearn(planted):
+    """At ε = 1e7 every attribute matches PCA(svd_solver='covariance_eigh')."""
+    X, _ = planted
+    ours = PrivatePCA(3, epsilon=1e7, data_norm=10.0, random_state=0).fit(X)
+    ref = PCA(3, svd_solver="covariance_eigh").fit(X)
+    np.testing.assert_allclose(ours.components_, ref.components_, atol=1e-3)
+    for name in ("explained_variance_", "explained_variance_ratio_", "singular_values_"):
+        np.testing.assert_allclose(getattr(ours, name), getattr(ref, name), rtol=1e-3)
+    np.testing.assert_allclose(ours.mean_, ref.mean_, atol=1e-4)
+    assert ours.noise_variance_ == pytest.approx(ref.noise_variance_, rel=1e-2)
+    np.testing.assert_allclose(ours.transform(X), ref.transform(X), atol=1e-3)
+    assert ours.score(X) == pytest.approx(ref.score(X), rel=1e-3)
+    np.testing.assert_allclose(ours.get_covariance(), ref.get_covariance(), atol=1e-5)
+
+
+# ---------------------------------------------------------------- interface
+def test_invariants(planted):
+    X, _ = planted
+    pca = PrivatePCA(5, epsilon=1.0, data_norm=1.0, random_state=0).fit(X)
+    C = pca.components_
+    np.testing.assert_allclose(C @ C.T, np.eye(5), atol=1e-12)
+    assert np.all(np.diff(pca.explained_variance_) <= 0)
+    on_span = pca.mean_ + np.random.default_rng(0).normal(size=(30, 5)) @ C
+    np.testing.assert_allclose(pca.inverse_transform(pca.transform(on_span)), on_span)
+    np.testing.assert_allclose(
+        pca.get_covariance() @ pca.get_precision(), np.eye(X.shape[1]), atol=1e-8
+    )
+    white = PrivatePCA(5, whiten=True, data_norm=1.0, random_state=0).fit(X)
+    np.testing.assert_allclose(
+        white.inverse_transform(white.transform(on_span)), on_span, atol=1e-10
+    )
+    # the planted directions (the others hold noise-inflated variances)
+    np.testing.assert_allclose(white.transform(X).std(0)[:3], 1.0, rtol=0.05)
+
+
+def test_n_components_options(planted):
+    X, _ = planted
+    assert PrivatePCA(data_norm=1.0).fit(X).n_components_ == X.shape[1]
+    assert PrivatePCA(data_norm=1.0).fit(X[:5]).n_components_ == 5  # min(n, d)
+    pca = PrivatePCA(0.6, epsilon=5.0, data_norm=1.0, random_state=0).fit(X)
+    ratios = pca.explained_variance_ratio_
+    assert ratios.sum() > 0.6 and ratios[:-1].sum() <= 0.6
+    full = PrivatePCA(epsilon=5.0, data_norm=1.0, random_state=0).fit(X)
+    assert full.explained_variance_ratio_.sum() == pytest.approx(1.0)
+    assert full.noise_variance_ == 0.0
+
+
+def test_fixed_seed_is_reproducible_and_none_is_not(planted):
+    X, _ = planted
+    a = PrivatePCA(3, data_norm=1.0, random_state=7).fit(X).components_
+    b = PrivatePCA(3, data_norm=1.0, random_state=7).fit(X).components_
+    c = PrivatePCA(3, epsilon=0.1, data_norm=1.0).fit(X).explained_variance_
+    d = PrivatePCA(3, epsilon=0.1, data_norm=1.0).fit(X).explained_variance_
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(c, d)
+
+
+def test_pandas_in_and_out(planted):
+    X, _ = planted
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    pca = PrivatePCA(2, data_norm=1.0).set_output(transform="pandas").fit(frame)
+    out = pca.transform(frame)
+    assert isinstance(out, pd.DataFrame)
+    assert list(out.columns) == ["privatepca0", "privatepca1"]
+    assert list(pca.feature_names_in_) == list(frame.columns)
+    np.testing.assert_array_equal(pca.get_feature_names_out(), out.columns)
+
+
+def test_float32_in_float32_out(planted):
+    X, _ = planted
+    pca = PrivatePCA(3, data_norm=1.0).fit(X.astype(np.float32))
+    assert pca.transform(X.astype(np.float32)).dtype == np.float32
+    for name in ("components_", "explained_variance_", "mean_", "singular_values_"):
+        assert getattr(pca, name).dtype == np.float32
+
+
+def test_sparse_equals_dense_with_the_same_seed(planted):
+    X, _ = planted
+    X = np.where(np.abs(X) > 0.1, X, 0.0)
+    dense = PrivatePCA(3, data_norm=0.5, random_state=0).fit(X)
+    for fmt in (sparse.csr_matrix, sparse.csc_matrix, sparse.csr_array):
+        sp = PrivatePCA(3, data_norm=0.5, random_state=0).fit(fmt(X))
+        np.testing.assert_allclose(sp.components_, dense.components_, atol=1e-9)
+        np.testing.assert_allclose(sp.transform(fmt(X)), dense.transform(X), atol=1e-9)
+
+
+def test_clipping_is_applied():
+    """A row far beyond data_norm acts exactly like the same row clipped to it."""
+    X, _ = make_planted(2000, 6, seed=2)
+    far, clipped = X.copy(), X.copy()
+    far[0] = X[0] / np.linalg.norm(X[0]) * 1e6
+    clipped[0] = X[0] / np.linalg.norm(X[0])
+    fits = [
+        PrivatePCA(3, data_norm=1.0, center=False, random_state=0).fit(Z)
+        for Z in (far, clipped)
+    ]
+    np.testing.assert_allclose(fits[0].components_, fits[1].components_, atol=1e-10)
+    np.testing.assert_allclose(
+        fits[0].explained_variance_, fits[1].explained_variance_, rtol=1e-10
+    )
+
+
+def test_grid_search_without_scorer(planted):
+    X, _ = planted
+    acc = BudgetAccountant()
+    search = GridSearchCV(
+        PrivatePCA(data_norm=1.0, accountant=acc), {"n_components": [1, 3]}, cv=3
+    ).fit(X)
+    assert search.best_params_["n_components"] == 3
+    assert acc.n_charges == 7
+    pipe = make_pipeline(StandardScaler(), PrivatePCA(2, data_norm=5.0)).fit(X)
+    assert pipe.transform(X).shape == (len(X), 2)
+
+
+# ---------------------------------------------------------------- warnings
+@pytest.mark.filterwarnings("error::sklearn_dppca.PrivacyLeakWarning")
+def test_private_configuration_raises_no_leak_warning(planted):
+    X, _ = planted
+    PrivatePCA(2, data_norm=1.0).fit(X)
+
+
+@pytest.mark.filterwarnings("default::sklearn_dppca.PrivacyLeakWarning")
+def test_unsafe_configurations_warn(planted):
+    X, _ = planted
+    with pytest.warns(PrivacyLeakWarning, match="NOT differentially private"):
+        pca = PrivatePCA(2).fit(X)
+    assert pca.data_norm is None
+    assert pca.data_norm_ == pytest.approx(np.linalg.norm(X, axis=1).max())
+    with pytest.warns(PrivacyLeakWarning, match="random_state"):
+        PrivatePCA(2, data_norm=1.0, random_state=0).fit(X)
+
+
+# --------------------------------------------------------------- bad input
+GOOD = np.random.default_rng(0).normal(size=(20, 4))
+
+
+def with_value(value, where=(3, 1)):
+    X = GOOD.copy()
+    X[where] = value
+    return X
+
+
+@pytest.mark.parametrize(
+    "X, error, match",
+    [
+        (with_value(np.nan), ValueError, "NaN"),
+        (with_value(np.inf), ValueError, "infinity"),
+        (np.empty((0, 4)), ValueError, "0 sample"),
+        (np.empty((5, 0)), ValueError, "0 feature"),
+        (GOOD[0], ValueError, "2D array"),
+        (GOOD[:1], ValueError, "1 sample"),
+        (GOOD + 1j, ValueError, "[Cc]omplex"),
+        (np.array([["a", "b"], ["c", "d"]]), ValueError, "string|float"),
+        ([[1.0, 2.0], [3.0]], ValueError, "inhomogeneous|sequence"),
+    ],
+)
+def test_bad_data_is_refused_clearly(X, error, match):
+    with pytest.raises(error, match=match):
+        PrivatePCA(data_norm=1.0).fit(X)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"epsilon": 0.0},
+        {"epsilon": -1.0},
+        {"epsilon": np.inf},
+        {"delta": 0.0},
+        {"delta": 1.0},
+        {"data_norm": 0.0},
+        {"data_norm": -2.0},
+        {"n_components": 0},
+        {"n_components": 1.5},
+        {"n_components": "mle"},
+        {"center": "yes"},
+        {"accountant": "default"},
+    ],
+)
+def test_bad_parameters_raise_invalid_parameter_error(params):
+    with pytest.raises(InvalidParameterError):
+        PrivatePCA(**params).fit(GOOD)
+
+
+def test_too_many_components_and_wrong_widths():
+    with pytest.raises(ValueError, match="n_components=5 must be between 1 and"):
+        PrivatePCA(5, data_norm=1.0).fit(GOOD)
+    pca = PrivatePCA(2, data_norm=1.0).fit(GOOD)
+    with pytest.raises(ValueError, match="features"):
+        pca.transform(GOOD[:, :3])
+    with pytest.raises(ValueError, match="n_components_=2"):
+        pca.inverse_transform(GOOD[:, :3])
+    with pytest.raises(TypeError, match="[Ss]parse"):
+        pca.score(sparse.csr_matrix(GOOD))
+
+
+def test_callers_arrays_are_never_modified(planted):
+    X, _ = planted
+    for Z in (X.copy(), np.asfortranarray(X), X.astype(np.float32)):
+        before = Z.copy()
+        Z.setflags(write=False)
+        pca = PrivatePCA(3, data_norm=0.5).fit(Z)
+        pca.transform(Z)
+        pca.score(Z)
+        np.testing.assert_array_equal(Z, before)
+
+
+def test_refused_fit_is_not_charged_and_leaves_state(planted):
+    X, _ = planted
+    acc = BudgetAccountant(epsilon=1.0)
+    pca = PrivatePCA(2, epsilon=0.9, data_norm=1.0, accountant=acc).fit(X)
+    components = pca.components_.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        from sklearn_dppca import BudgetExceededError
+
+        with pytest.raises(BudgetExceededError):
+            pca.set_params(epsilon=0.5).fit(X)
+    assert acc.n_charges == 1
+    np.testing.assert_array_equal(pca.components_, components)
