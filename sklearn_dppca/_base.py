@@ -13,7 +13,7 @@ from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
 
 import numpy as np
-from scipy import linalg, sparse
+from scipy import sparse
 from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
@@ -24,7 +24,7 @@ from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval, RealNotInt
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._stats import clipped_gram, clipped_sum, max_row_norm, row_sq_norms
+from ._stats import clipped_gram, first_pass, max_row_norm, row_sq_norms
 from .noise import dense_noise, make_generator
 from .privacy import (
     BudgetAccountant,
@@ -33,6 +33,8 @@ from .privacy import (
     gdp_mu,
     get_default_accountant,
 )
+
+_INPUT_ATTRIBUTES = ("n_features_in_", "feature_names_in_")
 
 #: Fraction of ``μ*²`` given to the private mean when ``center=True``. Its
 #: error enters the covariance as a rank-one term of size ``~σ_m² d / n``,
@@ -99,46 +101,64 @@ class _BasePrivatePCA(
         return self._transform(self._fit(X))
 
     def _fit(self, X):
-        X = validate_data(
-            self,
-            X,
-            accept_sparse=("csr", "csc"),
-            dtype=[np.float64, np.float32],
-            ensure_min_samples=2,
-        )
-        if sparse.issparse(X):
-            X = X.tocsr()
-        n_samples, n_features = X.shape
-        self._check_n_components(n_samples, n_features)
-
-        # Privacy budget: μ* for the whole fit, split in documented shares.
-        mu_total = gdp_mu(self.epsilon, self.delta)
-        shares = self._budget_shares()
-        mus = {name: mu_total * math.sqrt(w) for name, w in shares.items()}
-        rng = make_generator(self.random_state)
+        # Until the budget is charged, a failure (bad data, a refused charge)
+        # must leave a fitted estimator as it was: validate_data resets
+        # n_features_in_ and feature_names_in_, so keep them to restore.
+        kept = {k: v for k, v in vars(self).items() if k in _INPUT_ATTRIBUTES}
+        try:
+            # Finiteness is checked by the first pass over the rows (below),
+            # which needs their norms anyway: one pass fewer than sklearn's.
+            X = validate_data(
+                self,
+                X,
+                accept_sparse=("csr", "csc"),
+                dtype=[np.float64, np.float32],
+                ensure_min_samples=2,
+                ensure_all_finite=False,
+            )
+            n_samples, n_features = X.shape
+            self._check_n_components(n_samples, n_features)
+            # μ* for the whole fit, split in documented shares (ALGORITHMS.md §2).
+            mu_total = gdp_mu(self.epsilon, self.delta)
+            mus = {
+                name: mu_total * math.sqrt(w)
+                for name, w in self._budget_shares().items()
+            }
+            rng = make_generator(self.random_state)
+            accountant = self.accountant or get_default_accountant()
+            # Refuse an over-budget fit before the data is read ...
+            accountant.check(mu_total)
+            if sparse.issparse(X):
+                X = X.tocsr()
+            sq_norms = None
+            if self.data_norm is None:
+                sq_norms = row_sq_norms(X)
+                data_norm = self._estimate_data_norm(X, sq_norms)
+            else:
+                data_norm = float(self.data_norm)
+            first = first_pass(X, data_norm, sq_norms, with_sum=self.center)
+            # ... and charge, atomically, before anything is released: a fit
+            # that fails on its data (NaN, inf) is not charged.
+            accountant.spend(mu_total)
+        except BaseException:
+            for name in _INPUT_ATTRIBUTES:
+                vars(self).pop(name, None)
+            vars(self).update(kept)
+            raise
         if self.random_state is not None:
             _warn_leak(
                 f"random_state={self.random_state!r} fixes the noise: anyone who "
                 "knows it can subtract the noise, and the fit is not private. Leave "
                 "random_state=None (operating-system entropy) for a private release."
             )
-        accountant = (
-            self.accountant if self.accountant is not None else get_default_accountant()
-        )
-        # Check and charge before the data is read; a refused fit is not charged.
-        accountant.spend(mu_total)
-
-        sq_norms = row_sq_norms(X)
-        data_norm = self._resolve_data_norm(X, sq_norms)
+        mean = None
         if self.center:
             # Σ clip_C(x_i) has L2 sensitivity 2C (ALGORITHMS.md §3).
             sigma_mean = 2.0 * data_norm / mus["mean"]
-            total = clipped_sum(X, data_norm, sq_norms)
-            mean = (total + dense_noise(rng, n_features, sigma_mean)) / n_samples
-        else:
-            mean = None
-        gram, _ = clipped_gram(X, data_norm, sq_norms, mean)
-        del sq_norms
+            noise = dense_noise(rng, n_features, sigma_mean)
+            mean = (first.clipped_sum + noise) / n_samples
+        gram, _ = clipped_gram(X, data_norm, mean, first)
+        del first, sq_norms
 
         self.data_norm_ = data_norm
         self.n_samples_ = n_samples
@@ -173,9 +193,8 @@ class _BasePrivatePCA(
                 f"min(n_samples, n_features)={min(n_samples, n_features)}."
             )
 
-    def _resolve_data_norm(self, X, sq_norms):
-        if self.data_norm is not None:
-            return float(self.data_norm)
+    @staticmethod
+    def _estimate_data_norm(X, sq_norms):
         largest = max_row_norm(X, sq_norms)
         _warn_leak(
             "data_norm is None, so it was set to the largest row norm of the data "
@@ -395,5 +414,9 @@ def _flip_signs(components):
 
 
 def _eigh(matrix):
-    """All eigenpairs of a real symmetric or complex Hermitian matrix."""
-    return linalg.eigh(matrix, overwrite_a=True, check_finite=False, driver="evd")
+    """All eigenpairs of a real symmetric or complex Hermitian matrix.
+
+    NumPy's LAPACK, not SciPy's: the statistics pass runs on NumPy's BLAS, and
+    switching libraries costs a spinning thread pool (see ``_stats``).
+    """
+    return np.linalg.eigh(matrix)

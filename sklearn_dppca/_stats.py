@@ -4,48 +4,75 @@ These are the only functions that read the data. They return exact
 (non-private) sums; the estimators add the noise. Rows are clipped to the
 norm bound ``C`` (``x ↦ x · min(1, C/‖x‖)``), never rejected
 (ALGORITHMS.md §1), and no full copy of ``X`` is ever made: a dense block is
-copied only when it must be (float32 input, non C-contiguous layout, or rows
-that are clipped), and the Gram matrix is accumulated with BLAS ``syrk``,
-which does half the flops of ``X.T @ X``.
+copied only when it must be (float32 input, a non C-contiguous layout, rows of
+huge norm), and the Gram matrix of each block is ``block.T @ block``, which
+NumPy computes with BLAS ``syrk`` (half the flops of a general product). One
+pass reads every row; the centred, re-clipped statistic then re-reads only the
+rows that the centring may clip.
+
+All BLAS calls here go through NumPy: interleaving them with SciPy's BLAS,
+a separate OpenBLAS with its own spinning thread pool, was measured to halve
+the throughput of both on two cores.
 """
+
+from typing import NamedTuple, Optional
 
 import numpy as np
 from scipy import sparse
-from scipy.linalg.blas import dsyrk
+from sklearn.utils import assert_all_finite
 
-# Rows per block: about 4 MiB of float64 per block keeps a block in cache
-# between the passes made over it, and is large enough for BLAS to run at speed.
-_BLOCK_BYTES = 4 * 2**20
+# Rows per block: about 32 MiB of float64, and at least 2048 rows, because
+# syrk runs at full speed only when a block has thousands of rows (512-row
+# blocks measured 4× slower at d = 1000).
+_BLOCK_BYTES = 32 * 2**20
+_MIN_BLOCK_ROWS = 2048
+# Rows of norm at most this many times C enter the raw Gram matrix of the first
+# pass, and a clipped one is later corrected by subtracting part of its outer
+# product: the round-off of that subtraction is at most ~1e-16 (8C)² per row.
+_RAW_NORM_FACTOR = 8.0
 
 
-def _block_rows(n_features):
-    return max(256, _BLOCK_BYTES // (8 * max(n_features, 1)))
+def _block_ranges(n_samples, n_features):
+    """``(start, stop)`` of the row blocks."""
+    step = max(_MIN_BLOCK_ROWS, _BLOCK_BYTES // (8 * max(n_features, 1)))
+    for start in range(0, n_samples, step):
+        yield start, min(start + step, n_samples)
+
+
+def _as_float64(rows):
+    """Rows as float64: a C-contiguous array (a view when possible) or CSR."""
+    if sparse.issparse(rows):
+        return rows.astype(np.float64, copy=False)
+    return np.ascontiguousarray(rows, dtype=np.float64)
 
 
 def iter_blocks(X):
     """Yield ``(start, stop, block)`` with blocks of rows as float64 arrays.
 
     Dense blocks are views of ``X`` when ``X`` is C-contiguous float64 and
-    small copies otherwise; sparse blocks are CSR.
+    copies of one block otherwise; sparse blocks are CSR.
     """
-    n, d = X.shape
-    step = _block_rows(d)
-    for start in range(0, n, step):
-        stop = min(start + step, n)
-        block = X[start:stop]
-        if sparse.issparse(block):
-            block = block.astype(np.float64, copy=False)
-        else:
-            block = np.ascontiguousarray(block, dtype=np.float64)
-        yield start, stop, block
+    for start, stop in _block_ranges(*X.shape):
+        yield start, stop, _as_float64(X[start:stop])
 
 
 def _sq_norms(block):
-    """Squared row norms of a block; ``inf`` where ``‖x‖²`` overflows."""
+    """Squared row norms of a block; ``inf`` where ``‖x‖²`` overflows.
+
+    Also the finiteness check of the data (NumPy's NaN and inf propagate to
+    the norm), so that no separate pass over ``X`` is needed for it: a row
+    whose squared norm is not finite is checked entry by entry, and a NaN or
+    an infinite entry raises scikit-learn's usual ``ValueError``.
+    """
     if sparse.issparse(block):
-        return np.asarray(block.multiply(block).sum(axis=1)).ravel()
-    with np.errstate(over="ignore"):
-        return np.einsum("ij,ij->i", block, block)
+        sq = np.asarray(block.multiply(block).sum(axis=1)).ravel()
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):
+            sq = np.einsum("ij,ij->i", block, block)
+    bad = np.flatnonzero(~np.isfinite(sq))
+    if bad.size:
+        assert_all_finite(block[bad], input_name="X")
+    return sq
 
 
 def _robust_norms(rows):
@@ -53,6 +80,10 @@ def _robust_norms(rows):
     scale = np.max(np.abs(rows), axis=1, keepdims=True)
     scale[scale == 0.0] = 1.0
     return np.linalg.norm(rows / scale, axis=1) * scale[:, 0]
+
+
+def _dense(rows):
+    return rows.toarray() if sparse.issparse(rows) else rows
 
 
 def _clip_scales(block, sq, data_norm, mean=None):
@@ -64,26 +95,16 @@ def _clip_scales(block, sq, data_norm, mean=None):
     if mean is not None:
         with np.errstate(over="ignore", invalid="ignore"):
             sq = np.maximum(sq - 2.0 * (block @ mean) + mean @ mean, 0.0)
-    with np.errstate(divide="ignore"):
-        scale = np.where(sq > data_norm**2, data_norm / np.sqrt(sq), 1.0)
+    scale = np.ones(sq.shape[0])
+    over = np.flatnonzero(sq > data_norm**2)  # inf included, NaN never here
+    scale[over] = data_norm / np.sqrt(sq[over])
     bad = np.flatnonzero(~np.isfinite(sq))
     if bad.size:
-        rows = block[bad]
-        rows = rows.toarray() if sparse.issparse(rows) else rows
+        rows = _dense(block[bad])
         if mean is not None:
             rows = rows - mean
         scale[bad] = np.minimum(1.0, data_norm / _robust_norms(rows))
     return scale
-
-
-def max_row_norm(X, sq_norms):
-    """Largest row norm of ``X``, exact even where ``‖x‖²`` overflowed."""
-    largest = float(np.max(sq_norms))
-    if np.isfinite(largest):
-        return float(np.sqrt(largest))
-    bad = np.flatnonzero(~np.isfinite(sq_norms))
-    rows = X[bad]
-    return float(_robust_norms(rows.toarray() if sparse.issparse(rows) else rows).max())
 
 
 def row_sq_norms(X):
@@ -98,43 +119,132 @@ def row_sq_norms(X):
     return out
 
 
-def clipped_sum(X, data_norm, sq_norms):
-    """``Σ clip_C(x_i)``: L2 sensitivity ``2C`` under replacement of one row.
+def max_row_norm(X, sq_norms):
+    """Largest row norm of ``X``, exact even where ``‖x‖²`` overflowed."""
+    largest = float(np.max(sq_norms))
+    if np.isfinite(largest):
+        return float(np.sqrt(largest))
+    rows = _dense(X[np.flatnonzero(~np.isfinite(sq_norms))])
+    return float(_robust_norms(rows).max())
+
+
+class FirstPass(NamedTuple):
+    """What one pass over the rows leaves for the centred Gram matrix."""
+
+    sq_norms: np.ndarray  # ‖x_i‖² for every row (inf where it overflows)
+    clipped_sum: Optional[np.ndarray]  # Σ clip_C(x_i), if asked for
+    gram: np.ndarray  # Σ x xᵀ over the rows of norm ≤ 8C (d × d, symmetric)
+    total: np.ndarray  # Σ x over the same rows
+    count: int  # how many rows that is
+    direction: Optional[np.ndarray]  # unit vector v near the clipped mean's
+    projections: Optional[np.ndarray]  # x_i · v for every row
+
+
+def first_pass(X, data_norm, sq_norms=None, with_sum=True):
+    """One pass over the rows: norms, the clipped sum and the raw Gram matrix.
+
+    ``Σ clip_C(x_i)`` has L2 sensitivity ``2C`` under replacement of one row
+    (ALGORITHMS.md §3); it gives the private mean. The raw Gram matrix of the
+    rows of norm at most ``8C`` is computed in the same pass, while each block
+    is in cache, so that :func:`clipped_gram` needs to revisit only the rows
+    that the centring may clip. Rows beyond ``8C`` are left out here and added
+    back, clipped, by :func:`clipped_gram`: subtracting their raw outer product
+    later would lose all precision.
 
     Parameters
     ----------
     X : ndarray or CSR matrix of shape (n_samples, n_features)
     data_norm : float
-    sq_norms : ndarray of shape (n_samples,)
-        Squared row norms of ``X`` (from :func:`row_sq_norms`).
+    sq_norms : ndarray of shape (n_samples,), optional
+        Squared row norms of ``X`` if already known; computed otherwise.
+    with_sum : bool, default=True
+        Whether to compute ``Σ clip_C(x_i)``.
+
+    Returns
+    -------
+    FirstPass
     """
-    total = np.zeros(X.shape[1])
+    n, d = X.shape
+    out = np.empty(n) if sq_norms is None else sq_norms
+    sums, count = np.zeros((2, d)), 0
+    max_raw_sq = (_RAW_NORM_FACTOR * data_norm) ** 2
+    # A float64 array that needs no copy gets its Gram matrix in one product
+    # after the scan (one syrk over all rows runs ~10% faster than per block);
+    # anything else, per block while the block is in cache. (Scanning in
+    # threads was measured slower: the scan is bound by memory bandwidth.)
+    whole = (
+        not sparse.issparse(X)
+        and X.dtype == np.float64
+        and (X.flags.c_contiguous or X.flags.f_contiguous)
+    )
+    gram, block_gram = np.zeros((d, d)), np.empty((d, d))
+    # x·v for a direction v near the private mean's, kept to tell, after the
+    # mean is released, which rows the centring cannot clip without reading
+    # them again (see clipped_gram). The first block's clipped mean gives v.
+    direction, projections = None, (np.empty(n) if with_sum else None)
     for start, stop, block in iter_blocks(X):
-        total += block.T @ _clip_scales(block, sq_norms[start:stop], data_norm)
-    return total
+        if sq_norms is None:
+            out[start:stop] = _sq_norms(block)
+        sq = out[start:stop]
+        included = sq <= max_raw_sq  # False for inf
+        # Σ clip_C(x) and Σ x over included rows in one product with the block
+        weights = np.empty((2, stop - start))
+        weights[0] = _clip_scales(block, sq, data_norm) if with_sum else 0.0
+        weights[1] = included
+        block_sums = np.asarray(weights @ block)
+        sums += block_sums
+        if with_sum:
+            if direction is None:
+                size = np.linalg.norm(block_sums[0])
+                direction = block_sums[0] / size if size > 0 else np.zeros(d)
+            projections[start:stop] = block @ direction
+        n_included = int(np.count_nonzero(included))
+        count += n_included
+        if not whole:
+            rows = block if n_included == stop - start else block[included]
+            gram += _gram(rows, block_gram)
+    if whole and count == n:
+        gram = X.T @ X
+    elif whole:  # rows of huge norm stay out of the raw sum
+        for start, stop, block in iter_blocks(X):
+            gram += _gram(block[out[start:stop] <= max_raw_sq], block_gram)
+    return FirstPass(
+        sq_norms=out,
+        clipped_sum=sums[0] if with_sum else None,
+        gram=_symmetric(gram),
+        total=sums[1],
+        count=count,
+        direction=direction,
+        projections=projections,
+    )
 
 
-def clipped_gram(X, data_norm, sq_norms, mean=None):
+def clipped_gram(X, data_norm, mean=None, first=None):
     """``Σ y_i y_iᵀ`` with ``y_i = clip_C(x_i − m)``, and how many rows were clipped.
 
     Frobenius sensitivity ``√2 C²``: ``‖aaᵀ − bbᵀ‖_F² = ‖a‖⁴ + ‖b‖⁴ −
     2(a·b)² ≤ 2C⁴`` for rows of norm ≤ C (ALGORITHMS.md §3).
 
-    With weights ``w_i = s_i²`` (``s_i`` the clipping scale of ``x_i − m``),
-    ``Σ y yᵀ = Σ w x xᵀ − u mᵀ − m uᵀ + (Σ w) m mᵀ`` with ``u = Σ w x``. The
-    first term is one ``syrk`` per block on the rows as they are (or on the
-    rescaled rows ``s_i x_i`` of a block where some row is clipped), so ``X``
-    is never centred in memory. The centring terms are exact up to round-off
-    of order ``1e-16 n C²`` because ``‖m‖`` is at most about ``C``.
+    With ``s_i`` the clipping scale of ``x_i − m`` and ``w_i = s_i²``,
+    ``Σ y yᵀ = Σ w x xᵀ − u mᵀ − m uᵀ + (Σ w) m mᵀ`` with ``u = Σ w x``, so
+    ``X`` is never centred in memory. ``Σ w x xᵀ`` starts from the raw Gram
+    matrix of :func:`first_pass` and is corrected on the few rows that can be
+    clipped, which are the only rows read again: an upper bound of
+    ``‖x − m‖`` from ``‖x‖`` and ``x·v`` (both from the first pass, ``v`` near
+    the direction of ``m``) rules the others out. The correction is
+    ``−(1 − w) x xᵀ`` for a clipped row of the raw sum and ``+(s x)(s x)ᵀ`` for
+    a row left out of it. The round-off of these subtractions is of order
+    ``1e-16 n C²``, because ``‖m‖`` is at most about ``C`` and corrected rows
+    have norm at most ``8C``.
 
     Parameters
     ----------
     X : ndarray or CSR matrix of shape (n_samples, n_features)
     data_norm : float
-    sq_norms : ndarray of shape (n_samples,)
-        Squared row norms of ``X``.
     mean : ndarray of shape (n_features,) or None
         Public centre ``m`` (already released), or ``None`` for no centring.
+    first : FirstPass, optional
+        The result of :func:`first_pass` on ``X``; computed if not given.
 
     Returns
     -------
@@ -143,48 +253,104 @@ def clipped_gram(X, data_norm, sq_norms, mean=None):
     n_clipped : int
         Rows whose norm exceeded ``data_norm`` (not released; for diagnostics).
     """
+    if first is None:
+        first = first_pass(X, data_norm, with_sum=False)
     d = X.shape[1]
-    gram = np.zeros((d, d), order="F")
-    u = np.zeros(d)
-    weight_sum = 0.0
-    n_clipped = 0
-    for start, stop, block in iter_blocks(X):
-        scale = _clip_scales(block, sq_norms[start:stop], data_norm, mean)
-        clipped = scale < 1.0
-        n_clipped += int(np.count_nonzero(clipped))
-        if clipped.any():
-            weights = scale * scale
-            rows = _scale_rows(block, scale)
+    gram = first.gram.copy()
+    u, weight_sum = first.total.copy(), float(first.count)
+    sq = first.sq_norms
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = np.sqrt(sq)
+        if mean is None:
+            upper = norms
+        elif first.direction is None:
+            upper = norms + np.linalg.norm(mean)
         else:
-            weights = None
-            rows = block
-        if mean is not None and weights is None:
-            u += np.asarray(block.sum(axis=0)).ravel()
-            weight_sum += stop - start
-        elif mean is not None:
-            u += block.T @ weights
-            weight_sum += float(weights.sum())
-        _add_gram(gram, rows)
-    gram = np.triu(gram)
-    gram += np.triu(gram, 1).T
+            # m = α v + r with r ⊥ v: ‖x − m‖² ≤ ‖x‖² − 2α x·v + 2‖x‖‖r‖ + ‖m‖²
+            alpha = float(mean @ first.direction)
+            rest = float(np.linalg.norm(mean - alpha * first.direction))
+            upper_sq = sq - 2.0 * alpha * first.projections + 2.0 * norms * rest
+            upper = np.sqrt(np.maximum(upper_sq + mean @ mean, 0.0))
+        # conservative by 1e-9 so that round-off never skips a clipped row
+        maybe_clipped = ~(upper <= data_norm * (1.0 - 1e-9))
+    raw = sq <= (_RAW_NORM_FACTOR * data_norm) ** 2
+    candidate = maybe_clipped | ~raw
+    n_clipped = 0
+    # Corrections ±(a x)(a x)ᵀ are gathered over blocks and applied one block's
+    # worth of rows at a time: one d × d product per flush, not per block.
+    corrections = _Corrections(gram, d)
+    for start, stop in _block_ranges(*X.shape):
+        idx = np.flatnonzero(candidate[start:stop])
+        if not idx.size:
+            continue
+        if 8 * idx.size > stop - start:
+            # many candidates (a mean far from 0): measure the whole block,
+            # one product with m, and gather only the rows really clipped
+            block = _as_float64(X[start:stop])
+            scale = _clip_scales(block, sq[start:stop], data_norm, mean)
+            idx = np.flatnonzero((scale < 1.0) | ~raw[start:stop])
+            rows, scale = _dense(block[idx]), scale[idx]
+        else:
+            rows = _dense(_as_float64(X[start + idx]))
+            scale = _clip_scales(rows, sq[start + idx], data_norm, mean)
+        n_clipped += int(np.count_nonzero(scale < 1.0))
+        inside = raw[start + idx]
+        # rows inside the raw sum and clipped: remove (1 − w) x xᵀ
+        fix = inside & (scale < 1.0)
+        shrink = np.sqrt(1.0 - scale[fix] ** 2)
+        corrections.add(rows[fix] * shrink[:, None], -1.0)
+        u -= rows[fix].T @ (shrink * shrink)
+        weight_sum -= float(np.sum(shrink * shrink))
+        # rows left out of the raw sum: add (s x)(s x)ᵀ, never squaring s alone
+        scaled = rows[~inside] * scale[~inside, None]
+        corrections.add(scaled, 1.0)
+        u += scaled.T @ scale[~inside]
+        weight_sum += float(np.sum(scale[~inside] ** 2))
+    corrections.flush()
+    gram = _symmetric(gram)
     if mean is not None:
         cross = np.outer(u, mean)
         gram -= cross + cross.T  # a sum, so that gram stays exactly symmetric
         gram += weight_sum * np.outer(mean, mean)
-    return np.ascontiguousarray(gram), n_clipped
+    return gram, n_clipped
 
 
-def _scale_rows(block, scale):
-    if sparse.issparse(block):
-        return sparse.diags_array(scale) @ block
-    return block * scale[:, None]
+class _Corrections:
+    """Buffer of signed rank-one updates ``gram += sign · rowsᵀ rows``."""
+
+    def __init__(self, gram, n_features):
+        self.gram = gram
+        self.limit = max(_MIN_BLOCK_ROWS, _BLOCK_BYTES // (8 * max(n_features, 1)))
+        self.rows = {1.0: [], -1.0: []}
+        self.size = 0
+
+    def add(self, rows, sign):
+        if rows.shape[0]:
+            self.rows[sign].append(rows)
+            self.size += rows.shape[0]
+            if self.size >= self.limit:
+                self.flush()
+
+    def flush(self):
+        for sign, parts in self.rows.items():
+            if parts:
+                stacked = np.concatenate(parts)
+                self.gram += sign * (stacked.T @ stacked)
+                parts.clear()
+        self.size = 0
 
 
-def _add_gram(gram, rows):
-    """``gram += rowsᵀ rows`` (upper triangle only for dense rows)."""
+def _symmetric(matrix):
+    """``(A + Aᵀ)/2``: exactly symmetric whatever the products' round-off."""
+    matrix = matrix + matrix.T
+    matrix *= 0.5
+    return matrix
+
+
+def _gram(rows, out):
+    """``rowsᵀ rows`` into ``out`` (dense rows: NumPy's syrk, no copy)."""
     if sparse.issparse(rows):
-        gram += (rows.T @ rows).toarray()
-    elif rows.shape[0]:
-        # rows is C-contiguous, so rows.T is Fortran-ordered: no copy is made,
-        # and syrk accumulates into gram in place (beta=1, overwrite_c).
-        dsyrk(1.0, rows.T, beta=1.0, c=gram, trans=0, lower=0, overwrite_c=1)
+        out[...] = (rows.T @ rows).toarray()
+    else:
+        np.matmul(rows.T, rows, out=out)
+    return out

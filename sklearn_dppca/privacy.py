@@ -191,7 +191,7 @@ def gdp_mu(epsilon, delta):
     Parameters
     ----------
     epsilon : float
-        ``ε > 0``; ``inf`` gives ``inf``.
+        ``ε ≥ 0``; ``inf`` gives ``inf``.
     delta : float
         ``δ`` in ``(0, 1)``.
 
@@ -235,7 +235,7 @@ def calibrate_gaussian(epsilon, delta, sensitivity=1.0):
     Parameters
     ----------
     epsilon : float
-        ``ε > 0``.
+        ``ε ≥ 0``.
     delta : float
         ``δ`` in ``(0, 1)``.
     sensitivity : float, default=1.0

@@ -61,12 +61,13 @@ def _mp_gdp_delta(mu, epsilon, dps=80):
     with mpmath.workdps(dps):
         mu, eps = mpmath.mpf(mu), mpmath.mpf(epsilon)
         return float(
-            mpmath.ncdf(-eps / mu + mu / 2) - mpmath.exp(eps) * mpmath.ncdf(-eps / mu - mu / 2)
+            mpmath.ncdf(-eps / mu + mu / 2)
+            - mpmath.exp(eps) * mpmath.ncdf(-eps / mu - mu / 2)
         )
 
 
 def _suffix_min(values):
-    """``out[i] = min(values[i:])``: dp_accounting's RDP-monotonicity post-processing."""
+    """``out[i] = min(values[i:])``: dp_accounting's RDP-monotonicity step."""
     return np.minimum.accumulate(np.asarray(values)[::-1])[::-1]
 
 
@@ -126,13 +127,15 @@ def test_calibrate_gaussian_matches_dp_accounting(delta):
 def test_calibrate_gaussian_scales_with_sensitivity():
     """σ is linear in the sensitivity and equals sensitivity / gdp_mu."""
     base = calibrate_gaussian(0.7, 1e-5)
-    assert calibrate_gaussian(0.7, 1e-5, sensitivity=3.0) == pytest.approx(3.0 * base, rel=1e-14)
+    assert calibrate_gaussian(0.7, 1e-5, sensitivity=3.0) == pytest.approx(
+        3.0 * base, rel=1e-14
+    )
     assert base == pytest.approx(1.0 / gdp_mu(0.7, 1e-5), rel=1e-14)
     assert calibrate_gaussian(0.7, 1e-5, sensitivity=0.0) == 0.0
 
 
 def test_analytic_sigma_known_value_beats_textbook():
-    """At ε=1, δ=1e-6 the analytic σ is 4.22 (ALGORITHMS.md §2), below the textbook 5.30."""
+    """At ε=1, δ=1e-6 the analytic σ is 4.22 (ALGORITHMS.md §2); textbook gives 5.30."""
     sigma = calibrate_gaussian(1.0, 1e-6)
     assert sigma == pytest.approx(4.22, abs=5e-3)
     textbook = math.sqrt(2.0 * math.log(1.25 / 1e-6)) / 1.0
@@ -141,7 +144,7 @@ def test_analytic_sigma_known_value_beats_textbook():
 
 
 def test_textbook_sigma_is_always_larger_for_small_epsilon():
-    """Where the textbook bound is valid (ε < 1) it is never smaller than the exact σ."""
+    """Where the textbook bound is valid (ε < 1) it exceeds the exact σ."""
     for delta in DELTAS[:2]:
         for eps in np.geomspace(1e-3, 0.99, 12):
             textbook = math.sqrt(2.0 * math.log(1.25 / delta)) / eps
@@ -149,7 +152,7 @@ def test_textbook_sigma_is_always_larger_for_small_epsilon():
 
 
 def test_gdp_delta_matches_mpmath():
-    """gdp_delta agrees with a 80-digit mpmath evaluation, including far tails and ε = 1e7."""
+    """gdp_delta agrees with 80-digit mpmath, including far tails and ε = 1e7."""
     points = [
         (1.0, 1.0),
         (0.5, 0.01),
@@ -176,7 +179,7 @@ def test_gdp_delta_known_value_and_limits():
 
 
 def test_gdp_epsilon_limits():
-    """gdp_epsilon is 0 when δ(0; μ) ≤ δ already and inf for μ = inf; gdp_mu(inf, δ) = inf."""
+    """gdp_epsilon is 0 when δ(0; μ) ≤ δ, inf for μ = inf; gdp_mu(inf, δ) = inf."""
     assert gdp_epsilon(1e-9, 1e-6) == 0.0
     assert gdp_epsilon(0.0, 1e-6) == 0.0
     assert gdp_epsilon(math.inf, 1e-6) == math.inf
@@ -184,7 +187,7 @@ def test_gdp_epsilon_limits():
 
 
 def test_gdp_functions_are_monotone():
-    """μ grows with ε and δ; σ shrinks; δ(ε; μ) falls in ε and grows in μ; ε(μ, δ) grows in μ."""
+    """μ grows in ε, δ; σ falls; δ(ε; μ) falls in ε, grows in μ; ε(μ, δ) grows in μ."""
     eps_grid = np.geomspace(1e-3, 1e6, 25)
     for delta in DELTAS:
         mus = [gdp_mu(e, delta) for e in eps_grid]
@@ -196,15 +199,23 @@ def test_gdp_functions_are_monotone():
         assert np.all(np.diff(mus) > 0)
     mu_grid = np.geomspace(1e-2, 1e2, 25)
     for eps in [0.1, 1.0, 10.0]:
-        deltas = [gdp_delta(m, eps) for m in mu_grid]
-        assert np.all(np.diff(deltas) > 0)
+        deltas = np.array([gdp_delta(m, eps) for m in mu_grid])
+        assert np.all(np.diff(deltas) >= 0)
+        # strictly increasing wherever δ neither underflows to 0 nor rounds to 1
+        inside = (deltas > 1e-300) & (deltas < 1.0 - 1e-12)
+        assert inside.sum() >= 10
+        assert np.all(np.diff(deltas[inside]) > 0)
     for mu in [0.1, 1.0, 10.0]:
         # up to ε = μ²/2 + 5μ, where δ ≈ Φ(−5) is still far from underflow
-        deltas = [gdp_delta(mu, e) for e in np.linspace(0.0, mu * mu / 2 + 5.0 * mu, 25)]
+        deltas = [
+            gdp_delta(mu, e) for e in np.linspace(0.0, mu * mu / 2 + 5.0 * mu, 25)
+        ]
         assert np.all(np.diff(deltas) < 0)
     for delta in DELTAS:
-        epsilons = [gdp_epsilon(m, delta) for m in mu_grid]
-        assert np.all(np.diff(epsilons) > 0)
+        epsilons = np.array([gdp_epsilon(m, delta) for m in mu_grid])
+        assert np.all(np.diff(epsilons) >= 0)
+        # ε is 0 while δ(0; μ) ≤ δ, then strictly increasing
+        assert np.all(np.diff(epsilons[epsilons > 0]) > 0)
 
 
 @pytest.mark.parametrize("bad_epsilon", [-1.0, -1e-12, float("nan"), "1.0", None])
@@ -218,7 +229,9 @@ def test_bad_epsilon_raises(bad_epsilon):
         calibrate_gaussian(bad_epsilon, 1e-6)
 
 
-@pytest.mark.parametrize("bad_delta", [0.0, 1.0, -0.1, 1.5, float("nan"), float("inf"), None])
+@pytest.mark.parametrize(
+    "bad_delta", [0.0, 1.0, -0.1, 1.5, float("nan"), float("inf"), None]
+)
 def test_bad_delta_raises(bad_delta):
     """δ outside (0, 1), NaN or non-numeric raise ValueError everywhere."""
     with pytest.raises(ValueError):
@@ -258,7 +271,7 @@ def test_bad_sensitivity_raises():
 # ==========================================================================
 @pytest.mark.parametrize("delta", [1e-10, 1e-6, 1e-3])
 def test_gdp_composition_matches_pld(pld_composition, delta):
-    """sqrt(Σ 1/σ_j²)-GDP converted at δ agrees with the PLD accountant (an upper bound)."""
+    """sqrt(Σ 1/σ_j²)-GDP at δ agrees with the PLD accountant (an upper bound)."""
     mu = math.sqrt(sum(1.0 / s**2 for s in SIGMAS))
     ours = gdp_epsilon(mu, delta)
     theirs = pld_composition.get_epsilon(delta)
@@ -269,7 +282,7 @@ def test_gdp_composition_matches_pld(pld_composition, delta):
 
 @pytest.mark.parametrize("delta", [1e-10, 1e-6, 1e-3])
 def test_accountant_gdp_composition_matches_pld(pld_composition, delta):
-    """BudgetAccountant.spend(mu=1/σ_j) for each release reports the PLD's ε at its δ."""
+    """BudgetAccountant.spend(mu=1/σ_j) per release reports the PLD's ε at its δ."""
     acc = BudgetAccountant(delta=delta)
     for s in SIGMAS:
         acc.spend(mu=1.0 / s)
@@ -293,10 +306,12 @@ def test_gaussian_rdp_formula():
     assert gaussian_rdp(0.3).shape == DEFAULT_ORDERS.shape
 
 
-@pytest.mark.parametrize("orders", [ORDERS, ORDERS_ABOVE_101], ids=["default", "above1.01"])
+@pytest.mark.parametrize(
+    "orders", [ORDERS, ORDERS_ABOVE_101], ids=["default", "above1.01"]
+)
 @pytest.mark.parametrize("delta", [1e-10, 1e-6, 1e-3])
 def test_rdp_composition_matches_rdp_accountant(orders, delta):
-    """Σ gaussian_rdp(1/σ_j) and rdp_to_epsilon reproduce RdpAccountant's curve and ε."""
+    """Σ gaussian_rdp(1/σ_j) and rdp_to_epsilon reproduce RdpAccountant's curve, ε."""
     event = dp_event.ComposedDpEvent([dp_event.GaussianDpEvent(s) for s in SIGMAS])
     oracle = RdpAccountant(orders=orders)
     oracle.compose(event)
@@ -314,7 +329,9 @@ def test_rdp_to_epsilon_is_dp_accountings_improved_conversion():
     """On orders > 1.01 rdp_to_epsilon is exactly dp_accounting's compute_epsilon
     (Canonne–Kamath–Steinke / Asoodeh et al.), on an arbitrary non-Gaussian curve."""
     orders = np.array(ORDERS_ABOVE_101)
-    curve = repeated_rdp(gaussian_rdp(0.4, orders) + gaussian_rdp(0.1, orders), 0.05, orders)
+    curve = repeated_rdp(
+        gaussian_rdp(0.4, orders) + gaussian_rdp(0.1, orders), 0.05, orders
+    )
     for delta in [1e-10, 1e-6, 1e-3]:
         eps, order = rdp_to_epsilon(curve, delta, orders)
         their_eps, their_order = compute_epsilon(orders, curve, delta)
@@ -323,7 +340,7 @@ def test_rdp_to_epsilon_is_dp_accountings_improved_conversion():
 
 
 def test_rdp_conversion_is_looser_than_exact_gdp():
-    """For a pure Gaussian composition the RDP conversion is a valid but looser bound."""
+    """For pure Gaussian compositions the RDP conversion is valid but looser."""
     mu = math.sqrt(sum(1.0 / s**2 for s in SIGMAS))
     for delta in DELTAS:
         exact = gdp_epsilon(mu, delta)
@@ -371,7 +388,9 @@ def test_rdp_input_validation():
 def test_repeated_rdp_matches_repeat_and_select(theta):
     """Cheap trials (λ̂ = 1 inactive): our curve is dp_accounting's before its
     monotonicity step, and the converted ε are identical."""
-    one_trial = dp_event.ComposedDpEvent([dp_event.GaussianDpEvent(3.0), dp_event.GaussianDpEvent(5.0)])
+    one_trial = dp_event.ComposedDpEvent(
+        [dp_event.GaussianDpEvent(3.0), dp_event.GaussianDpEvent(5.0)]
+    )
     oracle = RdpAccountant(orders=ORDERS)
     oracle.compose(dp_event.RepeatAndSelectDpEvent(one_trial, 1.0 / theta, 1))
     theirs = oracle._rdp
@@ -393,7 +412,9 @@ def test_repeated_rdp_lambda_hat_one_is_tighter_than_repeat_and_select(sigma):
     ours is then ≤ dp_accounting's at every order after monotonicity, and in ε."""
     theta = 0.1
     oracle = RdpAccountant(orders=ORDERS)
-    oracle.compose(dp_event.RepeatAndSelectDpEvent(dp_event.GaussianDpEvent(sigma), 1.0 / theta, 1))
+    oracle.compose(
+        dp_event.RepeatAndSelectDpEvent(dp_event.GaussianDpEvent(sigma), 1.0 / theta, 1)
+    )
     theirs = oracle._rdp
     one = gaussian_rdp(1.0 / sigma)
     ours = repeated_rdp(one, theta)
@@ -431,7 +452,7 @@ def test_repeated_rdp_grows_as_theta_falls():
 
 
 def test_accountant_mixed_charges_match_rdp_accountant():
-    """GDP + RDP charges compose in RDP and give dp_accounting's ε for the same events."""
+    """GDP + RDP charges compose in RDP to dp_accounting's ε for the same events."""
     theta = 0.1
     acc = BudgetAccountant(delta=1e-6)
     acc.spend(mu=0.5)
@@ -441,7 +462,9 @@ def test_accountant_mixed_charges_match_rdp_accountant():
         [
             dp_event.GaussianDpEvent(2.0),
             dp_event.RepeatAndSelectDpEvent(
-                dp_event.ComposedDpEvent([dp_event.GaussianDpEvent(3.0), dp_event.GaussianDpEvent(5.0)]),
+                dp_event.ComposedDpEvent(
+                    [dp_event.GaussianDpEvent(3.0), dp_event.GaussianDpEvent(5.0)]
+                ),
                 1.0 / theta,
                 1,
             ),
@@ -491,7 +514,7 @@ def test_spend_returns_the_new_total():
 
 
 def test_charge_over_budget_is_refused_and_not_recorded():
-    """A charge that would exceed ε raises BudgetExceededError; spent and n_charges stay."""
+    """A charge over ε raises BudgetExceededError; spent and n_charges stay."""
     mu = gdp_mu(1.0, 1e-6)
     acc = BudgetAccountant(epsilon=1.2, delta=1e-6)
     acc.spend(mu)
@@ -546,7 +569,7 @@ def test_remaining_fills_budget_exactly_gdp():
 
 
 def test_remaining_fills_budget_with_rdp_charges():
-    """With an RDP charge on the books, remaining() is still a charge that fits exactly."""
+    """With an RDP charge on the books, remaining() still fits exactly."""
     acc = BudgetAccountant(epsilon=8.0, delta=1e-6)
     acc.spend(mu=0.5)
     acc.spend(rdp=repeated_rdp(gaussian_rdp(0.2), 0.1))
@@ -572,7 +595,7 @@ def test_remaining_unlimited_and_reset():
 
 
 def test_rdp_only_charge_is_converted_with_improved_conversion():
-    """An RDP charge is reported as rdp_to_epsilon of the summed curve (with the GDP parts)."""
+    """An RDP charge is reported as rdp_to_epsilon of the summed curve (+ GDP parts)."""
     acc = BudgetAccountant(delta=1e-5)
     curve = repeated_rdp(gaussian_rdp(0.3), 0.2)
     acc.spend(0.4, rdp=curve)  # one release with both a GDP and an RDP part
@@ -581,7 +604,7 @@ def test_rdp_only_charge_is_converted_with_improved_conversion():
 
 
 def test_charge_validation():
-    """A charge needs mu or rdp; the rdp curve must be on DEFAULT_ORDERS and non-negative."""
+    """A charge needs mu or rdp; rdp must be non-negative on DEFAULT_ORDERS."""
     acc = BudgetAccountant()
     with pytest.raises(ValueError):
         acc.spend()
@@ -609,7 +632,7 @@ def test_copy_deepcopy_and_clone_share_the_accountant():
 
 
 def test_unpickled_accountant_refuses_to_spend():
-    """A pickled copy keeps its state but cannot be charged (it would never report back)."""
+    """A pickled copy keeps its state but cannot be charged (it can't report back)."""
     acc = BudgetAccountant(epsilon=5.0, delta=1e-6)
     acc.spend(0.5)
     restored = pickle.loads(pickle.dumps(acc))
@@ -624,7 +647,7 @@ def test_unpickled_accountant_refuses_to_spend():
 
 
 def _hammer(acc, mu, n_tries, n_threads):
-    """Let n_threads threads try n_tries charges of mu each; return the number accepted."""
+    """n_threads threads try n_tries charges of mu each; return how many succeeded."""
     accepted = [0] * n_threads
     barrier = threading.Barrier(n_threads)
 
@@ -654,7 +677,9 @@ def test_threads_never_overspend():
     assert acc.spent[0] <= 1.0 * (1.0 + 1e-9)
     assert acc.n_charges == accepted
     assert 149 <= accepted <= 150
-    assert acc.spent[0] == pytest.approx(gdp_epsilon(math.sqrt(accepted) * mu, 1e-6), rel=1e-9)
+    assert acc.spent[0] == pytest.approx(
+        gdp_epsilon(math.sqrt(accepted) * mu, 1e-6), rel=1e-9
+    )
 
 
 def test_threads_lose_no_update():
@@ -662,12 +687,14 @@ def test_threads_lose_no_update():
     acc = BudgetAccountant(delta=1e-6)
     accepted = _hammer(acc, 0.05, n_tries=50, n_threads=8)
     assert accepted == acc.n_charges == 400
-    assert acc.spent[0] == pytest.approx(gdp_epsilon(math.sqrt(400) * 0.05, 1e-6), rel=1e-9)
+    assert acc.spent[0] == pytest.approx(
+        gdp_epsilon(math.sqrt(400) * 0.05, 1e-6), rel=1e-9
+    )
 
 
 @pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
 def test_default_accountant_get_set(restore_default_accountant, data):
-    """The default is unlimited; set_default_accountant swaps it and returns the old one,
+    """The default is unlimited; set_default_accountant swaps it, returns the old one,
     and estimators with accountant=None charge the current default."""
     original = restore_default_accountant
     assert isinstance(original, BudgetAccountant)
@@ -690,9 +717,11 @@ def test_default_accountant_get_set(restore_default_accountant, data):
 # ==========================================================================
 @pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
 def test_grid_search_charges_every_fit(data):
-    """GridSearchCV with 2 candidates × 3 folds + 1 refit charges 7 fits, composed exactly."""
+    """GridSearchCV (2 candidates × 3 folds + refit) charges all 7 fits, exactly."""
     acc = BudgetAccountant(delta=1e-6)
-    est = PrivatePCA(epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0, accountant=acc)
+    est = PrivatePCA(
+        epsilon=1.0, delta=1e-6, data_norm=1.0, random_state=0, accountant=acc
+    )
     search = GridSearchCV(est, {"n_components": [1, 2]}, cv=3)
     search.fit(data)
     assert acc.n_charges == 7
@@ -718,7 +747,9 @@ def test_grid_search_over_budget_is_refused(data):
 def test_refused_fit_leaves_estimator_and_accountant_unchanged(data):
     """A refit refused by the budget keeps the fitted attributes and charges nothing."""
     acc = BudgetAccountant(epsilon=1.2, delta=1e-6)
-    pca = PrivatePCA(n_components=2, epsilon=1.0, data_norm=1.0, random_state=0, accountant=acc)
+    pca = PrivatePCA(
+        n_components=2, epsilon=1.0, data_norm=1.0, random_state=0, accountant=acc
+    )
     pca.fit(data)
     state = {k: copy.deepcopy(v) for k, v in vars(pca).items() if k.endswith("_")}
     spent, n_charges = acc.spent, acc.n_charges
@@ -733,9 +764,11 @@ def test_refused_fit_leaves_estimator_and_accountant_unchanged(data):
 
 @pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
 def test_refused_first_fit_charges_nothing_and_releases_nothing(data):
-    """An estimator whose first fit is refused gets no released attribute and no charge."""
+    """A refused first fit releases no attribute and charges nothing."""
     acc = BudgetAccountant(epsilon=0.5, delta=1e-6)
-    pca = PrivatePCA(n_components=2, epsilon=1.0, data_norm=1.0, random_state=0, accountant=acc)
+    pca = PrivatePCA(
+        n_components=2, epsilon=1.0, data_norm=1.0, random_state=0, accountant=acc
+    )
     with pytest.raises(BudgetExceededError):
         pca.fit(data)
     for attribute in ["components_", "mean_", "explained_variance_", "privacy_spent_"]:
@@ -744,45 +777,28 @@ def test_refused_first_fit_charges_nothing_and_releases_nothing(data):
     assert acc.spent == (0.0, 0.0)
 
 
-# LIBRARY BUG (exposed, not fixed): see the comment above
-# test_refused_fit_on_other_width_keeps_fitted_state. Because n_features_in_ is
-# set before the refusal, check_is_fitted() passes on a never-fitted estimator
-# and transform() then fails with AttributeError (no components_) instead of
-# NotFittedError.
-@pytest.mark.xfail(
-    strict=True,
-    reason="LIBRARY BUG: a refused first fit leaves n_features_in_ set, so the "
-    "estimator looks fitted (validate_data runs before the budget charge)",
-)
 @pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
 def test_refused_first_fit_leaves_estimator_unfitted(data):
     """An estimator whose first fit is refused must still be reported as not fitted."""
     acc = BudgetAccountant(epsilon=0.5, delta=1e-6)
-    pca = PrivatePCA(n_components=2, epsilon=1.0, data_norm=1.0, random_state=0, accountant=acc)
+    pca = PrivatePCA(
+        n_components=2, epsilon=1.0, data_norm=1.0, random_state=0, accountant=acc
+    )
     with pytest.raises(BudgetExceededError):
         pca.fit(data)
     with pytest.raises(NotFittedError):
         check_is_fitted(pca)
 
 
-# LIBRARY BUG (exposed, not fixed): _BasePrivatePCA._fit calls
-# validate_data(..., reset=True) *before* accountant.spend(), so a fit refused
-# by the budget still overwrites n_features_in_ (and deletes
-# feature_names_in_) while components_, mean_, ... stay from the previous fit.
-# The estimator is then inconsistent: transform() on data of the original
-# width raises "X has 4 features, but PrivatePCA is expecting 5 features".
-@pytest.mark.xfail(
-    strict=True,
-    reason="LIBRARY BUG: a refused fit resets n_features_in_/feature_names_in_ "
-    "(validate_data runs before the budget charge)",
-)
 @pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
 def test_refused_fit_on_other_width_keeps_fitted_state(data):
     """A refused refit on data of another width must not touch n_features_in_."""
     pd = pytest.importorskip("pandas")
     frame = pd.DataFrame(data, columns=["a", "b", "c", "d"])
     acc = BudgetAccountant(epsilon=1.2, delta=1e-6)
-    pca = PrivatePCA(n_components=2, epsilon=1.0, data_norm=1.0, random_state=0, accountant=acc)
+    pca = PrivatePCA(
+        n_components=2, epsilon=1.0, data_norm=1.0, random_state=0, accountant=acc
+    )
     pca.fit(frame)
     wider = np.hstack([data, data[:, :1]])
     with pytest.raises(BudgetExceededError):
@@ -801,8 +817,13 @@ def test_privacy_spent_equals_requested_budget(data, center, epsilon, delta):
     accountant is charged exactly that."""
     acc = BudgetAccountant(delta=delta)
     pca = PrivatePCA(
-        n_components=2, epsilon=epsilon, delta=delta, data_norm=1.0, center=center,
-        random_state=0, accountant=acc,
+        n_components=2,
+        epsilon=epsilon,
+        delta=delta,
+        data_norm=1.0,
+        center=center,
+        random_state=0,
+        accountant=acc,
     ).fit(data)
     eps_spent, delta_spent = pca.privacy_spent_
     assert eps_spent == pytest.approx(epsilon, rel=1e-9)
@@ -814,7 +835,9 @@ def test_fixed_random_state_and_missing_data_norm_warn(data):
     """A fixed random_state and data_norm=None each raise a PrivacyLeakWarning."""
     acc = BudgetAccountant()
     with pytest.warns(PrivacyLeakWarning, match="random_state"):
-        PrivatePCA(n_components=1, data_norm=1.0, random_state=0, accountant=acc).fit(data)
+        PrivatePCA(n_components=1, data_norm=1.0, random_state=0, accountant=acc).fit(
+            data
+        )
     with pytest.warns(PrivacyLeakWarning, match="data_norm"):
         PrivatePCA(n_components=1, accountant=acc).fit(data)
     assert acc.n_charges == 2

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from sklearn_dppca._stats import clipped_gram, clipped_sum, max_row_norm, row_sq_norms
+from sklearn_dppca._stats import clipped_gram, first_pass, max_row_norm, row_sq_norms
 
 
 def clip(rows, bound):
@@ -39,7 +39,7 @@ def test_clipped_gram_and_sum_match_definition(data, layout, centre):
     sq = row_sq_norms(X)
     np.testing.assert_allclose(sq, (dense**2).sum(1), rtol=1e-6)
 
-    gram, n_clipped = clipped_gram(X, bound, sq, mean)
+    gram, n_clipped = clipped_gram(X, bound, mean)
     Y = clip(dense - (0.0 if mean is None else mean), bound)
     np.testing.assert_allclose(gram, Y.T @ Y, rtol=1e-9, atol=1e-8)
     assert np.array_equal(gram, gram.T)
@@ -47,7 +47,7 @@ def test_clipped_gram_and_sum_match_definition(data, layout, centre):
     assert n_clipped == int((np.linalg.norm(shifted, axis=1) > bound).sum())
 
     np.testing.assert_allclose(
-        clipped_sum(X, bound, sq), clip(dense, bound).sum(0), rtol=1e-9, atol=1e-9
+        first_pass(X, bound).clipped_sum, clip(dense, bound).sum(0), rtol=1e-9, atol=1e-9
     )
 
 
@@ -56,20 +56,18 @@ def test_huge_rows_do_not_overflow():
     X = np.array([[1e200, 1e200], [0.3, 0.4], [-1e300, 0.0]])
     sq = row_sq_norms(X)
     assert max_row_norm(X, sq) == pytest.approx(1e300)
-    gram, n_clipped = clipped_gram(X, 1.0, sq)
+    gram, n_clipped = clipped_gram(X, 1.0)
     for mean in (None, np.array([0.1, -0.2])):
-        centred, _ = clipped_gram(X, 1.0, sq, mean)
+        centred, _ = clipped_gram(X, 1.0, mean)
         assert np.all(np.isfinite(centred))
     Y = np.array([[2**-0.5, 2**-0.5], [0.3, 0.4], [-1.0, 0.0]])
     np.testing.assert_allclose(gram, Y.T @ Y, atol=1e-12)
     assert n_clipped == 2
-    np.testing.assert_allclose(clipped_sum(X, 1.0, sq), Y.sum(0), atol=1e-12)
+    np.testing.assert_allclose(first_pass(X, 1.0).clipped_sum, Y.sum(0), atol=1e-12)
 
 
 def test_inputs_are_not_modified(data):
     X = data.copy()
     X.setflags(write=False)  # read-only: any write would raise
-    sq = row_sq_norms(X)
-    clipped_gram(X, 2.0, sq, np.ones(7) * 0.1)
-    clipped_sum(X, 2.0, sq)
+    clipped_gram(X, 2.0, np.ones(7) * 0.1, first_pass(X, 2.0))
     np.testing.assert_array_equal(X, data)
