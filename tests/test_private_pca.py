@@ -384,3 +384,20 @@ def test_refused_fit_is_not_charged_and_leaves_state(planted):
             pca.set_params(epsilon=0.5).fit(X)
     assert acc.n_charges == 1
     np.testing.assert_array_equal(pca.components_, components)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("data_norm", [1.0, None])
+def test_failed_fit_on_bad_data_is_not_charged(bad, data_norm):
+    """Finiteness is checked in the first pass; the charge comes after it."""
+    acc = BudgetAccountant()
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        PrivatePCA(data_norm=data_norm, accountant=acc).fit(with_value(bad, (17, 2)))
+    assert acc.n_charges == 0
+
+
+def test_huge_finite_rows_are_clipped_not_refused():
+    X = GOOD.copy()
+    X[4] = 1e200
+    pca = PrivatePCA(2, data_norm=1.0, random_state=0).fit(X)
+    assert np.all(np.isfinite(pca.components_)) and np.isfinite(pca.mean_).all()

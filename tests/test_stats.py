@@ -71,3 +71,45 @@ def test_inputs_are_not_modified(data):
     X.setflags(write=False)  # read-only: any write would raise
     clipped_gram(X, 2.0, np.ones(7) * 0.1, first_pass(X, 2.0))
     np.testing.assert_array_equal(X, data)
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of 64 rows, so that every multi-block path runs on small data."""
+    import sklearn_dppca._stats as stats
+
+    monkeypatch.setattr(stats, "_BLOCK_BYTES", 64 * 8 * 7)
+    monkeypatch.setattr(stats, "_MIN_BLOCK_ROWS", 64)
+
+
+@pytest.mark.parametrize("layout", ["C", "float32", "csr"])
+@pytest.mark.parametrize("shift", [0.0, 2.5])
+def test_multi_block_paths_match_definition(small_blocks, layout, shift):
+    """Many blocks, a mean far from 0, rows in (C, 8C] and beyond 8C, sorted rows.
+
+    The first block's clipped mean (the direction used to skip rows that the
+    centring cannot clip) points away from the final mean, and the bound must
+    still never skip a clipped row.
+    """
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(1500, 7))
+    X[:64] += 3.0 * np.eye(7)[2]  # the first block leans another way
+    X += shift * np.eye(7)[0]
+    X[5::97] *= 3.0  # moderately clipped rows
+    X[9::211] *= 1e3  # rows beyond 8C
+    dense = X
+    if layout == "float32":
+        X = X.astype(np.float32)
+        dense = X.astype(np.float64)
+    elif layout == "csr":
+        X = sparse.csr_matrix(X)
+    bound = 2.0
+    first = first_pass(X, bound)
+    np.testing.assert_allclose(
+        first.clipped_sum, clip(dense, bound).sum(0), rtol=1e-9, atol=1e-9
+    )
+    mean = first.clipped_sum / len(dense) + 0.1
+    gram, n_clipped = clipped_gram(X, bound, mean, first)
+    Y = clip(dense - mean, bound)
+    np.testing.assert_allclose(gram, Y.T @ Y, rtol=1e-9, atol=1e-8)
+    assert n_clipped == int((np.linalg.norm(dense - mean, axis=1) > bound).sum())
