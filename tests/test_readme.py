@@ -34,3 +34,19 @@ def test_cli_errors_are_one_line(capsys):
     assert main(["demo", "--epsilon", "-1"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("dppca: error:") and err.count("\n") == 1
+
+
+def test_readme_quick_start_runs(capsys):
+    text = (ROOT / "README.md").read_text()
+    code = re.findall(r"```python\n(.*?)\n```", text, flags=re.S)[0]
+    assert len(code.splitlines()) <= 10
+    exec(compile(code, "README.md", "exec"), {})
+    assert "1e-06" in capsys.readouterr().out
+
+
+def test_examples_run(capsys):
+    import runpy
+
+    for path in sorted((ROOT / "examples").glob("*.py")):
+        runpy.run_path(str(path), run_name="__main__")
+    assert "captured variance" in capsys.readouterr().out
