@@ -4,11 +4,14 @@ The estimators release principal components under ``(ε, δ)``-differential
 privacy with respect to the replacement of one row (one person):
 
 - :class:`PrivatePCA` — Gaussian noise on the covariance (the default drop-in).
+- :class:`ComplexGaussPCA` — the complex (Hermitian) Gaussian mechanism of
+  Mangoubi & Vishnoi, for rank-k covariance approximation.
 
 Every fit is charged to a :class:`BudgetAccountant` (the process-wide default
 unless one is given) that composes fits exactly.
 """
 
+from ._complex_gauss_pca import ComplexGaussPCA
 from ._private_pca import PrivatePCA
 from .privacy import BudgetAccountant, BudgetExceededError, PrivacyLeakWarning
 
@@ -17,6 +20,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BudgetAccountant",
     "BudgetExceededError",
+    "ComplexGaussPCA",
     "PrivacyLeakWarning",
     "PrivatePCA",
     "__version__",

@@ -204,44 +204,55 @@ class _BasePrivatePCA(
         )
         return largest if largest > 0.0 else 1.0
 
-    def _set_spectrum(self, eigvals, eigvecs, dtype):
-        """Post-process a released symmetric eigendecomposition.
+    def _spectrum(self, eigvals):
+        """Number of components and variance summary from a released spectrum.
 
         Parameters
         ----------
         eigvals : ndarray of shape (n_features,)
             All released eigenvalues of the noisy scatter matrix, any order.
-        eigvecs : ndarray of shape (n_features, n_features)
-            Matching eigenvectors in columns (at least the top ones).
-        dtype : numpy dtype of the fitted attributes.
 
-        Notes
-        -----
-        Eigenvalues are clamped at 0. The total variance is the sum of all
-        clamped eigenvalues (the trace of the released matrix's positive
-        part), so ``explained_variance_ratio_`` sums to 1 when every component
-        is kept, as in scikit-learn.
+        Returns
+        -------
+        k : int
+            ``n_components_``: ``n_components`` itself, ``min(n, d)`` for
+            ``None``, or the fewest components whose ratios exceed the fraction.
+        total : float
+            Total variance: the sum of all eigenvalues clamped at 0, over
+            ``n − 1`` (the trace of the release's positive part), so that the
+            ratios sum to 1 when every component is kept, as in scikit-learn.
+        noise_variance : float
+            Mean clamped variance beyond the first ``k`` (0 when ``k = min(n, d)``).
         """
         n, d = self.n_samples_, eigvals.shape[0]
-        order = np.argsort(eigvals)[::-1]
-        variance = np.maximum(eigvals[order], 0.0) / (n - 1)
-        vectors = eigvecs[:, order].T
-        total = variance.sum()
-        ratio = variance / total if total > 0 else np.zeros_like(variance)
-
+        variance = np.sort(np.maximum(eigvals, 0.0))[::-1] / (n - 1)
+        total = float(variance.sum())
         k = self.n_components
         if k is None:
             k = min(n, d)
         elif not isinstance(k, Integral):  # variance fraction
+            ratio = variance / total if total > 0 else np.zeros_like(variance)
             k = int(np.searchsorted(np.cumsum(ratio), k, side="right")) + 1
-            k = min(k, d)
-        self.noise_variance_ = float(variance[k:].mean()) if k < min(n, d) else 0.0
+            k = min(k, n, d)
+        noise_variance = float(variance[k:].mean()) if k < min(n, d) else 0.0
+        return k, total, noise_variance
 
-        self.n_components_ = k
-        self.components_ = _flip_signs(vectors[:k]).astype(dtype)
-        self.explained_variance_ = variance[:k].astype(dtype)
-        self.explained_variance_ratio_ = ratio[:k].astype(dtype)
-        self.singular_values_ = np.sqrt(variance[:k] * (n - 1)).astype(dtype)
+    def _set_components(self, components, variance, total, noise_variance, dtype):
+        """Store released components (rows) and their variances as attributes.
+
+        Components are sorted by decreasing variance, variances clamped at 0,
+        and each component's sign fixed so its largest entry is positive.
+        """
+        order = np.argsort(variance)[::-1]
+        variance = np.maximum(variance[order], 0.0)
+        n = self.n_samples_
+        self.n_components_ = components.shape[0]
+        self.components_ = _flip_signs(components[order]).astype(dtype)
+        self.explained_variance_ = variance.astype(dtype)
+        ratio = variance / total if total > 0 else np.zeros_like(variance)
+        self.explained_variance_ratio_ = ratio.astype(dtype)
+        self.singular_values_ = np.sqrt(variance * (n - 1)).astype(dtype)
+        self.noise_variance_ = noise_variance
 
     # ------------------------------------------------------------ transform
     def transform(self, X):

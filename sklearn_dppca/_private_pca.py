@@ -2,6 +2,8 @@
 
 import math
 
+import numpy as np
+
 from ._base import _BasePrivatePCA, _eigh
 from .noise import goe_noise
 
@@ -150,4 +152,7 @@ class PrivatePCA(_BasePrivatePCA):
         sigma = math.sqrt(2.0) * data_norm**2 / mus["covariance"]
         gram += goe_noise(rng, gram.shape[0], sigma)
         eigvals, eigvecs = _eigh(gram)
-        self._set_spectrum(eigvals, eigvecs, dtype)
+        k, total, noise_variance = self._spectrum(eigvals)
+        top = np.argsort(eigvals)[::-1][:k]
+        variance = eigvals[top] / (self.n_samples_ - 1)
+        self._set_components(eigvecs[:, top].T, variance, total, noise_variance, dtype)

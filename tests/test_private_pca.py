@@ -1,4 +1,5 @@
-"""PrivatePCA: sensitivity, calibration, utility, sklearn parity and bad input."""
+"""PrivatePCA (and the interface it shares): sensitivity, calibration, utility,
+sklearn parity and bad input."""
 
 import math
 import warnings
@@ -13,7 +14,12 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
 
-from sklearn_dppca import BudgetAccountant, PrivacyLeakWarning, PrivatePCA
+from sklearn_dppca import (
+    BudgetAccountant,
+    ComplexGaussPCA,
+    PrivacyLeakWarning,
+    PrivatePCA,
+)
 from sklearn_dppca._base import MEAN_BUDGET_SHARE
 from sklearn_dppca._stats import clipped_gram, first_pass
 from sklearn_dppca.privacy import gdp_mu
@@ -21,6 +27,9 @@ from sklearn_dppca.privacy import gdp_mu
 from .conftest import make_planted
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
+
+# The shared interface is tested on every estimator with the PrivatePCA API.
+ESTIMATORS = [PrivatePCA, ComplexGaussPCA]
 
 
 def principal_sin(estimate, truth):
@@ -135,13 +144,14 @@ def test_privacy_spent_is_the_requested_budget():
 
 
 # ------------------------------------------------------------------- utility
-def test_recovers_planted_subspace_at_epsilon_one():
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_recovers_planted_subspace_at_epsilon_one(Est):
     """ε = 1 on 100 000 rows recovers a planted 3-D subspace (sin θ ≪ 1).
 
     Theory: sin θ ≈ √d σ / (n (λ_3 − λ_4)) ≈ 0.003 here; we allow 10×.
     """
     X, basis = make_planted(n=100_000, d=20, seed=4)
-    pca = PrivatePCA(n_components=3, epsilon=1.0, data_norm=1.0, random_state=0).fit(X)
+    pca = Est(n_components=3, epsilon=1.0, data_norm=1.0, random_state=0).fit(X)
     assert principal_sin(pca.components_, basis) < 0.03
     assert pca.explained_variance_ratio_.sum() > 0.5
 
@@ -165,10 +175,11 @@ def test_error_shrinks_like_one_over_epsilon():
     assert errors[0.1] > 3 * errors[1.0]
 
 
-def test_large_epsilon_reproduces_sklearn(planted):
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_large_epsilon_reproduces_sklearn(Est, planted):
     """At ε = 1e7 every attribute matches PCA(svd_solver='covariance_eigh')."""
     X, _ = planted
-    ours = PrivatePCA(3, epsilon=1e7, data_norm=10.0, random_state=0).fit(X)
+    ours = Est(3, epsilon=1e7, data_norm=10.0, random_state=0).fit(X)
     ref = PCA(3, svd_solver="covariance_eigh").fit(X)
     np.testing.assert_allclose(ours.components_, ref.components_, atol=1e-3)
     for name in ("explained_variance_", "explained_variance_ratio_", "singular_values_"):
@@ -181,9 +192,10 @@ def test_large_epsilon_reproduces_sklearn(planted):
 
 
 # ---------------------------------------------------------------- interface
-def test_invariants(planted):
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_invariants(Est, planted):
     X, _ = planted
-    pca = PrivatePCA(5, epsilon=1.0, data_norm=1.0, random_state=0).fit(X)
+    pca = Est(5, epsilon=1.0, data_norm=1.0, random_state=0).fit(X)
     C = pca.components_
     np.testing.assert_allclose(C @ C.T, np.eye(5), atol=1e-12)
     assert np.all(np.diff(pca.explained_variance_) <= 0)
@@ -192,7 +204,7 @@ def test_invariants(planted):
     np.testing.assert_allclose(
         pca.get_covariance() @ pca.get_precision(), np.eye(X.shape[1]), atol=1e-8
     )
-    white = PrivatePCA(5, whiten=True, data_norm=1.0, random_state=0).fit(X)
+    white = Est(5, whiten=True, data_norm=1.0, random_state=0).fit(X)
     np.testing.assert_allclose(
         white.inverse_transform(white.transform(on_span)), on_span, atol=1e-10
     )
@@ -200,65 +212,72 @@ def test_invariants(planted):
     np.testing.assert_allclose(white.transform(X).std(0)[:3], 1.0, rtol=0.05)
 
 
-def test_n_components_options(planted):
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_n_components_options(Est, planted):
     X, _ = planted
-    assert PrivatePCA(data_norm=1.0).fit(X).n_components_ == X.shape[1]
-    assert PrivatePCA(data_norm=1.0).fit(X[:5]).n_components_ == 5  # min(n, d)
-    pca = PrivatePCA(0.6, epsilon=5.0, data_norm=1.0, random_state=0).fit(X)
+    assert Est(data_norm=1.0).fit(X).n_components_ == X.shape[1]
+    assert Est(data_norm=1.0).fit(X[:5]).n_components_ == 5  # min(n, d)
+    pca = Est(0.6, epsilon=5.0, data_norm=1.0, random_state=0).fit(X)
     ratios = pca.explained_variance_ratio_
     assert ratios.sum() > 0.6 and ratios[:-1].sum() <= 0.6
-    full = PrivatePCA(epsilon=5.0, data_norm=1.0, random_state=0).fit(X)
+    full = Est(epsilon=5.0, data_norm=1.0, random_state=0).fit(X)
     assert full.explained_variance_ratio_.sum() == pytest.approx(1.0)
     assert full.noise_variance_ == 0.0
 
 
-def test_fixed_seed_is_reproducible_and_none_is_not(planted):
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_fixed_seed_is_reproducible_and_none_is_not(Est, planted):
     X, _ = planted
-    a = PrivatePCA(3, data_norm=1.0, random_state=7).fit(X).components_
-    b = PrivatePCA(3, data_norm=1.0, random_state=7).fit(X).components_
-    c = PrivatePCA(3, epsilon=0.1, data_norm=1.0).fit(X).explained_variance_
-    d = PrivatePCA(3, epsilon=0.1, data_norm=1.0).fit(X).explained_variance_
+    a = Est(3, data_norm=1.0, random_state=7).fit(X).components_
+    b = Est(3, data_norm=1.0, random_state=7).fit(X).components_
+    c = Est(3, epsilon=0.1, data_norm=1.0).fit(X).explained_variance_
+    d = Est(3, epsilon=0.1, data_norm=1.0).fit(X).explained_variance_
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(c, d)
 
 
-def test_pandas_in_and_out(planted):
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_pandas_in_and_out(Est, planted):
     X, _ = planted
     frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
-    pca = PrivatePCA(2, data_norm=1.0).set_output(transform="pandas").fit(frame)
+    pca = Est(2, data_norm=1.0).set_output(transform="pandas").fit(frame)
     out = pca.transform(frame)
     assert isinstance(out, pd.DataFrame)
-    assert list(out.columns) == ["privatepca0", "privatepca1"]
+    prefix = Est.__name__.lower()
+    assert list(out.columns) == [f"{prefix}0", f"{prefix}1"]
     assert list(pca.feature_names_in_) == list(frame.columns)
     np.testing.assert_array_equal(pca.get_feature_names_out(), out.columns)
 
 
-def test_float32_in_float32_out(planted):
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_float32_in_float32_out(Est, planted):
     X, _ = planted
-    pca = PrivatePCA(3, data_norm=1.0).fit(X.astype(np.float32))
+    pca = Est(3, data_norm=1.0).fit(X.astype(np.float32))
     assert pca.transform(X.astype(np.float32)).dtype == np.float32
     for name in ("components_", "explained_variance_", "mean_", "singular_values_"):
         assert getattr(pca, name).dtype == np.float32
 
 
-def test_sparse_equals_dense_with_the_same_seed(planted):
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_sparse_equals_dense_with_the_same_seed(Est, planted):
     X, _ = planted
     X = np.where(np.abs(X) > 0.1, X, 0.0)
-    dense = PrivatePCA(3, data_norm=0.5, random_state=0).fit(X)
+    dense = Est(3, data_norm=0.5, random_state=0).fit(X)
     for fmt in (sparse.csr_matrix, sparse.csc_matrix, sparse.csr_array):
-        sp = PrivatePCA(3, data_norm=0.5, random_state=0).fit(fmt(X))
+        sp = Est(3, data_norm=0.5, random_state=0).fit(fmt(X))
         np.testing.assert_allclose(sp.components_, dense.components_, atol=1e-9)
         np.testing.assert_allclose(sp.transform(fmt(X)), dense.transform(X), atol=1e-9)
 
 
-def test_clipping_is_applied():
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_clipping_is_applied(Est):
     """A row far beyond data_norm acts exactly like the same row clipped to it."""
     X, _ = make_planted(2000, 6, seed=2)
     far, clipped = X.copy(), X.copy()
     far[0] = X[0] / np.linalg.norm(X[0]) * 1e6
     clipped[0] = X[0] / np.linalg.norm(X[0])
     fits = [
-        PrivatePCA(3, data_norm=1.0, center=False, random_state=0).fit(Z)
+        Est(3, data_norm=1.0, center=False, random_state=0).fit(Z)
         for Z in (far, clipped)
     ]
     np.testing.assert_allclose(fits[0].components_, fits[1].components_, atol=1e-10)
@@ -267,34 +286,37 @@ def test_clipping_is_applied():
     )
 
 
-def test_grid_search_without_scorer(planted):
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_grid_search_without_scorer(Est, planted):
     X, _ = planted
     acc = BudgetAccountant()
     search = GridSearchCV(
-        PrivatePCA(data_norm=1.0, accountant=acc), {"n_components": [1, 3]}, cv=3
+        Est(data_norm=1.0, accountant=acc), {"n_components": [1, 3]}, cv=3
     ).fit(X)
     assert search.best_params_["n_components"] == 3
     assert acc.n_charges == 7
-    pipe = make_pipeline(StandardScaler(), PrivatePCA(2, data_norm=5.0)).fit(X)
+    pipe = make_pipeline(StandardScaler(), Est(2, data_norm=5.0)).fit(X)
     assert pipe.transform(X).shape == (len(X), 2)
 
 
 # ---------------------------------------------------------------- warnings
 @pytest.mark.filterwarnings("error::sklearn_dppca.PrivacyLeakWarning")
-def test_private_configuration_raises_no_leak_warning(planted):
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_private_configuration_raises_no_leak_warning(Est, planted):
     X, _ = planted
-    PrivatePCA(2, data_norm=1.0).fit(X)
+    Est(2, data_norm=1.0).fit(X)
 
 
 @pytest.mark.filterwarnings("default::sklearn_dppca.PrivacyLeakWarning")
-def test_unsafe_configurations_warn(planted):
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_unsafe_configurations_warn(Est, planted):
     X, _ = planted
     with pytest.warns(PrivacyLeakWarning, match="NOT differentially private"):
-        pca = PrivatePCA(2).fit(X)
+        pca = Est(2).fit(X)
     assert pca.data_norm is None
     assert pca.data_norm_ == pytest.approx(np.linalg.norm(X, axis=1).max())
     with pytest.warns(PrivacyLeakWarning, match="random_state"):
-        PrivatePCA(2, data_norm=1.0, random_state=0).fit(X)
+        Est(2, data_norm=1.0, random_state=0).fit(X)
 
 
 # --------------------------------------------------------------- bad input
@@ -321,9 +343,10 @@ def with_value(value, where=(3, 1)):
         ([[1.0, 2.0], [3.0]], ValueError, "inhomogeneous|sequence"),
     ],
 )
-def test_bad_data_is_refused_clearly(X, error, match):
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_bad_data_is_refused_clearly(Est, X, error, match):
     with pytest.raises(error, match=match):
-        PrivatePCA(data_norm=1.0).fit(X)
+        Est(data_norm=1.0).fit(X)
 
 
 @pytest.mark.parametrize(
@@ -343,15 +366,17 @@ def test_bad_data_is_refused_clearly(X, error, match):
         {"accountant": "default"},
     ],
 )
-def test_bad_parameters_raise_invalid_parameter_error(params):
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_bad_parameters_raise_invalid_parameter_error(Est, params):
     with pytest.raises(InvalidParameterError):
-        PrivatePCA(**params).fit(GOOD)
+        Est(**params).fit(GOOD)
 
 
-def test_too_many_components_and_wrong_widths():
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_too_many_components_and_wrong_widths(Est):
     with pytest.raises(ValueError, match="n_components=5 must be between 1 and"):
-        PrivatePCA(5, data_norm=1.0).fit(GOOD)
-    pca = PrivatePCA(2, data_norm=1.0).fit(GOOD)
+        Est(5, data_norm=1.0).fit(GOOD)
+    pca = Est(2, data_norm=1.0).fit(GOOD)
     with pytest.raises(ValueError, match="features"):
         pca.transform(GOOD[:, :3])
     with pytest.raises(ValueError, match="n_components_=2"):
@@ -360,21 +385,23 @@ def test_too_many_components_and_wrong_widths():
         pca.score(sparse.csr_matrix(GOOD))
 
 
-def test_callers_arrays_are_never_modified(planted):
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_callers_arrays_are_never_modified(Est, planted):
     X, _ = planted
     for Z in (X.copy(), np.asfortranarray(X), X.astype(np.float32)):
         before = Z.copy()
         Z.setflags(write=False)
-        pca = PrivatePCA(3, data_norm=0.5).fit(Z)
+        pca = Est(3, data_norm=0.5).fit(Z)
         pca.transform(Z)
         pca.score(Z)
         np.testing.assert_array_equal(Z, before)
 
 
-def test_refused_fit_is_not_charged_and_leaves_state(planted):
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_refused_fit_is_not_charged_and_leaves_state(Est, planted):
     X, _ = planted
     acc = BudgetAccountant(epsilon=1.0)
-    pca = PrivatePCA(2, epsilon=0.9, data_norm=1.0, accountant=acc).fit(X)
+    pca = Est(2, epsilon=0.9, data_norm=1.0, accountant=acc).fit(X)
     components = pca.components_.copy()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -388,16 +415,18 @@ def test_refused_fit_is_not_charged_and_leaves_state(planted):
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 @pytest.mark.parametrize("data_norm", [1.0, None])
-def test_failed_fit_on_bad_data_is_not_charged(bad, data_norm):
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_failed_fit_on_bad_data_is_not_charged(Est, bad, data_norm):
     """Finiteness is checked in the first pass; the charge comes after it."""
     acc = BudgetAccountant()
     with pytest.raises(ValueError, match="NaN|infinity"):
-        PrivatePCA(data_norm=data_norm, accountant=acc).fit(with_value(bad, (17, 2)))
+        Est(data_norm=data_norm, accountant=acc).fit(with_value(bad, (17, 2)))
     assert acc.n_charges == 0
 
 
-def test_huge_finite_rows_are_clipped_not_refused():
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_huge_finite_rows_are_clipped_not_refused(Est):
     X = GOOD.copy()
     X[4] = 1e200
-    pca = PrivatePCA(2, data_norm=1.0, random_state=0).fit(X)
+    pca = Est(2, data_norm=1.0, random_state=0).fit(X)
     assert np.all(np.isfinite(pca.components_)) and np.isfinite(pca.mean_).all()

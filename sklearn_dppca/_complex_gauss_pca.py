@@ -1,0 +1,221 @@
+"""ComplexGaussPCA: the complex (Hermitian) Gaussian mechanism of Mangoubi & Vishnoi."""
+
+import math
+
+import numpy as np
+from scipy import linalg
+from sklearn.utils._param_validation import StrOptions
+
+from ._base import _BasePrivatePCA, _eigh
+from .noise import gue_noise
+
+
+def hermitian_release(gram, sigma, rng):
+    """``M̂ = Σ y yᵀ + H`` with ``H`` the GUE kernel (ALGORITHMS.md §4, §6).
+
+    ``Re H`` is exactly the GOE kernel PrivatePCA adds with the same ``σ`` and
+    generator state, so ``Re M̂`` is PrivatePCA's release; ``Im H`` is drawn
+    independently of the data.
+    """
+    return gram + gue_noise(rng, gram.shape[0], sigma)
+
+
+def real_rank_k(basis, values):
+    """Top-k eigenpairs of the real symmetric ``Re(V diag(values) V*)``.
+
+    ``V`` (d × k, complex, orthonormal columns) has ``Re(V Λ V*) = A D Aᵀ``
+    with ``A = [Re V, Im V]`` (d × 2k) and ``D = diag(Λ, Λ)``, a matrix of rank
+    at most 2k. With the thin QR ``A = Q R`` it is ``Q (R D Rᵀ) Qᵀ``, so its
+    eigenpairs come from the 2k × 2k core in O(d k²), never forming a d × d
+    matrix.
+
+    Parameters
+    ----------
+    basis : ndarray of shape (n_features, k), complex
+    values : ndarray of shape (k,)
+
+    Returns
+    -------
+    eigvals : ndarray of shape (k,)
+        The k largest eigenvalues, in decreasing order.
+    eigvecs : ndarray of shape (n_features, k)
+        Matching orthonormal real eigenvectors in columns.
+    """
+    k = basis.shape[1]
+    q, r = np.linalg.qr(np.hstack([basis.real, basis.imag]))
+    core = (r * np.r_[values, values]) @ r.T
+    eigvals, eigvecs = np.linalg.eigh((core + core.T) / 2.0)
+    top = np.argsort(eigvals)[::-1][:k]
+    return eigvals[top], q @ eigvecs[:, top]
+
+
+class ComplexGaussPCA(_BasePrivatePCA):
+    """Differentially private PCA by the complex Gaussian mechanism.
+
+    The mechanism of Mangoubi & Vishnoi for private rank-k covariance
+    approximation. Rows are clipped to ``data_norm`` and privately centred as
+    in :class:`PrivatePCA`; the scatter matrix ``Σ y_i y_iᵀ`` is released with
+    *Hermitian* (GUE) noise ``σ [(G₁ + G₁ᵀ)/2 + i (G₂ − G₂ᵀ)/2]``. Its real part
+    is exactly PrivatePCA's GOE noise, with the same ``σ``: the imaginary part
+    is independent of the data, so the release costs exactly what PrivatePCA's
+    does, and the fit is ``(epsilon, delta)``-DP under the replacement of one
+    row (ALGORITHMS.md §4, §6).
+
+    From the top-k eigenpairs ``(λ̂_i, v̂_i)`` of the Hermitian release it forms
+    the complex rank-k matrix ``Ψ̂ = Σ λ̂_i v̂_i v̂_i*`` and returns ``Ψ``, the
+    best real rank-k approximation of ``Re Ψ̂`` (``target="covariance"``).
+    Because ``Re`` and ``Im`` of ``Ψ̂ − M_k`` are Frobenius-orthogonal,
+    ``‖Ψ − M_k‖_F ≤ 2 ‖Ψ̂ − M_k‖_F``, which is how the paper's complex bound
+    becomes a real one. ``target="subspace"`` (the paper's §5) takes the top-k
+    eigenvectors of ``Re(V̂_k V̂_k*)`` instead.
+
+    Parameters
+    ----------
+    n_components : int, float or None, default=None
+        Number of components ``k``. ``None`` keeps ``min(n_samples,
+        n_features)``; a float in (0, 1) keeps the fewest components whose
+        released explained-variance ratio exceeds it.
+    epsilon : float, default=1.0
+        Privacy parameter ``ε > 0`` of the whole fit.
+    delta : float, default=1e-6
+        Privacy parameter ``δ`` in (0, 1).
+    data_norm : float or None, default=None
+        Bound ``C`` on the L2 norm of a row; rows beyond it are clipped.
+        ``None`` takes the largest row norm of the data, which is **not
+        private** and raises a :class:`~sklearn_dppca.PrivacyLeakWarning`.
+    center : bool, default=True
+        Centre the data on a private mean (10% of the budget).
+    whiten : bool, default=False
+        Scale the projections to unit released variance.
+    target : {"covariance", "subspace"}, default="covariance"
+        ``"covariance"``: the components and variances of ``Ψ``, the real
+        rank-k covariance approximation. ``"subspace"``: the top-k
+        eigenvectors of ``Re(V̂_k V̂_k*)``, with variances measured on the real
+        part of the release.
+    random_state : None, int, RandomState or Generator, default=None
+        Source of the noise. ``None`` draws from operating-system entropy; a
+        fixed seed makes the fit not private (a warning says so).
+    accountant : BudgetAccountant or None, default=None
+        Budget charged before every fit; ``None`` charges the process-wide
+        default. Shared, not copied, by :func:`sklearn.base.clone`.
+
+    Attributes
+    ----------
+    covariance_approximation_ : ndarray of shape (n_features, n_features)
+        The released rank-k matrix ``Ψ`` in covariance units (divided by
+        ``n_samples − 1``, like ``explained_variance_``):
+        ``components_ᵀ diag(explained_variance_) components_``.
+    components_ : ndarray of shape (n_components_, n_features)
+        Eigenvectors of ``Ψ`` (orthonormal, real), by decreasing variance.
+    explained_variance_ : ndarray of shape (n_components_,)
+        Eigenvalues of ``Ψ`` over ``n_samples − 1``, clamped at 0
+        (``target="subspace"``: the variance of the real release along each
+        component).
+    explained_variance_ratio_ : ndarray of shape (n_components_,)
+        ``explained_variance_`` over the sum of all released (clamped)
+        eigenvalues of the Hermitian release, over ``n_samples − 1``.
+    singular_values_ : ndarray of shape (n_components_,)
+        ``sqrt(explained_variance_ · (n_samples − 1))``.
+    mean_ : ndarray of shape (n_features,)
+        Private mean (zero when ``center=False``).
+    n_components_ : int
+    n_samples_ : int
+    noise_variance_ : float
+        Mean of the released variances beyond ``n_components_`` (0 when every
+        component is kept).
+    data_norm_ : float
+        Norm bound used.
+    privacy_spent_ : tuple of float
+        ``(epsilon, delta)`` spent by the fit.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+
+    See Also
+    --------
+    PrivatePCA : The real Gaussian mechanism on the same budget.
+
+    Notes
+    -----
+    ``get_covariance()`` is ``covariance_approximation_`` plus
+    ``noise_variance_`` on the orthogonal complement of the components.
+    Clamping negative eigenvalues of ``Ψ`` at 0 (which only happens when the
+    noise swamps the data) moves it toward the positive semi-definite
+    ``M_k`` and so keeps the bound above.
+
+    References
+    ----------
+    O. Mangoubi, N. K. Vishnoi. "Private low-rank approximation for covariance
+    matrices, Dyson Brownian motion, and eigenvalue-gap bounds for Gaussian
+    perturbations." Journal of the ACM, 2025.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_dppca import ComplexGaussPCA
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(10_000, 5)) * [3.0, 1.0, 0.5, 0.2, 0.1]
+    >>> X /= np.linalg.norm(X, axis=1).max()
+    >>> pca = ComplexGaussPCA(n_components=2, epsilon=1.0, data_norm=1.0)
+    >>> pca.fit(X).covariance_approximation_.shape
+    (5, 5)
+    >>> int(np.linalg.matrix_rank(pca.covariance_approximation_))
+    2
+    """
+
+    _parameter_constraints: dict = {
+        **_BasePrivatePCA._parameter_constraints,
+        "target": [StrOptions({"covariance", "subspace"})],
+    }
+
+    def __init__(
+        self,
+        n_components=None,
+        *,
+        epsilon=1.0,
+        delta=1e-6,
+        data_norm=None,
+        center=True,
+        whiten=False,
+        target="covariance",
+        random_state=None,
+        accountant=None,
+    ):
+        self.n_components = n_components
+        self.epsilon = epsilon
+        self.delta = delta
+        self.data_norm = data_norm
+        self.center = center
+        self.whiten = whiten
+        self.target = target
+        self.random_state = random_state
+        self.accountant = accountant
+
+    def _release(self, gram, data_norm, mus, rng, dtype):
+        # Same sensitivity and σ as PrivatePCA (ALGORITHMS.md §3, §6): the
+        # real part of the Hermitian noise is its GOE kernel.
+        sigma = math.sqrt(2.0) * data_norm**2 / mus["covariance"]
+        noisy = hermitian_release(gram, sigma, rng)
+        n, d = self.n_samples_, noisy.shape[0]
+        # Every eigenvalue is needed for the ratios, but eigenvectors only for
+        # the top k: all eigenvalues, then the top k pairs, is cheaper than
+        # one full Hermitian decomposition unless k is a large part of d.
+        eigvals = np.linalg.eigvalsh(noisy)
+        k, total, noise_variance = self._spectrum(eigvals)
+        if 2 * k < d:
+            values, basis = linalg.eigh(
+                noisy, subset_by_index=[d - k, d - 1], check_finite=False
+            )
+        else:
+            values, basis = _eigh(noisy)
+            values, basis = values[d - k :], basis[:, d - k :]
+        if self.target == "covariance":
+            variance, vectors = real_rank_k(basis, values)
+        else:  # subspace: P = Re(V̂_k V̂_k*), variances on the real release
+            _, vectors = real_rank_k(basis, np.ones(k))
+            variance = np.einsum("ij,ij->j", vectors, noisy.real @ vectors)
+        self._set_components(
+            vectors.T, variance / (n - 1), total, noise_variance, dtype
+        )
+        self.covariance_approximation_ = (
+            self.components_.T * self.explained_variance_
+        ) @ self.components_
