@@ -10,6 +10,7 @@ and the probabilistic-PCA ``score``. A subclass writes only ``_release``.
 
 import math
 from abc import ABCMeta, abstractmethod
+from typing import Any, NamedTuple
 from numbers import Integral, Real
 
 import numpy as np
@@ -24,7 +25,7 @@ from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval, RealNotInt
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._stats import clipped_gram, first_pass, max_row_norm, row_sq_norms
+from ._stats import CentredRows, clipped_gram, first_pass, max_row_norm, row_sq_norms
 from .noise import dense_noise, make_generator
 from .privacy import (
     BudgetAccountant,
@@ -35,6 +36,15 @@ from .privacy import (
 )
 
 _INPUT_ATTRIBUTES = ("n_features_in_", "feature_names_in_")
+
+
+class PrivacyPlan(NamedTuple):
+    """How a fit spends its budget, fixed before the data is read."""
+
+    mus: dict  # GDP μ of each Gaussian release, by name ("mean", ...)
+    charge: dict  # keyword arguments of BudgetAccountant.spend
+    spent: tuple  # (ε, δ) the fit spends: privacy_spent_
+    extra: Any = None  # mechanism-specific calibration
 
 #: Fraction of ``μ*²`` given to the private mean when ``center=True``. Its
 #: error enters the covariance as a rank-one term of size ``~σ_m² d / n``,
@@ -118,16 +128,11 @@ class _BasePrivatePCA(
             )
             n_samples, n_features = X.shape
             self._check_n_components(n_samples, n_features)
-            # μ* for the whole fit, split in documented shares (ALGORITHMS.md §2).
-            mu_total = gdp_mu(self.epsilon, self.delta)
-            mus = {
-                name: mu_total * math.sqrt(w)
-                for name, w in self._budget_shares().items()
-            }
+            plan = self._privacy_plan(n_samples, n_features)
             rng = make_generator(self.random_state)
             accountant = self.accountant or get_default_accountant()
             # Refuse an over-budget fit before the data is read ...
-            accountant.check(mu_total)
+            accountant.check(**plan.charge)
             if sparse.issparse(X):
                 X = X.tocsr()
             sq_norms = None
@@ -139,7 +144,7 @@ class _BasePrivatePCA(
             first = first_pass(X, data_norm, sq_norms, with_sum=self.center)
             # ... and charge, atomically, before anything is released: a fit
             # that fails on its data (NaN, inf) is not charged.
-            accountant.spend(mu_total)
+            accountant.spend(**plan.charge)
         except BaseException:
             for name in _INPUT_ATTRIBUTES:
                 vars(self).pop(name, None)
@@ -154,21 +159,35 @@ class _BasePrivatePCA(
         mean = None
         if self.center:
             # Σ clip_C(x_i) has L2 sensitivity 2C (ALGORITHMS.md §3).
-            sigma_mean = 2.0 * data_norm / mus["mean"]
+            sigma_mean = 2.0 * data_norm / plan.mus["mean"]
             noise = dense_noise(rng, n_features, sigma_mean)
             mean = (first.clipped_sum + noise) / n_samples
         gram, _ = clipped_gram(X, data_norm, mean, first)
-        del first, sq_norms
 
         self.data_norm_ = data_norm
         self.n_samples_ = n_samples
         self.mean_ = (
             np.zeros(n_features) if mean is None else mean
         ).astype(X.dtype, copy=False)
-        self._release(gram, data_norm, mus, rng, X.dtype)
-        composed = math.sqrt(sum(m * m for m in mus.values()))
-        self.privacy_spent_ = (gdp_epsilon(composed, self.delta), self.delta)
+        rows = CentredRows(X, data_norm, mean, first.sq_norms)
+        self._release(gram, rows, plan, rng, X.dtype)
+        self.privacy_spent_ = plan.spent
         return X
+
+    def _privacy_plan(self, n_samples, n_features):
+        """GDP parameters of the fit's releases and what to charge for them.
+
+        ``μ* = gdp_mu(epsilon, delta)`` is split in the documented shares of
+        :meth:`_budget_shares` (ALGORITHMS.md §2); their composition is exactly
+        ``μ*``, which is what the accountant is charged and what
+        ``privacy_spent_`` converts back.
+        """
+        mu_total = gdp_mu(self.epsilon, self.delta)
+        shares = self._budget_shares()
+        mus = {name: mu_total * math.sqrt(w) for name, w in shares.items()}
+        composed = math.sqrt(sum(m * m for m in mus.values()))
+        spent = (gdp_epsilon(composed, self.delta), self.delta)
+        return PrivacyPlan(mus=mus, charge={"mu": mu_total}, spent=spent)
 
     def _budget_shares(self):
         """Fractions of ``μ*²`` per release; they sum to 1 (ALGORITHMS.md §2)."""
@@ -177,12 +196,13 @@ class _BasePrivatePCA(
         return {"covariance": 1.0}
 
     @abstractmethod
-    def _release(self, gram, data_norm, mus, rng, dtype):
+    def _release(self, gram, rows, plan, rng, dtype):
         """Release the mechanism's output from the exact clipped Gram matrix.
 
         Sets ``components_`` and the spectrum attributes. ``gram`` is
-        ``Σ y_i y_iᵀ`` in data units (rows of norm ≤ ``data_norm``); ``mus``
-        maps each share of :meth:`_budget_shares` to its GDP ``μ``.
+        ``Σ y_i y_iᵀ`` in data units (rows of norm ≤ ``rows.data_norm``);
+        ``rows`` gives further passes over the centred, clipped rows;
+        ``plan.mus`` maps each release to its GDP ``μ``.
         """
 
     def _check_n_components(self, n_samples, n_features):

@@ -190,10 +190,10 @@ class ComplexGaussPCA(_BasePrivatePCA):
         self.random_state = random_state
         self.accountant = accountant
 
-    def _release(self, gram, data_norm, mus, rng, dtype):
+    def _release(self, gram, rows, plan, rng, dtype):
         # Same sensitivity and σ as PrivatePCA (ALGORITHMS.md §3, §6): the
         # real part of the Hermitian noise is its GOE kernel.
-        sigma = math.sqrt(2.0) * data_norm**2 / mus["covariance"]
+        sigma = math.sqrt(2.0) * rows.data_norm**2 / plan.mus["covariance"]
         noisy = hermitian_release(gram, sigma, rng)
         n, d = self.n_samples_, noisy.shape[0]
         # Every eigenvalue is needed for the ratios, but eigenvectors only for

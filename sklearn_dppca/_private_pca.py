@@ -146,10 +146,10 @@ class PrivatePCA(_BasePrivatePCA):
         self.random_state = random_state
         self.accountant = accountant
 
-    def _release(self, gram, data_norm, mus, rng, dtype):
+    def _release(self, gram, rows, plan, rng, dtype):
         # Frobenius sensitivity of Σ y yᵀ is √2 C² (ALGORITHMS.md §3); the GOE
         # kernel's coordinates are i.i.d. N(0, σ²), so μ = √2 C² / σ (§4).
-        sigma = math.sqrt(2.0) * data_norm**2 / mus["covariance"]
+        sigma = math.sqrt(2.0) * rows.data_norm**2 / plan.mus["covariance"]
         gram += goe_noise(rng, gram.shape[0], sigma)
         eigvals, eigvecs = _eigh(gram)
         k, total, noise_variance = self._spectrum(eigvals)

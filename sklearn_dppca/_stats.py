@@ -18,6 +18,7 @@ the throughput of both on two cores.
 from typing import NamedTuple, Optional
 
 import numpy as np
+from joblib import Parallel, delayed
 from scipy import sparse
 from sklearn.utils import assert_all_finite
 
@@ -354,3 +355,75 @@ def _gram(rows, out):
     else:
         np.matmul(rows.T, rows, out=out)
     return out
+
+
+class CentredRows:
+    """The rows as the releases see them: ``a_i = clip_C(x_i − m) / C``.
+
+    Rows in the unit ball (ALGORITHMS.md §1), never materialised all at once:
+    each pass builds them one block at a time from ``X``, the public centre
+    ``m`` and the stored squared norms of the first pass.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n_samples, n_features)
+    data_norm : float
+    mean : ndarray of shape (n_features,) or None
+    sq_norms : ndarray of shape (n_samples,)
+    """
+
+    def __init__(self, X, data_norm, mean, sq_norms):
+        self.X = X
+        self.data_norm = data_norm
+        self.mean = mean
+        self.sq_norms = sq_norms
+
+    def _unit_block(self, start, stop, block):
+        sq = self.sq_norms[start:stop]
+        scale = _clip_scales(block, sq, self.data_norm, self.mean)
+        rows = _dense(block)
+        rows = rows - self.mean if self.mean is not None else rows.copy()
+        rows *= (scale / self.data_norm)[:, None]
+        return rows
+
+    def clipped_products(self, W, radii, n_jobs=None):
+        """``Σ_i a_i Clip_{R_j}(a_iᵀ W_j)`` for several trials ``j`` in one pass.
+
+        ``Clip_R(y) = y · min(1, R/‖y‖)`` and ``Clip_R(0) = 0``. The sum has
+        Frobenius sensitivity ``2R`` under replacement of one row (each term has
+        norm at most ``‖a‖ R ≤ R``; ALGORITHMS.md §3).
+
+        Parameters
+        ----------
+        W : ndarray of shape (n_features, n_trials, k)
+            The matrices ``W_j = X_j B_j`` of the trials, side by side.
+        radii : ndarray of shape (n_trials,)
+            Clipping radius ``R_j`` of each trial.
+        n_jobs : int or None
+            Blocks processed in parallel threads (scikit-learn's meaning).
+
+        Returns
+        -------
+        products : ndarray of shape (n_features, n_trials, k)
+        n_clipped : ndarray of shape (n_trials,)
+            Rows whose product was clipped, per trial (not released as is).
+        """
+        d, n_trials, k = W.shape
+        flat = W.reshape(d, n_trials * k)
+        radii = np.asarray(radii, dtype=float)
+
+        def one_block(start, stop, block):
+            rows = self._unit_block(start, stop, block)
+            products = (rows @ flat).reshape(-1, n_trials, k)
+            norms = np.sqrt(np.einsum("bjk,bjk->bj", products, products))
+            over = norms > radii
+            with np.errstate(divide="ignore", invalid="ignore"):
+                factor = np.where(over, radii / norms, 1.0)
+            products *= factor[:, :, None]
+            return rows.T @ products.reshape(-1, n_trials * k), over.sum(axis=0)
+
+        parts = Parallel(n_jobs=n_jobs, prefer="threads")(
+            delayed(one_block)(*item) for item in iter_blocks(self.X)
+        )
+        products = sum(p[0] for p in parts).reshape(d, n_trials, k)
+        return products, sum(p[1] for p in parts)

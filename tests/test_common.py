@@ -20,10 +20,19 @@ def all_estimators():
     ]
 
 
-# Checks we cannot pass, with the reason. Empty: every check passes. (One check,
+# Checks we cannot pass, with the reason. (One more check,
 # check_array_api_input, is skipped by scikit-learn itself unless the
 # environment sets SCIPY_ARRAY_API=1: the estimators compute with NumPy only.)
-EXPECTED_FAILED_CHECKS = {}
+EXPECTED_FAILED_CHECKS = {
+    sklearn_dppca.CoherentPowerPCA: {
+        "check_transformer_n_iter": (
+            "n_iter_ is 0 when the noisy initial spectrum has no gap and the "
+            "initialisation is returned (seed 000, Section C): no power "
+            "iteration ran, and the check's tiny data under a small budget "
+            "lands there."
+        ),
+    },
+}
 
 
 @pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")

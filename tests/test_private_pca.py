@@ -1,6 +1,7 @@
 """PrivatePCA (and the interface it shares): sensitivity, calibration, utility,
 sklearn parity and bad input."""
 
+import functools
 import math
 import warnings
 
@@ -16,6 +17,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from sklearn_dppca import (
     BudgetAccountant,
+    CoherentPowerPCA,
     ComplexGaussPCA,
     PrivacyLeakWarning,
     PrivatePCA,
@@ -28,8 +30,12 @@ from .conftest import make_planted
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
 
-# The shared interface is tested on every estimator with the PrivatePCA API.
+# Utility and sklearn parity are tested on the one-shot mechanisms here; the
+# shared interface on every estimator (CoherentPowerPCA with fixed (R, T), fast).
 ESTIMATORS = [PrivatePCA, ComplexGaussPCA]
+FixedPower = functools.partial(CoherentPowerPCA, clip_radius=0.1, n_iter=2)
+FixedPower.__name__ = "CoherentPowerPCA"
+INTERFACE = ESTIMATORS + [FixedPower]
 
 
 def principal_sin(estimate, truth):
@@ -192,7 +198,7 @@ def test_large_epsilon_reproduces_sklearn(Est, planted):
 
 
 # ---------------------------------------------------------------- interface
-@pytest.mark.parametrize("Est", ESTIMATORS)
+@pytest.mark.parametrize("Est", INTERFACE)
 def test_invariants(Est, planted):
     X, _ = planted
     pca = Est(5, epsilon=1.0, data_norm=1.0, random_state=0).fit(X)
@@ -225,7 +231,7 @@ def test_n_components_options(Est, planted):
     assert full.noise_variance_ == 0.0
 
 
-@pytest.mark.parametrize("Est", ESTIMATORS)
+@pytest.mark.parametrize("Est", INTERFACE)
 def test_fixed_seed_is_reproducible_and_none_is_not(Est, planted):
     X, _ = planted
     a = Est(3, data_norm=1.0, random_state=7).fit(X).components_
@@ -236,7 +242,7 @@ def test_fixed_seed_is_reproducible_and_none_is_not(Est, planted):
     assert not np.array_equal(c, d)
 
 
-@pytest.mark.parametrize("Est", ESTIMATORS)
+@pytest.mark.parametrize("Est", INTERFACE)
 def test_pandas_in_and_out(Est, planted):
     X, _ = planted
     frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
@@ -249,7 +255,7 @@ def test_pandas_in_and_out(Est, planted):
     np.testing.assert_array_equal(pca.get_feature_names_out(), out.columns)
 
 
-@pytest.mark.parametrize("Est", ESTIMATORS)
+@pytest.mark.parametrize("Est", INTERFACE)
 def test_float32_in_float32_out(Est, planted):
     X, _ = planted
     pca = Est(3, data_norm=1.0).fit(X.astype(np.float32))
@@ -258,7 +264,7 @@ def test_float32_in_float32_out(Est, planted):
         assert getattr(pca, name).dtype == np.float32
 
 
-@pytest.mark.parametrize("Est", ESTIMATORS)
+@pytest.mark.parametrize("Est", INTERFACE)
 def test_sparse_equals_dense_with_the_same_seed(Est, planted):
     X, _ = planted
     X = np.where(np.abs(X) > 0.1, X, 0.0)
@@ -269,7 +275,7 @@ def test_sparse_equals_dense_with_the_same_seed(Est, planted):
         np.testing.assert_allclose(sp.transform(fmt(X)), dense.transform(X), atol=1e-9)
 
 
-@pytest.mark.parametrize("Est", ESTIMATORS)
+@pytest.mark.parametrize("Est", INTERFACE)
 def test_clipping_is_applied(Est):
     """A row far beyond data_norm acts exactly like the same row clipped to it."""
     X, _ = make_planted(2000, 6, seed=2)
@@ -286,7 +292,7 @@ def test_clipping_is_applied(Est):
     )
 
 
-@pytest.mark.parametrize("Est", ESTIMATORS)
+@pytest.mark.parametrize("Est", INTERFACE)
 def test_grid_search_without_scorer(Est, planted):
     X, _ = planted
     acc = BudgetAccountant()
@@ -301,14 +307,14 @@ def test_grid_search_without_scorer(Est, planted):
 
 # ---------------------------------------------------------------- warnings
 @pytest.mark.filterwarnings("error::sklearn_dppca.PrivacyLeakWarning")
-@pytest.mark.parametrize("Est", ESTIMATORS)
+@pytest.mark.parametrize("Est", INTERFACE)
 def test_private_configuration_raises_no_leak_warning(Est, planted):
     X, _ = planted
     Est(2, data_norm=1.0).fit(X)
 
 
 @pytest.mark.filterwarnings("default::sklearn_dppca.PrivacyLeakWarning")
-@pytest.mark.parametrize("Est", ESTIMATORS)
+@pytest.mark.parametrize("Est", INTERFACE)
 def test_unsafe_configurations_warn(Est, planted):
     X, _ = planted
     with pytest.warns(PrivacyLeakWarning, match="NOT differentially private"):
@@ -343,7 +349,7 @@ def with_value(value, where=(3, 1)):
         ([[1.0, 2.0], [3.0]], ValueError, "inhomogeneous|sequence"),
     ],
 )
-@pytest.mark.parametrize("Est", ESTIMATORS)
+@pytest.mark.parametrize("Est", INTERFACE)
 def test_bad_data_is_refused_clearly(Est, X, error, match):
     with pytest.raises(error, match=match):
         Est(data_norm=1.0).fit(X)
@@ -366,13 +372,13 @@ def test_bad_data_is_refused_clearly(Est, X, error, match):
         {"accountant": "default"},
     ],
 )
-@pytest.mark.parametrize("Est", ESTIMATORS)
+@pytest.mark.parametrize("Est", INTERFACE)
 def test_bad_parameters_raise_invalid_parameter_error(Est, params):
     with pytest.raises(InvalidParameterError):
         Est(**params).fit(GOOD)
 
 
-@pytest.mark.parametrize("Est", ESTIMATORS)
+@pytest.mark.parametrize("Est", INTERFACE)
 def test_too_many_components_and_wrong_widths(Est):
     with pytest.raises(ValueError, match="n_components=5 must be between 1 and"):
         Est(5, data_norm=1.0).fit(GOOD)
@@ -385,7 +391,7 @@ def test_too_many_components_and_wrong_widths(Est):
         pca.score(sparse.csr_matrix(GOOD))
 
 
-@pytest.mark.parametrize("Est", ESTIMATORS)
+@pytest.mark.parametrize("Est", INTERFACE)
 def test_callers_arrays_are_never_modified(Est, planted):
     X, _ = planted
     for Z in (X.copy(), np.asfortranarray(X), X.astype(np.float32)):
@@ -397,7 +403,7 @@ def test_callers_arrays_are_never_modified(Est, planted):
         np.testing.assert_array_equal(Z, before)
 
 
-@pytest.mark.parametrize("Est", ESTIMATORS)
+@pytest.mark.parametrize("Est", INTERFACE)
 def test_refused_fit_is_not_charged_and_leaves_state(Est, planted):
     X, _ = planted
     acc = BudgetAccountant(epsilon=1.0)
@@ -415,7 +421,7 @@ def test_refused_fit_is_not_charged_and_leaves_state(Est, planted):
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 @pytest.mark.parametrize("data_norm", [1.0, None])
-@pytest.mark.parametrize("Est", ESTIMATORS)
+@pytest.mark.parametrize("Est", INTERFACE)
 def test_failed_fit_on_bad_data_is_not_charged(Est, bad, data_norm):
     """Finiteness is checked in the first pass; the charge comes after it."""
     acc = BudgetAccountant()
@@ -424,7 +430,7 @@ def test_failed_fit_on_bad_data_is_not_charged(Est, bad, data_norm):
     assert acc.n_charges == 0
 
 
-@pytest.mark.parametrize("Est", ESTIMATORS)
+@pytest.mark.parametrize("Est", INTERFACE)
 def test_huge_finite_rows_are_clipped_not_refused(Est):
     X = GOOD.copy()
     X[4] = 1e200
