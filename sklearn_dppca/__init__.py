@@ -6,11 +6,14 @@ privacy with respect to the replacement of one row (one person):
 - :class:`PrivatePCA` — Gaussian noise on the covariance (the default drop-in).
 - :class:`ComplexGaussPCA` — the complex (Hermitian) Gaussian mechanism of
   Mangoubi & Vishnoi, for rank-k covariance approximation.
+- :class:`CoherentPowerPCA` — the preconditioned, clipped private power method,
+  with private choice of its clipping radius and iteration count.
 
 Every fit is charged to a :class:`BudgetAccountant` (the process-wide default
 unless one is given) that composes fits exactly.
 """
 
+from ._coherent_power_pca import CoherentPowerPCA
 from ._complex_gauss_pca import ComplexGaussPCA
 from ._private_pca import PrivatePCA
 from .privacy import BudgetAccountant, BudgetExceededError, PrivacyLeakWarning
@@ -20,6 +23,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BudgetAccountant",
     "BudgetExceededError",
+    "CoherentPowerPCA",
     "ComplexGaussPCA",
     "PrivacyLeakWarning",
     "PrivatePCA",
