@@ -89,9 +89,9 @@ class ComplexGaussPCA(_BasePrivatePCA):
         Scale the projections to unit released variance.
     target : {"covariance", "subspace"}, default="covariance"
         ``"covariance"``: the components and variances of ``Ψ``, the real
-        rank-k covariance approximation. ``"subspace"``: the top-k
-        eigenvectors of ``Re(V̂_k V̂_k*)``, with variances measured on the real
-        part of the release.
+        rank-k covariance approximation. ``"subspace"``: the span of the top-k
+        eigenvectors of ``Re(V̂_k V̂_k*)``, with the principal axes and
+        variances of the real part of the release within that span.
     random_state : None, int, RandomState or Generator, default=None
         Source of the noise. ``None`` draws from operating-system entropy; a
         fixed seed makes the fit not private (a warning says so).
@@ -210,9 +210,15 @@ class ComplexGaussPCA(_BasePrivatePCA):
             values, basis = values[d - k :], basis[:, d - k :]
         if self.target == "covariance":
             variance, vectors = real_rank_k(basis, values)
-        else:  # subspace: P = Re(V̂_k V̂_k*), variances on the real release
-            _, vectors = real_rank_k(basis, np.ones(k))
-            variance = np.einsum("ij,ij->j", vectors, noisy.real @ vectors)
+        else:
+            # subspace: the span of the top-k eigenvectors of P = Re(V̂_k V̂_k*)
+            # (their eigenvalues are all near 1, so the basis itself is
+            # arbitrary); rotated within it to the principal axes of the real
+            # release, whose variances they then carry.
+            _, span = real_rank_k(basis, np.ones(k))
+            inner = span.T @ noisy.real @ span
+            variance, rotation = np.linalg.eigh((inner + inner.T) / 2.0)
+            vectors = span @ rotation
         self._set_components(
             vectors.T, variance / (n - 1), total, noise_variance, dtype
         )

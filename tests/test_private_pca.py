@@ -30,9 +30,12 @@ from .conftest import make_planted
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
 
-# Utility and sklearn parity are tested on the one-shot mechanisms here; the
+# Utility and sklearn parity are tested on the one-shot mechanisms here (and the
+# subspace variant of ComplexGaussPCA); the
 # shared interface on every estimator (CoherentPowerPCA with fixed (R, T), fast).
-ESTIMATORS = [PrivatePCA, ComplexGaussPCA]
+SubspaceGauss = functools.partial(ComplexGaussPCA, target="subspace")
+SubspaceGauss.__name__ = "ComplexGaussPCA"
+ESTIMATORS = [PrivatePCA, ComplexGaussPCA, SubspaceGauss]
 FixedPower = functools.partial(CoherentPowerPCA, clip_radius=0.1, n_iter=2)
 FixedPower.__name__ = "CoherentPowerPCA"
 INTERFACE = ESTIMATORS + [FixedPower]
