@@ -147,7 +147,7 @@ def environment():
     }
 
 
-def print_report(env, results):
+def print_environment(env):
     print(f"Python {env['python']} on {env['machine']}; numpy {env['numpy']}, "
           f"scipy {env['scipy']}, scikit-learn {env['sklearn']}")
     for var, value in env["env"].items():
@@ -156,6 +156,10 @@ def print_report(env, results):
         print("  " + lib["user_api"] + ": "
               + ", ".join(f"{key}={lib[key]}" for key in BLAS_KEYS))
     print()
+
+
+def print_report(env, results):
+    print_environment(env)
     header = (f"{'shape':>18} {'PrivatePCA':>11} {'sklearn':>9} {'ratio':>6}"
               f" {'mem PrivatePCA':>15} {'mem sklearn':>12}")
     print(header)
