@@ -11,6 +11,13 @@ privacy with respect to the replacement of one row (one person):
 
 Every fit is charged to a :class:`BudgetAccountant` (the process-wide default
 unless one is given) that composes fits exactly.
+
+Two modules are imported explicitly, not from here:
+
+- :mod:`sklearn_dppca.metrics` — utility measures (principal angles,
+  projection distance, rank-k covariance error, captured variance, coherence).
+- :mod:`sklearn_dppca.datasets` — synthetic data of controlled coherence,
+  eigengap and spread, and bundled real datasets scaled for private PCA.
 """
 
 from ._coherent_power_pca import CoherentPowerPCA
