@@ -52,6 +52,14 @@ class PrivacyPlan(NamedTuple):
 MEAN_BUDGET_SHARE = 0.1
 
 
+def budget_shares(shares, center):
+    """The shares of a fit's releases: without centring, the mean's share is
+    dropped and the others rescaled to sum to 1."""
+    kept = {k: w for k, w in shares.items() if center or k != "mean"}
+    total = sum(kept.values())
+    return {k: w / total for k, w in kept.items()}
+
+
 class _BasePrivatePCA(
     ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator, metaclass=ABCMeta
 ):
@@ -191,9 +199,8 @@ class _BasePrivatePCA(
 
     def _budget_shares(self):
         """Fractions of ``μ*²`` per release; they sum to 1 (ALGORITHMS.md §2)."""
-        if self.center:
-            return {"mean": MEAN_BUDGET_SHARE, "covariance": 1.0 - MEAN_BUDGET_SHARE}
-        return {"covariance": 1.0}
+        shares = {"mean": MEAN_BUDGET_SHARE, "covariance": 1.0 - MEAN_BUDGET_SHARE}
+        return budget_shares(shares, self.center)
 
     @abstractmethod
     def _release(self, gram, rows, plan, rng, dtype):

@@ -7,15 +7,9 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._base import PrivacyPlan, _BasePrivatePCA, _eigh
+from ._base import PrivacyPlan, _BasePrivatePCA, _eigh, budget_shares
 from .noise import dense_noise, goe_noise
-from .privacy import (
-    DEFAULT_ORDERS,
-    gdp_epsilon,
-    gdp_mu,
-    rdp_to_epsilon,
-    repeated_rdp,
-)
+from .privacy import DEFAULT_ORDERS, rdp_to_epsilon, repeated_rdp
 
 #: Shares of μ*² (fixed R and T; exact GDP composition, ALGORITHMS.md §2).
 FIXED_SHARES = {"mean": 0.10, "init": 0.44, "power": 0.45, "count": 0.01}
@@ -41,13 +35,6 @@ def preconditioner(H, floor):
     """
     values, vectors = np.linalg.eigh((H + H.T) / 2.0)
     return (vectors / np.sqrt(np.maximum(values, floor))) @ vectors.T
-
-
-def _shares(shares, center):
-    """Drop the mean's share when not centring, and rescale the rest to sum 1."""
-    kept = {k: w for k, w in shares.items() if center or k != "mean"}
-    total = sum(kept.values())
-    return {k: w / total for k, w in kept.items()}
 
 
 def selection_rdp(rho, shares, theta, orders=DEFAULT_ORDERS):
@@ -276,21 +263,20 @@ class CoherentPowerPCA(_BasePrivatePCA):
             iters = np.array([int(self.n_iter)])
         return radii, iters
 
+    def _budget_shares(self):
+        """Shares of ``μ*²`` with fixed ``(R, T)``: every release is Gaussian."""
+        return budget_shares(FIXED_SHARES, self.center)
+
     def _privacy_plan(self, n_samples, n_features):
-        if not self._automatic():
-            shares = _shares(FIXED_SHARES, self.center)
-            mu_total = gdp_mu(self.epsilon, self.delta)
-            mus = {name: mu_total * math.sqrt(w) for name, w in shares.items()}
-            composed = math.sqrt(sum(m * m for m in mus.values()))
-            spent = (gdp_epsilon(composed, self.delta), self.delta)
-            return PrivacyPlan(mus=mus, charge={"mu": mu_total}, spent=spent)
+        if not self._automatic():  # exact GDP composition, as in the base
+            return super()._privacy_plan(n_samples, n_features)
         k = self.n_components or min(n_samples, n_features)
         radii, iters = self._grids(n_samples, k)
         expected = self.expected_trials
         if expected == "auto":
             expected = 2 * radii.size * iters.size
         theta = 1.0 / expected
-        shares = _shares(AUTO_SHARES, self.center)
+        shares = budget_shares(AUTO_SHARES, self.center)
         rho = calibrate_selection(self.epsilon, self.delta, theta, shares)
         # Gaussian releases: λ μ²/2 = λ w ρ, so μ = sqrt(2 w ρ).
         mus = {

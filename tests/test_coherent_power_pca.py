@@ -7,9 +7,9 @@ import pytest
 from sklearn.decomposition import PCA
 
 from sklearn_dppca import BudgetAccountant, CoherentPowerPCA
+from sklearn_dppca._base import budget_shares
 from sklearn_dppca._coherent_power_pca import (
     AUTO_SHARES,
-    _shares,
     preconditioner,
     selection_rdp,
 )
@@ -118,7 +118,7 @@ def test_automatic_fit_spends_exactly_its_budget_and_matches_dp_accounting(cente
     assert acc.spent[0] == pytest.approx(2.0, rel=1e-6)
 
     plan = pca._privacy_plan(len(X), X.shape[1])
-    shares = _shares(AUTO_SHARES, center)
+    shares = budget_shares(AUTO_SHARES, center)
     extra = plan.extra
     # recover ρ from a share: init μ² = 2 w ρ
     rho = plan.mus["init"] ** 2 / (2 * shares["init"])
