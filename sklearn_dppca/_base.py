@@ -36,6 +36,9 @@ from .privacy import (
 )
 
 _INPUT_ATTRIBUTES = ("n_features_in_", "feature_names_in_")
+# The noise scales with data_norm² and sums of rows reach n·data_norm²: keep
+# both far from overflow (1.8e308 in float64; 3.4e38 for float32 attributes).
+_MAX_DATA_NORM = {np.float64: 1e120, np.float32: 1e15}
 
 
 class PrivacyPlan(NamedTuple):
@@ -149,6 +152,14 @@ class _BasePrivatePCA(
                 data_norm = self._estimate_data_norm(X, sq_norms)
             else:
                 data_norm = float(self.data_norm)
+            limit = _MAX_DATA_NORM[X.dtype.type]
+            if data_norm > limit:
+                raise ValueError(
+                    f"data_norm={data_norm:.3g} is too large for {X.dtype} data: "
+                    "variances and noise scale with data_norm², which would "
+                    f"overflow beyond {limit:.0e}. Rescale the data (and the "
+                    "bound), or pass float64 data."
+                )
             first = first_pass(X, data_norm, sq_norms, with_sum=self.center)
             # ... and charge, atomically, before anything is released: a fit
             # that fails on its data (NaN, inf) is not charged.

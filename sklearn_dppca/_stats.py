@@ -72,7 +72,8 @@ def _sq_norms(block):
             sq = np.einsum("ij,ij->i", block, block)
     bad = np.flatnonzero(~np.isfinite(sq))
     if bad.size:
-        assert_all_finite(block[bad], input_name="X")
+        with np.errstate(over="ignore", invalid="ignore"):  # its sum may overflow
+            assert_all_finite(block[bad], input_name="X")
     return sq
 
 
@@ -80,7 +81,8 @@ def _robust_norms(rows):
     """Row norms of a dense array without overflow (rescaled by the max entry)."""
     scale = np.max(np.abs(rows), axis=1, keepdims=True)
     scale[scale == 0.0] = 1.0
-    return np.linalg.norm(rows / scale, axis=1) * scale[:, 0]
+    with np.errstate(over="ignore"):  # inf only when the norm itself overflows
+        return np.linalg.norm(rows / scale, axis=1) * scale[:, 0]
 
 
 def _dense(rows):
@@ -104,7 +106,12 @@ def _clip_scales(block, sq, data_norm, mean=None):
         rows = _dense(block[bad])
         if mean is not None:
             rows = rows - mean
-        scale[bad] = np.minimum(1.0, data_norm / _robust_norms(rows))
+        # C/‖x‖ as (C/m)/‖x/m‖, m = max|x|: exact even when ‖x‖ overflows
+        top = np.max(np.abs(rows), axis=1)
+        top[top == 0.0] = 1.0
+        with np.errstate(under="ignore"):
+            ratio = (data_norm / top) / np.linalg.norm(rows / top[:, None], axis=1)
+        scale[bad] = np.minimum(1.0, ratio)
     return scale
 
 
@@ -198,7 +205,9 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True):
             if direction is None:
                 size = np.linalg.norm(block_sums[0])
                 direction = block_sums[0] / size if size > 0 else np.zeros(d)
-            projections[start:stop] = block @ direction
+            with np.errstate(over="ignore", invalid="ignore"):
+                # rows too large for this product are re-read in clipped_gram
+                projections[start:stop] = block @ direction
         n_included = int(np.count_nonzero(included))
         count += n_included
         if not whole:

@@ -1,0 +1,113 @@
+"""Privacy audits: no release path beats its claimed ε, and the audit has teeth."""
+
+import math
+
+import numpy as np
+import pytest
+
+from sklearn_dppca import CoherentPowerPCA, ComplexGaussPCA, PrivatePCA
+from sklearn_dppca._base import MEAN_BUDGET_SHARE
+from sklearn_dppca.audit import (
+    audit,
+    clopper_pearson_epsilon,
+    gaussian_mu_lower,
+    mean_statistic,
+    neighbouring_datasets,
+    scatter_statistic,
+    subspace_statistic,
+)
+from sklearn_dppca.privacy import gdp_mu
+
+EPSILON, DELTA = 1.0, 1e-5
+
+
+class HalfNoisePCA(PrivatePCA):
+    """A broken mechanism: claims (ε, δ) but adds half the covariance noise."""
+
+    def _privacy_plan(self, n_samples, n_features):
+        plan = super()._privacy_plan(n_samples, n_features)
+        mus = dict(plan.mus, covariance=2.0 * plan.mus["covariance"])
+        return plan._replace(mus=mus)
+
+
+def orthogonal(n=4000):
+    return neighbouring_datasets(n, 3, kind="orthogonal", scale=0.7)
+
+
+def opposite(n=400):
+    return neighbouring_datasets(n, 3, kind="opposite")
+
+
+def test_audit_catches_an_under_noised_mechanism():
+    """Half the σ on the covariance: the Gaussian test's lower bound exceeds ε."""
+    X, Y = orthogonal()
+    broken = HalfNoisePCA(epsilon=EPSILON, delta=DELTA, data_norm=1.0)
+    result = audit(broken, X, Y, scatter_statistic, n_fits=400, random_state=1)
+    assert result.epsilon_gaussian > EPSILON
+    honest = PrivatePCA(epsilon=EPSILON, delta=DELTA, data_norm=1.0)
+    result = audit(honest, X, Y, scatter_statistic, n_fits=400, random_state=1)
+    assert result.epsilon_lower <= EPSILON
+
+
+@pytest.mark.parametrize("Est", [PrivatePCA, ComplexGaussPCA])
+@pytest.mark.parametrize("center", [True, False])
+def test_covariance_release_never_beats_its_claim(Est, center):
+    X, Y = orthogonal()
+    est = Est(epsilon=EPSILON, delta=DELTA, data_norm=1.0, center=center)
+    n_fits = 800
+    result = audit(est, X, Y, scatter_statistic, n_fits=n_fits, random_state=2)
+    assert result.epsilon_lower <= EPSILON
+    # the test is sharp: it measures the covariance release's μ (exactly
+    # calibrated), to within 3 standard errors
+    expected = gdp_mu(EPSILON, DELTA) * math.sqrt(1.0 - MEAN_BUDGET_SHARE * center)
+    assert abs(result.mu_estimate - expected) < 3 * math.sqrt(2.0 / n_fits)
+
+
+@pytest.mark.parametrize(
+    "est",
+    [
+        PrivatePCA(epsilon=EPSILON, delta=DELTA, data_norm=1.0),
+        ComplexGaussPCA(epsilon=EPSILON, delta=DELTA, data_norm=1.0),
+        CoherentPowerPCA(2, epsilon=EPSILON, delta=DELTA, data_norm=1.0,
+                         clip_radius=0.1, n_iter=2),
+    ],
+    ids=["private", "complex", "coherent"],
+)
+def test_mean_release_never_beats_its_claim(est):
+    X, Y = opposite()
+    n_fits = 800
+    result = audit(est, X, Y, mean_statistic(0), n_fits=n_fits, random_state=3)
+    assert result.epsilon_lower <= EPSILON
+    # the mean release's μ (its share of the budget) is what the test measures
+    share = est._budget_shares()["mean"]
+    expected = gdp_mu(EPSILON, DELTA) * math.sqrt(share)
+    assert abs(result.mu_estimate - expected) < 3 * math.sqrt(2.0 / n_fits)
+
+
+@pytest.mark.parametrize(
+    "est, n_fits",
+    [
+        (CoherentPowerPCA(2, epsilon=EPSILON, delta=DELTA, data_norm=1.0,
+                          clip_radius=0.1, n_iter=3, center=False), 300),
+        (CoherentPowerPCA(2, epsilon=EPSILON, delta=DELTA, data_norm=1.0,
+                          center=True, max_iter=2), 60),
+    ],
+    ids=["fixed", "auto"],
+)
+def test_power_method_never_beats_its_claim(est, n_fits):
+    X, Y = neighbouring_datasets(300, 3, kind="orthogonal", scale=0.3)
+    result = audit(est, X, Y, subspace_statistic, n_fits=n_fits, random_state=4)
+    assert result.epsilon_lower <= EPSILON
+
+
+def test_bounds_on_known_distributions():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=4000), rng.normal(size=4000) + 1.0
+    mu = gaussian_mu_lower(a, b)
+    assert 0.9 < mu < 1.0
+    assert gaussian_mu_lower(a, rng.normal(size=4000)) < 0.1
+    eps = clopper_pearson_epsilon(a, b, delta=1e-5)
+    # a 1-GDP pair is (ε, δ)-DP only for ε ≈ 3.9 at δ = 1e-5: the bound is below
+    assert 0.5 < eps < 3.9
+    assert clopper_pearson_epsilon(a, a + 0.0, delta=1e-5) < 0.3
+    assert math.isfinite(eps)

@@ -1,0 +1,220 @@
+"""Adversarial and degenerate inputs, released-values-only attributes, threads."""
+
+import threading
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from sklearn_dppca import (
+    BudgetAccountant,
+    BudgetExceededError,
+    CoherentPowerPCA,
+    ComplexGaussPCA,
+    PrivatePCA,
+)
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
+
+FACTORIES = {
+    "private": lambda **kw: PrivatePCA(**kw),
+    "complex": lambda **kw: ComplexGaussPCA(**kw),
+    "coherent-fixed": lambda **kw: CoherentPowerPCA(clip_radius=0.2, n_iter=2, **kw),
+    "coherent-auto": lambda **kw: CoherentPowerPCA(max_iter=2, expected_trials=4, **kw),
+}
+
+FITTED = (
+    "components_",
+    "explained_variance_",
+    "explained_variance_ratio_",
+    "singular_values_",
+    "mean_",
+    "noise_variance_",
+)
+
+
+def check_fit_or_clear_error(est, X):
+    """Fits with finite results, or raises ValueError/TypeError; never mutates X."""
+    before = X.copy() if hasattr(X, "copy") else X
+    try:
+        est.fit(X)
+    except (ValueError, TypeError) as exc:
+        assert str(exc)  # a message, not a bare exception
+    else:
+        for name in FITTED:
+            assert np.all(np.isfinite(getattr(est, name))), name
+        components = est.components_.astype(float)
+        np.testing.assert_allclose(
+            components @ components.T, np.eye(len(components)), atol=1e-4
+        )
+    if isinstance(X, np.ndarray):
+        np.testing.assert_array_equal(X, before)
+    elif isinstance(X, pd.DataFrame):
+        pd.testing.assert_frame_equal(X, before)
+
+
+finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
+extreme = st.sampled_from(
+    [0.0, 5e-324, -5e-324, 1e-310, 1e300, -1e300, 3.4e38, 1.2e-38, 1.0, -1.0]
+)
+
+
+@pytest.mark.parametrize("name", FACTORIES)
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    data=st.data(),
+    shape=st.tuples(st.integers(1, 12), st.integers(1, 6)),
+    dtype=st.sampled_from([np.float64, np.float32]),
+)
+def test_any_finite_matrix_fits_or_fails_clearly(name, data, shape, dtype):
+    values = data.draw(
+        arrays(np.float64, shape, elements=st.one_of(finite, extreme))
+    )
+    with np.errstate(over="ignore"):
+        X = values.astype(dtype)
+    k = data.draw(st.integers(1, max(1, min(shape))))
+    est = FACTORIES[name](n_components=k, data_norm=1.0, random_state=0)
+    check_fit_or_clear_error(est, X)
+
+
+@pytest.mark.parametrize("name", FACTORIES)
+@settings(max_examples=15, deadline=None)
+@given(
+    shape=st.tuples(st.integers(2, 8), st.integers(2, 5)),
+    where=st.data(),
+    bad=st.sampled_from([np.nan, np.inf, -np.inf]),
+)
+def test_nan_or_inf_anywhere_is_refused(name, shape, where, bad):
+    X = np.random.default_rng(0).normal(size=shape)
+    i = where.draw(st.integers(0, shape[0] - 1))
+    j = where.draw(st.integers(0, shape[1] - 1))
+    X[i, j] = bad
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        FACTORIES[name](data_norm=1.0).fit(X)
+
+
+DEGENERATE = {
+    "huge rows": np.r_[np.full((3, 4), 1e250), np.eye(4)],
+    "identical rows": np.ones((20, 4)),
+    "zeros": np.zeros((10, 4)),
+    "one feature": np.arange(10.0)[:, None],
+    "n < d": np.random.default_rng(1).normal(size=(3, 8)),
+    "denormals": np.full((6, 3), 5e-324),
+    "float32 extremes": np.array([[3.4e38, -3.4e38], [1e-45, 0.0], [1.0, 2.0]],
+                                 dtype=np.float32),
+    "one row": np.ones((1, 3)),
+}
+
+
+@pytest.mark.parametrize("case", DEGENERATE)
+@pytest.mark.parametrize("name", FACTORIES)
+def test_degenerate_inputs(name, case):
+    X = DEGENERATE[case]
+    for data_norm in (1.0, None):
+        est = FACTORIES[name](data_norm=data_norm, random_state=0)
+        check_fit_or_clear_error(est, X.copy())
+    if case == "one row":
+        with pytest.raises(ValueError, match="1 sample"):
+            FACTORIES[name](data_norm=1.0).fit(X)
+
+
+@pytest.mark.parametrize("name", FACTORIES)
+def test_k_equals_d_read_only_and_non_contiguous(name):
+    base = np.random.default_rng(2).normal(size=(60, 8))
+    strided = base[::2, ::2]  # non-contiguous view
+    strided.flags.writeable = False
+    est = FACTORIES[name](n_components=4, data_norm=2.0, random_state=0)
+    check_fit_or_clear_error(est, strided)
+    assert est.n_components_ == 4
+
+
+@pytest.mark.parametrize("name", FACTORIES)
+def test_pandas_with_mixed_dtypes(name):
+    frame = pd.DataFrame(
+        {"a": np.arange(30), "b": np.linspace(0, 1, 30, dtype=np.float32),
+         "c": np.arange(30) % 2 == 0}
+    )
+    check_fit_or_clear_error(FACTORIES[name](data_norm=40.0, random_state=0), frame)
+    frame["d"] = ["x"] * 30
+    with pytest.raises((ValueError, TypeError)):
+        FACTORIES[name](data_norm=40.0).fit(frame)
+
+
+# ------------------------------------------------ released values only
+@pytest.mark.parametrize("name", FACTORIES)
+def test_attributes_depend_only_on_the_clipped_statistics(name):
+    """Same seed, same clipped statistics ⇒ same fitted attributes.
+
+    Permuting rows leaves every clipped sum unchanged; scaling a row that is
+    already beyond data_norm by 1000 leaves it clipped to the same row (without
+    centring, whose second clipping would see a different row).
+    """
+    X = np.random.default_rng(3).normal(size=(3000, 6)) * 0.4
+    X[0] *= 5.0 / np.linalg.norm(X[0])
+    permuted = X[np.random.default_rng(4).permutation(len(X))]
+    scaled = X.copy()
+    scaled[0] *= 1000.0
+    for variant, center in ((permuted, True), (permuted, False), (scaled, False)):
+        fits = [
+            FACTORIES[name](n_components=3, data_norm=1.0, center=center,
+                            random_state=7).fit(Z)
+            for Z in (X, variant)
+        ]
+        for attribute in FITTED:
+            np.testing.assert_allclose(
+                getattr(fits[0], attribute), getattr(fits[1], attribute),
+                rtol=1e-7, atol=1e-9, err_msg=attribute,
+            )
+        assert fits[0].privacy_spent_ == fits[1].privacy_spent_
+
+
+# ----------------------------------------------------------- concurrency
+def test_threads_sharing_an_accountant_never_overspend():
+    """16 threads fit against one budget that admits exactly 5 fits."""
+    X = np.random.default_rng(5).normal(size=(500, 4)) * 0.3
+    acc = BudgetAccountant(epsilon=1.0, delta=1e-6)
+    # five fits at ε0 compose (GDP) to exactly ε = 1
+    from sklearn_dppca.privacy import gdp_epsilon, gdp_mu
+
+    eps0 = gdp_epsilon(gdp_mu(1.0, 1e-6) / np.sqrt(5), 1e-6)
+    outcomes = []
+
+    def work():
+        try:
+            PrivatePCA(2, epsilon=eps0, data_norm=1.0, accountant=acc).fit(X)
+            outcomes.append("fit")
+        except BudgetExceededError:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=work) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert outcomes.count("fit") == 5 and outcomes.count("refused") == 11
+    assert acc.n_charges == 5
+    assert acc.spent[0] <= 1.0 * (1 + 1e-9)
+
+
+def test_failed_fit_is_not_charged_in_threads():
+    bad = np.ones((20, 3))
+    bad[4, 1] = np.nan
+    acc = BudgetAccountant(epsilon=1.0)
+
+    def work():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(ValueError):
+                PrivatePCA(data_norm=1.0, accountant=acc).fit(bad)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert acc.n_charges == 0 and acc.spent == (0.0, 0.0)
