@@ -25,7 +25,8 @@ from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval, RealNotInt
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._stats import CentredRows, clipped_gram, first_pass, max_row_norm, row_sq_norms
+from ._dask import ChunkedRows, as_dask_array, is_dask_collection
+from ._stats import InMemoryRows
 from .noise import dense_noise, make_generator
 from .privacy import (
     BudgetAccountant,
@@ -127,16 +128,7 @@ class _BasePrivatePCA(
         # n_features_in_ and feature_names_in_, so keep them to restore.
         kept = {k: v for k, v in vars(self).items() if k in _INPUT_ATTRIBUTES}
         try:
-            # Finiteness is checked by the first pass over the rows (below),
-            # which needs their norms anyway: one pass fewer than sklearn's.
-            X = validate_data(
-                self,
-                X,
-                accept_sparse=("csr", "csc"),
-                dtype=[np.float64, np.float32],
-                ensure_min_samples=2,
-                ensure_all_finite=False,
-            )
+            X, data = self._validate_for_fit(X)
             n_samples, n_features = X.shape
             self._check_n_components(n_samples, n_features)
             plan = self._privacy_plan(n_samples, n_features)
@@ -144,12 +136,8 @@ class _BasePrivatePCA(
             accountant = self.accountant or get_default_accountant()
             # Refuse an over-budget fit before the data is read ...
             accountant.check(**plan.charge)
-            if sparse.issparse(X):
-                X = X.tocsr()
-            sq_norms = None
             if self.data_norm is None:
-                sq_norms = row_sq_norms(X)
-                data_norm = self._estimate_data_norm(X, sq_norms)
+                data_norm = self._estimate_data_norm(data.largest_norm())
             else:
                 data_norm = float(self.data_norm)
             limit = _MAX_DATA_NORM[X.dtype.type]
@@ -160,7 +148,8 @@ class _BasePrivatePCA(
                     f"overflow beyond {limit:.0e}. Rescale the data (and the "
                     "bound), or pass float64 data."
                 )
-            first = first_pass(X, data_norm, sq_norms, with_sum=self.center)
+            # The first pass reads every row (and checks them all finite).
+            clipped_total = data.first_pass(data_norm, with_sum=self.center)
             # ... and charge, atomically, before anything is released: a fit
             # that fails on its data (NaN, inf) is not charged.
             accountant.spend(**plan.charge)
@@ -180,18 +169,47 @@ class _BasePrivatePCA(
             # Σ clip_C(x_i) has L2 sensitivity 2C (ALGORITHMS.md §3).
             sigma_mean = 2.0 * data_norm / plan.mus["mean"]
             noise = dense_noise(rng, n_features, sigma_mean)
-            mean = (first.clipped_sum + noise) / n_samples
-        gram, _ = clipped_gram(X, data_norm, mean, first)
+            mean = (clipped_total + noise) / n_samples
+        gram = data.gram(data_norm, mean)
 
         self.data_norm_ = data_norm
         self.n_samples_ = n_samples
         self.mean_ = (
             np.zeros(n_features) if mean is None else mean
         ).astype(X.dtype, copy=False)
-        rows = CentredRows(X, data_norm, mean, first.sq_norms)
+        rows = data.rows(data_norm, mean)
         self._release(gram, rows, plan, rng, X.dtype)
         self.privacy_spent_ = plan.spent
         return X
+
+    def _validate_for_fit(self, X):
+        """Validated ``X`` and the object that computes its statistics.
+
+        Finiteness is checked by the first pass over the rows, which needs
+        their norms anyway: one pass fewer than scikit-learn's check. A Dask
+        collection is validated lazily (shape, dtype, names) and never loaded.
+        """
+        if is_dask_collection(X):
+            X, names = as_dask_array(X)
+            if X.shape[0] < 2 or X.shape[1] < 1:
+                raise ValueError(
+                    f"Found array with shape {X.shape} while a minimum of 2 "
+                    "samples and 1 feature is required."
+                )
+            self.n_features_in_ = X.shape[1]
+            vars(self).pop("feature_names_in_", None)
+            if names is not None:
+                self.feature_names_in_ = names
+            return X, ChunkedRows(X)
+        X = validate_data(
+            self,
+            X,
+            accept_sparse=("csr", "csc"),
+            dtype=[np.float64, np.float32],
+            ensure_min_samples=2,
+            ensure_all_finite=False,
+        )
+        return X, InMemoryRows(X)
 
     def _privacy_plan(self, n_samples, n_features):
         """GDP parameters of the fit's releases and what to charge for them.
@@ -232,8 +250,7 @@ class _BasePrivatePCA(
             )
 
     @staticmethod
-    def _estimate_data_norm(X, sq_norms):
-        largest = max_row_norm(X, sq_norms)
+    def _estimate_data_norm(largest):
         _warn_leak(
             "data_norm is None, so it was set to the largest row norm of the data "
             f"({largest:.6g}). This is NOT differentially private: the bound itself "
@@ -305,6 +322,8 @@ class _BasePrivatePCA(
         X_new : ndarray of shape (n_samples, n_components_)
         """
         check_is_fitted(self)
+        if is_dask_collection(X):  # lazily, chunk by chunk: a Dask array
+            return self._transform(self._check_dask_input(X))
         X = validate_data(
             self,
             X,
@@ -314,11 +333,24 @@ class _BasePrivatePCA(
         )
         return self._transform(X)
 
+    def _check_dask_input(self, X):
+        X, names = as_dask_array(X)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                f"expecting {self.n_features_in_} features as input."
+            )
+        fitted = getattr(self, "feature_names_in_", None)
+        if fitted is not None and names is not None and list(names) != list(fitted):
+            raise ValueError(
+                "The feature names should match those that were passed during fit."
+            )
+        return X
+
     def _transform(self, X):
-        X_new = X @ self.components_.T
-        X_new -= self.mean_ @ self.components_.T
+        X_new = X @ self.components_.T - self.mean_ @ self.components_.T
         if self.whiten:
-            X_new /= self._whiten_scale()
+            X_new = X_new / self._whiten_scale()
         return X_new
 
     def _whiten_scale(self):
@@ -340,7 +372,10 @@ class _BasePrivatePCA(
         X_original : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        X = check_array(X, dtype=[np.float64, np.float32])
+        if is_dask_collection(X):
+            X, _ = as_dask_array(X)
+        else:
+            X = check_array(X, dtype=[np.float64, np.float32])
         if X.shape[1] != self.n_components_:
             raise ValueError(
                 f"X has {X.shape[1]} features, but inverse_transform expects "

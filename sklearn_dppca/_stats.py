@@ -436,3 +436,32 @@ class CentredRows:
         )
         products = sum(p[0] for p in parts).reshape(d, n_trials, k)
         return products, sum(p[1] for p in parts)
+
+
+class InMemoryRows:
+    """The statistics of an in-memory array (dense or CSR), pass by pass.
+
+    The interface the estimators use, shared with the Dask implementation
+    (:class:`~sklearn_dppca._dask.ChunkedRows`): ``largest_norm``, then
+    ``first_pass`` (reads every row; returns ``Σ clip_C(x_i)`` if asked),
+    then ``gram`` and ``rows`` for the centred, clipped rows.
+    """
+
+    def __init__(self, X):
+        self.X = X.tocsr() if sparse.issparse(X) else X
+        self.sq_norms = None
+        self.first = None
+
+    def largest_norm(self):
+        self.sq_norms = row_sq_norms(self.X)
+        return max_row_norm(self.X, self.sq_norms)
+
+    def first_pass(self, data_norm, with_sum):
+        self.first = first_pass(self.X, data_norm, self.sq_norms, with_sum=with_sum)
+        return self.first.clipped_sum
+
+    def gram(self, data_norm, mean):
+        return clipped_gram(self.X, data_norm, mean, self.first)[0]
+
+    def rows(self, data_norm, mean):
+        return CentredRows(self.X, data_norm, mean, self.first.sq_norms)

@@ -1,0 +1,155 @@
+"""Dask arrays and DataFrames: the clipped statistics as Dask reductions.
+
+Private PCA is a map-reduce: clipped sums over rows, then a small d × d (or
+d × k) problem. For a ``dask.array.Array`` (or a Dask DataFrame) every
+statistic is computed chunk by chunk of rows, with the same NumPy code as for
+an in-memory array, and summed by a tree reduction on whatever scheduler is
+active (threads, processes, ``dask.distributed``): nothing larger than one
+chunk plus O(d²) ever sits in one process. The noise is added once, on the
+driver, after the reduction, from the fit's one generator — so a Dask fit
+releases the same noise as a NumPy fit with the same seed, and equal results
+up to float round-off.
+
+Dask is optional: nothing here imports it unless a Dask collection is given.
+"""
+
+import numpy as np
+
+from ._stats import CentredRows, clipped_gram, first_pass, max_row_norm, row_sq_norms
+
+
+def is_dask_collection(X):
+    """Whether ``X`` is a Dask array or DataFrame, without importing Dask."""
+    return type(X).__module__.split(".")[0] in ("dask", "dask_expr")
+
+
+def as_dask_array(X):
+    """A 2-D Dask array of float rows, one chunk across the columns.
+
+    Returns the array and the column names (``None`` unless a DataFrame with
+    string column names). Chunk sizes are computed if unknown (one pass over
+    the index, not the data).
+    """
+    import dask.array as da
+
+    names = None
+    if not isinstance(X, da.Array):  # a Dask DataFrame
+        columns = list(X.columns)
+        if columns and all(isinstance(c, str) for c in columns):
+            names = np.asarray(columns, dtype=object)
+        kinds = {np.dtype(t).kind for t in X.dtypes}
+        if not kinds <= set("biuf"):
+            raise ValueError(
+                "Dask DataFrame columns must be numeric or boolean; got dtypes "
+                f"{sorted(str(t) for t in set(X.dtypes))}."
+            )
+        X = X.to_dask_array(lengths=True)
+    if X.ndim != 2:
+        raise ValueError(f"Expected a 2D array, got a {X.ndim}D Dask array.")
+    if np.isnan(X.shape[0]):
+        X = X.compute_chunk_sizes()
+    kind = X.dtype.kind
+    if kind == "c":
+        raise ValueError("Complex data not supported.")
+    if kind not in "biuf":
+        raise ValueError(f"Dask array of dtype {X.dtype} is not numeric.")
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    return X.rechunk({1: -1}), names
+
+
+def map_reduce(X, function, *args, combine=None):
+    """``combine`` over the row chunks of ``X`` of ``function(chunk, *args)``.
+
+    ``combine`` defaults to an element-wise sum of (tuples of) arrays and
+    numbers. The reduction is a binary tree of delayed tasks, so partial
+    results meet on the workers and only the final one reaches the driver.
+    """
+    import dask
+
+    combine = combine or _add
+    parts = [dask.delayed(function)(chunk, *args) for chunk in X.to_delayed().ravel()]
+    while len(parts) > 1:
+        pairs = [dask.delayed(combine)(a, b) for a, b in zip(parts[::2], parts[1::2])]
+        parts = pairs + ([parts[-1]] if len(parts) % 2 else [])
+    return dask.compute(parts[0])[0]
+
+
+def _add(a, b):
+    if isinstance(a, tuple):
+        return tuple(_add(x, y) for x, y in zip(a, b))
+    return a + b
+
+
+# Per-chunk functions: module-level so that distributed workers can unpickle
+# them. Each reads one chunk of rows (the finiteness check included).
+def _chunk_max_norm(chunk):
+    return max_row_norm(chunk, row_sq_norms(chunk))
+
+
+def _chunk_clipped_sum(chunk, data_norm):
+    return first_pass(chunk, data_norm, with_sum=True).clipped_sum
+
+
+def _chunk_gram(chunk, data_norm, mean):
+    return clipped_gram(chunk, data_norm, mean)[0]
+
+
+def _chunk_products(chunk, data_norm, mean, W, radii):
+    rows = CentredRows(chunk, data_norm, mean, row_sq_norms(chunk))
+    return rows.clipped_products(W, radii)
+
+
+def max_norm(X):
+    """Largest row norm (the non-private estimate of ``data_norm``)."""
+    return map_reduce(X, _chunk_max_norm, combine=max)
+
+
+def clipped_sum(X, data_norm):
+    """``Σ clip_C(x_i)`` over every chunk (sensitivity ``2C``)."""
+    return map_reduce(X, _chunk_clipped_sum, data_norm)
+
+
+def centred_gram(X, data_norm, mean):
+    """``Σ y yᵀ`` with ``y = clip_C(x − m)`` over every chunk (sensitivity ``√2 C²``)."""
+    return map_reduce(X, _chunk_gram, data_norm, mean)
+
+
+class ChunkedRows:
+    """The statistics of a Dask array, each pass one Dask reduction.
+
+    Same interface as :class:`~sklearn_dppca._stats.InMemoryRows`.
+    """
+
+    def __init__(self, X):
+        self.X = X
+
+    def largest_norm(self):
+        return max_norm(self.X)
+
+    def first_pass(self, data_norm, with_sum):
+        if with_sum:
+            return clipped_sum(self.X, data_norm)
+        max_norm(self.X)  # still read (and check) every row before the charge
+        return None
+
+    def gram(self, data_norm, mean):
+        return centred_gram(self.X, data_norm, mean)
+
+    def rows(self, data_norm, mean):
+        return DaskCentredRows(self.X, data_norm, mean)
+
+
+class DaskCentredRows:
+    """:class:`~sklearn_dppca._stats.CentredRows` for a Dask array."""
+
+    def __init__(self, X, data_norm, mean):
+        self.X = X
+        self.data_norm = data_norm
+        self.mean = mean
+
+    def clipped_products(self, W, radii, n_jobs=None):
+        """One Dask reduction serving every running trial (see CentredRows)."""
+        return map_reduce(
+            self.X, _chunk_products, self.data_norm, self.mean, W, np.asarray(radii)
+        )

@@ -1,0 +1,98 @@
+"""Dask arrays and DataFrames: lazy reductions, same release as NumPy."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+da = pytest.importorskip("dask.array")
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+from sklearn_dppca import CoherentPowerPCA, ComplexGaussPCA, PrivatePCA  # noqa: E402
+
+from .conftest import make_planted  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
+
+ESTIMATORS = {
+    "private": lambda **kw: PrivatePCA(3, **kw),
+    "complex": lambda **kw: ComplexGaussPCA(3, **kw),
+    "coherent-fixed": lambda **kw: CoherentPowerPCA(3, clip_radius=0.05, n_iter=3, **kw),
+    "coherent-auto": lambda **kw: CoherentPowerPCA(3, max_iter=4, **kw),
+}
+FITTED = ("components_", "explained_variance_", "mean_", "noise_variance_")
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A real distributed cluster: two worker processes, started by the tests."""
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, _ = make_planted(n=12_000, d=10, seed=6)
+    X[5] *= 30.0  # a row beyond data_norm, clipped on the workers
+    return X
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.parametrize("center", [True, False])
+def test_distributed_fit_equals_numpy_fit(client, data, name, center):
+    params = dict(epsilon=3.0, data_norm=1.0, center=center, random_state=0)
+    local = ESTIMATORS[name](**params).fit(data)
+    lazy = da.from_array(data, chunks=(2500, 5))  # uneven row chunks, split columns
+    remote = ESTIMATORS[name](**params).fit(lazy)
+    for attribute in FITTED:
+        np.testing.assert_allclose(
+            getattr(remote, attribute), getattr(local, attribute),
+            rtol=1e-8, atol=1e-10, err_msg=attribute,
+        )
+    assert remote.privacy_spent_ == local.privacy_spent_
+    projected = remote.transform(lazy)
+    assert isinstance(projected, da.Array)
+    np.testing.assert_allclose(projected.compute(), local.transform(data), atol=1e-9)
+    back = remote.inverse_transform(projected)
+    assert isinstance(back, da.Array)
+
+
+def test_automatic_selection_runs_on_dask(client, data):
+    pca = CoherentPowerPCA(3, epsilon=3.0, data_norm=1.0, random_state=0, max_iter=4)
+    pca.fit(da.from_array(data, chunks=(3000, 10)))
+    assert pca.n_trials_ > 0 and pca.n_iter_ >= 1
+
+
+def test_dask_dataframe_keeps_feature_names(client, data):
+    frame = pd.DataFrame(data, columns=[f"f{i}" for i in range(data.shape[1])])
+    lazy = dd.from_pandas(frame, npartitions=4)
+    pca = PrivatePCA(2, data_norm=1.0, random_state=0).fit(lazy)
+    assert list(pca.feature_names_in_) == list(frame.columns)
+    local = PrivatePCA(2, data_norm=1.0, random_state=0).fit(frame)
+    np.testing.assert_allclose(pca.components_, local.components_, atol=1e-10)
+    with pytest.raises(ValueError, match="feature names"):
+        pca.transform(lazy.rename(columns={"f0": "other"}))
+
+
+def test_lazy_errors(client):
+    bad = np.ones((100, 3))
+    bad[50, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        PrivatePCA(data_norm=1.0).fit(da.from_array(bad, chunks=(30, 3)))
+    pca = PrivatePCA(2, data_norm=1.0).fit(da.ones((100, 3), chunks=(30, 3)))
+    with pytest.raises(ValueError, match="features"):
+        pca.transform(da.ones((10, 4), chunks=(5, 4)))
+    with pytest.raises(ValueError, match="minimum of 2"):
+        PrivatePCA(data_norm=1.0).fit(da.ones((1, 3), chunks=(1, 3)))
+    with pytest.raises(ValueError, match="[Cc]omplex"):
+        PrivatePCA(data_norm=1.0).fit(da.ones((10, 3), chunks=(5, 3)) * 1j)
+
+
+def test_generated_blocks_are_never_materialised(client):
+    """A fit on an array generated chunk by chunk (never in the client)."""
+    rng = da.random.default_rng(0)
+    X = rng.normal(size=(200_000, 20), chunks=(20_000, 20)) * 0.2
+    pca = PrivatePCA(3, data_norm=2.0, random_state=0).fit(X)
+    assert np.all(np.isfinite(pca.components_))
