@@ -1,0 +1,425 @@
+"""Input and output of the command line: data tables and released-model JSON.
+
+Tables are read with pandas: CSV (optionally compressed, or ``-`` for standard
+input) and Parquet (with pyarrow or fastparquet installed). Every problem with
+the user's files is raised as a :class:`ValueError` with a one-line message,
+which ``dppca`` prints as ``dppca: error: <message>``.
+
+A model file holds only what a fit *released*: the fitted attributes of the
+estimator (every one of which is computed by the estimator from noisy releases
+and public values), its JSON-serialisable parameters and the feature names.
+Nothing is computed from the data here. Floats are written with ``repr``
+precision, so they read back bit for bit.
+"""
+
+import importlib.util
+import json
+import math
+import os
+import sys
+import tempfile
+from numbers import Integral, Real
+
+import numpy as np
+
+#: Written as ``"format"``; a file without it is not a model.
+MODEL_FORMAT = "sklearn_dppca.model"
+#: Written as ``"format_version"``; bumped on any incompatible change.
+MODEL_FORMAT_VERSION = 1
+
+#: Released attributes every estimator's model holds.
+COMMON_ATTRIBUTES = (
+    "components_",
+    "explained_variance_",
+    "explained_variance_ratio_",
+    "singular_values_",
+    "mean_",
+    "noise_variance_",
+    "n_components_",
+    "n_samples_",
+    "data_norm_",
+    "privacy_spent_",
+)
+#: Further released attributes, by estimator class name.
+EXTRA_ATTRIBUTES = {
+    "PrivatePCA": (),
+    "ComplexGaussPCA": ("covariance_approximation_",),
+    "CoherentPowerPCA": (
+        "clip_radius_",
+        "n_iter_",
+        "n_trials_",
+        "selection_score_",
+        "n_clipped_",
+    ),
+}
+
+_PARQUET_SUFFIXES = (".parquet", ".pq")
+#: Modules pandas can read and write Parquet with, any one of them.
+_PARQUET_ENGINES = ("pyarrow", "fastparquet")
+#: Compressed CSV by suffix, as pandas infers it.
+_COMPRESSIONS = {
+    ".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zip": "zip", ".zst": "zstd"
+}
+
+
+def one_line(text):
+    """``text`` with every run of whitespace (newlines included) made one space."""
+    return " ".join(str(text).split())
+
+
+def quote_names(names, limit=8):
+    shown = ", ".join(repr(str(name)) for name in list(names)[:limit])
+    more = len(names) - limit
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+# --------------------------------------------------------------- tables
+def table_format(path):
+    """``"csv"`` or ``"parquet"``, from the file name (``-`` is CSV)."""
+    if path == "-":
+        return "csv"
+    name = os.path.basename(str(path)).lower()
+    if name.endswith(_PARQUET_SUFFIXES):
+        return "parquet"
+    if any(name.endswith(".csv" + c) for c in ("", *_COMPRESSIONS)):
+        return "csv"
+    raise ValueError(
+        f"{path}: unknown table format; name the file *.csv (or *.csv.gz, ...) "
+        "or *.parquet"
+    )
+
+
+def _check_parquet_engine():
+    if not any(importlib.util.find_spec(m) for m in _PARQUET_ENGINES):
+        raise ValueError(
+            "reading or writing Parquet needs pyarrow: pip install pyarrow"
+        )
+
+
+def read_table(path):
+    """Read a CSV or Parquet file into a DataFrame; one-line errors.
+
+    Parameters
+    ----------
+    path : str
+        File name, or ``-`` for CSV on standard input.
+
+    Returns
+    -------
+    frame : pandas.DataFrame
+        At least one column and one row; column names are strings.
+    """
+    import pandas as pd
+
+    kind = table_format(path)
+    if kind == "parquet":
+        _check_parquet_engine()
+        try:
+            frame = pd.read_parquet(path)
+        except (OSError, ValueError) as exc:
+            if isinstance(exc, FileNotFoundError):
+                raise
+            raise ValueError(f"{path}: cannot read Parquet: {one_line(exc)}") from exc
+    else:
+        source = sys.stdin if path == "-" else path
+        try:
+            frame = pd.read_csv(source)
+        except pd.errors.EmptyDataError:
+            raise ValueError(
+                f"{path}: the file is empty (no header, no rows)"
+            ) from None
+        except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{path}: cannot parse CSV: {one_line(exc)}") from None
+    if frame.shape[1] == 0:
+        raise ValueError(f"{path}: the table has no columns")
+    if frame.shape[0] == 0:
+        raise ValueError(f"{path}: the table has a header but no rows")
+    frame.columns = [str(c) for c in frame.columns]
+    return frame
+
+
+def numeric_matrix(frame, columns, path, hint):
+    """The chosen columns of ``frame`` as a finite float64 matrix.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+    columns : list of str or None
+        Columns to take, in this order; ``None`` takes every column.
+    path : str
+        Named in error messages.
+    hint : str
+        Appended to the error about non-numeric columns (how to exclude them).
+
+    Returns
+    -------
+    X : ndarray of shape (n_rows, len(columns))
+    names : list of str
+    """
+    from pandas.api.types import is_numeric_dtype
+
+    if columns is None:
+        columns = list(frame.columns)
+    else:
+        if len(set(columns)) != len(columns):
+            dupes = sorted({c for c in columns if columns.count(c) > 1})
+            raise ValueError(f"column(s) {quote_names(dupes)} chosen more than once")
+        missing = [c for c in columns if c not in frame.columns]
+        if missing:
+            raise ValueError(
+                f"{path} has no column(s) {quote_names(missing)}; its columns are "
+                f"{quote_names(frame.columns)}"
+            )
+    frame = frame[columns]
+    text = [c for c in columns if not is_numeric_dtype(frame[c])]
+    if text:
+        raise ValueError(
+            f"{path}: non-numeric column(s) {quote_names(text)}; {hint}"
+        )
+    with_nan = [c for c in columns if frame[c].isna().any()]
+    if with_nan:
+        raise ValueError(
+            f"{path}: missing values (NaN or empty cells) in column(s) "
+            f"{quote_names(with_nan)}; drop or impute them first"
+        )
+    X = frame.to_numpy(dtype=np.float64)
+    infinite = [c for c, ok in zip(columns, np.isfinite(X).all(axis=0)) if not ok]
+    if infinite:
+        raise ValueError(
+            f"{path}: infinite values in column(s) {quote_names(infinite)}"
+        )
+    return X, list(columns)
+
+
+def write_table(matrix, names, path, out=None):
+    """Write ``matrix`` with column ``names`` as CSV or Parquet (by extension).
+
+    ``path="-"`` writes CSV to ``out`` (standard output by default). The file
+    is written to a temporary name and renamed, so a failure leaves no
+    partial file.
+    """
+    import pandas as pd
+
+    frame = pd.DataFrame(matrix, columns=list(names))
+    if path == "-":
+        frame.to_csv(out or sys.stdout, index=False)
+        return
+    kind = table_format(path)
+    if kind == "parquet":
+        _check_parquet_engine()
+
+    def write(tmp):
+        if kind == "parquet":
+            frame.to_parquet(tmp, index=False)
+        else:  # the temporary name hides the suffix: say the compression
+            suffix = os.path.splitext(str(path).lower())[1]
+            frame.to_csv(tmp, index=False, compression=_COMPRESSIONS.get(suffix))
+
+    _atomic_write(path, write)
+
+
+def _atomic_write(path, write):
+    """Call ``write(tmp)`` on a temporary file beside ``path``, then rename."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".dppca-", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def check_writable(path):
+    """Raise a one-line error now if ``path`` cannot be written later.
+
+    Checked before a fit, so that no privacy budget is spent on a release
+    that could not be saved.
+    """
+    if path == "-":
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise ValueError(f"{path}: is a directory, not a file name")
+    if not os.path.isdir(folder):
+        raise ValueError(f"{path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"{path}: the folder {folder} is not writable")
+
+
+# ---------------------------------------------------------------- model
+def _json_value(value):
+    """A JSON-ready copy of a released value (arrays as nested lists)."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind == "f":
+            value = value.astype(np.float64)
+        return value.tolist()
+    if isinstance(value, (tuple, list)):
+        return [_json_value(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, Integral):
+        return int(value)
+    if isinstance(value, Real):
+        return float(value)
+    return value  # None or str
+
+
+def _json_parameters(estimator):
+    """The estimator's parameters that JSON can hold (no accountant, no RNG)."""
+    kept = {}
+    for name, value in sorted(estimator.get_params(deep=False).items()):
+        if value is None or isinstance(value, (bool, str)):
+            kept[name] = value
+        elif isinstance(value, (Integral, Real)) and math.isfinite(value):
+            kept[name] = _json_value(value)
+    return kept
+
+
+def model_to_dict(estimator, feature_names, privacy_warnings=()):
+    """The released model of a fitted estimator, as a JSON-ready dict.
+
+    Parameters
+    ----------
+    estimator : fitted PrivatePCA, ComplexGaussPCA or CoherentPowerPCA
+    feature_names : list of str
+        Names of the columns the estimator was fitted on, in order.
+    privacy_warnings : sequence of str
+        The estimator's :class:`~sklearn_dppca.PrivacyLeakWarning` messages
+        (a fixed seed, an estimated ``data_norm``): kept with the model so
+        that whoever reads it knows the release is not private.
+
+    Returns
+    -------
+    model : dict
+    """
+    from . import __version__
+
+    name = type(estimator).__name__
+    if name not in EXTRA_ATTRIBUTES:
+        raise TypeError(f"cannot save a {name} as a dppca model")
+    names = COMMON_ATTRIBUTES + EXTRA_ATTRIBUTES[name]
+    return {
+        "format": MODEL_FORMAT,
+        "format_version": MODEL_FORMAT_VERSION,
+        "sklearn_dppca_version": __version__,
+        "estimator": name,
+        "parameters": _json_parameters(estimator),
+        "feature_names": [str(f) for f in feature_names],
+        "attributes": {a: _json_value(getattr(estimator, a)) for a in names},
+        "privacy_warnings": [one_line(w) for w in privacy_warnings],
+    }
+
+
+def save_model(model, path, out=None):
+    """Write a model dict as JSON (``-``: to ``out``, standard output by default)."""
+    text = json.dumps(model, indent=1, allow_nan=False) + "\n"
+    if path == "-":
+        (out or sys.stdout).write(text)
+        return
+
+    def write(tmp):
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    _atomic_write(path, write)
+
+
+class ReleasedModel:
+    """A model read back from JSON; applies ``transform`` like the estimator.
+
+    Attributes are float64 arrays (``components_``, ``mean_``,
+    ``explained_variance_``, ...) and the scalars as written; ``whiten`` is
+    the estimator parameter.
+    """
+
+    def __init__(self, model, path):
+        self.path = path
+        self.estimator = model["estimator"]
+        self.parameters = model["parameters"]
+        self.feature_names = list(model["feature_names"])
+        self.attributes = model["attributes"]
+        self.privacy_warnings = list(model.get("privacy_warnings", []))
+        self.whiten = bool(self.parameters.get("whiten", False))
+        self.components_ = np.asarray(self.attributes["components_"], dtype=np.float64)
+        self.mean_ = np.asarray(self.attributes["mean_"], dtype=np.float64)
+        self.explained_variance_ = np.asarray(
+            self.attributes["explained_variance_"], dtype=np.float64
+        )
+
+    @property
+    def n_components_(self):
+        return self.components_.shape[0]
+
+    def get_feature_names_out(self):
+        """Output column names, as scikit-learn's ``get_feature_names_out``."""
+        prefix = self.estimator.lower()
+        return [f"{prefix}{i}" for i in range(self.n_components_)]
+
+    def transform(self, X):
+        """``(X − mean_) @ components_.T``, whitened if the model says so.
+
+        The same operations, in the same order, as the estimator's
+        ``transform``, so the results agree to rounding.
+        """
+        X_new = X @ self.components_.T
+        X_new -= self.mean_ @ self.components_.T
+        if self.whiten:
+            scale = np.sqrt(self.explained_variance_)
+            X_new /= np.maximum(scale, np.finfo(scale.dtype).eps)
+        return X_new
+
+
+def load_model(path):
+    """Read and check a model file written by :func:`save_model`.
+
+    Returns
+    -------
+    model : ReleasedModel
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            model = json.load(f)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not a dppca model (invalid JSON: {exc})") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a dppca model (not a text file)") from None
+    if not isinstance(model, dict) or model.get("format") != MODEL_FORMAT:
+        raise ValueError(f'{path}: not a dppca model (no "format": "{MODEL_FORMAT}")')
+    version = model.get("format_version")
+    if version != MODEL_FORMAT_VERSION:
+        raise ValueError(
+            f"{path}: model format version {version!r}; this dppca reads version "
+            f"{MODEL_FORMAT_VERSION}"
+        )
+    missing = [k for k in ("estimator", "parameters", "feature_names", "attributes")
+               if k not in model]
+    if missing:
+        raise ValueError(f"{path}: damaged model, missing {quote_names(missing)}")
+    if model["estimator"] not in EXTRA_ATTRIBUTES:
+        raise ValueError(f"{path}: unknown estimator {model['estimator']!r}")
+    absent = [a for a in COMMON_ATTRIBUTES if a not in model["attributes"]]
+    if absent:
+        raise ValueError(
+            f"{path}: damaged model, missing attribute(s) {quote_names(absent)}"
+        )
+    try:
+        released = ReleasedModel(model, path)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: damaged model ({one_line(exc)})") from None
+    d = len(released.feature_names)
+    k = released.explained_variance_.shape
+    if (
+        released.components_.ndim != 2
+        or released.components_.shape[1] != d
+        or released.mean_.shape != (d,)
+        or k != (released.components_.shape[0],)
+    ):
+        raise ValueError(
+            f"{path}: damaged model (components_ {released.components_.shape}, "
+            f"mean_ {released.mean_.shape}, explained_variance_ {k} do not fit "
+            f"{d} feature names)"
+        )
+    return released

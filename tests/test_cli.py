@@ -1,0 +1,276 @@
+"""The ``dppca`` command line: fit → JSON model → transform, and its errors."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sklearn_dppca import (
+    BudgetAccountant,
+    CoherentPowerPCA,
+    ComplexGaussPCA,
+    PrivacyLeakWarning,
+    PrivatePCA,
+    _cli_io,
+)
+from sklearn_dppca.__main__ import main
+
+FEATURES = ["a", "b", "c", "d", "e"]
+COMMON = {
+    "components_", "explained_variance_", "explained_variance_ratio_",
+    "singular_values_", "mean_", "noise_variance_", "n_components_",
+    "n_samples_", "data_norm_", "privacy_spent_",
+}
+EXTRA = {
+    "private": set(),
+    "complex": {"covariance_approximation_"},
+    "coherent": {"clip_radius_", "n_iter_", "n_trials_", "selection_score_",
+                 "n_clipped_"},
+}
+#: The CLI options of each estimator and the same fit in Python.
+CASES = {
+    "private": ([], PrivatePCA, {}),
+    "complex": (["--whiten"], ComplexGaussPCA, {"whiten": True}),
+    "coherent": (["--clip-radius", "1", "--n-iter", "2", "--no-center"],
+                 CoherentPowerPCA, {"clip_radius": 1.0, "n_iter": 2, "center": False}),
+}
+
+
+def make_frame(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, len(FEATURES))) * [1.0, 0.6, 0.3, 0.1, 0.05] + 0.2
+    return pd.DataFrame(X, columns=FEATURES)
+
+
+@pytest.fixture
+def data(tmp_path):
+    path = tmp_path / "data.csv"
+    make_frame().to_csv(path, index=False)
+    return path
+
+
+def run(capsys, *argv):
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def assert_one_error_line(err):
+    """One error line, the last; before it only progress lines, no traceback."""
+    lines = err.splitlines()
+    assert err.endswith("\n") and lines[-1].startswith("dppca: error:"), err
+    assert all(line.startswith("dppca: ") for line in lines), err
+    assert sum(line.startswith("dppca: error:") for line in lines) == 1, err
+
+
+def fit_args(data, model, *extra, epsilon=1.5):
+    return ["fit", data, "-k", 2, "--epsilon", epsilon, "--delta", 1e-6,
+            "--data-norm", 3, "-o", model, *extra]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_fit_transform_round_trip_matches_the_estimator(name, data, tmp_path, capsys):
+    options, cls, params = CASES[name]
+    model, out = tmp_path / "model.json", tmp_path / "out.csv"
+    rc, _, err = run(capsys, *fit_args(data, model, "--estimator", name, "--seed", 0,
+                                       *options))
+    assert rc == 0, err
+    rc, _, err = run(capsys, "transform", model, data, "-o", out)
+    assert rc == 0, err
+
+    X = make_frame().to_numpy()
+    with pytest.warns(PrivacyLeakWarning):
+        est = cls(2, epsilon=1.5, delta=1e-6, data_norm=3.0, random_state=0,
+                  accountant=BudgetAccountant(), **params).fit(X)
+    saved = json.loads(model.read_text())
+    np.testing.assert_array_equal(saved["attributes"]["components_"], est.components_)
+    result = pd.read_csv(out)
+    assert list(result.columns) == list(est.get_feature_names_out())
+    np.testing.assert_allclose(result.to_numpy(), est.transform(X), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_model_json_holds_exactly_the_released_attributes(name, data, tmp_path, capsys):
+    model = tmp_path / "model.json"
+    options = CASES[name][0]
+    assert run(capsys, *fit_args(data, model, "--estimator", name, *options))[0] == 0
+    saved = json.loads(model.read_text())
+    assert set(saved) == {"format", "format_version", "sklearn_dppca_version",
+                          "estimator", "parameters", "feature_names", "attributes",
+                          "privacy_warnings"}
+    assert saved["format_version"] == 1
+    assert saved["estimator"] == CASES[name][1].__name__
+    assert set(saved["attributes"]) == COMMON | EXTRA[name]
+    assert "accountant" not in saved["parameters"]
+    assert saved["parameters"]["random_state"] is None
+    assert saved["feature_names"] == FEATURES
+    assert saved["privacy_warnings"] == []
+    eps, delta = saved["attributes"]["privacy_spent_"]
+    assert eps == pytest.approx(1.5, rel=1e-9) and delta == 1e-6
+    assert saved["attributes"]["n_samples_"] == 300
+
+
+def test_floats_round_trip_exactly(data, tmp_path, capsys):
+    model = tmp_path / "model.json"
+    run(capsys, *fit_args(data, model))
+    loaded = _cli_io.load_model(model)
+    text = model.read_text()
+    again = json.dumps(json.loads(text), indent=1, allow_nan=False) + "\n"
+    assert again == text  # every float printed as its shortest repr
+    assert loaded.components_.dtype == np.float64
+
+
+def test_fixed_seed_and_estimated_norm_warn_that_the_fit_is_not_private(
+    data, tmp_path, capsys
+):
+    model = tmp_path / "model.json"
+    rc, _, err = run(capsys, "fit", data, "-k", 2, "--epsilon", 1, "--delta", 1e-6,
+                     "--estimate-data-norm", "--seed", 3, "-o", model)
+    assert rc == 0
+    warnings = [line for line in err.splitlines() if line.startswith("dppca: warning:")]
+    assert len(warnings) == 2
+    assert all("not" in w.lower() and "private" in w.lower() for w in warnings)
+    saved = json.loads(model.read_text())
+    assert len(saved["privacy_warnings"]) == 2
+    assert saved["parameters"]["random_state"] == 3
+    assert saved["parameters"]["data_norm"] is None
+
+
+def test_columns_select_numeric_ones_and_transform_ignores_extras(tmp_path, capsys):
+    frame = make_frame().assign(person=[f"p{i}" for i in range(300)])
+    path = tmp_path / "people.csv"
+    frame.to_csv(path, index=False)
+    model, out = tmp_path / "m.json", tmp_path / "o.csv"
+    rc, _, err = run(capsys, *fit_args(path, model, "--columns", "c,a",
+                                       "--columns", "b"))
+    assert rc == 0, err
+    assert json.loads(model.read_text())["feature_names"] == ["c", "a", "b"]
+    rc, _, err = run(capsys, "transform", model, path, "-o", out)
+    assert rc == 0 and "'person'" in err and "'d'" in err
+    assert pd.read_csv(out).shape == (300, 2)
+
+
+def test_quiet_and_stdout(data, tmp_path, capsys):
+    rc, out, err = run(capsys, *fit_args(data, "-", "-q"))
+    assert rc == 0 and err == ""
+    model = tmp_path / "m.json"
+    model.write_text(out)
+    rc, out, err = run(capsys, "transform", model, data, "-o", "-", "-q")
+    assert rc == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0] == "privatepca0,privatepca1" and len(lines) == 301
+
+
+def test_progress_lines_and_coherent_verbose(data, tmp_path, capsys):
+    rc, _, err = run(capsys, *fit_args(data, tmp_path / "m.json", "--estimator",
+                                       "coherent", "-v"))
+    assert rc == 0
+    assert "dppca: fitting CoherentPowerPCA" in err and "dppca: done in" in err
+    assert "[CoherentPowerPCA]" in err  # the estimator's own trial progress
+
+
+def test_parquet_round_trip(data, tmp_path, capsys):
+    pytest.importorskip("pyarrow")
+    source = tmp_path / "data.parquet"
+    make_frame().to_parquet(source)
+    model, out = tmp_path / "m.json", tmp_path / "out.parquet"
+    assert run(capsys, *fit_args(source, model, "--seed", 1))[0] == 0
+    assert run(capsys, "transform", model, source, "-o", out)[0] == 0
+    csv_out = tmp_path / "out.csv"
+    assert run(capsys, "transform", model, data, "-o", csv_out)[0] == 0
+    np.testing.assert_array_equal(pd.read_parquet(out), pd.read_csv(csv_out))
+
+
+def test_parquet_without_an_engine_says_to_install_pyarrow(tmp_path, capsys,
+                                                           monkeypatch):
+    monkeypatch.setattr(_cli_io, "_PARQUET_ENGINES", ("no_such_engine_dppca",))
+    path = tmp_path / "data.parquet"
+    path.write_bytes(b"PAR1")
+    rc, _, err = run(capsys, *fit_args(path, tmp_path / "m.json"))
+    assert rc == 2 and "pip install pyarrow" in err and err.count("\n") == 1
+
+
+def _write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+ERRORS = {
+    "empty file": lambda t, d: fit_args(_write(t, "e.csv", ""), t / "m.json"),
+    "header only": lambda t, d: fit_args(_write(t, "h.csv", "a,b\n"), t / "m.json"),
+    "NaN": lambda t, d: fit_args(_write(t, "n.csv", "a,b\n1,\n2,3\n"), t / "m.json"),
+    "infinity": lambda t, d: fit_args(_write(t, "i.csv", "a,b\n1,inf\n2,3\n"),
+                                      t / "m.json"),
+    "ragged CSV": lambda t, d: fit_args(_write(t, "r.csv", "a,b\n1,2\n1,2,3,4\n"),
+                                        t / "m.json"),
+    "non-numeric": lambda t, d: fit_args(_write(t, "s.csv", "a,b\nx,1\ny,2\n"),
+                                         t / "m.json"),
+    "unknown column": lambda t, d: fit_args(d, t / "m.json", "--columns", "a,zz"),
+    "one row": lambda t, d: fit_args(_write(t, "o.csv", "a,b\n1,2\n"), t / "m.json"),
+    "too many components": lambda t, d: ["fit", d, "-k", 9, "--epsilon", 1, "--delta",
+                                         1e-6, "--data-norm", 1, "-o", t / "m.json"],
+    "missing file": lambda t, d: fit_args(t / "nope.csv", t / "m.json"),
+    "unknown format": lambda t, d: fit_args(t / "data.xlsx", t / "m.json"),
+    "output folder missing": lambda t, d: fit_args(d, t / "no" / "m.json"),
+    "option of another estimator": lambda t, d: fit_args(d, t / "m.json",
+                                                         "--n-iter", 3),
+    "coherent fraction": lambda t, d: ["fit", d, "-k", 0.5, "--epsilon", 1, "--delta",
+                                       1e-6, "--data-norm", 1, "--estimator",
+                                       "coherent", "-o", t / "m.json"],
+    # argparse usage errors: one line too
+    "no data_norm": lambda t, d: ["fit", d, "-k", 2, "--epsilon", 1, "--delta", 1e-6,
+                                  "-o", t / "m.json"],
+    "negative epsilon": lambda t, d: fit_args(d, t / "m.json", epsilon=-1),
+    "no command": lambda t, d: [],
+    "model not JSON": lambda t, d: ["transform", d, d, "-o", t / "o.csv"],
+    "model not a model": lambda t, d: ["transform", _write(t, "x.json", "[1]"), d,
+                                       "-o", t / "o.csv"],
+}
+
+
+@pytest.mark.parametrize("case", list(ERRORS))
+def test_errors_are_one_line_with_exit_status_2(case, data, tmp_path, capsys):
+    rc, out, err = run(capsys, *ERRORS[case](tmp_path, data))
+    assert rc == 2
+    assert_one_error_line(err)
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_transform_checks_features_and_model_version(data, tmp_path, capsys):
+    model = tmp_path / "m.json"
+    run(capsys, *fit_args(data, model))
+    narrow = tmp_path / "narrow.csv"
+    make_frame()[["a", "b", "c"]].to_csv(narrow, index=False)
+    rc, _, err = run(capsys, "transform", model, narrow, "-o", tmp_path / "o.csv")
+    assert rc == 2 and err.count("\n") == 1
+    assert "lacks 2 of the model's 5" in err and "'d', 'e'" in err
+
+    saved = json.loads(model.read_text())
+    saved["format_version"] = 99
+    model.write_text(json.dumps(saved))
+    rc, _, err = run(capsys, "transform", model, data, "-o", tmp_path / "o.csv")
+    assert rc == 2 and "version 99" in err and err.count("\n") == 1
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_refused_budget_is_one_line_and_writes_nothing(data, tmp_path, capsys,
+                                                       monkeypatch):
+    import sklearn_dppca
+
+    monkeypatch.setattr(sklearn_dppca, "BudgetAccountant",
+                        lambda: BudgetAccountant(epsilon=1.0))
+    rc, _, err = run(capsys, *fit_args(data, tmp_path / "m.json", epsilon=2))
+    assert rc == 2 and "budget" in err
+    assert_one_error_line(err)
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_python_m_help():
+    result = subprocess.run([sys.executable, "-m", "sklearn_dppca", "--help"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0
+    assert all(word in result.stdout for word in ("fit", "transform", "demo"))
