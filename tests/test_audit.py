@@ -18,6 +18,8 @@ from sklearn_dppca.audit import (
 )
 from sklearn_dppca.privacy import gdp_mu
 
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
+
 EPSILON, DELTA = 1.0, 1e-5
 
 
@@ -84,17 +86,15 @@ def test_mean_release_never_beats_its_claim(est):
     assert abs(result.mu_estimate - expected) < 3 * math.sqrt(2.0 / n_fits)
 
 
+@pytest.mark.parametrize("center", [True, False])
 @pytest.mark.parametrize(
-    "est, n_fits",
-    [
-        (CoherentPowerPCA(2, epsilon=EPSILON, delta=DELTA, data_norm=1.0,
-                          clip_radius=0.1, n_iter=3, center=False), 300),
-        (CoherentPowerPCA(2, epsilon=EPSILON, delta=DELTA, data_norm=1.0,
-                          center=True, max_iter=2), 60),
-    ],
+    "params, n_fits",
+    [({"clip_radius": 0.1, "n_iter": 3}, 300), ({"max_iter": 2}, 60)],
     ids=["fixed", "auto"],
 )
-def test_power_method_never_beats_its_claim(est, n_fits):
+def test_power_method_never_beats_its_claim(params, n_fits, center):
+    est = CoherentPowerPCA(2, epsilon=EPSILON, delta=DELTA, data_norm=1.0,
+                           center=center, **params)
     X, Y = neighbouring_datasets(300, 3, kind="orthogonal", scale=0.3)
     result = audit(est, X, Y, subspace_statistic, n_fits=n_fits, random_state=4)
     assert result.epsilon_lower <= EPSILON
@@ -111,3 +111,17 @@ def test_bounds_on_known_distributions():
     assert 0.5 < eps < 3.9
     assert clopper_pearson_epsilon(a, a + 0.0, delta=1e-5) < 0.3
     assert math.isfinite(eps)
+
+
+def test_selection_path_never_beats_its_claim():
+    """The private choice of (R, T) itself runs (h > 0) and stays within its ε."""
+    X, Y = neighbouring_datasets(2000, 3, kind="orthogonal", scale=0.0)
+    rng = np.random.default_rng(5)
+    background = rng.normal(size=(1999, 3)) * [0.6, 0.25, 0.1]
+    X[1:], Y[1:] = background, background
+    est = CoherentPowerPCA(1, epsilon=4.0, delta=DELTA, data_norm=1.0, max_iter=2)
+    probe = est.set_params(random_state=0).fit(X)
+    assert probe.n_trials_ > 0  # the selection runs on this data
+    result = audit(est.set_params(random_state=None), X, Y, subspace_statistic,
+                   n_fits=40, random_state=6)
+    assert result.epsilon_lower <= 4.0
