@@ -109,7 +109,7 @@ class PrivatePCA(_BasePrivatePCA):
     B. Balle, Y.-X. Wang. "Improving the Gaussian mechanism for differential
     privacy: analytical calibration and optimal denoising." ICML 2018.
 
-    J. Dong, A. Roth, W. Su. "Gaussian differential privacy." JRSS-B 2022.
+    J\\. Dong, A. Roth, W. Su. "Gaussian differential privacy." JRSS-B 2022.
 
     Examples
     --------

@@ -46,6 +46,18 @@ class PrivacyLeakWarning(UserWarning):
 
     Raised, for example, when ``data_norm`` is estimated from the data or when
     a fixed ``random_state`` makes the noise predictable.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from sklearn_dppca import PrivacyLeakWarning, PrivatePCA
+    >>> X = np.random.default_rng(0).normal(size=(100, 3))
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = PrivatePCA(2, data_norm=None).fit(X)  # bound read from the data
+    >>> [w.category.__name__ for w in caught]
+    ['PrivacyLeakWarning']
     """
 
 
@@ -53,6 +65,21 @@ class BudgetExceededError(ValueError):
     """Raised when a fit would take a :class:`BudgetAccountant` over its budget.
 
     The fit is refused before the data is read and nothing is charged.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_dppca import BudgetAccountant, BudgetExceededError, PrivatePCA
+    >>> X = np.random.default_rng(0).normal(size=(100, 3))
+    >>> budget = BudgetAccountant(epsilon=1.0)
+    >>> pca = PrivatePCA(2, epsilon=1.0, data_norm=5.0, accountant=budget).fit(X)
+    >>> try:
+    ...     pca.fit(X)  # a second fit at epsilon=1 would take the total over 1
+    ... except BudgetExceededError:
+    ...     print("refused; charged fits:", budget.n_charges)
+    refused; charged fits: 1
+    >>> issubclass(BudgetExceededError, ValueError)
+    True
     """
 
 
@@ -594,7 +621,19 @@ def get_default_accountant():
 
 
 def set_default_accountant(accountant):
-    """Replace the process-wide default accountant; returns the previous one."""
+    """Replace the process-wide default accountant; returns the previous one.
+
+    Examples
+    --------
+    >>> from sklearn_dppca import BudgetAccountant
+    >>> from sklearn_dppca.privacy import get_default_accountant, set_default_accountant
+    >>> previous = set_default_accountant(BudgetAccountant(epsilon=2.0))
+    >>> get_default_accountant().epsilon
+    2.0
+    >>> _ = set_default_accountant(previous)  # restore the unlimited default
+    >>> get_default_accountant().epsilon
+    inf
+    """
     global _default_accountant
     if not isinstance(accountant, BudgetAccountant):
         raise TypeError("accountant must be a BudgetAccountant.")

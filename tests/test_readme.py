@@ -42,11 +42,3 @@ def test_readme_quick_start_runs(capsys):
     assert len(code.splitlines()) <= 10
     exec(compile(code, "README.md", "exec"), {})
     assert "1e-06" in capsys.readouterr().out
-
-
-def test_examples_run(capsys):
-    import runpy
-
-    for path in sorted((ROOT / "examples").glob("*.py")):
-        runpy.run_path(str(path), run_name="__main__")
-    assert "captured variance" in capsys.readouterr().out

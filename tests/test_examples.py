@@ -1,0 +1,36 @@
+"""Every example of the gallery (``examples/plot_*.py``) runs and makes a figure."""
+
+import runpy
+import time
+from pathlib import Path
+
+import pytest
+
+plt = pytest.importorskip("matplotlib.pyplot")
+from threadpoolctl import threadpool_limits  # noqa: E402 (after the skip)
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("plot_*.py"))
+
+
+def test_examples_exist():
+    assert len(EXAMPLES) >= 4
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_runs_and_makes_a_figure(path, monkeypatch, capsys):
+    plt.switch_backend("Agg")
+    plt.close("all")
+    monkeypatch.setattr(plt, "show", lambda *args, **kwargs: None)
+    monkeypatch.chdir(path.parent)
+    start = time.perf_counter()
+    # The examples' matrices are small: one BLAS thread is as fast, and it
+    # is immune to OpenBLAS's spinning threads on a busy machine.
+    with threadpool_limits(limits=1, user_api="blas"):
+        runpy.run_path(str(path), run_name="__main__")
+    elapsed = time.perf_counter() - start
+    try:
+        assert plt.get_fignums(), f"{path.name} made no figure"
+        assert capsys.readouterr().out, f"{path.name} printed nothing"
+    finally:
+        plt.close("all")
+    assert elapsed < 60, f"{path.name} took {elapsed:.0f} s"
