@@ -16,11 +16,6 @@ FIXED_SHARES = {"mean": 0.10, "init": 0.44, "power": 0.45, "count": 0.01}
 #: Shares of the RDP scale ρ (automatic R or T): each Gaussian release costs
 #: ``λ · share · ρ``; "power" and "score" are one trial's, repeated.
 AUTO_SHARES = {"mean": 0.10, "init": 0.39, "power": 0.40, "score": 0.10, "count": 0.01}
-#: Largest radius of the automatic grid (radii start at sqrt(k/n)): a row's
-#: product ``aᵀXB`` has norm about its leverage, at most 1, when H ≈ XᵀAᵀAX.
-RADIUS_GRID_TOP = 2.0
-
-
 def floor_level(noise_scale, k, n_iter, failure_prob):
     """The eigenvalue floor ``γ = 4Δ(2√k + √(2 ln(8T/β)))`` of ALGORITHMS.md §6."""
     return 4.0 * noise_scale * (
@@ -91,8 +86,9 @@ class CoherentPowerPCA(_BasePrivatePCA):
 
     With ``clip_radius="auto"`` and/or ``n_iter="auto"``, ``(R, T)`` are
     chosen privately (Section C): public power-of-two grids
-    ``R_j = 2^j sqrt(k/n)`` up to ``RADIUS_GRID_TOP = 2`` and
-    ``T_ℓ = 2^ℓ`` up to ``max_iter``; one shared initialisation; a
+    ``R_j = 2^j sqrt(k/n)`` up to the largest radius that can clip at all
+    (``γ^{-1/2}`` for the fewest iterations) and ``T_ℓ = 2^ℓ`` up to
+    ``max_iter``; one shared initialisation; a
     ``Geometric(θ)`` number of trials, each drawing ``(R, T)`` uniformly and
     running the iteration with ``Δ(T) = χ√T`` (so every trial costs the same),
     scored by the robust ``s_{a,b} = ‖(I − XXᵀ) f_{a,b}(Σ a aᵀ)‖₂`` (sensitivity
@@ -156,8 +152,9 @@ class CoherentPowerPCA(_BasePrivatePCA):
         From the released initial spectrum.
     init_components_ : ndarray of shape (n_components_, n_features)
         The initialisation ``X⁽⁰⁾`` (top-k eigenvectors of the first release).
-    clip_radius_ : float
-        Radius used (chosen, when ``"auto"``).
+    clip_radius_ : float or None
+        Radius used (chosen, when ``"auto"``); ``None`` when the
+        initialisation was returned and no iteration ran.
     n_iter_ : int
         Iterations run (0 when the initialisation was returned).
     n_trials_ : int
@@ -249,19 +246,27 @@ class CoherentPowerPCA(_BasePrivatePCA):
     def _automatic(self):
         return self.clip_radius == "auto" or self.n_iter == "auto"
 
-    def _grids(self, n_samples, k):
-        """Public grids of radii and iteration counts (fixed values: one point)."""
-        if self.clip_radius == "auto":
-            smallest = math.sqrt(k / n_samples)
-            count = max(1, math.ceil(math.log2(RADIUS_GRID_TOP / smallest)) + 1)
-            radii = smallest * 2.0 ** np.arange(count)
-        else:
-            radii = np.array([float(self.clip_radius)])
+    def _iteration_grid(self):
+        """Public grid of iteration counts ``T_ℓ = 2^ℓ ≤ max_iter`` (or n_iter)."""
         if self.n_iter == "auto":
-            iters = 2 ** np.arange(int(math.log2(self.max_iter)) + 1)
-        else:
-            iters = np.array([int(self.n_iter)])
-        return radii, iters
+            return 2 ** np.arange(int(math.log2(self.max_iter)) + 1)
+        return np.array([int(self.n_iter)])
+
+    def _radius_grid(self, n_samples, k, chi, iters):
+        """Public grid of radii ``2^j sqrt(k/n)`` up to the largest that can clip.
+
+        A row's product has norm at most ``γ^{-1/2}`` (``‖B‖ ≤ γ^{-1/2}``), and
+        the floor ``γ`` is smallest for the fewest iterations; larger radii
+        never clip, so the grid stops there, with that radius as its last
+        point (no clipping at all).
+        """
+        if self.clip_radius != "auto":
+            return np.array([float(self.clip_radius)])
+        first = int(iters.min())
+        top = floor_level(chi * math.sqrt(first), k, first, self.failure_prob) ** -0.5
+        smallest = math.sqrt(k / n_samples)
+        radii = [smallest * 2.0**j for j in range(64) if smallest * 2.0**j < top]
+        return np.array(radii + [top])
 
     def _budget_shares(self):
         """Shares of ``μ*²`` with fixed ``(R, T)``: every release is Gaussian."""
@@ -271,13 +276,23 @@ class CoherentPowerPCA(_BasePrivatePCA):
         if not self._automatic():  # exact GDP composition, as in the base
             return super()._privacy_plan(n_samples, n_features)
         k = self.n_components or min(n_samples, n_features)
-        radii, iters = self._grids(n_samples, k)
-        expected = self.expected_trials
-        if expected == "auto":
-            expected = 2 * radii.size * iters.size
-        theta = 1.0 / expected
+        iters = self._iteration_grid()
         shares = budget_shares(AUTO_SHARES, self.center)
-        rho = calibrate_selection(self.epsilon, self.delta, theta, shares)
+        # The radius grid's top depends on χ, χ on θ, and θ (by default) on the
+        # grid's size: iterate to the fixed point, on public values only.
+        size = None
+        for _ in range(20):
+            expected = self.expected_trials
+            if expected == "auto":
+                expected = 2 * iters.size * (size or 8)
+            theta = 1.0 / expected
+            rho = calibrate_selection(self.epsilon, self.delta, theta, shares)
+            # one trial's T iterations at Δ = χ√T cost λ·3/χ² (μ² = 6/Δ² each)
+            chi = math.sqrt(3.0 / (shares["power"] * rho))
+            radii = self._radius_grid(n_samples, k, chi, iters)
+            if radii.size == size:
+                break
+            size = radii.size
         # Gaussian releases: λ μ²/2 = λ w ρ, so μ = sqrt(2 w ρ).
         mus = {
             name: math.sqrt(2.0 * shares[name] * rho)
@@ -290,8 +305,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
             "theta": theta,
             "radii": radii,
             "iters": iters,
-            # one trial's T iterations at Δ = χ√T cost λ·3/χ² (μ² = 6/Δ² each)
-            "chi": math.sqrt(3.0 / (shares["power"] * rho)),
+            "chi": chi,
             # the noisy score (sensitivity √2/h, std √2ζ/h) costs λ/(2ζ²)
             "zeta": math.sqrt(1.0 / (2.0 * shares["score"] * rho)),
         }
@@ -377,7 +391,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         d = init.shape[0]
         radii, iters = extra["radii"], extra["iters"]
         if k >= d:
-            return init, float(radii[-1]), 0, None
+            return init, None, 0, None
         margin = sigma_init * (
             2.0 * math.sqrt(d) + math.sqrt(2.0 * math.log(8.0 / self.failure_prob))
         )
@@ -387,7 +401,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
             if self.verbose:
                 print("[CoherentPowerPCA] no eigenvalue gap after the "
                       "initialisation: returning it", file=sys.stderr)
-            return init, float(radii[-1]), 0, None
+            return init, None, 0, None
         # f_{a,b}(Σ a aᵀ): a clipped linear ramp of the exact eigenvalues; the
         # score only needs its non-zero part (low rank).
         values, vectors = np.linalg.eigh(unit_gram)
