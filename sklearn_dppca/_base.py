@@ -10,11 +10,10 @@ and the probabilistic-PCA ``score``. A subclass writes only ``_release``.
 
 import math
 from abc import ABCMeta, abstractmethod
-from typing import Any, NamedTuple
 from numbers import Integral, Real
+from typing import Any, NamedTuple
 
 import numpy as np
-from scipy import sparse
 from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,

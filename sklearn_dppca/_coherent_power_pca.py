@@ -165,7 +165,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
         Rows whose product was clipped in the last iteration, released with
         Gaussian noise (1% of the budget, sensitivity 1) and rounded; the exact
         count is never stored.
-    mean_, n_components_, n_samples_, data_norm_, privacy_spent_, n_features_in_, feature_names_in_ : as in PrivatePCA
+    mean_, n_components_, n_samples_, data_norm_, privacy_spent_ : as in PrivatePCA
+    n_features_in_, feature_names_in_ : as in PrivatePCA
 
     See Also
     --------
@@ -195,7 +196,10 @@ class CoherentPowerPCA(_BasePrivatePCA):
     _parameter_constraints: dict = {
         **_BasePrivatePCA._parameter_constraints,
         "n_components": [Interval(Integral, 1, None, closed="left"), None],
-        "clip_radius": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "clip_radius": [
+            Interval(Real, 0, None, closed="neither"),
+            StrOptions({"auto"}),
+        ],
         "n_iter": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "expected_trials": [
@@ -444,4 +448,5 @@ class CoherentPowerPCA(_BasePrivatePCA):
                       f"{scores[j]:.4f} best={scores[best]:.4f}", file=sys.stderr)
         self.n_trials_ = n_trials
         self.selection_score_ = float(scores[best])
-        return finals[best], float(trial_radii[best]), int(trial_iters[best]), counts[best]
+        radius, n_iter = float(trial_radii[best]), int(trial_iters[best])
+        return finals[best], radius, n_iter, counts[best]

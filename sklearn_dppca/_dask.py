@@ -111,7 +111,7 @@ def clipped_sum(X, data_norm):
 
 
 def centred_gram(X, data_norm, mean):
-    """``Σ y yᵀ`` with ``y = clip_C(x − m)`` over every chunk (sensitivity ``√2 C²``)."""
+    """``Σ y yᵀ``, ``y = clip_C(x − m)``, over every chunk (sensitivity ``√2 C²``)."""
     return map_reduce(X, _chunk_gram, data_norm, mean)
 
 

@@ -175,14 +175,17 @@ def subspace_statistic(estimator):
     [1, -1]
     """
     components = estimator.components_
-    return float(components[:, 0] @ components[:, 0] - components[:, 1] @ components[:, 1])
+    first, second = components[:, 0], components[:, 1]
+    return float(first @ first - second @ second)
 
 
 def _clopper_pearson(successes, trials, alpha):
     """Two-sided ``1 − alpha`` Clopper–Pearson interval of a binomial rate."""
-    low = stats.beta.ppf(alpha / 2, successes, trials - successes + 1) if successes else 0.0
-    high = (stats.beta.ppf(1 - alpha / 2, successes + 1, trials - successes)
-            if successes < trials else 1.0)
+    low, high = 0.0, 1.0
+    if successes:
+        low = stats.beta.ppf(alpha / 2, successes, trials - successes + 1)
+    if successes < trials:
+        high = stats.beta.ppf(1 - alpha / 2, successes + 1, trials - successes)
     return float(low), float(high)
 
 
@@ -218,7 +221,9 @@ def clopper_pearson_epsilon(samples, samples_prime, delta, alpha=0.05):
     a, b = np.asarray(samples, float), np.asarray(samples_prime, float)
     half_a, half_b = a.size // 2, b.size // 2
     if min(half_a, half_b) < 2:
-        raise ValueError("clopper_pearson_epsilon needs at least 4 samples on each side.")
+        raise ValueError(
+            "clopper_pearson_epsilon needs at least 4 samples on each side."
+        )
     best, choice = -np.inf, None
     for sign in (1.0, -1.0):
         s, t = sign * a[:half_a], sign * b[:half_b]
