@@ -141,7 +141,7 @@ class FirstPass(NamedTuple):
 
     sq_norms: np.ndarray  # ‖x_i‖² for every row (inf where it overflows)
     clipped_sum: Optional[np.ndarray]  # Σ clip_C(x_i), if asked for
-    gram: np.ndarray  # Σ x xᵀ over the rows of norm ≤ 8C (d × d, symmetric)
+    gram: np.ndarray  # Σ x xᵀ over the rows of norm ≤ 8C (d × d)
     total: np.ndarray  # Σ x over the same rows
     count: int  # how many rows that is
     direction: Optional[np.ndarray]  # unit vector v near the clipped mean's
@@ -221,7 +221,7 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True):
     return FirstPass(
         sq_norms=out,
         clipped_sum=sums[0] if with_sum else None,
-        gram=_symmetric(gram),
+        gram=gram,  # symmetric up to round-off; clipped_gram makes it exact
         total=sums[1],
         count=count,
         direction=direction,
