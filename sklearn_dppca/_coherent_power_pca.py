@@ -324,7 +324,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         # 1. Initialisation: PrivatePCA's release (sensitivity √2, unit units).
         sigma_init = math.sqrt(2.0) / plan.mus["init"]
         released = unit_gram + goe_noise(rng, d, sigma_init)
-        eigvals, eigvecs = _eigh(released.copy())
+        eigvals, eigvecs = _eigh(released)
         order = np.argsort(eigvals)[::-1]
         eigvals, init = eigvals[order], eigvecs[:, order[:k]]
         self.init_components_ = init.T.astype(dtype)

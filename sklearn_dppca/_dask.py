@@ -15,7 +15,8 @@ Dask is optional: nothing here imports it unless a Dask collection is given.
 
 import numpy as np
 
-from ._stats import CentredRows, clipped_gram, first_pass, max_row_norm, row_sq_norms
+from ._stats import CentredRows, clipped_gram, max_row_norm, row_sq_norms
+from ._stats import clipped_sum as _stats_clipped_sum
 
 
 def is_dask_collection(X):
@@ -87,10 +88,6 @@ def _chunk_max_norm(chunk):
     return max_row_norm(chunk, row_sq_norms(chunk))
 
 
-def _chunk_clipped_sum(chunk, data_norm):
-    return first_pass(chunk, data_norm, with_sum=True).clipped_sum
-
-
 def _chunk_gram(chunk, data_norm, mean):
     return clipped_gram(chunk, data_norm, mean)[0]
 
@@ -107,7 +104,7 @@ def max_norm(X):
 
 def clipped_sum(X, data_norm):
     """``Σ clip_C(x_i)`` over every chunk (sensitivity ``2C``)."""
-    return map_reduce(X, _chunk_clipped_sum, data_norm)
+    return map_reduce(X, _stats_clipped_sum, data_norm)
 
 
 def centred_gram(X, data_norm, mean):

@@ -77,12 +77,15 @@ def _sq_norms(block):
     return sq
 
 
-def _robust_norms(rows):
-    """Row norms of a dense array without overflow (rescaled by the max entry)."""
-    scale = np.max(np.abs(rows), axis=1, keepdims=True)
-    scale[scale == 0.0] = 1.0
-    with np.errstate(over="ignore"):  # inf only when the norm itself overflows
-        return np.linalg.norm(rows / scale, axis=1) * scale[:, 0]
+def _rescaled_norms(rows):
+    """``(m, ‖x/m‖)`` per row of a dense array, ``m = max|x|``: no overflow.
+
+    The norm is ``m · ‖x/m‖``; a ratio ``C/‖x‖`` is ``(C/m)/‖x/m‖``, exact
+    even when ``‖x‖`` itself overflows.
+    """
+    top = np.max(np.abs(rows), axis=1)
+    top[top == 0.0] = 1.0
+    return top, np.linalg.norm(rows / top[:, None], axis=1)
 
 
 def _dense(rows):
@@ -106,12 +109,9 @@ def _clip_scales(block, sq, data_norm, mean=None):
         rows = _dense(block[bad])
         if mean is not None:
             rows = rows - mean
-        # C/‖x‖ as (C/m)/‖x/m‖, m = max|x|: exact even when ‖x‖ overflows
-        top = np.max(np.abs(rows), axis=1)
-        top[top == 0.0] = 1.0
+        top, unit = _rescaled_norms(rows)
         with np.errstate(under="ignore"):
-            ratio = (data_norm / top) / np.linalg.norm(rows / top[:, None], axis=1)
-        scale[bad] = np.minimum(1.0, ratio)
+            scale[bad] = np.minimum(1.0, (data_norm / top) / unit)
     return scale
 
 
@@ -133,7 +133,21 @@ def max_row_norm(X, sq_norms):
     if np.isfinite(largest):
         return float(np.sqrt(largest))
     rows = _dense(X[np.flatnonzero(~np.isfinite(sq_norms))])
-    return float(_robust_norms(rows).max())
+    top, unit = _rescaled_norms(rows)
+    with np.errstate(over="ignore"):  # inf only when the norm itself overflows
+        return float((top * unit).max())
+
+
+def clipped_sum(X, data_norm):
+    """``Σ clip_C(x_i)`` alone (sensitivity ``2C``): one cheap pass, no Gram matrix.
+
+    For passes that need only the private mean's statistic (a Dask chunk);
+    :func:`first_pass` computes it together with everything else.
+    """
+    total = np.zeros(X.shape[1])
+    for _, _, block in iter_blocks(X):
+        total += block.T @ _clip_scales(block, _sq_norms(block), data_norm)
+    return total
 
 
 class FirstPass(NamedTuple):
