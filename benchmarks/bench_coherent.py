@@ -109,7 +109,7 @@ they raise is silenced here. No library default is changed.
 
 Run from the repository root with the package installed::
 
-    python benchmarks/bench_coherent.py            # full: ~4 min on 2 idle cores, ~11-15 loaded
+    python benchmarks/bench_coherent.py   # full: ~4 min on 2 idle cores, ~11-15 loaded
     python benchmarks/bench_coherent.py --quick    # smoke run, under a minute
     python benchmarks/bench_coherent.py --grid 200x100000:none:1 1000x20000:none:1:1,3 \
         --seeds 10 --json out.json

@@ -67,7 +67,8 @@ def make_data(n, d, seed):
     X = rng.standard_normal((n, d))
     std = 1.0 / np.sqrt(np.arange(1, d + 1))  # spectrum decaying as 1/j
     X *= std
-    X += rng.normal(size=d) * (0.5 * np.linalg.norm(std) / np.sqrt(d))  # |mean| ~ spread/2
+    # |mean| ~ spread/2
+    X += rng.normal(size=d) * (0.5 * np.linalg.norm(std) / np.sqrt(d))
     norms = np.linalg.norm(X, axis=1)
     scale = np.median(norms)
     X /= scale
@@ -174,7 +175,8 @@ def print_report(env, results):
     print(f"Targets for PrivatePCA: time ratio <= {TIME_RATIO_TARGET}, "
           f"extra memory <= {MEMORY_TARGET}x input")
     for r in results:
-        print(f"  {r['n']}x{r['d']}: time {'met' if r['time_target_met'] else 'NOT met'}"
+        met = "met" if r["time_target_met"] else "NOT met"
+        print(f"  {r['n']}x{r['d']}: time {met}"
               f", memory {'met' if r['memory_target_met'] else 'NOT met'}")
 
 
@@ -202,7 +204,8 @@ def main():
         r = bench_shape(n // 10 if args.quick else n, d, args.n_components,
                         args.repeats, args.seed)
         r["time_target_met"] = r["ratio"] <= TIME_RATIO_TARGET
-        r["memory_target_met"] = r["extra_memory_x_input"]["PrivatePCA"] <= MEMORY_TARGET
+        extra = r["extra_memory_x_input"]["PrivatePCA"]
+        r["memory_target_met"] = extra <= MEMORY_TARGET
         results.append(r)
     env = environment()
     print_report(env, results)

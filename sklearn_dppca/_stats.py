@@ -5,39 +5,65 @@ These are the only functions that read the data. They return exact
 norm bound ``C`` (``x ↦ x · min(1, C/‖x‖)``), never rejected
 (ALGORITHMS.md §1), and no full copy of ``X`` is ever made: a dense block is
 copied only when it must be (float32 input, a non C-contiguous layout, rows of
-huge norm), and the Gram matrix of each block is ``block.T @ block``, which
-NumPy computes with BLAS ``syrk`` (half the flops of a general product). One
-pass reads every row; the centred, re-clipped statistic then re-reads only the
-rows that the centring may clip.
+huge norm), and the Gram matrix of a block is ``block.T @ block``, which
+NumPy computes with BLAS ``syrk`` (half the flops of a general product).
+
+The first pass reads every row once, in parallel threads over contiguous row
+ranges: each thread computes the norms, the clipped sum and the raw Gram
+matrix of its rows while they are in its core's cache. The centred, re-clipped
+statistic then re-reads only the rows that the centring may clip.
 
 All BLAS calls here go through NumPy: interleaving them with SciPy's BLAS,
 a separate OpenBLAS with its own spinning thread pool, was measured to halve
 the throughput of both on two cores.
 """
 
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple, Optional
 
 import numpy as np
 from joblib import Parallel, delayed
 from scipy import sparse
 from sklearn.utils import assert_all_finite
+from threadpoolctl import ThreadpoolController  # a scikit-learn dependency
 
 # Rows per block: about 32 MiB of float64, and at least 2048 rows, because
 # syrk runs at full speed only when a block has thousands of rows (512-row
 # blocks measured 4× slower at d = 1000).
 _BLOCK_BYTES = 32 * 2**20
 _MIN_BLOCK_ROWS = 2048
+# The first pass scans rows in blocks of about 2 MiB, which stay in a core's
+# L2 cache through the norms, the sums and the projections, and adds the Gram
+# matrix of runs of at least 8 MiB and 16·d rows (syrk is slow on short runs:
+# 262-row runs took 1.4× as long as 16 000-row runs at d = 1000). Measured on
+# two cores at 300 000 × 100 and 100 000 × 300, 1000, 3000; runs of rows that
+# must be copied (float32, other layouts, CSR) are capped at one block.
+_SCAN_BYTES = 2 * 2**20
+_RUN_BYTES = 8 * 2**20
+_RUN_ROWS_PER_FEATURE = 16
+# Less data than this is read in the calling thread alone.
+_MIN_PARALLEL_BYTES = 128 * 2**20
 # Rows of norm at most this many times C enter the raw Gram matrix of the first
 # pass, and a clipped one is later corrected by subtracting part of its outer
 # product: the round-off of that subtraction is at most ~1e-16 (8C)² per row.
 _RAW_NORM_FACTOR = 8.0
 
 
+def _ranges(start, stop, step):
+    """Consecutive ``(a, b)`` of at most ``step`` rows covering ``[start, stop)``."""
+    for a in range(start, stop, step):
+        yield a, min(a + step, stop)
+
+
 def _block_ranges(n_samples, n_features):
     """``(start, stop)`` of the row blocks."""
-    step = max(_MIN_BLOCK_ROWS, _BLOCK_BYTES // (8 * max(n_features, 1)))
-    for start in range(0, n_samples, step):
-        yield start, min(start + step, n_samples)
+    return _ranges(0, n_samples, _block_rows(n_features))
+
+
+def _block_rows(n_features):
+    return max(_MIN_BLOCK_ROWS, _BLOCK_BYTES // (8 * max(n_features, 1)))
 
 
 def _as_float64(rows):
@@ -115,6 +141,81 @@ def _clip_scales(block, sq, data_norm, mean=None):
     return scale
 
 
+class _SingleThreadedBlas:
+    """Context in which NumPy's BLAS runs in its calling thread.
+
+    While our threads each call BLAS on their own rows, a multi-threaded BLAS
+    in every one of them would oversubscribe the cores. The limit is
+    process-wide, so fits running at the same time share it: the first to
+    enter sets it and the last to leave restores it (two overlapping
+    threadpoolctl limiters would restore each other's limit, leaving BLAS on
+    one thread for good).
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._users = 0
+        self._limiter = None
+        self._controller = None
+
+    def _blas(self):
+        if self._controller is None:  # NumPy's BLAS is loaded with NumPy
+            self._controller = ThreadpoolController().select(user_api="blas")
+        return self._controller
+
+    def n_threads(self):
+        """Threads BLAS would use now: the cores we may use (1 if unknown)."""
+        with self._lock:
+            counts = [lib.get_num_threads() for lib in self._blas().lib_controllers]
+        return min([c for c in counts if c is not None] or [1])
+
+    def __enter__(self):
+        with self._lock:
+            if self._users == 0:
+                self._limiter = self._blas().limit(limits=1)
+            self._users += 1
+        return self
+
+    def __exit__(self, *exc_info):
+        with self._lock:
+            self._users -= 1
+            if self._users == 0:
+                self._limiter.restore_original_limits()
+                self._limiter = None
+
+
+_SINGLE_THREADED_BLAS = _SingleThreadedBlas()
+
+
+def _n_threads(X):
+    """Threads for a pass over ``X``: as many as BLAS would use, for big data.
+
+    Small or sparse data is read in the calling thread: after any
+    multi-threaded BLAS call (the user's, or the previous fit's), OpenBLAS
+    keeps a worker spinning on a core for ~0.2 s, and threads of ours would
+    share the cores with it, where BLAS's own threads put it to work.
+    """
+    n, d = X.shape
+    if sparse.issparse(X) or 8 * n * d < _MIN_PARALLEL_BYTES:
+        return 1
+    return max(1, min(_SINGLE_THREADED_BLAS.n_threads(), n))
+
+
+def _map_ranges(function, n_rows, n_threads):
+    """``[function(start, stop), ...]`` over ``n_threads`` contiguous row ranges.
+
+    The ranges run in parallel threads (NumPy releases the GIL in its loops
+    and in BLAS), each with a single-threaded BLAS. They depend only on the
+    row and thread counts, so that results are reproducible.
+    """
+    if n_threads <= 1:
+        return [function(0, n_rows)]
+    bounds = [n_rows * i // n_threads for i in range(n_threads + 1)]
+    with _SINGLE_THREADED_BLAS, ThreadPoolExecutor(n_threads) as pool:
+        futures = [pool.submit(function, *r) for r in zip(bounds, bounds[1:])]
+        return [future.result() for future in futures]
+
+
 def row_sq_norms(X):
     """Squared L2 norm of every row of ``X`` (float64, one pass in blocks).
 
@@ -122,8 +223,12 @@ def row_sq_norms(X):
     below measure such rows directly.
     """
     out = np.empty(X.shape[0])
-    for start, stop, block in iter_blocks(X):
-        out[start:stop] = _sq_norms(block)
+
+    def fill(start, stop):
+        for a, b in _ranges(start, stop, _block_rows(X.shape[1])):
+            out[a:b] = _sq_norms(_as_float64(X[a:b]))
+
+    _map_ranges(fill, X.shape[0], _n_threads(X))
     return out
 
 
@@ -167,8 +272,8 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True):
 
     ``Σ clip_C(x_i)`` has L2 sensitivity ``2C`` under replacement of one row
     (ALGORITHMS.md §3); it gives the private mean. The raw Gram matrix of the
-    rows of norm at most ``8C`` is computed in the same pass, while each block
-    is in cache, so that :func:`clipped_gram` needs to revisit only the rows
+    rows of norm at most ``8C`` is computed in the same pass, while the rows
+    are in cache, so that :func:`clipped_gram` needs to revisit only the rows
     that the centring may clip. Rows beyond ``8C`` are left out here and added
     back, clipped, by :func:`clipped_gram`: subtracting their raw outer product
     later would lose all precision.
@@ -187,60 +292,75 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True):
     FirstPass
     """
     n, d = X.shape
-    out = np.empty(n) if sq_norms is None else sq_norms
-    sums, count = np.zeros((2, d)), 0
-    max_raw_sq = (_RAW_NORM_FACTOR * data_norm) ** 2
-    # A float64 array that needs no copy gets its Gram matrix in one product
-    # after the scan (one syrk over all rows runs ~10% faster than per block);
-    # anything else, per block while the block is in cache. (Scanning in
-    # threads was measured slower: the scan is bound by memory bandwidth.)
-    whole = (
-        not sparse.issparse(X)
-        and X.dtype == np.float64
-        and (X.flags.c_contiguous or X.flags.f_contiguous)
-    )
-    gram, block_gram = np.zeros((d, d)), np.empty((d, d))
+    known = sq_norms is not None
+    sq_norms = sq_norms if known else np.empty(n)
     # x·v for a direction v near the private mean's, kept to tell, after the
     # mean is released, which rows the centring cannot clip without reading
-    # them again (see clipped_gram). The first block's clipped mean gives v.
-    direction, projections = None, (np.empty(n) if with_sum else None)
-    for start, stop, block in iter_blocks(X):
-        if sq_norms is None:
-            out[start:stop] = _sq_norms(block)
-        sq = out[start:stop]
-        included = sq <= max_raw_sq  # False for inf
-        # Σ clip_C(x) and Σ x over included rows in one product with the block
-        weights = np.empty((2, stop - start))
-        weights[0] = _clip_scales(block, sq, data_norm) if with_sum else 0.0
-        weights[1] = included
-        block_sums = np.asarray(weights @ block)
-        sums += block_sums
-        if with_sum:
-            if direction is None:
-                size = np.linalg.norm(block_sums[0])
-                direction = block_sums[0] / size if size > 0 else np.zeros(d)
-            with np.errstate(over="ignore", invalid="ignore"):
-                # rows too large for this product are re-read in clipped_gram
-                projections[start:stop] = block @ direction
-        n_included = int(np.count_nonzero(included))
-        count += n_included
-        if not whole:
-            rows = block if n_included == stop - start else block[included]
-            gram += _gram(rows, block_gram)
-    if whole and count == n:
-        gram = X.T @ X
-    elif whole:  # rows of huge norm stay out of the raw sum
-        for start, stop, block in iter_blocks(X):
-            gram += _gram(block[out[start:stop] <= max_raw_sq], block_gram)
+    # them again (see clipped_gram). The clipped mean of the first rows gives v.
+    direction, projections = None, None
+    if with_sum:
+        direction, projections = _lead_direction(X, data_norm), np.empty(n)
+    max_raw_sq = (_RAW_NORM_FACTOR * data_norm) ** 2
+    n_threads = _n_threads(X)
+    view = not sparse.issparse(X) and X.dtype == np.float64 and X.flags.c_contiguous
+    if n_threads > 1:  # single-threaded syrk, best on runs from the L2 cache
+        run_rows = max(_RUN_BYTES // (8 * d), _RUN_ROWS_PER_FEATURE * d, 1)
+    else:  # one multi-threaded syrk (~10% faster than one per block)
+        run_rows = n
+    if not view:  # runs are copies: at most a block each
+        run_rows = min(run_rows, _block_rows(d))
+    scan_rows = max(_SCAN_BYTES // (8 * d), 1)
+
+    def scan(start, stop):
+        sums, gram, count = np.zeros((2, d)), np.zeros((d, d)), 0
+        product = np.empty((d, d))
+        for run_start, run_stop in _ranges(start, stop, run_rows):
+            run = _as_float64(X[run_start:run_stop])  # a view of float64 rows
+            step = scan_rows if not sparse.issparse(run) else run.shape[0]
+            for a, b in _ranges(0, run.shape[0], step):
+                block, rows = run[a:b], slice(run_start + a, run_start + b)
+                if not known:
+                    sq_norms[rows] = _sq_norms(block)
+                sq = sq_norms[rows]
+                # Σ s x with s the clipping scales (1 for most rows), and
+                # Σ x over included rows from it: Σ s x + Σ (1{included} − s) x,
+                # whose weights vanish except on the few clipped rows.
+                scale = _clip_scales(block, sq, data_norm)
+                sums[0] += np.asarray(scale @ block)
+                fix = np.flatnonzero(scale < 1.0)
+                if fix.size:
+                    weight = (sq[fix] <= max_raw_sq) - scale[fix]  # False for inf
+                    sums[1] += np.asarray(weight @ _dense(block[fix]))
+                if with_sum:
+                    # rows too large for this product are re-read in clipped_gram
+                    with np.errstate(over="ignore", invalid="ignore"):
+                        projections[rows] = block @ direction
+            included = sq_norms[run_start:run_stop] <= max_raw_sq
+            n_included = int(np.count_nonzero(included))
+            count += n_included
+            rows = run if n_included == len(included) else run[included]
+            gram += _gram(rows, product)
+        return sums, gram, count
+
+    parts = _map_ranges(scan, n, n_threads)
+    sums = sum(part[0] for part in parts)
     return FirstPass(
-        sq_norms=out,
+        sq_norms=sq_norms,
         clipped_sum=sums[0] if with_sum else None,
-        gram=gram,  # symmetric up to round-off; clipped_gram makes it exact
-        total=sums[1],
-        count=count,
+        gram=sum(part[1] for part in parts),  # clipped_gram symmetrises it
+        total=sums[0] + sums[1],
+        count=sum(part[2] for part in parts),
         direction=direction,
         projections=projections,
     )
+
+
+def _lead_direction(X, data_norm):
+    """Unit vector along the clipped sum of the first rows (0 if that is 0)."""
+    block = _as_float64(X[: max(_MIN_BLOCK_ROWS, _SCAN_BYTES // (8 * X.shape[1]))])
+    total = np.asarray(_clip_scales(block, _sq_norms(block), data_norm) @ block)
+    size = np.linalg.norm(total)
+    return total / size if size > 0 else np.zeros(X.shape[1])
 
 
 def clipped_gram(X, data_norm, mean=None, first=None):
@@ -280,71 +400,85 @@ def clipped_gram(X, data_norm, mean=None, first=None):
     if first is None:
         first = first_pass(X, data_norm, with_sum=False)
     d = X.shape[1]
-    gram = first.gram.copy()
-    u, weight_sum = first.total.copy(), float(first.count)
     sq = first.sq_norms
-    with np.errstate(over="ignore", invalid="ignore"):
-        norms = np.sqrt(sq)
-        if mean is None:
-            upper = norms
-        elif first.direction is None:
-            upper = norms + np.linalg.norm(mean)
-        else:
-            # m = α v + r with r ⊥ v: ‖x − m‖² ≤ ‖x‖² − 2α x·v + 2‖x‖‖r‖ + ‖m‖²
-            alpha = float(mean @ first.direction)
-            rest = float(np.linalg.norm(mean - alpha * first.direction))
-            upper_sq = sq - 2.0 * alpha * first.projections + 2.0 * norms * rest
-            upper = np.sqrt(np.maximum(upper_sq + mean @ mean, 0.0))
-        # conservative by 1e-9 so that round-off never skips a clipped row
-        maybe_clipped = ~(upper <= data_norm * (1.0 - 1e-9))
-    raw = sq <= (_RAW_NORM_FACTOR * data_norm) ** 2
-    candidate = maybe_clipped | ~raw
-    n_clipped = 0
-    # Corrections ±(a x)(a x)ᵀ are gathered over blocks and applied one block's
-    # worth of rows at a time: one d × d product per flush, not per block.
-    corrections = _Corrections(gram, d)
-    for start, stop in _block_ranges(*X.shape):
-        idx = np.flatnonzero(candidate[start:stop])
-        if not idx.size:
-            continue
-        if 8 * idx.size > stop - start:
-            # many candidates (a mean far from 0): measure the whole block,
-            # one product with m, and gather only the rows really clipped
-            block = _as_float64(X[start:stop])
-            scale = _clip_scales(block, sq[start:stop], data_norm, mean)
-            idx = np.flatnonzero((scale < 1.0) | ~raw[start:stop])
-            rows, scale = _dense(block[idx]), scale[idx]
-        else:
-            rows = _dense(_as_float64(X[start + idx]))
-            scale = _clip_scales(rows, sq[start + idx], data_norm, mean)
-        n_clipped += int(np.count_nonzero(scale < 1.0))
-        inside = raw[start + idx]
-        # rows inside the raw sum and clipped: remove (1 − w) x xᵀ
-        fix = inside & (scale < 1.0)
-        shrink = np.sqrt(1.0 - scale[fix] ** 2)
-        corrections.add(rows[fix] * shrink[:, None], -1.0)
-        u -= rows[fix].T @ (shrink * shrink)
-        weight_sum -= float(np.sum(shrink * shrink))
-        # rows left out of the raw sum: add (s x)(s x)ᵀ, never squaring s alone
-        scaled = rows[~inside] * scale[~inside, None]
-        corrections.add(scaled, 1.0)
-        u += scaled.T @ scale[~inside]
-        weight_sum += float(np.sum(scale[~inside] ** 2))
-    corrections.flush()
-    gram = _symmetric(gram)
+    max_raw_sq = (_RAW_NORM_FACTOR * data_norm) ** 2
+    limit = data_norm * (1.0 - 1e-9)  # so that round-off never skips a clipped row
+    if mean is not None and first.direction is not None:
+        # m = α v + r with r ⊥ v: ‖x − m‖² ≤ ‖x‖² − 2α x·v + 2‖x‖‖r‖ + ‖m‖²
+        alpha = float(mean @ first.direction)
+        rest = float(np.linalg.norm(mean - alpha * first.direction))
+
+    def maybe_clipped(start, stop):
+        with np.errstate(over="ignore", invalid="ignore"):
+            if mean is None:
+                return ~(sq[start:stop] <= limit**2)
+            norms = np.sqrt(sq[start:stop])
+            if first.direction is None:
+                return ~(norms + np.linalg.norm(mean) <= limit)
+            upper_sq = sq[start:stop] - 2.0 * alpha * first.projections[start:stop]
+            upper_sq += 2.0 * rest * norms
+            return ~(upper_sq <= limit**2 - mean @ mean)
+
+    def correct(start, stop):
+        corrections = _Corrections(d)
+        u, weight_sum, n_clipped = np.zeros(d), 0.0, 0
+        raw = sq[start:stop] <= max_raw_sq
+        candidate = maybe_clipped(start, stop) | ~raw
+        for a, b in _ranges(start, stop, _block_rows(d)):
+            idx = np.flatnonzero(candidate[a - start : b - start])
+            if not idx.size:
+                continue
+            if 8 * idx.size > b - a:
+                # many candidates (a mean far from 0): measure the whole block,
+                # one product with m, and gather only the rows really clipped
+                block = _as_float64(X[a:b])
+                scale = _clip_scales(block, sq[a:b], data_norm, mean)
+                idx = np.flatnonzero((scale < 1.0) | ~raw[a - start : b - start])
+                rows, scale = _dense(block[idx]), scale[idx]
+            else:
+                rows = _dense(_as_float64(X[a + idx]))
+                scale = _clip_scales(rows, sq[a + idx], data_norm, mean)
+            n_clipped += int(np.count_nonzero(scale < 1.0))
+            inside = raw[a - start + idx]
+            # rows inside the raw sum and clipped: remove (1 − w) x xᵀ
+            fix = inside & (scale < 1.0)
+            shrink = np.sqrt(1.0 - scale[fix] ** 2)
+            corrections.add(rows[fix] * shrink[:, None], -1.0)
+            u -= rows[fix].T @ (shrink * shrink)
+            weight_sum -= float(np.sum(shrink * shrink))
+            # rows left out of the raw sum: add (s x)(s x)ᵀ, never squaring s
+            scaled = rows[~inside] * scale[~inside, None]
+            corrections.add(scaled, 1.0)
+            u += scaled.T @ scale[~inside]
+            weight_sum += float(np.sum(scale[~inside] ** 2))
+        return corrections.flush(), u, weight_sum, n_clipped
+
+    parts = _map_ranges(correct, X.shape[0], _n_threads(X))
+    gram = first.gram.copy()  # first.gram stays as it was
+    for part in parts:
+        if part[0] is not None:
+            gram += part[0]
     if mean is not None:
-        cross = np.outer(u, mean)
-        gram -= cross + cross.T  # a sum, so that gram stays exactly symmetric
-        gram += weight_sum * np.outer(mean, mean)
-    return gram, n_clipped
+        # Σ w (x − m)(x − m)ᵀ = Σ w x xᵀ − a mᵀ − m aᵀ with a = u − (W/2) m, the
+        # symmetric part of Σ w x xᵀ − 2 a mᵀ, taken below
+        u = first.total + sum(part[1] for part in parts)
+        weight_sum = first.count + sum(part[2] for part in parts)
+        gram -= np.outer(2.0 * u - weight_sum * mean, mean)
+    return _symmetric(gram), sum(part[3] for part in parts)
 
 
 class _Corrections:
-    """Buffer of signed rank-one updates ``gram += sign · rowsᵀ rows``."""
+    """Buffer of signed rank-one updates ``gram += sign · rowsᵀ rows``.
 
-    def __init__(self, gram, n_features):
-        self.gram = gram
-        self.limit = max(_MIN_BLOCK_ROWS, _BLOCK_BYTES // (8 * max(n_features, 1)))
+    Corrections are gathered over blocks and applied one block's worth of rows
+    at a time: one d × d product per flush, not per block. ``gram`` stays
+    ``None`` until there is something to add.
+    """
+
+    def __init__(self, n_features):
+        self.gram = None
+        self.n_features = n_features
+        self.limit = _block_rows(n_features)
         self.rows = {1.0: [], -1.0: []}
         self.size = 0
 
@@ -356,16 +490,24 @@ class _Corrections:
                 self.flush()
 
     def flush(self):
+        """Apply what is buffered; return the sum of the corrections (or None)."""
         for sign, parts in self.rows.items():
             if parts:
                 stacked = np.concatenate(parts)
-                self.gram += sign * (stacked.T @ stacked)
+                product = stacked.T @ stacked  # syrk
+                if sign < 0:
+                    np.negative(product, out=product)
+                if self.gram is None:
+                    self.gram = product
+                else:
+                    self.gram += product
                 parts.clear()
         self.size = 0
+        return self.gram
 
 
 def _symmetric(matrix):
-    """``(A + Aᵀ)/2``: exactly symmetric whatever the products' round-off."""
+    """``(A + Aᵀ)/2`` (a new array): exactly symmetric, as addition commutes."""
     matrix = matrix + matrix.T
     matrix *= 0.5
     return matrix

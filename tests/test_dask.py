@@ -17,7 +17,9 @@ pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarnin
 ESTIMATORS = {
     "private": lambda **kw: PrivatePCA(3, **kw),
     "complex": lambda **kw: ComplexGaussPCA(3, **kw),
-    "coherent-fixed": lambda **kw: CoherentPowerPCA(3, clip_radius=0.05, n_iter=3, **kw),
+    "coherent-fixed": lambda **kw: CoherentPowerPCA(
+        3, clip_radius=0.05, n_iter=3, **kw
+    ),
     "coherent-auto": lambda **kw: CoherentPowerPCA(3, max_iter=4, **kw),
 }
 FITTED = ("components_", "explained_variance_", "mean_", "noise_variance_")

@@ -191,7 +191,8 @@ def test_large_epsilon_reproduces_sklearn(Est, planted):
     ours = Est(3, epsilon=1e7, data_norm=10.0, random_state=0).fit(X)
     ref = PCA(3, svd_solver="covariance_eigh").fit(X)
     np.testing.assert_allclose(ours.components_, ref.components_, atol=1e-3)
-    for name in ("explained_variance_", "explained_variance_ratio_", "singular_values_"):
+    spectrum = ("explained_variance_", "explained_variance_ratio_", "singular_values_")
+    for name in spectrum:
         np.testing.assert_allclose(getattr(ours, name), getattr(ref, name), rtol=1e-3)
     np.testing.assert_allclose(ours.mean_, ref.mean_, atol=1e-4)
     assert ours.noise_variance_ == pytest.approx(ref.noise_variance_, rel=1e-2)

@@ -1,8 +1,11 @@
 """The clipped statistics equal their definitions on every input layout."""
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 from scipy import sparse
+from threadpoolctl import threadpool_info
 
 from sklearn_dppca._stats import (
     clipped_gram,
@@ -82,14 +85,23 @@ def test_inputs_are_not_modified(data):
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    """Blocks of 64 rows, so that every multi-block path runs on small data."""
+    """Blocks of 64 rows, scans of 16 and three threads, on small data.
+
+    So that every multi-block and multi-thread path runs: runs of rows that
+    end inside a thread's range, scans that end inside a run, an uneven split.
+    """
     import sklearn_dppca._stats as stats
 
     monkeypatch.setattr(stats, "_BLOCK_BYTES", 64 * 8 * 7)
     monkeypatch.setattr(stats, "_MIN_BLOCK_ROWS", 64)
+    monkeypatch.setattr(stats, "_SCAN_BYTES", 16 * 8 * 7)
+    monkeypatch.setattr(stats, "_RUN_BYTES", 100 * 8 * 7)
+    monkeypatch.setattr(stats, "_RUN_ROWS_PER_FEATURE", 1)
+    monkeypatch.setattr(stats, "_MIN_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(stats._SINGLE_THREADED_BLAS, "n_threads", lambda: 3)
 
 
-@pytest.mark.parametrize("layout", ["C", "float32", "csr"])
+@pytest.mark.parametrize("layout", ["C", "F", "float32", "csr"])
 @pytest.mark.parametrize("shift", [0.0, 2.5])
 def test_multi_block_paths_match_definition(small_blocks, layout, shift):
     """Many blocks, a mean far from 0, rows in (C, 8C] and beyond 8C, sorted rows.
@@ -110,8 +122,12 @@ def test_multi_block_paths_match_definition(small_blocks, layout, shift):
         dense = X.astype(np.float64)
     elif layout == "csr":
         X = sparse.csr_matrix(X)
+    elif layout == "F":
+        X = np.asfortranarray(X)
     bound = 2.0
     first = first_pass(X, bound)
+    np.testing.assert_allclose(first.sq_norms, (dense**2).sum(1), rtol=1e-12)
+    np.testing.assert_array_equal(row_sq_norms(X), first.sq_norms)
     np.testing.assert_allclose(
         first.clipped_sum, clip(dense, bound).sum(0), rtol=1e-9, atol=1e-9
     )
@@ -120,3 +136,50 @@ def test_multi_block_paths_match_definition(small_blocks, layout, shift):
     Y = clip(dense - mean, bound)
     np.testing.assert_allclose(gram, Y.T @ Y, rtol=1e-9, atol=1e-8)
     assert n_clipped == int((np.linalg.norm(dense - mean, axis=1) > bound).sum())
+
+
+def _blas_threads():
+    libs = threadpool_info()
+    return [lib["num_threads"] for lib in libs if lib["user_api"] == "blas"]
+
+
+def test_parallel_pass_restores_the_blas_threads(small_blocks, data):
+    """BLAS runs single-threaded inside the pass, and is given back after it,
+    also when the pass fails on its data."""
+    before = _blas_threads()
+    first_pass(data, 3.0)
+    assert _blas_threads() == before
+    bad = data.copy()
+    bad[2000, 3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        first_pass(bad, 3.0)
+    assert _blas_threads() == before
+
+
+def test_concurrent_passes_share_one_blas_limit(small_blocks, data):
+    """Fits in concurrent threads: the first in limits BLAS, the last out restores
+    it (overlapping limiters would restore each other's limit), and each gets
+    the same result as alone."""
+    before = _blas_threads()
+    alone = first_pass(data, 3.0)
+    with ThreadPoolExecutor(4) as pool:  # passes of different lengths overlap
+        passes = list(pool.map(lambda n: first_pass(data[:n], 3.0), [300, 3000] * 8))
+    for result in passes[1::2]:
+        np.testing.assert_array_equal(result.gram, alone.gram)
+        np.testing.assert_array_equal(result.clipped_sum, alone.clipped_sum)
+    assert _blas_threads() == before
+
+
+def test_overlapping_blas_limits_end_with_the_last():
+    """A fit that ends while another still runs leaves BLAS single-threaded; the
+    last one out restores the original thread counts (not the limited ones it
+    found on entering)."""
+    from sklearn_dppca._stats import _SINGLE_THREADED_BLAS as single
+
+    before = _blas_threads()
+    with single:
+        single.__enter__()  # a second fit starts before the first ends
+        assert set(_blas_threads()) == {1}
+    assert set(_blas_threads()) == {1}  # the second one still runs
+    single.__exit__(None, None, None)
+    assert _blas_threads() == before
