@@ -19,7 +19,6 @@ the throughput of both on two cores.
 """
 
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple, Optional
 
@@ -338,8 +337,11 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True):
             included = sq_norms[run_start:run_stop] <= max_raw_sq
             n_included = int(np.count_nonzero(included))
             count += n_included
-            rows = run if n_included == len(included) else run[included]
-            gram += _gram(rows, product)
+            if n_included == len(included):
+                gram += _gram(run, product)
+            else:  # copy the included rows a block at a time, not the run
+                for a, b in _ranges(0, len(included), _block_rows(d)):
+                    gram += _gram(run[a:b][included[a:b]], product)
         return sums, gram, count
 
     parts = _map_ranges(scan, n, n_threads)

@@ -183,3 +183,25 @@ def test_overlapping_blas_limits_end_with_the_last():
     assert set(_blas_threads()) == {1}  # the second one still runs
     single.__exit__(None, None, None)
     assert _blas_threads() == before
+
+
+def test_rows_beyond_8c_do_not_copy_the_data(monkeypatch):
+    """A row of huge norm is left out of the raw Gram matrix without copying
+    all the other rows: at most a block of them at a time."""
+    import tracemalloc
+
+    import sklearn_dppca._stats as stats
+
+    monkeypatch.setattr(stats, "_BLOCK_BYTES", 2**16)
+    monkeypatch.setattr(stats, "_MIN_BLOCK_ROWS", 64)
+    X = np.random.default_rng(0).normal(size=(100_000, 10))
+    X[500] *= 1e6
+    tracemalloc.start()
+    try:
+        first = first_pass(X, 5.0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 0.3 * X.nbytes
+    kept = np.delete(X, 500, axis=0)
+    np.testing.assert_allclose(first.gram, kept.T @ kept, rtol=1e-12)
