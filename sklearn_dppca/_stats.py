@@ -8,10 +8,11 @@ copied only when it must be (float32 input, a non C-contiguous layout, rows of
 huge norm), and the Gram matrix of a block is ``block.T @ block``, which
 NumPy computes with BLAS ``syrk`` (half the flops of a general product).
 
-The first pass reads every row once, in parallel threads over contiguous row
-ranges: each thread computes the norms, the clipped sum and the raw Gram
-matrix of its rows while they are in its core's cache. The centred, re-clipped
-statistic then re-reads only the rows that the centring may clip.
+The first pass reads every row once; on data of 128 MiB or more, in parallel
+threads over contiguous row ranges, each computing the norms, the clipped sum
+and the raw Gram matrix of its rows while they are in its core's cache. The
+centred, re-clipped statistic then re-reads only the rows that the centring
+may clip.
 
 All BLAS calls here go through NumPy: interleaving them with SciPy's BLAS,
 a separate OpenBLAS with its own spinning thread pool, was measured to halve
@@ -42,7 +43,7 @@ _MIN_BLOCK_ROWS = 2048
 _SCAN_BYTES = 2 * 2**20
 _RUN_BYTES = 8 * 2**20
 _RUN_ROWS_PER_FEATURE = 16
-# Less data than this is read in the calling thread alone.
+# Less data than this is read in the calling thread alone (see _n_threads).
 _MIN_PARALLEL_BYTES = 128 * 2**20
 # Rows of norm at most this many times C enter the raw Gram matrix of the first
 # pass, and a clipped one is later corrected by subtracting part of its outer
@@ -189,10 +190,11 @@ _SINGLE_THREADED_BLAS = _SingleThreadedBlas()
 def _n_threads(X):
     """Threads for a pass over ``X``: as many as BLAS would use, for big data.
 
-    Small or sparse data is read in the calling thread: after any
-    multi-threaded BLAS call (the user's, or the previous fit's), OpenBLAS
-    keeps a worker spinning on a core for ~0.2 s, and threads of ours would
-    share the cores with it, where BLAS's own threads put it to work.
+    Small or sparse data is read in the calling thread, with BLAS's own
+    threads for the Gram matrix: after any multi-threaded BLAS call (the
+    user's, or the previous fit's), OpenBLAS keeps a worker spinning on a core
+    for ~0.2 s, longer than a small pass. Threads of ours would share the
+    cores with it (measured 1.5× slower), while BLAS's threads put it to work.
     """
     n, d = X.shape
     if sparse.issparse(X) or 8 * n * d < _MIN_PARALLEL_BYTES:
