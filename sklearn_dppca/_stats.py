@@ -46,6 +46,9 @@ _RUN_BYTES = 8 * 2**20
 _RUN_ROWS_PER_FEATURE = 16
 # Less data than this is read in the calling thread alone (see _n_threads).
 _MIN_PARALLEL_BYTES = 128 * 2**20
+# Corrections of the raw Gram matrix are applied in syrk calls of at least
+# this many rows (and about _RUN_BYTES), from a buffer of that size.
+_MIN_CORRECTION_ROWS = 1024
 # Rows of norm at most this many times C enter the raw Gram matrix of the first
 # pass, and a clipped one is later corrected by subtracting part of its outer
 # product: the round-off of that subtraction is at most ~1e-16 (8C)² per row.
@@ -345,6 +348,7 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True):
             else:  # copy the included rows a block at a time, not the run
                 for a, b in _ranges(0, len(included), _block_rows(d)):
                     gram += _gram(run[a:b][included[a:b]], product)
+            del run, block  # a copied run is freed before the next is made
         return sums, gram, count
 
     parts = _map_ranges(scan, n, n_threads)
@@ -424,91 +428,130 @@ def clipped_gram(X, data_norm, mean=None, first=None):
             upper_sq += 2.0 * rest * norms
             return ~(upper_sq <= limit**2 - mean @ mean)
 
+    scan_rows = max(_SCAN_BYTES // (8 * d), 1)
+
     def correct(start, stop):
-        corrections = _Corrections(d)
-        u, weight_sum, n_clipped = np.zeros(d), 0.0, 0
+        corrections = _Corrections(d, stop - start)
         raw = sq[start:stop] <= max_raw_sq
         candidate = maybe_clipped(start, stop) | ~raw
         for a, b in _ranges(start, stop, _block_rows(d)):
             idx = np.flatnonzero(candidate[a - start : b - start])
-            if not idx.size:
-                continue
-            if 8 * idx.size > b - a:
-                # many candidates (a mean far from 0): measure the whole block,
-                # one product with m, and gather only the rows really clipped
-                block = _as_float64(X[a:b])
-                scale = _clip_scales(block, sq[a:b], data_norm, mean)
-                idx = np.flatnonzero((scale < 1.0) | ~raw[a - start : b - start])
-                rows, scale = _dense(block[idx]), scale[idx]
-            else:
+            if 8 * idx.size <= b - a:  # few candidates: read them alone
                 rows = _dense(_as_float64(X[a + idx]))
                 scale = _clip_scales(rows, sq[a + idx], data_norm, mean)
-            n_clipped += int(np.count_nonzero(scale < 1.0))
-            inside = raw[a - start + idx]
-            # rows inside the raw sum and clipped: remove (1 − w) x xᵀ
-            fix = inside & (scale < 1.0)
-            shrink = np.sqrt(1.0 - scale[fix] ** 2)
-            corrections.add(rows[fix] * shrink[:, None], -1.0)
-            u -= rows[fix].T @ (shrink * shrink)
-            weight_sum -= float(np.sum(shrink * shrink))
-            # rows left out of the raw sum: add (s x)(s x)ᵀ, never squaring s
-            scaled = rows[~inside] * scale[~inside, None]
-            corrections.add(scaled, 1.0)
-            u += scaled.T @ scale[~inside]
-            weight_sum += float(np.sum(scale[~inside] ** 2))
-        return corrections.flush(), u, weight_sum, n_clipped
+                corrections.add(rows, scale, raw[a - start + idx])
+                continue
+            # many candidates (a mean far from 0): measure whole scan blocks,
+            # one product with m each, and keep only the rows really clipped
+            for c, e in _ranges(a, b, scan_rows):
+                block = _as_float64(X[c:e])
+                scale = _clip_scales(block, sq[c:e], data_norm, mean)
+                keep = np.flatnonzero((scale < 1.0) | ~raw[c - start : e - start])
+                corrections.add(_dense(block[keep]), scale[keep], raw[c - start + keep])
+                del block  # a copied block is freed before the next is made
+        corrections.flush()
+        return corrections
 
     parts = _map_ranges(correct, X.shape[0], _n_threads(X))
     gram = first.gram.copy()  # first.gram stays as it was
     for part in parts:
-        if part[0] is not None:
-            gram += part[0]
+        if part.gram is not None:
+            gram += part.gram
     if mean is not None:
         # Σ w (x − m)(x − m)ᵀ = Σ w x xᵀ − a mᵀ − m aᵀ with a = u − (W/2) m, the
         # symmetric part of Σ w x xᵀ − 2 a mᵀ, taken below
-        u = first.total + sum(part[1] for part in parts)
-        weight_sum = first.count + sum(part[2] for part in parts)
+        u = first.total + sum(part.u for part in parts)
+        weight_sum = first.count + sum(part.weight_sum for part in parts)
         gram -= np.outer(2.0 * u - weight_sum * mean, mean)
-    return _symmetric(gram), sum(part[3] for part in parts)
+    return _symmetric(gram), sum(part.n_clipped for part in parts)
 
 
 class _Corrections:
-    """Buffer of signed rank-one updates ``gram += sign · rowsᵀ rows``.
+    """What the clipping of centred rows changes in ``Σ x xᵀ``, ``Σ x`` and ``n``.
 
-    Corrections are gathered over blocks and applied one block's worth of rows
-    at a time: one d × d product per flush, not per block. ``gram`` stays
-    ``None`` until there is something to add.
+    For each row read again, with ``s`` its clipping scale and ``w = s²``:
+    a row inside the raw sum and clipped adds ``−(1 − w) x xᵀ``, a row left
+    out of it (norm beyond ``8C``) adds ``+(s x)(s x)ᵀ``, never squaring ``s``
+    alone; ``u`` and ``weight_sum`` gather the matching changes of ``Σ w x``
+    and ``Σ w``.
+
+    The rank-one updates are copied into one buffer per sign, of about 8 MiB
+    and at least 1024 rows (at most an eighth of the rows to read, when there
+    are more than 8192), and applied a full buffer at a time: one d × d
+    product (syrk) per flush, not per block, and no more memory than the
+    buffers however many rows are clipped. ``gram`` stays ``None`` until there
+    is something to add.
     """
 
-    def __init__(self, n_features):
+    def __init__(self, n_features, n_rows):
         self.gram = None
+        self.u = np.zeros(n_features)
+        self.weight_sum = 0.0
+        self.n_clipped = 0
         self.n_features = n_features
-        self.limit = _block_rows(n_features)
-        self.rows = {1.0: [], -1.0: []}
-        self.size = 0
+        limit = max(_RUN_BYTES // (8 * n_features), _MIN_CORRECTION_ROWS)
+        # and no more than an eighth of the rows to read, or all of few rows
+        limit = min(limit, max(n_rows // 8, _MIN_CORRECTION_ROWS), n_rows)
+        self.limit = max(limit, 1)
+        self.buffers = {}
+        self.sizes = {1.0: 0, -1.0: 0}
 
-    def add(self, rows, sign):
-        if rows.shape[0]:
-            self.rows[sign].append(rows)
-            self.size += rows.shape[0]
-            if self.size >= self.limit:
-                self.flush()
+    def add(self, rows, scale, inside):
+        """Correct for ``rows`` (dense float64), their scales and raw-sum flags."""
+        clipped = scale < 1.0
+        self.n_clipped += int(np.count_nonzero(clipped))
+        fix = inside & clipped
+        shrink = np.sqrt(1.0 - scale[fix] ** 2)
+        self._update(rows[fix] * shrink[:, None], -1.0)
+        self.u -= rows[fix].T @ (shrink * shrink)
+        self.weight_sum -= float(np.sum(shrink * shrink))
+        scaled = rows[~inside] * scale[~inside, None]
+        self._update(scaled, 1.0)
+        self.u += scaled.T @ scale[~inside]
+        self.weight_sum += float(np.sum(scale[~inside] ** 2))
+
+    def _update(self, rows, sign):
+        """Buffer ``gram += sign · rowsᵀ rows``."""
+        while rows.shape[0]:
+            size = self.sizes[sign]
+            taken = min(rows.shape[0], self.limit - size)
+            self._buffer(sign, size + taken)[size : size + taken] = rows[:taken]
+            self.sizes[sign] = size + taken
+            rows = rows[taken:]
+            if self.sizes[sign] == self.limit:
+                self._apply(sign)
+
+    def _buffer(self, sign, n_rows):
+        """The buffer of ``sign``, grown (doubling, up to the limit) to ``n_rows``.
+
+        Few corrections (the usual case) then take little memory.
+        """
+        buffer = self.buffers.get(sign)
+        if buffer is None or buffer.shape[0] < n_rows:
+            size = min(max(2 * n_rows, 256), self.limit)
+            grown = np.empty((size, self.n_features))
+            if buffer is not None:
+                grown[: self.sizes[sign]] = buffer[: self.sizes[sign]]
+            self.buffers[sign] = buffer = grown
+        return buffer
+
+    def _apply(self, sign):
+        if not self.sizes[sign]:
+            return
+        rows = self.buffers[sign][: self.sizes[sign]]
+        self.sizes[sign] = 0
+        product = rows.T @ rows  # syrk
+        if sign < 0:
+            np.negative(product, out=product)
+        if self.gram is None:
+            self.gram = product
+        else:
+            self.gram += product
 
     def flush(self):
-        """Apply what is buffered; return the sum of the corrections (or None)."""
-        for sign, parts in self.rows.items():
-            if parts:
-                stacked = np.concatenate(parts)
-                product = stacked.T @ stacked  # syrk
-                if sign < 0:
-                    np.negative(product, out=product)
-                if self.gram is None:
-                    self.gram = product
-                else:
-                    self.gram += product
-                parts.clear()
-        self.size = 0
-        return self.gram
+        """Apply what is buffered to ``gram``."""
+        for sign in self.sizes:
+            self._apply(sign)
 
 
 def _symmetric(matrix):

@@ -85,7 +85,7 @@ def test_inputs_are_not_modified(data):
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    """Blocks of 64 rows, scans of 16 and three threads, on small data.
+    """Blocks of 64 rows, scans of 16, three threads, corrections in fives.
 
     So that every multi-block and multi-thread path runs: runs of rows that
     end inside a thread's range, scans that end inside a run, an uneven split.
@@ -98,6 +98,7 @@ def small_blocks(monkeypatch):
     monkeypatch.setattr(stats, "_RUN_BYTES", 100 * 8 * 7)
     monkeypatch.setattr(stats, "_RUN_ROWS_PER_FEATURE", 1)
     monkeypatch.setattr(stats, "_MIN_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(stats, "_MIN_CORRECTION_ROWS", 5)
     monkeypatch.setattr(stats._SINGLE_THREADED_BLAS, "n_threads", lambda: 3)
 
 
@@ -185,23 +186,48 @@ def test_overlapping_blas_limits_end_with_the_last():
     assert _blas_threads() == before
 
 
-def test_rows_beyond_8c_do_not_copy_the_data(monkeypatch):
-    """A row of huge norm is left out of the raw Gram matrix without copying
-    all the other rows: at most a block of them at a time."""
-    import tracemalloc
-
+@pytest.fixture
+def tiny_buffers(monkeypatch):
+    """Blocks, runs and buffers of a few kB, so that 2 MB of data is "big"."""
     import sklearn_dppca._stats as stats
 
-    monkeypatch.setattr(stats, "_BLOCK_BYTES", 2**16)
-    monkeypatch.setattr(stats, "_MIN_BLOCK_ROWS", 64)
-    X = np.random.default_rng(0).normal(size=(100_000, 10))
-    X[500] *= 1e6
+    for name, value in [("_BLOCK_BYTES", 2**16), ("_MIN_BLOCK_ROWS", 64),
+                        ("_RUN_BYTES", 2**16), ("_SCAN_BYTES", 2**14),
+                        ("_MIN_CORRECTION_ROWS", 64)]:
+        monkeypatch.setattr(stats, name, value)
+
+
+def _peak_memory(function):
+    import tracemalloc
+
     tracemalloc.start()
     try:
-        first = first_pass(X, 5.0)
-        _, peak = tracemalloc.get_traced_memory()
+        result = function()
+        return result, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+def test_rows_beyond_8c_do_not_copy_the_data(tiny_buffers):
+    """A row of huge norm is left out of the raw Gram matrix without copying
+    all the other rows: at most a block of them at a time."""
+    X = np.random.default_rng(0).normal(size=(100_000, 10))
+    X[500] *= 1e6
+    first, peak = _peak_memory(lambda: first_pass(X, 5.0))
     assert peak < 0.3 * X.nbytes
     kept = np.delete(X, 500, axis=0)
     np.testing.assert_allclose(first.gram, kept.T @ kept, rtol=1e-12)
+
+
+def test_memory_does_not_grow_with_the_clipped_rows(tiny_buffers):
+    """float32 rows (copied block by block), most of them clipped once
+    centred: memory stays within the blocks and correction buffers."""
+    rng = np.random.default_rng(1)
+    X = (rng.normal(size=(40_000, 50)) + 3.0 * np.eye(50)[0]).astype(np.float32)
+    first = first_pass(X, 7.0)
+    mean = first.clipped_sum / len(X) + 0.3  # off-centre: most rows clipped
+    (gram, n_clipped), peak = _peak_memory(lambda: clipped_gram(X, 7.0, mean, first))
+    assert n_clipped > 0.5 * len(X)
+    assert peak < 0.3 * X.nbytes
+    Y = clip(X.astype(np.float64) - mean, 7.0)
+    np.testing.assert_allclose(gram, Y.T @ Y, rtol=1e-9)
