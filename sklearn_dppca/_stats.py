@@ -590,14 +590,7 @@ class CentredRows:
         self.data_norm = data_norm
         self.mean = mean
         self.sq_norms = sq_norms
-
-    def _unit_block(self, start, stop, block):
-        sq = self.sq_norms[start:stop]
-        scale = _clip_scales(block, sq, self.data_norm, self.mean)
-        rows = _dense(block)
-        rows = rows - self.mean if self.mean is not None else rows.copy()
-        rows *= (scale / self.data_norm)[:, None]
-        return rows
+        self._unit_scales = None  # s_i / C, from the first pass over the rows
 
     def clipped_products(self, W, radii, n_jobs=None):
         """``Σ_i a_i Clip_{R_j}(a_iᵀ W_j)`` for several trials ``j`` in one pass.
@@ -605,6 +598,12 @@ class CentredRows:
         ``Clip_R(y) = y · min(1, R/‖y‖)`` and ``Clip_R(0) = 0``. The sum has
         Frobenius sensitivity ``2R`` under replacement of one row (each term has
         norm at most ``‖a‖ R ≤ R``; ALGORITHMS.md §3).
+
+        With ``a_i = t_i (x_i − m)``, ``t_i = s_i / C``, the products are
+        ``t_i (x_i W − m W)`` and the sum is ``Xᵀ Q − m (Σ_i q_i)ᵀ`` with
+        ``q_i = t_i Clip(a_iᵀ W)``: two products with the rows of ``X`` as they
+        are, never a centred copy. The scales ``t_i`` are computed on the first
+        call and kept (one number per row).
 
         Parameters
         ----------
@@ -624,16 +623,35 @@ class CentredRows:
         d, n_trials, k = W.shape
         flat = W.reshape(d, n_trials * k)
         radii = np.asarray(radii, dtype=float)
+        known = self._unit_scales is not None
+        if not known:
+            self._unit_scales = np.empty(self.X.shape[0])
+        centre = np.zeros(d) if self.mean is None else self.mean
+        shift = centre @ flat  # m W
 
         def one_block(start, stop, block):
-            rows = self._unit_block(start, stop, block)
-            products = (rows @ flat).reshape(-1, n_trials, k)
+            unit = self._unit_scales[start:stop]
+            if not known:
+                scale = _clip_scales(block, self.sq_norms[start:stop],
+                                     self.data_norm, self.mean)
+                unit[...] = scale / self.data_norm
+            with np.errstate(over="ignore", invalid="ignore"):
+                products = np.asarray(block @ flat)
+            bad = np.flatnonzero(~np.isfinite(products).all(axis=1))
+            products -= shift
+            products *= unit[:, None]
+            if bad.size:  # x W overflowed (rows of huge norm): centre and scale first
+                rows = (_dense(block[bad]) - centre) * unit[bad, None]
+                products[bad] = rows @ flat
+            products = products.reshape(-1, n_trials, k)
             norms = np.sqrt(np.einsum("bjk,bjk->bj", products, products))
             over = norms > radii
             with np.errstate(divide="ignore", invalid="ignore"):
                 factor = np.where(over, radii / norms, 1.0)
-            products *= factor[:, :, None]
-            return rows.T @ products.reshape(-1, n_trials * k), over.sum(axis=0)
+            products *= (factor * unit[:, None])[:, :, None]
+            products = products.reshape(-1, n_trials * k)
+            total = np.asarray(block.T @ products) - np.outer(centre, products.sum(0))
+            return total, over.sum(axis=0)
 
         # threads of ours, if any, each with a single-threaded BLAS (two-threaded
         # BLAS in two threads measured 1.3× slower than one thread)

@@ -231,3 +231,40 @@ def test_memory_does_not_grow_with_the_clipped_rows(tiny_buffers):
     assert peak < 0.3 * X.nbytes
     Y = clip(X.astype(np.float64) - mean, 7.0)
     np.testing.assert_allclose(gram, Y.T @ Y, rtol=1e-9)
+
+
+@pytest.mark.parametrize("layout", ["C", "float32", "csr"])
+def test_clipped_products_match_definition(layout):
+    """Σ a Clip_R(aᵀW) with a = clip_C(x − m)/C, computed without centring the
+    rows, equals its definition, also for rows whose products overflow, and on
+    the second call (which reuses the clipping scales)."""
+    from sklearn_dppca._stats import CentredRows
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(500, 6)) + [2.0, 0, 0, 0, 0, 0]
+    X[7] *= 1e3
+    if layout != "float32":
+        X[11, :2] = 1e308  # ‖x‖² and x W overflow
+    dense = X
+    if layout == "float32":
+        X = X.astype(np.float32)
+        dense = X.astype(np.float64)
+    elif layout == "csr":
+        X = sparse.csr_matrix(X)
+    bound, mean = 2.5, np.array([1.8, 0.1, 0, 0, -0.2, 0])
+    rows = CentredRows(X, bound, mean, row_sq_norms(X))
+    shifted = dense - mean
+    top = np.abs(shifted).max(axis=1, keepdims=True)  # norms without overflow
+    norms = top * np.linalg.norm(shifted / top, axis=1, keepdims=True)
+    A = shifted * np.minimum(1.0 / bound, 1.0 / norms)
+    W = rng.normal(size=(6, 2, 3))
+    W[:2] = 1.5
+    radii = np.array([0.5, 50.0])
+    for _ in range(2):
+        got, counts = rows.clipped_products(W, radii)
+        for j, R in enumerate(radii):
+            P = A @ W[:, j]
+            norms = np.linalg.norm(P, axis=1, keepdims=True)
+            expected = A.T @ (P * np.minimum(1.0, R / norms))
+            np.testing.assert_allclose(got[:, j], expected, rtol=1e-9, atol=1e-12)
+            assert counts[j] == int((norms[:, 0] > R).sum())
