@@ -624,13 +624,12 @@ class CentredRows:
         flat = W.reshape(d, n_trials * k)
         radii = np.asarray(radii, dtype=float)
         known = self._unit_scales is not None
-        if not known:
-            self._unit_scales = np.empty(self.X.shape[0])
+        units = self._unit_scales if known else np.empty(self.X.shape[0])
         centre = np.zeros(d) if self.mean is None else self.mean
         shift = centre @ flat  # m W
 
         def one_block(start, stop, block):
-            unit = self._unit_scales[start:stop]
+            unit = units[start:stop]
             if not known:
                 scale = _clip_scales(block, self.sq_norms[start:stop],
                                      self.data_norm, self.mean)
@@ -660,6 +659,7 @@ class CentredRows:
             parts = Parallel(n_jobs=n_jobs, prefer="threads")(
                 delayed(one_block)(*item) for item in iter_blocks(self.X)
             )
+        self._unit_scales = units  # complete: kept for the next call
         products = sum(p[0] for p in parts).reshape(d, n_trials, k)
         return products, sum(p[1] for p in parts)
 
