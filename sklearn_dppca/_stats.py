@@ -61,13 +61,12 @@ def _ranges(start, stop, step):
         yield a, min(a + step, stop)
 
 
-def _block_ranges(n_samples, n_features):
-    """``(start, stop)`` of the row blocks."""
-    return _ranges(0, n_samples, _block_rows(n_features))
-
-
 def _block_rows(n_features):
     return max(_MIN_BLOCK_ROWS, _BLOCK_BYTES // (8 * max(n_features, 1)))
+
+
+def _scan_rows(n_features):
+    return max(_SCAN_BYTES // (8 * max(n_features, 1)), 1)
 
 
 def _as_float64(rows):
@@ -83,7 +82,7 @@ def iter_blocks(X):
     Dense blocks are views of ``X`` when ``X`` is C-contiguous float64 and
     copies of one block otherwise; sparse blocks are CSR.
     """
-    for start, stop in _block_ranges(*X.shape):
+    for start, stop in _ranges(0, X.shape[0], _block_rows(X.shape[1])):
         yield start, stop, _as_float64(X[start:stop])
 
 
@@ -314,7 +313,7 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True):
         run_rows = n
     if not view:  # runs are copies: at most a block each
         run_rows = min(run_rows, _block_rows(d))
-    scan_rows = max(_SCAN_BYTES // (8 * d), 1)
+    scan_rows = _scan_rows(d)
 
     def scan(start, stop):
         sums, gram, count = np.zeros((2, d)), np.zeros((d, d)), 0
@@ -366,7 +365,7 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True):
 
 def _lead_direction(X, data_norm):
     """Unit vector along the clipped sum of the first rows (0 if that is 0)."""
-    block = _as_float64(X[: max(_MIN_BLOCK_ROWS, _SCAN_BYTES // (8 * X.shape[1]))])
+    block = _as_float64(X[: max(_MIN_BLOCK_ROWS, _scan_rows(X.shape[1]))])
     total = np.asarray(_clip_scales(block, _sq_norms(block), data_norm) @ block)
     size = np.linalg.norm(total)
     return total / size if size > 0 else np.zeros(X.shape[1])
@@ -428,7 +427,7 @@ def clipped_gram(X, data_norm, mean=None, first=None):
             upper_sq += 2.0 * rest * norms
             return ~(upper_sq <= limit**2 - mean @ mean)
 
-    scan_rows = max(_SCAN_BYTES // (8 * d), 1)
+    scan_rows = _scan_rows(d)
 
     def correct(start, stop):
         corrections = _Corrections(d, stop - start)
