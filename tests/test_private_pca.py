@@ -364,16 +364,19 @@ def test_bad_data_is_refused_clearly(Est, X, error, match):
     [
         {"epsilon": 0.0},
         {"epsilon": -1.0},
-        {"epsilon": np.inf},
+        {"epsilon": np.nan},
         {"delta": 0.0},
         {"delta": 1.0},
         {"data_norm": 0.0},
         {"data_norm": -2.0},
-        {"n_components": 0},
+        {"data_norm": np.inf},
+        {"n_components": -1},
         {"n_components": 1.5},
-        {"n_components": "mle"},
+        {"n_components": "auto"},
         {"center": "yes"},
         {"accountant": "default"},
+        {"copy": "no"},
+        {"svd_solver": "lobpcg"},
     ],
 )
 @pytest.mark.parametrize("Est", INTERFACE)
@@ -382,9 +385,26 @@ def test_bad_parameters_raise_invalid_parameter_error(Est, params):
         Est(**params).fit(GOOD)
 
 
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"epsilon": np.inf},
+        {"n_components": 0},
+        {"n_components": "mle"},
+        {"tol": 1e-3},
+        {"iterated_power": 3},
+    ],
+)
+def test_coherent_power_refuses_what_it_cannot_plan(params):
+    """No fraction-free k, non-private run or randomized-solver knobs there."""
+    with pytest.raises((InvalidParameterError, TypeError)):
+        FixedPower(**params).fit(GOOD)
+
+
 @pytest.mark.parametrize("Est", INTERFACE)
 def test_too_many_components_and_wrong_widths(Est):
-    with pytest.raises(ValueError, match="n_components=5 must be between 1 and"):
+    low = 1 if Est is FixedPower else 0
+    with pytest.raises(ValueError, match=f"n_components=5 must be between {low} and"):
         Est(5, data_norm=1.0).fit(GOOD)
     pca = Est(2, data_norm=1.0).fit(GOOD)
     with pytest.raises(ValueError, match="features"):
