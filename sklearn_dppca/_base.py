@@ -407,6 +407,7 @@ class _BasePrivatePCA(
         check_is_fitted(self)
         if is_dask_collection(X):  # lazily, chunk by chunk: a Dask array
             return self._transform(self._check_dask_input(X))
+        check_numeric_columns(X)
         X = validate_data(
             self,
             X,
