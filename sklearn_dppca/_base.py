@@ -541,6 +541,7 @@ class _BasePrivatePCA(
         ll : ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
+        check_numeric_columns(X)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
         variance, residual = self._model_variances()
         n_features, k = X.shape[1], variance.shape[0]
@@ -604,7 +605,7 @@ def _check_data_norm_range(data_norm, dtype):
             f"data_norm={data_norm:.3g} is too small for {dtype} data: "
             "variances and noise scale with data_norm², which would "
             f"underflow to 0 below {low:.0e}. Rescale the data (and the "
-            "bound)" + (", or pass float64 data." if low > 1e-100 else ".")
+            "bound)" + ("." if dtype == np.float64 else ", or pass float64 data.")
         )
 
 
