@@ -9,6 +9,7 @@ and the probabilistic-PCA ``score``. A subclass writes only ``_release``.
 """
 
 import math
+import sys
 import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
@@ -249,7 +250,7 @@ class _BasePrivatePCA(
                 "parameters are accepted for drop-in compatibility with "
                 "sklearn.decomposition.PCA.",
                 UserWarning,
-                stacklevel=5,  # the caller of fit (through _fit_context)
+                stacklevel=_outside_stacklevel(),
             )
 
     def _validate_for_fit(self, X):
@@ -572,6 +573,19 @@ class _BasePrivatePCA(
         tags.input_tags.sparse = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
+
+
+def _outside_stacklevel():
+    """``stacklevel`` pointing a warning at the user's call: the first frame
+    above the caller of this function outside this package and scikit-learn
+    (``fit`` and ``fit_transform`` sit under different numbers of wrappers)."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None:
+        package = frame.f_globals.get("__name__", "").partition(".")[0]
+        if package not in ("sklearn_dppca", "sklearn"):
+            break
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def noise_scale(sensitivity, mu):

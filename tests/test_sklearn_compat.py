@@ -96,9 +96,9 @@ def test_whitening(Est, copy):
                   iterated_power=7)
     with pytest.warns(UserWarning, match="iterated_power=7"):
         pca = fitted(Est, X, **params)
-    X_whitened = pca.transform(X)
+        X_whitened = pca.transform(X)
+        assert_allclose(pca.fit_transform(X.copy()), X_whitened, rtol=5e-4)
     assert X_whitened.shape == (n_samples, n_components)
-    assert_allclose(pca.fit_transform(X.copy()), X_whitened, rtol=5e-4)
     # unit variance up to the (tiny) noise in the released variances
     assert_allclose(X_whitened.std(ddof=1, axis=0), np.ones(n_components), rtol=1e-3)
     assert_allclose(X_whitened.mean(axis=0), np.zeros(n_components), atol=1e-4)
