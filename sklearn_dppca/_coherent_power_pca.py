@@ -113,6 +113,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
     data_norm : float or None, default=None
         Bound ``C`` on a row's L2 norm; rows beyond it are clipped. ``None``
         takes the largest row norm, which is **not private** (warned).
+        Between ``1e-100`` and ``1e120`` for float64 data, ``1e-15`` and
+        ``1e15`` for float32 (see :class:`PrivatePCA`).
     center : bool, default=True
         Centre the data on a private mean.
     whiten : bool, default=False

@@ -95,6 +95,8 @@ class ComplexGaussPCA(_BasePrivatePCA):
         Bound ``C`` on the L2 norm of a row; rows beyond it are clipped.
         ``None`` takes the largest row norm of the data, which is **not
         private** and raises a :class:`~sklearn_dppca.PrivacyLeakWarning`.
+        Between ``1e-100`` and ``1e120`` for float64 data, ``1e-15`` and
+        ``1e15`` for float32 (see :class:`PrivatePCA`).
     center : bool, default=True
         Centre the data on a private mean (10% of the budget).
     whiten : bool, default=False

@@ -55,7 +55,10 @@ class PrivatePCA(_BasePrivatePCA):
         Bound ``C`` on the L2 norm of a row; rows beyond it are scaled down to
         it. Choose it from domain knowledge, never from the data. ``None``
         takes the largest row norm of the data, which is **not private** and
-        raises a :class:`~sklearn_dppca.PrivacyLeakWarning`.
+        raises a :class:`~sklearn_dppca.PrivacyLeakWarning`. It must lie in
+        ``[1e-100, 1e120]`` for float64 data and ``[1e-15, 1e15]`` for
+        float32 (the noise and the variances scale with its square, which
+        would otherwise underflow to 0 or overflow); rescale the data beyond.
     center : bool, default=True
         Centre the data on a private mean (10% of the budget). With
         ``False`` the data is used as it is and ``mean_`` is zero.
