@@ -9,11 +9,14 @@ and the probabilistic-PCA ``score``. A subclass writes only ``_release``.
 """
 
 import math
+import sys
+import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
 from typing import Any, NamedTuple
 
 import numpy as np
+from scipy.special import gammaln
 from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
@@ -21,10 +24,15 @@ from sklearn.base import (
     _fit_context,
 )
 from sklearn.utils import check_array
-from sklearn.utils._param_validation import Interval, RealNotInt
+from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._dask import ChunkedRows, as_dask_array, is_dask_collection
+from ._dask import (
+    ChunkedRows,
+    as_dask_array,
+    check_numeric_columns,
+    is_dask_collection,
+)
 from ._stats import InMemoryRows
 from .noise import dense_noise, make_generator
 from .privacy import (
@@ -37,8 +45,30 @@ from .privacy import (
 
 _INPUT_ATTRIBUTES = ("n_features_in_", "feature_names_in_")
 # The noise scales with data_norm² and sums of rows reach n·data_norm²: keep
-# both far from overflow (1.8e308 in float64; 3.4e38 for float32 attributes).
+# both far from overflow (1.8e308 in float64; 3.4e38 for float32 attributes)
+# and from underflow: C², the noise σ = √2 C²/μ (μ < 1e6 for any ε < 1e11)
+# and the variances stay normal numbers (above 2.2e-308 in float64, where
+# the statistics are computed; above 1.2e-38 for float32 attributes) with
+# orders of magnitude to spare. Below the lower limit σ and the statistic
+# would round to exactly 0.
 _MAX_DATA_NORM = {np.float64: 1e120, np.float32: 1e15}
+_MIN_DATA_NORM = {np.float64: 1e-100, np.float32: 1e-15}
+#: scikit-learn PCA's solver parameters, accepted for drop-in use, with their
+#: defaults. A private fit always eigendecomposes the whole noisy covariance
+#: (the release the noise is calibrated for) and never modifies ``X``, so
+#: none of them has an effect; a non-default value is warned at fit.
+SKLEARN_SOLVER_DEFAULTS = {
+    "copy": True,
+    "svd_solver": "auto",
+    "tol": 0.0,
+    "iterated_power": "auto",
+    "n_oversamples": 10,
+    "power_iteration_normalizer": "auto",
+}
+#: Relative tolerance within which privacy_spent_ reports the request: the
+#: accountant's own tolerance (a plan that composes exactly differs from the
+#: request by the round-off of the ε ↔ μ conversions only).
+_SPENT_RTOL = 1e-9
 
 
 class PrivacyPlan(NamedTuple):
@@ -70,17 +100,32 @@ class _BasePrivatePCA(
 
     _parameter_constraints: dict = {
         "n_components": [
-            Interval(Integral, 1, None, closed="left"),
+            Interval(Integral, 0, None, closed="left"),
             Interval(RealNotInt, 0, 1, closed="neither"),
+            StrOptions({"mle"}),
             None,
         ],
-        "epsilon": [Interval(Real, 0, math.inf, closed="neither")],
+        # epsilon=inf: the non-private fit (no noise), charged as infinite
+        "epsilon": [Interval(Real, 0, math.inf, closed="right")],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "data_norm": [Interval(Real, 0, math.inf, closed="neither"), None],
         "center": ["boolean"],
         "whiten": ["boolean"],
         "random_state": ["random_state", np.random.Generator],
         "accountant": [BudgetAccountant, None],
+        # scikit-learn PCA's solver parameters (no effect; warned at fit),
+        # validated as scikit-learn validates them
+        "copy": ["boolean"],
+        "svd_solver": [
+            StrOptions({"auto", "full", "covariance_eigh", "arpack", "randomized"})
+        ],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "iterated_power": [
+            StrOptions({"auto"}),
+            Interval(Integral, 0, None, closed="left"),
+        ],
+        "n_oversamples": [Interval(Integral, 1, None, closed="left")],
+        "power_iteration_normalizer": [StrOptions({"auto", "QR", "LU", "none"})],
     }
 
     # ------------------------------------------------------------------ fit
@@ -126,6 +171,8 @@ class _BasePrivatePCA(
         # must leave a fitted estimator as it was: validate_data resets
         # n_features_in_ and feature_names_in_, so keep them to restore.
         kept = {k: v for k, v in vars(self).items() if k in _INPUT_ATTRIBUTES}
+        self._warn_solver_parameters()
+        exact = self.epsilon == math.inf  # the non-private fit: no noise
         try:
             X, data = self._validate_for_fit(X)
             n_samples, n_features = X.shape
@@ -135,18 +182,14 @@ class _BasePrivatePCA(
             accountant = self.accountant or get_default_accountant()
             # Refuse an over-budget fit before the data is read ...
             accountant.check(**plan.charge)
-            if self.data_norm is None:
-                data_norm = self._estimate_data_norm(data.largest_norm())
-            else:
+            if self.data_norm is not None:
                 data_norm = float(self.data_norm)
-            limit = _MAX_DATA_NORM[X.dtype.type]
-            if data_norm > limit:
-                raise ValueError(
-                    f"data_norm={data_norm:.3g} is too large for {X.dtype} data: "
-                    "variances and noise scale with data_norm², which would "
-                    f"overflow beyond {limit:.0e}. Rescale the data (and the "
-                    "bound), or pass float64 data."
-                )
+                _check_data_norm_range(data_norm, X.dtype)
+            elif exact:  # no noise to calibrate: no clipping at all
+                data_norm = math.inf
+            else:
+                data_norm = self._estimate_data_norm(data.largest_norm())
+                _check_data_norm_range(data_norm, X.dtype)
             # The first pass reads every row (and checks them all finite).
             clipped_total = data.first_pass(data_norm, with_sum=self.center)
             # ... and charge, atomically, before anything is released: a fit
@@ -157,7 +200,14 @@ class _BasePrivatePCA(
                 vars(self).pop(name, None)
             vars(self).update(kept)
             raise
-        if self.random_state is not None:
+        if exact:
+            _warn_leak(
+                "epsilon=inf is the non-private fit: no noise is added and the "
+                "released attributes are exact functions of the (clipped) data. "
+                "It was charged as infinite, which only an unlimited accountant "
+                "admits."
+            )
+        elif self.random_state is not None:
             _warn_leak(
                 f"random_state={self.random_state!r} fixes the noise: anyone who "
                 "knows it can subtract the noise, and the fit is not private. Leave "
@@ -166,7 +216,7 @@ class _BasePrivatePCA(
         mean = None
         if self.center:
             # Σ clip_C(x_i) has L2 sensitivity 2C (ALGORITHMS.md §3).
-            sigma_mean = 2.0 * data_norm / plan.mus["mean"]
+            sigma_mean = noise_scale(2.0 * data_norm, plan.mus["mean"])
             noise = dense_noise(rng, n_features, sigma_mean)
             mean = (clipped_total + noise) / n_samples
         gram = data.gram(data_norm, mean)
@@ -178,8 +228,30 @@ class _BasePrivatePCA(
         ).astype(X.dtype, copy=False)
         rows = data.rows(data_norm, mean)
         self._release(gram, rows, plan, rng, X.dtype)
-        self.privacy_spent_ = plan.spent
+        self.privacy_spent_ = reported_spend(plan.spent, self.epsilon)
         return X
+
+    def _warn_solver_parameters(self):
+        """One UserWarning per fit naming scikit-learn solver parameters that
+        were given non-default values: they have no effect on a private fit."""
+        params = self.get_params(deep=False)
+        given = [
+            f"{name}={params[name]!r}"
+            for name, default in SKLEARN_SOLVER_DEFAULTS.items()
+            if name in params and params[name] != default
+        ]
+        if given:
+            warnings.warn(
+                f"{', '.join(given)} {'has' if len(given) == 1 else 'have'} no "
+                f"effect on {type(self).__name__}: a "
+                "private fit always eigendecomposes the whole noisy covariance "
+                "(the release its noise is calibrated for), so no solver choice "
+                "applies, and it never modifies X (copy is moot). These "
+                "parameters are accepted for drop-in compatibility with "
+                "sklearn.decomposition.PCA.",
+                UserWarning,
+                stacklevel=_outside_stacklevel(),
+            )
 
     def _validate_for_fit(self, X):
         """Validated ``X`` and the object that computes its statistics.
@@ -200,6 +272,7 @@ class _BasePrivatePCA(
             if names is not None:
                 self.feature_names_in_ = names
             return X, ChunkedRows(X)
+        check_numeric_columns(X)
         X = validate_data(
             self,
             X,
@@ -241,10 +314,18 @@ class _BasePrivatePCA(
         """
 
     def _check_n_components(self, n_samples, n_features):
+        # scikit-learn's errors (and its rule: 'mle' needs n_samples >= n_features)
         k = self.n_components
-        if isinstance(k, Integral) and not 1 <= k <= min(n_samples, n_features):
+        if isinstance(k, str):  # 'mle'
+            if n_samples < n_features:
+                raise ValueError(
+                    "n_components='mle' is only supported if n_samples >= n_features"
+                )
+            return
+        low = self._parameter_constraints["n_components"][0].left  # 0, or 1
+        if isinstance(k, Integral) and not low <= k <= min(n_samples, n_features):
             raise ValueError(
-                f"n_components={k} must be between 1 and "
+                f"n_components={k} must be between {low} and "
                 f"min(n_samples, n_features)={min(n_samples, n_features)}."
             )
 
@@ -270,7 +351,9 @@ class _BasePrivatePCA(
         -------
         k : int
             ``n_components_``: ``n_components`` itself, ``min(n, d)`` for
-            ``None``, or the fewest components whose ratios exceed the fraction.
+            ``None``, the fewest components whose ratios exceed the fraction,
+            or, for ``'mle'``, Minka's choice (:func:`minka_dimension`) on the
+            released variances — post-processing of the noisy eigenvalues.
         total : float
             Total variance: the sum of all eigenvalues clamped at 0, over
             ``n − 1`` (the trace of the release's positive part), so that the
@@ -284,6 +367,8 @@ class _BasePrivatePCA(
         k = self.n_components
         if k is None:
             k = min(n, d)
+        elif isinstance(k, str):  # 'mle'
+            k = minka_dimension(variance, n)
         elif not isinstance(k, Integral):  # variance fraction
             ratio = variance / total if total > 0 else np.zeros_like(variance)
             k = int(np.searchsorted(np.cumsum(ratio), k, side="right")) + 1
@@ -323,6 +408,7 @@ class _BasePrivatePCA(
         check_is_fitted(self)
         if is_dask_collection(X):  # lazily, chunk by chunk: a Dask array
             return self._transform(self._check_dask_input(X))
+        check_numeric_columns(X)
         X = validate_data(
             self,
             X,
@@ -456,6 +542,7 @@ class _BasePrivatePCA(
         ll : ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
+        check_numeric_columns(X)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
         variance, residual = self._model_variances()
         n_features, k = X.shape[1], variance.shape[0]
@@ -486,6 +573,146 @@ class _BasePrivatePCA(
         tags.input_tags.sparse = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
+
+
+def _outside_stacklevel():
+    """``stacklevel`` pointing a warning at the user's call: the first frame
+    above the caller of this function outside this package and scikit-learn
+    (``fit`` and ``fit_transform`` sit under different numbers of wrappers)."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None:
+        package = frame.f_globals.get("__name__", "").partition(".")[0]
+        if package not in ("sklearn_dppca", "sklearn"):
+            break
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def noise_scale(sensitivity, mu):
+    """``σ = s/μ`` of a Gaussian release, and 0 for the non-private ``μ = inf``
+    (``epsilon=inf``), whatever the sensitivity (``inf`` without clipping)."""
+    return 0.0 if mu == math.inf else sensitivity / mu
+
+
+def reported_spend(spent, epsilon):
+    """``privacy_spent_``: the request ``epsilon`` when the plan spends it to
+    relative ``1e-9`` (exact composition up to the round-off of the ε ↔ μ
+    conversions, the accountant's own tolerance), else what is spent."""
+    eps, delta = spent
+    if math.isfinite(epsilon) and abs(eps - epsilon) <= _SPENT_RTOL * epsilon:
+        return (float(epsilon), delta)
+    return (eps, delta)
+
+
+def _check_data_norm_range(data_norm, dtype):
+    """Refuse a bound whose square would overflow or underflow (see the limits)."""
+    low, high = _MIN_DATA_NORM[dtype.type], _MAX_DATA_NORM[dtype.type]
+    if data_norm > high:
+        raise ValueError(
+            f"data_norm={data_norm:.3g} is too large for {dtype} data: "
+            "variances and noise scale with data_norm², which would "
+            f"overflow beyond {high:.0e}. Rescale the data (and the "
+            "bound), or pass float64 data."
+        )
+    if data_norm < low:
+        raise ValueError(
+            f"data_norm={data_norm:.3g} is too small for {dtype} data: "
+            "variances and noise scale with data_norm², which would "
+            f"underflow to 0 below {low:.0e}. Rescale the data (and the "
+            "bound)" + ("." if dtype == np.float64 else ", or pass float64 data.")
+        )
+
+
+def minka_log_evidence(spectrum, n_samples):
+    """Minka's Laplace approximation of ``log p(X | k)`` for every rank ``k``.
+
+    T. P. Minka, "Automatic choice of dimensionality for PCA", NIPS 2000,
+    eq. (30): with ``λ_1 ≥ … ≥ λ_d`` the sample variances, ``N`` samples,
+    ``v = Σ_{j>k} λ_j / (d − k)``, ``m = dk − k(k+1)/2``, ``λ̂_j = λ_j`` for
+    ``j ≤ k`` and ``v`` beyond,
+
+    ``log p(U) − N/2 Σ_{j≤k} log λ_j − N(d−k)/2 log v + (m+k)/2 log 2π
+    − ½ log|A_Z| − k/2 log N``,
+
+    ``log p(U) = −k log 2 + Σ_{i≤k} [lnΓ((d−i+1)/2) − (d−i+1)/2 log π]`` and
+    ``log|A_Z| = Σ_{i≤k} Σ_{j>i} log[N (λ_i − λ_j)(1/λ̂_j − 1/λ̂_i)]``.
+
+    In O(d²): the pair sums are cumulated over ``k``. A rank whose ``λ_k`` is
+    (relatively) zero scores ``-inf``, as does ``k = 0``; ``v`` is floored at
+    the same relative level, so the criterion is scale-invariant.
+
+    Parameters
+    ----------
+    spectrum : ndarray of shape (d,)
+        Variances in decreasing order, non-negative.
+    n_samples : int
+
+    Returns
+    -------
+    log_evidence : ndarray of shape (d,)
+        Entry ``k`` for rank ``k``; entry 0 is ``-inf`` (and ranks ``k = d``
+        are not scored, as in scikit-learn).
+    """
+    lam = np.asarray(spectrum, dtype=np.float64)
+    d, N = lam.shape[0], float(n_samples)
+    out = np.full(d, -np.inf)
+    if d < 2 or not lam[0] > 0.0:
+        return out
+    tiny = 1e-15 * lam[0]
+    ranks = np.arange(1, d)  # k = 1 .. d − 1
+    i = np.arange(1, d)
+    log_pu = np.cumsum(gammaln((d - i + 1) / 2.0) - (d - i + 1) / 2.0 * math.log(np.pi))
+    log_pu -= ranks * math.log(2.0)
+    log_top = np.cumsum(np.log(np.maximum(lam[: d - 1], tiny)))
+    tail = np.cumsum(lam[::-1])[::-1]  # tail[k] = Σ_{j ≥ k} λ_j (0-based)
+    v = np.maximum(tail[1:] / (d - ranks), tiny)
+    m = d * ranks - ranks * (ranks + 1) / 2.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # Σ_{i≤k} Σ_{j>i} log(λ_i − λ_j): row sums R_i over j > i, cumulated
+        gaps = np.array([np.log(lam[a] - lam[a + 1 :]).sum() for a in range(d - 1)])
+        # Σ_{i<j≤k} log(1/λ_j − 1/λ_i): column sums over i < j, cumulated
+        inv = 1.0 / np.maximum(lam, tiny)
+        within = np.array([np.log(inv[j] - inv[:j]).sum() for j in range(1, d)])
+        within = np.cumsum(np.r_[0.0, within])[: d - 1]  # pairs inside the top k
+        # Σ_{i≤k} (d − k) log(1/v − 1/λ_i): the pairs reaching beyond k
+        across = np.array(
+            [(d - k) * np.log(1.0 / v[k - 1] - inv[:k]).sum() for k in ranks]
+        )
+        n_pairs = ranks * d - ranks * (ranks + 1) / 2.0
+        log_az = np.cumsum(gaps) + within + across + n_pairs * math.log(N)
+        scores = (
+            log_pu
+            - N / 2.0 * log_top
+            - N * (d - ranks) / 2.0 * np.log(v)
+            + (m + ranks) / 2.0 * math.log(2.0 * math.pi)
+            - log_az / 2.0
+            - ranks / 2.0 * math.log(N)
+        )
+    scores[lam[: d - 1] < tiny] = -np.inf
+    out[1:] = scores
+    return out
+
+
+def minka_dimension(spectrum, n_samples):
+    """The rank of highest Minka evidence (:func:`minka_log_evidence`).
+
+    ``n_components='mle'``. On a private fit the spectrum is the released
+    (noisy, clamped) one, so the choice is post-processing and costs no
+    budget; the noise, spread over every eigenvalue, can move it.
+
+    Parameters
+    ----------
+    spectrum : ndarray of shape (d,)
+        Variances in decreasing order.
+    n_samples : int
+
+    Returns
+    -------
+    k : int
+        In ``[1, d − 1]``, or 0 when no rank can be scored (``d = 1`` or a
+        zero spectrum), as scikit-learn chooses.
+    """
+    return int(np.argmax(minka_log_evidence(spectrum, n_samples)))
 
 
 def _flip_signs(components):

@@ -102,18 +102,31 @@ class CoherentPowerPCA(_BasePrivatePCA):
     ----------
     n_components : int or None, default=None
         Number of components ``k``; ``None`` means ``min(n_samples,
-        n_features)``.
+        n_features)``. A fraction, ``0`` and ``'mle'`` are not supported: the
+        iterations and their budget are planned for a fixed ``k`` before any
+        spectrum is released.
     epsilon : float, default=1.0
-        Privacy parameter ``ε > 0`` of the whole fit.
+        Privacy parameter ``ε > 0`` of the whole fit, finite (the
+        non-private baseline is ``PrivatePCA(epsilon=float("inf"))``).
     delta : float, default=1e-6
         Privacy parameter ``δ`` in (0, 1).
     data_norm : float or None, default=None
         Bound ``C`` on a row's L2 norm; rows beyond it are clipped. ``None``
         takes the largest row norm, which is **not private** (warned).
+        Between ``1e-100`` and ``1e120`` for float64 data, ``1e-15`` and
+        ``1e15`` for float32 (see :class:`PrivatePCA`).
     center : bool, default=True
         Centre the data on a private mean.
     whiten : bool, default=False
         Scale the projections to unit released variance.
+    copy, svd_solver
+        scikit-learn :class:`~sklearn.decomposition.PCA`'s parameters, with
+        its defaults and validation, accepted so that a ``PCA(...)`` call runs
+        unchanged; a non-default value has no effect (this method runs its
+        own noisy power iterations and never modifies ``X``) and raises a
+        ``UserWarning`` at fit. PCA's ``tol``, ``iterated_power``,
+        ``n_oversamples`` and ``power_iteration_normalizer`` are not accepted:
+        here the iterations are ``n_iter`` and ``max_iter``.
     clip_radius : float or "auto", default="auto"
         The radius ``R`` (in unit-ball units, where a row's product
         ``aᵀXB`` has norm about its leverage ``‖U_i‖``). ``"auto"`` chooses it
@@ -196,6 +209,10 @@ class CoherentPowerPCA(_BasePrivatePCA):
     _parameter_constraints: dict = {
         **_BasePrivatePCA._parameter_constraints,
         "n_components": [Interval(Integral, 1, None, closed="left"), None],
+        # finite only: the floor γ and the private selection need noise, so
+        # there is no non-private CoherentPowerPCA (PrivatePCA(epsilon=inf) is
+        # the baseline)
+        "epsilon": [Interval(Real, 0, math.inf, closed="neither")],
         "clip_radius": [
             Interval(Real, 0, None, closed="neither"),
             StrOptions({"auto"}),
@@ -220,6 +237,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
         data_norm=None,
         center=True,
         whiten=False,
+        copy=True,
+        svd_solver="auto",
         clip_radius="auto",
         n_iter="auto",
         max_iter=32,
@@ -236,6 +255,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
         self.data_norm = data_norm
         self.center = center
         self.whiten = whiten
+        self.copy = copy
+        self.svd_solver = svd_solver
         self.clip_radius = clip_radius
         self.n_iter = n_iter
         self.max_iter = max_iter

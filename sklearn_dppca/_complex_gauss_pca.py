@@ -6,7 +6,7 @@ import numpy as np
 from scipy import linalg
 from sklearn.utils._param_validation import StrOptions
 
-from ._base import _BasePrivatePCA, _eigh
+from ._base import _BasePrivatePCA, _eigh, noise_scale
 from .noise import gue_noise
 
 
@@ -71,22 +71,43 @@ class ComplexGaussPCA(_BasePrivatePCA):
 
     Parameters
     ----------
-    n_components : int, float or None, default=None
-        Number of components ``k``. ``None`` keeps ``min(n_samples,
-        n_features)``; a float in (0, 1) keeps the fewest components whose
-        released explained-variance ratio exceeds it.
+    n_components : int, float, 'mle' or None, default=None
+        Number of components to keep. ``None`` keeps ``min(n_samples,
+        n_features)``; ``0`` keeps none (``transform`` returns an
+        ``(n_samples, 0)`` array); a float in (0, 1) keeps the fewest
+        components whose released explained-variance ratio exceeds it;
+        ``'mle'`` keeps Minka's maximum-likelihood choice of the dimension
+        (needs ``n_samples >= n_features``), computed, like every other
+        choice here, on the *released* eigenvalues: free post-processing, but
+        of noisy values, so at small ``epsilon`` it can differ from the choice
+        scikit-learn makes on the exact spectrum.
     epsilon : float, default=1.0
-        Privacy parameter ``ε > 0`` of the whole fit.
+        Privacy parameter ``ε > 0`` of the whole fit. ``float("inf")`` is
+        the non-private fit: no noise, scikit-learn's answer on the rows
+        clipped to ``data_norm`` (not clipped at all when ``data_norm`` is
+        ``None``), with a :class:`~sklearn_dppca.PrivacyLeakWarning`. It is
+        charged as infinite, so any finite accountant refuses it (before
+        reading the data) and only the unlimited default admits it: a grid
+        over ``epsilon`` can include the non-private baseline.
     delta : float, default=1e-6
         Privacy parameter ``δ`` in (0, 1).
     data_norm : float or None, default=None
         Bound ``C`` on the L2 norm of a row; rows beyond it are clipped.
         ``None`` takes the largest row norm of the data, which is **not
         private** and raises a :class:`~sklearn_dppca.PrivacyLeakWarning`.
+        Between ``1e-100`` and ``1e120`` for float64 data, ``1e-15`` and
+        ``1e15`` for float32 (see :class:`PrivatePCA`).
     center : bool, default=True
         Centre the data on a private mean (10% of the budget).
     whiten : bool, default=False
         Scale the projections to unit released variance.
+    copy, svd_solver, tol, iterated_power, n_oversamples, power_iteration_normalizer
+        scikit-learn :class:`~sklearn.decomposition.PCA`'s solver parameters,
+        with its defaults and validated as it validates them, so that a
+        ``PCA(...)`` call runs unchanged. They have no effect, and a
+        non-default value raises a ``UserWarning`` at fit: a private fit always
+        eigendecomposes the whole noisy covariance (the release its noise is
+        calibrated for), and never modifies ``X``.
     target : {"covariance", "subspace"}, default="covariance"
         ``"covariance"``: the components and variances of ``Ψ``, the real
         rank-k covariance approximation. ``"subspace"``: the span of the top-k
@@ -176,6 +197,12 @@ class ComplexGaussPCA(_BasePrivatePCA):
         data_norm=None,
         center=True,
         whiten=False,
+        copy=True,
+        svd_solver="auto",
+        tol=0.0,
+        iterated_power="auto",
+        n_oversamples=10,
+        power_iteration_normalizer="auto",
         target="covariance",
         random_state=None,
         accountant=None,
@@ -186,6 +213,12 @@ class ComplexGaussPCA(_BasePrivatePCA):
         self.data_norm = data_norm
         self.center = center
         self.whiten = whiten
+        self.copy = copy
+        self.svd_solver = svd_solver
+        self.tol = tol
+        self.iterated_power = iterated_power
+        self.n_oversamples = n_oversamples
+        self.power_iteration_normalizer = power_iteration_normalizer
         self.target = target
         self.random_state = random_state
         self.accountant = accountant
@@ -193,7 +226,7 @@ class ComplexGaussPCA(_BasePrivatePCA):
     def _release(self, gram, rows, plan, rng, dtype):
         # Same sensitivity and σ as PrivatePCA (ALGORITHMS.md §3, §6): the
         # real part of the Hermitian noise is its GOE kernel.
-        sigma = math.sqrt(2.0) * rows.data_norm**2 / plan.mus["covariance"]
+        sigma = noise_scale(math.sqrt(2.0) * rows.data_norm**2, plan.mus["covariance"])
         noisy = hermitian_release(gram, sigma, rng)
         n, d = self.n_samples_, noisy.shape[0]
         # Every eigenvalue is needed for the ratios, but eigenvectors only for
@@ -201,14 +234,18 @@ class ComplexGaussPCA(_BasePrivatePCA):
         # one full Hermitian decomposition unless k is a large part of d.
         eigvals = np.linalg.eigvalsh(noisy)
         k, total, noise_variance = self._spectrum(eigvals)
-        if 2 * k < d:
+        if k == 0:  # n_components=0 (or 'mle' on a flat spectrum)
+            values, basis = np.empty(0), np.empty((d, 0), dtype=noisy.dtype)
+        elif 2 * k < d:
             values, basis = linalg.eigh(
                 noisy, subset_by_index=[d - k, d - 1], check_finite=False
             )
         else:
             values, basis = _eigh(noisy)
             values, basis = values[d - k :], basis[:, d - k :]
-        if self.target == "covariance":
+        if k == 0:
+            variance, vectors = values, basis.real
+        elif self.target == "covariance":
             variance, vectors = real_rank_k(basis, values)
         else:
             # subspace: the span of the top-k eigenvectors of P = Re(V̂_k V̂_k*)

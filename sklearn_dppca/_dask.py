@@ -24,6 +24,54 @@ def is_dask_collection(X):
     return type(X).__module__.split(".")[0] in ("dask", "dask_expr")
 
 
+def _is_dataframe(X):
+    """A pandas or Dask DataFrame (anything with per-column dtypes), no import."""
+    return hasattr(X, "columns") and hasattr(X, "dtypes") and getattr(X, "ndim", 2) == 2
+
+
+def non_numeric_columns(X, lazy=False):
+    """Names of the DataFrame columns that do not hold numbers.
+
+    Numbers are NumPy's integer, float and bool dtypes and pandas' numeric
+    extension dtypes (``Int64``, ``Float64``, ``boolean``, ...), whose missing
+    values become NaN. Text (``str``, ``string``), categories, dates and
+    other dtypes are not. An ``object`` column counts as numbers when its
+    values are (pandas infers it); a lazy (Dask) one cannot be looked at and
+    counts as text.
+    """
+    from pandas.api.types import infer_dtype, is_complex_dtype, is_numeric_dtype
+
+    numeric_objects = {"integer", "floating", "mixed-integer-float", "boolean"}
+    bad = []
+    for name, dtype in zip(X.columns, X.dtypes):
+        if is_numeric_dtype(dtype) or is_complex_dtype(dtype):
+            continue  # complex data is refused later, with its own message
+        if getattr(dtype, "kind", None) == "O" and not lazy:
+            if infer_dtype(X[name], skipna=True) in numeric_objects | {"empty"}:
+                continue
+        bad.append(name)
+    return bad
+
+
+def check_numeric_columns(X, lazy=False):
+    """Refuse a DataFrame with non-numeric columns, naming them (and nothing
+    of their values).
+
+    Does nothing unless ``X`` is a pandas or Dask DataFrame.
+    """
+    if not _is_dataframe(X):
+        return
+    bad = non_numeric_columns(X, lazy=lazy)
+    if bad:
+        dtypes = dict(zip(X.columns, X.dtypes))
+        listed = ", ".join(f"{name!r} ({dtypes[name]})" for name in bad)
+        raise ValueError(
+            f"X has {len(bad)} non-numeric column(s): {listed}. PCA needs "
+            "numbers: drop these columns, or encode them first (for instance "
+            "with sklearn.preprocessing.OneHotEncoder in a ColumnTransformer)."
+        )
+
+
 def as_dask_array(X):
     """A 2-D Dask array of float rows, one chunk across the columns.
 
@@ -38,12 +86,13 @@ def as_dask_array(X):
         columns = list(X.columns)
         if columns and all(isinstance(c, str) for c in columns):
             names = np.asarray(columns, dtype=object)
-        kinds = {np.dtype(t).kind for t in X.dtypes}
-        if not kinds <= set("biuf"):
-            raise ValueError(
-                "Dask DataFrame columns must be numeric or boolean; got dtypes "
-                f"{sorted(str(t) for t in set(X.dtypes))}."
-            )
+        check_numeric_columns(X, lazy=True)
+        floats = (np.dtype(np.float32), np.dtype(np.float64))
+        if not all(t in floats for t in X.dtypes):
+            # int, bool and pandas' extension dtypes, missing values as NaN
+            # (then refused by the first pass, as in memory); a mixed frame
+            # would otherwise become an object array
+            X = X.astype(np.complex128 if _has_complex(X) else np.float64)
         X = X.to_dask_array(lengths=True)
     if X.ndim != 2:
         raise ValueError(f"Expected a 2D array, got a {X.ndim}D Dask array.")
@@ -57,6 +106,12 @@ def as_dask_array(X):
     if X.dtype not in (np.float32, np.float64):
         X = X.astype(np.float64)
     return X.rechunk({1: -1}), names
+
+
+def _has_complex(X):
+    from pandas.api.types import is_complex_dtype
+
+    return any(is_complex_dtype(t) for t in X.dtypes)
 
 
 def map_reduce(X, function, *args, combine=None):

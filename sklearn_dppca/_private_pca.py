@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from ._base import _BasePrivatePCA, _eigh
+from ._base import _BasePrivatePCA, _eigh, noise_scale
 from .noise import goe_noise
 
 
@@ -31,24 +31,46 @@ class PrivatePCA(_BasePrivatePCA):
 
     Parameters
     ----------
-    n_components : int, float or None, default=None
+    n_components : int, float, 'mle' or None, default=None
         Number of components to keep. ``None`` keeps ``min(n_samples,
-        n_features)``; a float in (0, 1) keeps the fewest components whose
-        released explained-variance ratio exceeds it.
+        n_features)``; ``0`` keeps none (``transform`` returns an
+        ``(n_samples, 0)`` array); a float in (0, 1) keeps the fewest
+        components whose released explained-variance ratio exceeds it;
+        ``'mle'`` keeps Minka's maximum-likelihood choice of the dimension
+        (needs ``n_samples >= n_features``), computed, like every other
+        choice here, on the *released* eigenvalues: free post-processing, but
+        of noisy values, so at small ``epsilon`` it can differ from the choice
+        scikit-learn makes on the exact spectrum.
     epsilon : float, default=1.0
-        Privacy parameter ``ε > 0`` of the whole fit.
+        Privacy parameter ``ε > 0`` of the whole fit. ``float("inf")`` is
+        the non-private fit: no noise, scikit-learn's answer on the rows
+        clipped to ``data_norm`` (not clipped at all when ``data_norm`` is
+        ``None``), with a :class:`~sklearn_dppca.PrivacyLeakWarning`. It is
+        charged as infinite, so any finite accountant refuses it (before
+        reading the data) and only the unlimited default admits it: a grid
+        over ``epsilon`` can include the non-private baseline.
     delta : float, default=1e-6
         Privacy parameter ``δ`` in (0, 1); choose it well below ``1/n``.
     data_norm : float or None, default=None
         Bound ``C`` on the L2 norm of a row; rows beyond it are scaled down to
         it. Choose it from domain knowledge, never from the data. ``None``
         takes the largest row norm of the data, which is **not private** and
-        raises a :class:`~sklearn_dppca.PrivacyLeakWarning`.
+        raises a :class:`~sklearn_dppca.PrivacyLeakWarning`. It must lie in
+        ``[1e-100, 1e120]`` for float64 data and ``[1e-15, 1e15]`` for
+        float32 (the noise and the variances scale with its square, which
+        would otherwise underflow to 0 or overflow); rescale the data beyond.
     center : bool, default=True
         Centre the data on a private mean (10% of the budget). With
         ``False`` the data is used as it is and ``mean_`` is zero.
     whiten : bool, default=False
         Scale the projections to unit released variance.
+    copy, svd_solver, tol, iterated_power, n_oversamples, power_iteration_normalizer
+        scikit-learn :class:`~sklearn.decomposition.PCA`'s solver parameters,
+        with its defaults and validated as it validates them, so that a
+        ``PCA(...)`` call runs unchanged. They have no effect, and a
+        non-default value raises a ``UserWarning`` at fit: a private fit always
+        eigendecomposes the whole noisy covariance (the release its noise is
+        calibrated for), and never modifies ``X``.
     random_state : None, int, RandomState or Generator, default=None
         Source of the noise. ``None`` draws from operating-system entropy; any
         fixed seed makes the noise predictable and the fit not private (a
@@ -81,10 +103,13 @@ class PrivatePCA(_BasePrivatePCA):
         Mean of the released variances beyond ``n_components_`` (the
         probabilistic-PCA residual variance); 0 when every component is kept.
     data_norm_ : float
-        Norm bound used: ``data_norm``, or the estimate from the data.
+        Norm bound used: ``data_norm``, or the estimate from the data;
+        ``inf`` (no clipping) for ``epsilon=inf`` with ``data_norm=None``.
     privacy_spent_ : tuple of float
         ``(epsilon, delta)`` spent by the fit, recomputed from the composed
-        GDP parameter of its releases.
+        GDP parameter of its releases; the request itself when they agree to
+        relative ``1e-9`` (the composition is exact, the difference is
+        round-off). ``(inf, delta)`` for ``epsilon=inf``.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -134,6 +159,12 @@ class PrivatePCA(_BasePrivatePCA):
         data_norm=None,
         center=True,
         whiten=False,
+        copy=True,
+        svd_solver="auto",
+        tol=0.0,
+        iterated_power="auto",
+        n_oversamples=10,
+        power_iteration_normalizer="auto",
         random_state=None,
         accountant=None,
     ):
@@ -143,13 +174,19 @@ class PrivatePCA(_BasePrivatePCA):
         self.data_norm = data_norm
         self.center = center
         self.whiten = whiten
+        self.copy = copy
+        self.svd_solver = svd_solver
+        self.tol = tol
+        self.iterated_power = iterated_power
+        self.n_oversamples = n_oversamples
+        self.power_iteration_normalizer = power_iteration_normalizer
         self.random_state = random_state
         self.accountant = accountant
 
     def _release(self, gram, rows, plan, rng, dtype):
         # Frobenius sensitivity of Σ y yᵀ is √2 C² (ALGORITHMS.md §3); the GOE
         # kernel's coordinates are i.i.d. N(0, σ²), so μ = √2 C² / σ (§4).
-        sigma = math.sqrt(2.0) * rows.data_norm**2 / plan.mus["covariance"]
+        sigma = noise_scale(math.sqrt(2.0) * rows.data_norm**2, plan.mus["covariance"])
         gram += goe_noise(rng, gram.shape[0], sigma)
         eigvals, eigvecs = _eigh(gram)
         k, total, noise_variance = self._spectrum(eigvals)

@@ -479,6 +479,8 @@ class BudgetAccountant:
     def _epsilon_of(self, mu_sq, rdp, has_rdp):
         if mu_sq == 0.0 and not has_rdp:
             return 0.0
+        if mu_sq == math.inf:  # a non-private (epsilon=inf) fit was charged
+            return math.inf
         if not has_rdp:
             return gdp_epsilon(math.sqrt(mu_sq), self.delta)
         total = rdp + DEFAULT_ORDERS * (mu_sq / 2.0)
@@ -488,7 +490,9 @@ class BudgetAccountant:
     def _check_charge(mu, rdp):
         if mu is None and rdp is None:
             raise ValueError("Give the charge as mu (GDP), rdp (RDP curve) or both.")
-        mu = 0.0 if mu is None else _check_nonnegative(mu, "mu", allow_inf=False)
+        # mu = inf is the charge of a non-private fit (epsilon=inf): only an
+        # unlimited accountant admits it.
+        mu = 0.0 if mu is None else _check_nonnegative(mu, "mu")
         if rdp is not None:
             rdp = np.asarray(rdp, dtype=float)
             if rdp.shape != DEFAULT_ORDERS.shape or not np.all(rdp >= 0):

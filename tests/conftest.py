@@ -21,3 +21,37 @@ def make_planted(n, d, seed, top=(0.20, 0.12, 0.08), rest=0.004, shift=0.3):
     norms = np.linalg.norm(X, axis=1, keepdims=True)
     X /= np.maximum(norms, 1.0)
     return X, basis[:, : len(top)]
+
+
+
+#: pandas dtypes of a DataFrame column: numbers (accepted, as float64; the
+#: extension dtypes can hold a missing value) and the rest (refused, naming the
+#: column), for the in-memory and the Dask tests.
+EXTENSION_DTYPES = ["Float64", "Int64", "boolean"]
+NUMERIC_DTYPES = EXTENSION_DTYPES + ["int64", "bool", "float32"]
+NON_NUMERIC_DTYPES = ["str", "string", "category", "category-of-numbers"]
+
+
+def typed_frame(dtype, n=300, missing=False, seed=0):
+    """A DataFrame of float columns ``"x"``, ``"y"`` and a column ``"z"`` of ``dtype``.
+
+    Returns the frame and its values as float64 (``None`` when ``z`` is not
+    numeric). ``missing=True`` (extension dtypes) makes ``z[5]`` ``pd.NA``.
+    """
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    x, y, raw = rng.normal(size=(3, n))
+    numeric = {"Float64": raw, "float32": raw, "Int64": np.round(3 * raw),
+               "int64": np.round(3 * raw), "boolean": raw > 0, "bool": raw > 0}
+    if dtype in numeric:
+        z = pd.Series(numeric[dtype]).astype(dtype)
+        if missing:
+            z[5] = pd.NA
+    elif dtype == "category-of-numbers":
+        z = pd.Series(pd.Categorical(np.round(3 * raw)))
+    else:
+        z = pd.Series(np.where(raw > 0, "a", "b"), dtype=dtype)
+    frame = pd.DataFrame({"x": x, "y": y, "z": z})
+    values = frame.astype("float64").to_numpy() if dtype in numeric else None
+    return frame, values

@@ -10,7 +10,13 @@ distributed = pytest.importorskip("distributed")
 
 from sklearn_dppca import CoherentPowerPCA, ComplexGaussPCA, PrivatePCA  # noqa: E402
 
-from .conftest import make_planted  # noqa: E402
+from .conftest import (  # noqa: E402
+    EXTENSION_DTYPES,
+    NON_NUMERIC_DTYPES,
+    NUMERIC_DTYPES,
+    make_planted,
+    typed_frame,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
 
@@ -98,3 +104,40 @@ def test_generated_blocks_are_never_materialised(client):
     X = rng.normal(size=(200_000, 20), chunks=(20_000, 20)) * 0.2
     pca = PrivatePCA(3, data_norm=2.0, random_state=0).fit(X)
     assert np.all(np.isfinite(pca.components_))
+
+
+# ---------------------------------------------------------------- dtypes
+@pytest.mark.parametrize("dtype", NUMERIC_DTYPES)
+def test_dask_frame_numeric_dtypes_fit_as_floats(dtype):
+    """int, bool, float32 and pandas' extension dtypes: the same fit as the
+    float64 values (a mixed frame used to become an object array)."""
+    frame, values = typed_frame(dtype)
+    lazy = dd.from_pandas(frame, npartitions=3)
+    remote = PrivatePCA(2, data_norm=4.0, random_state=0).fit(lazy)
+    local = PrivatePCA(2, data_norm=4.0, random_state=0).fit(values)
+    np.testing.assert_allclose(remote.components_, local.components_,
+                               rtol=1e-10, atol=1e-12)
+    assert list(remote.feature_names_in_) == ["x", "y", "z"]
+    np.testing.assert_allclose(remote.transform(lazy).compute(),
+                               local.transform(values), atol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", EXTENSION_DTYPES)
+def test_dask_frame_missing_values_are_nan(dtype):
+    frame, _ = typed_frame(dtype, missing=True)
+    lazy = dd.from_pandas(frame, npartitions=3)
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        PrivatePCA(2, data_norm=4.0).fit(lazy)
+
+
+@pytest.mark.parametrize("dtype", NON_NUMERIC_DTYPES + ["object"])
+def test_dask_frame_text_and_category_columns_are_named(dtype):
+    frame, _ = typed_frame("str" if dtype == "object" else dtype)
+    lazy = dd.from_pandas(frame, npartitions=3)
+    if dtype == "object":  # unseen lazily: an object column counts as text
+        lazy = lazy.astype({"z": object})
+    with pytest.raises(ValueError, match=r"1 non-numeric column\(s\): 'z' \("):
+        PrivatePCA(2, data_norm=4.0).fit(lazy)
+    fitted = PrivatePCA(2, data_norm=4.0).fit(frame.assign(z=1.0))
+    with pytest.raises(ValueError, match="non-numeric column.*'z'"):
+        fitted.transform(lazy)

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import sparse, stats
+from sklearn.base import clone
 from sklearn.decomposition import PCA
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
@@ -364,16 +365,19 @@ def test_bad_data_is_refused_clearly(Est, X, error, match):
     [
         {"epsilon": 0.0},
         {"epsilon": -1.0},
-        {"epsilon": np.inf},
+        {"epsilon": np.nan},
         {"delta": 0.0},
         {"delta": 1.0},
         {"data_norm": 0.0},
         {"data_norm": -2.0},
-        {"n_components": 0},
+        {"data_norm": np.inf},
+        {"n_components": -1},
         {"n_components": 1.5},
-        {"n_components": "mle"},
+        {"n_components": "auto"},
         {"center": "yes"},
         {"accountant": "default"},
+        {"copy": "no"},
+        {"svd_solver": "lobpcg"},
     ],
 )
 @pytest.mark.parametrize("Est", INTERFACE)
@@ -382,9 +386,26 @@ def test_bad_parameters_raise_invalid_parameter_error(Est, params):
         Est(**params).fit(GOOD)
 
 
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"epsilon": np.inf},
+        {"n_components": 0},
+        {"n_components": "mle"},
+        {"tol": 1e-3},
+        {"iterated_power": 3},
+    ],
+)
+def test_coherent_power_refuses_what_it_cannot_plan(params):
+    """No fraction-free k, non-private run or randomized-solver knobs there."""
+    with pytest.raises((InvalidParameterError, TypeError)):
+        FixedPower(**params).fit(GOOD)
+
+
 @pytest.mark.parametrize("Est", INTERFACE)
 def test_too_many_components_and_wrong_widths(Est):
-    with pytest.raises(ValueError, match="n_components=5 must be between 1 and"):
+    low = 1 if Est is FixedPower else 0
+    with pytest.raises(ValueError, match=f"n_components=5 must be between {low} and"):
         Est(5, data_norm=1.0).fit(GOOD)
     pca = Est(2, data_norm=1.0).fit(GOOD)
     with pytest.raises(ValueError, match="features"):
@@ -440,3 +461,221 @@ def test_huge_finite_rows_are_clipped_not_refused(Est):
     X[4] = 1e200
     pca = Est(2, data_norm=1.0, random_state=0).fit(X)
     assert np.all(np.isfinite(pca.components_)) and np.isfinite(pca.mean_).all()
+
+
+# ------------------------------------------------------------------ drop-in
+SOLVER_PARAMS = dict(
+    copy=False, svd_solver="full", tol=1e-3, iterated_power=3, n_oversamples=20,
+    power_iteration_normalizer="QR",
+)
+
+
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_sklearn_solver_parameters_are_stored_and_warned_once(Est, planted):
+    X, _ = planted
+    pca = Est(2, data_norm=1.0, **SOLVER_PARAMS)
+    assert {k: pca.get_params()[k] for k in SOLVER_PARAMS} == SOLVER_PARAMS
+    assert clone(pca).get_params() == pca.get_params()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pca.fit(X)
+    user = [w for w in caught if w.category is UserWarning]
+    assert len(user) == 1
+    message = str(user[0].message)
+    for name, value in SOLVER_PARAMS.items():
+        assert f"{name}={value!r}" in message
+    assert "no effect" in message and "never modifies X" in message
+    # no effect indeed: the same release as with the defaults
+    default = Est(2, data_norm=1.0, random_state=0).fit(X)
+    with pytest.warns(UserWarning, match="svd_solver='arpack' has no effect"):
+        changed = Est(2, data_norm=1.0, random_state=0, svd_solver="arpack").fit(X)
+    np.testing.assert_array_equal(changed.components_, default.components_)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        Est(2, data_norm=1.0, svd_solver="auto", tol=0.0, copy=True).fit(X)
+
+
+def test_coherent_power_takes_copy_and_svd_solver():
+    pca = FixedPower(2, data_norm=1.0, copy=False, svd_solver="randomized")
+    assert pca.get_params()["svd_solver"] == "randomized"
+    with pytest.warns(UserWarning, match="copy=False, svd_solver='randomized' have"):
+        pca.fit(GOOD)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"tol": -1.0}, {"iterated_power": -1}, {"iterated_power": "many"},
+     {"n_oversamples": 0}, {"power_iteration_normalizer": "qr"}],
+)
+def test_sklearn_solver_parameters_are_validated_like_sklearn(params):
+    with pytest.raises(InvalidParameterError):
+        PrivatePCA(**params).fit(GOOD)
+    with pytest.raises(InvalidParameterError):
+        PCA(**params).fit(GOOD)
+
+
+def test_solver_parameters_and_infinite_epsilon_in_grid_search(planted):
+    """A grid over ε can hold the non-private baseline, charged to an unlimited
+    accountant that clone shares."""
+    X, _ = planted
+    acc = BudgetAccountant()
+    grid = GridSearchCV(
+        PrivatePCA(3, data_norm=1.0, accountant=acc),
+        {"epsilon": [1.0, math.inf], "svd_solver": ["auto", "full"]},
+        cv=2,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        grid.fit(X)
+    assert np.all(np.isfinite(grid.cv_results_["mean_test_score"]))
+    assert grid.cv_results_["param_epsilon"].tolist().count(math.inf) == 2
+    assert acc.spent[0] == math.inf and acc.n_charges == 2 * 4 + 1
+
+
+def test_mle_matches_sklearn_at_huge_epsilon():
+    rng = np.random.default_rng(1)
+    cases = []
+    for true_k in (1, 2, 4):
+        latent = rng.normal(size=(2000, true_k)) * np.linspace(3.0, 1.0, true_k)
+        X = latent @ rng.normal(size=(true_k, 8)) + 0.1 * rng.normal(size=(2000, 8))
+        cases.append(X)
+    cases.append(rng.normal(size=(600, 10)))
+    for X in cases:
+        bound = 2.0 * np.linalg.norm(X, axis=1).max()
+        for Est in ESTIMATORS:
+            pca = Est("mle", epsilon=1e9, data_norm=bound, random_state=0).fit(X)
+            assert pca.n_components_ == PCA("mle").fit(X).n_components_
+            assert pca.components_.shape == (pca.n_components_, X.shape[1])
+
+
+def test_minka_equals_sklearns_infer_dimension_on_spectra():
+    from sklearn.decomposition._pca import _assess_dimension, _infer_dimension
+
+    from sklearn_dppca._base import minka_dimension, minka_log_evidence
+
+    rng = np.random.default_rng(0)
+    for trial in range(150):
+        d = int(rng.integers(2, 25))
+        n = int(rng.integers(d, 400))
+        spectrum = np.sort(rng.exponential(size=d) ** rng.uniform(0.5, 4))[::-1]
+        spectrum /= spectrum[0]
+        if trial % 4 == 0:  # a rank-deficient spectrum (exact zeros)
+            spectrum[rng.integers(1, d):] = 0.0
+        ours = minka_log_evidence(spectrum, n)
+        theirs = np.array(
+            [-np.inf] + [_assess_dimension(spectrum, r, n) for r in range(1, d)]
+        )
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10)
+        assert minka_dimension(spectrum, n) == _infer_dimension(spectrum, n)
+    # scale-invariant (scikit-learn's absolute 1e-15 floor is not)
+    assert minka_dimension(spectrum * 1e-20, n) == minka_dimension(spectrum, n)
+
+
+def test_mle_needs_as_many_samples_as_features():
+    with pytest.raises(ValueError, match="'mle' is only supported if n_samples >="):
+        PrivatePCA("mle", data_norm=1.0).fit(np.ones((5, 6)))
+
+
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_zero_components(Est, planted):
+    X, _ = planted
+    pca = Est(0, data_norm=1.0).fit(X)
+    assert pca.n_components_ == 0 and pca.components_.shape == (0, X.shape[1])
+    assert pca.transform(X).shape == (X.shape[0], 0)
+    assert pca.get_feature_names_out().shape == (0,)
+    assert pca.noise_variance_ > 0 and np.isfinite(pca.score(X))
+    exact = Est(0, epsilon=math.inf, center=True).fit(X)
+    assert exact.noise_variance_ == pytest.approx(PCA(0).fit(X).noise_variance_)
+
+
+# ---------------------------------------------------- the non-private fit
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_infinite_epsilon_is_the_clipped_exact_fit(Est, planted):
+    """epsilon=inf: no noise; the rows clipped as requested (raw for the mean,
+    centred for the covariance), else exactly scikit-learn's computation."""
+    X, _ = planted
+    X = X.copy()
+    X[:20] *= 5.0  # rows beyond the bound
+    C = 0.5
+    with pytest.warns(PrivacyLeakWarning, match="epsilon=inf"):
+        pca = Est(3, epsilon=math.inf, data_norm=C).fit(X)
+
+    def clip(rows):
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        return rows * np.minimum(1.0, C / norms)
+
+    mean = clip(X).mean(axis=0)
+    Y = clip(X - mean)
+    values, vectors = np.linalg.eigh(Y.T @ Y)
+    np.testing.assert_allclose(pca.mean_, mean, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        pca.explained_variance_, values[::-1][:3] / (X.shape[0] - 1), rtol=1e-9
+    )
+    np.testing.assert_allclose(
+        np.abs(pca.components_), np.abs(vectors[:, ::-1][:, :3].T), atol=1e-8
+    )
+    assert pca.privacy_spent_ == (math.inf, 1e-6) and pca.data_norm_ == C
+
+
+@pytest.mark.parametrize("Est", INTERFACE[:3])
+def test_infinite_epsilon_is_refused_by_any_finite_budget(Est):
+    """Refused before the data is read: NaN data raises the budget error."""
+    from sklearn_dppca import BudgetExceededError
+
+    acc = BudgetAccountant(epsilon=1e6)
+    with pytest.raises(BudgetExceededError, match="epsilon=inf"):
+        Est(epsilon=math.inf, accountant=acc).fit(with_value(np.nan, (3, 1)))
+    assert acc.n_charges == 0 and acc.spent == (0.0, 0.0)
+    unlimited = BudgetAccountant()
+    unlimited.spend(gdp_mu(1.0, 1e-6))
+    Est(2, epsilon=math.inf, accountant=unlimited).fit(GOOD)
+    assert unlimited.spent == (math.inf, 1e-6) and unlimited.n_charges == 2
+    with pytest.raises(BudgetExceededError):  # nothing more fits in a spent budget
+        BudgetAccountant(epsilon=1.0).check(math.inf)
+
+
+# ----------------------------------------------------------- float limits
+@pytest.mark.parametrize("epsilon", [0.1, 0.7, 1.0, 2.5, 8.0])
+@pytest.mark.parametrize("center", [True, False])
+@pytest.mark.parametrize("Est", INTERFACE)
+def test_privacy_spent_shows_the_request_exactly(Est, epsilon, center):
+    pca = Est(2, epsilon=epsilon, data_norm=1.0, center=center).fit(GOOD)
+    assert pca.privacy_spent_ == (epsilon, 1e-6)
+    assert repr(pca.privacy_spent_) == f"({epsilon!r}, 1e-06)"
+
+
+def test_reported_spend_is_never_less_than_spent():
+    from sklearn_dppca._base import reported_spend
+
+    assert reported_spend((1.0000000000000022, 1e-6), 1.0) == (1.0, 1e-6)
+    assert reported_spend((1.0 - 1e-12, 1e-6), 1.0) == (1.0, 1e-6)
+    assert reported_spend((1.01, 1e-6), 1.0) == (1.01, 1e-6)  # a real excess
+    assert reported_spend((0.5, 1e-6), 1.0) == (0.5, 1e-6)
+    assert reported_spend((math.inf, 1e-6), math.inf) == (math.inf, 1e-6)
+
+
+@pytest.mark.parametrize(
+    "dtype, too_small, fine",
+    [(np.float64, 1e-101, 1e-99), (np.float32, 1e-16, 1e-14)],
+)
+@pytest.mark.parametrize("Est", INTERFACE)
+def test_data_norm_underflow_is_refused(Est, dtype, too_small, fine):
+    """Below the limit C² and σ ∝ C² would round to 0; above it the release
+    is the unit-scale release (same seed), scaled: nothing rounded away."""
+    X = (GOOD * fine).astype(dtype)
+    with pytest.raises(ValueError, match="too small for .* data.*underflow"):
+        Est(2, data_norm=too_small).fit(X)
+    with pytest.raises(ValueError, match="too small"):  # the estimate as well
+        Est(2).fit((GOOD * too_small / 10).astype(dtype))
+    pca = Est(2, data_norm=fine, epsilon=1.0, random_state=0).fit(X)
+    unit = Est(2, data_norm=1.0, epsilon=1.0, random_state=0).fit(GOOD)
+    rtol = 1e-9 if dtype is np.float64 else 1e-4
+    np.testing.assert_allclose(
+        pca.explained_variance_.astype(np.float64) / fine**2,
+        unit.explained_variance_, rtol=rtol, atol=1e-12,
+    )
+    np.testing.assert_allclose(
+        pca.mean_.astype(np.float64) / fine, unit.mean_, rtol=rtol
+    )
+    if dtype is np.float64:  # float32 data is fine at the float64 limit's scale
+        Est(2, data_norm=1e-50).fit((GOOD * 1e-50).astype(np.float64))

@@ -18,6 +18,13 @@ from sklearn_dppca import (
     PrivatePCA,
 )
 
+from .conftest import (
+    EXTENSION_DTYPES,
+    NON_NUMERIC_DTYPES,
+    NUMERIC_DTYPES,
+    typed_frame,
+)
+
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
 
 FACTORIES = {
@@ -218,3 +225,50 @@ def test_failed_fit_is_not_charged_in_threads():
     for t in threads:
         t.join()
     assert acc.n_charges == 0 and acc.spent == (0.0, 0.0)
+
+
+# ------------------------------------------------------ DataFrame dtypes
+@pytest.mark.parametrize("dtype", NUMERIC_DTYPES)
+def test_numeric_frame_columns_fit_as_floats(dtype):
+    frame, values = typed_frame(dtype)
+    fits = [PrivatePCA(2, data_norm=4.0, random_state=0).fit(Z)
+            for Z in (frame, values)]
+    np.testing.assert_allclose(fits[0].components_, fits[1].components_,
+                               rtol=1e-12, atol=1e-14)
+    assert list(fits[0].feature_names_in_) == ["x", "y", "z"]
+    np.testing.assert_allclose(fits[0].transform(frame), fits[1].transform(values),
+                               rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", EXTENSION_DTYPES)
+def test_missing_values_in_extension_columns_are_nan(dtype):
+    frame, _ = typed_frame(dtype, missing=True)
+    acc = BudgetAccountant()
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        PrivatePCA(2, data_norm=4.0, accountant=acc).fit(frame)
+    assert acc.n_charges == 0
+
+
+@pytest.mark.parametrize("dtype", NON_NUMERIC_DTYPES)
+@pytest.mark.parametrize("name", FACTORIES)
+def test_text_and_category_columns_are_named(name, dtype):
+    frame, _ = typed_frame(dtype)
+    acc = BudgetAccountant()
+    with pytest.raises(ValueError, match=r"1 non-numeric column\(s\): 'z' \(") as info:
+        FACTORIES[name](n_components=2, data_norm=4.0, accountant=acc).fit(frame)
+    assert "'a'" not in str(info.value)  # names columns, never values
+    assert acc.n_charges == 0
+    fitted = PrivatePCA(2, data_norm=4.0).fit(frame.assign(z=1.0))
+    with pytest.raises(ValueError, match="non-numeric column.*'z'"):
+        fitted.transform(frame)
+
+
+def test_object_columns_of_numbers_are_numbers():
+    frame, values = typed_frame("Float64")
+    frame["z"] = frame["z"].astype(object)
+    pca = PrivatePCA(2, data_norm=4.0, random_state=0).fit(frame)
+    expected = PrivatePCA(2, data_norm=4.0, random_state=0).fit(values)
+    np.testing.assert_allclose(pca.components_, expected.components_, atol=1e-12)
+    frame["z"] = ["x"] + [1.0] * (len(frame) - 1)
+    with pytest.raises(ValueError, match="'z' \\(object\\)"):
+        PrivatePCA(2, data_norm=4.0).fit(frame)
