@@ -302,7 +302,10 @@ def fit_command(args):
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        _fit_reporting_passes(estimator, X, args)
+        try:
+            _fit_reporting_passes(estimator, X, args)
+        except ValueError as exc:  # e.g. n_components too large: say the flag
+            raise ValueError(in_flags(str(exc))) from exc
     elapsed = time.perf_counter() - start
     leaks, seen = [], set()
     for w in caught:

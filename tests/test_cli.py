@@ -332,6 +332,15 @@ def test_delta_warning_names_the_flag(data, tmp_path, capsys):
             "(n=300 rows): a fit may then reveal whole rows") in err.splitlines()
 
 
+def test_estimator_errors_name_the_flags(data, tmp_path, capsys):
+    rc, _, err = run(capsys, "fit", data, "-k", 9, "--epsilon", 1, "--delta", 1e-6,
+                     "--data-norm", 1, "-o", tmp_path / "m.json")
+    assert rc == 2
+    assert_one_error_line(err)
+    assert err.splitlines()[-1].startswith(
+        "dppca: error: --n-components=9 must be between 1 and")
+
+
 @pytest.mark.parametrize("message, expected", [
     ("random_state=3 fixes the noise", "--seed 3 fixes the noise"),
     ("random_state=-1 fixes", "--seed -1 fixes"),
