@@ -214,6 +214,18 @@ def _verbose(args, message):
         _say(args, message)
 
 
+def _read_reporting(args, read_table):
+    """``read_table(args.data)``; with ``-v`` a line before and one after.
+
+    Both name public values only: the file, then its rows × columns.
+    """
+    _verbose(args, f"reading {args.data}")
+    frame = read_table(args.data)
+    _verbose(args, f"read {frame.shape[0]} rows x {frame.shape[1]} columns "
+                   f"from {args.data}")
+    return frame
+
+
 def _fit_reporting_passes(estimator, X, args):
     """``estimator.fit(X)``, announcing each pass over the rows with ``-v``.
 
@@ -282,10 +294,7 @@ def fit_command(args):
     if args.columns:
         columns = [c.strip() for arg in args.columns for c in arg.split(",")]
         columns = [c for c in columns if c]
-    _verbose(args, f"reading {args.data}")
-    frame = read_table(args.data)
-    _verbose(args, f"read {frame.shape[0]} rows x {frame.shape[1]} columns "
-                   f"from {args.data}")
+    frame = _read_reporting(args, read_table)
     X, names = numeric_matrix(
         frame, columns, args.data,
         hint="choose the numeric ones with --columns NAME,NAME,...",
@@ -345,7 +354,7 @@ def transform_command(args):
     if args.output != "-":
         table_format(args.output)
         check_writable(args.output)
-    frame = read_table(args.data)
+    frame = _read_reporting(args, read_table)
     extra = [c for c in frame.columns if c not in model.feature_names]
     missing = [c for c in model.feature_names if c not in frame.columns]
     if missing:
@@ -503,6 +512,8 @@ def build_parser():
                     help="table to project: *.csv ('-': standard input) or *.parquet")
     tr.add_argument("-o", "--output", metavar="OUT", required=True,
                     help="*.csv or *.parquet to write ('-': CSV on standard output)")
+    tr.add_argument("-v", "--verbose", action="count", default=0,
+                    help="also report reading DATA as it happens")
     tr.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     tr.set_defaults(run=transform_command)
 

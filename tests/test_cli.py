@@ -395,6 +395,15 @@ def test_verbose_reports_reading_and_each_pass_with_public_values_only(
     assert [line.split(" ")[1] for line in err.splitlines()] == ["fitting", "done"]
 
 
+def test_transform_verbose_reports_reading(data, tmp_path, capsys):
+    model = tmp_path / "m.json"
+    assert run(capsys, *fit_args(data, model, "-q"))[0] == 0
+    rc, _, err = run(capsys, "transform", model, data, "-o", tmp_path / "o.csv", "-v")
+    assert rc == 0
+    assert err.splitlines()[:2] == [f"dppca: reading {data}",
+                                    f"dppca: read 300 rows x 5 columns from {data}"]
+
+
 def test_passes_are_reported_as_they_start(data):
     """The hook is called during the fit, not after it, and names every pass."""
     X = make_frame().to_numpy()
