@@ -21,6 +21,7 @@ import numpy as np
 from sklearn.decomposition import PCA
 
 from sklearn_dppca import BudgetAccountant, PrivatePCA
+from sklearn_dppca.__main__ import style_epsilon_axes
 from sklearn_dppca.datasets import REAL_DATASETS, load_real_dataset
 from sklearn_dppca.metrics import captured_variance, principal_angle_sin
 
@@ -76,13 +77,7 @@ def main(n_seeds):
                             color=line.get_color())
     for ax, ylabel, ideal in ((axes[0], "captured variance (%)", 100),
                               (axes[1], "sin(largest principal angle)", 0)):
-        ax.axhline(ideal, color="grey", linestyle="--", linewidth=1)
-        ax.set_xscale("log")
-        ax.set_xticks(EPSILONS, labels=[f"{e:g}" for e in EPSILONS])
-        ax.minorticks_off()
-        ax.set_xlabel("epsilon (delta = 1e-6)")
-        ax.set_ylabel(ylabel)
-        ax.grid(alpha=0.3)
+        style_epsilon_axes(ax, EPSILONS, ylabel, ideal)
     axes[0].set_ylim(0, 103)
     axes[1].set_ylim(-0.02, 1.02)
     axes[0].legend(loc="lower right", fontsize=9)

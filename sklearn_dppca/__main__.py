@@ -121,6 +121,19 @@ def _check_plot_target(path):
     check_writable(path)
 
 
+def style_epsilon_axes(ax, epsilons, ylabel, ideal):
+    """A privacy–utility panel: log ε axis ticked at ``epsilons``, the
+    non-private value ``ideal`` dashed (also used by docs/choosing_figure.py)."""
+    ax.axhline(ideal, color="grey", linestyle="--", linewidth=1,
+               label="scikit-learn PCA")
+    ax.set_xscale("log")
+    ax.set_xticks(epsilons, labels=[f"{e:g}" for e in epsilons])
+    ax.minorticks_off()
+    ax.set_xlabel("epsilon (delta = 1e-6)")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+
+
 def _plot_curve(curve, path, n, d, k):
     """Captured variance and sin(angle) against ε, side by side, as a PNG.
 
@@ -139,13 +152,7 @@ def _plot_curve(curve, path, n, d, k):
         (right, sin, 0, "sin(largest principal angle)"),
     ):
         ax.plot(eps, values, "o-", label="PrivatePCA")
-        ax.axhline(ideal, color="grey", linestyle="--", label="scikit-learn PCA")
-        ax.set_xscale("log")
-        ax.set_xticks(eps, labels=[f"{e:g}" for e in eps])
-        ax.minorticks_off()
-        ax.set_xlabel("epsilon (delta = 1e-6)")
-        ax.set_ylabel(label)
-        ax.grid(alpha=0.3)
+        style_epsilon_axes(ax, eps, label, ideal)
     left.set_ylim(0, 105)
     right.set_ylim(-0.03, 1.03)
     left.legend(loc="lower right")
