@@ -6,17 +6,25 @@
 ``dppca transform MODEL DATA -o OUT``
     Project a table on a saved model; writes CSV or Parquet (``-o -``: CSV on
     standard output).
-``dppca demo``
+``dppca demo [--plot FILE.png]``
     The package's main job on bundled data: private PCA of scikit-learn's
     digits at several privacy budgets, compared with the non-private PCA,
-    with every fit charged to one budget accountant.
+    with every fit charged to one budget accountant; ``--plot`` also saves
+    the privacy–utility curve (needs matplotlib).
 
 User errors print one line, ``dppca: error: <message>``, on standard error and
-exit with status 2; privacy warnings print ``dppca: warning: <message>``.
+exit with status 2; privacy warnings print ``dppca: warning: <message>``,
+naming the command's flags (``--seed``, ``--data-norm``) where the estimators
+name their parameters. ``fit -v`` reports, as they happen, the reading of the
+table and each pass over its rows, with public values only (file name, rows
+× columns, what the pass computes).
 """
 
 import argparse
+import contextlib
+import importlib.util
 import os
+import re
 import sys
 import time
 import warnings
@@ -33,7 +41,18 @@ def _sin_theta(estimate, reference):
     return float(np.linalg.norm(residual, 2))
 
 
-def demo(n_components=2, epsilons=(1.0, 2.0, 5.0, 10.0), seed=None, out=None):
+#: What the demo's two columns mean (docs/privacy.rst §7), printed under them.
+DEMO_DEFINITIONS = (
+    "captured variance: share of the non-private top-k variance that the private "
+    "components P capture, tr(P Cov P^T) / tr(V Cov V^T), V those of PCA "
+    "(100% = as good as PCA)",
+    "sin(angle): sine of the largest principal angle between the private and the "
+    "non-private k-dimensional subspaces (0 = identical, 1 = orthogonal)",
+)
+
+
+def demo(n_components=2, epsilons=(1.0, 2.0, 5.0, 10.0), seed=None, out=None,
+         plot=None):
     """Fit PrivatePCA on the digits at each ε and print how close it gets.
 
     Pixels are intensities in [0, 16], public knowledge: dividing by 16 puts
@@ -42,12 +61,17 @@ def demo(n_components=2, epsilons=(1.0, 2.0, 5.0, 10.0), seed=None, out=None):
     of its pixels: 16 lit pixels have norm 4), made without looking at the
     rows; rows beyond it are clipped, never dropped. (The private mean clips
     the raw rows, so a bound well below their norms would bias it.)
+
+    ``plot``: a file name to save the privacy–utility curve to (PNG, needs
+    matplotlib; checked before any fit).
     """
     from sklearn.datasets import load_digits
     from sklearn.decomposition import PCA
 
     from . import BudgetAccountant, PrivatePCA
 
+    if plot is not None:
+        _check_plot_target(plot)
     out = sys.stdout if out is None else out
     X = load_digits().data / 16.0
     n, d = X.shape
@@ -57,7 +81,10 @@ def demo(n_components=2, epsilons=(1.0, 2.0, 5.0, 10.0), seed=None, out=None):
     accountant = BudgetAccountant()
     print(f"Private PCA of the digits: n={n} rows (people), d={d} features, "
           f"k={n_components} components, data_norm=4, delta=1e-6", file=out)
+    for line in DEMO_DEFINITIONS:
+        print(f"  {line}", file=out)
     print(f"{'epsilon':>8} {'captured variance':>18} {'sin(angle)':>11}", file=out)
+    curve = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a fixed --seed warns; the demo says so below
         for eps in epsilons:
@@ -65,6 +92,7 @@ def demo(n_components=2, epsilons=(1.0, 2.0, 5.0, 10.0), seed=None, out=None):
                              random_state=seed, accountant=accountant).fit(X)
             ratio = _captured_variance(pca.components_, cov) / best
             sin = _sin_theta(pca.components_, reference.components_)
+            curve.append((eps, ratio, sin))
             print(f"{eps:>8g} {ratio:>17.1%} {sin:>11.3f}", file=out)
     print(f"{'inf':>8} {1:>17.1%} {0:>11.3f}   (scikit-learn PCA)", file=out)
     spent, delta = accountant.spent
@@ -74,6 +102,62 @@ def demo(n_components=2, epsilons=(1.0, 2.0, 5.0, 10.0), seed=None, out=None):
     if seed is not None:
         print("Fixed --seed: the noise is reproducible, so these fits are NOT "
               "private.", file=out)
+    if plot is not None:
+        _plot_curve(curve, plot, n, d, n_components)
+        print(f"Privacy-utility curve saved to {plot}", file=out)
+
+
+def _check_plot_target(path):
+    """Fail now, in one line, if ``--plot`` cannot be honoured."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise ImportError(
+            "--plot draws with matplotlib, which is not installed: "
+            "pip install matplotlib"
+        )
+    if not str(path).lower().endswith(".png"):
+        raise ValueError(f"--plot {path}: name the figure *.png")
+    from ._cli_io import check_writable
+
+    check_writable(path)
+
+
+def style_epsilon_axes(ax, epsilons, ylabel, ideal):
+    """A privacy–utility panel: log ε axis ticked at ``epsilons``, the
+    non-private value ``ideal`` dashed (also used by docs/choosing_figure.py)."""
+    ax.axhline(ideal, color="grey", linestyle="--", linewidth=1,
+               label="scikit-learn PCA")
+    ax.set_xscale("log")
+    ax.set_xticks(epsilons, labels=[f"{e:g}" for e in epsilons])
+    ax.minorticks_off()
+    ax.set_xlabel("epsilon (delta = 1e-6)")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+
+
+def _plot_curve(curve, path, n, d, k):
+    """Captured variance and sin(angle) against ε, side by side, as a PNG.
+
+    Drawn on a bare :class:`~matplotlib.figure.Figure` (no pyplot): the
+    caller's matplotlib backend and state are left alone.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    eps, ratio, sin = (np.array(column) for column in zip(*sorted(curve)))
+    fig = Figure(figsize=(8, 3.4), layout="constrained")
+    FigureCanvasAgg(fig)
+    left, right = fig.subplots(1, 2)
+    for ax, values, ideal, label in (
+        (left, 100 * ratio, 100, "captured variance (%)"),
+        (right, sin, 0, "sin(largest principal angle)"),
+    ):
+        ax.plot(eps, values, "o-", label="PrivatePCA")
+        style_epsilon_axes(ax, eps, label, ideal)
+    left.set_ylim(0, 105)
+    right.set_ylim(-0.03, 1.03)
+    left.legend(loc="lower right")
+    fig.suptitle(f"Private PCA of the digits (n={n}, d={d}, k={k}, data_norm=4)")
+    fig.savefig(path, dpi=120)
 
 
 # ------------------------------------------------------------------ fit
@@ -101,6 +185,72 @@ def _warn(message):
     from ._cli_io import one_line
 
     print(f"dppca: warning: {one_line(message)}", file=sys.stderr, flush=True)
+
+
+#: The estimators' warnings name Python parameters; the CLI user typed flags.
+#: Applied in order: the known sentences first, then any parameter name left.
+_FLAG_WORDING = (
+    (r"\bdata_norm is None, so it was set to\b",
+     "--estimate-data-norm set the bound to"),
+    (r"\bLeave random_state=None \(operating-system entropy\)",
+     "Leave out --seed (the noise then comes from operating-system entropy)"),
+    (r"\brandom_state=(-?\d+)", r"--seed \1"),
+    (r"\brandom_state\b", "--seed"),
+    (r"\bdata_norm\b", "--data-norm"),
+    (r"\bn_components\b", "--n-components"),
+    (r"\bclip_radius\b", "--clip-radius"),
+    (r"\bn_iter\b", "--n-iter"),
+    (r"\bmax_iter\b", "--max-iter"),
+)
+
+
+def in_flags(message):
+    """An estimator's message with its Python parameter names as CLI flags.
+
+    >>> in_flags("random_state=3 fixes the noise")
+    '--seed 3 fixes the noise'
+    """
+    for pattern, flag in _FLAG_WORDING:
+        message = re.sub(pattern, flag, message)
+    return message
+
+
+def _verbose(args, message):
+    """A progress line on standard error with ``-v``, as it happens."""
+    if args.verbose and not args.quiet:
+        _say(args, message)
+
+
+def _read_reporting(args, read_table):
+    """``read_table(args.data)``; with ``-v`` a line before and one after.
+
+    Both name public values only: the file, then its rows × columns.
+    """
+    _verbose(args, f"reading {args.data}")
+    frame = read_table(args.data)
+    _verbose(args, f"read {frame.shape[0]} rows x {frame.shape[1]} columns "
+                   f"from {args.data}")
+    return frame
+
+
+def _fit_reporting_passes(estimator, X, args):
+    """``estimator.fit(X)``, announcing each pass over the rows with ``-v``.
+
+    The estimators' ``fit`` takes no progress hook, so this does what
+    scikit-learn's fit context does (validate the parameters once, not again
+    in nested calls) and calls the shared ``_fit`` with one.
+    """
+    from sklearn import config_context
+
+    progress = None
+    if args.verbose and not args.quiet:
+        progress = lambda message: _say(args, message)  # noqa: E731
+    estimator._validate_params()
+    with config_context(skip_parameter_validation=True):
+        # Estimators' own verbose output (print) goes with the progress, so
+        # that ``-o -`` keeps standard output for the model alone.
+        with contextlib.redirect_stdout(sys.stderr):
+            estimator._fit(X, progress=progress)
 
 
 def _make_estimator(args):
@@ -139,24 +289,26 @@ def fit_command(args):
         model_to_dict,
         numeric_matrix,
         read_table,
+        require_pandas,
         save_model,
     )
     from .privacy import PrivacyLeakWarning
 
+    require_pandas("fit")
     estimator = _make_estimator(args)  # bad options fail before the data is read
     check_writable(args.output)  # and before any budget is spent
     columns = None
     if args.columns:
         columns = [c.strip() for arg in args.columns for c in arg.split(",")]
         columns = [c for c in columns if c]
-    frame = read_table(args.data)
+    frame = _read_reporting(args, read_table)
     X, names = numeric_matrix(
         frame, columns, args.data,
         hint="choose the numeric ones with --columns NAME,NAME,...",
     )
     n_samples, n_features = X.shape
     if args.delta >= 1.0 / n_samples:
-        _warn(f"delta={args.delta:g} is not well below 1/n = {1.0 / n_samples:.3g} "
+        _warn(f"--delta {args.delta:g} is not well below 1/n = {1.0 / n_samples:.3g} "
               f"(n={n_samples} rows): a fit may then reveal whole rows")
     norm = "from the data" if args.data_norm is None else f"{args.data_norm:g}"
     _say(args, f"fitting {type(estimator).__name__} "
@@ -166,7 +318,10 @@ def fit_command(args):
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        estimator.fit(X)
+        try:
+            _fit_reporting_passes(estimator, X, args)
+        except ValueError as exc:  # e.g. n_components too large: say the flag
+            raise ValueError(in_flags(str(exc))) from exc
     elapsed = time.perf_counter() - start
     leaks, seen = [], set()
     for w in caught:
@@ -176,7 +331,7 @@ def fit_command(args):
         seen.add(message)
         if issubclass(w.category, PrivacyLeakWarning):
             leaks.append(message)
-        _warn(message)
+        _warn(in_flags(message))
     save_model(model_to_dict(estimator, names, leaks), args.output)
     eps, delta = estimator.privacy_spent_
     where = "standard output" if args.output == "-" else args.output
@@ -196,15 +351,17 @@ def transform_command(args):
         numeric_matrix,
         quote_names,
         read_table,
+        require_pandas,
         table_format,
         write_table,
     )
 
+    require_pandas("transform")
     model = load_model(args.model)
     if args.output != "-":
         table_format(args.output)
         check_writable(args.output)
-    frame = read_table(args.data)
+    frame = _read_reporting(args, read_table)
     extra = [c for c in frame.columns if c not in model.feature_names]
     missing = [c for c in model.feature_names if c not in frame.columns]
     if missing:
@@ -345,8 +502,8 @@ def build_parser():
                      help="fix the noise, for reproducible tests only: the fit is "
                      "then NOT private")
     fit.add_argument("-v", "--verbose", action="count", default=0,
-                     help="coherent: print the progress of the trials (-vv: of "
-                     "every iteration)")
+                     help="progress as it happens: reading DATA, each pass over "
+                     "the rows; coherent: also its trials (-vv: every iteration)")
     fit.add_argument("-q", "--quiet", action="store_true",
                      help="no start/end lines (warnings are still printed)")
     fit.set_defaults(run=fit_command)
@@ -362,6 +519,8 @@ def build_parser():
                     help="table to project: *.csv ('-': standard input) or *.parquet")
     tr.add_argument("-o", "--output", metavar="OUT", required=True,
                     help="*.csv or *.parquet to write ('-': CSV on standard output)")
+    tr.add_argument("-v", "--verbose", action="count", default=0,
+                    help="also report reading DATA as it happens")
     tr.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     tr.set_defaults(run=transform_command)
 
@@ -372,8 +531,11 @@ def build_parser():
     run.add_argument("--epsilon", type=float, nargs="+", default=[1.0, 2.0, 5.0, 10.0])
     run.add_argument("--seed", type=int, default=None,
                      help="fix the noise (reproducible, not private)")
-    run.set_defaults(run=lambda args: demo(args.n_components, args.epsilon, args.seed)
-                     or 0)
+    run.add_argument("--plot", metavar="FILE.png", default=None,
+                     help="also save the privacy-utility curve as a PNG "
+                     "(needs matplotlib)")
+    run.set_defaults(run=lambda args: demo(args.n_components, args.epsilon, args.seed,
+                                           plot=args.plot) or 0)
     return parser
 
 

@@ -166,7 +166,9 @@ class _BasePrivatePCA(
         """
         return self._transform(self._fit(X))
 
-    def _fit(self, X):
+    def _fit(self, X, progress=None):
+        # ``progress``: an optional callable told, as each pass over the rows
+        # starts, what it computes (the CLI's -v; see _ReportedPasses).
         # Until the budget is charged, a failure (bad data, a refused charge)
         # must leave a fitted estimator as it was: validate_data resets
         # n_features_in_ and feature_names_in_, so keep them to restore.
@@ -176,6 +178,8 @@ class _BasePrivatePCA(
         try:
             X, data = self._validate_for_fit(X)
             n_samples, n_features = X.shape
+            if progress is not None:
+                data = _ReportedPasses(data, progress, n_samples, n_features)
             self._check_n_components(n_samples, n_features)
             plan = self._privacy_plan(n_samples, n_features)
             rng = make_generator(self.random_state)
@@ -730,3 +734,37 @@ def _eigh(matrix):
     switching libraries costs a spinning thread pool (see ``_stats``).
     """
     return np.linalg.eigh(matrix)
+
+
+class _ReportedPasses:
+    """``data`` (InMemoryRows or ChunkedRows) announcing each pass to ``progress``.
+
+    Each message is a one-line string of public values only: what the pass
+    computes, ``n`` and ``d``. The passes themselves are fixed by the public
+    parameters (``data_norm is None``, ``center``), so their sequence reveals
+    nothing either.
+    """
+
+    def __init__(self, data, progress, n_samples, n_features):
+        self._data = data
+        self._progress = progress
+        self._shape = f"{n_samples} rows x {n_features} columns"
+
+    def _say(self, what):
+        self._progress(f"pass over the {self._shape}: {what}")
+
+    def largest_norm(self):
+        self._say("largest row norm (data_norm from the data)")
+        return self._data.largest_norm()
+
+    def first_pass(self, data_norm, with_sum):
+        self._say("row norms and the clipped sum for the private mean"
+                  if with_sum else "row norms (every value checked finite)")
+        return self._data.first_pass(data_norm, with_sum)
+
+    def gram(self, data_norm, mean):
+        self._say("Gram matrix of the centred, clipped rows")
+        return self._data.gram(data_norm, mean)
+
+    def rows(self, data_norm, mean):
+        return self._data.rows(data_norm, mean)

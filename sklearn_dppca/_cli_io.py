@@ -73,6 +73,26 @@ def quote_names(names, limit=8):
     return shown + (f" and {more} more" if more > 0 else "")
 
 
+#: How to get what ``dppca fit`` and ``transform`` need beyond the core package.
+CLI_EXTRA = 'pip install "sklearn_dppca[cli]"'
+
+
+def require_pandas(command):
+    """Raise a one-line :class:`ImportError` naming the extra if pandas is missing.
+
+    Called first by the commands that read tables, so that a core-only
+    install (``pip install sklearn_dppca``) says what to install instead of
+    ``No module named 'pandas'``.
+    """
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        raise ImportError(
+            f"'dppca {command}' reads tables with pandas, which is not "
+            f"installed: {CLI_EXTRA}"
+        ) from None
+
+
 # --------------------------------------------------------------- tables
 def table_format(path):
     """``"csv"`` or ``"parquet"``, from the file name (``-`` is CSV)."""

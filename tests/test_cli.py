@@ -274,3 +274,200 @@ def test_python_m_help():
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0
     assert all(word in result.stdout for word in ("fit", "transform", "demo"))
+
+
+# ------------------------------------------------ messages in the CLI's words
+def _run_without(module, argv):
+    """``dppca argv`` in a fresh interpreter where ``import module`` fails."""
+    code = (f"import sys; sys.modules[{module!r}] = None; "
+            "from sklearn_dppca.__main__ import main; sys.exit(main(sys.argv[1:]))")
+    return subprocess.run([sys.executable, "-c", code, *map(str, argv)],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("command", ["fit", "transform"])
+def test_without_pandas_names_the_extra_to_install(command, data, tmp_path):
+    if command == "fit":
+        argv = fit_args(data, tmp_path / "m.json")
+    else:
+        argv = ["transform", tmp_path / "m.json", data, "-o", tmp_path / "o.csv"]
+    result = _run_without("pandas", argv)
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"dppca: error: 'dppca {command}' reads tables with pandas, which is not "
+        'installed: pip install "sklearn_dppca[cli]"\n'
+    )
+    assert result.stdout == "" and not (tmp_path / "m.json").exists()
+
+
+SEED_WARNING = (
+    "dppca: warning: --seed 3 fixes the noise: anyone who knows it can subtract "
+    "the noise, and the fit is not private. Leave out --seed (the noise then comes "
+    "from operating-system entropy) for a private release."
+)
+
+
+def test_warnings_name_the_flags_not_the_python_parameters(data, tmp_path, capsys):
+    rc, _, err = run(capsys, "fit", data, "-k", 2, "--epsilon", 1, "--delta", 1e-6,
+                     "--estimate-data-norm", "--seed", 3, "-o", tmp_path / "m.json")
+    assert rc == 0
+    warned = [line for line in err.splitlines() if line.startswith("dppca: warning:")]
+    largest = np.linalg.norm(make_frame().to_numpy(), axis=1).max()
+    assert warned == [
+        f"dppca: warning: --estimate-data-norm set the bound to the largest row "
+        f"norm of the data ({largest:.6g}). This is NOT differentially private: the "
+        "bound itself depends on the data. Give --data-norm from domain knowledge, "
+        "without looking at the data.",
+        SEED_WARNING,
+    ]
+    assert "random_state" not in err and "data_norm" not in err.replace(
+        "data_norm=from", "")
+
+
+def test_delta_warning_names_the_flag(data, tmp_path, capsys):
+    rc, _, err = run(capsys, "fit", data, "-k", 2, "--epsilon", 1, "--delta", 0.01,
+                     "--data-norm", 3, "-o", tmp_path / "m.json")
+    assert rc == 0
+    assert ("dppca: warning: --delta 0.01 is not well below 1/n = 0.00333 "
+            "(n=300 rows): a fit may then reveal whole rows") in err.splitlines()
+
+
+def test_estimator_errors_name_the_flags(data, tmp_path, capsys):
+    rc, _, err = run(capsys, "fit", data, "-k", 9, "--epsilon", 1, "--delta", 1e-6,
+                     "--data-norm", 1, "-o", tmp_path / "m.json")
+    assert rc == 2
+    assert_one_error_line(err)
+    assert err.splitlines()[-1].startswith(
+        "dppca: error: --n-components=9 must be between 1 and")
+
+
+@pytest.mark.parametrize("message, expected", [
+    ("random_state=3 fixes the noise", "--seed 3 fixes the noise"),
+    ("random_state=-1 fixes", "--seed -1 fixes"),
+    ("data_norm is None, so it was set to x",
+     "--estimate-data-norm set the bound to x"),
+    ("Give data_norm from domain knowledge", "Give --data-norm from domain knowledge"),
+    ("n_components=9 must be", "--n-components=9 must be"),
+    ("clip_radius and n_iter, max_iter", "--clip-radius and --n-iter, --max-iter"),
+    ("data_norm_ and n_components_ stay", "data_norm_ and n_components_ stay"),
+])
+def test_in_flags_translates_parameter_names(message, expected):
+    from sklearn_dppca.__main__ import in_flags
+
+    assert in_flags(message) == expected
+
+
+# ------------------------------------------------------------------ progress
+def _progress_lines(err):
+    return [line for line in err.splitlines()
+            if line.startswith("dppca: ") and not line.startswith(
+                ("dppca: warning:", "dppca: done in"))]
+
+
+def test_verbose_reports_reading_and_each_pass_with_public_values_only(
+    data, tmp_path, capsys
+):
+    rc, _, err = run(capsys, *fit_args(data, tmp_path / "m.json", "-v"))
+    assert rc == 0
+    shape = "300 rows x 5 columns"
+    assert _progress_lines(err) == [
+        f"dppca: reading {data}",
+        f"dppca: read {shape} from {data}",
+        f"dppca: fitting PrivatePCA (n_components=2, epsilon=1.5, delta=1e-06, "
+        f"data_norm=3) on {shape} of {data}",
+        f"dppca: pass over the {shape}: row norms and the clipped sum for the "
+        "private mean",
+        f"dppca: pass over the {shape}: Gram matrix of the centred, clipped rows",
+    ]
+    # Only public values: another table of the same shape prints the same
+    # lines (but the file name), one with a far larger row included.
+    other = tmp_path / "other.csv"
+    frame = make_frame(seed=1)
+    frame.iloc[0] = 1e6
+    frame.to_csv(other, index=False)
+    rc, _, err_other = run(capsys, *fit_args(other, tmp_path / "m.json", "-v"))
+    assert rc == 0
+    assert _progress_lines(err_other) == [
+        line.replace(str(data), str(other)) for line in _progress_lines(err)
+    ]
+    # Without -v: the start and end lines only.
+    rc, _, err = run(capsys, *fit_args(data, tmp_path / "m.json"))
+    assert [line.split(" ")[1] for line in err.splitlines()] == ["fitting", "done"]
+
+
+def test_transform_verbose_reports_reading(data, tmp_path, capsys):
+    model = tmp_path / "m.json"
+    assert run(capsys, *fit_args(data, model, "-q"))[0] == 0
+    rc, _, err = run(capsys, "transform", model, data, "-o", tmp_path / "o.csv", "-v")
+    assert rc == 0
+    assert err.splitlines()[:2] == [f"dppca: reading {data}",
+                                    f"dppca: read 300 rows x 5 columns from {data}"]
+
+
+def test_passes_are_reported_as_they_start(data):
+    """The hook is called during the fit, not after it, and names every pass."""
+    X = make_frame().to_numpy()
+    est = PrivatePCA(2, epsilon=1.0, data_norm=None, center=False,
+                     accountant=BudgetAccountant())
+    seen = []
+
+    def progress(message):
+        seen.append((message, hasattr(est, "components_")))
+
+    with pytest.warns(PrivacyLeakWarning):
+        est._fit(X, progress=progress)
+    assert [fitted for _, fitted in seen] == [False, False, False]
+    assert [m.split(": ")[1] for m, _ in seen] == [
+        "largest row norm (data_norm from the data)",
+        "row norms (every value checked finite)",
+        "Gram matrix of the centred, clipped rows",
+    ]
+
+
+def test_estimator_verbose_output_leaves_stdout_to_the_model(data, capsys):
+    rc, out, err = run(capsys, "fit", data, "-k", 2, "--epsilon", 1, "--delta", 1e-6,
+                       "--data-norm", 3, "--estimator", "coherent",
+                       "--clip-radius", 1, "--n-iter", 2, "-vv", "-o", "-")
+    assert rc == 0
+    assert json.loads(out)["estimator"] == "CoherentPowerPCA"
+    assert "[CoherentPowerPCA] iteration 1" in err
+
+
+# ---------------------------------------------------------------------- demo
+def test_demo_defines_its_measures_and_saves_the_curve(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    figure = tmp_path / "curve.png"
+    rc, out, err = run(capsys, "demo", "--epsilon", 1, 4, "--seed", 0,
+                       "--plot", figure)
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert lines[1] == (
+        "  captured variance: share of the non-private top-k variance that the "
+        "private components P capture, tr(P Cov P^T) / tr(V Cov V^T), V those of "
+        "PCA (100% = as good as PCA)"
+    )
+    assert lines[2] == (
+        "  sin(angle): sine of the largest principal angle between the private and "
+        "the non-private k-dimensional subspaces (0 = identical, 1 = orthogonal)"
+    )
+    assert lines[-1] == f"Privacy-utility curve saved to {figure}"
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert figure.stat().st_size > 10_000
+
+
+def test_demo_plot_without_matplotlib_says_what_to_install(tmp_path, capsys,
+                                                           monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    rc, out, err = run(capsys, "demo", "--plot", tmp_path / "curve.png")
+    assert rc == 2 and out == ""
+    assert err == ("dppca: error: --plot draws with matplotlib, which is not "
+                   "installed: pip install matplotlib\n")
+    assert not (tmp_path / "curve.png").exists()
+
+
+def test_demo_plot_needs_a_png_name(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    rc, out, err = run(capsys, "demo", "--plot", tmp_path / "curve.pdf")
+    assert rc == 2 and out == ""
+    name = tmp_path / "curve.pdf"
+    assert err == f"dppca: error: --plot {name}: name the figure *.png\n"
