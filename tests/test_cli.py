@@ -338,7 +338,7 @@ def test_estimator_errors_name_the_flags(data, tmp_path, capsys):
     assert rc == 2
     assert_one_error_line(err)
     assert err.splitlines()[-1].startswith(
-        "dppca: error: --n-components=9 must be between 1 and")
+        "dppca: error: --n-components=9 must be between 0 and")
 
 
 @pytest.mark.parametrize("message, expected", [
