@@ -510,7 +510,7 @@ class BudgetAccountant:
     >>> round(eps, 3), delta  # four fits at ε=1 compose to far less than 4
     (2.123, 1e-06)
     >>> len(acc), round(acc.remaining(), 3), round(acc.remaining(2), 3)
-    (4, 1.667, 1.139)
+    (4, 1.969, 1.351)
     """
 
     def __init__(self, epsilon=None, delta=None, *, path=None, label=None):
