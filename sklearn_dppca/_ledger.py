@@ -217,15 +217,15 @@ class Ledger:
         return len(self._read(lambda con: self._verified(con)[1]))
 
     def _verified(self, con):
+        def fail(message, row):
+            raise LedgerIntegrityError(f"{self.path}: {message}", row=row)
+
         meta = _meta(con, self.path)
         if _header(meta) != self.header:
-            raise LedgerIntegrityError(
-                f"{self.path}: the ledger's header (budget) changed since it "
-                "was opened", row=None)
+            fail("the ledger's header (budget) changed since it was opened", None)
         if _genesis(meta) != meta["genesis"]:
-            raise LedgerIntegrityError(
-                f"{self.path}: the ledger's header (budget) was edited: it does "
-                "not match its genesis hash", row=None)
+            fail("the ledger's header (budget) was edited: it does not match "
+                 "its genesis hash", None)
         cursor = con.execute(
             "SELECT seq, time, estimator, params, label, mu, rdp, epsilon_spent, "
             "prev_hash, hash FROM charges ORDER BY seq")
@@ -234,28 +234,20 @@ class Ledger:
         previous = meta["genesis"]
         for i, row in enumerate(rows, start=1):
             if row["seq"] != i:
-                raise LedgerIntegrityError(
-                    f"{self.path}: row {i} is missing (deleted), or the rows "
-                    "were renumbered", row=i)
+                fail(f"row {i} is missing (deleted), or the rows were renumbered", i)
             if row["prev_hash"] != previous:
-                raise LedgerIntegrityError(
-                    f"{self.path}: row {i} does not follow row {i - 1}: a row "
-                    "was deleted, inserted or moved there", row=i)
+                fail(f"row {i} does not follow row {i - 1}: a row was deleted, "
+                     "inserted or moved there", i)
             if _row_hash(row) != row["hash"]:
-                raise LedgerIntegrityError(
-                    f"{self.path}: row {i} was edited: its contents do not match "
-                    "its hash", row=i)
+                fail(f"row {i} was edited: its contents do not match its hash", i)
             previous = row["hash"]
-        recorded = int(meta["n_charges"])
-        if recorded > len(rows):
-            raise LedgerIntegrityError(
-                f"{self.path}: row {len(rows) + 1} is missing (deleted): the "
-                f"ledger recorded {recorded} charges and holds {len(rows)}",
-                row=len(rows) + 1)
-        if recorded < len(rows) or meta["head"] != previous:
-            raise LedgerIntegrityError(
-                f"{self.path}: row {recorded + 1} was inserted or replaced after "
-                f"the last recorded charge ({recorded})", row=recorded + 1)
+        recorded, n = int(meta["n_charges"]), len(rows)
+        if recorded > n:
+            fail(f"row {n + 1} is missing (deleted): the ledger recorded "
+                 f"{recorded} charges and holds {n}", n + 1)
+        if recorded < n or meta["head"] != previous:
+            fail(f"row {recorded + 1} was inserted or replaced after the last "
+                 f"recorded charge ({recorded})", recorded + 1)
         return meta, rows
 
     # -- appending ----------------------------------------------------

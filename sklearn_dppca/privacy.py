@@ -947,7 +947,7 @@ def _carry_default(estimator, state):
     """An estimator's pickled ``state``, carrying the default accountant."""
     state = dict(state)
     state.pop(_CARRIED, None)
-    if estimator.accountant is None:
+    if getattr(estimator, "accountant", None) is None:
         if _default_accountant is not _PRISTINE_DEFAULT:
             state[_CARRIED] = _CarriedDefault(_process_id, _default_accountant)
         elif _foreign_default(estimator) is not None:  # pass it on
