@@ -213,8 +213,13 @@ def test_verify_names_the_tampered_row(path, case, capsys):
 # ==========================================================================
 # Worker processes are forked: no interpreter start-up, so the tests stay fast.
 # (Each charge opens its own connection, so a fork shares no SQLite handle.)
-FORK = multiprocessing.get_context("fork")
-forking = pytest.mark.filterwarnings("ignore:.*fork:DeprecationWarning")
+HAS_FORK = "fork" in multiprocessing.get_all_start_methods()
+FORK = multiprocessing.get_context("fork") if HAS_FORK else None
+
+
+def forking(test):
+    test = pytest.mark.skipif(not HAS_FORK, reason="needs os.fork")(test)
+    return pytest.mark.filterwarnings("ignore:.*fork:DeprecationWarning")(test)
 
 
 def _charge_fits(path, seed, n_fits, results):
