@@ -58,6 +58,14 @@ class PrivacyPlan(NamedTuple):
 MEAN_BUDGET_SHARE = 0.1
 
 
+def budget_shares(shares, center):
+    """The shares of a fit's releases: without centring, the mean's share is
+    dropped and the others rescaled to sum to 1."""
+    kept = {k: w for k, w in shares.items() if center or k != "mean"}
+    total = sum(kept.values())
+    return {k: w / total for k, w in kept.items()}
+
+
 def _all_or_nothing(fit):
     """A fit that raises, even after its charge, leaves the fitted state as it
     was: every trailing-underscore attribute (``n_features_in_`` and
@@ -80,14 +88,6 @@ def _all_or_nothing(fit):
             raise
 
     return guarded
-
-
-def budget_shares(shares, center):
-    """The shares of a fit's releases: without centring, the mean's share is
-    dropped and the others rescaled to sum to 1."""
-    kept = {k: w for k, w in shares.items() if center or k != "mean"}
-    total = sum(kept.values())
-    return {k: w / total for k, w in kept.items()}
 
 
 class _BasePrivatePCA(
