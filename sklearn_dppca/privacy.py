@@ -490,15 +490,6 @@ class BudgetAccountant:
         Recorded with every charge made through this accountant (a
         :meth:`spend` may give its own).
 
-    Attributes
-    ----------
-    spent : tuple of float
-        ``(ε, δ)`` spent so far.
-    n_charges : int
-        Number of charges; also ``len(accountant)``.
-    charges : list of dict
-        The charges, oldest first.
-
     Examples
     --------
     >>> from sklearn_dppca import BudgetAccountant
@@ -757,7 +748,7 @@ class BudgetAccountant:
 
     @property
     def n_charges(self):
-        """Number of charges (fits) recorded."""
+        """Number of charges (fits) recorded; also ``len(accountant)``."""
         if self._ledger is None:
             return len(self._charges)
         return self._ledger.verify()
@@ -777,7 +768,7 @@ class BudgetAccountant:
         return self._ledger.rows()
 
     def to_frame(self):
-        """The charges as a :class:`pandas.DataFrame`, one row per charge."""
+        """The charges as a ``pandas.DataFrame``, one row per charge."""
         try:
             import pandas as pd
         except ImportError as exc:
@@ -794,7 +785,7 @@ class BudgetAccountant:
     def verify(self):
         """Check a ledger's hash chain; return the number of charges.
 
-        Raises :class:`~sklearn_dppca.privacy.LedgerIntegrityError` naming the
+        Raises ``sklearn_dppca.privacy.LedgerIntegrityError`` naming the
         first edited, inserted, deleted or moved row. An in-memory accountant
         has nothing to verify.
         """
