@@ -12,6 +12,7 @@ import os
 import pickle
 import signal
 import sqlite3
+import threading
 import time
 import warnings
 
@@ -135,6 +136,30 @@ def test_infinite_charge_on_a_ledger(path, tmp_path):
     with pytest.raises(BudgetExceededError):
         finite.spend(math.inf)
     assert finite.n_charges == 0
+
+
+def test_threads_sharing_a_ledger_never_overspend(path):
+    """4 threads, each with its own handle, race 10 charges each for 15 slots."""
+    BudgetAccountant(exact(15, mu=0.1), 1e-6, path=path)
+    accepted = []
+
+    def charge():
+        acc = BudgetAccountant(path=path)
+        for _ in range(10):
+            try:
+                acc.spend(0.1)
+                accepted.append(1)
+            except BudgetExceededError:
+                pass
+
+    threads = [threading.Thread(target=charge) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    acc = BudgetAccountant(path=path)
+    assert len(accepted) == acc.verify() == 15
+    assert acc.spent[0] == pytest.approx(exact(15, mu=0.1), rel=1e-12)
 
 
 def test_pickled_ledger_is_its_path_and_clone_shares_it(path, X):
