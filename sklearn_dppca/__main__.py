@@ -6,6 +6,11 @@
 ``dppca transform MODEL DATA -o OUT``
     Project a table on a saved model; writes CSV or Parquet (``-o -``: CSV on
     standard output).
+``dppca ledger init|show|verify FILE``
+    Create a budget ledger (``--epsilon E --delta D``), print its charges,
+    spent and remaining budget, or check its hash chain. ``dppca fit
+    --ledger FILE`` charges the fit to it, refused before the data is read
+    when it would go over.
 ``dppca demo [--plot FILE.png]``
     The package's main job on bundled data: private PCA of scikit-learn's
     digits at several privacy budgets, compared with the non-private PCA,
@@ -297,6 +302,8 @@ def fit_command(args):
     require_pandas("fit")
     estimator = _make_estimator(args)  # bad options fail before the data is read
     check_writable(args.output)  # and before any budget is spent
+    _refuse_overwrite(args)
+    ledger = _use_ledger(args, estimator)
     columns = None
     if args.columns:
         columns = [c.strip() for arg in args.columns for c in arg.split(",")]
@@ -339,7 +346,127 @@ def fit_command(args):
                f"spent epsilon={eps:.6g} at delta={delta:g}"
                f"{'' if not leaks else ' (NOT private, see warnings)'}; "
                f"model written to {where}")
+    _report_ledger(args, ledger)
     return 0
+
+
+# --------------------------------------------------------------- ledger
+def _refuse_overwrite(args):
+    """A model file is overwritten only with ``--force``: a fit into an
+    existing file is more often a mistake than a wish to spend again."""
+    if args.output != "-" and os.path.exists(args.output) and not args.force:
+        raise ValueError(f"{args.output} already exists; pass --force to "
+                         "overwrite it")
+
+
+def _use_ledger(args, estimator):
+    """The ``--ledger`` accountant, checked against the fit before any data
+    is read; ``None`` without ``--ledger``."""
+    if args.ledger is None:
+        return None
+    from .privacy import BudgetAccountant, gdp_mu
+
+    label = f"dppca fit {args.data}" if args.label is None else args.label
+    ledger = BudgetAccountant(path=args.ledger, label=label)
+    # Exact for the GDP-accounted fits; a CoherentPowerPCA automatic fit (an
+    # RDP curve) is checked exactly again when it is charged.
+    ledger.check(gdp_mu(args.epsilon, args.delta))
+    estimator.set_params(accountant=ledger)
+    return ledger
+
+
+def _report_ledger(args, ledger):
+    if ledger is not None:
+        eps, delta = ledger.spent
+        _say(args, f"ledger {ledger.path}: {ledger.n_charges} charge(s), spent "
+                   f"epsilon={eps:.6g} of {ledger.epsilon:g} at delta={delta:g}")
+
+
+def _head(charges):
+    return charges[-1]["hash"] if charges else "none (no charges yet)"
+
+
+def ledger_init(args):
+    from .privacy import BudgetAccountant
+
+    if os.path.exists(args.file):
+        raise ValueError(f"{args.file} already exists; a ledger is created once "
+                         "(its budget is fixed); use another file name")
+    BudgetAccountant(args.epsilon, args.delta, path=args.file)
+    print(f"created ledger {args.file}: budget epsilon={args.epsilon:g} at "
+          f"delta={args.delta:g}")
+    return 0
+
+
+def ledger_show(args, out=None):
+    from .privacy import BudgetAccountant
+
+    out = sys.stdout if out is None else out
+    ledger = BudgetAccountant(path=args.file)  # verifies the chain
+    charges = ledger.charges
+    print(f"ledger {ledger.path}: budget epsilon={ledger.epsilon:g} at "
+          f"delta={ledger.delta:g}", file=out)
+    rows = [("#", "time (UTC)", "estimator", "fit epsilon", "fit delta",
+             "total epsilon", "label")]
+    for c in charges:
+        fit_eps, fit_delta = (c["params"].get(k, "") for k in ("epsilon", "delta"))
+        rows.append((str(c["seq"]), c["time"], c["estimator"] or "-",
+                     f"{fit_eps:g}" if isinstance(fit_eps, float) else str(fit_eps),
+                     f"{fit_delta:g}" if isinstance(fit_delta, float)
+                     else str(fit_delta),
+                     f"{c['epsilon_spent']:.6g}", c["label"] or ""))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip(), file=out)
+    eps, delta = ledger.spent
+    left = ledger.remaining()
+    print(f"spent: epsilon={eps:.6g} at delta={delta:g} in {len(charges)} "
+          f"charge(s); remaining: epsilon={left:.6g} for one more Gaussian fit",
+          file=out)
+    print(f"head hash: {_head(charges)}", file=out)
+    return 0
+
+
+def ledger_verify(args):
+    from .privacy import BudgetAccountant
+
+    ledger = BudgetAccountant(path=args.file)  # raises, naming the row
+    charges = ledger.charges
+    print(f"ledger {ledger.path}: {len(charges)} charge(s), hash chain intact; "
+          f"head hash: {_head(charges)}")
+    return 0
+
+
+def _add_ledger_commands(commands, fit):
+    """``dppca ledger ...`` and the ledger options of ``dppca fit``."""
+    fit.add_argument("--ledger", metavar="FILE",
+                     help="charge the fit to this budget ledger (see 'dppca "
+                     "ledger'); refused before the data is read if over budget")
+    fit.add_argument("--label", metavar="TEXT",
+                     help="label recorded with the ledger charge (default: "
+                     "'dppca fit DATA')")
+    fit.add_argument("--force", action="store_true",
+                     help="overwrite an existing MODEL file")
+    ledger = commands.add_parser(
+        "ledger", help="create, show or verify a privacy-budget ledger",
+        description="A ledger is a SQLite file holding a budget (epsilon, delta) "
+        "and every fit charged to it, hash-chained; share one per dataset.",
+    )
+    actions = ledger.add_subparsers(dest="action", required=True, metavar="ACTION")
+    init = actions.add_parser("init", help="create a ledger with its budget")
+    init.add_argument("file", metavar="FILE")
+    init.add_argument("--epsilon", metavar="E", type=_positive, required=True,
+                      help="total epsilon of every fit charged to the ledger")
+    init.add_argument("--delta", metavar="D", type=_probability, required=True,
+                      help="delta at which the budget is stated")
+    init.set_defaults(run=ledger_init)
+    for name, run, text in (
+        ("show", ledger_show, "print the charges, spent and remaining budget"),
+        ("verify", ledger_verify, "check the hash chain; name the first bad row"),
+    ):
+        action = actions.add_parser(name, help=text, description=text)
+        action.add_argument("file", metavar="FILE")
+        action.set_defaults(run=run)
 
 
 # ------------------------------------------------------------ transform
@@ -523,6 +650,7 @@ def build_parser():
                     help="also report reading DATA as it happens")
     tr.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     tr.set_defaults(run=transform_command)
+    _add_ledger_commands(commands, fit)
 
     run = commands.add_parser("demo", help="private PCA of the bundled digits",
                               description="Private PCA of scikit-learn's digits at "

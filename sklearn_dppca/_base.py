@@ -8,6 +8,7 @@ turns released eigenpairs into scikit-learn's PCA attributes, plus
 and the probabilistic-PCA ``score``. A subclass writes only ``_release``.
 """
 
+import functools
 import math
 import sys
 import warnings
@@ -37,10 +38,12 @@ from ._stats import InMemoryRows
 from .noise import dense_noise, make_generator
 from .privacy import (
     BudgetAccountant,
+    _carry_default,
+    _keep_carried_default,
+    _resolve_accountant,
     _warn_leak,
     gdp_epsilon,
     gdp_mu,
-    get_default_accountant,
 )
 
 _INPUT_ATTRIBUTES = ("n_features_in_", "feature_names_in_")
@@ -91,6 +94,30 @@ def budget_shares(shares, center):
     kept = {k: w for k, w in shares.items() if center or k != "mean"}
     total = sum(kept.values())
     return {k: w / total for k, w in kept.items()}
+
+
+def _all_or_nothing(fit):
+    """A fit that raises, even after its charge, leaves the fitted state as it
+    was: every trailing-underscore attribute (``n_features_in_`` and
+    ``feature_names_in_`` included) is put back, and none is left half-set.
+    The charge stays (conservative)."""
+
+    def fitted(estimator):
+        return {k: v for k, v in vars(estimator).items()
+                if k.endswith("_") and not k.startswith("__")}
+
+    @functools.wraps(fit)
+    def guarded(self, *args, **kwargs):
+        kept = fitted(self)
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            for name in fitted(self):
+                del vars(self)[name]
+            vars(self).update(kept)
+            raise
+
+    return guarded
 
 
 class _BasePrivatePCA(
@@ -166,6 +193,14 @@ class _BasePrivatePCA(
         """
         return self._transform(self._fit(X))
 
+    def __getstate__(self):
+        # With accountant=None, a limited default travels to worker processes.
+        return _carry_default(self, super().__getstate__())
+
+    def __sklearn_clone__(self):
+        return _keep_carried_default(self, super().__sklearn_clone__())
+
+    @_all_or_nothing
     def _fit(self, X, progress=None):
         # ``progress``: an optional callable told, as each pass over the rows
         # starts, what it computes (the CLI's -v; see _ReportedPasses).
@@ -183,7 +218,7 @@ class _BasePrivatePCA(
             self._check_n_components(n_samples, n_features)
             plan = self._privacy_plan(n_samples, n_features)
             rng = make_generator(self.random_state)
-            accountant = self.accountant or get_default_accountant()
+            accountant = _resolve_accountant(self)
             # Refuse an over-budget fit before the data is read ...
             accountant.check(**plan.charge)
             if self.data_norm is not None:
@@ -198,7 +233,7 @@ class _BasePrivatePCA(
             clipped_total = data.first_pass(data_norm, with_sum=self.center)
             # ... and charge, atomically, before anything is released: a fit
             # that fails on its data (NaN, inf) is not charged.
-            accountant.spend(**plan.charge)
+            accountant.spend(**plan.charge, estimator=self)
         except BaseException:
             for name in _INPUT_ATTRIBUTES:
                 vars(self).pop(name, None)

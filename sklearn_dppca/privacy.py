@@ -4,30 +4,50 @@ Every release this package makes is a Gaussian mechanism ``f(A) + N(0, σ² I)``
 with L2 sensitivity ``s``. Such a release is ``μ``-GDP with ``μ = s / σ``
 (Dong, Roth & Su 2022) and GDP composes exactly: releases with ``μ_j`` give
 ``sqrt(Σ μ_j²)``-GDP. This module converts between GDP and ``(ε, δ)``
-exactly (``../shared/ALGORITHMS.md`` §2), calibrates the analytic Gaussian
+exactly (``docs/privacy.rst`` §2), calibrates the analytic Gaussian
 mechanism (Balle & Wang 2018), provides the Rényi-DP helpers used by the
 random-length private selection, and keeps a :class:`BudgetAccountant` that
-estimators charge before they touch the data.
+estimators charge before they release anything. An accountant keeps its
+charges in memory or, given a ``path``, in a ledger file shared by processes
+and restarts (stored by ``sklearn_dppca._ledger``; the accounting is here).
 
 This module imports nothing from the estimators.
 """
 
-# Notation follows ALGORITHMS.md: μ (GDP parameter), λ (Rényi order), θ
+# Notation follows docs/privacy.rst: μ (GDP parameter), λ (Rényi order), θ
 # (stopping probability of the geometric number of repetitions).
 
+import datetime
+import hashlib
+import json
 import math
+import os
 import threading
+import uuid
 import warnings
-from numbers import Real
+import weakref
+from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
+from ._ledger import (
+    Ledger,
+    LedgerError,
+    LedgerIntegrityError,
+    curve_text,
+    float_text,
+    params_text,
+)
+
 __all__ = [
     "BudgetAccountant",
     "BudgetExceededError",
     "DEFAULT_ORDERS",
+    "LedgerError",
+    "LedgerIntegrityError",
     "PrivacyLeakWarning",
     "calibrate_gaussian",
     "gaussian_rdp",
@@ -119,7 +139,7 @@ def _log1mexp(x):
 
 
 def _log_gdp_delta(mu, epsilon):
-    """``log δ(ε; μ)`` of ALGORITHMS.md §2, evaluated in log space.
+    """``log δ(ε; μ)`` of docs/privacy.rst §2, evaluated in log space.
 
     ``δ = Φ(a) - e^ε Φ(b)`` with ``a = -ε/μ + μ/2`` and ``b = a - μ``. Writing
     ``δ = Φ(a) (1 - exp(ε + log Φ(b) - log Φ(a)))`` avoids the overflow of
@@ -213,7 +233,7 @@ def gdp_mu(epsilon, delta):
 
     A mechanism is ``(ε, δ)``-DP for exactly those Gaussian mechanisms with
     ``s/σ ≤ gdp_mu(ε, δ)``. Solves ``δ(ε; μ) = δ`` by a bracketed root-finder
-    on ``log μ`` (ALGORITHMS.md §2).
+    on ``log μ`` (docs/privacy.rst §2).
 
     Parameters
     ----------
@@ -400,6 +420,31 @@ def repeated_rdp(rdp, theta, orders=DEFAULT_ORDERS):
 # --------------------------------------------------------------------------
 # Budget accountant
 # --------------------------------------------------------------------------
+#: Digest of the Rényi orders of stored RDP curves (a ledger keeps its own).
+_ORDERS_DIGEST = hashlib.sha256(
+    json.dumps([repr(float(a)) for a in DEFAULT_ORDERS]).encode()
+).hexdigest()
+#: Identity of this process, for the default accountant an estimator carries.
+_process_id = uuid.uuid4().hex
+#: In-memory accountants of this process (a forked child detaches them).
+_in_memory = weakref.WeakSet()
+_TOLERANCE = 1e-9  # relative slack of the budget check (rounding of μ² sums)
+
+
+def _read_only(name):
+    def get(self):
+        return getattr(self, "_" + name)
+
+    def refuse(self, value):
+        raise AttributeError(
+            f"BudgetAccountant.{name} is read-only: a budget cannot be changed "
+            "after it is created (that would let spent fits through again). "
+            "Create a new accountant for a new budget."
+        )
+
+    return property(get, refuse, doc=f"The budget's ``{name}`` (read-only).")
+
+
 class BudgetAccountant:
     """Shared privacy budget that composes every fit charged to it exactly.
 
@@ -409,23 +454,41 @@ class BudgetAccountant:
     improved conversion. :attr:`spent` is the composed ``ε`` at the
     accountant's ``delta``.
 
-    A fit checks and charges atomically, *before* it reads the data; a fit
+    A fit checks and charges atomically, *before* it releases anything; a fit
     that would take the total over ``epsilon`` raises
     :class:`BudgetExceededError` and is not charged.
 
+    **In memory** (``path=None``), the record lives as long as the process.
     The accountant is shared, never copied, by :func:`copy.deepcopy` and so by
-    :func:`sklearn.base.clone`: a ``GridSearchCV`` or ``cross_val_score`` over
-    an estimator holding an accountant charges every fit it makes to that one
-    accountant. A pickled copy (for instance one sent to a joblib worker
-    *process*) cannot report back, so it refuses to be charged; use
-    ``n_jobs=1`` or a threading backend with a shared accountant.
+    :func:`sklearn.base.clone`: a ``GridSearchCV`` or ``cross_val_score``
+    charges every fit to it. A copy in another process (unpickled in a joblib
+    worker, or inherited by a forked child) cannot report back, so it refuses
+    to be charged.
+
+    **On a ledger** (``path="budget.db"``), every charge is a row of an
+    append-only, hash-chained SQLite file that survives restarts and is
+    shared by every process and thread that opens it: the check and the
+    charge are one transaction over all its rows, so they never overspend
+    together. The budget is stored in the file. Such an accountant pickles
+    as its path, so joblib worker processes (``n_jobs=-1``) charge the same
+    ledger. See :ref:`ledgers`.
+
+    ``with accountant:`` makes it the default accountant inside the block.
 
     Parameters
     ----------
-    epsilon : float, default=inf
-        Total ``ε`` allowed, at ``delta``.
-    delta : float, default=1e-6
-        The ``δ`` at which the budget is stated and :attr:`spent` is reported.
+    epsilon : float, default=None
+        Total ``ε`` allowed, at ``delta``; ``None``: unlimited in memory, or
+        the ledger's own budget. Read-only after creation.
+    delta : float, default=None
+        The ``δ`` at which the budget is stated and :attr:`spent` is
+        reported; ``None``: ``1e-6``, or the ledger's own. Read-only.
+    path : str or path-like, default=None
+        Ledger file. A new file needs ``epsilon``; an existing one is opened
+        with its stored budget (giving another budget is an error).
+    label : str, default=None
+        Recorded with every charge made through this accountant (a
+        :meth:`spend` may give its own).
 
     Examples
     --------
@@ -437,21 +500,77 @@ class BudgetAccountant:
     >>> eps, delta = acc.spent
     >>> round(eps, 3), delta  # four fits at ε=1 compose to far less than 4
     (2.123, 1e-06)
+    >>> len(acc), round(acc.remaining(), 3), round(acc.remaining(2), 3)
+    (4, 1.969, 1.351)
     """
 
-    def __init__(self, epsilon=math.inf, delta=1e-6):
-        if not isinstance(epsilon, Real) or not epsilon > 0.0:
-            raise ValueError(f"epsilon must be a positive number; got {epsilon!r}.")
-        self.epsilon = float(epsilon)
-        self.delta = _check_delta(delta)
+    def __init__(self, epsilon=None, delta=None, *, path=None, label=None):
+        if label is not None and not isinstance(label, str):
+            raise TypeError(f"label must be a string or None; got {label!r}.")
+        self.label = label
         self._lock = threading.Lock()
+        self._previous = []  # defaults replaced by `with self:` blocks
+        self._detached = False
+        self._ledger = None
+        if path is not None:
+            self._open_ledger(path, epsilon, delta)
+            return
+        self._epsilon = _check_budget(math.inf if epsilon is None else epsilon)
+        self._delta = _check_delta(1e-6 if delta is None else delta)
         self._mu_sq = 0.0
         self._rdp = np.zeros_like(DEFAULT_ORDERS)
         self._has_rdp = False
-        self._n_charges = 0
-        self._detached = False
+        self._charges = []
+        _in_memory.add(self)
 
-    # -- sharing semantics --------------------------------------------------
+    def _open_ledger(self, path, epsilon, delta):
+        header = None
+        if epsilon is not None:
+            header = {
+                "epsilon": float_text(_check_budget(epsilon)),
+                "delta": float_text(_check_delta(1e-6 if delta is None else delta)),
+                "orders": _ORDERS_DIGEST,
+            }
+        elif delta is not None:
+            _check_delta(delta)
+        if header is None and not os.path.exists(path):
+            raise LedgerError(
+                f"{os.path.abspath(path)}: no such ledger. Create it with its "
+                "budget: BudgetAccountant(epsilon, delta, path=...), or "
+                "'dppca ledger init FILE --epsilon E --delta D'."
+            )
+        ledger = Ledger(path, create=header)
+        stored = ledger.header
+        if stored["orders"] != _ORDERS_DIGEST:
+            raise LedgerError(
+                f"{ledger.path}: its RDP curves use other Rényi orders than "
+                "this version of sklearn_dppca; open it with the version that "
+                "created it."
+            )
+        self._epsilon, self._delta = float(stored["epsilon"]), float(stored["delta"])
+        given = [(n, v, s) for n, v, s in (("epsilon", epsilon, self._epsilon),
+                                           ("delta", delta, self._delta))
+                 if v is not None and float(v) != s]
+        if given:
+            asked = ", ".join(f"{n}={v!r}" for n, v, _ in given)
+            raise LedgerError(
+                f"{ledger.path} holds the budget epsilon={self._epsilon!r} at "
+                f"delta={self._delta!r}, not {asked}: a ledger's budget is fixed "
+                "when it is created. Open it without a budget to use it, or "
+                "start a new ledger file for a new budget."
+            )
+        ledger.verify()  # a broken chain is reported now, not at a charge
+        self._ledger = ledger
+
+    # -- read-only budget and sharing semantics ----------------------------
+    epsilon = _read_only("epsilon")
+    delta = _read_only("delta")
+
+    @property
+    def path(self):
+        """Absolute path of the ledger file; ``None`` in memory."""
+        return None if self._ledger is None else self._ledger.path
+
     def __copy__(self):
         return self
 
@@ -459,21 +578,46 @@ class BudgetAccountant:
         return self
 
     def __getstate__(self):
+        if self._ledger is not None:  # a ledger travels as its path
+            return {"path": self._ledger.path, "label": self.label}
         state = self.__dict__.copy()
-        del state["_lock"]
+        del state["_lock"], state["_previous"]
         return state
 
     def __setstate__(self, state):
+        if "path" in state:
+            self.__init__(path=state["path"], label=state["label"])
+            return
         self.__dict__.update(state)
         self._lock = threading.Lock()
+        self._previous = []
         self._detached = True
 
+    def __enter__(self):
+        self._previous.append(set_default_accountant(self))
+        return self
+
+    def __exit__(self, *exc_info):
+        set_default_accountant(self._previous.pop())
+        return False
+
+    def __len__(self):
+        return self.n_charges
+
+    def __bool__(self):  # an accountant with no charges yet is still one
+        return True
+
     def __repr__(self):
-        eps, _ = self.spent
-        return (
-            f"BudgetAccountant(epsilon={self.epsilon!r}, delta={self.delta!r}; "
-            f"spent epsilon={eps:.6g} over {self._n_charges} charge(s))"
-        )
+        where = "" if self._ledger is None else f", path={self.path!r}"
+        try:
+            eps, _ = self.spent
+            state = f"spent epsilon={eps:.6g} in {self.n_charges} charge(s)"
+        except LedgerError as exc:
+            state = f"unreadable: {exc}"
+        if self._detached:
+            state += ", detached copy"
+        return (f"BudgetAccountant(epsilon={self._epsilon!r}, "
+                f"delta={self._delta!r}{where}; {state})")
 
     # -- composition --------------------------------------------------------
     def _epsilon_of(self, mu_sq, rdp, has_rdp):
@@ -482,9 +626,9 @@ class BudgetAccountant:
         if mu_sq == math.inf:  # a non-private (epsilon=inf) fit was charged
             return math.inf
         if not has_rdp:
-            return gdp_epsilon(math.sqrt(mu_sq), self.delta)
+            return gdp_epsilon(math.sqrt(mu_sq), self._delta)
         total = rdp + DEFAULT_ORDERS * (mu_sq / 2.0)
-        return rdp_to_epsilon(total, self.delta)[0]
+        return rdp_to_epsilon(total, self._delta)[0]
 
     @staticmethod
     def _check_charge(mu, rdp):
@@ -501,42 +645,68 @@ class BudgetAccountant:
                 )
         return mu, rdp
 
-    def _after(self, mu, rdp):
-        mu_sq = self._mu_sq + mu * mu
-        if rdp is None:
-            return mu_sq, self._rdp, self._has_rdp
-        return mu_sq, self._rdp + rdp, True
+    def _state(self):
+        """``(Σ μ², Σ RDP curves, any RDP?)`` of every charge so far."""
+        if self._ledger is None:
+            with self._lock:
+                return self._mu_sq, self._rdp, self._has_rdp
+        return _compose(self._ledger.rows())
+
+    def _admit(self, state, mu, rdp):
+        """The state after the charge and its ``ε``; raise if over budget."""
+        mu_sq, total, has_rdp = state
+        after = (mu_sq + mu * mu, total if rdp is None else total + rdp,
+                 has_rdp or rdp is not None)
+        eps = self._epsilon_of(*after)
+        if eps > self._epsilon * (1.0 + _TOLERANCE):
+            where = "" if self._ledger is None else f" of ledger {self.path}"
+            raise BudgetExceededError(
+                f"This fit would bring the privacy spent to epsilon={eps:.6g} at "
+                f"delta={self._delta:g}, over the budget epsilon={self._epsilon:g}"
+                f"{where} (already spent: {self._epsilon_of(*state):.6g}). The "
+                "fit was refused before releasing anything and nothing was "
+                "charged."
+            )
+        return after, eps
+
+    def _refuse_if_detached(self):
+        if self._detached:
+            raise RuntimeError(
+                "This BudgetAccountant is a copy in another process (unpickled "
+                "in a joblib worker, e.g. GridSearchCV or cross_val_score with "
+                "n_jobs > 1, or inherited by a forked child): charges to it would "
+                "never reach the original, so it refuses them. Fix: use a "
+                "ledger, BudgetAccountant(epsilon, delta, path='budget.db'), "
+                "whose copies charge the same file (also as the default "
+                "accountant); or n_jobs=1; or "
+                "joblib.parallel_config(backend='threading')."
+            )
 
     def check(self, mu=None, *, rdp=None):
         """Total ``(ε, δ)`` that spending this charge would leave; charges nothing.
 
-        Raises :class:`BudgetExceededError` if it would exceed the budget.
+        Raises :class:`BudgetExceededError` if it would exceed the budget, and
+        :class:`RuntimeError` on a copy that cannot be charged.
         """
         mu, rdp = self._check_charge(mu, rdp)
-        with self._lock:
-            return self._check_locked(mu, rdp)
+        self._refuse_if_detached()
+        return self._admit(self._state(), mu, rdp)[1], self._delta
 
-    def _check_locked(self, mu, rdp):
-        eps = self._epsilon_of(*self._after(mu, rdp))
-        if eps > self.epsilon * (1.0 + 1e-9):
-            spent = self._epsilon_of(self._mu_sq, self._rdp, self._has_rdp)
-            raise BudgetExceededError(
-                f"This fit would bring the privacy spent to epsilon={eps:.6g} at "
-                f"delta={self.delta:g}, over the accountant's budget "
-                f"epsilon={self.epsilon:g} (already spent: {spent:.6g}). The fit "
-                "was refused before reading the data and nothing was charged."
-            )
-        return eps, self.delta
-
-    def spend(self, mu=None, *, rdp=None):
+    def spend(self, mu=None, *, rdp=None, estimator=None, label=None):
         """Check and charge one release, atomically.
 
         Parameters
         ----------
         mu : float, optional
-            GDP parameter of a Gaussian release (or of several, composed).
+            GDP parameter of a Gaussian release (or of several, composed);
+            ``inf`` (no noise) is admitted only by an unlimited budget.
         rdp : array-like of shape (len(DEFAULT_ORDERS),), optional
             RDP curve of a release that is not GDP.
+        estimator : estimator, optional
+            The estimator being fitted: its class name and ``get_params()``
+            (without the accountant) are recorded with the charge.
+        label : str, optional
+            Recorded with the charge; default: the accountant's ``label``.
 
         Returns
         -------
@@ -544,76 +714,178 @@ class BudgetAccountant:
             ``(ε, δ)`` spent in total after this charge.
         """
         mu, rdp = self._check_charge(mu, rdp)
-        with self._lock:
-            if self._detached:
-                raise RuntimeError(
-                    "This BudgetAccountant is an unpickled copy (for instance one "
-                    "sent to a joblib worker process); charges to it would never "
-                    "reach the original. Use n_jobs=1 or a threading backend, or "
-                    "give each process its own accountant."
-                )
-            spent = self._check_locked(mu, rdp)
-            self._mu_sq, self._rdp, self._has_rdp = self._after(mu, rdp)
-            self._n_charges += 1
-            return spent
+        self._refuse_if_detached()
+        record = _describe(estimator, self.label if label is None else label)
+        if self._ledger is not None:
 
+            def decide(rows):
+                eps = self._admit(_compose(rows), mu, rdp)[1]
+                return dict(record, mu=float_text(mu), rdp=curve_text(rdp),
+                            epsilon_spent=float_text(eps))
+
+            return self._ledger.append(decide)["epsilon_spent"], self._delta
+        with self._lock:
+            state, eps = self._admit(
+                (self._mu_sq, self._rdp, self._has_rdp), mu, rdp
+            )
+            self._mu_sq, self._rdp, self._has_rdp = state
+            now = datetime.datetime.now(datetime.timezone.utc)
+            self._charges.append(dict(
+                record, params=json.loads(record["params"]),
+                seq=len(self._charges) + 1,
+                time=now.isoformat(timespec="microseconds"), mu=mu,
+                rdp=None if rdp is None else rdp.tolist(), epsilon_spent=eps,
+            ))
+            return eps, self._delta
+
+    # -- reading ------------------------------------------------------------
     @property
     def spent(self):
         """``(ε, δ)`` spent so far, composed exactly; ``(0.0, 0.0)`` before any."""
-        with self._lock:
-            eps = self._epsilon_of(self._mu_sq, self._rdp, self._has_rdp)
-            return (eps, self.delta if self._n_charges else 0.0)
+        if self._ledger is None:
+            with self._lock:
+                state, n = (self._mu_sq, self._rdp, self._has_rdp), len(self._charges)
+        else:
+            rows = self._ledger.rows()
+            state, n = _compose(rows), len(rows)
+        return (self._epsilon_of(*state), self._delta if n else 0.0)
 
     @property
     def n_charges(self):
-        """Number of charges (fits) recorded."""
-        return self._n_charges
+        """Number of charges (fits) recorded; also ``len(accountant)``."""
+        if self._ledger is None:
+            return len(self._charges)
+        return self._ledger.verify()
 
-    def remaining(self):
-        """Largest ``ε`` one more Gaussian fit at this accountant's ``δ`` may spend.
+    @property
+    def charges(self):
+        """Every charge, oldest first, as dicts.
+
+        Keys: ``seq`` (1, 2, ...), ``time`` (UTC, ISO 8601), ``estimator``
+        (class name or ``None``), ``params`` (its parameters), ``label``,
+        ``mu``, ``rdp`` (list or ``None``), ``epsilon_spent`` (the composed
+        total after the charge) and, on a ledger, ``prev_hash`` and ``hash``.
+        """
+        if self._ledger is None:
+            with self._lock:
+                return [dict(c) for c in self._charges]
+        return self._ledger.rows()
+
+    def to_frame(self):
+        """The charges as a ``pandas.DataFrame``, one row per charge."""
+        try:
+            import pandas as pd
+        except ImportError as exc:
+            raise ImportError(
+                "BudgetAccountant.to_frame() needs pandas: pip install pandas "
+                "(or use BudgetAccountant.charges, a list of dicts)."
+            ) from exc
+        columns = ["seq", "time", "estimator", "label", "mu", "epsilon_spent",
+                   "params", "rdp"]
+        if self._ledger is not None:
+            columns += ["prev_hash", "hash"]
+        return pd.DataFrame(self.charges, columns=columns)
+
+    def verify(self):
+        """Check a ledger's hash chain; return the number of charges.
+
+        Raises ``sklearn_dppca.privacy.LedgerIntegrityError`` naming the
+        first edited, inserted, deleted or moved row. An in-memory accountant
+        has nothing to verify.
+        """
+        return self.n_charges
+
+    def remaining(self, k=1):
+        """Largest ``ε`` each of ``k`` more equal Gaussian fits may spend.
+
+        Each fit at this accountant's ``δ``; the ``k`` of them, composed with
+        everything already charged, fill the budget exactly.
+
+        Parameters
+        ----------
+        k : int, default=1
+            Number of further fits.
 
         Returns
         -------
         epsilon : float
             ``inf`` for an unlimited accountant, ``0.0`` when it is spent.
         """
-        if self.epsilon == math.inf:
+        if not isinstance(k, Integral) or k < 1:
+            raise ValueError(f"k must be an integer >= 1; got {k!r}.")
+        if self._epsilon == math.inf:
             return math.inf
-        with self._lock:
-            state = (self._mu_sq, self._rdp, self._has_rdp)
-        budget_mu = gdp_mu(self.epsilon, self.delta)
+        mu_sq, rdp, has_rdp = self._state()
+        budget_mu = gdp_mu(self._epsilon, self._delta)
+        if not has_rdp:  # exact in GDP
+            left = budget_mu**2 - mu_sq
+            return gdp_epsilon(math.sqrt(left / k), self._delta) if left > 0 else 0.0
 
         def total(mu):
-            mu_sq, rdp, has_rdp = state
-            return self._epsilon_of(mu_sq + mu * mu, rdp, has_rdp)
+            return self._epsilon_of(mu_sq + k * mu * mu, rdp, has_rdp)
 
-        if not state[2]:  # exact in GDP
-            left = budget_mu**2 - state[0]
-            return gdp_epsilon(math.sqrt(left), self.delta) if left > 0 else 0.0
-        lo, hi = 0.0, budget_mu
-        if total(lo) >= self.epsilon:
+        lo, hi = 0.0, budget_mu / math.sqrt(k)
+        if total(lo) >= self._epsilon:
             return 0.0
         for _ in range(100):
             mid = (lo + hi) / 2.0
-            lo, hi = (mid, hi) if total(mid) <= self.epsilon else (lo, mid)
-        return gdp_epsilon(lo, self.delta) if lo > 0 else 0.0
+            lo, hi = (mid, hi) if total(mid) <= self._epsilon else (lo, mid)
+        return gdp_epsilon(lo, self._delta) if lo > 0 else 0.0
 
     def reset(self):
-        """Forget every charge."""
+        """Forget every charge (in memory; a ledger is append-only)."""
+        if self._ledger is not None:
+            raise LedgerError(
+                f"{self.path} is an append-only ledger: reset() is refused. "
+                "Start a new ledger file for a new dataset."
+            )
         with self._lock:
-            self._mu_sq, self._has_rdp, self._n_charges = 0.0, False, 0
+            self._mu_sq, self._has_rdp, self._charges = 0.0, False, []
             self._rdp = np.zeros_like(DEFAULT_ORDERS)
 
 
+def _check_budget(epsilon):
+    if not isinstance(epsilon, Real) or not epsilon > 0.0:
+        raise ValueError(f"epsilon must be a positive number; got {epsilon!r}.")
+    return float(epsilon)
+
+
+def _compose(rows):
+    """``(Σ μ², Σ RDP curves, any RDP?)`` of stored charges, in their order."""
+    mu_sq, rdp, has_rdp = 0.0, np.zeros_like(DEFAULT_ORDERS), False
+    for row in rows:
+        mu_sq += row["mu"] * row["mu"]
+        if row["rdp"] is not None:
+            rdp, has_rdp = rdp + np.asarray(row["rdp"], dtype=float), True
+    return mu_sq, rdp, has_rdp
+
+
+def _describe(estimator, label):
+    """What a charge records of who made it: public values only."""
+    if label is not None and not isinstance(label, str):
+        raise TypeError(f"label must be a string or None; got {label!r}.")
+    if estimator is None:
+        return {"estimator": None, "params": params_text({}), "label": label}
+    params = estimator.get_params(deep=False)
+    params.pop("accountant", None)
+    return {"estimator": type(estimator).__name__, "params": params_text(params),
+            "label": label}
+
+
 _default_accountant = BudgetAccountant()
+#: The process's own unlimited default: never carried to other processes.
+_PRISTINE_DEFAULT = _default_accountant
 _default_lock = threading.Lock()
 
 
 def get_default_accountant():
     """The process-wide accountant charged by estimators given ``accountant=None``.
 
-    Its budget is unlimited unless replaced with :func:`set_default_accountant`.
-    It is per process: fits in joblib worker processes charge their own.
+    Its budget is unlimited unless replaced with :func:`set_default_accountant`
+    (or inside a ``with accountant:`` block). An estimator pickled to a worker
+    process (``GridSearchCV(..., n_jobs=2)``) carries the replaced default
+    with it: a ledger is charged from the worker, a limited in-memory one
+    refuses there; only the unlimited original default is per process.
 
     Examples
     --------
@@ -637,6 +909,9 @@ def set_default_accountant(accountant):
     >>> _ = set_default_accountant(previous)  # restore the unlimited default
     >>> get_default_accountant().epsilon
     inf
+    >>> with BudgetAccountant(epsilon=1.0) as budget:  # the default inside
+    ...     get_default_accountant() is budget
+    True
     """
     global _default_accountant
     if not isinstance(accountant, BudgetAccountant):
@@ -644,6 +919,76 @@ def set_default_accountant(accountant):
     with _default_lock:
         previous, _default_accountant = _default_accountant, accountant
     return previous
+
+
+# --------------------------------------------------------------------------
+# The default accountant across processes
+# --------------------------------------------------------------------------
+# An estimator with accountant=None resolves the default at fit time. In a
+# worker process that would be the worker's own unlimited default, silently
+# replacing a limited one: so an estimator pickled while the default is not
+# the original carries it (a ledger as its path, an in-memory one as a copy
+# that refuses charges), and a worker whose own default is the original uses
+# the carried one, also for clones made there.
+_CARRIED = "_carried_default_accountant"
+
+
+class _CarriedDefault(NamedTuple):
+    origin: str  # _process_id of the process that pickled the estimator
+    accountant: BudgetAccountant
+
+
+def _carry_default(estimator, state):
+    """An estimator's pickled ``state``, carrying the default accountant."""
+    state = dict(state)
+    state.pop(_CARRIED, None)
+    if getattr(estimator, "accountant", None) is None:
+        if _default_accountant is not _PRISTINE_DEFAULT:
+            state[_CARRIED] = _CarriedDefault(_process_id, _default_accountant)
+        elif _foreign_default(estimator) is not None:  # pass it on
+            state[_CARRIED] = vars(estimator)[_CARRIED]
+    return state
+
+
+def _keep_carried_default(estimator, clone):
+    """A clone keeps the default its original carried from another process."""
+    if _foreign_default(estimator) is not None:
+        vars(clone)[_CARRIED] = vars(estimator)[_CARRIED]
+    return clone
+
+
+def _foreign_default(estimator):
+    carried = vars(estimator).get(_CARRIED)
+    if carried is None or carried.origin == _process_id:
+        return None
+    return carried.accountant
+
+
+def _resolve_accountant(estimator):
+    """The accountant a fit of ``estimator`` charges."""
+    if estimator.accountant is not None:
+        return estimator.accountant
+    default = _default_accountant
+    if default is _PRISTINE_DEFAULT:
+        carried = _foreign_default(estimator)
+        if carried is not None:
+            return carried
+    return default
+
+
+def _after_fork_in_child():
+    """A forked child is another process: its copies cannot report back."""
+    global _process_id, _default_lock
+    _process_id = uuid.uuid4().hex
+    _default_lock = threading.Lock()
+    for accountant in list(_in_memory):
+        accountant._lock = threading.Lock()
+        if accountant is not _PRISTINE_DEFAULT:
+            accountant._detached = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _warn_leak(message):

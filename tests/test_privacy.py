@@ -1,4 +1,4 @@
-"""Tests of the privacy accounting (ALGORITHMS.md §2) against independent oracles.
+"""Tests of the privacy accounting (docs/privacy.rst §2) against independent oracles.
 
 Oracles: Google's ``dp_accounting`` (PLD and RDP accountants, analytic Gaussian
 calibration) and ``mpmath`` (high-precision evaluation of the GDP δ(ε; μ) curve).
@@ -135,7 +135,7 @@ def test_calibrate_gaussian_scales_with_sensitivity():
 
 
 def test_analytic_sigma_known_value_beats_textbook():
-    """At ε=1, δ=1e-6 the analytic σ is 4.22 (ALGORITHMS.md §2); textbook gives 5.30."""
+    """At ε=1, δ=1e-6 the analytic σ is 4.22 (docs/privacy.rst §2), textbook 5.30."""
     sigma = calibrate_gaussian(1.0, 1e-6)
     assert sigma == pytest.approx(4.22, abs=5e-3)
     textbook = math.sqrt(2.0 * math.log(1.25 / 1e-6)) / 1.0
@@ -242,8 +242,9 @@ def test_bad_delta_raises(bad_delta):
         calibrate_gaussian(1.0, bad_delta)
     with pytest.raises(ValueError):
         rdp_to_epsilon(gaussian_rdp(1.0), bad_delta)
-    with pytest.raises(ValueError):
-        BudgetAccountant(epsilon=1.0, delta=bad_delta)
+    if bad_delta is not None:  # None: the default δ (or a ledger's own)
+        with pytest.raises(ValueError):
+            BudgetAccountant(epsilon=1.0, delta=bad_delta)
 
 
 @pytest.mark.parametrize("bad_mu", [-1.0, -1e-12, float("nan"), "1.0"])
@@ -373,7 +374,7 @@ def test_rdp_input_validation():
 #     out(λ)   = ε(λ) + ln(mean)/(λ − 1) + c
 # and then enforces monotonicity of RDP in the order:
 #     out(λ_i) = min_{λ_j ≥ λ_i} out(λ_j).
-# Our repeated_rdp (ALGORITHMS.md §2, Papernot–Steinke Thm 2 with η = 1) is the
+# Our repeated_rdp (docs/privacy.rst §2, Papernot–Steinke Thm 2 with η = 1) is the
 # same formula except:
 #   (a) its min over λ̂ also includes λ̂ = 1, where the bracket is 2 ln(1/θ)
 #       (Theorem 2 allows λ̂ ∈ [1, ∞)); this can only make ours smaller, and
@@ -841,3 +842,162 @@ def test_fixed_random_state_and_missing_data_norm_warn(data):
     with pytest.warns(PrivacyLeakWarning, match="data_norm"):
         PrivatePCA(n_components=1, accountant=acc).fit(data)
     assert acc.n_charges == 2
+
+
+# ==========================================================================
+# 6. Accountant API: read-only budget, with-block, remaining(k), records
+# ==========================================================================
+def test_budget_is_read_only():
+    """Assigning epsilon or delta raises AttributeError; nothing changes."""
+    acc = BudgetAccountant(epsilon=1.0, delta=1e-6)
+    acc.spend(gdp_mu(1.0, 1e-6))
+    for name, value in [("epsilon", 100.0), ("delta", 0.9)]:
+        with pytest.raises(AttributeError, match=f"{name} is read-only"):
+            setattr(acc, name, value)
+    assert (acc.epsilon, acc.delta) == (1.0, 1e-6)
+    with pytest.raises(BudgetExceededError):
+        acc.spend(0.01)
+
+
+def test_with_block_sets_and_restores_the_default(restore_default_accountant):
+    """`with acc:` makes acc the default, nested blocks too; restored on error."""
+    original = restore_default_accountant
+    outer, inner = BudgetAccountant(epsilon=2.0), BudgetAccountant(epsilon=1.0)
+    with outer as entered:
+        assert entered is outer and get_default_accountant() is outer
+        with pytest.raises(ZeroDivisionError):
+            with inner:
+                assert get_default_accountant() is inner
+                1 / 0
+        assert get_default_accountant() is outer
+    assert get_default_accountant() is original
+
+
+def test_remaining_k_equal_fits_fill_the_budget():
+    """k fits at remaining(k) each compose to the budget, in GDP and with RDP."""
+    for rdp in [None, repeated_rdp(gaussian_rdp(0.2), 0.1)]:
+        acc = BudgetAccountant(epsilon=4.0, delta=1e-6)
+        acc.spend(0.3, rdp=rdp)
+        left = acc.remaining(3)
+        assert 0.0 < left < acc.remaining(2) < acc.remaining() < 4.0
+        for _ in range(3):
+            acc.spend(gdp_mu(left, 1e-6))
+        assert acc.spent[0] == pytest.approx(4.0, rel=1e-6)
+        assert acc.spent[0] <= 4.0 * (1.0 + 1e-9)
+    assert BudgetAccountant().remaining(5) == math.inf
+    for bad in [0, -1, 1.5, "2"]:
+        with pytest.raises(ValueError):
+            BudgetAccountant(epsilon=1.0).remaining(bad)
+
+
+def test_len_bool_repr_and_charges(data):
+    """len() counts charges; an empty accountant is truthy (so `or` never skips
+    it); the repr states budget and spending; charges record each fit."""
+    acc = BudgetAccountant(epsilon=5.0, delta=1e-6, label="study")
+    assert len(acc) == 0 and bool(acc) and acc.charges == []
+    PrivatePCA(2, epsilon=1.0, data_norm=1.0, accountant=acc).fit(data)
+    acc.spend(0.1, label="by hand")
+    assert len(acc) == acc.n_charges == 2
+    assert repr(acc) == (
+        "BudgetAccountant(epsilon=5.0, delta=1e-06; spent epsilon="
+        f"{acc.spent[0]:.6g} in 2 charge(s))"
+    )
+    fit, manual = acc.charges
+    assert fit["estimator"] == "PrivatePCA" and fit["label"] == "study"
+    assert fit["params"]["n_components"] == 2 and "accountant" not in fit["params"]
+    assert fit["mu"] == gdp_mu(1.0, 1e-6) and fit["rdp"] is None
+    assert fit["epsilon_spent"] == pytest.approx(1.0, rel=1e-9)
+    assert manual["estimator"] is None and manual["label"] == "by hand"
+    assert manual["epsilon_spent"] == acc.spent[0]
+    frame = acc.to_frame()
+    assert list(frame["seq"]) == [1, 2]
+    assert frame["estimator"].iloc[0] == "PrivatePCA"
+    assert frame["estimator"].isna().iloc[1]
+    assert acc.path is None and acc.verify() == 2
+
+
+def test_to_frame_without_pandas_says_so(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_pandas(name, *args, **kwargs):
+        if name == "pandas":
+            raise ImportError("no pandas here")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pandas)
+    with pytest.raises(ImportError, match="pip install pandas"):
+        BudgetAccountant().to_frame()
+
+
+def test_infinite_charge():
+    """mu=inf (an epsilon=inf fit): accepted by an unlimited accountant, which
+    then reports inf; refused, uncharged, by any finite budget."""
+    acc = BudgetAccountant()
+    acc.spend(0.5)
+    assert acc.spend(math.inf) == (math.inf, 1e-6)
+    assert acc.spent == (math.inf, 1e-6) and acc.remaining() == math.inf
+    acc.spend(rdp=gaussian_rdp(0.1))  # still composes
+    assert acc.spent[0] == math.inf and len(acc) == 3
+    finite = BudgetAccountant(epsilon=1e6)
+    with pytest.raises(BudgetExceededError):
+        finite.spend(math.inf)
+    with pytest.raises(BudgetExceededError):
+        finite.check(math.inf)
+    assert finite.n_charges == 0 and finite.spent == (0.0, 0.0)
+
+
+def test_detached_copy_refuses_check_before_any_data_is_read():
+    """An unpickled in-memory copy refuses check() too, naming the fix."""
+    restored = pickle.loads(pickle.dumps(BudgetAccountant(epsilon=5.0)))
+    with pytest.raises(RuntimeError, match=r"path='budget.db'"):
+        restored.check(0.1)
+    assert "detached copy" in repr(restored)
+
+
+# ==========================================================================
+# 7. All or nothing: a fit failing after its charge changes nothing
+# ==========================================================================
+def _fail_after_release(monkeypatch):
+    """Make PrivatePCA's mechanism set some attributes, then fail."""
+    release = PrivatePCA._release
+
+    def broken(self, *args):
+        release(self, *args)  # components_ and the spectrum are now new ...
+        self.some_new_attribute_ = 1
+        raise MemoryError("simulated failure after the charge")
+
+    monkeypatch.setattr(PrivatePCA, "_release", broken)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
+def test_fit_failing_after_its_charge_leaves_every_attribute(data, monkeypatch):
+    """A refit that raises after the charge keeps every fitted attribute (the
+    same objects), adds none; the charge stays, conservatively."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(data, columns=["a", "b", "c", "d"])
+    acc = BudgetAccountant(delta=1e-6)
+    pca = PrivatePCA(2, epsilon=1.0, data_norm=1.0, accountant=acc).fit(frame)
+    before = {k: v for k, v in vars(pca).items() if k.endswith("_")}
+    _fail_after_release(monkeypatch)
+    with pytest.raises(MemoryError):
+        pca.fit(np.hstack([data, data[:, :2]]) * 0.5)  # another width, no names
+    after = {k: v for k, v in vars(pca).items() if k.endswith("_")}
+    assert after.keys() == before.keys()
+    assert all(after[k] is before[k] for k in before)
+    assert acc.n_charges == 2
+    assert pca.transform(frame).shape == (data.shape[0], 2)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
+def test_first_fit_failing_after_its_charge_leaves_it_unfitted(data, monkeypatch):
+    acc = BudgetAccountant(delta=1e-6)
+    _fail_after_release(monkeypatch)
+    pca = PrivatePCA(2, epsilon=1.0, data_norm=1.0, accountant=acc)
+    with pytest.raises(MemoryError):
+        pca.fit_transform(data)
+    assert not [k for k in vars(pca) if k.endswith("_")]
+    with pytest.raises(NotFittedError):
+        check_is_fitted(pca)
+    assert acc.n_charges == 1

@@ -1,0 +1,530 @@
+"""Budget ledgers: a SQLite file shared by processes, restarts and failures.
+
+Covers ``sklearn_dppca._ledger`` through ``BudgetAccountant(path=...)``, the
+default accountant in joblib (loky) worker processes, and the ``dppca ledger``
+command line. Every loop is bounded; nothing asserts on timing.
+"""
+
+import json
+import math
+import multiprocessing
+import os
+import pickle
+import signal
+import sqlite3
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, cross_val_score
+
+from sklearn_dppca import BudgetAccountant, BudgetExceededError, PrivatePCA
+from sklearn_dppca.__main__ import main
+from sklearn_dppca.privacy import (
+    LedgerError,
+    LedgerIntegrityError,
+    gdp_epsilon,
+    gdp_mu,
+    get_default_accountant,
+    set_default_accountant,
+)
+
+MU1 = gdp_mu(1.0, 1e-6)  # one fit at ε = 1, δ = 1e-6
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
+
+
+@pytest.fixture
+def X():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(60, 3)) * [1.0, 0.5, 0.2]
+    return X / np.linalg.norm(X, axis=1).max()
+
+
+@pytest.fixture
+def path(tmp_path):
+    return str(tmp_path / "budget.db")
+
+
+def exact(k, mu=MU1, delta=1e-6):
+    """ε of k equal Gaussian charges of mu, composed exactly."""
+    return gdp_epsilon(math.sqrt(k) * mu, delta)
+
+
+def pca(accountant=None, epsilon=1.0, **params):
+    return PrivatePCA(1, epsilon=epsilon, data_norm=1.0, accountant=accountant,
+                      **params)
+
+
+# ==========================================================================
+# 1. The file: budget, rows, reopening
+# ==========================================================================
+def test_ledger_stores_the_budget_and_survives_reopening(path, X):
+    acc = BudgetAccountant(3.0, 1e-6, path=path, label="weekly")
+    assert acc.path == os.path.abspath(path) and len(acc) == 0 and acc
+    pca(acc).fit(X)
+    acc.spend(0.1, label="manual")
+    again = BudgetAccountant(path=path)  # no budget: read from the file
+    assert (again.epsilon, again.delta) == (3.0, 1e-6)
+    assert again.n_charges == 2
+    assert again.spent[0] == pytest.approx(gdp_epsilon(math.hypot(MU1, 0.1), 1e-6),
+                                           rel=1e-12)
+    assert BudgetAccountant(3.0, path=path).n_charges == 2  # same budget: fine
+    first, second = again.charges
+    assert first["seq"] == 1 and first["estimator"] == "PrivatePCA"
+    assert first["label"] == "weekly" and second["label"] == "manual"
+    assert "accountant" not in first["params"]
+    assert first["params"]["epsilon"] == 1.0 and first["params"]["data_norm"] == 1.0
+    assert first["mu"] == MU1 and first["rdp"] is None
+    assert first["epsilon_spent"] == pytest.approx(1.0, rel=1e-9)
+    assert second["estimator"] is None and second["prev_hash"] == first["hash"]
+    assert first["time"].endswith("+00:00")
+    frame = again.to_frame()
+    assert list(frame["seq"]) == [1, 2] and "hash" in frame.columns
+
+
+@pytest.mark.parametrize("budget", [{"epsilon": 2.0}, {"delta": 1e-5},
+                                    {"epsilon": 3.0, "delta": 1e-7}])
+def test_reopening_with_another_budget_is_an_error(path, budget):
+    BudgetAccountant(3.0, 1e-6, path=path).spend(0.1)
+    with pytest.raises(LedgerError, match="budget is fixed"):
+        BudgetAccountant(path=path, **budget)
+    assert BudgetAccountant(path=path).n_charges == 1
+
+
+def test_new_ledger_needs_a_budget_and_a_ledger_file(path, tmp_path):
+    with pytest.raises(LedgerError, match="no such ledger"):
+        BudgetAccountant(path=path)
+    assert not os.path.exists(path)
+    text = tmp_path / "notes.csv"
+    text.write_text("a,b\n1,2\n")
+    with pytest.raises(LedgerError):
+        BudgetAccountant(1.0, path=text)
+    assert text.read_text() == "a,b\n1,2\n"
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as con:
+        con.execute("CREATE TABLE t (x)")
+    with pytest.raises(LedgerError, match="not a sklearn_dppca ledger"):
+        BudgetAccountant(1.0, path=other)
+
+
+def test_ledger_budget_is_read_only_and_reset_refused(path):
+    acc = BudgetAccountant(1.0, path=path)
+    acc.spend(MU1)
+    for name in ("epsilon", "delta"):
+        with pytest.raises(AttributeError, match="read-only"):
+            setattr(acc, name, 100.0)
+    with pytest.raises(LedgerError, match="append-only"):
+        acc.reset()
+    with pytest.raises(BudgetExceededError, match="ledger"):
+        acc.spend(0.01)
+    assert acc.n_charges == 1
+
+
+def test_infinite_charge_on_a_ledger(path, tmp_path):
+    """mu=inf (an epsilon=inf fit) is stored on an unlimited ledger, refused by
+    a finite one."""
+    unlimited = BudgetAccountant(math.inf, path=path)
+    unlimited.spend(0.5)
+    assert unlimited.spend(math.inf) == (math.inf, 1e-6)
+    reopened = BudgetAccountant(path=path)
+    assert reopened.epsilon == math.inf and reopened.spent[0] == math.inf
+    assert reopened.charges[1]["mu"] == math.inf and reopened.verify() == 2
+    finite = BudgetAccountant(5.0, path=tmp_path / "finite.db")
+    with pytest.raises(BudgetExceededError):
+        finite.spend(math.inf)
+    assert finite.n_charges == 0
+
+
+def test_threads_sharing_a_ledger_never_overspend(path):
+    """4 threads, each with its own handle, race 10 charges each for 15 slots."""
+    BudgetAccountant(exact(15, mu=0.1), 1e-6, path=path)
+    accepted = []
+
+    def charge():
+        acc = BudgetAccountant(path=path)
+        for _ in range(10):
+            try:
+                acc.spend(0.1)
+                accepted.append(1)
+            except BudgetExceededError:
+                pass
+
+    threads = [threading.Thread(target=charge) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    acc = BudgetAccountant(path=path)
+    assert len(accepted) == acc.verify() == 15
+    assert acc.spent[0] == pytest.approx(exact(15, mu=0.1), rel=1e-12)
+
+
+def test_pickled_ledger_is_its_path_and_clone_shares_it(path, X):
+    acc = BudgetAccountant(5.0, path=path, label="L")
+    copy = pickle.loads(pickle.dumps(acc))
+    assert copy is not acc and copy.path == acc.path and copy.label == "L"
+    copy.spend(0.2)  # charges the same file
+    assert acc.n_charges == 1
+    assert clone(pca(acc)).accountant is acc
+
+
+# ==========================================================================
+# 2. Tamper evidence
+# ==========================================================================
+def _ledger_with_rows(path, n=4):
+    acc = BudgetAccountant(10.0, path=path)
+    for i in range(n):
+        acc.spend(0.1 * (i + 1), label=f"fit {i + 1}")
+    return acc
+
+
+def _sql(path, *statements):
+    with sqlite3.connect(path) as con:
+        for statement in statements:
+            con.execute(statement)
+
+
+TAMPERING = {
+    "edited": (["UPDATE charges SET label = 'nothing to see' WHERE seq = 2"],
+               2, "row 2 was edited"),
+    "edited total": (["UPDATE charges SET epsilon_spent = '0.001' WHERE seq = 3"],
+                     3, "row 3 was edited"),
+    "deleted": (["DELETE FROM charges WHERE seq = 2"], 2, "row 2 is missing"),
+    "deleted and renumbered": (["DELETE FROM charges WHERE seq = 2",
+                                "UPDATE charges SET seq = seq - 1 WHERE seq > 2"],
+                               2, "row 2 does not follow row 1"),
+    "deleted last": (["DELETE FROM charges WHERE seq = 4"], 4, "row 4 is missing"),
+    "reordered": (["UPDATE charges SET seq = 99 WHERE seq = 2",
+                   "UPDATE charges SET seq = 2 WHERE seq = 3",
+                   "UPDATE charges SET seq = 3 WHERE seq = 99"],
+                  2, "row 2 does not follow row 1"),
+    "inserted": (["UPDATE charges SET seq = seq + 10",
+                  "UPDATE charges SET seq = seq - 10 WHERE seq = 11",
+                  "INSERT INTO charges SELECT 2, time, estimator, params, label, mu, "
+                  "rdp, epsilon_spent, prev_hash, hash FROM charges WHERE seq = 1",
+                  "UPDATE charges SET seq = seq - 9 WHERE seq > 10"],
+                 2, "row 2 does not follow row 1"),
+    "appended copy": (["INSERT INTO charges SELECT 5, time, estimator, params, "
+                       "label, mu, rdp, epsilon_spent, prev_hash, hash FROM charges "
+                       "WHERE seq = 4"], 5, "row 5 does not follow row 4"),
+    "budget raised": (["UPDATE meta SET value = '100.0' WHERE key = 'epsilon'"],
+                      None, "header"),
+}
+
+
+@pytest.mark.parametrize("case", list(TAMPERING))
+def test_verify_names_the_tampered_row(path, case, capsys):
+    statements, row, message = TAMPERING[case]
+    acc = _ledger_with_rows(path)
+    assert acc.verify() == 4
+    _sql(path, *statements)
+    with pytest.raises(LedgerIntegrityError, match=message) as caught:
+        acc.verify()
+    assert caught.value.row == row
+    with pytest.raises(LedgerIntegrityError):  # no charge on a broken chain
+        acc.spend(0.01)
+    with pytest.raises(LedgerIntegrityError, match=message):  # nor a reopen
+        BudgetAccountant(path=path)
+    assert main(["ledger", "verify", path]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+
+
+# ==========================================================================
+# 3. Processes and failures
+# ==========================================================================
+# Worker processes are forked: no interpreter start-up, so the tests stay fast.
+# (Each charge opens its own connection, so a fork shares no SQLite handle.)
+HAS_FORK = "fork" in multiprocessing.get_all_start_methods()
+FORK = multiprocessing.get_context("fork") if HAS_FORK else None
+
+
+def forking(test):
+    test = pytest.mark.skipif(not HAS_FORK, reason="needs os.fork")(test)
+    return pytest.mark.filterwarnings("ignore:.*fork:DeprecationWarning")(test)
+
+
+def _charge_fits(path, seed, n_fits, results):
+    acc = BudgetAccountant(path=path)
+    X = np.random.default_rng(seed).normal(size=(40, 3)) / 4
+    accepted = 0
+    for _ in range(n_fits):
+        try:
+            pca(acc).fit(X)
+            accepted += 1
+        except BudgetExceededError:
+            pass
+    results.put(accepted)
+
+
+@forking
+def test_four_processes_admit_exactly_k_fits(path):
+    """4 processes × 25 fits on a ledger admitting exactly K = 30: 30 succeed."""
+    k = 30
+    BudgetAccountant(exact(k), 1e-6, path=path)
+    results = FORK.Queue()
+    procs = [FORK.Process(target=_charge_fits, args=(path, seed, 25, results))
+             for seed in range(4)]
+    for p in procs:
+        p.start()
+    accepted = [results.get(timeout=300) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    assert [p.exitcode for p in procs] == [0] * 4
+    assert sum(accepted) == k
+    acc = BudgetAccountant(path=path)
+    assert acc.verify() == acc.n_charges == k
+    assert acc.spent[0] == pytest.approx(exact(k), rel=1e-12)
+    totals = [c["epsilon_spent"] for c in acc.charges]
+    np.testing.assert_allclose(totals, [exact(i) for i in range(1, k + 1)],
+                               rtol=1e-12)
+
+
+class Stuck(PrivatePCA):
+    """A fit that hangs right after its charge (until killed)."""
+
+    def _release(self, *args):
+        self.charged.set()
+        time.sleep(300)
+
+
+def _stuck_fit(path, charged):
+    Stuck.charged = charged
+    Stuck(1, epsilon=1.0, data_norm=1.0,
+          accountant=BudgetAccountant(path=path)).fit(np.eye(4)[:, :3])
+
+
+def _spend_forever(path):
+    acc = BudgetAccountant(path=path)
+    for _ in range(3000):
+        acc.spend(0.01)
+
+
+def _kill(proc):
+    if proc.is_alive():
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.join(timeout=60)
+    assert proc.exitcode == -signal.SIGKILL
+
+
+@forking
+def test_sigkill_after_the_charge_leaves_a_consistent_ledger(path):
+    BudgetAccountant(5.0, path=path)
+    charged = FORK.Event()
+    proc = FORK.Process(target=_stuck_fit, args=(path, charged))
+    proc.start()
+    try:
+        assert charged.wait(timeout=120)
+    finally:
+        _kill(proc)
+    acc = BudgetAccountant(path=path)  # verifies on opening
+    assert acc.verify() == 1
+    (charge,) = acc.charges
+    assert charge["estimator"] == "Stuck"
+    assert charge["epsilon_spent"] == pytest.approx(1.0, rel=1e-9)
+    acc.spend(0.1)  # the file is not left locked
+    assert acc.verify() == 2
+
+
+@forking
+def test_sigkill_while_charging_keeps_the_chain(path):
+    """Killed at an arbitrary point of a charging loop: every row is whole."""
+    reader = BudgetAccountant(math.inf, path=path)
+    proc = FORK.Process(target=_spend_forever, args=(path,))
+    proc.start()
+    try:
+        for _ in range(2000):  # bounded wait for 5 committed charges
+            if reader.n_charges >= 5 or not proc.is_alive():
+                break
+            time.sleep(0.01)
+    finally:
+        _kill(proc)
+    acc = BudgetAccountant(path=path)
+    n = acc.verify()
+    assert 5 <= n < 3000
+    assert acc.spent[0] == pytest.approx(exact(n, mu=0.01), rel=1e-9)
+    acc.spend(0.01)
+    assert acc.verify() == n + 1
+
+
+def _forked_spend(acc, queue):
+    try:
+        acc.spend(0.01)
+        queue.put("charged")
+    except RuntimeError as exc:
+        queue.put(str(exc))
+
+
+@forking
+def test_forked_child_copy_of_an_in_memory_accountant_refuses():
+    acc = BudgetAccountant(epsilon=5.0)
+    queue = FORK.Queue()
+    child = FORK.Process(target=_forked_spend, args=(acc, queue))
+    child.start()
+    answer = queue.get(timeout=60)
+    child.join(timeout=60)
+    assert "another process" in answer and "path=" in answer
+    acc.spend(0.01)  # the parent's own is unaffected
+    assert acc.n_charges == 1
+
+
+# ==========================================================================
+# 4. joblib (loky) workers: explicit and default accountants
+# ==========================================================================
+GRID = {"n_components": [1, 2]}
+
+
+def test_grid_search_processes_charge_every_fit_to_a_ledger(path, X):
+    acc = BudgetAccountant(path=path, epsilon=math.inf)
+    search = GridSearchCV(pca(acc, epsilon=0.5), GRID, cv=2, n_jobs=2,
+                          error_score="raise").fit(X)
+    assert search.best_estimator_.accountant is acc
+    assert acc.n_charges == 5  # 2 candidates × 2 folds + refit
+    assert acc.spent[0] == pytest.approx(exact(5, gdp_mu(0.5, 1e-6)), rel=1e-12)
+
+
+def test_ledger_default_is_charged_from_workers_and_nested_clones(path, X):
+    """With a ledger default, cross_val_score(n_jobs=2) charges every fold, and
+    an inner GridSearchCV cloning inside the worker too."""
+    acc = BudgetAccountant(math.inf, path=path)
+    with acc:
+        cross_val_score(pca(epsilon=0.5), X, cv=2, n_jobs=2, error_score="raise")
+        assert acc.n_charges == 2
+        inner = GridSearchCV(pca(epsilon=0.5), GRID, cv=2, error_score="raise")
+        cross_val_score(inner, X, cv=2, n_jobs=2, error_score="raise")
+    assert get_default_accountant() is not acc
+    assert acc.n_charges == 2 + 2 * 5
+
+
+def test_limited_in_memory_default_is_never_overspent_by_workers(X):
+    """The issue's case: a limited default and n_jobs=2 spent 2.89 of 1.5.
+    Now every worker fit refuses (naming the fix) and nothing is overspent."""
+    limited = BudgetAccountant(epsilon=1.5)
+    with limited:
+        search = GridSearchCV(pca(epsilon=1.0), GRID, cv=3, n_jobs=2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # scikit-learn's FitFailedWarning
+            with pytest.raises(ValueError, match="All the 6 fits failed") as caught:
+                search.fit(X)
+    assert "RuntimeError: This BudgetAccountant is a copy" in str(caught.value)
+    assert "path='budget.db'" in str(caught.value)  # the fix, named
+    assert limited.spent == (0.0, 0.0) and limited.n_charges == 0
+    with limited:  # in-process fits are charged and refused as before
+        with pytest.raises(BudgetExceededError):
+            GridSearchCV(pca(epsilon=1.0), GRID, cv=3, error_score="raise").fit(X)
+    assert limited.n_charges == 2 and limited.spent[0] <= 1.5  # exact(2) = 1.45
+
+
+def test_explicit_in_memory_accountant_refuses_in_workers(X):
+    acc = BudgetAccountant(epsilon=10.0)
+    search = GridSearchCV(pca(acc), GRID, cv=2, n_jobs=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn's FitFailedWarning
+        with pytest.raises(ValueError, match="All the 4 fits failed") as caught:
+            search.fit(X)
+    assert "copy in another process" in str(caught.value)
+    assert acc.n_charges == 0
+
+
+def test_unlimited_original_default_is_per_process(X):
+    """Nothing is carried while the default is the original unlimited one."""
+    est = pickle.loads(pickle.dumps(pca()))
+    assert "_carried_default_accountant" not in vars(est)
+    before = get_default_accountant().n_charges
+    est.fit(X)
+    assert get_default_accountant().n_charges == before + 1
+
+
+def test_carried_default_is_ignored_in_its_own_process(X):
+    limited = BudgetAccountant(epsilon=5.0)
+    with limited:
+        est = pickle.loads(pickle.dumps(pca()))
+    assert set_default_accountant(get_default_accountant()) is not limited
+    est.fit(X)  # same process: the current (original) default is charged
+    assert limited.n_charges == 0
+
+
+# ==========================================================================
+# 5. Command line
+# ==========================================================================
+@pytest.fixture
+def table(tmp_path, X):
+    import pandas as pd
+
+    data = tmp_path / "people.csv"
+    pd.DataFrame(X, columns=["a", "b", "c"]).to_csv(data, index=False)
+    return data
+
+
+def cli(capsys, *argv):
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def cli_fit(capsys, table, model, *extra, epsilon=1.0):
+    return cli(capsys, "fit", table, "-k", 1, "--epsilon", epsilon, "--delta", 1e-6,
+               "--data-norm", 1, "-o", model, "-q", *extra)
+
+
+def test_cli_ledger_init_show_verify_and_fit(capsys, tmp_path, table):
+    ledger = tmp_path / "people.db"
+    rc, out, _ = cli(capsys, "ledger", "init", ledger, "--epsilon", 2, "--delta", 1e-6)
+    assert rc == 0 and "budget epsilon=2 at delta=1e-06" in out
+    rc, _, err = cli(capsys, "ledger", "init", ledger, "--epsilon", 3, "--delta", 1e-6)
+    assert rc == 2 and "already exists" in err and err.count("\n") == 1
+    for i, label in enumerate(["first", None]):
+        extra = ["--label", label] if label else []
+        rc, _, err = cli_fit(capsys, table, tmp_path / f"m{i}.json", "--ledger",
+                             ledger, *extra, epsilon=1.0)
+        assert rc == 0, err
+    acc = BudgetAccountant(path=ledger)
+    assert acc.n_charges == 2
+    assert [c["label"] for c in acc.charges] == ["first", f"dppca fit {table}"]
+    rc, out, _ = cli(capsys, "ledger", "show", ledger)
+    lines = out.splitlines()
+    assert rc == 0 and lines[1].split()[:3] == ["#", "time", "(UTC)"]
+    assert lines[2].split()[0] == "1" and "PrivatePCA" in lines[2]
+    assert lines[2].endswith("first")
+    assert f"spent: epsilon={exact(2):.6g} at delta=1e-06 in 2 charge(s)" in out
+    assert f"remaining: epsilon={acc.remaining():.6g}" in out
+    assert acc.charges[-1]["hash"] in lines[-1]
+    rc, out, _ = cli(capsys, "ledger", "verify", ledger)
+    assert rc == 0 and "2 charge(s), hash chain intact" in out
+
+
+def test_cli_fit_over_the_ledger_budget_is_one_line_before_reading(
+    capsys, tmp_path, table
+):
+    ledger = tmp_path / "people.db"
+    BudgetAccountant(1.2, 1e-6, path=ledger).spend(MU1)
+    missing_data = tmp_path / "never-read.csv"  # the refusal comes first
+    rc, out, err = cli_fit(capsys, missing_data, tmp_path / "m.json", "--ledger",
+                           ledger, epsilon=1.0)
+    assert rc == 2 and out == ""
+    assert err == (
+        f"dppca: error: This fit would bring the privacy spent to "
+        f"epsilon={exact(2):.6g} at delta=1e-06, over the budget epsilon=1.2 of "
+        f"ledger {ledger} (already spent: 1). The fit was refused before "
+        "releasing anything and nothing was charged.\n"
+    )
+    assert not (tmp_path / "m.json").exists()
+    assert BudgetAccountant(path=ledger).n_charges == 1
+    rc, _, err = cli_fit(capsys, table, tmp_path / "m.json", "--ledger",
+                         tmp_path / "none.db")
+    assert rc == 2 and "no such ledger" in err and err.count("\n") == 1
+
+
+def test_cli_fit_refuses_to_overwrite_a_model_without_force(capsys, tmp_path, table):
+    model = tmp_path / "model.json"
+    assert cli_fit(capsys, table, model)[0] == 0
+    before = model.read_text()
+    rc, _, err = cli_fit(capsys, table, model)
+    assert rc == 2 and err == (f"dppca: error: {model} already exists; pass "
+                               "--force to overwrite it\n")
+    assert model.read_text() == before
+    rc, _, err = cli_fit(capsys, table, model, "--force", "--seed", 1)
+    assert rc == 0 and json.loads(model.read_text())["parameters"]["random_state"] == 1
