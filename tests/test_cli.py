@@ -385,13 +385,13 @@ def test_verbose_reports_reading_and_each_pass_with_public_values_only(
     frame = make_frame(seed=1)
     frame.iloc[0] = 1e6
     frame.to_csv(other, index=False)
-    rc, _, err_other = run(capsys, *fit_args(other, tmp_path / "m.json", "-v"))
+    rc, _, err_other = run(capsys, *fit_args(other, tmp_path / "m2.json", "-v"))
     assert rc == 0
     assert _progress_lines(err_other) == [
         line.replace(str(data), str(other)) for line in _progress_lines(err)
     ]
     # Without -v: the start and end lines only.
-    rc, _, err = run(capsys, *fit_args(data, tmp_path / "m.json"))
+    rc, _, err = run(capsys, *fit_args(data, tmp_path / "m3.json"))
     assert [line.split(" ")[1] for line in err.splitlines()] == ["fitting", "done"]
 
 
