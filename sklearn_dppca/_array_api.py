@@ -206,7 +206,8 @@ class ArrayAPIRows:
         cannot overflow.
         """
         xp = self.xp
-        sq = xp.sum(rows * rows, axis=1)
+        with np.errstate(over="ignore"):  # NumPy-backed namespaces: expected
+            sq = xp.sum(rows * rows, axis=1)
         if bool(xp.all(xp.isfinite(sq))):
             return None, xp.sqrt(sq)
         if bool(xp.any(xp.isnan(rows))):

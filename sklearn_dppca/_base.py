@@ -372,7 +372,7 @@ class _BasePrivatePCA(
     def _whiten_scale(self):
         xp = _array_api.module_of(self.explained_variance_)  # NumPy for NumPy
         scale = xp.sqrt(self.explained_variance_)
-        return xp.maximum(scale, xp.finfo(scale.dtype).eps)
+        return xp.maximum(scale, xp.full_like(scale, xp.finfo(scale.dtype).eps))
 
     def inverse_transform(self, X):
         """Map projected data back to feature space.
