@@ -483,7 +483,9 @@ class _BasePrivatePCA(
         ll : ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
-        check_same_namespace(X, self, attribute="components_", method="score_samples")
+        if not is_dask_collection(X):
+            check_same_namespace(X, self, attribute="components_",
+                                 method="score_samples")
         namespace = _array_api.namespace(X)
         if namespace is None:
             X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
