@@ -31,8 +31,12 @@ norm at most ``C``. The sensitivity argument then applies to the exact sums
 of the computed rows; the round-off of the summation itself is a relative
 perturbation of order ``u`` (float32: ``6e-8``), as in every floating-point
 implementation. The same margin (over ``k`` entries) is applied to the radius
-``R`` of the clipped products.
+``R`` of the clipped products. Where float32 matrix products round their
+inputs further (PyTorch's TF32 or bfloat16 settings, CuPy's ``CUPY_TF32``),
+the margin grows by that rounding (see :func:`reduced_float32_products`).
 """
+
+import os
 
 import numpy as np
 from sklearn import get_config
@@ -71,6 +75,37 @@ def namespace(X):
         return None
     xp = array_api_compat.array_namespace(X)
     return xp, array_api_compat.device(X)
+
+
+#: Relative rounding of a float32 product's inputs when the library rounds
+#: them to TF32 (2⁻¹¹) or bfloat16 (2⁻⁸): an upper bound for either.
+REDUCED_PRODUCT_ROUNDING = 2.0**-7
+
+
+def reduced_float32_products(xp, dtype):
+    """Whether float32 matrix products may round their inputs below float32.
+
+    PyTorch's ``set_float32_matmul_precision("high")`` (or ``"medium"``, or
+    its ``fp32_precision = "tf32"``) and CuPy's ``CUPY_TF32=1`` make the Gram
+    matrix a sum of *rounded* rows, up to ``2⁻⁸`` longer than the clipped ones:
+    the clipping margin then covers that rounding too.
+    """
+    if dtype != xp.float32:
+        return False
+    if array_api_compat.is_cupy_namespace(xp):
+        return os.environ.get("CUPY_TF32", "0") != "0"
+    if not array_api_compat.is_torch_namespace(xp):
+        return False
+    import torch
+
+    try:
+        if torch.get_float32_matmul_precision() != "highest":
+            return True
+    except RuntimeError:  # legacy and new settings mixed: assume reduced
+        return True
+    matmul = torch.backends.cuda.matmul
+    precision = getattr(matmul, "fp32_precision", "none")
+    return precision not in ("none", "ieee") or bool(matmul.allow_tf32)
 
 
 def module_of(array):
@@ -182,9 +217,13 @@ class ArrayAPIRows:
         self.X, self.xp, self.device = X, xp, device
         n_samples, n_features = X.shape
         self.block_rows = max(1, BLOCK_ELEMENTS // max(n_features, 1))
-        # clipping margin of the computed norms (module docstring)
+        # clipping margin of the computed norms (module docstring), and of the
+        # rounding of a product's inputs where float32 products are reduced
         self.eps = float(xp.finfo(X.dtype).eps)
-        self.shrink = 1.0 / (1.0 + (n_features + 8) * self.eps)
+        self.rounding = 1.0  # of a product's inputs, beyond the dtype's
+        if reduced_float32_products(xp, X.dtype):
+            self.rounding += REDUCED_PRODUCT_ROUNDING
+        self.shrink = 1.0 / ((1.0 + (n_features + 8) * self.eps) * self.rounding)
 
     # ------------------------------------------------------------ helpers
     def _blocks(self):
@@ -200,16 +239,16 @@ class ArrayAPIRows:
         """``(top, unit)`` with ``‖x‖ = top · unit`` per row, and the finiteness
         check of the rows.
 
-        ``top = 1, unit = ‖x‖`` unless some ``‖x‖²`` is not finite; then the
+        ``top = None, unit = ‖x‖`` unless some ``‖x‖`` is not finite; then the
         rows are checked for NaN and infinity (scikit-learn's error), and the
         norms of the block are measured as ``max|x| · ‖x / max|x|‖``, which
         cannot overflow.
         """
         xp = self.xp
-        with np.errstate(over="ignore"):  # NumPy-backed namespaces: expected
-            sq = xp.sum(rows * rows, axis=1)
-        if bool(xp.all(xp.isfinite(sq))):
-            return None, xp.sqrt(sq)
+        with np.errstate(over="ignore", invalid="ignore"):  # NumPy-backed: expected
+            norms = xp.linalg.vector_norm(rows, axis=1)  # one read, no temporary
+        if bool(xp.all(xp.isfinite(norms))):
+            return None, norms
         if bool(xp.any(xp.isnan(rows))):
             raise ValueError("Input X contains NaN.")
         if not bool(xp.all(xp.isfinite(rows))):
@@ -323,7 +362,7 @@ class ArrayAPICentredRows:
         data, xp = self.data, self.data.xp
         d, n_trials, k = W.shape
         flat = data._device(np.reshape(W, (d, n_trials * k)))
-        shrink = 1.0 / (1.0 + (k + 8) * data.eps)
+        shrink = 1.0 / ((1.0 + (k + 8) * data.eps) * data.rounding)
         radii = data._device(np.asarray(radii, dtype=np.float64) * shrink)
         centre = None if self.mean is None else data._device(self.mean)
         limit = self.data_norm * data.shrink

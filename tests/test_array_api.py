@@ -285,3 +285,21 @@ def test_audit_on_the_array_api_path():
     assert result.epsilon_lower <= eps
     expected = gdp_mu(eps, delta)
     assert abs(result.mu_estimate - expected) < 3 * math.sqrt(2.0 / n_fits)
+
+
+def test_reduced_float32_products_widen_the_margin():
+    """TF32/bfloat16 products round the clipped rows: the margin covers it."""
+    torch = pytest.importorskip("torch")
+    from sklearn.externals.array_api_compat import torch as xt
+
+    X = torch.zeros((4, 100), dtype=torch.float32)
+    before = torch.get_float32_matmul_precision()
+    full = ArrayAPIRows(X, xt, X.device).shrink
+    try:
+        torch.set_float32_matmul_precision("high")
+        reduced = ArrayAPIRows(X, xt, X.device).shrink
+    finally:
+        torch.set_float32_matmul_precision(before)
+    assert 1.0 - full < 1e-4
+    assert reduced * (1.0 + 2.0**-7) < 1.0 < reduced * (1.0 + 2.0**-6)
+    assert ArrayAPIRows(X.double(), xt, X.device).shrink > 1.0 - 1e-12
