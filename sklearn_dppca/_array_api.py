@@ -42,6 +42,7 @@ import numpy as np
 from sklearn import get_config
 from sklearn.externals import array_api_compat
 from sklearn.utils._array_api import _convert_to_numpy
+from sklearn.utils.validation import validate_data
 
 try:  # scikit-learn >= 1.8
     from sklearn.utils._array_api import check_same_namespace
@@ -384,8 +385,6 @@ class ArrayAPICentredRows:
 
 def fit_rows(estimator, X, xp, device):
     """Validated ``X`` (float64 or float32, at least 2 rows) and its engine."""
-    from sklearn.utils.validation import validate_data
-
     X = validate_data(
         estimator,
         X,
