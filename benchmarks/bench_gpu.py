@@ -25,12 +25,18 @@ median times, the median per-round ratio PrivatePCA / PCA on the device, the
 ratio host / device of PrivatePCA, and the device's peak extra memory of a
 PrivatePCA fit as a multiple of the input's size.
 
+``--accuracy`` measures instead what float32 costs in the Gram matrix: the
+centred, clipped ``Σ y yᵀ`` of the float32 data against that of the same rows
+in float64, as a relative Frobenius error and as the largest entry error over
+the noise scale ``σ`` of ``PrivatePCA`` at ``ε = 1``, ``δ = 1e-6``.
+
 Without CUDA (or without PyTorch) it prints why and exits 0. ``--device cpu``
 runs the same comparison on CPU tensors, for a smoke test on small shapes::
 
     python benchmarks/bench_gpu.py                      # on a CUDA machine
     python benchmarks/bench_gpu.py --dtypes float32 --repeats 3
     python benchmarks/bench_gpu.py --device cpu --n 20000 --d 50 --repeats 1
+    python benchmarks/bench_gpu.py --accuracy --device cpu --n 200000 --d 100
 """
 
 import argparse
@@ -66,6 +72,8 @@ def parse_args(argv=None):
                         help="host fits (0: skip the host comparison)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data")
     parser.add_argument("--json", metavar="PATH", help="also write results as JSON")
+    parser.add_argument("--accuracy", action="store_true",
+                        help="float32 against float64 Gram matrices, no timing")
     args = parser.parse_args(argv)
     if (args.n is None) != (args.d is None):
         parser.error("--n and --d go together")
@@ -155,6 +163,32 @@ def bench(torch, n, d, dtype_name, args):
     return result
 
 
+def gram_accuracy(torch, n, d, args):
+    """float32 against float64 centred clipped Gram matrix of the same rows."""
+    from sklearn import config_context
+    from sklearn.externals.array_api_compat import array_namespace
+
+    from sklearn_dppca._array_api import ArrayAPIRows
+    from sklearn_dppca.privacy import gdp_mu
+
+    device = torch.device(args.device)
+    X, C = make_data(torch, n, d, torch.float64, device, args.seed)
+    mean = X.mean(dim=0).cpu().numpy()
+    grams = []
+    with config_context(array_api_dispatch=True):
+        for data in (X, X.to(torch.float32)):
+            engine = ArrayAPIRows(data, array_namespace(data), device)
+            grams.append(engine.gram(C, mean).to(torch.float64).cpu().numpy())
+    exact, rounded = grams
+    sigma = 2.0**0.5 * C**2 / (gdp_mu(1.0, 1e-6) * 0.9**0.5)
+    return {
+        "n": n, "d": d, "device": str(device),
+        "relative_frobenius": float(np.linalg.norm(rounded - exact)
+                                    / np.linalg.norm(exact)),
+        "max_entry_over_sigma": float(np.abs(rounded - exact).max() / sigma),
+    }
+
+
 def environment(torch, device):
     import sklearn
 
@@ -184,6 +218,13 @@ def main(argv=None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # PrivacyLeakWarning: none expected
         for n, d in args.shapes:
+            if args.accuracy:
+                r = gram_accuracy(torch, n, d, args)
+                results.append(r)
+                print(f"{n}x{d} on {r['device']}: float32 Gram relative error "
+                      f"{r['relative_frobenius']:.2e} (Frobenius), largest entry "
+                      f"error {r['max_entry_over_sigma']:.2e} sigma", flush=True)
+                continue
             for dtype_name in args.dtypes:
                 r = bench(torch, n, d, dtype_name, args)
                 results.append(r)

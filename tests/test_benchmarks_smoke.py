@@ -108,3 +108,6 @@ def test_gpu_benchmark_smoke(monkeypatch, capsys):
     if not torch.cuda.is_available():
         assert bench_gpu.main([]) == 0
         assert "no CUDA device" in capsys.readouterr().out
+    assert bench_gpu.main(["--device", "cpu", "--accuracy", "--n", "600",
+                           "--d", "6"]) == 0
+    assert "float32 Gram relative error" in capsys.readouterr().out
