@@ -303,3 +303,20 @@ def test_reduced_float32_products_widen_the_margin():
     assert 1.0 - full < 1e-4
     assert reduced * (1.0 + 2.0**-7) < 1.0 < reduced * (1.0 + 2.0**-6)
     assert ArrayAPIRows(X.double(), xt, X.device).shrink > 1.0 - 1e-12
+
+
+def test_callers_array_unchanged_and_dask_unaffected():
+    """The input is never modified; a Dask array under dispatch keeps its engine."""
+    da = pytest.importorskip("dask.array")
+    X = data(800, 4)
+    Xs = xps.asarray(X)
+    with config_context(array_api_dispatch=True):
+        PrivatePCA(2, data_norm=0.5, random_state=1).fit(Xs)
+        lazy = da.from_array(X, chunks=(200, 4))
+        est = PrivatePCA(2, data_norm=0.5, random_state=1).fit(lazy)
+        Z = est.transform(lazy)
+    np.testing.assert_array_equal(to_numpy(Xs), X)
+    ref = PrivatePCA(2, data_norm=0.5, random_state=1).fit(X)
+    assert isinstance(est.components_, np.ndarray)
+    np.testing.assert_allclose(est.components_, ref.components_, atol=1e-10)
+    np.testing.assert_allclose(Z.compute(), ref.transform(X), atol=1e-10)
