@@ -110,8 +110,11 @@ def test_same_release_as_numpy(est, dtype, ns):
                                    atol=tol * scale, err_msg=name)
     assert other.n_components_ == ref.n_components_
     assert other.noise_variance_ == pytest.approx(ref.noise_variance_, rel=1e-3)
-    for name in ("n_iter_", "n_trials_", "clip_radius_", "n_clipped_"):
+    for name in ("n_iter_", "n_trials_", "clip_radius_"):
         assert getattr(other, name, None) == getattr(ref, name, None)
+    if hasattr(ref, "n_clipped_"):  # float32 may flip a row at the radius
+        slack = 0 if dtype == "float64" else 3
+        assert abs(other.n_clipped_ - ref.n_clipped_) <= slack
 
     Z = X[:50]
     with config_context(array_api_dispatch=True):
