@@ -270,8 +270,11 @@ class ArrayAPIRows:
 
     def _clipped(self, block, limit, centre):
         """The rows ``clip(x − m)`` of a block as computed (norms ≤ C)."""
-        rows = block if centre is None else block - centre
-        return rows * xp_column(self.xp, self._scales(rows, limit))
+        if centre is None:  # never scale the caller's rows in place
+            return block * xp_column(self.xp, self._scales(block, limit))
+        rows = block - centre  # our own copy: scaled in place
+        rows *= xp_column(self.xp, self._scales(rows, limit))
+        return rows
 
     # --------------------------------------------------------- interface
     def largest_norm(self):
