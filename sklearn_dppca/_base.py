@@ -28,6 +28,8 @@ from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from . import _array_api
+from ._array_api import ArrayAPIRows, check_same_namespace
 from ._dask import (
     ChunkedRows,
     as_dask_array,
@@ -154,6 +156,9 @@ class _BasePrivatePCA(
         "n_oversamples": [Interval(Integral, 1, None, closed="left")],
         "power_iteration_normalizer": [StrOptions({"auto", "QR", "LU", "none"})],
     }
+    #: Whether ``_release`` takes the Gram matrix of an Array API input in its
+    #: namespace and on its device (else as a float64 NumPy array on the host).
+    _gram_in_namespace = False
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
@@ -212,6 +217,7 @@ class _BasePrivatePCA(
         exact = self.epsilon == math.inf  # the non-private fit: no noise
         try:
             X, data = self._validate_for_fit(X)
+            engine = data  # before any progress wrapper
             n_samples, n_features = X.shape
             if progress is not None:
                 data = _ReportedPasses(data, progress, n_samples, n_features)
@@ -221,14 +227,15 @@ class _BasePrivatePCA(
             accountant = _resolve_accountant(self)
             # Refuse an over-budget fit before the data is read ...
             accountant.check(**plan.charge)
+            dtype = _array_api.numpy_dtype(X)
             if self.data_norm is not None:
                 data_norm = float(self.data_norm)
-                _check_data_norm_range(data_norm, X.dtype)
+                _check_data_norm_range(data_norm, dtype)
             elif exact:  # no noise to calibrate: no clipping at all
                 data_norm = math.inf
             else:
                 data_norm = self._estimate_data_norm(data.largest_norm())
-                _check_data_norm_range(data_norm, X.dtype)
+                _check_data_norm_range(data_norm, dtype)
             # The first pass reads every row (and checks them all finite).
             clipped_total = data.first_pass(data_norm, with_sum=self.center)
             # ... and charge, atomically, before anything is released: a fit
@@ -259,14 +266,18 @@ class _BasePrivatePCA(
             noise = dense_noise(rng, n_features, sigma_mean)
             mean = (clipped_total + noise) / n_samples
         gram = data.gram(data_norm, mean)
+        if not self._gram_in_namespace:
+            gram = _array_api.to_host(gram)  # the same array for NumPy and Dask
 
         self.data_norm_ = data_norm
         self.n_samples_ = n_samples
         self.mean_ = (
             np.zeros(n_features) if mean is None else mean
-        ).astype(X.dtype, copy=False)
+        ).astype(dtype, copy=False)
         rows = data.rows(data_norm, mean)
-        self._release(gram, rows, plan, rng, X.dtype)
+        self._release(gram, rows, plan, rng, dtype)
+        if isinstance(engine, ArrayAPIRows):  # attributes in X's namespace, device
+            _array_api.move_attributes(self, engine.xp, engine.device)
         self.privacy_spent_ = reported_spend(plan.spent, self.epsilon)
         return X
 
@@ -312,6 +323,9 @@ class _BasePrivatePCA(
                 self.feature_names_in_ = names
             return X, ChunkedRows(X)
         check_numeric_columns(X)
+        namespace = _array_api.namespace(X)
+        if namespace is not None:  # Array API dispatch: the statistics on X's device
+            return _array_api.fit_rows(self, X, *namespace)
         X = validate_data(
             self,
             X,
@@ -448,11 +462,15 @@ class _BasePrivatePCA(
         if is_dask_collection(X):  # lazily, chunk by chunk: a Dask array
             return self._transform(self._check_dask_input(X))
         check_numeric_columns(X)
+        check_same_namespace(X, self, attribute="components_", method="transform")
+        namespace = _array_api.namespace(X)
         X = validate_data(
             self,
             X,
-            accept_sparse=("csr", "csc"),
-            dtype=[np.float64, np.float32],
+            accept_sparse=("csr", "csc") if namespace is None else False,
+            dtype=[np.float64, np.float32]
+            if namespace is None
+            else _array_api.float_dtypes(*namespace),
             reset=False,
         )
         return self._transform(X)
@@ -478,8 +496,9 @@ class _BasePrivatePCA(
         return X_new
 
     def _whiten_scale(self):
-        scale = np.sqrt(self.explained_variance_)
-        return np.maximum(scale, np.finfo(scale.dtype).eps)
+        xp = _array_api.module_of(self.explained_variance_)  # NumPy for NumPy
+        scale = xp.sqrt(self.explained_variance_)
+        return xp.maximum(scale, xp.full_like(scale, xp.finfo(scale.dtype).eps))
 
     def inverse_transform(self, X):
         """Map projected data back to feature space.
@@ -498,6 +517,11 @@ class _BasePrivatePCA(
         check_is_fitted(self)
         if is_dask_collection(X):
             X, _ = as_dask_array(X)
+        elif (namespace := _array_api.namespace(X)) is not None:
+            check_same_namespace(
+                X, self, attribute="components_", method="inverse_transform"
+            )
+            X = check_array(X, dtype=_array_api.float_dtypes(*namespace))
         else:
             X = check_array(X, dtype=[np.float64, np.float32])
         if X.shape[1] != self.n_components_:
@@ -507,7 +531,10 @@ class _BasePrivatePCA(
             )
         components = self.components_
         if self.whiten:
-            components = components * self._whiten_scale()[:, None]
+            scale = self._whiten_scale()
+            components = components * _array_api.xp_column(
+                _array_api.module_of(scale), scale
+            )
         return X @ components + self.mean_
 
     @property
@@ -522,7 +549,7 @@ class _BasePrivatePCA(
         precision finite when released variances are 0. Component variances
         are at least the residual one, as in the model.
         """
-        variance = self.explained_variance_.astype(np.float64)
+        variance = _array_api.to_host(self.explained_variance_)
         residual = float(self.noise_variance_)
         scale = max(float(variance.max(initial=0.0)), residual)
         floor = np.finfo(np.float64).eps * scale if scale > 0 else 1.0
@@ -542,12 +569,12 @@ class _BasePrivatePCA(
         cov : ndarray of shape (n_features, n_features)
         """
         check_is_fitted(self)
-        components = self.components_.astype(np.float64)
-        variance = self.explained_variance_.astype(np.float64)
+        components = _array_api.to_host(self.components_)
+        variance = _array_api.to_host(self.explained_variance_)
         residual = float(self.noise_variance_)
         cov = (components.T * np.maximum(variance - residual, 0.0)) @ components
         cov.flat[:: cov.shape[0] + 1] += residual
-        return cov
+        return _array_api.like(cov, self.components_, np.float64)
 
     def get_precision(self):
         """Inverse of :meth:`get_covariance`, by its eigenstructure.
@@ -561,13 +588,14 @@ class _BasePrivatePCA(
         precision : ndarray of shape (n_features, n_features)
         """
         check_is_fitted(self)
-        components = self.components_.astype(np.float64)
+        components = _array_api.to_host(self.components_)
         variance, residual = self._model_variances()
         if components.shape[0] == components.shape[1]:  # no residual subspace
-            return (components.T / variance) @ components
-        precision = (components.T * (1.0 / variance - 1.0 / residual)) @ components
-        precision.flat[:: precision.shape[0] + 1] += 1.0 / residual
-        return precision
+            precision = (components.T / variance) @ components
+        else:
+            precision = (components.T * (1.0 / variance - 1.0 / residual)) @ components
+            precision.flat[:: precision.shape[0] + 1] += 1.0 / residual
+        return _array_api.like(precision, self.components_, np.float64)
 
     def score_samples(self, X):
         """Log-likelihood of each sample under the probabilistic PCA model.
@@ -582,12 +610,27 @@ class _BasePrivatePCA(
         """
         check_is_fitted(self)
         check_numeric_columns(X)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        if not is_dask_collection(X):
+            check_same_namespace(X, self, attribute="components_",
+                                 method="score_samples")
+        namespace = _array_api.namespace(X)
+        if namespace is None:
+            X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        else:
+            X = validate_data(self, X, dtype=_array_api.float_dtypes(*namespace),
+                              reset=False)
         variance, residual = self._model_variances()
         n_features, k = X.shape[1], variance.shape[0]
-        centred = X.astype(np.float64) - self.mean_
-        quad = np.einsum("ij,ij->i", centred, centred @ self.get_precision())
-        logdet = np.log(variance).sum() + (n_features - k) * math.log(residual)
+        if namespace is None:
+            centred = X.astype(np.float64) - self.mean_
+            quad = np.einsum("ij,ij->i", centred, centred @ self.get_precision())
+        else:  # on X's device, in float64 (where the device has it)
+            xp, precision = namespace[0], self.get_precision()
+            centred = xp.astype(X, precision.dtype) - xp.astype(
+                self.mean_, precision.dtype
+            )
+            quad = xp.sum(centred * (centred @ precision), axis=1)
+        logdet = float(np.log(variance).sum()) + (n_features - k) * math.log(residual)
         return -0.5 * (quad + n_features * math.log(2.0 * math.pi) + logdet)
 
     def score(self, X, y=None):
@@ -605,12 +648,14 @@ class _BasePrivatePCA(
         -------
         ll : float
         """
-        return float(np.mean(self.score_samples(X)))
+        ll = self.score_samples(X)
+        return float(_array_api.module_of(ll).mean(ll))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        tags.array_api_support = True
         return tags
 
 

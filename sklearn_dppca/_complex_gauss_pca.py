@@ -6,6 +6,7 @@ import numpy as np
 from scipy import linalg
 from sklearn.utils._param_validation import StrOptions
 
+from . import _array_api
 from ._base import _BasePrivatePCA, _eigh, noise_scale
 from .noise import gue_noise
 
@@ -15,9 +16,10 @@ def hermitian_release(gram, sigma, rng):
 
     ``Re H`` is exactly the GOE kernel PrivatePCA adds with the same ``σ`` and
     generator state, so ``Re M̂`` is PrivatePCA's release; ``Im H`` is drawn
-    independently of the data.
+    independently of the data. ``H`` is drawn on the host and moved to the
+    device of an Array API ``gram``.
     """
-    return gram + gue_noise(rng, gram.shape[0], sigma)
+    return _array_api.add_noise(gram, gue_noise(rng, gram.shape[0], sigma))
 
 
 def real_rank_k(basis, values):
@@ -223,26 +225,37 @@ class ComplexGaussPCA(_BasePrivatePCA):
         self.random_state = random_state
         self.accountant = accountant
 
+    _gram_in_namespace = True  # an Array API input's eigh runs on its device
+
     def _release(self, gram, rows, plan, rng, dtype):
         # Same sensitivity and σ as PrivatePCA (ALGORITHMS.md §3, §6): the
         # real part of the Hermitian noise is its GOE kernel.
         sigma = noise_scale(math.sqrt(2.0) * rows.data_norm**2, plan.mus["covariance"])
         noisy = hermitian_release(gram, sigma, rng)
         n, d = self.n_samples_, noisy.shape[0]
-        # Every eigenvalue is needed for the ratios, but eigenvectors only for
-        # the top k: all eigenvalues, then the top k pairs, is cheaper than
-        # one full Hermitian decomposition unless k is a large part of d.
-        eigvals = np.linalg.eigvalsh(noisy)
-        k, total, noise_variance = self._spectrum(eigvals)
-        if k == 0:  # n_components=0 (or 'mle' on a flat spectrum)
-            values, basis = np.empty(0), np.empty((d, 0), dtype=noisy.dtype)
-        elif 2 * k < d:
-            values, basis = linalg.eigh(
-                noisy, subset_by_index=[d - k, d - 1], check_finite=False
-            )
+        if not isinstance(noisy, np.ndarray):
+            # Array API input: one full Hermitian eigh on its device (NumPy on
+            # the host where the namespace has none), then the host's d × k
+            eigvals, vectors = map(_array_api.to_host, _array_api.eigh(noisy))
+            k, total, noise_variance = self._spectrum(eigvals)
+            values, basis = eigvals[d - k :], vectors[:, d - k :]
+            if self.target == "subspace":
+                noisy = _array_api.to_host(noisy)
         else:
-            values, basis = _eigh(noisy)
-            values, basis = values[d - k :], basis[:, d - k :]
+            # Every eigenvalue is needed for the ratios, but eigenvectors only
+            # for the top k: all eigenvalues, then the top k pairs, is cheaper
+            # than one full Hermitian decomposition unless k is a large part of d.
+            eigvals = np.linalg.eigvalsh(noisy)
+            k, total, noise_variance = self._spectrum(eigvals)
+            if k == 0:  # n_components=0 (or 'mle' on a flat spectrum)
+                values, basis = np.empty(0), np.empty((d, 0), dtype=noisy.dtype)
+            elif 2 * k < d:
+                values, basis = linalg.eigh(
+                    noisy, subset_by_index=[d - k, d - 1], check_finite=False
+                )
+            else:
+                values, basis = _eigh(noisy)
+                values, basis = values[d - k :], basis[:, d - k :]
         if k == 0:
             variance, vectors = values, basis.real
         elif self.target == "covariance":

@@ -4,7 +4,8 @@ import math
 
 import numpy as np
 
-from ._base import _BasePrivatePCA, _eigh, noise_scale
+from . import _array_api
+from ._base import _BasePrivatePCA, noise_scale
 from .noise import goe_noise
 
 
@@ -183,12 +184,15 @@ class PrivatePCA(_BasePrivatePCA):
         self.random_state = random_state
         self.accountant = accountant
 
+    _gram_in_namespace = True  # an Array API input's eigh runs on its device
+
     def _release(self, gram, rows, plan, rng, dtype):
         # Frobenius sensitivity of Σ y yᵀ is √2 C² (ALGORITHMS.md §3); the GOE
         # kernel's coordinates are i.i.d. N(0, σ²), so μ = √2 C² / σ (§4).
+        # The noise is drawn on the host and moved to the Gram matrix's device.
         sigma = noise_scale(math.sqrt(2.0) * rows.data_norm**2, plan.mus["covariance"])
-        gram += goe_noise(rng, gram.shape[0], sigma)
-        eigvals, eigvecs = _eigh(gram)
+        gram = _array_api.add_noise(gram, goe_noise(rng, gram.shape[0], sigma))
+        eigvals, eigvecs = map(_array_api.to_host, _array_api.eigh(gram))
         k, total, noise_variance = self._spectrum(eigvals)
         top = np.argsort(eigvals)[::-1][:k]
         variance = eigvals[top] / (self.n_samples_ - 1)

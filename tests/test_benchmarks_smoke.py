@@ -93,3 +93,21 @@ def test_runner_core_on_tiny_data():
     report = evaluate.markdown(summary, [], [ds], [1.0, 10.0], env, config)
     assert "| tiny | PrivatePCA |" in report
     assert "diffprivlib unavailable: test" in report
+
+
+def test_gpu_benchmark_smoke(monkeypatch, capsys):
+    """benchmarks/bench_gpu.py: a tiny CPU-tensor run, and a clear exit without CUDA."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("SCIPY_ARRAY_API", "1")  # before the script's own setdefault
+    import bench_gpu
+
+    assert bench_gpu.main(["--device", "cpu", "--n", "600", "--d", "6", "-k", "2",
+                           "--repeats", "1", "--cpu-repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "600x6 float32 on cpu: PrivatePCA" in out and "ratio" in out
+    if not torch.cuda.is_available():
+        assert bench_gpu.main([]) == 0
+        assert "no CUDA device" in capsys.readouterr().out
+    assert bench_gpu.main(["--device", "cpu", "--accuracy", "--n", "600",
+                           "--d", "6"]) == 0
+    assert "float32 Gram relative error" in capsys.readouterr().out

@@ -1,0 +1,326 @@
+"""Array API inputs: array_api_strict always, PyTorch on CPU where installed.
+
+Under ``array_api_dispatch=True`` the statistics, the eigendecomposition and
+``transform`` run in the input's namespace; the released values equal the
+NumPy fit's with the same seed (the noise is drawn on the host).
+"""
+
+import math
+import warnings
+from functools import partial
+
+import numpy as np
+import pytest
+from sklearn import config_context
+from sklearn.utils.estimator_checks import check_array_api_input
+
+from sklearn_dppca import (
+    BudgetAccountant,
+    CoherentPowerPCA,
+    ComplexGaussPCA,
+    PrivacyLeakWarning,
+    PrivatePCA,
+)
+from sklearn_dppca._array_api import ArrayAPIRows, namespace
+from sklearn_dppca._stats import CentredRows, row_sq_norms
+from sklearn_dppca.audit import audit, neighbouring_datasets, scatter_statistic
+from sklearn_dppca.noise import goe_noise, make_generator
+from sklearn_dppca.privacy import gdp_mu
+
+xps = pytest.importorskip("array_api_strict")
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
+
+NAMESPACES = ["array_api_strict", "torch"]
+
+
+@pytest.fixture(autouse=True)
+def _scipy_array_api(monkeypatch):
+    # scikit-learn refuses dispatch without it (for SciPy's sake); the Array
+    # API path of this package calls no SciPy function.
+    monkeypatch.setenv("SCIPY_ARRAY_API", "1")
+
+
+def _module(name):
+    if name == "torch":
+        return pytest.importorskip("torch")
+    return xps
+
+
+def to_numpy(array):
+    if isinstance(array, np.ndarray):
+        return array
+    if type(array).__module__.startswith("torch"):
+        return array.cpu().numpy()
+    return np.asarray(xps.asarray(array, device=xps.Device("CPU_DEVICE")))
+
+
+def data(n=3000, d=6, seed=0):
+    """Rows of norm up to 1, some beyond the bound 0.9 used below (clipped)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * np.linspace(3.0, 0.2, d) + 0.3
+    return X / np.linalg.norm(X, axis=1).max()
+
+
+ESTIMATORS = [
+    PrivatePCA(2),
+    PrivatePCA(2, center=False, whiten=True),
+    ComplexGaussPCA(2),
+    ComplexGaussPCA(3, target="subspace"),
+    CoherentPowerPCA(2, clip_radius=0.5, n_iter=3),
+    CoherentPowerPCA(2, max_iter=2, expected_trials=3),
+]
+IDS = ["private", "private-whiten", "complex", "complex-subspace", "coherent",
+       "coherent-auto"]
+ARRAYS = ["components_", "explained_variance_", "explained_variance_ratio_",
+          "singular_values_", "mean_"]
+
+
+def same_seed(est):
+    """A fresh copy of ``est`` with a fixed seed, bound and budget."""
+    params = dict(est.get_params(), epsilon=2.0, data_norm=0.9, random_state=7)
+    return type(est)(**params)
+
+
+def fit_both(est, X, module):
+    """The NumPy fit and the Array API fit of ``est``, same seed."""
+    ref = same_seed(est).fit(X)
+    with config_context(array_api_dispatch=True):
+        other = same_seed(est).fit(module.asarray(X))
+    return ref, other
+
+
+@pytest.mark.parametrize("ns", NAMESPACES)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("est", ESTIMATORS, ids=IDS)
+def test_same_release_as_numpy(est, dtype, ns):
+    """Same seed, same released values (to round-off), in X's namespace."""
+    module = _module(ns)
+    X = data().astype(dtype)
+    ref, other = fit_both(est, X, module)
+    tol = 1e-10 if dtype == "float64" else 2e-4
+    names = ARRAYS + [n for n in ("init_components_", "covariance_approximation_")
+                      if hasattr(ref, n)]
+    for name in names:
+        value = getattr(other, name)
+        assert type(value).__module__.split(".")[0] == module.__name__, name
+        assert str(value.dtype).endswith(dtype), name
+        scale = max(np.abs(getattr(ref, name)).max(), 1e-12)
+        np.testing.assert_allclose(to_numpy(value), getattr(ref, name),
+                                   atol=tol * scale, err_msg=name)
+    assert other.n_components_ == ref.n_components_
+    assert other.noise_variance_ == pytest.approx(ref.noise_variance_, rel=1e-3)
+    for name in ("n_iter_", "n_trials_", "clip_radius_"):
+        assert getattr(other, name, None) == getattr(ref, name, None)
+    if hasattr(ref, "n_clipped_"):  # float32 may flip a row at the radius
+        slack = 0 if dtype == "float64" else 3
+        assert abs(other.n_clipped_ - ref.n_clipped_) <= slack
+
+    Z = X[:50]
+    with config_context(array_api_dispatch=True):
+        Zx = module.asarray(Z)
+        T = other.transform(Zx)
+        back = other.inverse_transform(T)
+        fit_t = same_seed(est).fit_transform(module.asarray(X))
+        score = other.score(Zx)
+        cov = other.get_covariance()
+        precision = other.get_precision()
+    for got, want in [
+        (T, ref.transform(Z)),
+        (back, ref.inverse_transform(ref.transform(Z))),
+        (fit_t[:50, ...], ref.transform(Z)),
+        (cov, ref.get_covariance()),
+        (precision, ref.get_precision()),
+    ]:
+        assert type(got).__module__.split(".")[0] == module.__name__
+        np.testing.assert_allclose(to_numpy(got), want, rtol=tol * 10,
+                                   atol=tol * 10 * np.abs(want).max())
+    assert isinstance(score, float)
+    assert score == pytest.approx(ref.score(Z), rel=tol * 100)
+
+
+@pytest.mark.parametrize(
+    "est", [PrivatePCA(), ComplexGaussPCA(), CoherentPowerPCA()],
+    ids=["private", "complex", "coherent"],
+)
+@pytest.mark.parametrize(
+    "ns, device, dtype",
+    [("array_api_strict", "CPU_DEVICE", "float64"),
+     ("array_api_strict", "device1", "float32"),
+     ("torch", "cpu", "float64"),
+     ("torch", "cpu", "float32")],
+)
+def test_sklearn_array_api_check(est, ns, device, dtype):
+    """scikit-learn's own check: namespaces, devices, dtypes and shapes.
+
+    (Its values option compares ``score`` to 1000 ulp absolute, which the
+    check's 30-row data, with released variances of 0 floored at machine
+    precision, turns into a log-likelihood of −2e15: the values are compared
+    by the tests above, at round-off tolerances.)
+    """
+    _module(ns)
+    check_array_api_input(type(est).__name__, est, array_namespace=ns,
+                          device_name=device, dtype_name=dtype)
+
+
+def test_sklearn_same_namespace_check():
+    checks = pytest.importorskip("sklearn.utils.estimator_checks")
+    if not hasattr(checks, "check_array_api_same_namespace"):  # scikit-learn < 1.9
+        pytest.skip("scikit-learn has no check_array_api_same_namespace")
+    check = partial(checks.check_array_api_same_namespace,
+                    array_namespace="array_api_strict")
+    check("PrivatePCA", PrivatePCA(random_state=0))
+
+
+def test_without_dispatch_nothing_changes():
+    """NumPy input under dispatch: the NumPy engine, bit for bit."""
+    X = data(500, 4)
+    a = PrivatePCA(2, data_norm=0.9, random_state=3).fit(X)
+    with config_context(array_api_dispatch=True):
+        assert namespace(X) is None
+        b = PrivatePCA(2, data_norm=0.9, random_state=3).fit(X)
+    assert namespace(xps.asarray(X)) is None  # no dispatch: not the Array API path
+    for name in ARRAYS:
+        assert isinstance(getattr(b, name), np.ndarray)
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+
+
+def test_noise_is_the_hosts_and_calibrated():
+    """The released scatter matrix minus the exact one is the host's GOE draw
+    with σ = √2 C² / μ_cov, from the fit's one generator."""
+    X = data(4000, 4)
+    C, eps = 0.9, 50.0  # data dominating the noise: no eigenvalue clamped
+    with config_context(array_api_dispatch=True):
+        est = PrivatePCA(epsilon=eps, data_norm=C, center=False,
+                         random_state=11).fit(xps.asarray(X))
+    components = to_numpy(est.components_)
+    variance = to_numpy(est.explained_variance_) * (len(X) - 1)
+    released = (components.T * variance) @ components
+    clipped = X * np.minimum(1.0, C / np.linalg.norm(X, axis=1))[:, None]
+    mu = est._privacy_plan(*X.shape).mus["covariance"]
+    expected = goe_noise(make_generator(11), 4, math.sqrt(2.0) * C**2 / mu)
+    np.testing.assert_allclose(released - clipped.T @ clipped, expected,
+                               atol=1e-9 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_computed_clipped_rows_stay_in_the_ball(dtype):
+    """Adversarial rows just beyond C (and huge ones): every clipped row *as
+    computed* has true norm ≤ C, so a replaced row moves the computed sums by
+    at most 2C and √2 C² (the margin of the computed norms)."""
+    rng = np.random.default_rng(5)
+    d, C = 300, 1.0
+    rows = rng.normal(size=(400, d)) * rng.uniform(0.1, 10.0, size=(400, 1))
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    rows *= (C * (1 + rng.uniform(-1e-6, 1e-6, size=400)))[:, None]
+    rows[:10] *= 1e30 if dtype == "float32" else 1e200  # ‖x‖² overflows
+    X = xps.asarray(rows.astype(dtype))
+    with config_context(array_api_dispatch=True):
+        engine = ArrayAPIRows(X, xps, X.device)
+        centre = engine._device(np.full(d, 1e-3))
+        for mean in (None, centre):
+            clipped = to_numpy(engine._clipped(X, C * engine.shrink, mean))
+            norms = np.linalg.norm(clipped.astype(np.float64), axis=1)
+            assert norms.max() <= C
+            if mean is None:
+                assert norms.min() >= C * 0.9999  # clipped, not zeroed
+        # neighbours: row 0 replaced by an orthogonal one of norm C
+        a = engine.gram(C, None)
+        Y = to_numpy(X).copy()
+        Y[0] = 0.0
+        Y[0, 0] = C
+        b = ArrayAPIRows(xps.asarray(Y), xps, X.device).gram(C, None)
+    change = np.linalg.norm(to_numpy(a).astype(float) - to_numpy(b).astype(float))
+    slack = 1e-4 if dtype == "float32" else 1e-12  # summation round-off only
+    assert change <= math.sqrt(2.0) * C**2 + slack
+
+
+def test_clipped_products_match_the_numpy_engine():
+    X = data(2000, 5)
+    rng = np.random.default_rng(2)
+    W = rng.normal(size=(5, 3, 2))
+    radii = np.array([0.05, 0.3, 10.0])
+    mean = X.mean(axis=0)
+    ref = CentredRows(X, 0.9, mean, row_sq_norms(X)).clipped_products(W, radii)
+    with config_context(array_api_dispatch=True):
+        rows = ArrayAPIRows(xps.asarray(X), xps, xps.Device("CPU_DEVICE"))
+        got = rows.rows(0.9, mean).clipped_products(W, radii)
+    np.testing.assert_allclose(got[0], ref[0], atol=1e-10)
+    np.testing.assert_array_equal(got[1], ref[1])
+    assert 0 < got[1][0] and got[1][2] == 0
+
+
+def test_bad_data_is_refused_before_the_charge():
+    X = data(300, 3)
+    X[17, 1] = np.nan
+    budget = BudgetAccountant(epsilon=10.0)
+    with config_context(array_api_dispatch=True):
+        with pytest.raises(ValueError, match="NaN"):
+            PrivatePCA(data_norm=1.0, accountant=budget).fit(xps.asarray(X))
+        X[17, 1] = np.inf
+        with pytest.raises(ValueError, match="infinity"):
+            PrivatePCA(data_norm=1.0, accountant=budget).fit(xps.asarray(X))
+    assert budget.n_charges == 0
+
+
+def test_data_norm_from_the_data_warns():
+    X = data(300, 3)
+    with config_context(array_api_dispatch=True):
+        with pytest.warns(PrivacyLeakWarning, match="largest row norm"):
+            est = PrivatePCA(random_state=0).fit(xps.asarray(X))
+    assert est.data_norm_ == pytest.approx(np.linalg.norm(X, axis=1).max())
+
+
+def test_audit_on_the_array_api_path():
+    """The covariance release, audited once through array_api_strict."""
+    X, Y = neighbouring_datasets(2000, 3, kind="orthogonal", scale=0.7)
+    eps, delta, n_fits = 1.0, 1e-5, 300
+    est = PrivatePCA(epsilon=eps, delta=delta, data_norm=1.0, center=False)
+
+    def statistic(fit):
+        assert type(fit.components_).__module__.startswith("array_api_strict")
+        return scatter_statistic(fit)
+
+    statistic.gaussian = True
+    with config_context(array_api_dispatch=True), warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        result = audit(est, xps.asarray(X), xps.asarray(Y), statistic,
+                       n_fits=n_fits, random_state=2)
+    assert result.epsilon_lower <= eps
+    expected = gdp_mu(eps, delta)
+    assert abs(result.mu_estimate - expected) < 3 * math.sqrt(2.0 / n_fits)
+
+
+def test_reduced_float32_products_widen_the_margin():
+    """TF32/bfloat16 products round the clipped rows: the margin covers it."""
+    torch = pytest.importorskip("torch")
+    from sklearn.externals.array_api_compat import torch as xt
+
+    X = torch.zeros((4, 100), dtype=torch.float32)
+    before = torch.get_float32_matmul_precision()
+    full = ArrayAPIRows(X, xt, X.device).shrink
+    try:
+        torch.set_float32_matmul_precision("high")
+        reduced = ArrayAPIRows(X, xt, X.device).shrink
+    finally:
+        torch.set_float32_matmul_precision(before)
+    assert 1.0 - full < 1e-4
+    assert reduced * (1.0 + 2.0**-7) < 1.0 < reduced * (1.0 + 2.0**-6)
+    assert ArrayAPIRows(X.double(), xt, X.device).shrink > 1.0 - 1e-12
+
+
+def test_callers_array_unchanged_and_dask_unaffected():
+    """The input is never modified; a Dask array under dispatch keeps its engine."""
+    da = pytest.importorskip("dask.array")
+    X = data(800, 4)
+    Xs = xps.asarray(X)
+    with config_context(array_api_dispatch=True):
+        PrivatePCA(2, data_norm=0.5, random_state=1).fit(Xs)
+        lazy = da.from_array(X, chunks=(200, 4))
+        est = PrivatePCA(2, data_norm=0.5, random_state=1).fit(lazy)
+        Z = est.transform(lazy)
+    np.testing.assert_array_equal(to_numpy(Xs), X)
+    ref = PrivatePCA(2, data_norm=0.5, random_state=1).fit(X)
+    assert isinstance(est.components_, np.ndarray)
+    np.testing.assert_allclose(est.components_, ref.components_, atol=1e-10)
+    np.testing.assert_allclose(Z.compute(), ref.transform(X), atol=1e-10)
