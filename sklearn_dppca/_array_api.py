@@ -36,6 +36,7 @@ inputs further (PyTorch's TF32 or bfloat16 settings, CuPy's ``CUPY_TF32``),
 the margin grows by that rounding (see :func:`reduced_float32_products`).
 """
 
+import math
 import os
 
 import numpy as np
@@ -264,7 +265,9 @@ class ArrayAPIRows:
     def _scales(self, rows, limit):
         """``min(1, limit/‖x‖)`` per row (``limit`` already has the margin)."""
         xp = self.xp
-        top, unit = self._norms(rows)
+        top, unit = self._norms(rows)  # also the finiteness check
+        if limit == math.inf:  # epsilon=inf without data_norm: no clipping
+            return xp.ones_like(unit)
         bound = xp.full_like(unit, limit) if top is None else limit / top
         return bound / xp.maximum(unit, bound)  # exactly 1 inside the ball
 

@@ -324,3 +324,25 @@ def test_callers_array_unchanged_and_dask_unaffected():
     assert isinstance(est.components_, np.ndarray)
     np.testing.assert_allclose(est.components_, ref.components_, atol=1e-10)
     np.testing.assert_allclose(Z.compute(), ref.transform(X), atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "est",
+    [PrivatePCA(0, data_norm=0.9), PrivatePCA("mle", epsilon=1e9, data_norm=0.9),
+     PrivatePCA(2, epsilon=math.inf), ComplexGaussPCA(2, epsilon=math.inf)],
+    ids=["zero-components", "mle", "inf-no-norm", "complex-inf-no-norm"],
+)
+def test_drop_in_choices_match_numpy(est):
+    """n_components=0 and 'mle', and the non-private epsilon=inf fit without a
+    bound (no clipping at all), give the NumPy fit's release."""
+    X = data()
+    seeded = dict(est.get_params(), random_state=7)
+    reference = type(est)(**seeded).fit(X)
+    with config_context(array_api_dispatch=True):
+        fitted = type(est)(**seeded).fit(xps.asarray(X))
+    assert fitted.n_components_ == reference.n_components_
+    for name in ("components_", "explained_variance_", "mean_"):
+        np.testing.assert_allclose(
+            to_numpy(getattr(fitted, name)), getattr(reference, name),
+            rtol=1e-10, atol=1e-10,
+        )
