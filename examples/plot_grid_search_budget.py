@@ -72,9 +72,11 @@ print(f"{n_fits} fits at epsilon=1 would spend epsilon={planned:.3f} in total")
 # Search
 # ------
 # ``error_score="raise"``: with scikit-learn's default (``nan``) a refused
-# fit would only be a warning inside the search. Keep ``n_jobs=1`` (or a
-# threading backend): a copy of the accountant sent to another process
-# cannot report back, and refuses to be charged.
+# fit would only be a warning inside the search. This in-memory accountant
+# needs ``n_jobs=1`` (or a threading backend): a copy of it in another
+# process cannot report back, and refuses to be charged. For ``n_jobs=-1``,
+# keep the budget on a ledger file, ``BudgetAccountant(3.0, path="budget.db")``:
+# every worker process then charges the same file.
 search = GridSearchCV(pipe, param_grid, cv=3, error_score="raise")
 search.fit(X_train, y_train)
 

@@ -168,7 +168,7 @@ def test_progress_lines_and_coherent_verbose(data, tmp_path, capsys):
     rc, _, err = run(capsys, *fit_args(data, tmp_path / "m.json", "--estimator",
                                        "coherent", "-v"))
     assert rc == 0
-    assert "dppca: fitting CoherentPowerPCA" in err and "dppca: done in" in err
+    assert "dppca: fitting CoherentPowerPCA" in err and "dppca: done:" in err
     assert "[CoherentPowerPCA]" in err  # the estimator's own trial progress
 
 
@@ -361,7 +361,7 @@ def test_in_flags_translates_parameter_names(message, expected):
 def _progress_lines(err):
     return [line for line in err.splitlines()
             if line.startswith("dppca: ") and not line.startswith(
-                ("dppca: warning:", "dppca: done in"))]
+                ("dppca: warning:", "dppca: done:"))]
 
 
 def test_verbose_reports_reading_and_each_pass_with_public_values_only(
@@ -392,7 +392,7 @@ def test_verbose_reports_reading_and_each_pass_with_public_values_only(
     ]
     # Without -v: the start and end lines only.
     rc, _, err = run(capsys, *fit_args(data, tmp_path / "m3.json"))
-    assert [line.split(" ")[1] for line in err.splitlines()] == ["fitting", "done"]
+    assert [line.split(" ")[1] for line in err.splitlines()] == ["fitting", "done:"]
 
 
 def test_transform_verbose_reports_reading(data, tmp_path, capsys):
