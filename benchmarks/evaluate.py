@@ -244,7 +244,7 @@ def run_dataset(ds, epsilons, seeds, log):
                 note = ""
                 if name == "CoherentPowerPCA":
                     radius = est.clip_radius_  # None: the initialisation
-                    note = (f"trials={est.n_trials_} T={est.n_iter_} R="
+                    note = (f"branch={est.branch_} T={est.n_iter_} R="
                             + ("none" if radius is None else f"{radius:.3g}"))
                 records.append(dict(dataset=ds.name, estimator=name, epsilon=eps,
                                     seed=seed, status="ok", captured=cap,
@@ -333,7 +333,7 @@ def timing_scan(sizes, repeats, k, dpl_python, dpl_timeout, blas_threads, log):
             note = ""
             if name == "CoherentPowerPCA":
                 cp = made[name]
-                note = f"last round: trials={cp.n_trials_} T={cp.n_iter_}"
+                note = f"last round: branch={cp.branch_} T={cp.n_iter_}"
             rows.append(dict(scan=scan, n=n, d=d, estimator=name, status="ok",
                              min_s=min(times[name]),
                              median_s=statistics.median(times[name]),
