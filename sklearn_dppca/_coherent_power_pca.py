@@ -563,8 +563,9 @@ class CoherentPowerPCA(_BasePrivatePCA):
             test_radii = np.array([2.0 * math.sqrt(k / n), floor**-0.5])
             W0 = init / np.sqrt(np.maximum(eigvals[:k], floor))
             # q(R) has sensitivity R² (clipped_energy): noise R²/μ_test
-            q = clipped_energy(rows, W0, test_radii)
-            q = q + test_radii**2 / mus["test"] * rng.normal(size=2)
+            q = clipped_energy(rows, W0, test_radii) + [
+                dense_noise(rng, (), r**2 / mus["test"]) for r in test_radii
+            ]
             go = q[0] >= ENERGY_RATIO * q[1] and s0 < WARM_START and kappa <= KAPPA_MAX
         if not go:
             # Fallback: a second release of G, weighted with M̂ by precision
@@ -590,7 +591,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         # ‖a‖, ‖b‖ ≤ 1: at most 2‖P_T − P_0‖₂, public given the released X.
         sensitivity = 2.0 * projection_gap(X, init)
         gain = np.trace(X.T @ unit_gram @ X) - np.trace(init.T @ unit_gram @ init)
-        gain += sensitivity / mus["decision"] * rng.normal()
+        gain += dense_noise(rng, (), sensitivity / mus["decision"])
         if gain > 0:
             return X, released, eigvals, "power", radius, n_iter
         return init, released, eigvals, "init", None, 0
