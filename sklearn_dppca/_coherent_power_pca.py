@@ -30,6 +30,7 @@ AUTO_SHARES = {"mean": 0.10, "init": 0.40, "power": 0.40, "score": 0.10}
 ENERGY_RATIO = 0.8  # q(2√(k/n)) ≥ 0.8 q(γ^{-1/2}): rows' products are small
 WARM_START = 0.7  # ŝ₀ < 0.7: the initialisation is a warm start
 KAPPA_MAX = 1.0  # κ̂ = k λ̂_k 2 ln(nk)/n ≤ 1: the theory's winning regime
+GAIN_MAX = 0.6  # predicted error: power ≤ 0.6 × fallback (a clear predicted win)
 #: Power iterations of the default (``n_iter="auto"`` with selection="gdp").
 GDP_ITERATIONS = 2
 
@@ -114,6 +115,26 @@ def warm_start_estimate(eigvals, k, noise_norm):
     gap = max(float(eigvals[k - 1] - eigvals[k]), 0.0)
     theta = ((noise_norm + gap) + math.sqrt(gap * (2.0 * noise_norm + gap))) / 2.0
     return noise_norm / (2.0 * theta) if theta > 0 else math.inf
+
+
+def predicted_errors(eigvals, k, sigma, noise, radius, mus):
+    """Predicted ``sin θ`` of the power branch and of the fallback.
+
+    Power: the iteration's noise ``ΔR·G`` against its signal ``≈ √λ_k``,
+    ``ΔR(√d + √k)/√λ̂_k``. Fallback: the gap ``θ̂`` estimated from the
+    initialisation (:func:`warm_start_estimate`, noise ``σ``) seen through the
+    averaged release's noise ``σ_c`` (``σ_c² = 2/(μ_init² + μ_fallback²)``):
+    ``ŝ₀ σ_c/σ``. Released eigenvalues and public values only.
+    """
+    d = eigvals.shape[0]
+    combined = math.sqrt(2.0 / (mus["init"] ** 2 + mus["fallback"] ** 2))
+    fallback = warm_start_estimate(eigvals, k, math.sqrt(2.0 * d) * sigma)
+    fallback *= combined / sigma
+    lam_k = float(eigvals[k - 1])
+    if lam_k <= 0:
+        return math.inf, fallback
+    power = noise * radius * (math.sqrt(d) + math.sqrt(k)) / math.sqrt(lam_k)
+    return power, fallback
 
 
 def selection_rdp(rho, shares, theta, orders=DEFAULT_ORDERS):
@@ -566,7 +587,15 @@ class CoherentPowerPCA(_BasePrivatePCA):
             q = clipped_energy(rows, W0, test_radii) + [
                 dense_noise(rng, (), r**2 / mus["test"]) for r in test_radii
             ]
-            go = q[0] >= ENERGY_RATIO * q[1] and s0 < WARM_START and kappa <= KAPPA_MAX
+            power, fallback = predicted_errors(
+                eigvals, k, sigma, 2.0 / mus["step"], radius, mus
+            )
+            go = (
+                q[0] >= ENERGY_RATIO * q[1]
+                and s0 < WARM_START
+                and kappa <= KAPPA_MAX
+                and power <= GAIN_MAX * fallback
+            )
         if not go:
             # Fallback: a second release of G, weighted with M̂ by precision
             # (σ² = 2/μ²): together one release of μ² = μ_init² + μ_fallback².
