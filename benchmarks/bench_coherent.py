@@ -54,7 +54,6 @@ Run from the repository root::
 
 import argparse
 import json
-import math
 import os
 import statistics
 import sys

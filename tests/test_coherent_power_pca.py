@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from sklearn.decomposition import PCA
 
+import sklearn_dppca._coherent_power_pca as cpp
 from sklearn_dppca import BudgetAccountant, CoherentPowerPCA, PrivatePCA
 from sklearn_dppca._base import budget_shares
-import sklearn_dppca._coherent_power_pca as cpp
 from sklearn_dppca._coherent_power_pca import (
     AUTO_SHARES,
     clipped_energy,
