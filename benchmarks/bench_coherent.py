@@ -24,7 +24,7 @@ Sets of cells (``--sets``), and which were used to choose the constants:
   ``R = √(k/n)`` and the shares were chosen on cells like these.
 - ``real`` — held out: the bundled real datasets (digits ``k = 5``, breast
   cancer ``k = 5``, wine ``k = 3``, diabetes ``k = 3``; ``ε ∈ {1, 3, 10}``;
-  at least 30 seeds: the fits are cheap and single fits on a few hundred rows
+  at least 100 seeds: the fits are cheap and single fits on a few hundred rows
   vary a lot).
 - ``spikes`` — held out: strong spikes in a small dimension (``d ∈ {10,
   20}``, ``n = 20 000``, ``k = 3``, eigengap 0.9): ``κ > 1``, the default
@@ -47,8 +47,9 @@ cell) as a PNG. Fixed seeds make the fits non-private; the
 
 Run from the repository root::
 
-    nice python benchmarks/bench_coherent.py --seeds 3 \
-        --figure docs/_static/benchmarks/coherent_regime.png
+    nice python benchmarks/bench_coherent.py --seeds 3 --json out.json \
+        --figure docs/_static/benchmarks/coherent_regime.png   # ~15 min on 2 cores
+    python benchmarks/bench_coherent.py --replot out.json --figure map.png
     python benchmarks/bench_coherent.py --quick          # smoke run, ~20 s
 """
 
@@ -88,7 +89,7 @@ SETS = {
            for d in (50, 200)]
     ),
     "real": [{"kind": "real", "name": name, "k": k, "epsilons": (1.0, 3.0, 10.0),
-              "min_seeds": 30}
+              "min_seeds": 100}
              for name, k in (("digits", 5), ("breast_cancer", 5), ("wine", 3),
                              ("diabetes", 3))],
     "spikes": [synthetic(d, 20_000, 3, None, 0.9, 1.0, (0.3, 1.0, 3.0))
@@ -193,6 +194,7 @@ def regime_map(results, path):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     markers = {"grid": "o", "spikes": "^", "coherent": "s", "incoherent": "D"}
@@ -200,16 +202,25 @@ def regime_map(results, path):
         if name not in markers:
             continue
         rows = [r for c in cells for r in c["rows"]]
-        ax.scatter([r["kappa"] for r in rows], [r["ratio"] for r in rows],
-                   marker=markers[name], alpha=0.75,
-                   label=name + (" (tuning)" if name == "grid" else " (held out)"))
+        color = f"C{list(markers).index(name)}"
+        for found in (True, False):  # hollow: PrivatePCA's sin θ ≥ 0.7
+            part = [r for r in rows if (r["private_pca"] < 0.7) == found]
+            ax.scatter([r["kappa"] for r in part], [r["ratio"] for r in part],
+                       marker=markers[name], alpha=0.8, edgecolors=color,
+                       facecolors=color if found else "none",
+                       label=(name + (" (tuning)" if name == "grid" else
+                                      " (held out)")) if found else None)
     ax.axhline(1.0, color="grey", lw=0.8)
     ax.axhline(1.10, color="grey", lw=0.8, ls=":")
     ax.axvline(1.0, color="grey", lw=0.8, ls="--")
     ax.set_xscale("log")
+    ticks = [0.2, 0.3, 0.5, 1.0, 2.0, 3.0, 5.0]
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel(r"$\kappa = k\,\sigma_k^2\,\|U\|_\infty^2$ (centred rows)")
     ax.set_ylabel(r"mean $\sin\theta$: CoherentPowerPCA / PrivatePCA")
-    ax.set_title("CoherentPowerPCA() default: where it wins")
+    ax.set_title("CoherentPowerPCA() default (hollow: PrivatePCA sin θ ≥ 0.7)",
+                 fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -230,11 +241,17 @@ def parse_args():
                         help="two small cells, 2 seeds, no timing")
     parser.add_argument("--figure", metavar="PNG", help="write the regime map")
     parser.add_argument("--json", metavar="PATH", help="also write results as JSON")
+    parser.add_argument("--replot", metavar="JSON",
+                        help="only redraw --figure from a --json file of a run")
     return parser.parse_args()
 
 
 def main():
     args = parse_args()
+    if args.replot:
+        with open(args.replot) as f:
+            regime_map(json.load(f)["results"], args.figure)
+        return
     warnings.simplefilter("ignore", PrivacyLeakWarning)
     sets = QUICK if args.quick else {name: SETS[name] for name in args.sets}
     seeds = 2 if args.quick else args.seeds

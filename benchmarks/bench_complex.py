@@ -37,7 +37,7 @@ theorem.
 
 Run from the repository root::
 
-    python benchmarks/bench_complex.py              # ~30 s
+    python benchmarks/bench_complex.py              # ~1-2 min on 2 cores
     python benchmarks/bench_complex.py --quick      # smoke run, a few seconds
     python benchmarks/bench_complex.py --seeds 40 --dim 400 --json out.json
 """
