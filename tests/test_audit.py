@@ -137,6 +137,7 @@ def test_power_branch_of_the_default_never_beats_its_claim(monkeypatch):
 
     monkeypatch.setattr(cpp, "KAPPA_MAX", math.inf)
     monkeypatch.setattr(cpp, "WARM_START", math.inf)
+    monkeypatch.setattr(cpp, "GAIN_MAX", math.inf)
     monkeypatch.setattr(cpp, "ENERGY_RATIO", -math.inf)
     X, Y = neighbouring_datasets(2000, 3, kind="orthogonal", scale=0.0)
     background = np.random.default_rng(7).normal(size=(1999, 3)) * [0.6, 0.25, 0.1]

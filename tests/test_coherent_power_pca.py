@@ -293,8 +293,9 @@ def test_strong_spikes_in_a_small_dimension_fall_back():
 def test_go_no_go_keeps_the_initialisation_when_the_iterate_is_worse(monkeypatch):
     """Force the power branch with a radius so small that the iterate is
     biased: with little noise, the go/no-go returns the initialisation."""
-    monkeypatch.setattr(cpp, "KAPPA_MAX", math.inf)
-    monkeypatch.setattr(cpp, "ENERGY_RATIO", -math.inf)
+    for name, value in [("KAPPA_MAX", math.inf), ("WARM_START", math.inf),
+                        ("GAIN_MAX", math.inf), ("ENERGY_RATIO", -math.inf)]:
+        monkeypatch.setattr(cpp, name, value)
     X = spikes(n=20_000)
     est = CoherentPowerPCA(2, epsilon=1e4, data_norm=1.0, clip_radius=1e-4,
                            random_state=0).fit(X)
