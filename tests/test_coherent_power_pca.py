@@ -495,3 +495,15 @@ def test_parallel_blocks_give_the_same_fit(planted, monkeypatch, params):
     two = CoherentPowerPCA(3, n_jobs=2, **common).fit(X)
     np.testing.assert_allclose(one.components_, two.components_, atol=1e-9)
     assert one.branch_ == two.branch_
+
+
+def test_all_components_fall_back_and_spend_the_whole_budget():
+    """k = d: the subspace is the whole space; the default skips the test and
+    the power branch, releases the fallback, and still spends exactly ε."""
+    X, _ = make_planted(500, 4, seed=2)
+    acc = BudgetAccountant(epsilon=1.0)
+    est = CoherentPowerPCA(epsilon=1.0, data_norm=1.0, random_state=0,
+                           accountant=acc).fit(X)
+    assert est.branch_ == "fallback" and est.n_iter_ == 0 and est.n_components_ == 4
+    assert est.privacy_spent_[0] == pytest.approx(1.0, rel=1e-9)
+    assert acc.spent[0] == pytest.approx(1.0, rel=1e-9)
