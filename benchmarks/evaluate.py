@@ -244,7 +244,7 @@ def run_dataset(ds, epsilons, seeds, log):
                 note = ""
                 if name == "CoherentPowerPCA":
                     radius = est.clip_radius_  # None: the initialisation
-                    note = (f"trials={est.n_trials_} T={est.n_iter_} R="
+                    note = (f"branch={est.branch_} T={est.n_iter_} R="
                             + ("none" if radius is None else f"{radius:.3g}"))
                 records.append(dict(dataset=ds.name, estimator=name, epsilon=eps,
                                     seed=seed, status="ok", captured=cap,
@@ -333,7 +333,7 @@ def timing_scan(sizes, repeats, k, dpl_python, dpl_timeout, blas_threads, log):
             note = ""
             if name == "CoherentPowerPCA":
                 cp = made[name]
-                note = f"last round: trials={cp.n_trials_} T={cp.n_iter_}"
+                note = f"last round: branch={cp.branch_} T={cp.n_iter_}"
             rows.append(dict(scan=scan, n=n, d=d, estimator=name, status="ok",
                              min_s=min(times[name]),
                              median_s=statistics.median(times[name]),
@@ -411,9 +411,10 @@ def summarise(records, seeds):
             row["status"] = bad[0]["status"] if bad else "incomplete"
             row["note"] = bad[0]["note"] if bad else ""
         if est == "CoherentPowerPCA":
-            trials = [int(r["note"].split()[0].split("=")[1]) for r in rs]
-            row["note"] = (f"trials ran on {sum(t > 0 for t in trials)}/{len(rs)} "
-                           f"seeds (median {statistics.median(trials):g})")
+            branches = [r["note"].split()[0].split("=")[1] for r in rs]
+            row["note"] = "branches: " + ", ".join(
+                f"{b} {branches.count(b)}/{len(rs)}"
+                for b in sorted(set(branches)))
         rows.append(row)
     order = {name: i for i, name in enumerate(ESTIMATORS)}
     rows.sort(key=lambda r: (ALL_DATASETS.index(r["dataset"])
@@ -525,15 +526,15 @@ def markdown(summary, timing, datasets, epsilons, env, config):
         out.append(f"| {est} | " + " | ".join(cells) + " |")
     out.append("\n(* finished fits only; the others timed out or were skipped.)\n")
     if any(r["estimator"] == "CoherentPowerPCA" for r in summary):
-        out.append("## CoherentPowerPCA: did the private selection run trials?\n")
+        out.append("## CoherentPowerPCA: which branch was released?\n")
         out.append(f"| dataset | {eps_cols} |\n|---|" + "---|" * len(epsilons))
         for name in names:
             cells = [index[(name, "CoherentPowerPCA", e)]["note"].replace(
-                "trials ran on ", "") if (name, "CoherentPowerPCA", e) in index
+                "branches: ", "") if (name, "CoherentPowerPCA", e) in index
                 else "n/a" for e in epsilons]
             out.append(f"| {name} | " + " | ".join(cells) + " |")
-        out.append("\n(With no gap in the noisy initial spectrum it returns its "
-                   "initialisation, made with part of the budget.)\n")
+        out.append("\n(power: the clipped power iterate; init: the go/no-go kept "
+                   "the initialisation; fallback: a second covariance release.)\n")
     return "\n".join(out + _timing_markdown(timing, config))
 
 
@@ -664,8 +665,8 @@ def figures(summary, timing, datasets, epsilons, out_dir, config=None):
             title += (f"\ndiffprivlib: over {dpl_timeout:g} s at {scan} = "
                       f"{dpl_failed[0]}, so not run at larger {scan}")
         cp_notes = [r["note"] for r in rows if r["estimator"] == "CoherentPowerPCA"]
-        if cp_notes and all("trials=0" in note for note in cp_notes):
-            title += "\nCoherentPowerPCA: no trials ran (initialisation only)"
+        if cp_notes and all("branch=fallback" in note for note in cp_notes):
+            title += "\nCoherentPowerPCA: fallback branch (no power iteration)"
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=8)

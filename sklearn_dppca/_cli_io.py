@@ -44,11 +44,13 @@ COMMON_ATTRIBUTES = (
 EXTRA_ATTRIBUTES = {
     "PrivatePCA": (),
     "ComplexGaussPCA": ("covariance_approximation_",),
+    # Only what CoherentPowerPCA releases: never a number of trials or a
+    # score of its selection; n_clipped_ is None (not released) unless both
+    # clip_radius and n_iter are fixed.
     "CoherentPowerPCA": (
+        "branch_",
         "clip_radius_",
         "n_iter_",
-        "n_trials_",
-        "selection_score_",
         "n_clipped_",
     ),
 }

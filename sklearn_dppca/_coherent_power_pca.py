@@ -8,16 +8,35 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import PrivacyPlan, _BasePrivatePCA, _eigh, budget_shares
+from ._stats import CentredRows, _clip_scales, _dense, iter_blocks, row_sq_norms
 from .noise import dense_noise, goe_noise
-from .privacy import DEFAULT_ORDERS, rdp_to_epsilon, repeated_rdp
+from .privacy import DEFAULT_ORDERS, gdp_epsilon, gdp_mu, rdp_to_epsilon, repeated_rdp
 
-#: Shares of μ*² (fixed R and T; exact GDP composition, ALGORITHMS.md §2).
+#: Shares of μ*² (fixed R and T; exact GDP composition, docs/privacy.rst §2).
 FIXED_SHARES = {"mean": 0.10, "init": 0.44, "power": 0.45, "count": 0.01}
-#: Shares of the RDP scale ρ (automatic R or T): each Gaussian release costs
-#: ``λ · share · ρ``; "power" and "score" are one trial's, repeated.
-AUTO_SHARES = {"mean": 0.10, "init": 0.39, "power": 0.40, "score": 0.10, "count": 0.01}
+#: Shares of μ*² of the default automatic mode (``selection="gdp"``): the
+#: clipping test's two releases share "test"; "branch" is spent either by the
+#: power branch (its iterations, then the go/no-go) or by the fallback's
+#: second covariance release — the same μ² whichever runs.
+GDP_SHARES = {"mean": 0.10, "init": 0.45, "test": 0.02, "branch": 0.43}
+#: Part of the branch share the power branch gives its go/no-go release.
+DECISION_PART = 0.05 / 0.43
+#: Shares of the RDP scale ρ (``selection="repetition"``): each Gaussian
+#: release costs ``λ · share · ρ``; "power" and "score" are one trial's,
+#: repeated. No count of clipped rows is released in this mode.
+AUTO_SHARES = {"mean": 0.10, "init": 0.40, "power": 0.40, "score": 0.10}
+#: The branch rule of ``selection="gdp"`` (module docs): the power branch runs
+#: only when all three released criteria agree.
+ENERGY_RATIO = 0.8  # q(2√(k/n)) ≥ 0.8 q(γ^{-1/2}): rows' products are small
+WARM_START = 0.7  # ŝ₀ < 0.7: the initialisation is a warm start
+KAPPA_MAX = 1.0  # κ̂ = k λ̂_k 2 ln(nk)/n ≤ 1: the theory's winning regime
+GAIN_MAX = 0.6  # predicted error: power ≤ 0.6 × fallback (a clear predicted win)
+#: Power iterations of the default (``n_iter="auto"`` with selection="gdp").
+GDP_ITERATIONS = 2
+
+
 def floor_level(noise_scale, k, n_iter, failure_prob):
-    """The eigenvalue floor ``γ = 4Δ(2√k + √(2 ln(8T/β)))`` of ALGORITHMS.md §6."""
+    """The eigenvalue floor ``γ = 4Δ(2√k + √(2 ln(8T/β)))`` (docs/privacy.rst §6)."""
     return 4.0 * noise_scale * (
         2.0 * math.sqrt(k) + math.sqrt(2.0 * math.log(8.0 * n_iter / failure_prob))
     )
@@ -32,14 +51,99 @@ def preconditioner(H, floor):
     return (vectors / np.sqrt(np.maximum(values, floor))) @ vectors.T
 
 
-def selection_rdp(rho, shares, theta, orders=DEFAULT_ORDERS):
-    """RDP curve of an automatic fit at scale ``rho`` (ALGORITHMS.md §2, §6).
+def clipped_energy(rows, W, radii):
+    """``q(R_j) = Σ_i min(‖a_iᵀW‖², R_j²)`` for each radius, one pass.
 
-    Gaussian releases outside the selection (mean, initialisation, the count
-    of clipped rows) cost ``λ · share · ρ``; one trial (its ``T`` power
-    iterations at ``Δ = χ√T`` and its noisy score) costs ``λ (w_power +
-    w_score) ρ``, repeated a ``Geometric(θ)`` number of times (Papernot &
-    Steinke, Theorem 2).
+    Each term lies in ``[0, R²]``, so replacing one row moves ``q(R)`` by at
+    most ``R²``: its L2 sensitivity is ``R²`` (for any public ``W``).
+
+    Parameters
+    ----------
+    rows : CentredRows or DaskCentredRows
+        The centred, clipped rows ``a_i`` in the unit ball.
+    W : ndarray of shape (n_features, k)
+    radii : ndarray of shape (n_radii,)
+
+    Returns
+    -------
+    q : ndarray of shape (n_radii,)
+        Exact (released only with noise).
+    """
+    radii = np.asarray(radii, dtype=float)
+    if not isinstance(rows, CentredRows):  # a Dask array: one reduction
+        from ._dask import map_reduce
+
+        return map_reduce(rows.X, _chunk_energy, rows.data_norm, rows.mean, W, radii)
+    centre = np.zeros(W.shape[0]) if rows.mean is None else rows.mean
+    shift = centre @ W
+    total = np.zeros(radii.shape)
+    for start, stop, block in iter_blocks(rows.X):
+        unit = _clip_scales(
+            block, rows.sq_norms[start:stop], rows.data_norm, rows.mean
+        ) / rows.data_norm
+        with np.errstate(over="ignore", invalid="ignore"):
+            products = (np.asarray(block @ W) - shift) * unit[:, None]
+        bad = np.flatnonzero(~np.isfinite(products).all(axis=1))
+        if bad.size:  # x W overflowed (rows of huge norm): centre and scale first
+            products[bad] = ((_dense(block[bad]) - centre) * unit[bad, None]) @ W
+        sq = np.einsum("ij,ij->i", products, products)
+        total += np.minimum(sq[:, None], radii**2).sum(axis=0)
+    return total
+
+
+def _chunk_energy(chunk, data_norm, mean, W, radii):
+    rows = CentredRows(chunk, data_norm, mean, row_sq_norms(chunk))
+    return clipped_energy(rows, W, radii)
+
+
+def projection_gap(X, Y):
+    """``‖XXᵀ − YYᵀ‖₂`` for orthonormal ``X, Y`` of equal rank: the sine of the
+    largest principal angle, ``√(1 − σ_min(XᵀY)²)``."""
+    smallest = np.linalg.svd(X.T @ Y, compute_uv=False).min()
+    return math.sqrt(max(0.0, 1.0 - min(1.0, float(smallest)) ** 2))
+
+
+def warm_start_estimate(eigvals, k, noise_norm):
+    """``ŝ₀``: the initialisation's error predicted from its released spectrum.
+
+    With ``ν`` the noise's spectral norm and ``ĝ = λ̂_k − λ̂_{k+1}``, the gap
+    ``θ`` that a perturbation of norm ``ν/2`` along the subspace turns into
+    ``ĝ`` solves ``ĝ = (θ − ν/2)²/θ``; the larger root is
+    ``θ̂ = ((ν + ĝ) + √(ĝ(2ν + ĝ)))/2`` and ``ŝ₀ = ν/(2θ̂)`` (Davis–Kahan).
+    A function of released eigenvalues and public values only.
+    """
+    gap = max(float(eigvals[k - 1] - eigvals[k]), 0.0)
+    theta = ((noise_norm + gap) + math.sqrt(gap * (2.0 * noise_norm + gap))) / 2.0
+    return noise_norm / (2.0 * theta) if theta > 0 else math.inf
+
+
+def predicted_errors(eigvals, k, sigma, noise, radius, mus):
+    """Predicted ``sin θ`` of the power branch and of the fallback.
+
+    Power: the iteration's noise ``ΔR·G`` against its signal ``≈ √λ_k``,
+    ``ΔR(√d + √k)/√λ̂_k``. Fallback: the gap ``θ̂`` estimated from the
+    initialisation (:func:`warm_start_estimate`, noise ``σ``) seen through the
+    averaged release's noise ``σ_c`` (``σ_c² = 2/(μ_init² + μ_fallback²)``):
+    ``ŝ₀ σ_c/σ``. Released eigenvalues and public values only.
+    """
+    d = eigvals.shape[0]
+    combined = math.sqrt(2.0 / (mus["init"] ** 2 + mus["fallback"] ** 2))
+    fallback = warm_start_estimate(eigvals, k, math.sqrt(2.0 * d) * sigma)
+    fallback *= combined / sigma
+    lam_k = float(eigvals[k - 1])
+    if lam_k <= 0:
+        return math.inf, fallback
+    power = noise * radius * (math.sqrt(d) + math.sqrt(k)) / math.sqrt(lam_k)
+    return power, fallback
+
+
+def selection_rdp(rho, shares, theta, orders=DEFAULT_ORDERS):
+    """RDP curve of a ``selection="repetition"`` fit at scale ``rho`` (§2, §6).
+
+    Gaussian releases outside the selection (mean, initialisation) cost
+    ``λ · share · ρ``; one trial (its ``T`` power iterations at ``Δ = χ√T``
+    and its noisy score) costs ``λ (w_power + w_score) ρ``, repeated a
+    ``Geometric(θ)`` number of times (Papernot & Steinke, Theorem 2).
     """
     trial = orders * ((shares["power"] + shares["score"]) * rho)
     outside = sum(w for k, w in shares.items() if k not in ("power", "score"))
@@ -47,15 +151,27 @@ def selection_rdp(rho, shares, theta, orders=DEFAULT_ORDERS):
 
 
 def calibrate_selection(epsilon, delta, theta, shares):
-    """The scale ρ at which an automatic fit spends exactly ``(ε, δ)``.
+    """The scale ρ at which a repetition fit spends exactly ``(ε, δ)``.
 
-    Bisection on ``log ρ``: the spent ``ε`` grows with ρ.
+    Bisection on ``log ρ``: the spent ``ε`` grows with ρ. The repetition
+    theorem's ``ln(1/θ)`` terms do not vanish as ``ρ → 0``, so budgets below
+    a floor cannot be met at all: those raise a ``ValueError`` naming the
+    smallest reachable ``ε``.
     """
 
     def spent(log_rho):
         return rdp_to_epsilon(selection_rdp(math.exp(log_rho), shares, theta), delta)[0]
 
     lo, hi = -40.0, 10.0
+    floor = spent(lo)
+    if floor >= epsilon:
+        raise ValueError(
+            f"epsilon={epsilon:.6g} is below what selection='repetition' can "
+            f"reach at delta={delta:g} with {1.0 / theta:.4g} expected trials: "
+            f"the smallest reachable epsilon is {floor:.6g}. Use a larger epsilon, "
+            "fewer expected_trials, fixed clip_radius and n_iter, or "
+            "selection='gdp' (exact at any epsilon)."
+        )
     while spent(hi) < epsilon:
         hi += 10.0
     for _ in range(200):
@@ -67,36 +183,52 @@ def calibrate_selection(epsilon, delta, theta, shares):
 class CoherentPowerPCA(_BasePrivatePCA):
     """Private PCA by a preconditioned, clipped, noisy power method.
 
-    The algorithm of seed 000 (Algorithms 1–3 and Section C), with this
-    package's tighter sensitivities and exact accounting (ALGORITHMS.md §2,
-    §3, §6). Rows ``a_i`` are centred privately, clipped to ``data_norm`` and
-    scaled to the unit ball. The fit then
+    The algorithm of seed 000 (Algorithms 1–3), with this package's tighter
+    sensitivities and exact accounting (docs/privacy.rst §2, §3, §6). Rows
+    ``a_i`` are centred privately, clipped to ``data_norm`` and scaled to the
+    unit ball; ``G = Σ a aᵀ``. Every fit first releases ``M̂ = G + GOE``, as
+    :class:`PrivatePCA` does, and takes its top-k eigenvectors ``X⁽⁰⁾``.
 
-    1. releases the scatter matrix with GOE noise, as :class:`PrivatePCA`
-       does, and starts from its top-k eigenvectors ``X⁽⁰⁾``;
-    2. iterates ``T`` times: ``H = Xᵀ(Σ a aᵀ)X + Δ·S_k`` (sensitivity √2),
-       ``B = H̃^{-1/2}`` with the eigenvalues of ``H`` floored at
-       ``γ = 4Δ(2√k + √(2 ln(8T/β)))``, ``Z = Σ a_i Clip_R(a_iᵀXB) + ΔR·G``
-       (sensitivity 2R), ``X`` = the Q of the thin QR of ``Z``. Per iteration
-       ``μ² = 6/Δ²``.
+    **Fixed** ``clip_radius`` **and** ``n_iter``: ``T`` iterations of
+    ``H = Xᵀ G X + Δ·S_k`` (sensitivity √2), ``B = H̃^{-1/2}`` with the
+    eigenvalues of ``H`` floored at ``γ = 4Δ(2√k + √(2 ln(8T/β)))``,
+    ``Z = Σ a_i Clip_R(a_iᵀXB) + ΔR·G`` (sensitivity 2R), ``X`` = the Q of
+    the thin QR of ``Z``; ``μ² = 6/Δ²`` per iteration.
 
-    The clipping radius ``R`` bounds each row's influence: its error scales
-    with the coherence ``‖U‖_∞`` of the data rather than with ``√d``, so the
-    method wins on incoherent data whose top-k variance is spread thin.
+    **Automatic, selection="gdp"** (the default; docs/coherent.rst): one
+    short run whose every decision is taken from released values, all
+    releases Gaussian and composed exactly in GDP, so the fit is exactly
+    ``(ε, δ)`` with one charge. Shares of ``μ*²``: mean 0.10, initialisation
+    0.45, a clipping test 0.02, and 0.43 for whichever branch runs.
 
-    With ``clip_radius="auto"`` and/or ``n_iter="auto"``, ``(R, T)`` are
-    chosen privately (Section C): public power-of-two grids
-    ``R_j = 2^j sqrt(k/n)`` up to the largest radius that can clip at all
-    (``γ^{-1/2}`` for the fewest iterations) and ``T_ℓ = 2^ℓ`` up to
-    ``max_iter``; one shared initialisation; a
-    ``Geometric(θ)`` number of trials, each drawing ``(R, T)`` uniformly and
-    running the iteration with ``Δ(T) = χ√T`` (so every trial costs the same),
-    scored by the robust ``s_{a,b} = ‖(I − XXᵀ) f_{a,b}(Σ a aᵀ)‖₂`` (sensitivity
-    √2/h) plus Gaussian noise; the best noisy score wins. Privacy is accounted
-    in Rényi DP with Papernot & Steinke's theorem and the improved conversion,
-    calibrated so that the fit spends exactly ``(epsilon, delta)``. If the
-    noisy initial spectrum shows no gap (``h ≤ 0``) the initialisation is
-    returned.
+    1. From ``M̂``'s own spectrum: ``ŝ₀``, the predicted error of ``X⁽⁰⁾``
+       (:func:`warm_start_estimate`), and ``κ̂ = k λ̂_k 2 ln(nk)/n``.
+    2. The clipping test: with ``W⁰ = X⁽⁰⁾ B⁰`` (``B⁰`` from ``X⁽⁰⁾ᵀ M̂ X⁽⁰⁾``,
+       floored), ``q(R) = Σ min(‖a_iᵀW⁰‖², R²)`` (sensitivity ``R²``) is
+       released at ``R = 2√(k/n)`` and at ``R = γ^{-1/2}`` (no clipping).
+    3. **power** if ``q(2√(k/n)) ≥ 0.8 q(γ^{-1/2})``, ``ŝ₀ < 0.7`` and
+       ``κ̂ ≤ 1``: ``T = 2`` iterations at ``R = √(k/n)`` with ``B`` from the
+       already released ``Xᵀ M̂ X`` (no fresh ``H``: ``μ² = 4/Δ²`` each), then
+       a go/no-go ``D = tr(X⁽ᵀ⁾ᵀ G X⁽ᵀ⁾) − tr(X⁽⁰⁾ᵀ G X⁽⁰⁾)`` + noise
+       (sensitivity ``2‖P_T − P_0‖₂``): ``X⁽ᵀ⁾`` if ``D > 0``, else ``X⁽⁰⁾``
+       (branch ``"init"``). **fallback** otherwise: a second covariance
+       release with the whole 0.43, averaged with ``M̂`` by precision (one
+       release of share 0.88 in all), and its top-k eigenvectors.
+
+    A wrong "power" decision costs at least √2 in error (the initialisation
+    had half the budget), a wrong fallback only a missed win: the rule is
+    conservative, and where κ is large (coherent data, strong spikes in a
+    small dimension) it falls back, within about 2% of :class:`PrivatePCA`.
+
+    **Automatic, selection="repetition"**: seed 000's Section C, the paper's
+    method: a ``Geometric(θ)`` number of trials with ``(R, T)`` drawn from
+    public power-of-two grids, each scored by the robust
+    ``s_{a,b} = ‖(I − XXᵀ) f_{a,b}(G)‖₂`` plus Gaussian noise, the best
+    released (Papernot & Steinke's theorem, Rényi DP, calibrated to exactly
+    ``(ε, δ)``). Only the best trial's ``X``, ``R`` and ``T`` leave the fit:
+    not the number of trials, not any score. It is much slower and, measured,
+    weaker than the default (docs/benchmarks.rst); a budget below the
+    theorem's floor is refused with the smallest reachable ``ε``.
 
     Parameters
     ----------
@@ -129,25 +261,31 @@ class CoherentPowerPCA(_BasePrivatePCA):
         here the iterations are ``n_iter`` and ``max_iter``.
     clip_radius : float or "auto", default="auto"
         The radius ``R`` (in unit-ball units, where a row's product
-        ``aᵀXB`` has norm about its leverage ``‖U_i‖``). ``"auto"`` chooses it
-        privately from the grid.
+        ``aᵀXB`` has norm about its leverage ``‖U_i‖``). ``"auto"``:
+        ``√(k/n)`` with ``selection="gdp"``, chosen from a grid with
+        ``"repetition"``.
     n_iter : int or "auto", default="auto"
-        The number of power iterations ``T``; ``"auto"`` chooses it privately.
+        The number of power iterations ``T``; ``"auto"``: 2 with
+        ``selection="gdp"``, chosen from a grid with ``"repetition"``.
+    selection : {"gdp", "repetition"}, default="gdp"
+        How an automatic fit (``clip_radius`` or ``n_iter`` ``"auto"``)
+        proceeds: the exact-GDP branch rule above, or seed 000's random
+        repetitions. Ignored when both are fixed.
     max_iter : int, default=32
-        Cap of the automatic grid of ``T`` (the paper's ``T_max`` is
-        impractically large). Every trial costs the same budget whatever its
-        ``T``; a larger cap costs time, not privacy.
+        ``selection="repetition"`` only: cap of the grid of ``T`` (the
+        paper's ``T_max`` is impractically large). Every trial costs the same
+        budget whatever its ``T``; a larger cap costs time, not privacy.
     expected_trials : int or "auto", default="auto"
-        Mean ``1/θ`` of the geometric number of trials. ``"auto"`` is twice the
-        number of grid points. More trials find better ``(R, T)`` but each
-        doubling costs budget (``ln(1/θ)`` enters the privacy cost).
+        ``selection="repetition"`` only: mean ``1/θ`` of the geometric number
+        of trials; ``"auto"`` is twice the number of grid points.
     failure_prob : float, default=0.1
-        The ``β`` of the floor ``γ`` and of the score's margin ``ε_w``.
+        The ``β`` of the floor ``γ`` (and of the repetition score's margin).
     n_jobs : int or None, default=None
         Threads for the passes over the rows (scikit-learn's meaning).
     verbose : int, default=0
-        Print the progress of the trials (trial, its ``(R, T)``, best noisy
-        score) to standard error.
+        Print progress to standard error: only public values (the stage of
+        the fit, passes over the data) and, at the end, what was released
+        (the branch, ``R``, ``T``). Never a trial count or a score.
     random_state : None, int, RandomState or Generator, default=None
         Source of the noise; any fixed seed makes the fit not private (warned).
     accountant : BudgetAccountant or None, default=None
@@ -156,28 +294,33 @@ class CoherentPowerPCA(_BasePrivatePCA):
     Attributes
     ----------
     components_ : ndarray of shape (n_components_, n_features)
-        The final iterate's orthonormal basis, rotated to the principal axes
-        of the released initial matrix within its span.
+        The released basis, rotated to the principal axes of the released
+        covariance within its span.
     explained_variance_ : ndarray of shape (n_components_,)
-        Variance of the released initial matrix along each component, over
-        ``n_samples − 1`` (clamped at 0).
+        Variance of the released covariance (``M̂``; the precision-weighted
+        pair in the fallback) along each component, over ``n_samples − 1``
+        (clamped at 0).
     explained_variance_ratio_, singular_values_, noise_variance_ : as in PrivatePCA
-        From the released initial spectrum.
+        From the released covariance's spectrum.
     init_components_ : ndarray of shape (n_components_, n_features)
         The initialisation ``X⁽⁰⁾`` (top-k eigenvectors of the first release).
+    branch_ : str
+        What was released: ``"power"`` (the power iterate), ``"init"`` (the
+        initialisation: the go/no-go or, in the repetition mode, a noisy
+        spectrum without a gap returned it), ``"fallback"`` (the averaged
+        covariance releases; ``selection="gdp"``), ``"fixed"`` (fixed
+        ``clip_radius`` and ``n_iter``) or ``"repetition"`` (the best trial).
     clip_radius_ : float or None
-        Radius used (chosen, when ``"auto"``); ``None`` when the
-        initialisation was returned and no iteration ran.
+        Radius of the released iterate; ``None`` when no iteration's output
+        was released (``branch_`` "init" or "fallback").
     n_iter_ : int
-        Iterations run (0 when the initialisation was returned).
-    n_trials_ : int
-        Trials run by the automatic selection (0 with fixed ``(R, T)``).
-    selection_score_ : float or None
-        The winning noisy score (released), ``None`` with fixed ``(R, T)``.
-    n_clipped_ : int
-        Rows whose product was clipped in the last iteration, released with
-        Gaussian noise (1% of the budget, sensitivity 1) and rounded; the exact
-        count is never stored.
+        Iterations behind the released components: 0 when the initialisation
+        or the fallback was released.
+    n_clipped_ : int or None
+        With fixed ``(R, T)``: rows whose product was clipped in the last
+        iteration, released with Gaussian noise (1% of the budget,
+        sensitivity 1) and rounded; the exact count is never stored. ``None``
+        (not released) in the automatic modes.
     mean_, n_components_, n_samples_, data_norm_, privacy_spent_ : as in PrivatePCA
     n_features_in_, feature_names_in_ : as in PrivatePCA
 
@@ -202,8 +345,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
     >>> X /= np.linalg.norm(X, axis=1).max()
     >>> pca = CoherentPowerPCA(2, epsilon=2.0, data_norm=1.0, clip_radius=1.0,
     ...                        n_iter=4).fit(X)
-    >>> pca.components_.shape, pca.n_iter_
-    ((2, 8), 4)
+    >>> pca.components_.shape, pca.n_iter_, pca.branch_
+    ((2, 8), 4, 'fixed')
     """
 
     _parameter_constraints: dict = {
@@ -218,6 +361,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
             StrOptions({"auto"}),
         ],
         "n_iter": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "selection": [StrOptions({"gdp", "repetition"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "expected_trials": [
             Interval(Integral, 1, None, closed="left"),
@@ -241,6 +385,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         svd_solver="auto",
         clip_radius="auto",
         n_iter="auto",
+        selection="gdp",
         max_iter=32,
         expected_trials="auto",
         failure_prob=0.1,
@@ -259,6 +404,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         self.svd_solver = svd_solver
         self.clip_radius = clip_radius
         self.n_iter = n_iter
+        self.selection = selection
         self.max_iter = max_iter
         self.expected_trials = expected_trials
         self.failure_prob = failure_prob
@@ -268,8 +414,16 @@ class CoherentPowerPCA(_BasePrivatePCA):
         self.accountant = accountant
 
     # ------------------------------------------------------------ privacy
-    def _automatic(self):
-        return self.clip_radius == "auto" or self.n_iter == "auto"
+    def _mode(self):
+        """``"fixed"``, ``"gdp"`` or ``"repetition"`` (public: parameters only)."""
+        if self.clip_radius != "auto" and self.n_iter != "auto":
+            return "fixed"
+        return self.selection
+
+    def _say(self, level, message):
+        """Progress line; callers pass only public or released values."""
+        if self.verbose >= level:
+            print(f"[CoherentPowerPCA] {message}", file=sys.stderr)
 
     def _iteration_grid(self):
         """Public grid of iteration counts ``T_ℓ = 2^ℓ ≤ max_iter`` (or n_iter)."""
@@ -294,13 +448,56 @@ class CoherentPowerPCA(_BasePrivatePCA):
         return np.array(radii + [top])
 
     def _budget_shares(self):
-        """Shares of ``μ*²`` with fixed ``(R, T)``: every release is Gaussian."""
+        """Shares of ``μ*²`` of the exact-GDP modes (fixed, or selection="gdp")."""
+        if self._mode() == "gdp":
+            return budget_shares(GDP_SHARES, self.center)
         return budget_shares(FIXED_SHARES, self.center)
 
     def _privacy_plan(self, n_samples, n_features):
-        if not self._automatic():  # exact GDP composition, as in the base
+        mode = self._mode()
+        if mode == "fixed":  # exact GDP composition, as in the base
             return super()._privacy_plan(n_samples, n_features)
         k = self.n_components or min(n_samples, n_features)
+        if mode == "gdp":
+            return self._gdp_plan(n_samples, k)
+        return self._repetition_plan(n_samples, k)
+
+    def _gdp_plan(self, n_samples, k):
+        """μ of every release of ``selection="gdp"``; the charge is ``μ*``.
+
+        Either branch spends ``w_branch μ*²``: the power branch's ``T``
+        iterations ``(1 − DECISION_PART) w_branch μ*²`` and its go/no-go the
+        rest; the fallback all of it. The composition is exactly ``μ*``
+        whichever branch the released values choose.
+        """
+        mu_total = gdp_mu(self.epsilon, self.delta)
+        shares = self._budget_shares()
+        n_iter = GDP_ITERATIONS if self.n_iter == "auto" else int(self.n_iter)
+        branch = shares["branch"] * mu_total**2
+        mus = {
+            name: mu_total * math.sqrt(shares[name])
+            for name in ("mean", "init")
+            if name in shares
+        }
+        mus["test"] = mu_total * math.sqrt(shares["test"] / 2.0)  # each of two
+        mus["step"] = math.sqrt(branch * (1.0 - DECISION_PART) / n_iter)
+        mus["decision"] = math.sqrt(branch * DECISION_PART)
+        mus["fallback"] = math.sqrt(branch)
+        composed = math.sqrt(
+            sum(mus[name] ** 2 for name in ("mean", "init") if name in mus)
+            + 2.0 * mus["test"] ** 2
+            + branch
+        )
+        radius = (
+            math.sqrt(k / n_samples)
+            if self.clip_radius == "auto"
+            else float(self.clip_radius)
+        )
+        extra = {"n_iter": n_iter, "radius": radius, "mu_total": mu_total}
+        spent = (gdp_epsilon(composed, self.delta), self.delta)
+        return PrivacyPlan(mus=mus, charge={"mu": mu_total}, spent=spent, extra=extra)
+
+    def _repetition_plan(self, n_samples, k):
         iters = self._iteration_grid()
         shares = budget_shares(AUTO_SHARES, self.center)
         # The radius grid's top depends on χ, χ on θ, and θ (by default) on the
@@ -321,7 +518,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         # Gaussian releases: λ μ²/2 = λ w ρ, so μ = sqrt(2 w ρ).
         mus = {
             name: math.sqrt(2.0 * shares[name] * rho)
-            for name in ("mean", "init", "count")
+            for name in ("mean", "init")
             if name in shares
         }
         curve = selection_rdp(rho, shares, theta)
@@ -349,28 +546,37 @@ class CoherentPowerPCA(_BasePrivatePCA):
         order = np.argsort(eigvals)[::-1]
         eigvals, init = eigvals[order], eigvecs[:, order[:k]]
         self.init_components_ = init.T.astype(dtype)
-        self.n_trials_, self.selection_score_ = 0, None
+        self._say(1, "initialisation released")
+        self.n_clipped_ = None
 
-        if not self._automatic():
+        mode = self._mode()
+        if mode == "fixed":
             radius, n_iter = float(self.clip_radius), int(self.n_iter)
             noise_scale = math.sqrt(6.0 * n_iter) / plan.mus["power"]
             floor = floor_level(noise_scale, k, n_iter, self.failure_prob)
             final, counts = self._iterate(
                 rows, unit_gram, init, [radius], [n_iter], [noise_scale], [floor], rng
             )
-            final, count = final[0], counts[0]
+            final, branch = final[0], "fixed"
+            # a count has sensitivity 1 under replacement
+            noisy = counts[0] + rng.normal() / plan.mus["count"]
+            self.n_clipped_ = max(0, int(round(noisy)))
+        elif mode == "gdp":
+            final, released, eigvals, branch, radius, n_iter = self._gdp_branch(
+                rows, unit_gram, released, eigvals, init, sigma_init, k, plan, rng
+            )
         else:
-            final, radius, n_iter, count = self._select(
+            final, radius, n_iter = self._select(
                 rows, unit_gram, init, eigvals, sigma_init, k, plan.extra, rng
             )
-        self.clip_radius_, self.n_iter_ = radius, n_iter
-        if count is None:
-            self.n_clipped_ = 0
-        else:  # a count has sensitivity 1 under replacement
-            noisy = count + rng.normal() / plan.mus["count"]
-            self.n_clipped_ = max(0, int(round(noisy)))
+            branch = "repetition" if n_iter else "init"
+        self.branch_, self.clip_radius_, self.n_iter_ = branch, radius, n_iter
+        if radius is None:
+            self._say(1, f"released: {branch}")
+        else:
+            self._say(1, f"released: {branch} (R={radius:.4g}, T={n_iter})")
 
-        # Variances: the released initial matrix seen along the final span,
+        # Variances: the released covariance seen along the final span,
         # rotated to its principal axes there (post-processing only).
         inner = final.T @ released @ final
         values, rotation = np.linalg.eigh((inner + inner.T) / 2.0)
@@ -378,6 +584,67 @@ class CoherentPowerPCA(_BasePrivatePCA):
         self._set_components(
             (final @ rotation).T, values * scale / (n - 1), total, noise_variance, dtype
         )
+
+    def _gdp_branch(self, rows, unit_gram, released, eigvals, init, sigma, k, plan,
+                    rng):
+        """Steps 1–3 of ``selection="gdp"``: the test, then one branch.
+
+        Returns ``(X, covariance, eigenvalues, branch, R, T)``: the released
+        basis, the released covariance it is described with (and its sorted
+        eigenvalues), and the public description of what ran.
+        """
+        n, d = self.n_samples_, unit_gram.shape[0]
+        mus, extra = plan.mus, plan.extra
+        radius, n_iter = extra["radius"], extra["n_iter"]
+        floor = floor_level(sigma, k, n_iter, self.failure_prob)
+        go = k < d
+        if go:
+            # everything here is computed from released values and n, d, k
+            s0 = warm_start_estimate(eigvals, k, math.sqrt(2.0 * d) * sigma)
+            kappa = k * max(float(eigvals[k - 1]), 0.0) * 2.0 * math.log(n * k) / n
+            test_radii = np.array([2.0 * math.sqrt(k / n), floor**-0.5])
+            W0 = init / np.sqrt(np.maximum(eigvals[:k], floor))
+            # q(R) has sensitivity R² (clipped_energy): noise R²/μ_test
+            q = clipped_energy(rows, W0, test_radii) + [
+                dense_noise(rng, (), r**2 / mus["test"]) for r in test_radii
+            ]
+            power, fallback = predicted_errors(
+                eigvals, k, sigma, 2.0 / mus["step"], radius, mus
+            )
+            go = (
+                q[0] >= ENERGY_RATIO * q[1]
+                and s0 < WARM_START
+                and kappa <= KAPPA_MAX
+                and power <= GAIN_MAX * fallback
+            )
+        if not go:
+            # Fallback: a second release of G, weighted with M̂ by precision
+            # (σ² = 2/μ²): together one release of μ² = μ_init² + μ_fallback².
+            second = unit_gram + goe_noise(rng, d, math.sqrt(2.0) / mus["fallback"])
+            w_init, w_fb = mus["init"] ** 2, mus["fallback"] ** 2
+            combined = (w_init * released + w_fb * second) / (w_init + w_fb)
+            values, vectors = _eigh(combined)
+            order = np.argsort(values)[::-1]
+            return (vectors[:, order[:k]], combined, values[order], "fallback",
+                    None, 0)
+        # Power branch: Z = Σ a Clip_R(aᵀXB) + ΔR·G, sensitivity 2R, μ = 2/Δ;
+        # B from the released Xᵀ M̂ X (no fresh release).
+        noise = 2.0 / mus["step"]
+        X = init
+        for step in range(n_iter):
+            B = preconditioner(X.T @ released @ X, floor)
+            sums, _ = rows.clipped_products((X @ B)[:, None, :], [radius], self.n_jobs)
+            X = np.linalg.qr(sums[:, 0] + dense_noise(rng, (d, k), noise * radius))[0]
+            self._say(2, f"power iteration {step + 1} of {n_iter}")
+        # Go/no-go: D = Σ a_iᵀ(P_T − P_0)a_i. Replacing a by b moves it by
+        # aᵀMa − bᵀMb ∈ [λ_min(M) − λ_max(M), λ_max(M) − λ_min(M)], M = P_T − P_0,
+        # ‖a‖, ‖b‖ ≤ 1: at most 2‖P_T − P_0‖₂, public given the released X.
+        sensitivity = 2.0 * projection_gap(X, init)
+        gain = np.trace(X.T @ unit_gram @ X) - np.trace(init.T @ unit_gram @ init)
+        gain += dense_noise(rng, (), sensitivity / mus["decision"])
+        if gain > 0:
+            return X, released, eigvals, "power", radius, n_iter
+        return init, released, eigvals, "init", None, 0
 
     def _iterate(self, rows, unit_gram, start, radii, iters, noise, floors, rng):
         """Run trials of the noisy power method in lock-step, one pass per step.
@@ -395,7 +662,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
             products = np.empty((d, len(active), k))
             for pos, j in enumerate(active):
                 X = iterates[j]
-                # H has sensitivity √2 (ALGORITHMS.md §3), μ = √2/Δ
+                # H has sensitivity √2 (docs/privacy.rst §3), μ = √2/Δ
                 H = X.T @ unit_gram @ X + goe_noise(rng, k, noise[j])
                 products[:, pos] = X @ preconditioner(H, floors[j])
             sums, clipped = rows.clipped_products(
@@ -406,27 +673,27 @@ class CoherentPowerPCA(_BasePrivatePCA):
                 Z = sums[:, pos] + dense_noise(rng, (d, k), noise[j] * radii[j])
                 iterates[j] = np.linalg.qr(Z)[0]
                 counts[j] = int(clipped[pos])
-            if self.verbose > 1:
-                print(f"[CoherentPowerPCA] iteration {step + 1}: "
-                      f"{len(active)} trial(s) running", file=sys.stderr)
         return iterates, counts
 
     def _select(self, rows, unit_gram, init, eigvals, sigma_init, k, extra, rng):
-        """Private choice of ``(R, T)`` (seed 000, Section C)."""
+        """Private choice of ``(R, T)`` (seed 000, Section C).
+
+        Returns only the best trial's ``(X, R, T)``: the number of trials and
+        every score stay inside (Papernot & Steinke's theorem covers nothing
+        more), and nothing about them is printed.
+        """
         d = init.shape[0]
         radii, iters = extra["radii"], extra["iters"]
         if k >= d:
-            return init, None, 0, None
+            return init, None, 0
         margin = sigma_init * (
             2.0 * math.sqrt(d) + math.sqrt(2.0 * math.log(8.0 / self.failure_prob))
         )
         low, high = eigvals[k] + margin, eigvals[k - 1] - margin
         gap = high - low
         if gap <= 0:  # no gap in the noisy spectrum: return the initialisation
-            if self.verbose:
-                print("[CoherentPowerPCA] no eigenvalue gap after the "
-                      "initialisation: returning it", file=sys.stderr)
-            return init, None, 0, None
+            return init, None, 0
+        self._say(1, "selection by random repetitions running")
         # f_{a,b}(Σ a aᵀ): a clipped linear ramp of the exact eigenvalues; the
         # score only needs its non-zero part (low rank).
         values, vectors = np.linalg.eigh(unit_gram)
@@ -444,30 +711,20 @@ class CoherentPowerPCA(_BasePrivatePCA):
             floor_level(noise[j], k, trial_iters[j], self.failure_prob)
             for j in range(n_trials)
         ]
-        finals, counts = [], []
+        finals = []
         batch = 256  # trials per lock-step batch: bounds the d × (batch·k) products
         for first in range(0, n_trials, batch):
             part = slice(first, first + batch)
-            f, c = self._iterate(
+            finals += self._iterate(
                 rows, unit_gram, init, trial_radii[part], trial_iters[part],
                 noise[part], floors[part], rng,
-            )
-            finals += f
-            counts += c
-        scores = np.empty(n_trials)
-        best = 0
+            )[0]
+        best, best_score = 0, math.inf
         for j, X in enumerate(finals):
             residual = weighted - X @ (X.T @ weighted)
             exact = np.linalg.norm(residual, 2) if residual.size else 0.0
             # s_{a,b} has sensitivity √2/h; noise std √2ζ/h: μ = 1/ζ
-            scores[j] = exact + math.sqrt(2.0) * extra["zeta"] / gap * rng.normal()
-            if scores[j] < scores[best]:
-                best = j
-            if self.verbose:
-                print(f"[CoherentPowerPCA] trial {j + 1}/{n_trials}: "
-                      f"R={trial_radii[j]:.4g} T={trial_iters[j]} noisy score="
-                      f"{scores[j]:.4f} best={scores[best]:.4f}", file=sys.stderr)
-        self.n_trials_ = n_trials
-        self.selection_score_ = float(scores[best])
-        radius, n_iter = float(trial_radii[best]), int(trial_iters[best])
-        return finals[best], radius, n_iter, counts[best]
+            score = exact + math.sqrt(2.0) * extra["zeta"] / gap * rng.normal()
+            if score < best_score:
+                best, best_score = j, score
+        return finals[best], float(trial_radii[best]), int(trial_iters[best])

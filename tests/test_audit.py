@@ -89,8 +89,9 @@ def test_mean_release_never_beats_its_claim(est):
 @pytest.mark.parametrize("center", [True, False])
 @pytest.mark.parametrize(
     "params, n_fits",
-    [({"clip_radius": 0.1, "n_iter": 3}, 300), ({"max_iter": 2}, 60)],
-    ids=["fixed", "auto"],
+    [({"clip_radius": 0.1, "n_iter": 3}, 300), ({}, 150),
+     ({"selection": "repetition", "max_iter": 2}, 60)],
+    ids=["fixed", "gdp", "repetition"],
 )
 def test_power_method_never_beats_its_claim(params, n_fits, center):
     est = CoherentPowerPCA(2, epsilon=EPSILON, delta=DELTA, data_norm=1.0,
@@ -119,9 +120,31 @@ def test_selection_path_never_beats_its_claim():
     rng = np.random.default_rng(5)
     background = rng.normal(size=(1999, 3)) * [0.6, 0.25, 0.1]
     X[1:], Y[1:] = background, background
-    est = CoherentPowerPCA(1, epsilon=4.0, delta=DELTA, data_norm=1.0, max_iter=2)
+    est = CoherentPowerPCA(1, epsilon=4.0, delta=DELTA, data_norm=1.0, max_iter=2,
+                           selection="repetition")
     probe = est.set_params(random_state=0).fit(X)
-    assert probe.n_trials_ > 0  # the selection runs on this data
+    assert probe.branch_ == "repetition"  # the selection runs on this data
     result = audit(est.set_params(random_state=None), X, Y, subspace_statistic,
                    n_fits=40, random_state=6)
     assert result.epsilon_lower <= 4.0
+
+
+def test_power_branch_of_the_default_never_beats_its_claim(monkeypatch):
+    """The default's power branch (forced: the rule's thresholds only decide
+    utility, the branch itself is chosen from released values) and its
+    go/no-go stay within ε on the adversarial pair."""
+    import sklearn_dppca._coherent_power_pca as cpp
+
+    monkeypatch.setattr(cpp, "KAPPA_MAX", math.inf)
+    monkeypatch.setattr(cpp, "WARM_START", math.inf)
+    monkeypatch.setattr(cpp, "GAIN_MAX", math.inf)
+    monkeypatch.setattr(cpp, "ENERGY_RATIO", -math.inf)
+    X, Y = neighbouring_datasets(2000, 3, kind="orthogonal", scale=0.0)
+    background = np.random.default_rng(7).normal(size=(1999, 3)) * [0.6, 0.25, 0.1]
+    X[1:], Y[1:] = background, background
+    est = CoherentPowerPCA(1, epsilon=EPSILON, delta=DELTA, data_norm=1.0)
+    probe = est.set_params(random_state=0).fit(X)
+    assert probe.branch_ in ("power", "init")
+    result = audit(est.set_params(random_state=None), X, Y, subspace_statistic,
+                   n_fits=150, random_state=8)
+    assert result.epsilon_lower <= EPSILON

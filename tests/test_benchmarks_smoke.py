@@ -1,4 +1,5 @@
-"""Smoke test of benchmarks/evaluate.py and benchmarks/peers.py (a few seconds).
+"""Smoke test of benchmarks/evaluate.py, peers.py, bench_coherent.py and
+bench_complex.py (a few seconds).
 
 Runs the runner's core on a tiny synthetic dataset with 2 seeds, without
 diffprivlib, the timing scan or figures, and checks the textbook baseline's
@@ -111,3 +112,24 @@ def test_gpu_benchmark_smoke(monkeypatch, capsys):
     assert bench_gpu.main(["--device", "cpu", "--accuracy", "--n", "600",
                            "--d", "6"]) == 0
     assert "float32 Gram relative error" in capsys.readouterr().out
+
+
+def test_bench_coherent_cell_and_targets():
+    bench = pytest.importorskip("bench_coherent")
+    cell = bench.synthetic(10, 3000, 2, None, 0.9, 1.0, (2.0,))
+    (row,) = bench.run_cell(cell, seeds=2, data_seed=0)
+    assert row["kappa"] > 0 and 0 < row["ratio"] < 2
+    assert sum(row["branches"].values()) == 2
+    assert bench.target("spikes", row) == 1.10
+    assert bench.target("incoherent", dict(row, kappa=0.4, private_pca=0.5)) == 0.75
+    assert bench.target("incoherent", dict(row, kappa=0.4, private_pca=0.9)) is None
+
+
+def test_bench_complex_errors_follow_the_bound_shape():
+    bench = pytest.importorskip("bench_complex")
+    small, large = (bench.cell(40, k, 2.0, 8.0, seeds=3) for k in (1, 8))
+    for row in (small, large):
+        # ‖Ψ − M_k‖_F ≈ σ√(kd)·λ_k/gap at a large gap, for both mechanisms
+        assert 1.5 < row["real"] < 2.5 and 1.5 < row["complex"] < 2.5
+        assert not row["violates_gap_assumption"]
+    assert bench.cell(40, 2, 2.0, 0.5, seeds=2)["violates_gap_assumption"]

@@ -27,8 +27,7 @@ COMMON = {
 EXTRA = {
     "private": set(),
     "complex": {"covariance_approximation_"},
-    "coherent": {"clip_radius_", "n_iter_", "n_trials_", "selection_score_",
-                 "n_clipped_"},
+    "coherent": {"branch_", "clip_radius_", "n_iter_", "n_clipped_"},
 }
 #: The CLI options of each estimator and the same fit in Python.
 CASES = {
@@ -169,7 +168,8 @@ def test_progress_lines_and_coherent_verbose(data, tmp_path, capsys):
                                        "coherent", "-v"))
     assert rc == 0
     assert "dppca: fitting CoherentPowerPCA" in err and "dppca: done:" in err
-    assert "[CoherentPowerPCA]" in err  # the estimator's own trial progress
+    assert "[CoherentPowerPCA] released: " in err  # the estimator's own progress
+    assert "trial" not in err and "score" not in err  # nothing of a selection
 
 
 def test_parquet_round_trip(data, tmp_path, capsys):

@@ -1,20 +1,28 @@
-"""CoherentPowerPCA: sensitivities, the floor, the accounting, the iteration."""
+"""CoherentPowerPCA: sensitivities, the floor, the accounting, the iteration,
+and what an automatic fit releases (attributes, verbose output)."""
 
+import functools
 import math
+import re
 
 import numpy as np
 import pytest
 from sklearn.decomposition import PCA
 
-from sklearn_dppca import BudgetAccountant, CoherentPowerPCA
+import sklearn_dppca._coherent_power_pca as cpp
+from sklearn_dppca import BudgetAccountant, CoherentPowerPCA, PrivatePCA
 from sklearn_dppca._base import budget_shares
 from sklearn_dppca._coherent_power_pca import (
     AUTO_SHARES,
+    clipped_energy,
     preconditioner,
+    projection_gap,
     selection_rdp,
+    warm_start_estimate,
 )
 from sklearn_dppca._stats import CentredRows, first_pass
-from sklearn_dppca.privacy import DEFAULT_ORDERS, rdp_to_epsilon
+from sklearn_dppca.datasets import make_coherent_low_rank
+from sklearn_dppca.privacy import DEFAULT_ORDERS, gdp_mu, rdp_to_epsilon
 
 from .conftest import make_planted
 from .test_private_pca import principal_sin
@@ -103,18 +111,280 @@ def test_fixed_fit_spends_exactly_its_budget():
     assert acc.spent[0] == pytest.approx(1.0, rel=1e-9)
 
 
+
+def test_clipped_energy_sensitivity_is_r_squared():
+    """q(R) = Σ min(‖aᵀW‖², R²): a row with product 0 against one with a
+    product beyond R moves it by exactly R²; random pairs never by more."""
+    R, d = 0.2, 6
+    rng = np.random.default_rng(3)
+    base = rng.normal(size=(50, d)) * 0.1
+    W = np.linalg.qr(rng.normal(size=(d, 2)))[0] * 3.0
+    null = np.linalg.svd(W.T)[2][-1]  # aᵀW = 0
+    X1, X2 = base.copy(), base.copy()
+    X1[0], X2[0] = null, W[:, 0] / np.linalg.norm(W[:, 0])  # ‖aᵀW‖ = 3 > R
+    diff = clipped_energy(unit_rows(X1), W, [R]) - clipped_energy(unit_rows(X2), W, [R])
+    assert abs(diff[0]) == pytest.approx(R**2, rel=1e-9)
+    for _ in range(200):
+        V = rng.normal(size=(d, 2)) * rng.choice([0.1, 10.0])
+        X1[0], X2[0] = rng.normal(size=(2, d)) * rng.choice([0.3, 3.0])
+        q1 = clipped_energy(unit_rows(X1), V, [R, 1.0])
+        q2 = clipped_energy(unit_rows(X2), V, [R, 1.0])
+        assert np.all(np.abs(q1 - q2) <= np.array([R, 1.0]) ** 2 + 1e-12)
+
+
+def test_clipped_energy_matches_direct_computation(planted):
+    X, _ = planted
+    mean = X.mean(axis=0)
+    W = np.random.default_rng(0).normal(size=(X.shape[1], 3))
+    rows = CentredRows(X, 0.8, mean, first_pass(X, 0.8, with_sum=False).sq_norms)
+    centred = X - mean
+    norms = np.linalg.norm(centred, axis=1, keepdims=True)
+    units = centred * np.minimum(1.0, 0.8 / norms) / 0.8
+    sq = np.sum((units @ W) ** 2, axis=1)
+    radii = np.array([0.05, 0.5, 100.0])
+    expected = np.minimum(sq[:, None], radii**2).sum(axis=0)
+    np.testing.assert_allclose(clipped_energy(rows, W, radii), expected, rtol=1e-10)
+
+
+def test_go_no_go_sensitivity_is_twice_the_projection_gap():
+    """D = Σ aᵀ(P_T − P_0)a moves by at most 2‖P_T − P_0‖₂ when one row is
+    replaced, and the top and bottom eigenvectors of P_T − P_0 attain it."""
+    rng = np.random.default_rng(4)
+    d, k = 8, 3
+    for _ in range(50):
+        X0 = np.linalg.qr(rng.normal(size=(d, k)))[0]
+        XT = np.linalg.qr(X0 + rng.choice([0.05, 1.0]) * rng.normal(size=(d, k)))[0]
+        M = XT @ XT.T - X0 @ X0.T
+        gap = projection_gap(XT, X0)
+        assert gap == pytest.approx(np.linalg.norm(M, 2), abs=1e-9)
+        values, vectors = np.linalg.eigh(M)
+        a, b = vectors[:, -1], vectors[:, 0]
+        assert a @ M @ a - b @ M @ b == pytest.approx(2 * gap, abs=1e-9)
+        for _ in range(20):
+            a, b = rng.normal(size=(2, d))
+            a /= max(1.0, np.linalg.norm(a))
+            b /= max(1.0, np.linalg.norm(b))
+            assert abs(a @ M @ a - b @ M @ b) <= 2 * gap + 1e-12
+
+
+def test_warm_start_estimate_solves_its_equation():
+    eigvals = np.array([10.0, 9.0, 4.0, 1.0])
+    s0 = warm_start_estimate(eigvals, 2, noise_norm=2.0)
+    theta = 2.0 / (2 * s0)
+    assert (theta - 1.0) ** 2 / theta == pytest.approx(5.0)
+    assert theta >= 1.0  # the larger root
+    # no released gap: θ̂ = ν/2, the estimate says "no better than a guess"
+    assert warm_start_estimate(np.array([3.0, 3.0, 1.0]), 1, 2.0) == pytest.approx(1.0)
+
+
+# ------------------------------------------ selection="gdp": the accounting
 @pytest.mark.parametrize("center", [True, False])
-def test_automatic_fit_spends_exactly_its_budget_and_matches_dp_accounting(center):
+@pytest.mark.parametrize("n_iter", ["auto", 3])
+def test_both_branches_spend_the_same_and_the_plan_composes_to_mu_star(center, n_iter):
+    est = CoherentPowerPCA(3, epsilon=2.0, delta=1e-6, center=center, n_iter=n_iter)
+    plan = est._privacy_plan(10_000, 20)
+    mus, T = plan.mus, plan.extra["n_iter"]
+    assert T == (2 if n_iter == "auto" else 3)
+    power = T * mus["step"] ** 2 + mus["decision"] ** 2
+    assert power == pytest.approx(mus["fallback"] ** 2, rel=1e-12)
+    outside = sum(mus[name] ** 2 for name in ("mean", "init") if name in mus)
+    total = outside + 2 * mus["test"] ** 2 + mus["fallback"] ** 2
+    mu_star = gdp_mu(2.0, 1e-6)
+    assert math.sqrt(total) == pytest.approx(mu_star, rel=1e-12)
+    assert plan.charge == {"mu": mu_star}
+    assert plan.spent[0] == pytest.approx(2.0, rel=1e-9)
+    assert ("mean" in mus) == center
+
+
+def record_noise(monkeypatch):
+    """Record (kind, σ) of every noise draw of the estimator module."""
+    calls = []
+    real_dense, real_goe = cpp.dense_noise, cpp.goe_noise
+
+    def dense(rng, shape, sigma):
+        calls.append(("dense", float(sigma)))
+        return real_dense(rng, shape, sigma)
+
+    def goe(rng, d, sigma):
+        calls.append(("goe", float(sigma)))
+        return real_goe(rng, d, sigma)
+
+    monkeypatch.setattr(cpp, "dense_noise", dense)
+    monkeypatch.setattr(cpp, "goe_noise", goe)
+    return calls
+
+
+@functools.lru_cache
+def incoherent(n=40_000, d=30, k=3, seed=0):
+    X, _ = make_coherent_low_rank(n, d, k, eigengap=0.5, spread=3.0,
+                                  data_norm=1.0, random_state=seed)
+    return X
+
+
+@functools.lru_cache
+def spikes(n=4000, d=8, k=2, seed=0):
+    X, _ = make_coherent_low_rank(n, d, k, eigengap=0.9, data_norm=1.0,
+                                  random_state=seed)
+    return X
+
+
+@pytest.mark.parametrize("data, branch", [(incoherent, "power"), (spikes, "fallback")])
+def test_drawn_noise_is_calibrated_to_exactly_the_budget(monkeypatch, data, branch):
+    """Every noise draw of either branch, turned into its μ = s/σ with the
+    release's sensitivity, composes with the mean's to exactly μ*."""
+    X = data()
+    acc = BudgetAccountant(epsilon=3.0)
+    k = 3 if branch == "power" else 2
+    calls = record_noise(monkeypatch)
+    est = CoherentPowerPCA(k, epsilon=3.0, data_norm=1.0, random_state=0,
+                           accountant=acc).fit(X)
+    assert est.branch_ == branch
+    n, d = X.shape
+    sigma_init = math.sqrt(2.0) / est._privacy_plan(n, d).mus["init"]
+    floor = cpp.floor_level(sigma_init, k, 2, 0.1)
+    radii = [2 * math.sqrt(k / n), floor**-0.5]
+    # sensitivities, in order: init √2, the two tests R², then the branch
+    sens = [math.sqrt(2.0), radii[0] ** 2, radii[1] ** 2]
+    if branch == "power":
+        R = math.sqrt(k / n)
+        # two iterations, then the go/no-go: 2‖P_T − P_0‖₂, from the released
+        # spans (components_ spans the final iterate)
+        gap = projection_gap(est.components_.T.astype(float), est.init_components_.T)
+        sens += [2 * R, 2 * R, 2 * gap]
+        assert len(calls) == 6
+    else:
+        sens += [math.sqrt(2.0)]
+        assert len(calls) == 4
+    mu2 = [(s / sigma) ** 2 for s, (_, sigma) in zip(sens, calls)]
+    mean_mu2 = est._privacy_plan(n, d).mus["mean"] ** 2
+    assert math.sqrt(sum(mu2) + mean_mu2) == pytest.approx(gdp_mu(3.0, 1e-6), rel=1e-9)
+    assert est.privacy_spent_[0] == pytest.approx(3.0, rel=1e-9)
+    assert acc.spent[0] == pytest.approx(3.0, rel=1e-9)
+    assert acc.n_charges == 1
+
+
+# ------------------------------------------------ selection="gdp": the rule
+def test_incoherent_data_takes_the_power_branch_and_beats_private_pca():
+    X = incoherent()
+    ref = PCA(3).fit(X).components_
+    ours, theirs = [], []
+    for seed in range(2):
+        cp = CoherentPowerPCA(3, epsilon=2.0, data_norm=1.0, random_state=seed).fit(X)
+        pp = PrivatePCA(3, epsilon=2.0, data_norm=1.0, random_state=seed).fit(X)
+        assert cp.branch_ == "power" and cp.n_iter_ == 2
+        assert cp.clip_radius_ == pytest.approx(math.sqrt(3 / len(X)))
+        ours.append(principal_sin(cp.components_, ref.T))
+        theirs.append(principal_sin(pp.components_, ref.T))
+    assert np.mean(ours) < 0.85 * np.mean(theirs)
+
+
+def test_strong_spikes_in_a_small_dimension_fall_back():
+    X = spikes()
+    ref = PCA(2).fit(X).components_
+    for seed in range(3):
+        cp = CoherentPowerPCA(2, epsilon=1.0, data_norm=1.0, random_state=seed).fit(X)
+        pp = PrivatePCA(2, epsilon=1.0, data_norm=1.0, random_state=seed).fit(X)
+        assert cp.branch_ == "fallback" and cp.n_iter_ == 0 and cp.clip_radius_ is None
+        ratio = principal_sin(cp.components_, ref.T) / principal_sin(
+            pp.components_, ref.T)
+        assert ratio < 1.3
+
+
+def test_go_no_go_keeps_the_initialisation_when_the_iterate_is_worse(monkeypatch):
+    """Force the power branch with a radius so small that the iterate is
+    biased: with little noise, the go/no-go returns the initialisation."""
+    for name, value in [("KAPPA_MAX", math.inf), ("WARM_START", math.inf),
+                        ("GAIN_MAX", math.inf), ("ENERGY_RATIO", -math.inf)]:
+        monkeypatch.setattr(cpp, name, value)
+    X = spikes(n=20_000)
+    est = CoherentPowerPCA(2, epsilon=1e4, data_norm=1.0, clip_radius=1e-4,
+                           random_state=0).fit(X)
+    assert est.branch_ == "init" and est.n_iter_ == 0 and est.clip_radius_ is None
+    assert principal_sin(est.components_, est.init_components_.T) < 1e-9
+
+
+# --------------------------------------------------- released output only
+def documented_attributes():
+    """Trailing-underscore names of the class docstring's Attributes section."""
+    doc = CoherentPowerPCA.__doc__
+    section = doc.split("Attributes\n    ----------\n")[1].split("See Also")[0]
+    names = set()
+    for line in section.splitlines():
+        match = re.match(r"^    (\w+_(?:, \w+_)*) :", line)
+        if match:
+            names.update(name.strip() for name in match.group(1).split(","))
+    return names
+
+
+@pytest.mark.parametrize(
+    "data, params",
+    [
+        (incoherent, {}),
+        (spikes, {}),
+        (incoherent, {"selection": "repetition", "max_iter": 2}),
+        (spikes, {"clip_radius": 0.1, "n_iter": 2}),
+    ],
+    ids=["gdp-power", "gdp-fallback", "repetition", "fixed"],
+)
+def test_a_fit_carries_only_documented_released_attributes(data, params):
+    documented = documented_attributes()
+    assert {"branch_", "clip_radius_", "n_iter_", "components_"} <= documented
+    assert not {"n_trials_", "selection_score_"} & documented
+    X = data()
+    est = CoherentPowerPCA(2, epsilon=3.0, data_norm=1.0, random_state=0, **params)
+    est.fit(X)
+    fitted = {name for name in vars(est) if name.endswith("_")}
+    assert fitted <= documented, fitted - documented
+    if "clip_radius" not in params:  # automatic: no count of clipped rows
+        assert est.n_clipped_ is None
+    else:
+        assert isinstance(est.n_clipped_, int)
+
+
+PUBLIC_LINES = [
+    r"\[CoherentPowerPCA\] initialisation released",
+    r"\[CoherentPowerPCA\] power iteration [12] of 2",
+    r"\[CoherentPowerPCA\] selection by random repetitions running",
+    r"\[CoherentPowerPCA\] released: (fallback|init)",
+    r"\[CoherentPowerPCA\] released: (power|repetition) \(R=[0-9.e-]+, T=\d+\)",
+]
+
+
+@pytest.mark.parametrize(
+    "data, params",
+    [(incoherent, {}), (spikes, {}),
+     (incoherent, {"selection": "repetition", "max_iter": 2})],
+    ids=["gdp-power", "gdp-fallback", "repetition"],
+)
+def test_verbose_prints_only_public_and_released_values(capsys, data, params):
+    est = CoherentPowerPCA(2, epsilon=3.0, data_norm=1.0, random_state=0,
+                           verbose=2, **params).fit(data())
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert lines and lines[-1].startswith("[CoherentPowerPCA] released: ")
+    for line in lines:
+        assert any(re.fullmatch(p, line) for p in PUBLIC_LINES), line
+    assert "trial" not in captured.err and "score" not in captured.err
+    if est.clip_radius_ is not None:
+        assert f"R={est.clip_radius_:.4g}, T={est.n_iter_}" in lines[-1]
+
+
+# ---------------------------------------------- selection="repetition"
+@pytest.mark.parametrize("center", [True, False])
+def test_repetition_fit_spends_exactly_its_budget_and_matches_dp_accounting(center):
     """The accountant's total equals the direct RDP computation, and Google's
     dp-accounting (RepeatAndSelectDpEvent, geometric = shape 1) agrees."""
     dp = pytest.importorskip("dp_accounting")
     X, _ = make_planted(2000, 6, seed=1)
     acc = BudgetAccountant(epsilon=2.0, delta=1e-6)
     pca = CoherentPowerPCA(
-        2, epsilon=2.0, data_norm=1.0, center=center, accountant=acc, random_state=0
+        2, epsilon=2.0, data_norm=1.0, center=center, accountant=acc, random_state=0,
+        selection="repetition",
     )
     pca.fit(X)
     assert pca.privacy_spent_[0] == pytest.approx(2.0, rel=1e-6)
+    assert pca.privacy_spent_[0] <= 2.0
     assert acc.spent[0] == pytest.approx(2.0, rel=1e-6)
 
     plan = pca._privacy_plan(len(X), X.shape[1])
@@ -143,6 +413,25 @@ def test_automatic_fit_spends_exactly_its_budget_and_matches_dp_accounting(cente
     assert theirs == pytest.approx(direct, rel=0.05)
 
 
+def test_a_budget_the_repetitions_cannot_meet_is_refused():
+    X, _ = make_planted(500, 6, seed=1)
+    acc = BudgetAccountant(epsilon=1.0)
+    est = CoherentPowerPCA(2, epsilon=1e-6, data_norm=1.0, selection="repetition",
+                           accountant=acc)
+    with pytest.raises(ValueError, match=r"smallest reachable epsilon is (\S+)\.") as e:
+        est.fit(X)
+    floor = float(re.search(r"reachable epsilon is (\S+)\.", str(e.value)).group(1))
+    assert 1e-6 < floor < 1e-3
+    assert acc.n_charges == 0 and not hasattr(est, "components_")
+    # just above the floor it fits, and never spends more than asked
+    ok = est.set_params(epsilon=2 * floor, random_state=0).fit(X)
+    assert ok.privacy_spent_[0] <= 2 * floor
+    # the exact-GDP default reaches any ε
+    tiny = CoherentPowerPCA(2, epsilon=1e-6, data_norm=1.0, random_state=0).fit(X)
+    assert tiny.privacy_spent_[0] == pytest.approx(1e-6, rel=1e-6)
+    assert tiny.privacy_spent_[0] <= 1e-6 * (1 + 1e-9)
+
+
 # ---------------------------------------------------------------- iteration
 def test_without_clipping_and_noise_the_iteration_is_the_block_power_method():
     X, _ = make_planted(3000, 10, seed=3)
@@ -159,10 +448,11 @@ def test_without_clipping_and_noise_the_iteration_is_the_block_power_method():
     assert principal_sin(final[0].T, expected) < 1e-8
 
 
-@pytest.mark.parametrize("auto", [False, True])
-def test_large_epsilon_reproduces_sklearn(planted, auto):
+@pytest.mark.parametrize("params", [
+    {"clip_radius": 0.1, "n_iter": 3}, {}, {"selection": "repetition", "max_iter": 4}
+], ids=["fixed", "gdp", "repetition"])
+def test_large_epsilon_reproduces_sklearn(planted, params):
     X, _ = planted
-    params = {} if auto else {"clip_radius": 0.1, "n_iter": 3}
     ours = CoherentPowerPCA(
         3, epsilon=1e7, data_norm=10.0, random_state=0, **params
     ).fit(X)
@@ -174,31 +464,46 @@ def test_large_epsilon_reproduces_sklearn(planted, auto):
     np.testing.assert_allclose(ours.transform(X), ref.transform(X), atol=1e-3)
 
 
-def test_automatic_selection_recovers_planted_subspace(planted):
+def test_repetition_selection_recovers_planted_subspace(planted):
     X, basis = planted
-    pca = CoherentPowerPCA(3, epsilon=3.0, data_norm=1.0, random_state=0).fit(X)
-    assert pca.n_trials_ >= 1 and pca.selection_score_ is not None
-    assert pca.clip_radius_ > 0 and 1 <= pca.n_iter_ <= 32
+    pca = CoherentPowerPCA(3, epsilon=3.0, data_norm=1.0, random_state=0,
+                           selection="repetition", max_iter=8).fit(X)
+    assert pca.branch_ == "repetition"
+    assert pca.clip_radius_ > 0 and 1 <= pca.n_iter_ <= 8
     assert principal_sin(pca.components_, basis) < 0.1
-    assert 0 <= pca.n_clipped_ <= len(X) + 100
 
 
 def test_no_gap_returns_the_initialisation():
     """With too little data for the budget, h ≤ 0: the init is the answer."""
     X, _ = make_planted(200, 10, seed=0)
-    pca = CoherentPowerPCA(3, epsilon=0.1, data_norm=1.0, random_state=0).fit(X)
-    assert pca.n_iter_ == 0 and pca.n_trials_ == 0
+    pca = CoherentPowerPCA(3, epsilon=0.1, data_norm=1.0, random_state=0,
+                           selection="repetition").fit(X)
+    assert pca.n_iter_ == 0 and pca.branch_ == "init"
     assert principal_sin(pca.components_, pca.init_components_.T) < 1e-10
 
 
-def test_parallel_blocks_and_verbose_give_the_same_fit(planted, capsys, monkeypatch):
+@pytest.mark.parametrize("params", [{}, {"selection": "repetition", "max_iter": 4}],
+                         ids=["gdp", "repetition"])
+def test_parallel_blocks_give_the_same_fit(planted, monkeypatch, params):
     import sklearn_dppca._stats as stats
 
     monkeypatch.setattr(stats, "_BLOCK_BYTES", 4096 * 8 * 12)
     monkeypatch.setattr(stats, "_MIN_BLOCK_ROWS", 4096)
     X, _ = planted
-    params = dict(epsilon=2.0, data_norm=1.0, random_state=0, max_iter=4)
-    one = CoherentPowerPCA(3, n_jobs=1, **params).fit(X)
-    two = CoherentPowerPCA(3, n_jobs=2, verbose=1, **params).fit(X)
+    common = dict(epsilon=2.0, data_norm=1.0, random_state=0, **params)
+    one = CoherentPowerPCA(3, n_jobs=1, **common).fit(X)
+    two = CoherentPowerPCA(3, n_jobs=2, **common).fit(X)
     np.testing.assert_allclose(one.components_, two.components_, atol=1e-9)
-    assert "trial 1/" in capsys.readouterr().err
+    assert one.branch_ == two.branch_
+
+
+def test_all_components_fall_back_and_spend_the_whole_budget():
+    """k = d: the subspace is the whole space; the default skips the test and
+    the power branch, releases the fallback, and still spends exactly ε."""
+    X, _ = make_planted(500, 4, seed=2)
+    acc = BudgetAccountant(epsilon=1.0)
+    est = CoherentPowerPCA(epsilon=1.0, data_norm=1.0, random_state=0,
+                           accountant=acc).fit(X)
+    assert est.branch_ == "fallback" and est.n_iter_ == 0 and est.n_components_ == 4
+    assert est.privacy_spent_[0] == pytest.approx(1.0, rel=1e-9)
+    assert acc.spent[0] == pytest.approx(1.0, rel=1e-9)
