@@ -388,6 +388,36 @@ class ArrayAPICentredRows:
             total = part if total is None else total + part
         return to_host(total).reshape(d, n_trials, k), counts
 
+    def clipped_energy(self, W, radii):
+        """``q(R) = Σ_i min(‖a_iᵀ W‖², R²)`` for several radii, in one pass.
+
+        Every computed term lies in ``[0, R²]`` (the ``min`` is exact in
+        floating point), so replacing one row moves ``q(R)`` by at most ``R²``
+        whatever the rounding of the products.
+
+        Parameters
+        ----------
+        W : ndarray of shape (n_features, k)
+        radii : ndarray of shape (n_radii,)
+
+        Returns
+        -------
+        q : ndarray of shape (n_radii,), float64
+            Exact (released only with noise).
+        """
+        data, xp = self.data, self.data.xp
+        flat = data._device(W)
+        centre = None if self.mean is None else data._device(self.mean)
+        limit = self.data_norm * data.shrink
+        caps = data._device(np.asarray(radii, dtype=np.float64) ** 2)
+        total = np.zeros(caps.shape[0])
+        for block in data._blocks():
+            unit = data._clipped(block, limit, centre) / self.data_norm
+            products = unit @ flat
+            sq = xp.reshape(xp.sum(products * products, axis=1), (-1, 1))
+            total += to_host(xp.sum(xp.minimum(sq, caps), axis=0)).astype(np.float64)
+        return total
+
 
 def fit_rows(estimator, X, xp, device):
     """Validated ``X`` (float64 or float32, at least 2 rows) and its engine."""

@@ -430,7 +430,7 @@ def test_estimator_verbose_output_leaves_stdout_to_the_model(data, capsys):
                        "--clip-radius", 1, "--n-iter", 2, "-vv", "-o", "-")
     assert rc == 0
     assert json.loads(out)["estimator"] == "CoherentPowerPCA"
-    assert "[CoherentPowerPCA] iteration 1" in err
+    assert "[CoherentPowerPCA] released: fixed (R=1, T=2)" in err
 
 
 # ---------------------------------------------------------------------- demo
