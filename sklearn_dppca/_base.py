@@ -24,9 +24,11 @@ from sklearn.utils import check_array
 from sklearn.utils._param_validation import Interval, RealNotInt
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._bounds import PARAMETER_CONSTRAINTS as _BOUND_CONSTRAINTS
+from ._bounds import NormBounds
 from ._dask import ChunkedRows, as_dask_array, is_dask_collection
 from ._stats import InMemoryRows
-from .noise import dense_noise, make_generator
+from .noise import make_generator
 from .privacy import (
     BudgetAccountant,
     _warn_leak,
@@ -76,11 +78,11 @@ class _BasePrivatePCA(
         ],
         "epsilon": [Interval(Real, 0, math.inf, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="neither")],
-        "data_norm": [Interval(Real, 0, math.inf, closed="neither"), None],
         "center": ["boolean"],
         "whiten": ["boolean"],
         "random_state": ["random_state", np.random.Generator],
         "accountant": [BudgetAccountant, None],
+        **_BOUND_CONSTRAINTS,  # data_norm ("auto" too), bounds, norm_range, ...
     }
 
     # ------------------------------------------------------------------ fit
@@ -130,25 +132,15 @@ class _BasePrivatePCA(
             X, data = self._validate_for_fit(X)
             n_samples, n_features = X.shape
             self._check_n_components(n_samples, n_features)
-            plan = self._privacy_plan(n_samples, n_features)
+            # norm bounds ("auto", a box): their share is taken from the plan
+            bounds = NormBounds(self, n_samples, n_features, X.dtype, _MAX_DATA_NORM)
+            plan = bounds.plan(self._privacy_plan(n_samples, n_features))
             rng = make_generator(self.random_state)
             accountant = self.accountant or get_default_accountant()
             # Refuse an over-budget fit before the data is read ...
             accountant.check(**plan.charge)
-            if self.data_norm is None:
-                data_norm = self._estimate_data_norm(data.largest_norm())
-            else:
-                data_norm = float(self.data_norm)
-            limit = _MAX_DATA_NORM[X.dtype.type]
-            if data_norm > limit:
-                raise ValueError(
-                    f"data_norm={data_norm:.3g} is too large for {X.dtype} data: "
-                    "variances and noise scale with data_norm², which would "
-                    f"overflow beyond {limit:.0e}. Rescale the data (and the "
-                    "bound), or pass float64 data."
-                )
             # The first pass reads every row (and checks them all finite).
-            clipped_total = data.first_pass(data_norm, with_sum=self.center)
+            bounds.read(data)
             # ... and charge, atomically, before anything is released: a fit
             # that fails on its data (NaN, inf) is not charged.
             accountant.spend(**plan.charge)
@@ -163,18 +155,17 @@ class _BasePrivatePCA(
                 "knows it can subtract the noise, and the fit is not private. Leave "
                 "random_state=None (operating-system entropy) for a private release."
             )
-        mean = None
-        if self.center:
-            # Σ clip_C(x_i) has L2 sensitivity 2C (ALGORITHMS.md §3).
-            sigma_mean = 2.0 * data_norm / plan.mus["mean"]
-            noise = dense_noise(rng, n_features, sigma_mean)
-            mean = (clipped_total + noise) / n_samples
+        # The bounds' trees (if "auto") and the private mean (docs/privacy.rst §5).
+        mean, data_norm, self.mean_norm_ = bounds.release(plan, rng)
+        data = bounds.data  # the rows clipped into the box, if any
         gram = data.gram(data_norm, mean)
-
+        vars(self).pop("clipped_fraction_", None)  # only "auto" releases it
+        if bounds.clipped_fraction is not None:
+            self.clipped_fraction_ = bounds.clipped_fraction
         self.data_norm_ = data_norm
         self.n_samples_ = n_samples
         self.mean_ = (
-            np.zeros(n_features) if mean is None else mean
+            bounds.offset if mean is None else bounds.offset + mean
         ).astype(X.dtype, copy=False)
         rows = data.rows(data_norm, mean)
         self._release(gram, rows, plan, rng, X.dtype)
@@ -254,7 +245,8 @@ class _BasePrivatePCA(
             "data_norm is None, so it was set to the largest row norm of the data "
             f"({largest:.6g}). This is NOT differentially private: the bound itself "
             "depends on the data. Give data_norm from domain knowledge, without "
-            "looking at the data."
+            'looking at the data, or data_norm="auto" (a private choice from a '
+            "small share of the budget), or public bounds=(lower, upper)."
         )
         return largest if largest > 0.0 else 1.0
 

@@ -39,11 +39,27 @@ class PrivatePCA(_BasePrivatePCA):
         Privacy parameter ``ε > 0`` of the whole fit.
     delta : float, default=1e-6
         Privacy parameter ``δ`` in (0, 1); choose it well below ``1/n``.
-    data_norm : float or None, default=None
+    data_norm : float, "auto" or None, default=None
         Bound ``C`` on the L2 norm of a row; rows beyond it are scaled down to
-        it. Choose it from domain knowledge, never from the data. ``None``
-        takes the largest row norm of the data, which is **not private** and
-        raises a :class:`~sklearn_dppca.PrivacyLeakWarning`.
+        it. Choose it from domain knowledge, never from the data. ``"auto"``
+        chooses it privately: a small share of the budget buys a noisy tree of
+        row-norm counts over ``norm_range``, and ``C`` is its
+        ``norm_quantile`` (with centring, one bound for the mean's rows and
+        one for the centred rows; see :doc:`bounds`). ``None`` takes the
+        largest row norm of the data, which is **not private** and raises a
+        :class:`~sklearn_dppca.PrivacyLeakWarning`; with ``bounds`` given it
+        follows from the box instead.
+    bounds : (lower, upper) or None, default=None
+        Public per-feature ranges, scalars or arrays of length n_features.
+        Rows are clipped into the box; the private mean is the box's midpoint
+        plus a private mean of the residuals, and ``data_norm=None`` means
+        the box's radius around that midpoint.
+    norm_range : (float, float), default=(1e-8, 1e12)
+        ``(low, high)``, ``0 < low < high``: the public grid of candidate
+        bounds of ``data_norm="auto"`` (four per octave). Norms beyond it
+        fall in its last value.
+    norm_quantile : float in (0, 1], default=0.9
+        Fraction of the rows that ``data_norm="auto"`` aims to keep unclipped.
     center : bool, default=True
         Centre the data on a private mean (10% of the budget). With
         ``False`` the data is used as it is and ``mean_`` is zero.
@@ -132,6 +148,9 @@ class PrivatePCA(_BasePrivatePCA):
         epsilon=1.0,
         delta=1e-6,
         data_norm=None,
+        bounds=None,
+        norm_range=(1e-8, 1e12),
+        norm_quantile=0.9,
         center=True,
         whiten=False,
         random_state=None,
@@ -141,6 +160,9 @@ class PrivatePCA(_BasePrivatePCA):
         self.epsilon = epsilon
         self.delta = delta
         self.data_norm = data_norm
+        self.bounds = bounds
+        self.norm_range = norm_range
+        self.norm_quantile = norm_quantile
         self.center = center
         self.whiten = whiten
         self.random_state = random_state

@@ -1,0 +1,455 @@
+"""Norm bounds chosen without a guess: ``data_norm="auto"`` and a public box.
+
+A step of the base's template, like centring (docs/privacy.rst §5): it runs
+after the budget plan is fixed and before the covariance is released, and no
+estimator imports it.
+
+``data_norm="auto"``
+    The bound ``C`` is a private quantile of the row norms. A public geometric
+    grid of candidate bounds ``u_0 < … < u_{B−1}`` over ``norm_range`` (four
+    per octave) sorts each row into one bin: the first ``u_j ≥ ‖x‖`` (norm 0
+    in bin 0, norms beyond the grid in the last bin). The counts are released
+    as a binary tree (a hierarchical histogram): every node of the ``L`` levels
+    below the root carries Gaussian noise, the root is ``n`` (public). A
+    cumulative count is then a sum of at most ``L`` nodes, so its error grows
+    like ``√log B``, not like ``√B`` as a flat histogram's running sum would.
+    ``C`` is the smallest ``u_j`` whose estimated cumulative count reaches
+    ``norm_quantile · n``.
+
+    Centring clips rows twice (docs/privacy.rst §5): the mean's release clips
+    the raw rows and the covariance clips rows centred on the private mean, so
+    there is one tree per clipping: the mean is released in
+    :data:`MEAN_STEPS` steps, each clipping the rows centred on the previous
+    step's estimate at a bound read from a tree of those norms, and a last
+    tree gives the covariance's bound around the final mean. Data far from
+    the origin (``X + 2000``) thus loses its offset in the first step and is
+    fitted with a bound of its own spread.
+
+``bounds=(lower, upper)``
+    Public per-feature ranges. Rows are clipped into the box (a per-feature
+    clip is a fixed function of each row: post-processing of nothing private)
+    and translated by the box's centre ``c`` (its midpoint; 0 without
+    centring), so every row has norm at most ``R = ‖max(|lower − c|,
+    |upper − c|)‖``. The mean is the box centre plus the private mean of the
+    residuals (sensitivity ``2 min(R, C)``), and ``data_norm`` defaults to
+    ``R``. With ``data_norm="auto"`` as well, the covariance's bound comes from
+    one tree of the norms around the private mean.
+
+Budget: the trees take :data:`BOUND_BUDGET_SHARE` of ``μ*²`` (split evenly
+between them) and the estimator's own releases share the rest: their ``μ``
+are scaled by ``√(1 − w)``, so the fit still composes to exactly ``μ*``
+(docs/privacy.rst §2) and the accountant sees one charge.
+"""
+
+import math
+from numbers import Real
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ._dask import ChunkedRows, map_reduce
+from ._stats import InMemoryRows, _clip_scales, _dense, _sq_norms, iter_blocks
+from .noise import dense_noise
+
+#: Candidate bounds per octave of the grid: a chosen bound is at most a factor
+#: ``2**(1/4) ≈ 1.19`` above the quantile it aims at.
+BINS_PER_OCTAVE = 4
+#: Default ``norm_range``: twenty decades, 267 bins, a tree of 9 levels.
+DEFAULT_NORM_RANGE = (1e-8, 1e12)
+#: Default ``norm_quantile`` (chosen by measurement: benchmarks/bench_norm.py).
+DEFAULT_QUANTILE = 0.9
+#: Fraction of ``μ*²`` that the trees of ``data_norm="auto"`` take, in all.
+BOUND_BUDGET_SHARE = 0.06
+#: Steps of the private mean with ``data_norm="auto"`` (no box), and the
+#: fraction of the mean's ``μ²`` each takes: the first step only has to bring
+#: the centre within the data's spread.
+MEAN_STEPS = (0.3, 0.7)
+
+#: Parameter constraints the base adds to its own.
+PARAMETER_CONSTRAINTS = {
+    "data_norm": [
+        Interval(Real, 0, math.inf, closed="neither"),
+        StrOptions({"auto"}),
+        None,
+    ],
+    "bounds": ["array-like", None],
+    "norm_range": ["array-like"],
+    "norm_quantile": [Interval(Real, 0, 1, closed="right")],
+}
+
+
+# ------------------------------------------------------------------ the grid
+def norm_grid(norm_range, limit=math.inf, dtype="this"):
+    """Public candidate bounds: a geometric grid over ``norm_range``.
+
+    Parameters
+    ----------
+    norm_range : (float, float)
+        ``(low, high)`` with ``0 < low < high``: the smallest and largest
+        candidate bound.
+    limit : float
+        Largest bound the data's dtype allows.
+    dtype : numpy.dtype or str
+        That dtype, for the error message.
+
+    Returns
+    -------
+    edges : ndarray of shape (n_bins,)
+        ``low`` to ``high``, consecutive ratios at most ``2**(1/BINS_PER_OCTAVE)``.
+    """
+    values = np.asarray(norm_range, dtype=object).ravel()
+    ok = values.size == 2 and all(
+        isinstance(v, Real) and not isinstance(v, bool) and math.isfinite(v)
+        for v in values
+    )
+    if not ok or not 0 < values[0] < values[1]:
+        raise ValueError(
+            "norm_range must be two finite numbers (low, high) with "
+            f"0 < low < high, got {norm_range!r}."
+        )
+    low, high = float(values[0]), float(values[1])
+    if high > limit:
+        raise ValueError(
+            f"norm_range's high={high:.3g} is too large for {dtype} data: "
+            f"bounds beyond {limit:.0e} overflow. Lower it, or pass float64 data."
+        )
+    n_bins = math.ceil(BINS_PER_OCTAVE * math.log2(high / low) - 1e-9) + 1
+    return np.geomspace(low, high, max(n_bins, 2))
+
+
+def tree_levels(n_bins):
+    """Levels ``L`` released by a tree over ``n_bins`` leaves (padded to ``2^L``)."""
+    return max(1, math.ceil(math.log2(n_bins)))
+
+
+def tree_sensitivity(levels):
+    """L2 sensitivity ``√(2L)`` of a tree of ``L`` released levels.
+
+    Under replacement of one row ``x`` by ``x'``, the leaf counts change by
+    ``−1`` in the bin of ``x`` and ``+1`` in the bin of ``x'``. A level's nodes
+    partition the leaves and each row lies in exactly one node per level, so
+    the level's count vector changes in at most two entries, by ``−1`` and
+    ``+1`` (in none if both bins share that node): an L2 change of at most
+    ``√2`` per level, and ``√(2L)`` over the ``L`` levels together. The root
+    (``n``) never changes and is not released.
+    """
+    return math.sqrt(2.0 * levels)
+
+
+def release_tree(counts, mu, rng):
+    """Noisy nodes of the tree over leaf ``counts`` (length ``2^L``), ``μ``-GDP.
+
+    Returns a list of ``L`` arrays, ``levels[l][i]`` the noisy count of the
+    ``i``-th node of size ``2^l``; every node has noise ``N(0, σ²)`` with
+    ``σ = √(2L)/μ`` (:func:`tree_sensitivity`).
+    """
+    n_leaves = counts.shape[0]
+    levels = int(round(math.log2(n_leaves)))
+    sigma = tree_sensitivity(levels) / mu
+    nodes, out = counts.astype(np.float64), []
+    for _ in range(levels):
+        out.append(nodes + dense_noise(rng, nodes.shape[0], sigma))
+        nodes = nodes.reshape(-1, 2).sum(axis=1)
+    return out
+
+
+def _dyadic_sums(levels, lengths):
+    """Sums of the noisy nodes that tile each prefix ``[0, p)``, and how many."""
+    total = np.zeros(lengths.shape[0])
+    used = np.zeros(lengths.shape[0], dtype=int)
+    for size_log, nodes in enumerate(levels):
+        take = (lengths >> size_log) & 1 == 1
+        index = (lengths[take] >> size_log) - 1
+        total[take] += nodes[index]
+        used += take
+    return total, used
+
+
+def cumulative_counts(levels, n_samples):
+    """Estimated number of rows in leaves ``0..j``, for every leaf ``j``.
+
+    Two independent estimates from disjoint nodes: the sum of the nodes tiling
+    ``[0, j]`` and ``n`` minus the sum of those tiling the rest (the root is
+    ``n``, public). They are averaged with inverse-variance weights (a node
+    count each), so the error of every estimate has variance at most
+    ``σ² L/2``-ish and never more than ``σ² L``: post-processing only.
+    """
+    n_leaves = levels[0].shape[0]
+    prefix = np.arange(1, n_leaves + 1)
+    head, head_var = _dyadic_sums(levels, prefix)
+    tail, tail_var = _dyadic_sums([nodes[::-1] for nodes in levels],
+                                  n_leaves - prefix)
+    rest = n_samples - tail
+    # a sum of no nodes is exact: take it alone
+    exact_head, exact_rest = head_var == 0, tail_var == 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mixed = (head / head_var + rest / tail_var) / (1 / head_var + 1 / tail_var)
+    return np.where(exact_head, head, np.where(exact_rest, rest, mixed))
+
+
+def choose_bound(edges, estimates, target):
+    """Index of the smallest grid value whose estimated count reaches ``target``.
+
+    The last real bin holds every row beyond the grid, so its true cumulative
+    count is ``n``; if noise keeps every estimate below ``target``, that bin
+    is chosen.
+    """
+    reached = np.flatnonzero(estimates[: edges.shape[0]] >= target)
+    return int(reached[0]) if reached.size else edges.shape[0] - 1
+
+
+# ------------------------------------------------------- statistics of rows
+def _norm_counts(X, centre, sq_edges, n_leaves):
+    """Rows per bin of ``‖x − centre‖`` (``centre`` None: of ``‖x‖``).
+
+    ``sq_edges`` are the squared grid values; a row goes to the first bin
+    whose edge is at least its norm, rows beyond the last edge (``inf`` where
+    the norm overflows) to the last bin.
+    """
+    counts = np.zeros(n_leaves, dtype=np.int64)
+    for _, _, block in iter_blocks(X):
+        if centre is None:
+            sq = _sq_norms(block)
+        else:
+            rows = _dense(block) - centre
+            with np.errstate(over="ignore"):
+                sq = np.einsum("ij,ij->i", rows, rows)
+        index = np.minimum(np.searchsorted(sq_edges, sq), sq_edges.shape[0] - 1)
+        counts += np.bincount(index, minlength=n_leaves)
+    return counts
+
+
+def _residual_sum(X, centre, radius):
+    """``Σ clip_radius(x_i − centre)``: L2 sensitivity ``2·radius``.
+
+    Each term has norm at most ``radius``, so replacing one row moves the sum
+    by at most ``2·radius`` (docs/privacy.rst §3).
+    """
+    total = np.zeros(X.shape[1])
+    for _, _, block in iter_blocks(X):
+        scale = _clip_scales(block, _sq_norms(block), radius, centre)
+        total += np.asarray(block.T @ scale).ravel() - scale.sum() * centre
+    return total
+
+
+def _reduce(data, function, *args):
+    """``function(X, *args)`` on the rows of ``data``, summed over Dask chunks."""
+    if isinstance(data, ChunkedRows):
+        return map_reduce(data.X, function, *args)
+    return function(data.X, *args)
+
+
+# -------------------------------------------------------------- the box
+def check_box(bounds, n_features):
+    """``(lower, upper)`` as float arrays of length ``n_features``, checked."""
+    if bounds is None:
+        return None
+    try:
+        pair = [np.asarray(side, dtype=np.float64) for side in bounds]
+    except (TypeError, ValueError):
+        pair = None
+    if pair is None or len(pair) != 2:
+        raise ValueError(
+            "bounds must be a pair (lower, upper) of numbers or of arrays of "
+            f"length n_features, got {bounds!r}."
+        )
+    lower, upper = (np.broadcast_to(side.ravel() if side.ndim else side,
+                                    (n_features,)).copy()
+                    if side.ndim == 0 or side.size == n_features else None
+                    for side in pair)
+    if lower is None or upper is None:
+        raise ValueError(
+            f"bounds: lower and upper must be scalars or have length "
+            f"n_features={n_features}; got shapes {pair[0].shape} and "
+            f"{pair[1].shape}."
+        )
+    if not (np.isfinite(lower).all() and np.isfinite(upper).all()):
+        raise ValueError("bounds must be finite.")
+    if (lower > upper).any() or not (lower < upper).any():
+        raise ValueError(
+            "bounds: every lower must be <= its upper, and at least one feature "
+            "must have lower < upper."
+        )
+    return lower, upper
+
+
+def _box_rows(data, lower, upper, centre):
+    """The rows clipped into the box and translated by ``-centre``.
+
+    One copy of the data in memory (a Dask array stays lazy). A CSR matrix
+    stays sparse when the translation is 0 and 0 lies in the box (only its
+    stored entries change); otherwise it is densified.
+    """
+    X = data.X
+    if isinstance(data, ChunkedRows):
+        return ChunkedRows(X.clip(lower, upper) - centre.astype(X.dtype))
+    if hasattr(X, "tocsr"):
+        if not centre.any() and (lower <= 0).all() and (upper >= 0).all():
+            X = X.tocsr(copy=True)
+            columns = X.indices
+            X.data = np.clip(X.data, lower[columns], upper[columns]).astype(
+                X.dtype, copy=False
+            )
+            return InMemoryRows(X)
+        X = X.toarray()
+    rows = np.clip(X, lower, upper).astype(X.dtype, copy=False)
+    rows -= centre.astype(X.dtype)
+    return InMemoryRows(rows)
+
+
+# ------------------------------------------------------------ the fit's step
+class NormBounds:
+    """The norm bounds of one fit: planned before the data is read.
+
+    Parameters
+    ----------
+    estimator : _BasePrivatePCA
+    n_samples, n_features : int
+    dtype : numpy.dtype
+        The data's dtype.
+    limits : dict
+        Largest bound each dtype allows (variances scale with its square).
+    """
+
+    def __init__(self, estimator, n_samples, n_features, dtype, limits):
+        limit = limits[dtype.type]
+        self.estimator = estimator
+        self.n_samples = n_samples
+        self.center = estimator.center
+        data_norm = estimator.data_norm
+        self.auto = isinstance(data_norm, str)
+        self.data_norm = None if self.auto or data_norm is None else float(data_norm)
+        if self.data_norm is not None and self.data_norm > limit:
+            raise ValueError(
+                f"data_norm={self.data_norm:.3g} is too large for {dtype} data: "
+                "variances and noise scale with data_norm², which would overflow "
+                f"beyond {limit:.0e}. Rescale the data (and the bound), or pass "
+                "float64 data."
+            )
+        self.box = check_box(getattr(estimator, "bounds", None), n_features)
+        self.offset = np.zeros(n_features)
+        self.box_norm = None
+        if self.box is not None:
+            lower, upper = self.box
+            if self.center:
+                self.offset = (lower + upper) / 2.0
+            reach = np.maximum(np.abs(lower - self.offset), np.abs(upper - self.offset))
+            self.box_norm = float(np.linalg.norm(reach))
+        self.edges = None
+        self.mean_shares = ()
+        self.n_trees = 0
+        if self.auto:
+            self.edges = norm_grid(
+                getattr(estimator, "norm_range", DEFAULT_NORM_RANGE), limit, dtype
+            )
+            self.quantile = float(getattr(estimator, "norm_quantile", DEFAULT_QUANTILE))
+            if self.center:
+                self.mean_shares = (1.0,) if self.box is not None else MEAN_STEPS
+            # a tree before every mean step (none where the box bounds it) and
+            # one for the covariance's bound
+            self.n_trees = len(self.mean_shares) + 1 - (self.box is not None
+                                                        and self.center)
+        self.clipped_fraction = None
+
+    def plan(self, plan):
+        """The subclass's plan with the trees' share taken out of every release.
+
+        Every ``μ_j`` is scaled by ``√(1 − w)`` and each of the ``n_trees``
+        trees gets ``μ* √(w / n_trees)``: ``Σ μ² = μ*²`` still, so the fit
+        spends exactly what it is charged (one GDP charge of ``μ*``).
+        """
+        if not self.n_trees:
+            return plan
+        if "mu" not in plan.charge:
+            raise ValueError(
+                'data_norm="auto" composes exactly only with a Gaussian-DP '
+                "budget plan, and this fit's plan is charged in Rényi DP (a "
+                "random-repetition selection). Give data_norm (a number), or "
+                "bounds=(lower, upper), or choose the fit's parameters without "
+                "the repetition (e.g. fixed clip_radius and n_iter)."
+            )
+        mu_total, share = plan.charge["mu"], BOUND_BUDGET_SHARE
+        mus = {k: m * math.sqrt(1.0 - share) for k, m in plan.mus.items()}
+        for i in range(self.n_trees):
+            mus[f"norm{i}"] = mu_total * math.sqrt(share / self.n_trees)
+        return plan._replace(mus=mus)
+
+    def read(self, data):
+        """Read every row before the charge (the finiteness check included).
+
+        With a fixed bound this is the first pass of the statistics; with
+        ``"auto"`` a pass over the norms (whose value is never used).
+        """
+        if self.box is not None:
+            data = _box_rows(data, *self.box, self.offset)
+        self.data = data
+        if self.auto:
+            data.largest_norm()
+            return
+        if self.data_norm is None:
+            if self.box is not None:
+                self.data_norm = self.box_norm
+            else:
+                self.data_norm = self.estimator._estimate_data_norm(
+                    data.largest_norm()
+                )
+        self._total = data.first_pass(self.data_norm, with_sum=self.center)
+
+    def release(self, plan, rng):
+        """Release the bounds and the private mean, after the charge.
+
+        Returns
+        -------
+        mean : ndarray of shape (n_features,) or None
+            The private mean in the coordinates of ``self.data`` (the offset
+            is added back by :attr:`mean_offset`); ``None`` without centring.
+        data_norm : float
+            The covariance's bound.
+        mean_norm : float or None
+            The bound of the (last) mean release.
+        """
+        n = self.n_samples
+        if not self.auto:
+            mean, mean_norm = None, None
+            if self.center:
+                mean_norm = self.data_norm
+                if self.box_norm is not None:  # box rows have norm ≤ R already
+                    mean_norm = min(self.data_norm, self.box_norm)
+                # Σ clip(x_i) has L2 sensitivity 2·mean_norm (docs/privacy.rst §3)
+                sigma = 2.0 * mean_norm / plan.mus["mean"]
+                noise = dense_noise(rng, self._total.shape[0], sigma)
+                mean = (self._total + noise) / n
+            return mean, self.data_norm, mean_norm
+
+        trees = iter(range(self.n_trees))
+        mean, mean_norm = None, None
+        if self.center:
+            mean = np.zeros(self.offset.shape[0])
+            for step, weight in enumerate(self.mean_shares):
+                if step == 0 and self.box is not None:
+                    radius = self.box_norm
+                else:
+                    radius = self._tree_bound(mean, plan.mus[f"norm{next(trees)}"],
+                                              rng)
+                mu = plan.mus["mean"] * math.sqrt(weight)
+                total = _reduce(self.data, _residual_sum, mean, radius)
+                # sensitivity 2·radius (see _residual_sum)
+                noise = dense_noise(rng, mean.shape[0], 2.0 * radius / mu)
+                mean = mean + (total + noise) / n
+                mean_norm = radius
+        data_norm = self._tree_bound(mean, plan.mus[f"norm{next(trees)}"], rng,
+                                     last=True)
+        if isinstance(self.data, InMemoryRows):  # the Gram matrix's first pass
+            self.data.first_pass(data_norm, with_sum=self.center)
+        return mean, data_norm, mean_norm
+
+    def _tree_bound(self, centre, mu, rng, last=False):
+        """A private quantile of ``‖x − centre‖`` from a noisy tree (``μ``-GDP)."""
+        edges, n = self.edges, self.n_samples
+        n_leaves = 2 ** tree_levels(edges.shape[0])
+        counts = _reduce(self.data, _norm_counts, centre, edges**2, n_leaves)
+        estimates = cumulative_counts(release_tree(counts, mu, rng), n)
+        j = choose_bound(edges, estimates, self.quantile * n)
+        if last:  # the tree's estimate of the rows beyond C: post-processing
+            self.clipped_fraction = float(np.clip(1.0 - estimates[j] / n, 0.0, 1.0))
+        return float(edges[j])
