@@ -180,11 +180,28 @@ def cumulative_counts(levels, n_samples):
     tail, tail_var = _dyadic_sums([nodes[::-1] for nodes in levels],
                                   n_leaves - prefix)
     rest = n_samples - tail
-    # a sum of no nodes is exact: take it alone
-    exact_head, exact_rest = head_var == 0, tail_var == 0
+    head[-1] = n_samples  # the whole range is the root: n, exact
+    # an estimate from the root alone (or no node) is exact: take it alone
+    exact_head, exact_rest = prefix == n_leaves, tail_var == 0
     with np.errstate(divide="ignore", invalid="ignore"):
         mixed = (head / head_var + rest / tail_var) / (1 / head_var + 1 / tail_var)
     return np.where(exact_head, head, np.where(exact_rest, rest, mixed))
+
+
+def target_count(quantile, n_samples, levels, mu):
+    """The count a bound must reach: ``q·n``, at most ``n − 2·sd``.
+
+    ``sd = σ √(L/2)`` is the typical error of an estimate of
+    :func:`cumulative_counts` (a public number). Beyond the largest norm the
+    estimates are ``n`` plus noise, so a target of ``n`` itself (``q = 1``)
+    would be reached by chance, one bin in two, far above the data; the cap
+    keeps the crossing within a grid step or two of the data's top. When the
+    noise is large next to ``(1 − q) n`` it chooses a lower quantile: a
+    bound too low clips rows, one too high multiplies the covariance noise by
+    ``C²``.
+    """
+    sd = tree_sensitivity(levels) / mu * math.sqrt(levels / 2.0)
+    return min(quantile * n_samples, n_samples - 2.0 * sd)
 
 
 def choose_bound(edges, estimates, target):
@@ -448,8 +465,9 @@ class NormBounds:
         edges, n = self.edges, self.n_samples
         n_leaves = 2 ** tree_levels(edges.shape[0])
         counts = _reduce(self.data, _norm_counts, centre, edges**2, n_leaves)
+        levels = tree_levels(edges.shape[0])
         estimates = cumulative_counts(release_tree(counts, mu, rng), n)
-        j = choose_bound(edges, estimates, self.quantile * n)
+        j = choose_bound(edges, estimates, target_count(self.quantile, n, levels, mu))
         if last:  # the tree's estimate of the rows beyond C: post-processing
             self.clipped_fraction = float(np.clip(1.0 - estimates[j] / n, 0.0, 1.0))
         return float(edges[j])
