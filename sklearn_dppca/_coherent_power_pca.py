@@ -127,7 +127,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         ``(low, high)``, ``0 < low < high``: the public grid of candidate
         bounds of ``data_norm="auto"`` (four per octave). Norms beyond it
         fall in its last value.
-    norm_quantile : float in (0, 1], default=0.9
+    norm_quantile : float in (0, 1], default=0.5
         Fraction of the rows that ``data_norm="auto"`` aims to keep unclipped.
     center : bool, default=True
         Centre the data on a private mean.
@@ -239,7 +239,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         data_norm=None,
         bounds=None,
         norm_range=(1e-8, 1e12),
-        norm_quantile=0.9,
+        norm_quantile=0.5,
         center=True,
         whiten=False,
         clip_radius="auto",

@@ -58,7 +58,7 @@ class PrivatePCA(_BasePrivatePCA):
         ``(low, high)``, ``0 < low < high``: the public grid of candidate
         bounds of ``data_norm="auto"`` (four per octave). Norms beyond it
         fall in its last value.
-    norm_quantile : float in (0, 1], default=0.9
+    norm_quantile : float in (0, 1], default=0.5
         Fraction of the rows that ``data_norm="auto"`` aims to keep unclipped.
     center : bool, default=True
         Centre the data on a private mean (10% of the budget). With
@@ -150,7 +150,7 @@ class PrivatePCA(_BasePrivatePCA):
         data_norm=None,
         bounds=None,
         norm_range=(1e-8, 1e12),
-        norm_quantile=0.9,
+        norm_quantile=0.5,
         center=True,
         whiten=False,
         random_state=None,
