@@ -36,6 +36,7 @@ Run from the repository root (about a minute on two cores)::
 
     python benchmarks/bench_norm.py [--seeds 10] [--figure PATH] [--json PATH]
     python benchmarks/bench_norm.py --sweep
+    python benchmarks/bench_norm.py --datasets digits wine  # a subset
 """
 
 import argparse
@@ -64,11 +65,13 @@ def synthetic(kind, seed=0, n=20000, d=30):
     return z * np.sqrt(spectrum)
 
 
-def datasets():
+def datasets(only=None):
     for name in REAL_DATASETS:
-        yield name, load_real_dataset(name).data
+        if not only or name in only:
+            yield name, load_real_dataset(name).data
     for kind in ("gaussian", "heavy"):
-        yield kind, synthetic(kind)
+        if not only or kind in only:
+            yield kind, synthetic(kind)
 
 
 def reference(X):
@@ -99,9 +102,9 @@ def methods(name, X):
     return out
 
 
-def measure(n_seeds):
+def measure(n_seeds, only=None):
     rows = []
-    for name, X in datasets():
+    for name, X in datasets(only):
         cov, top = reference(X)
         for label, (data, params) in methods(name, X).items():
             for eps in EPSILONS:
@@ -185,14 +188,14 @@ def figure(rows, path):
     fig.savefig(path, dpi=110)
 
 
-def sweep(n_seeds):
+def sweep(n_seeds, only=None):
     quantiles = (0.5, 0.75, 0.9, 0.95, 0.99)
     shares = (0.02, 0.06, 0.15)
     eps_list = (0.3, 1.0, 3.0)
     saved = (_bounds.DEFAULT_QUANTILE, _bounds.BOUND_BUDGET_SHARE)
     print("mean sin θ of data_norm='auto' (rows: quantile, share; columns: "
           "dataset at eps " + "/".join(format(e, "g") for e in eps_list) + ")")
-    data = list(datasets())
+    data = list(datasets(only))
     print(f"{'q':>5s} {'share':>5s} " + " ".join(f"{n[:13]:>14s}" for n, _ in data))
     try:
         for share in shares:
@@ -220,11 +223,13 @@ def main(argv=None):
     parser.add_argument("--figure", metavar="PATH")
     parser.add_argument("--json", metavar="PATH")
     parser.add_argument("--sweep", action="store_true")
+    parser.add_argument("--datasets", nargs="+", metavar="NAME",
+                        help="only these (default: all)")
     args = parser.parse_args(argv)
     if args.sweep:
-        sweep(args.seeds)
+        sweep(args.seeds, args.datasets)
         return 0
-    rows = measure(args.seeds)
+    rows = measure(args.seeds, args.datasets)
     print_table(rows)
     print()
     print("\n".join(verdict(rows)))
