@@ -41,7 +41,6 @@ Run from the repository root (about a minute on two cores)::
 
 import argparse
 import json
-import math
 import sys
 import warnings
 

@@ -112,8 +112,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
         it. Choose it from domain knowledge, never from the data. ``"auto"``
         chooses it privately: a small share of the budget buys a noisy tree of
         row-norm counts over ``norm_range``, and ``C`` is its
-        ``norm_quantile`` (refused with a Rényi-DP plan,
-        i.e. clip_radius or n_iter "auto"; with centring, one bound for the mean's rows and
+        ``norm_quantile`` (refused with a Rényi-DP plan, i.e. clip_radius
+        or n_iter "auto"; with centring, one bound for the mean's rows and
         one for the centred rows; see :doc:`bounds`). ``None`` takes the
         largest row norm of the data, which is **not private** and raises a
         :class:`~sklearn_dppca.PrivacyLeakWarning`; with ``bounds`` given it
