@@ -48,7 +48,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._dask import ChunkedRows, map_reduce
-from ._stats import InMemoryRows, _clip_scales, _dense, _sq_norms, iter_blocks
+from ._stats import InMemoryRows, _clip_scales, _sq_norms, iter_blocks
 from .noise import dense_noise
 
 #: Candidate bounds per octave of the grid: a chosen bound is at most a factor
@@ -224,44 +224,57 @@ def choose_bound(edges, estimates, target):
 
 
 # ------------------------------------------------------- statistics of rows
-def _norm_counts(X, centre, sq_edges, n_leaves):
+def _blocks(X, sq):
+    """``(block, ‖x‖² of its rows)`` over ``X``; norms from ``sq`` if given."""
+    for start, stop, block in iter_blocks(X):
+        yield block, _sq_norms(block) if sq is None else sq[start:stop]
+
+
+def _norm_counts(X, centre, sq_edges, n_leaves, sq=None):
     """Rows per bin of ``‖x − centre‖`` (``centre`` None: of ``‖x‖``).
 
     ``sq_edges`` are the squared grid values; a row goes to the first bin
     whose edge is at least its norm, rows beyond the last edge (``inf`` where
-    the norm overflows) to the last bin.
+    the norm overflows) to the last bin. ``‖x − c‖² = ‖x‖² − 2 x·c + ‖c‖²``
+    from the squared norms ``sq`` (computed if not given): one product with
+    ``c`` per block, no centred copy; its round-off, ``~1e-16 ‖x‖²``, is far
+    below a bin's width.
     """
     counts = np.zeros(n_leaves, dtype=np.int64)
-    for _, _, block in iter_blocks(X):
-        if centre is None:
-            sq = _sq_norms(block)
-        else:
-            rows = _dense(block) - centre
-            with np.errstate(over="ignore"):
-                sq = np.einsum("ij,ij->i", rows, rows)
-        index = np.minimum(np.searchsorted(sq_edges, sq), sq_edges.shape[0] - 1)
+    for block, block_sq in _blocks(X, sq):
+        if centre is not None:
+            with np.errstate(over="ignore", invalid="ignore"):
+                block_sq = block_sq - 2.0 * np.asarray(block @ centre).ravel()
+                block_sq = np.maximum(block_sq + centre @ centre, 0.0)
+        # NaN (inf − inf) and inf sort last: the last bin
+        index = np.minimum(np.searchsorted(sq_edges, block_sq), sq_edges.shape[0] - 1)
         counts += np.bincount(index, minlength=n_leaves)
     return counts
 
 
-def _residual_sum(X, centre, radius):
+def _residual_sum(X, centre, radius, sq=None):
     """``Σ clip_radius(x_i − centre)``: L2 sensitivity ``2·radius``.
 
     Each term has norm at most ``radius``, so replacing one row moves the sum
-    by at most ``2·radius`` (docs/privacy.rst §3).
+    by at most ``2·radius`` (docs/privacy.rst §3). ``sq``: the rows' squared
+    norms, computed if not given.
     """
     total = np.zeros(X.shape[1])
-    for _, _, block in iter_blocks(X):
-        scale = _clip_scales(block, _sq_norms(block), radius, centre)
+    for block, block_sq in _blocks(X, sq):
+        scale = _clip_scales(block, block_sq, radius, centre)
         total += np.asarray(block.T @ scale).ravel() - scale.sum() * centre
     return total
 
 
 def _reduce(data, function, *args):
-    """``function(X, *args)`` on the rows of ``data``, summed over Dask chunks."""
+    """``function(X, *args)`` on the rows of ``data``, summed over Dask chunks.
+
+    In memory, the squared norms of the rows (read once, before the charge)
+    are passed on.
+    """
     if isinstance(data, ChunkedRows):
         return map_reduce(data.X, function, *args)
-    return function(data.X, *args)
+    return function(data.X, *args, sq=data.sq_norms)
 
 
 # -------------------------------------------------------------- the box
