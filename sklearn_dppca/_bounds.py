@@ -350,20 +350,15 @@ class NormBounds:
     """
 
     def __init__(self, estimator, n_samples, n_features, dtype, limits):
-        limit = limits[dtype.type]
+        self.limit, self.dtype = limits[dtype.type], dtype
         self.estimator = estimator
         self.n_samples = n_samples
         self.center = estimator.center
         data_norm = estimator.data_norm
         self.auto = isinstance(data_norm, str)
         self.data_norm = None if self.auto or data_norm is None else float(data_norm)
-        if self.data_norm is not None and self.data_norm > limit:
-            raise ValueError(
-                f"data_norm={self.data_norm:.3g} is too large for {dtype} data: "
-                "variances and noise scale with data_norm², which would overflow "
-                f"beyond {limit:.0e}. Rescale the data (and the bound), or pass "
-                "float64 data."
-            )
+        if self.data_norm is not None:
+            self._check_limit(self.data_norm)
         self.box = check_box(getattr(estimator, "bounds", None), n_features)
         self.offset = np.zeros(n_features)
         self.box_norm = None
@@ -372,13 +367,16 @@ class NormBounds:
             if self.center:
                 self.offset = (lower + upper) / 2.0
             reach = np.maximum(np.abs(lower - self.offset), np.abs(upper - self.offset))
-            self.box_norm = float(np.linalg.norm(reach))
+            top = float(reach.max())  # ‖reach‖ without overflow
+            self.box_norm = top * float(np.linalg.norm(reach / top))
+            if self.data_norm is None:  # the box's radius is a bound in use
+                self._check_limit(self.box_norm)
         self.edges = None
         self.mean_shares = ()
         self.n_trees = 0
         if self.auto:
             self.edges = norm_grid(
-                getattr(estimator, "norm_range", DEFAULT_NORM_RANGE), limit, dtype
+                getattr(estimator, "norm_range", DEFAULT_NORM_RANGE), self.limit, dtype
             )
             self.quantile = float(getattr(estimator, "norm_quantile", DEFAULT_QUANTILE))
             if self.center:
@@ -388,6 +386,15 @@ class NormBounds:
             self.n_trees = len(self.mean_shares) + 1 - (self.box is not None
                                                         and self.center)
         self.clipped_fraction = None
+
+    def _check_limit(self, data_norm):
+        if data_norm > self.limit:
+            raise ValueError(
+                f"data_norm={data_norm:.3g} is too large for {self.dtype} data: "
+                "variances and noise scale with data_norm², which would overflow "
+                f"beyond {self.limit:.0e}. Rescale the data (and the bound), or "
+                "pass float64 data."
+            )
 
     def plan(self, plan):
         """The subclass's plan with the trees' share taken out of every release.
@@ -431,6 +438,7 @@ class NormBounds:
                 self.data_norm = self.estimator._estimate_data_norm(
                     data.largest_norm()
                 )
+            self._check_limit(self.data_norm)
         self._total = data.first_pass(self.data_norm, with_sum=self.center)
 
     def release(self, plan, rng):

@@ -355,6 +355,13 @@ def test_bad_bounds_are_refused_before_any_charge(bad, match):
     assert acc.n_charges == 0
 
 
+def test_huge_boxes_and_estimates_are_refused_clearly():
+    X = np.r_[np.full((3, 4), 1e250), np.eye(4)]
+    for params in ({"data_norm": None}, {"bounds": (-1e200, 1e200)}):
+        with pytest.raises(ValueError, match="too large for float64"):
+            PrivatePCA(accountant=BudgetAccountant(), **params).fit(X)
+
+
 def test_none_warns_and_points_to_auto():
     X = np.random.default_rng(14).normal(size=(50, 3))
     with pytest.warns(PrivacyLeakWarning, match='data_norm="auto"'):
