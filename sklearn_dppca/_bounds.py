@@ -176,9 +176,9 @@ def cumulative_counts(levels, n_samples):
 
     Two independent estimates from disjoint nodes: the sum of the nodes tiling
     ``[0, j]`` and ``n`` minus the sum of those tiling the rest (the root is
-    ``n``, public). They are averaged with inverse-variance weights (a node
-    count each), so the error of every estimate has variance at most
-    ``σ² L/2``-ish and never more than ``σ² L``: post-processing only.
+    ``n``, public). With ``h`` and ``t ≤ L`` nodes they have variances
+    ``hσ²`` and ``tσ²``; averaged with inverse-variance weights, the error has
+    variance ``σ² ht/(h + t) ≤ σ² L/2``. Post-processing only.
     """
     n_leaves = levels[0].shape[0]
     prefix = np.arange(1, n_leaves + 1)
@@ -197,8 +197,8 @@ def cumulative_counts(levels, n_samples):
 def target_count(quantile, n_samples, levels, mu):
     """The count a bound must reach: ``q·n``, at most ``n − 2·sd``, at least ``q·n/2``.
 
-    ``sd = σ √(L/2)`` is the typical error of an estimate of
-    :func:`cumulative_counts` (a public number). Beyond the largest norm the
+    ``sd = σ √(L/2)`` bounds the error's standard deviation of every estimate
+    of :func:`cumulative_counts` (a public number). Beyond the largest norm the
     estimates are ``n`` plus noise, so a target of ``n`` itself (``q = 1``)
     would be reached by chance, one bin in two, far above the data; the cap
     keeps the crossing within a grid step or two of the data's top. When the
