@@ -3,6 +3,8 @@
 ``dppca fit DATA --n-components K --epsilon E --delta D --data-norm C -o MODEL``
     Fit a private PCA on a CSV or Parquet table and write the released model
     (components, variances, private mean, privacy spent, parameters) as JSON.
+    ``--data-norm auto`` chooses the bound privately; ``--bounds LOW HIGH`` (or
+    a CSV file of per-feature bounds) gives public ranges instead.
 ``dppca transform MODEL DATA -o OUT``
     Project a table on a saved model; writes CSV or Parquet (``-o -``: CSV on
     standard output).
@@ -198,6 +200,8 @@ _FLAG_WORDING = (
      "--estimate-data-norm set the bound to"),
     (r"\bLeave random_state=None \(operating-system entropy\)",
      "Leave out --seed (the noise then comes from operating-system entropy)"),
+    (r"\bdata_norm=\"auto\"", "--data-norm auto"),
+    (r"\bbounds=\(lower, upper\)", "--bounds LOW HIGH"),
     (r"\brandom_state=(-?\d+)", r"--seed \1"),
     (r"\brandom_state\b", "--seed"),
     (r"\bdata_norm\b", "--data-norm"),
@@ -264,6 +268,9 @@ def _make_estimator(args):
         if getattr(args, dest) is not None and args.estimator != choice:
             option = "--" + dest.replace("_", "-")
             raise ValueError(f"{option} applies only to --estimator {choice}")
+    if args.data_norm is None and not args.estimate_data_norm and not args.bounds:
+        raise ValueError("give --data-norm C, --data-norm auto, --bounds or "
+                         "--estimate-data-norm (NOT private)")
     params = dict(
         n_components=args.n_components,
         epsilon=args.epsilon,
@@ -313,10 +320,14 @@ def fit_command(args):
         hint="choose the numeric ones with --columns NAME,NAME,...",
     )
     n_samples, n_features = X.shape
+    if args.bounds:
+        estimator.set_params(bounds=_read_bounds(args.bounds, names))
     if args.delta >= 1.0 / n_samples:
         _warn(f"--delta {args.delta:g} is not well below 1/n = {1.0 / n_samples:.3g} "
               f"(n={n_samples} rows): a fit may then reveal whole rows")
-    norm = "from the data" if args.data_norm is None else f"{args.data_norm:g}"
+    norm = args.data_norm if isinstance(args.data_norm, str) else (
+        "from the bounds" if args.data_norm is None and args.bounds else
+        "from the data" if args.data_norm is None else f"{args.data_norm:g}")
     _say(args, f"fitting {type(estimator).__name__} "
                f"(n_components={args.n_components}, epsilon={args.epsilon:g}, "
                f"delta={args.delta:g}, data_norm={norm}) on {n_samples} rows x "
@@ -466,6 +477,37 @@ def _add_ledger_commands(commands, fit):
         action.set_defaults(run=run)
 
 
+def _read_bounds(values, names):
+    """``--bounds``: ``(low, high)`` numbers, or per-feature rows of a CSV file.
+
+    The file has a header of feature names (at least the fitted ones) and two
+    rows, the lower and the upper bounds.
+    """
+    if len(values) == 2:
+        try:
+            return float(values[0]), float(values[1])
+        except ValueError:
+            raise ValueError(f"--bounds: expected two numbers LOW HIGH or one CSV "
+                             f"file, got {' '.join(values)!r}") from None
+    if len(values) != 1:
+        raise ValueError("--bounds takes two numbers LOW HIGH or one CSV file")
+    from ._cli_io import quote_names, read_table
+
+    frame = read_table(values[0])
+    missing = [str(n) for n in names if n not in frame.columns]
+    if missing:
+        raise ValueError(f"--bounds {values[0]}: no bounds for the columns "
+                         f"{quote_names(missing)}")
+    if frame.shape[0] != 2:
+        raise ValueError(f"--bounds {values[0]}: expected two rows (lower, upper), "
+                         f"got {frame.shape[0]}")
+    try:
+        table = frame[list(names)].to_numpy(dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"--bounds {values[0]}: bounds must be numbers") from None
+    return table[0], table[1]
+
+
 # ------------------------------------------------------------ transform
 def transform_command(args):
     """``dppca transform``: project a table on a saved model."""
@@ -596,12 +638,18 @@ def build_parser():
                      help="privacy parameter epsilon > 0 of the fit")
     fit.add_argument("--delta", metavar="D", type=_probability, required=True,
                      help="privacy parameter delta in (0, 1), well below 1/n")
-    norm = fit.add_mutually_exclusive_group(required=True)
-    norm.add_argument("--data-norm", metavar="C", type=_positive,
+    norm = fit.add_mutually_exclusive_group()
+    norm.add_argument("--data-norm", metavar="C", type=_auto_or(_positive),
                       help="public bound on a row's L2 norm, from domain knowledge; "
-                      "rows beyond it are clipped")
+                      "rows beyond it are clipped. 'auto': chosen privately, from a "
+                      "small share of the budget")
     norm.add_argument("--estimate-data-norm", action="store_true",
                       help="take the bound from the data (NOT private; warns)")
+    fit.add_argument("--bounds", metavar="LOW HIGH | FILE", nargs="+",
+                     help="public range of every feature (two numbers), or a CSV "
+                     "FILE with a header of feature names and two rows, lower and "
+                     "upper: rows are clipped into the box, which also gives the "
+                     "norm bound unless --data-norm is given")
     fit.add_argument("--estimator", choices=list(ESTIMATORS), default="private",
                      help="private: PrivatePCA (default); complex: ComplexGaussPCA; "
                      "coherent: CoherentPowerPCA")

@@ -30,6 +30,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _array_api
 from ._array_api import ArrayAPIRows, check_same_namespace
+from ._bounds import PARAMETER_CONSTRAINTS as _BOUND_CONSTRAINTS
+from ._bounds import NormBounds
 from ._dask import (
     ChunkedRows,
     as_dask_array,
@@ -37,7 +39,7 @@ from ._dask import (
     is_dask_collection,
 )
 from ._stats import InMemoryRows
-from .noise import dense_noise, make_generator
+from .noise import make_generator, noise_scale  # noqa: F401 (re-exported)
 from .privacy import (
     BudgetAccountant,
     _carry_default,
@@ -48,16 +50,6 @@ from .privacy import (
     gdp_mu,
 )
 
-_INPUT_ATTRIBUTES = ("n_features_in_", "feature_names_in_")
-# The noise scales with data_norm² and sums of rows reach n·data_norm²: keep
-# both far from overflow (1.8e308 in float64; 3.4e38 for float32 attributes)
-# and from underflow: C², the noise σ = √2 C²/μ (μ < 1e6 for any ε < 1e11)
-# and the variances stay normal numbers (above 2.2e-308 in float64, where
-# the statistics are computed; above 1.2e-38 for float32 attributes) with
-# orders of magnitude to spare. Below the lower limit σ and the statistic
-# would round to exactly 0.
-_MAX_DATA_NORM = {np.float64: 1e120, np.float32: 1e15}
-_MIN_DATA_NORM = {np.float64: 1e-100, np.float32: 1e-15}
 #: scikit-learn PCA's solver parameters, accepted for drop-in use, with their
 #: defaults. A private fit always eigendecomposes the whole noisy covariance
 #: (the release the noise is calibrated for) and never modifies ``X``, so
@@ -137,11 +129,11 @@ class _BasePrivatePCA(
         # epsilon=inf: the non-private fit (no noise), charged as infinite
         "epsilon": [Interval(Real, 0, math.inf, closed="right")],
         "delta": [Interval(Real, 0, 1, closed="neither")],
-        "data_norm": [Interval(Real, 0, math.inf, closed="neither"), None],
         "center": ["boolean"],
         "whiten": ["boolean"],
         "random_state": ["random_state", np.random.Generator],
         "accountant": [BudgetAccountant, None],
+        **_BOUND_CONSTRAINTS,  # data_norm ("auto" too), bounds, norm_range, ...
         # scikit-learn PCA's solver parameters (no effect; warned at fit),
         # validated as scikit-learn validates them
         "copy": ["boolean"],
@@ -209,43 +201,30 @@ class _BasePrivatePCA(
     def _fit(self, X, progress=None):
         # ``progress``: an optional callable told, as each pass over the rows
         # starts, what it computes (the CLI's -v; see _ReportedPasses).
-        # Until the budget is charged, a failure (bad data, a refused charge)
-        # must leave a fitted estimator as it was: validate_data resets
-        # n_features_in_ and feature_names_in_, so keep them to restore.
-        kept = {k: v for k, v in vars(self).items() if k in _INPUT_ATTRIBUTES}
+        # A failure, before or after the charge, leaves a fitted estimator as
+        # it was (_all_or_nothing); a fit refused or failing before its charge
+        # is not charged.
         self._warn_solver_parameters()
         exact = self.epsilon == math.inf  # the non-private fit: no noise
-        try:
-            X, data = self._validate_for_fit(X)
-            engine = data  # before any progress wrapper
-            n_samples, n_features = X.shape
-            if progress is not None:
-                data = _ReportedPasses(data, progress, n_samples, n_features)
-            self._check_n_components(n_samples, n_features)
-            plan = self._privacy_plan(n_samples, n_features)
-            rng = make_generator(self.random_state)
-            accountant = _resolve_accountant(self)
-            # Refuse an over-budget fit before the data is read ...
-            accountant.check(**plan.charge)
-            dtype = _array_api.numpy_dtype(X)
-            if self.data_norm is not None:
-                data_norm = float(self.data_norm)
-                _check_data_norm_range(data_norm, dtype)
-            elif exact:  # no noise to calibrate: no clipping at all
-                data_norm = math.inf
-            else:
-                data_norm = self._estimate_data_norm(data.largest_norm())
-                _check_data_norm_range(data_norm, dtype)
-            # The first pass reads every row (and checks them all finite).
-            clipped_total = data.first_pass(data_norm, with_sum=self.center)
-            # ... and charge, atomically, before anything is released: a fit
-            # that fails on its data (NaN, inf) is not charged.
-            accountant.spend(**plan.charge, estimator=self)
-        except BaseException:
-            for name in _INPUT_ATTRIBUTES:
-                vars(self).pop(name, None)
-            vars(self).update(kept)
-            raise
+        X, data = self._validate_for_fit(X)
+        engine = data  # before any progress wrapper
+        n_samples, n_features = X.shape
+        if progress is not None:
+            data = _ReportedPasses(data, progress, n_samples, n_features)
+        self._check_n_components(n_samples, n_features)
+        # norm bounds ("auto", a box): their share is taken from the plan
+        dtype = _array_api.numpy_dtype(X)
+        bounds = NormBounds(self, n_samples, n_features, dtype)
+        plan = bounds.plan(self._privacy_plan(n_samples, n_features))
+        rng = make_generator(self.random_state)
+        accountant = _resolve_accountant(self)
+        # Refuse an over-budget fit before the data is read ...
+        accountant.check(**plan.charge)
+        # The first pass reads every row (and checks them all finite).
+        bounds.read(data)
+        # ... and charge, atomically, before anything is released: a fit
+        # that fails on its data (NaN, inf) is not charged.
+        accountant.spend(**plan.charge, estimator=self)
         if exact:
             _warn_leak(
                 "epsilon=inf is the non-private fit: no noise is added and the "
@@ -259,20 +238,19 @@ class _BasePrivatePCA(
                 "knows it can subtract the noise, and the fit is not private. Leave "
                 "random_state=None (operating-system entropy) for a private release."
             )
-        mean = None
-        if self.center:
-            # Σ clip_C(x_i) has L2 sensitivity 2C (ALGORITHMS.md §3).
-            sigma_mean = noise_scale(2.0 * data_norm, plan.mus["mean"])
-            noise = dense_noise(rng, n_features, sigma_mean)
-            mean = (clipped_total + noise) / n_samples
+        # The bounds' trees (if "auto") and the private mean (docs/privacy.rst §5).
+        mean, data_norm, self.mean_norm_ = bounds.release(plan, rng)
+        data = bounds.data  # the rows clipped into the box, if any
         gram = data.gram(data_norm, mean)
         if not self._gram_in_namespace:
             gram = _array_api.to_host(gram)  # the same array for NumPy and Dask
-
+        vars(self).pop("clipped_fraction_", None)  # only "auto" releases it
+        if bounds.clipped_fraction is not None:
+            self.clipped_fraction_ = bounds.clipped_fraction
         self.data_norm_ = data_norm
         self.n_samples_ = n_samples
         self.mean_ = (
-            np.zeros(n_features) if mean is None else mean
+            bounds.offset if mean is None else bounds.offset + mean
         ).astype(dtype, copy=False)
         rows = data.rows(data_norm, mean)
         self._release(gram, rows, plan, rng, dtype)
@@ -388,7 +366,8 @@ class _BasePrivatePCA(
             "data_norm is None, so it was set to the largest row norm of the data "
             f"({largest:.6g}). This is NOT differentially private: the bound itself "
             "depends on the data. Give data_norm from domain knowledge, without "
-            "looking at the data."
+            'looking at the data, or data_norm="auto" (a private choice from a '
+            "small share of the budget), or public bounds=(lower, upper)."
         )
         return largest if largest > 0.0 else 1.0
 
@@ -672,12 +651,6 @@ def _outside_stacklevel():
     return level
 
 
-def noise_scale(sensitivity, mu):
-    """``σ = s/μ`` of a Gaussian release, and 0 for the non-private ``μ = inf``
-    (``epsilon=inf``), whatever the sensitivity (``inf`` without clipping)."""
-    return 0.0 if mu == math.inf else sensitivity / mu
-
-
 def reported_spend(spent, epsilon):
     """``privacy_spent_``: the request ``epsilon`` when the plan spends it to
     relative ``1e-9`` (exact composition up to the round-off of the ε ↔ μ
@@ -686,25 +659,6 @@ def reported_spend(spent, epsilon):
     if math.isfinite(epsilon) and abs(eps - epsilon) <= _SPENT_RTOL * epsilon:
         return (float(epsilon), delta)
     return (eps, delta)
-
-
-def _check_data_norm_range(data_norm, dtype):
-    """Refuse a bound whose square would overflow or underflow (see the limits)."""
-    low, high = _MIN_DATA_NORM[dtype.type], _MAX_DATA_NORM[dtype.type]
-    if data_norm > high:
-        raise ValueError(
-            f"data_norm={data_norm:.3g} is too large for {dtype} data: "
-            "variances and noise scale with data_norm², which would "
-            f"overflow beyond {high:.0e}. Rescale the data (and the "
-            "bound), or pass float64 data."
-        )
-    if data_norm < low:
-        raise ValueError(
-            f"data_norm={data_norm:.3g} is too small for {dtype} data: "
-            "variances and noise scale with data_norm², which would "
-            f"underflow to 0 below {low:.0e}. Rescale the data (and the "
-            "bound)" + ("." if dtype == np.float64 else ", or pass float64 data.")
-        )
 
 
 def minka_log_evidence(spectrum, n_samples):
@@ -827,6 +781,7 @@ class _ReportedPasses:
 
     def __init__(self, data, progress, n_samples, n_features):
         self._data = data
+        self.engine = data  # what norm bounds compute their statistics on
         self._progress = progress
         self._shape = f"{n_samples} rows x {n_features} columns"
 

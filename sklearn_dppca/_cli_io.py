@@ -40,6 +40,9 @@ COMMON_ATTRIBUTES = (
     "data_norm_",
     "privacy_spent_",
 )
+#: Released attributes a model holds when the fit set them (the norm bounds'
+#: own releases; absent from models written before them).
+OPTIONAL_ATTRIBUTES = ("mean_norm_", "clipped_fraction_")
 #: Further released attributes, by estimator class name.
 EXTRA_ATTRIBUTES = {
     "PrivatePCA": (),
@@ -322,7 +325,9 @@ def model_to_dict(estimator, feature_names, privacy_warnings=()):
     name = type(estimator).__name__
     if name not in EXTRA_ATTRIBUTES:
         raise TypeError(f"cannot save a {name} as a dppca model")
-    names = COMMON_ATTRIBUTES + EXTRA_ATTRIBUTES[name]
+    names = COMMON_ATTRIBUTES + EXTRA_ATTRIBUTES[name] + tuple(
+        a for a in OPTIONAL_ATTRIBUTES if hasattr(estimator, a)
+    )
     return {
         "format": MODEL_FORMAT,
         "format_version": MODEL_FORMAT_VERSION,

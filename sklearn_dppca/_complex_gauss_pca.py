@@ -93,12 +93,29 @@ class ComplexGaussPCA(_BasePrivatePCA):
         over ``epsilon`` can include the non-private baseline.
     delta : float, default=1e-6
         Privacy parameter ``δ`` in (0, 1).
-    data_norm : float or None, default=None
-        Bound ``C`` on the L2 norm of a row; rows beyond it are clipped.
-        ``None`` takes the largest row norm of the data, which is **not
-        private** and raises a :class:`~sklearn_dppca.PrivacyLeakWarning`.
+    data_norm : float, "auto" or None, default=None
+        Bound ``C`` on the L2 norm of a row; rows beyond it are scaled down to
+        it. Choose it from domain knowledge, never from the data. ``"auto"``
+        chooses it privately: a small share of the budget buys a noisy tree of
+        row-norm counts over ``norm_range``, and ``C`` is its
+        ``norm_quantile`` (with centring, one bound for the mean's rows and
+        one for the centred rows; see :doc:`bounds`). ``None`` takes the
+        largest row norm of the data, which is **not private** and raises a
+        :class:`~sklearn_dppca.PrivacyLeakWarning`; with ``bounds`` given it
+        follows from the box instead.
         Between ``1e-100`` and ``1e120`` for float64 data, ``1e-15`` and
-        ``1e15`` for float32 (see :class:`PrivatePCA`).
+        ``1e15`` for float32.
+    bounds : (lower, upper) or None, default=None
+        Public per-feature ranges, scalars or arrays of length n_features.
+        Rows are clipped into the box; the private mean is the box's midpoint
+        plus a private mean of the residuals, and ``data_norm=None`` means
+        the box's radius around that midpoint.
+    norm_range : (float, float), default=(1e-8, 1e12)
+        ``(low, high)``, ``0 < low < high``: the public grid of candidate
+        bounds of ``data_norm="auto"`` (four per octave). Norms beyond it
+        fall in its last value.
+    norm_quantile : float in (0, 1], default=0.5
+        Fraction of the rows that ``data_norm="auto"`` aims to keep unclipped.
     center : bool, default=True
         Centre the data on a private mean (10% of the budget).
     whiten : bool, default=False
@@ -148,6 +165,7 @@ class ComplexGaussPCA(_BasePrivatePCA):
         component is kept).
     data_norm_ : float
         Norm bound used.
+    mean_norm_, clipped_fraction_ : as in PrivatePCA
     privacy_spent_ : tuple of float
         ``(epsilon, delta)`` spent by the fit.
     n_features_in_ : int
@@ -197,6 +215,9 @@ class ComplexGaussPCA(_BasePrivatePCA):
         epsilon=1.0,
         delta=1e-6,
         data_norm=None,
+        bounds=None,
+        norm_range=(1e-8, 1e12),
+        norm_quantile=0.5,
         center=True,
         whiten=False,
         copy=True,
@@ -213,6 +234,9 @@ class ComplexGaussPCA(_BasePrivatePCA):
         self.epsilon = epsilon
         self.delta = delta
         self.data_norm = data_norm
+        self.bounds = bounds
+        self.norm_range = norm_range
+        self.norm_quantile = norm_quantile
         self.center = center
         self.whiten = whiten
         self.copy = copy

@@ -52,14 +52,29 @@ class PrivatePCA(_BasePrivatePCA):
         over ``epsilon`` can include the non-private baseline.
     delta : float, default=1e-6
         Privacy parameter ``δ`` in (0, 1); choose it well below ``1/n``.
-    data_norm : float or None, default=None
+    data_norm : float, "auto" or None, default=None
         Bound ``C`` on the L2 norm of a row; rows beyond it are scaled down to
-        it. Choose it from domain knowledge, never from the data. ``None``
-        takes the largest row norm of the data, which is **not private** and
-        raises a :class:`~sklearn_dppca.PrivacyLeakWarning`. It must lie in
-        ``[1e-100, 1e120]`` for float64 data and ``[1e-15, 1e15]`` for
-        float32 (the noise and the variances scale with its square, which
-        would otherwise underflow to 0 or overflow); rescale the data beyond.
+        it. Choose it from domain knowledge, never from the data. ``"auto"``
+        chooses it privately: a small share of the budget buys a noisy tree of
+        row-norm counts over ``norm_range``, and ``C`` is its
+        ``norm_quantile`` (with centring, one bound for the mean's rows and
+        one for the centred rows; see :doc:`bounds`). ``None`` takes the
+        largest row norm of the data, which is **not private** and raises a
+        :class:`~sklearn_dppca.PrivacyLeakWarning`; with ``bounds`` given it
+        follows from the box instead.
+        Between ``1e-100`` and ``1e120`` for float64 data, ``1e-15`` and
+        ``1e15`` for float32.
+    bounds : (lower, upper) or None, default=None
+        Public per-feature ranges, scalars or arrays of length n_features.
+        Rows are clipped into the box; the private mean is the box's midpoint
+        plus a private mean of the residuals, and ``data_norm=None`` means
+        the box's radius around that midpoint.
+    norm_range : (float, float), default=(1e-8, 1e12)
+        ``(low, high)``, ``0 < low < high``: the public grid of candidate
+        bounds of ``data_norm="auto"`` (four per octave). Norms beyond it
+        fall in its last value.
+    norm_quantile : float in (0, 1], default=0.5
+        Fraction of the rows that ``data_norm="auto"`` aims to keep unclipped.
     center : bool, default=True
         Centre the data on a private mean (10% of the budget). With
         ``False`` the data is used as it is and ``mean_`` is zero.
@@ -106,6 +121,15 @@ class PrivatePCA(_BasePrivatePCA):
     data_norm_ : float
         Norm bound used: ``data_norm``, or the estimate from the data;
         ``inf`` (no clipping) for ``epsilon=inf`` with ``data_norm=None``.
+    mean_norm_ : float or None
+        Bound on a row's norm in the private mean's release (``data_norm_``
+        with a fixed bound, the box's radius if smaller; with
+        ``data_norm="auto"`` the privately chosen bound of the raw rows);
+        ``None`` when ``center=False``.
+    clipped_fraction_ : float
+        Only with ``data_norm="auto"``: the noisy tree's estimate of the
+        fraction of centred rows beyond ``data_norm_`` (post-processing of
+        the released counts, biased low); never the exact fraction.
     privacy_spent_ : tuple of float
         ``(epsilon, delta)`` spent by the fit, recomputed from the composed
         GDP parameter of its releases; the request itself when they agree to
@@ -158,6 +182,9 @@ class PrivatePCA(_BasePrivatePCA):
         epsilon=1.0,
         delta=1e-6,
         data_norm=None,
+        bounds=None,
+        norm_range=(1e-8, 1e12),
+        norm_quantile=0.5,
         center=True,
         whiten=False,
         copy=True,
@@ -173,6 +200,9 @@ class PrivatePCA(_BasePrivatePCA):
         self.epsilon = epsilon
         self.delta = delta
         self.data_norm = data_norm
+        self.bounds = bounds
+        self.norm_range = norm_range
+        self.norm_quantile = norm_quantile
         self.center = center
         self.whiten = whiten
         self.copy = copy

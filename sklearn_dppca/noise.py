@@ -15,6 +15,7 @@ from operating-system entropy.
 This module imports nothing from the estimators.
 """
 
+import math
 from numbers import Integral
 
 import numpy as np
@@ -151,3 +152,9 @@ def gue_noise(rng, n_features, sigma):
     g -= g.T
     g *= _check_scale(sigma) / 2.0
     return real + 1j * g
+
+
+def noise_scale(sensitivity, mu):
+    """``σ = s/μ`` of a Gaussian release, and 0 for the non-private ``μ = inf``
+    (``epsilon=inf``), whatever the sensitivity (``inf`` without clipping)."""
+    return 0.0 if mu == math.inf else sensitivity / mu

@@ -102,7 +102,7 @@ def test_model_json_holds_exactly_the_released_attributes(name, data, tmp_path, 
                           "privacy_warnings"}
     assert saved["format_version"] == 1
     assert saved["estimator"] == CASES[name][1].__name__
-    assert set(saved["attributes"]) == COMMON | EXTRA[name]
+    assert set(saved["attributes"]) == COMMON | EXTRA[name] | {"mean_norm_"}
     assert "accountant" not in saved["parameters"]
     assert saved["parameters"]["random_state"] is None
     assert saved["feature_names"] == FEATURES
@@ -317,7 +317,8 @@ def test_warnings_name_the_flags_not_the_python_parameters(data, tmp_path, capsy
         f"dppca: warning: --estimate-data-norm set the bound to the largest row "
         f"norm of the data ({largest:.6g}). This is NOT differentially private: the "
         "bound itself depends on the data. Give --data-norm from domain knowledge, "
-        "without looking at the data.",
+        "without looking at the data, or --data-norm auto (a private choice from a "
+        "small share of the budget), or public --bounds LOW HIGH.",
         SEED_WARNING,
     ]
     assert "random_state" not in err and "data_norm" not in err.replace(
@@ -471,3 +472,80 @@ def test_demo_plot_needs_a_png_name(tmp_path, capsys):
     assert rc == 2 and out == ""
     name = tmp_path / "curve.pdf"
     assert err == f"dppca: error: --plot {name}: name the figure *.png\n"
+
+
+# ------------------------------------------ --data-norm auto and --bounds
+def _fit_without_norm(data, model, *extra):
+    return ["fit", data, "-k", 2, "--epsilon", 2, "--delta", 1e-6, "-o", model,
+            *extra]
+
+
+def test_data_norm_auto_matches_the_estimator(data, tmp_path, capsys):
+    model = tmp_path / "model.json"
+    rc, _, err = run(capsys, *_fit_without_norm(data, model, "--data-norm", "auto",
+                                                "--seed", 4))
+    assert rc == 0, err
+    assert "data_norm=auto" in err
+    X = make_frame().to_numpy()
+    with pytest.warns(PrivacyLeakWarning):  # the fixed seed
+        est = PrivatePCA(2, epsilon=2.0, delta=1e-6, data_norm="auto", random_state=4,
+                         accountant=BudgetAccountant()).fit(X)
+    saved = json.loads(model.read_text())
+    assert saved["parameters"]["data_norm"] == "auto"
+    assert saved["attributes"]["data_norm_"] == est.data_norm_
+    np.testing.assert_array_equal(saved["attributes"]["components_"], est.components_)
+    eps, _ = saved["attributes"]["privacy_spent_"]
+    assert eps == pytest.approx(2.0, rel=1e-9)
+    # the seed's warning only: "auto" is private
+    assert len(saved["privacy_warnings"]) == 1
+
+
+def test_bounds_scalars_and_file_give_the_box_norm(data, tmp_path, capsys):
+    model = tmp_path / "model.json"
+    rc, _, err = run(capsys, *_fit_without_norm(data, model, "--bounds", "-4", "4"))
+    assert rc == 0, err
+    saved = json.loads(model.read_text())
+    assert saved["privacy_warnings"] == []
+    assert saved["attributes"]["data_norm_"] == pytest.approx(4 * np.sqrt(5))
+    lower = [-4, -3, -2, -1, -1]
+    upper = [4, 3, 2, 1, 3]
+    path = tmp_path / "bounds.csv"
+    pd.DataFrame([lower, upper], columns=FEATURES).iloc[:, ::-1].to_csv(path,
+                                                                       index=False)
+    rc, _, err = run(capsys, *_fit_without_norm(data, model, "--bounds", path,
+                                                "--data-norm", "auto", "--seed", 5,
+                                                "--force"))
+    assert rc == 0, err
+    saved = json.loads(model.read_text())
+    X = make_frame().to_numpy()
+    with pytest.warns(PrivacyLeakWarning):  # the fixed seed
+        est = PrivatePCA(2, epsilon=2.0, delta=1e-6, data_norm="auto",
+                         bounds=(np.array(lower), np.array(upper)), random_state=5,
+                         accountant=BudgetAccountant()).fit(X)
+    assert saved["attributes"]["data_norm_"] == est.data_norm_
+    np.testing.assert_array_equal(saved["attributes"]["mean_"], est.mean_)
+
+
+@pytest.mark.parametrize("extra, match", [
+    (["--bounds", "nope.csv"], "No such file"),
+    (["--bounds", "a", "b"], "expected two numbers"),
+    (["--bounds", "1", "2", "3"], "two numbers LOW HIGH or one CSV"),
+    (["--bounds", "2", "1"], "lower must be <="),
+    ([], "--data-norm auto"),
+])
+def test_bad_bounds_options_are_one_line_errors(extra, match, data, tmp_path,
+                                               capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rc, _, err = run(capsys, *_fit_without_norm(data, tmp_path / "m.json", *extra))
+    assert rc == 2
+    assert_one_error_line(err)
+    assert match in err
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_bounds_file_must_name_every_column(data, tmp_path, capsys):
+    path = tmp_path / "bounds.csv"
+    pd.DataFrame([[0, 0], [1, 1]], columns=["a", "b"]).to_csv(path, index=False)
+    rc, _, err = run(capsys, *_fit_without_norm(data, tmp_path / "m.json",
+                                                "--bounds", path))
+    assert rc == 2 and "no bounds for the columns" in err
