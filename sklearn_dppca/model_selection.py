@@ -28,6 +28,7 @@ the rows:
 4. **Refit** of the chosen candidate on all rows with the refit share.
 """
 
+import copy
 import math
 import warnings
 from numbers import Integral, Real
@@ -276,8 +277,9 @@ def _truncated(full, n_components, whiten):
     (valid when ``n_samples ≥ n_features``, so that the full fit keeps all
     eigenvalues).
     """
-    est = clone(full).set_params(n_components=n_components, whiten=whiten)
-    state = {k: v for k, v in vars(full).items() if k.endswith("_")}
+    est = copy.copy(full)  # the fitted state, without cloning's checks
+    est.n_components, est.whiten = n_components, whiten
+    state = {}
     variances = full.explained_variance_
     k = full.n_components_ if n_components is None else int(n_components)
     if not 1 <= k <= full.n_components_:
