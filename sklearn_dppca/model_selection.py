@@ -45,6 +45,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import _BasePrivatePCA
+from ._coherent_power_pca import CoherentPowerPCA
 from ._private_pca import PrivatePCA
 from .noise import make_generator
 from .privacy import (
@@ -60,6 +61,7 @@ __all__ = [
     "PrivateGridSearchCV",
     "SEARCH_BUDGET_SHARES",
     "SELECTION_Z",
+    "captured_variance_rows",
     "floor_penalised_scores",
 ]
 
@@ -107,6 +109,14 @@ def captured_variance_rows(rows, mean, components, data_norm):
     Returns
     -------
     scores : ndarray of shape (n_rows,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_dppca.model_selection import captured_variance_rows
+    >>> rows = np.array([[3.0, 4.0], [0.0, 0.5]])
+    >>> captured_variance_rows(rows, np.zeros(2), np.array([[0.0, 1.0]]), 1.0)
+    array([0.64, 0.25])
     """
     basis, _ = np.linalg.qr(np.asarray(components, dtype=np.float64).T)
     centred = _clip_rows(np.asarray(rows, dtype=np.float64) - mean, data_norm)
@@ -381,7 +391,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     cv_results_ : dict of ndarrays
         ``params``, ``param_<name>``, ``released_test_score`` (noisy summed
         captured variance), ``floor_penalty``, ``adjusted_test_score`` and
-        ``rank_test_score``, and ``mean_n_components`` (released). No exact
+        ``rank_test_score``, ``mean_n_components`` and
+        ``floor_per_component`` (``Σ_f n_val,f τ_f``, what one floor
+        component is expected to capture), all released values. No exact
         score and no timing (they depend on the data).
     best_index_ : int
         Candidate with the best ``adjusted_test_score``.
@@ -479,7 +491,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 )
         return candidates
 
-    def _plan(self, candidates, prefix, n_splits, folds_per_row):
+    def _plan(self, candidates, prefix, folds_per_row):
         """Groups, their fit ε, the selection noise and the refit ε."""
         mu_total = gdp_mu(self.epsilon, self.delta)
         shares = dict(SEARCH_BUDGET_SHARES)
@@ -499,8 +511,18 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                     "public positive number for a private search: it bounds "
                     "each row's score by data_norm²."
                 )
+            step = _get_step(est, prefix)
+            if isinstance(step, CoherentPowerPCA) and "auto" in (
+                private[prefix + "clip_radius"], private[prefix + "n_iter"]
+            ):
+                raise ValueError(
+                    "CoherentPowerPCA with clip_radius='auto' or n_iter='auto' is "
+                    "accounted in Rényi DP, not Gaussian DP: its fits cannot be "
+                    "composed exactly in the search's budget. Give a fixed "
+                    "clip_radius and n_iter."
+                )
             bounds.append(float(data_norm) ** 2)
-            shareable = type(_get_step(est, prefix)) is PrivatePCA and isinstance(
+            shareable = type(step) is PrivatePCA and isinstance(
                 private[prefix + "n_components"], (Integral, type(None))
             )
             key = (shareable, _param_key(params, prefix) if shareable else c)
@@ -564,7 +586,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         n_samples = _num_rows(X)
         splits = _resolve_cv(self.cv, n_samples)
         folds_per_row = _check_splits(splits, n_samples)
-        plan = self._plan(candidates, prefix, len(splits), folds_per_row)
+        plan = self._plan(candidates, prefix, folds_per_row)
         accountant = self.accountant or get_default_accountant()
         accountant.check(plan["mu"])  # refused before the data is read
         X = validate_data(self, X, accept_sparse=("csr", "csc"),
@@ -597,16 +619,16 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.best_index_ = int(np.argmax(adjusted))
         self.best_params_ = candidates[self.best_index_]
         self.best_score_ = float(adjusted[self.best_index_])
-        self.cv_results_ = _results(candidates, released, penalty, adjusted, k)
+        self.cv_results_ = _results(candidates, released, penalty, adjusted, k,
+                                    (n_val * floor).sum(axis=1))
         self.n_splits_ = len(splits)
         self.selection_sigma_ = plan["sigma_sel"]
         self.fit_epsilons_ = plan["fit_eps"]
         if self.refit:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", PrivacyLeakWarning)
-                best = self._candidate(self.best_params_, prefix,
-                                       plan["refit_eps"], rng.spawn(1)[0])
-                best.fit(X, y)
+                best = self._fit_candidate(self.best_params_, prefix,
+                                           plan["refit_eps"], rng.spawn(1)[0], X, y)
             # Later refits by the user charge the user's budget, with the
             # estimator's own randomness.
             original = self.estimator.get_params()[prefix + "random_state"]
@@ -616,16 +638,24 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.privacy_spent_ = plan["spent"]
         return self
 
-    def _candidate(self, params, prefix, epsilon, generator):
+    def _fit_candidate(self, params, prefix, epsilon, generator, X, y):
         """A candidate fitted at ``epsilon`` on a throwaway accountant: the
-        search has paid for it already."""
-        return clone(self.estimator).set_params(**{
+        search has paid for it already. Its own ``privacy_spent_`` must be
+        what was paid for."""
+        fitted = clone(self.estimator).set_params(**{
             **params,
             prefix + "epsilon": epsilon,
             prefix + "delta": self.delta,
             prefix + "accountant": BudgetAccountant(),
             prefix + "random_state": generator,
-        })
+        }).fit(X, y)
+        spent = _get_step(fitted, prefix).privacy_spent_
+        if not math.isclose(spent[0], epsilon, rel_tol=1e-6):
+            raise RuntimeError(
+                f"A candidate spent epsilon={spent[0]:.6g} where the search paid "
+                f"for {epsilon:.6g}; its accounting does not fit the search."
+            )
+        return fitted
 
     def _score_fold(self, X, y, train, test, candidates, plan, prefix, seeds):
         """Exact summed scores, released ``n_components_`` and floors of one
@@ -643,8 +673,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             if shared:  # one release with every component serves the group
                 params = {**params, prefix + "n_components": None,
                           prefix + "whiten": False}
-            fitted = self._candidate(params, prefix, plan["fit_eps"][g], seeds[g])
-            fitted.fit(X_train, y_train)
+            fitted = self._fit_candidate(params, prefix, plan["fit_eps"][g],
+                                         seeds[g], X_train, y_train)
             step = _get_step(fitted, prefix)
             rows = _before_step(fitted, prefix, X_val)
             if not shared:
@@ -737,7 +767,7 @@ def _num_rows(X):
     return int(shape[0]) if shape is not None else len(X)
 
 
-def _results(candidates, released, penalty, adjusted, k):
+def _results(candidates, released, penalty, adjusted, k, floor):
     order = np.argsort(-adjusted, kind="stable")
     rank = np.empty(len(candidates), dtype=np.int32)
     rank[order] = np.arange(1, len(candidates) + 1)
@@ -755,5 +785,6 @@ def _results(candidates, released, penalty, adjusted, k):
         adjusted_test_score=adjusted,
         rank_test_score=rank,
         mean_n_components=k.mean(axis=1),
+        floor_per_component=floor,
     )
     return results

@@ -94,7 +94,7 @@ def test_score_vector_sensitivity_on_neighbouring_rows(data):
     est = search(random_state=1)
     prefix, candidates = "", list(ms.ParameterGrid(GRID))
     splits = ms._resolve_cv(5, data.shape[0])
-    plan = est._plan(candidates, prefix, 5, ms._check_splits(splits, len(data)))
+    plan = est._plan(candidates, prefix, ms._check_splits(splits, len(data)))
     train, test = splits[0]
     m = len(candidates)
 
@@ -181,10 +181,12 @@ def test_mechanism_groups_and_grid_epsilon_weights(data):
     assert weighted.privacy_spent_[0] == pytest.approx(2.0, rel=1e-9)
 
 
-@pytest.mark.parametrize("Est", [ComplexGaussPCA, CoherentPowerPCA])
-def test_other_estimators_one_fit_per_candidate(Est, data):
+@pytest.mark.parametrize("est", [
+    ComplexGaussPCA(data_norm=1.0),
+    CoherentPowerPCA(data_norm=1.0, clip_radius=0.05, n_iter=2),
+])
+def test_other_estimators_one_fit_per_candidate(est, data):
     budget = BudgetAccountant()
-    est = Est(data_norm=1.0)
     fitted = PrivateGridSearchCV(est, {"n_components": [2, 3]}, epsilon=3.0, cv=3,
                                  accountant=budget, random_state=0).fit(data)
     assert len(fitted.fit_epsilons_) == 2
@@ -233,7 +235,8 @@ def test_no_exact_score_is_stored(data, monkeypatch):
     totals = np.sum(exact, axis=0)
     assert set(fitted.cv_results_) == {
         "params", "param_n_components", "released_test_score", "floor_penalty",
-        "adjusted_test_score", "rank_test_score", "mean_n_components"}
+        "adjusted_test_score", "rank_test_score", "mean_n_components",
+        "floor_per_component"}
     released = fitted.cv_results_["released_test_score"]
     assert np.all(np.abs(released - totals) > 1e-6)
     stored = [v for v in vars(fitted).values() if isinstance(v, (np.ndarray, float))]
@@ -299,6 +302,7 @@ def test_refuses_unbounded_scorers_and_bad_splitters(kwargs, match, data):
         (PrivatePCA(data_norm=1.0), {"accountant": [None]}, "may not set"),
         (PrivatePCA(data_norm=1.0), {"epsilon": [2.0]}, "fraction"),
         (StandardScaler(), {"with_mean": [True]}, "private estimator"),
+        (CoherentPowerPCA(data_norm=1.0), {"n_components": [1]}, "Rényi"),
     ],
 )
 def test_refuses_what_it_cannot_make_private(estimator, grid, match, data):
@@ -342,3 +346,14 @@ def test_audit_of_the_choice_stays_below_the_claim():
     honest = PrivateGridSearchCV(PrivatePCA(data_norm=1.0), **settings)
     found = audit(honest, X, X_prime, best_index, n_fits=200, random_state=0)
     assert found.epsilon_lower <= 2.0
+
+
+def test_threads_give_the_same_release(data):
+    """Each fold's generator is drawn before the folds run: n_jobs changes
+    nothing but the speed (and every fit still reaches one accountant)."""
+    budget = BudgetAccountant()
+    one = search(accountant=budget).fit(data)
+    two = search(accountant=budget, n_jobs=2).fit(data)
+    np.testing.assert_array_equal(one.cv_results_["released_test_score"],
+                                  two.cv_results_["released_test_score"])
+    assert budget.n_charges == 2
