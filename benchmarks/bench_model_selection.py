@@ -233,7 +233,8 @@ def figure(rows, path):
         ax.set_xticks(np.arange(len(bars)),
                       ["private", "GridSearchCV\n(PrivatePCA)", f"fixed k={FIXED_K}",
                        "oracle"], fontsize=8)
-        ax.set_yscale("log")
+        if here:
+            ax.set_yscale("log")
     axes[0, 0].set_ylabel("fraction of seeds")
     axes[1, 0].set_ylabel("projection distance to V")
     axes[0, 0].legend(fontsize=7)
