@@ -35,7 +35,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from joblib import Parallel, delayed
-from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
 from sklearn.model_selection import KFold, ParameterGrid
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
@@ -565,6 +565,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         }
 
     # ------------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None):
         """Run the private search on ``X`` (and ``y`` for the pipeline).
 
@@ -579,7 +580,6 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         -------
         self : object
         """
-        self._validate_params()
         self._check_scoring()
         prefix, _ = _private_step(self.estimator)
         candidates = self._candidates(prefix)
@@ -591,6 +591,15 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         accountant.check(plan["mu"])  # refused before the data is read
         X = validate_data(self, X, accept_sparse=("csr", "csc"),
                           dtype=[np.float64, np.float32], ensure_min_samples=2)
+        if _is_first(self.estimator, prefix):  # ranks must fit every fold
+            limit = min(X.shape[1], min(len(train) for train, _ in splits))
+            for params in candidates:
+                k = params.get(prefix + "n_components")
+                if isinstance(k, Integral) and not 1 <= k <= limit:
+                    raise ValueError(
+                        f"n_components={k} must be between 1 and {limit}, the "
+                        "features and the smallest training fold's rows."
+                    )
         accountant.spend(plan["mu"])  # the whole search, once
         if self.random_state is not None:
             _warn_leak(
@@ -733,6 +742,11 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
 
 def _get_step(estimator, prefix):
     return estimator.named_steps[prefix[:-2]] if prefix else estimator
+
+
+def _is_first(estimator, prefix):
+    """Whether the private step sees the input's features as they are."""
+    return not prefix or estimator.steps[0][0] == prefix[:-2]
 
 
 def _before_step(fitted, prefix, X):

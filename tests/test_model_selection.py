@@ -301,6 +301,7 @@ def test_refuses_unbounded_scorers_and_bad_splitters(kwargs, match, data):
          {"privatepca__n_components": [1]}, "without privacy"),
         (PrivatePCA(data_norm=1.0), {"accountant": [None]}, "may not set"),
         (PrivatePCA(data_norm=1.0), {"epsilon": [2.0]}, "fraction"),
+        (PrivatePCA(data_norm=1.0), {"n_components": [2, 11]}, "between 1 and 10"),
         (StandardScaler(), {"with_mean": [True]}, "private estimator"),
         (CoherentPowerPCA(data_norm=1.0), {"n_components": [1]}, "Rényi"),
     ],
