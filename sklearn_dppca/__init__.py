@@ -20,6 +20,7 @@ Two modules are imported explicitly, not from here:
   eigengap and spread, and bundled real datasets scaled for private PCA.
 """
 
+from . import model_selection  # noqa: F401  (PrivateGridSearchCV)
 from ._coherent_power_pca import CoherentPowerPCA
 from ._complex_gauss_pca import ComplexGaussPCA
 from ._private_pca import PrivatePCA

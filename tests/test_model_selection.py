@@ -1,0 +1,380 @@
+"""PrivateGridSearchCV: the whole search is one exact (ε, δ) charge."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import KFold, ShuffleSplit, StratifiedKFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer, StandardScaler
+
+from sklearn_dppca import (
+    BudgetAccountant,
+    BudgetExceededError,
+    CoherentPowerPCA,
+    ComplexGaussPCA,
+    PrivacyLeakWarning,
+    PrivatePCA,
+)
+from sklearn_dppca import model_selection as ms
+from sklearn_dppca.audit import audit
+from sklearn_dppca.model_selection import (
+    SEARCH_BUDGET_SHARES,
+    PrivateGridSearchCV,
+    captured_variance_rows,
+    floor_penalised_scores,
+)
+from sklearn_dppca.privacy import gdp_epsilon, gdp_mu
+
+from .conftest import make_planted
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
+
+GRID = {"n_components": [1, 2, 3, 4, 5, 6]}
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, _ = make_planted(n=6000, d=10, seed=3)
+    return X
+
+
+def search(**kwargs):
+    params = dict(epsilon=2.0, accountant=BudgetAccountant(), random_state=0)
+    params.update(kwargs)
+    return PrivateGridSearchCV(PrivatePCA(data_norm=1.0), GRID, **params)
+
+
+# ------------------------------------------------------------ the choice
+def test_picks_the_planted_rank(data):
+    """Three spikes over a floor: the floor-penalised score picks k = 3."""
+    picks = [search(random_state=s).fit(data).best_params_["n_components"]
+             for s in range(3)]
+    assert picks == [3, 3, 3]
+
+
+def test_floor_penalty_does_not_reward_floor_components():
+    # k = 1, 2, 3, 4 on 1000 rows of a floor 0.01: components 3 and 4 add
+    # the floor's capture (10 each) and are not chosen; plain captured
+    # variance would pick the largest k.
+    released = np.array([100.0, 180.0, 190.0, 200.0])
+    k = np.arange(1, 5)[:, None]
+    adjusted, penalty = floor_penalised_scores(
+        released, k, np.array([1000]), np.full((4, 1), 0.01), 2.0
+    )
+    assert int(np.argmax(adjusted)) == 1
+    np.testing.assert_allclose(released - adjusted, penalty)
+
+
+# ------------------------------------------------------------ sensitivity
+def test_row_score_bounded_on_adversarial_rows():
+    """Every row's score is in [0, C²], for rows far outside the ball too."""
+    rng = np.random.default_rng(0)
+    C = 2.5
+    components = np.linalg.qr(rng.normal(size=(6, 3)))[0].T * 1.7  # not unit
+    mean = rng.normal(size=6)
+    rows = np.vstack([
+        mean + 1e6 * components[0],  # far along a component
+        mean + C * components[0] / np.linalg.norm(components[0]),
+        mean,  # zero score
+        rng.normal(size=(50, 6)) * 100.0,
+    ])
+    scores = captured_variance_rows(rows, mean, components, C)
+    assert np.all(scores >= 0.0) and np.all(scores <= C**2)
+    np.testing.assert_allclose(scores[:2], C**2, rtol=1e-12)
+    assert scores[2] == 0.0
+
+
+def test_score_vector_sensitivity_on_neighbouring_rows(data):
+    """Given the fold's fits, replacing one validation row moves the exact
+    score vector by at most C²√m, and the extreme pair attains it."""
+    est = search(random_state=1)
+    prefix, candidates = "", list(ms.ParameterGrid(GRID))
+    splits = ms._resolve_cv(5, data.shape[0])
+    plan = est._plan(candidates, prefix, ms._check_splits(splits, len(data)))
+    train, test = splits[0]
+    m = len(candidates)
+
+    def scores(X):
+        seeds = np.random.default_rng(7).spawn(len(plan["groups"]))
+        return est._score_fold(X, None, train, test, candidates, plan, prefix,
+                               seeds)[0]
+
+    base = data.copy()
+    fitted = PrivatePCA(data_norm=1.0, random_state=np.random.default_rng(7).spawn(
+        1)[0], epsilon=plan["fit_eps"][0], accountant=BudgetAccountant()).fit(
+        data[train])
+    row = test[0]
+    worst = []
+    # Along the first released component (score C² for every k) against
+    # orthogonal to all six (score 0), far outside the ball, and random.
+    along = fitted.mean_ + 5.0 * fitted.components_[0]
+    rest = np.linalg.qr(fitted.components_[:6].T, mode="complete")[0][:, 6:]
+    away = fitted.mean_ + 3.0 * rest[:, 0]
+    rng = np.random.default_rng(2)
+    for a, b in [(along, away), (along, -along)] + [
+        (rng.normal(size=10) * 10, rng.normal(size=10)) for _ in range(5)
+    ]:
+        X, Y = base.copy(), base.copy()
+        X[row], Y[row] = a, b
+        worst.append(np.linalg.norm(scores(X) - scores(Y)))
+    assert max(worst) <= math.sqrt(m) * (1 + 1e-9)
+    assert worst[0] == pytest.approx(math.sqrt(m), rel=1e-9)  # attained
+
+
+# ------------------------------------------------------------ accounting
+def test_whole_search_spends_exactly_the_request_once(data):
+    budget = BudgetAccountant(epsilon=2.0)
+    fitted = search(accountant=budget).fit(data)
+    assert budget.n_charges == 1
+    assert budget.spent[0] == pytest.approx(2.0, rel=1e-9)
+    assert fitted.privacy_spent_[0] == pytest.approx(2.0, rel=1e-9)
+    assert fitted.privacy_spent_[1] == 1e-6
+    # The documented shares, recomposed from what the search used: one group
+    # (a grid over n_components shares a release per fold), K − 1 = 4 fits
+    # per row, the score vector's noise and the refit.
+    mu = gdp_mu(2.0, 1e-6)
+    (eps_fit,) = fitted.fit_epsilons_
+    mu_fit = gdp_mu(eps_fit, 1e-6)
+    assert 4 * mu_fit**2 == pytest.approx(SEARCH_BUDGET_SHARES["fits"] * mu**2)
+    mu_sel = math.sqrt(len(GRID["n_components"])) / fitted.selection_sigma_
+    assert mu_sel**2 == pytest.approx(SEARCH_BUDGET_SHARES["selection"] * mu**2)
+    refit = fitted.best_estimator_
+    assert refit.privacy_spent_[0] == pytest.approx(
+        gdp_epsilon(mu * math.sqrt(SEARCH_BUDGET_SHARES["refit"]), 1e-6))
+    assert refit.accountant is budget  # a later refit charges the user
+    # Nothing left: the next search is refused before the data is read.
+    X_bad = data.copy()
+    X_bad[0, 0] = np.nan
+    with pytest.raises(BudgetExceededError):
+        search(accountant=budget).fit(X_bad)
+    assert budget.n_charges == 1
+
+
+def test_without_refit_the_shares_are_rescaled(data):
+    budget = BudgetAccountant()
+    fitted = search(accountant=budget, refit=False, epsilon=1.0).fit(data)
+    assert not hasattr(fitted, "best_estimator_")
+    assert budget.spent[0] == pytest.approx(1.0, rel=1e-9)
+    with pytest.raises(AttributeError):
+        fitted.transform(data)
+
+
+def test_mechanism_groups_and_grid_epsilon_weights(data):
+    """Candidates that differ in a mechanism parameter pay for each one; a
+    grid epsilon is the group's weight of the fits' share."""
+    grid = {"n_components": [2, 3], "center": [True, False]}
+    fitted = PrivateGridSearchCV(PrivatePCA(data_norm=1.0), grid, epsilon=2.0,
+                                 accountant=BudgetAccountant(),
+                                 random_state=0).fit(data)
+    assert len(fitted.fit_epsilons_) == 2  # two releases per fold, not four
+    weighted = PrivateGridSearchCV(
+        PrivatePCA(data_norm=1.0),
+        [{"n_components": [3], "epsilon": [1.0]},
+         {"n_components": [3], "epsilon": [0.25], "center": [False]}],
+        epsilon=2.0, accountant=BudgetAccountant(), random_state=0).fit(data)
+    mus = [gdp_mu(e, 1e-6) for e in weighted.fit_epsilons_]
+    assert mus[1] ** 2 / mus[0] ** 2 == pytest.approx(0.25)
+    assert weighted.privacy_spent_[0] == pytest.approx(2.0, rel=1e-9)
+
+
+@pytest.mark.parametrize("est", [
+    ComplexGaussPCA(data_norm=1.0),
+    CoherentPowerPCA(data_norm=1.0, clip_radius=0.05, n_iter=2),
+])
+def test_other_estimators_one_fit_per_candidate(est, data):
+    budget = BudgetAccountant()
+    fitted = PrivateGridSearchCV(est, {"n_components": [2, 3]}, epsilon=3.0, cv=3,
+                                 accountant=budget, random_state=0).fit(data)
+    assert len(fitted.fit_epsilons_) == 2
+    assert budget.n_charges == 1 and budget.spent[0] == pytest.approx(3.0)
+    assert fitted.transform(data[:5]).shape == (5, fitted.best_estimator_.n_components_)
+
+
+def test_pipeline_with_a_stateless_step(data):
+    half = FunctionTransformer(lambda X: 0.5 * X)
+    pipe = make_pipeline(half, PrivatePCA(data_norm=1.0))
+    fitted = PrivateGridSearchCV(pipe, {"privatepca__n_components": [1, 2, 3, 4]},
+                                 epsilon=3.0, accountant=BudgetAccountant(),
+                                 random_state=0).fit(data)
+    assert fitted.best_params_ == {"privatepca__n_components": 3}
+    assert fitted.transform(data[:4]).shape == (4, 3)
+
+
+# ------------------------------------------------------------ truncation
+@pytest.mark.parametrize("k, whiten", [(1, False), (3, True), (10, False)])
+def test_truncation_equals_a_fit_with_that_n_components(k, whiten, data):
+    full = PrivatePCA(data_norm=1.0, random_state=5).fit(data)
+    direct = PrivatePCA(k, data_norm=1.0, whiten=whiten, random_state=5).fit(data)
+    derived = ms._truncated(full, k, whiten)
+    assert derived.get_params() == direct.get_params()
+    for name in ("components_", "explained_variance_", "explained_variance_ratio_",
+                 "singular_values_", "mean_"):
+        np.testing.assert_allclose(getattr(derived, name), getattr(direct, name),
+                                   rtol=1e-12, atol=1e-15)
+    assert derived.n_components_ == direct.n_components_ == k
+    assert derived.noise_variance_ == pytest.approx(direct.noise_variance_, rel=1e-12)
+    np.testing.assert_allclose(derived.transform(data[:3]), direct.transform(data[:3]))
+
+
+# ------------------------------------------------------------ released values
+def test_no_exact_score_is_stored(data, monkeypatch):
+    exact = []
+    original = PrivateGridSearchCV._score_fold
+
+    def spy(self, *args):
+        out = original(self, *args)
+        exact.append(out[0].copy())
+        return out
+
+    monkeypatch.setattr(PrivateGridSearchCV, "_score_fold", spy)
+    fitted = search().fit(data)
+    totals = np.sum(exact, axis=0)
+    assert set(fitted.cv_results_) == {
+        "params", "param_n_components", "released_test_score", "floor_penalty",
+        "adjusted_test_score", "rank_test_score", "mean_n_components",
+        "floor_per_component"}
+    released = fitted.cv_results_["released_test_score"]
+    assert np.all(np.abs(released - totals) > 1e-6)
+    stored = [v for v in vars(fitted).values() if isinstance(v, (np.ndarray, float))]
+    stored += [v for v in fitted.cv_results_.values() if isinstance(v, np.ndarray)]
+    for value in stored:
+        for per_fold in [*exact, totals]:
+            for s in per_fold:
+                assert not np.any(np.isclose(np.asarray(value, dtype=float), s,
+                                             rtol=0, atol=1e-9))
+
+
+def test_clone_and_get_params_round_trip():
+    budget = BudgetAccountant(epsilon=5.0)
+    est = search(accountant=budget, cv=KFold(3))
+    twin = clone(est)
+    assert twin.accountant is budget
+    params, twin_params = est.get_params(deep=False), twin.get_params(deep=False)
+    assert params.keys() == twin_params.keys()
+    for key in params:
+        if key not in ("estimator", "cv"):
+            assert params[key] == twin_params[key]
+    assert twin.set_params(epsilon=3.0).epsilon == 3.0
+    assert "estimator__data_norm" in est.get_params()
+
+
+def test_fixed_random_state_warns(data):
+    with pytest.warns(PrivacyLeakWarning, match="random_state"):
+        search(random_state=1).fit(data[:500])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        search(random_state=None).fit(data[:500])
+
+
+# ------------------------------------------------------------ refusals
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(scoring="r2"), "bounded"),
+        (dict(scoring="neg_mean_squared_error"), "bounded"),
+        (dict(scoring=lambda est, X, y=None: 0.0), "bounded"),
+        (dict(cv=ShuffleSplit(3, random_state=0)), "not supported"),
+        (dict(cv=StratifiedKFold(3)), "not supported"),
+        (dict(cv=[(np.arange(100, 200), np.arange(100))]), "exactly one"),
+        (dict(cv=[(np.arange(150), np.arange(100, 200)),
+                  (np.arange(100), np.arange(100))]), "overlap"),
+    ],
+)
+def test_refuses_unbounded_scorers_and_bad_splitters(kwargs, match, data):
+    budget = BudgetAccountant()
+    with pytest.raises(ValueError, match=match):
+        search(accountant=budget, **kwargs).fit(data[:200])
+    assert budget.n_charges == 0
+
+
+@pytest.mark.parametrize(
+    "estimator, grid, match",
+    [
+        (PrivatePCA(), GRID, "data_norm"),
+        (make_pipeline(StandardScaler(), PrivatePCA(data_norm=1.0)),
+         {"privatepca__n_components": [1]}, "without privacy"),
+        (make_pipeline(PrivatePCA(data_norm=1.0), LogisticRegression()),
+         {"privatepca__n_components": [1]}, "without privacy"),
+        (PrivatePCA(data_norm=1.0), {"accountant": [None]}, "may not set"),
+        (PrivatePCA(data_norm=1.0), {"epsilon": [2.0]}, "fraction"),
+        (PrivatePCA(data_norm=1.0), {"n_components": [2, 11]}, "between 1 and 10"),
+        (StandardScaler(), {"with_mean": [True]}, "private estimator"),
+        (CoherentPowerPCA(data_norm=1.0, selection="repetition"),
+         {"n_components": [1]},
+         "Rényi"),
+    ],
+)
+def test_refuses_what_it_cannot_make_private(estimator, grid, match, data):
+    budget = BudgetAccountant()
+    with pytest.raises((ValueError, TypeError), match=match):
+        PrivateGridSearchCV(estimator, grid, accountant=budget).fit(data[:200])
+    assert budget.n_charges == 0
+
+
+# ------------------------------------------------------------ audit
+class NoiselessSearch(PrivateGridSearchCV):
+    """A broken search: near-exact fits and no noise on the scores."""
+
+    def _plan(self, *args):
+        plan = super()._plan(*args)
+        plan["fit_eps"] = [1e6 for _ in plan["fit_eps"]]
+        plan["sigma_sel"] = 1e-9
+        return plan
+
+
+def flip_pair():
+    """Neighbours whose first row decides between n_components 1 and 2."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 4)) * rng.uniform(0.05, 0.5, size=4)
+    X_prime = X.copy()
+    X[0], X_prime[0] = np.eye(4)[0], np.eye(4)[1]
+    return X, X_prime
+
+
+def best_index(search):
+    return float(search.best_index_)
+
+
+def test_audit_of_the_choice_stays_below_the_claim():
+    X, X_prime = flip_pair()
+    settings = dict(param_grid={"n_components": [1, 2]}, epsilon=2.0, cv=3,
+                    refit=False)
+    broken = NoiselessSearch(PrivatePCA(data_norm=1.0), **settings)
+    found = audit(broken, X, X_prime, best_index, n_fits=100, random_state=0)
+    assert found.epsilon_lower > 2.0  # the pair flips the choice
+    honest = PrivateGridSearchCV(PrivatePCA(data_norm=1.0), **settings)
+    found = audit(honest, X, X_prime, best_index, n_fits=200, random_state=0)
+    assert found.epsilon_lower <= 2.0
+
+
+def test_threads_give_the_same_release(data):
+    """Each fold's generator is drawn before the folds run: n_jobs changes
+    nothing but the speed (and every fit still reaches one accountant)."""
+    budget = BudgetAccountant()
+    one = search(accountant=budget).fit(data)
+    two = search(accountant=budget, n_jobs=2).fit(data)
+    np.testing.assert_array_equal(one.cv_results_["released_test_score"],
+                                  two.cv_results_["released_test_score"])
+    assert budget.n_charges == 2
+
+
+def test_default_coherent_and_a_ledger_see_one_charge(tmp_path):
+    """CoherentPowerPCA's default automatic mode is exact GDP, so it can be
+    searched; a ledger-backed accountant records the whole search as one row
+    spending exactly the request."""
+    X = np.random.default_rng(3).normal(size=(600, 5)) * [3, 2, 1, 0.5, 0.5]
+    X /= np.linalg.norm(X, axis=1).max()
+    ledger = BudgetAccountant(3.0, 1e-6, path=tmp_path / "budget.db")
+    search = PrivateGridSearchCV(
+        CoherentPowerPCA(data_norm=1.0), {"n_components": [1, 2]}, cv=3,
+        epsilon=2.0, delta=1e-6, accountant=ledger,
+    )
+    search.fit(X)
+    assert ledger.n_charges == 1
+    assert ledger.spent[0] == pytest.approx(2.0, rel=1e-9)
+    assert search.privacy_spent_ == pytest.approx((2.0, 1e-6), rel=1e-9)
+    assert BudgetAccountant(path=tmp_path / "budget.db").n_charges == 1
