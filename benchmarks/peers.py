@@ -10,7 +10,7 @@ The textbook baseline
 ---------------------
 ``PrivatePCA`` adds GOE noise of scale ``σ = √2 C² / μ_cov`` (the tight
 Frobenius sensitivity ``√2 C²``) with ``μ*`` calibrated exactly (analytic
-Gaussian mechanism, ALGORITHMS.md §2) and split ``μ_mean² = 0.1 μ*²``,
+Gaussian mechanism, docs/privacy.rst §2) and split ``μ_mean² = 0.1 μ*²``,
 ``μ_cov² = 0.9 μ*²``. The textbook version changes only the two numbers that
 set ``σ``:
 

@@ -2,7 +2,7 @@
 
 The base owns everything but the mechanism (template method): parameter and
 data validation, the privacy charge, the norm bound, private centring
-(ALGORITHMS.md §5), the clipped Gram matrix, and the post-processing that
+(docs/privacy.rst §5), the clipped Gram matrix, and the post-processing that
 turns released eigenpairs into scikit-learn's PCA attributes, plus
 ``transform``, ``inverse_transform``, ``get_covariance``, ``get_precision``
 and the probabilistic-PCA ``score``. A subclass writes only ``_release``.
@@ -318,7 +318,7 @@ class _BasePrivatePCA(
         """GDP parameters of the fit's releases and what to charge for them.
 
         ``μ* = gdp_mu(epsilon, delta)`` is split in the documented shares of
-        :meth:`_budget_shares` (ALGORITHMS.md §2); their composition is exactly
+        :meth:`_budget_shares` (docs/privacy.rst §2); their composition is exactly
         ``μ*``, which is what the accountant is charged and what
         ``privacy_spent_`` converts back.
         """
@@ -330,7 +330,7 @@ class _BasePrivatePCA(
         return PrivacyPlan(mus=mus, charge={"mu": mu_total}, spent=spent)
 
     def _budget_shares(self):
-        """Fractions of ``μ*²`` per release; they sum to 1 (ALGORITHMS.md §2)."""
+        """Fractions of ``μ*²`` per release; they sum to 1 (docs/privacy.rst §2)."""
         shares = {"mean": MEAN_BUDGET_SHARE, "covariance": 1.0 - MEAN_BUDGET_SHARE}
         return budget_shares(shares, self.center)
 

@@ -12,7 +12,7 @@ from .noise import gue_noise
 
 
 def hermitian_release(gram, sigma, rng):
-    """``M̂ = Σ y yᵀ + H`` with ``H`` the GUE kernel (ALGORITHMS.md §4, §6).
+    """``M̂ = Σ y yᵀ + H`` with ``H`` the GUE kernel (docs/privacy.rst §4, §6).
 
     ``Re H`` is exactly the GOE kernel PrivatePCA adds with the same ``σ`` and
     generator state, so ``Re M̂`` is PrivatePCA's release; ``Im H`` is drawn
@@ -61,7 +61,7 @@ class ComplexGaussPCA(_BasePrivatePCA):
     is exactly PrivatePCA's GOE noise, with the same ``σ``: the imaginary part
     is independent of the data, so the release costs exactly what PrivatePCA's
     does, and the fit is ``(epsilon, delta)``-DP under the replacement of one
-    row (ALGORITHMS.md §4, §6).
+    row (docs/privacy.rst §4, §6).
 
     From the top-k eigenpairs ``(λ̂_i, v̂_i)`` of the Hermitian release it forms
     the complex rank-k matrix ``Ψ̂ = Σ λ̂_i v̂_i v̂_i*`` and returns ``Ψ``, the
@@ -252,7 +252,7 @@ class ComplexGaussPCA(_BasePrivatePCA):
     _gram_in_namespace = True  # an Array API input's eigh runs on its device
 
     def _release(self, gram, rows, plan, rng, dtype):
-        # Same sensitivity and σ as PrivatePCA (ALGORITHMS.md §3, §6): the
+        # Same sensitivity and σ as PrivatePCA (docs/privacy.rst §3, §6): the
         # real part of the Hermitian noise is its GOE kernel.
         sigma = noise_scale(math.sqrt(2.0) * rows.data_norm**2, plan.mus["covariance"])
         noisy = hermitian_release(gram, sigma, rng)

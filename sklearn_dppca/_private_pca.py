@@ -28,7 +28,7 @@ class PrivatePCA(_BasePrivatePCA):
     parameters ``μ_mean = 0.1^{1/2} μ*`` and ``μ_cov = 0.9^{1/2} μ*``
     compose to exactly ``μ* = gdp_mu(epsilon, delta)``, and ``σ`` is the
     analytic (exact) calibration, not the textbook bound. See
-    ``ALGORITHMS.md`` §2–§6.
+    docs/privacy.rst §2–§6.
 
     Parameters
     ----------
@@ -217,7 +217,7 @@ class PrivatePCA(_BasePrivatePCA):
     _gram_in_namespace = True  # an Array API input's eigh runs on its device
 
     def _release(self, gram, rows, plan, rng, dtype):
-        # Frobenius sensitivity of Σ y yᵀ is √2 C² (ALGORITHMS.md §3); the GOE
+        # Frobenius sensitivity of Σ y yᵀ is √2 C² (docs/privacy.rst §3); the GOE
         # kernel's coordinates are i.i.d. N(0, σ²), so μ = √2 C² / σ (§4).
         # The noise is drawn on the host and moved to the Gram matrix's device.
         sigma = noise_scale(math.sqrt(2.0) * rows.data_norm**2, plan.mus["covariance"])

@@ -3,7 +3,7 @@
 These are the only functions that read the data. They return exact
 (non-private) sums; the estimators add the noise. Rows are clipped to the
 norm bound ``C`` (``x ↦ x · min(1, C/‖x‖)``), never rejected
-(ALGORITHMS.md §1), and no full copy of ``X`` is ever made: a dense block is
+(docs/privacy.rst §1), and no full copy of ``X`` is ever made: a dense block is
 copied only when it must be (float32 input, a non C-contiguous layout, rows of
 huge norm), and the Gram matrix of a block is ``block.T @ block``, which
 NumPy computes with BLAS ``syrk`` (half the flops of a general product).
@@ -275,7 +275,7 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True):
     """One pass over the rows: norms, the clipped sum and the raw Gram matrix.
 
     ``Σ clip_C(x_i)`` has L2 sensitivity ``2C`` under replacement of one row
-    (ALGORITHMS.md §3); it gives the private mean. The raw Gram matrix of the
+    (docs/privacy.rst §3); it gives the private mean. The raw Gram matrix of the
     rows of norm at most ``8C`` is computed in the same pass, while the rows
     are in cache, so that :func:`clipped_gram` needs to revisit only the rows
     that the centring may clip. Rows beyond ``8C`` are left out here and added
@@ -375,7 +375,7 @@ def clipped_gram(X, data_norm, mean=None, first=None):
     """``Σ y_i y_iᵀ`` with ``y_i = clip_C(x_i − m)``, and how many rows were clipped.
 
     Frobenius sensitivity ``√2 C²``: ``‖aaᵀ − bbᵀ‖_F² = ‖a‖⁴ + ‖b‖⁴ −
-    2(a·b)² ≤ 2C⁴`` for rows of norm ≤ C (ALGORITHMS.md §3).
+    2(a·b)² ≤ 2C⁴`` for rows of norm ≤ C (docs/privacy.rst §3).
 
     With ``s_i`` the clipping scale of ``x_i − m`` and ``w_i = s_i²``,
     ``Σ y yᵀ = Σ w x xᵀ − u mᵀ − m uᵀ + (Σ w) m mᵀ`` with ``u = Σ w x``, so
@@ -572,7 +572,7 @@ def _gram(rows, out):
 class CentredRows:
     """The rows as the releases see them: ``a_i = clip_C(x_i − m) / C``.
 
-    Rows in the unit ball (ALGORITHMS.md §1), never materialised all at once:
+    Rows in the unit ball (docs/privacy.rst §1), never materialised all at once:
     each pass builds them one block at a time from ``X``, the public centre
     ``m`` and the stored squared norms of the first pass.
 
@@ -596,7 +596,7 @@ class CentredRows:
 
         ``Clip_R(y) = y · min(1, R/‖y‖)`` and ``Clip_R(0) = 0``. The sum has
         Frobenius sensitivity ``2R`` under replacement of one row (each term has
-        norm at most ``‖a‖ R ≤ R``; ALGORITHMS.md §3).
+        norm at most ``‖a‖ R ≤ R``; docs/privacy.rst §3).
 
         With ``a_i = t_i (x_i − m)``, ``t_i = s_i / C``, the products are
         ``t_i (x_i W − m W)`` and the sum is ``Xᵀ Q − m (Σ_i q_i)ᵀ`` with

@@ -52,7 +52,7 @@ def best_rank_k(matrix, k):
 
 @pytest.mark.parametrize("seed", range(20))
 def test_real_projection_lemma(seed):
-    """‖Ψ − M_k‖_F ≤ 2‖Ψ̂ − M_k‖_F, Ψ the best real rank-k of Re Ψ̂ (ALGORITHMS §6)."""
+    """‖Ψ − M_k‖_F ≤ 2‖Ψ̂ − M_k‖_F, Ψ the best real rank-k of Re Ψ̂ (privacy.rst §6)."""
     rng = np.random.default_rng(seed)
     d = int(rng.integers(4, 25))
     k = int(rng.integers(1, d))

@@ -1,4 +1,4 @@
-"""Tests of the utility measures (ALGORITHMS.md §7) on hand-built cases."""
+"""Tests of the utility measures (docs/privacy.rst §7) on hand-built cases."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Tests of the noise kernels (ALGORITHMS.md §4) and of make_generator.
+"""Tests of the noise kernels (docs/privacy.rst §4) and of make_generator.
 
 Every statistical test draws from a fixed seed, so it is deterministic; the
 tolerances are still derived from the sampling distribution with a wide margin
@@ -201,7 +201,7 @@ def test_goe_coordinates_are_iid_normal_sigma_squared():
 
 
 def test_goe_raw_entries_variances():
-    """Raw entries: diagonal N(0, σ²), off-diagonal N(0, σ²/2) (ALGORITHMS.md §4)."""
+    """Raw entries: diagonal N(0, σ²), off-diagonal N(0, σ²/2) (docs/privacy.rst §4)."""
     sigma, n, draws = 0.3, 30, 200
     rng = make_generator(77)
     S = np.stack([goe_noise(rng, n, sigma) for _ in range(draws)])
