@@ -105,6 +105,7 @@ class ComplexGaussPCA(_BasePrivatePCA):
         follows from the box instead.
         Between ``1e-100`` and ``1e120`` for float64 data, ``1e-15`` and
         ``1e15`` for float32.
+        How to choose it, and ``epsilon`` and ``delta``: :ref:`choosing`.
     bounds : (lower, upper) or None, default=None
         Public per-feature ranges, scalars or arrays of length n_features.
         Rows are clipped into the box; the private mean is the box's midpoint
