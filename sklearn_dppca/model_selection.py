@@ -44,7 +44,7 @@ from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import _BasePrivatePCA
+from ._base import _BasePrivatePCA, reported_spend
 from ._coherent_power_pca import CoherentPowerPCA
 from ._private_pca import PrivatePCA
 from .noise import make_generator
@@ -643,7 +643,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             best.set_params(**{prefix + "accountant": self.accountant,
                                prefix + "random_state": original})
             self.best_estimator_ = best
-        self.privacy_spent_ = plan["spent"]
+        self.privacy_spent_ = reported_spend(plan["spent"], self.epsilon)
         return self
 
     def _fit_candidate(self, params, prefix, epsilon, generator, X, y):

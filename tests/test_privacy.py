@@ -1001,3 +1001,16 @@ def test_first_fit_failing_after_its_charge_leaves_it_unfitted(data, monkeypatch
     with pytest.raises(NotFittedError):
         check_is_fitted(pca)
     assert acc.n_charges == 1
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 0.3, 0.5, 1.0, 2.0, 3.0, 6.0, 10.0, 50.0])
+@pytest.mark.parametrize("delta", [1e-9, 1e-6, 1e-5, 1e-2])
+def test_reported_epsilon_has_no_float_artefact(epsilon, delta):
+    """ε → μ → ε gives back the request, and it is a guarantee: δ(ε; μ) ≤ δ
+    to a relative 1e-12; one fit's charge is reported as the request."""
+    mu = gdp_mu(epsilon, delta)
+    assert gdp_epsilon(mu, delta) == epsilon
+    assert gdp_delta(mu, epsilon) <= delta * (1 + 1e-12)
+    acc = BudgetAccountant(delta=delta)
+    acc.spend(mu)
+    assert acc.spent == (epsilon, delta)
