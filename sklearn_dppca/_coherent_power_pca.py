@@ -204,7 +204,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
     0.45, a clipping test 0.02, and 0.43 for whichever branch runs.
 
     1. From ``M̂``'s own spectrum: ``ŝ₀``, the predicted error of ``X⁽⁰⁾``
-       (:func:`warm_start_estimate`), and ``κ̂ = k λ̂_k 2 ln(nk)/n``.
+       (``warm_start_estimate``), and ``κ̂ = k λ̂_k 2 ln(nk)/n``.
     2. The clipping test: with ``W⁰ = X⁽⁰⁾ B⁰`` (``B⁰`` from ``X⁽⁰⁾ᵀ M̂ X⁽⁰⁾``,
        floored), ``q(R) = Σ min(‖a_iᵀW⁰‖², R²)`` (sensitivity ``R²``) is
        released at ``R = 2√(k/n)`` and at ``R = γ^{-1/2}`` (no clipping).
@@ -251,7 +251,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         row-norm counts over ``norm_range``, and ``C`` is its
         ``norm_quantile`` (refused with ``selection="repetition"``, whose
         plan is charged in Rényi DP; with centring, one bound for the mean's rows and
-        one for the centred rows; see :doc:`bounds`). ``None`` takes the
+        one for the centred rows; see :doc:`/bounds`). ``None`` takes the
         largest row norm of the data, which is **not private** and raises a
         :class:`~sklearn_dppca.PrivacyLeakWarning`; with ``bounds`` given it
         follows from the box instead.

@@ -58,7 +58,7 @@ class PrivatePCA(_BasePrivatePCA):
         chooses it privately: a small share of the budget buys a noisy tree of
         row-norm counts over ``norm_range``, and ``C`` is its
         ``norm_quantile`` (with centring, one bound for the mean's rows and
-        one for the centred rows; see :doc:`bounds`). ``None`` takes the
+        one for the centred rows; see :doc:`/bounds`). ``None`` takes the
         largest row norm of the data, which is **not private** and raises a
         :class:`~sklearn_dppca.PrivacyLeakWarning`; with ``bounds`` given it
         follows from the box instead.
