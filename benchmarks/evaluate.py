@@ -8,7 +8,7 @@ estimator                what it is
 =======================  ==========================================================
 PrivatePCA               this package, Gaussian noise on the covariance
 ComplexGaussPCA          this package, Hermitian noise (``target="covariance"``)
-CoherentPowerPCA         this package, private power method with private (R, T);
+CoherentPowerPCA         this package, private power method (default selection);
                          with its defaults (see below)
 Textbook Gauss           ``peers.TextbookGaussPCA``: PrivatePCA with the classical
                          ``σ = 2C²√(2 ln(1.25/δ))/ε`` (sensitivity 2C²), the
@@ -63,14 +63,12 @@ median of 0.5 s with two threads while other processes ran. The times are
 thus per-core costs; ``bench_fit.py`` measures the multi-threaded fit.
 
 CoherentPowerPCA in this benchmark runs with its defaults
-(``clip_radius="auto"``, ``n_iter="auto"``, ``expected_trials="auto"`` — twice
-the number of grid points, 12–60 here — and ``max_iter=32``). When its
-private selection runs trials, one fit on the 50 000-row synthetic data takes
-0.7–9 s (single-threaded BLAS), against 0.03 s for PrivatePCA; the full run
-takes about 5 minutes. ``--cp-expected-trials`` and ``--cp-max-iter``
-change the two settings that drive its cost (fewer expected trials also
-change the privacy calibration: ``ln(1/θ)`` is smaller, so each release gets
-more budget).
+(``selection="gdp"``: one short exact-GDP run that releases its power
+iterations only where the released values promise a win, and otherwise a
+second covariance release; about twice PrivatePCA's fit time).
+``--cp-expected-trials`` and ``--cp-max-iter`` matter only for
+``selection="repetition"`` (the paper's random repetitions), whose trial count
+drives its cost and its privacy calibration (``ln(1/θ)``).
 
 diffprivlib: see ``peers.py``. Its environment is created on the first run
 under ``benchmarks/.peer-env/`` (needs the package index, ~20 s); with
@@ -137,7 +135,6 @@ QUICK_SYNTHETIC_N = 10_000
 ALL_DATASETS = (*REAL_K, *SYNTHETIC)
 #: Paired comparisons call differences of sin θ below this a tie.
 TIE = 1e-3
-#: CoherentPowerPCA's benchmark settings (its defaults are too slow here).
 #: CoherentPowerPCA's settings here: its defaults, unless the CLI changes them.
 CP_SETTINGS = {}
 
