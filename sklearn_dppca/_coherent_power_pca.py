@@ -7,7 +7,13 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._base import PrivacyPlan, _BasePrivatePCA, _eigh, budget_shares
+from ._base import (
+    PrivacyPlan,
+    _BasePrivatePCA,
+    _eigh,
+    budget_shares,
+    fill_parameter_docs,
+)
 from ._stats import CentredRows, _clip_scales, _dense, iter_blocks, row_sq_norms
 from .noise import dense_noise, goe_noise
 from .privacy import DEFAULT_ORDERS, gdp_epsilon, gdp_mu, rdp_to_epsilon, repeated_rdp
@@ -182,6 +188,7 @@ def calibrate_selection(epsilon, delta, theta, shares):
     return math.exp(lo)
 
 
+@fill_parameter_docs
 class CoherentPowerPCA(_BasePrivatePCA):
     """Private PCA by a preconditioned, clipped, noisy power method.
 
@@ -244,31 +251,10 @@ class CoherentPowerPCA(_BasePrivatePCA):
         non-private baseline is ``PrivatePCA(epsilon=float("inf"))``).
     delta : float, default=1e-6
         Privacy parameter ``δ`` in (0, 1).
-    data_norm : float, "auto" or None, default=None
-        Bound ``C`` on the L2 norm of a row; rows beyond it are scaled down to
-        it. Choose it from domain knowledge, never from the data. ``"auto"``
-        chooses it privately: a small share of the budget buys a noisy tree of
-        row-norm counts over ``norm_range``, and ``C`` is its
-        ``norm_quantile`` (refused with ``selection="repetition"``, whose
-        plan is charged in Rényi DP; with centring, one bound for the mean's rows and
-        one for the centred rows; see :doc:`/bounds`). ``None`` takes the
-        largest row norm of the data, which is **not private** and raises a
-        :class:`~sklearn_dppca.PrivacyLeakWarning`; with ``bounds`` given it
-        follows from the box instead.
-        Between ``1e-100`` and ``1e120`` for float64 data, ``1e-15`` and
-        ``1e15`` for float32.
-        How to choose it, and ``epsilon`` and ``delta``: :ref:`choosing`.
-    bounds : (lower, upper) or None, default=None
-        Public per-feature ranges, scalars or arrays of length n_features.
-        Rows are clipped into the box; the private mean is the box's midpoint
-        plus a private mean of the residuals, and ``data_norm=None`` means
-        the box's radius around that midpoint.
-    norm_range : (float, float), default=(1e-8, 1e12)
-        ``(low, high)``, ``0 < low < high``: the public grid of candidate
-        bounds of ``data_norm="auto"`` (four per octave). Norms beyond it
-        fall in its last value.
-    norm_quantile : float in (0, 1], default=0.5
-        Fraction of the rows that ``data_norm="auto"`` aims to keep unclipped.
+    %(norm_bound_parameters)s
+        With ``selection="repetition"``, ``data_norm="auto"`` is refused: that
+        plan is charged in Rényi DP and the bound's share could not compose
+        exactly.
     center : bool, default=True
         Centre the data on a private mean.
     whiten : bool, default=False

@@ -5,10 +5,11 @@ import math
 import numpy as np
 
 from . import _array_api
-from ._base import _BasePrivatePCA, noise_scale
+from ._base import _BasePrivatePCA, fill_parameter_docs, noise_scale
 from .noise import goe_noise
 
 
+@fill_parameter_docs
 class PrivatePCA(_BasePrivatePCA):
     """Differentially private PCA by Gaussian noise on the covariance.
 
@@ -32,62 +33,16 @@ class PrivatePCA(_BasePrivatePCA):
 
     Parameters
     ----------
-    n_components : int, float, 'mle' or None, default=None
-        Number of components to keep. ``None`` keeps ``min(n_samples,
-        n_features)``; ``0`` keeps none (``transform`` returns an
-        ``(n_samples, 0)`` array); a float in (0, 1) keeps the fewest
-        components whose released explained-variance ratio exceeds it;
-        ``'mle'`` keeps Minka's maximum-likelihood choice of the dimension
-        (needs ``n_samples >= n_features``), computed, like every other
-        choice here, on the *released* eigenvalues: free post-processing, but
-        of noisy values, so at small ``epsilon`` it can differ from the choice
-        scikit-learn makes on the exact spectrum.
-    epsilon : float, default=1.0
-        Privacy parameter ``ε > 0`` of the whole fit. ``float("inf")`` is
-        the non-private fit: no noise, scikit-learn's answer on the rows
-        clipped to ``data_norm`` (not clipped at all when ``data_norm`` is
-        ``None``), with a :class:`~sklearn_dppca.PrivacyLeakWarning`. It is
-        charged as infinite, so any finite accountant refuses it (before
-        reading the data) and only the unlimited default admits it: a grid
-        over ``epsilon`` can include the non-private baseline.
+    %(choice_parameters)s
     delta : float, default=1e-6
         Privacy parameter ``δ`` in (0, 1); choose it well below ``1/n``.
-    data_norm : float, "auto" or None, default=None
-        Bound ``C`` on the L2 norm of a row; rows beyond it are scaled down to
-        it. Choose it from domain knowledge, never from the data. ``"auto"``
-        chooses it privately: a small share of the budget buys a noisy tree of
-        row-norm counts over ``norm_range``, and ``C`` is its
-        ``norm_quantile`` (with centring, one bound for the mean's rows and
-        one for the centred rows; see :doc:`/bounds`). ``None`` takes the
-        largest row norm of the data, which is **not private** and raises a
-        :class:`~sklearn_dppca.PrivacyLeakWarning`; with ``bounds`` given it
-        follows from the box instead.
-        Between ``1e-100`` and ``1e120`` for float64 data, ``1e-15`` and
-        ``1e15`` for float32.
-        How to choose it, and ``epsilon`` and ``delta``: :ref:`choosing`.
-    bounds : (lower, upper) or None, default=None
-        Public per-feature ranges, scalars or arrays of length n_features.
-        Rows are clipped into the box; the private mean is the box's midpoint
-        plus a private mean of the residuals, and ``data_norm=None`` means
-        the box's radius around that midpoint.
-    norm_range : (float, float), default=(1e-8, 1e12)
-        ``(low, high)``, ``0 < low < high``: the public grid of candidate
-        bounds of ``data_norm="auto"`` (four per octave). Norms beyond it
-        fall in its last value.
-    norm_quantile : float in (0, 1], default=0.5
-        Fraction of the rows that ``data_norm="auto"`` aims to keep unclipped.
+    %(norm_bound_parameters)s
     center : bool, default=True
         Centre the data on a private mean (10% of the budget). With
         ``False`` the data is used as it is and ``mean_`` is zero.
     whiten : bool, default=False
         Scale the projections to unit released variance.
-    copy, svd_solver, tol, iterated_power, n_oversamples, power_iteration_normalizer
-        scikit-learn :class:`~sklearn.decomposition.PCA`'s solver parameters,
-        with its defaults and validated as it validates them, so that a
-        ``PCA(...)`` call runs unchanged. They have no effect, and a
-        non-default value raises a ``UserWarning`` at fit: a private fit always
-        eigendecomposes the whole noisy covariance (the release its noise is
-        calibrated for), and never modifies ``X``.
+    %(solver_parameters)s
     random_state : None, int, RandomState or Generator, default=None
         Source of the noise. ``None`` draws from operating-system entropy; any
         fixed seed makes the noise predictable and the fit not private (a
