@@ -860,6 +860,10 @@ class _ReportedPasses:
     def _say(self, what):
         self._progress(f"pass over the {self._shape}: {what}")
 
+    def announce(self, what):
+        """A pass of a step outside this interface (the norm bounds)."""
+        self._say(what)
+
     def largest_norm(self):
         self._say("largest row norm (data_norm from the data)")
         return self._data.largest_norm()

@@ -48,7 +48,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._dask import ChunkedRows, map_reduce
-from ._stats import InMemoryRows, _clip_scales, _sq_norms, iter_blocks
+from ._stats import InMemoryRows, _clip_scales, _dense, _sq_norms, iter_blocks
 from .noise import dense_noise, noise_scale
 
 #: Candidate bounds per octave of the grid: a chosen bound is at most a factor
@@ -70,6 +70,11 @@ BOUND_BUDGET_SHARE = 0.06
 #: the fit at sin θ ≈ 1 for ε = 3, five reach 0.08 (0.41 for the oracle
 #: bound on the unshifted digits) and cost 0.27 instead of 0.24 at ε = 1.
 MEAN_STEPS = (0.02, 0.08, 0.2, 0.3, 0.4)
+#: A private mean farther than this many covariance bounds from the origin is
+#: subtracted from the rows explicitly (one copy) before the covariance pass:
+#: centring by ``‖x‖² − 2 x·m + ‖m‖²`` errs by about ``4·1e-16 ‖m‖²``, 1e-12 of
+#: ``C²`` here, far below what would move a sensitivity.
+FAR_MEAN = 32.0
 
 # The noise scales with data_norm² and sums of rows reach n·data_norm²: keep
 # both far from overflow (1.8e308 in float64; 3.4e38 for float32 attributes)
@@ -267,23 +272,33 @@ def _blocks(X, sq):
         yield block, _sq_norms(block) if sq is None else sq[start:stop]
 
 
+def _centred_sq(block, block_sq, centre):
+    """``(rows, ‖rows‖²)`` of a block centred on ``centre``, explicitly.
+
+    ``x − c`` is formed row by row: the expansion ``‖x‖² − 2 x·c + ‖c‖²``
+    cancels catastrophically (an error of about ``1e-16 ‖c‖²``) once the
+    centre is far from the origin compared with the bound, which the mean
+    steps of ``"auto"`` make the usual case. ``centre`` None: the block and
+    its stored squared norms.
+    """
+    if centre is None:
+        return block, block_sq
+    rows = _dense(block) - centre
+    return rows, _sq_norms(rows)
+
+
 def _norm_counts(X, centre, sq_edges, n_leaves, sq=None):
     """Rows per bin of ``‖x − centre‖`` (``centre`` None: of ``‖x‖``).
 
     ``sq_edges`` are the squared grid values; a row goes to the first bin
     whose edge is at least its norm, rows beyond the last edge (``inf`` where
-    the norm overflows) to the last bin. ``‖x − c‖² = ‖x‖² − 2 x·c + ‖c‖²``
-    from the squared norms ``sq`` (computed if not given): one product with
-    ``c`` per block, no centred copy; its round-off, ``~1e-16 ‖x‖²``, is far
-    below a bin's width.
+    the norm overflows) to the last bin. Every row is counted once per level
+    whatever its computed norm, so the tree's sensitivity holds exactly.
     """
     counts = np.zeros(n_leaves, dtype=np.int64)
     for block, block_sq in _blocks(X, sq):
-        if centre is not None:
-            with np.errstate(over="ignore", invalid="ignore"):
-                block_sq = block_sq - 2.0 * np.asarray(block @ centre).ravel()
-                block_sq = np.maximum(block_sq + centre @ centre, 0.0)
-        # NaN (inf − inf) and inf sort last: the last bin
+        _, block_sq = _centred_sq(block, block_sq, centre)
+        # inf sorts last: the last bin
         index = np.minimum(np.searchsorted(sq_edges, block_sq), sq_edges.shape[0] - 1)
         counts += np.bincount(index, minlength=n_leaves)
     return counts
@@ -292,14 +307,16 @@ def _norm_counts(X, centre, sq_edges, n_leaves, sq=None):
 def _residual_sum(X, centre, radius, sq=None):
     """``Σ clip_radius(x_i − centre)``: L2 sensitivity ``2·radius``.
 
-    Each term has norm at most ``radius``, so replacing one row moves the sum
-    by at most ``2·radius`` (docs/privacy.rst §3). ``sq``: the rows' squared
-    norms, computed if not given.
+    Each term has norm at most ``radius`` (the rows are centred explicitly,
+    so their computed norms are accurate), so replacing one row moves the
+    sum by at most ``2·radius`` (docs/privacy.rst §3). ``sq``: the rows'
+    squared norms, computed if not given.
     """
     total = np.zeros(X.shape[1])
     for block, block_sq in _blocks(X, sq):
-        scale = _clip_scales(block, block_sq, radius, centre)
-        total += np.asarray(block.T @ scale).ravel() - scale.sum() * centre
+        rows, rows_sq = _centred_sq(block, block_sq, centre)
+        scale = _clip_scales(rows, rows_sq, radius)
+        total += np.asarray(rows.T @ scale).ravel()
     return total
 
 
@@ -318,6 +335,14 @@ def _reduce(data, function, *args):
 def _engine(data):
     """The rows' engine itself, under the CLI's progress wrapper if any."""
     return getattr(data, "engine", data)
+
+
+def _announce(data, what):
+    """Tell the CLI's progress wrapper, if any, that a pass ``what`` starts
+    (public words only: what the pass computes)."""
+    announce = getattr(data, "announce", None)
+    if announce is not None:
+        announce(what)
 
 
 # -------------------------------------------------------------- the box
@@ -477,7 +502,8 @@ class NormBounds:
             data = _box_rows(data, *self.box, self.offset)
         self.data = data
         if self.auto:
-            data.largest_norm()
+            _announce(data, "row norms (every value checked finite)")
+            _engine(data).largest_norm()
             return
         if self.data_norm is None:
             if self.box is not None:
@@ -517,6 +543,7 @@ class NormBounds:
                 sigma = noise_scale(2.0 * mean_norm, plan.mus["mean"])
                 noise = dense_noise(rng, self._total.shape[0], sigma)
                 mean = (self._total + noise) / n
+                mean = self._translate_if_far(mean, self.data_norm)
             return mean, self.data_norm, mean_norm
 
         trees = iter(range(self.n_trees))
@@ -530,6 +557,8 @@ class NormBounds:
                     radius = self._tree_bound(mean, plan.mus[f"norm{next(trees)}"],
                                               rng)
                 mu = plan.mus["mean"] * math.sqrt(weight)
+                _announce(self.data, f"clipped sum for the private mean (step "
+                                     f"{step + 1} of {len(self.mean_shares)})")
                 total = _reduce(self.data, _residual_sum, mean, radius)
                 # sensitivity 2·radius (see _residual_sum)
                 noise = dense_noise(rng, mean.shape[0], noise_scale(2.0 * radius, mu))
@@ -537,14 +566,42 @@ class NormBounds:
                 mean_norm = radius
         data_norm = self._tree_bound(mean, plan.mus[f"norm{next(trees)}"], rng,
                                      last=True)
+        if mean is not None:
+            mean = self._translate_if_far(mean, data_norm, first_pass=False)
         if isinstance(_engine(self.data), InMemoryRows):  # the Gram's first pass
-            self.data.first_pass(data_norm, with_sum=self.center)
+            _announce(self.data, "row norms around the private mean")
+            _engine(self.data).first_pass(data_norm, with_sum=self.center)
         return mean, data_norm, mean_norm
+
+    def _translate_if_far(self, mean, data_norm, first_pass=True):
+        """The private mean in the rows' coordinates, after moving the origin to
+        it when it is far (:data:`FAR_MEAN`).
+
+        The new origin is the mean rounded to the data's dtype: a public point
+        (post-processing of the release), added to :attr:`offset`, so the
+        covariance is centred on exactly the ``mean_`` reported. In memory
+        this makes one copy of the rows (a CSR matrix is densified); a Dask
+        array stays lazy. With ``first_pass``, the in-memory rows' first pass
+        (their norms) is redone for the Gram matrix.
+        """
+        if not np.linalg.norm(mean) > FAR_MEAN * data_norm:
+            return mean
+        engine = _engine(self.data)
+        centre = np.asarray(mean, dtype=self.dtype)
+        if isinstance(engine, ChunkedRows):
+            self.data = ChunkedRows(engine.X - centre)
+        else:
+            self.data = InMemoryRows(_dense(engine.X) - centre)
+            if first_pass:
+                self.data.first_pass(data_norm, with_sum=False)
+        self.offset = self.offset + centre.astype(np.float64)
+        return np.zeros_like(mean)
 
     def _tree_bound(self, centre, mu, rng, last=False):
         """A private quantile of ``‖x − centre‖`` from a noisy tree (``μ``-GDP)."""
         edges, n = self.edges, self.n_samples
         n_leaves = 2 ** tree_levels(edges.shape[0])
+        _announce(self.data, "counts of the row norms for a private bound")
         counts = _reduce(self.data, _norm_counts, centre, edges**2, n_leaves)
         levels = tree_levels(edges.shape[0])
         estimates = cumulative_counts(release_tree(counts, mu, rng), n)

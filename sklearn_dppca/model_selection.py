@@ -236,12 +236,42 @@ def _private_step(estimator):
     return estimator.steps[private[0]][0] + "__", private[0]
 
 
+def _check_finite_output(estimator, index, X):
+    """Refuse, before the charge, rows that the stateless steps before the
+    private estimator turn into NaN or infinity (``np.log`` of 0, say): the
+    candidate fits would otherwise fail on them after it, a failure that
+    depends on the data."""
+    head = clone(Pipeline(estimator.steps[:index]))
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        Z = head.fit_transform(X)
+    values = Z.data if hasattr(Z, "tocsr") else np.asarray(Z)
+    if not np.all(np.isfinite(values)):
+        raise ValueError(
+            "The Pipeline's steps before the private estimator turn some rows "
+            "into NaN or infinity; the search was refused before it spent any "
+            "budget. Make those steps finite on every row the data can hold."
+        )
+
+
 def _check_splits(splits, n_samples):
-    """Check that the validation folds partition the rows; return the most
-    training folds any row sits in."""
+    """Check that the validation folds partition the rows and that no split
+    repeats a row (a row twice in one training fold would count twice in its
+    fit's sensitivity); return the most training folds any row sits in."""
     in_test = np.zeros(n_samples, dtype=np.int64)
     in_train = np.zeros(n_samples, dtype=np.int64)
     for train, test in splits:
+        train, test = np.asarray(train), np.asarray(test)
+        for indices in (train, test):
+            if indices.size and (
+                indices.min() < 0 or indices.max() >= n_samples
+                or np.unique(indices).size != indices.size
+            ):
+                raise ValueError(
+                    "cv gives a split whose indices repeat a row or fall outside "
+                    f"0..{n_samples - 1}: each split must name distinct rows (a "
+                    "row repeated in a training fold weighs twice in its fit)."
+                )
         overlap = np.intersect1d(train, test)
         if overlap.size:
             raise ValueError(
@@ -580,7 +610,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self : object
         """
         self._check_scoring()
-        prefix, _ = _private_step(self.estimator)
+        prefix, index = _private_step(self.estimator)
         candidates = self._candidates(prefix)
         n_samples = _num_rows(X)
         splits = _resolve_cv(self.cv, n_samples)
@@ -599,6 +629,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                         f"n_components={k} must be between 1 and {limit}, the "
                         "features and the smallest training fold's rows."
                     )
+        if index:  # the stateless steps before the private one, on every row
+            _check_finite_output(self.estimator, index, X)
         accountant.spend(plan["mu"])  # the whole search, once
         if self.random_state is not None:
             _warn_leak(

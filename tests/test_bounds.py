@@ -1,6 +1,7 @@
 """Norm bounds without a guess: data_norm="auto" (a noisy tree) and bounds=."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ from sklearn_dppca._bounds import (
     tree_levels,
     tree_sensitivity,
 )
+from sklearn_dppca._stats import _clip_scales, _sq_norms
 from sklearn_dppca.audit import (
     audit,
     mean_statistic,
@@ -411,3 +413,51 @@ class warnings_as_errors:
 
     def __exit__(self, *exc):
         return self._ctx.__exit__(*exc)
+
+
+# ------------------------------------- rows far from the origin (review)
+def _fit_quietly(estimator, X):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)  # the fixed seed
+        return estimator.fit(X)
+
+
+@pytest.mark.parametrize("offset, seed", [(1e8, 0), (1e9, 1)])
+def test_auto_bound_clips_rows_far_from_the_origin(offset, seed, monkeypatch):
+    """data_norm="auto" moves the private mean onto the data (MEAN_STEPS).
+    Clipping around it with ‖x − m‖² = ‖x‖² − 2x·m + ‖m‖² (_stats._clip_scales)
+    cancels catastrophically when ‖m‖ ≫ C, so rows would escape the bound
+    every sensitivity (√2 C², 2C, 2R) is calibrated for; the trees' binning
+    with the same expansion collapsed the bound to the grid's bottom. The
+    bounds step now centres its trees and mean steps explicitly and moves the
+    origin to a far private mean (FAR_MEAN) before the covariance pass: the
+    rows the Gram matrix sees, clipped as the engine clips them, stay within
+    data_norm_, and the fit finds the principal axes."""
+    import sklearn_dppca._bounds as bounds_module
+
+    seen = {}
+    release = bounds_module.NormBounds.release
+
+    def spy(self, plan, rng):
+        out = release(self, plan, rng)
+        seen["rows"], seen["mean"] = self.data, out[0]
+        return out
+
+    monkeypatch.setattr(bounds_module.NormBounds, "release", spy)
+    rng = np.random.default_rng(seed)
+    n, d = 20_000, 4
+    X = offset / np.sqrt(d) + rng.normal(size=(n, d)) * [3.0, 2.0, 1.0, 1.0]
+    pca = _fit_quietly(
+        PrivatePCA(2, epsilon=5.0, data_norm="auto", random_state=1,
+                   accountant=BudgetAccountant()), X
+    )
+    bound = pca.data_norm_
+    assert 1.0 < bound < 10.0  # around the median centred norm, not collapsed
+    rows, mean = seen["rows"].X, seen["mean"]
+    # the clipping of the covariance pass, as the engine computes it
+    scale = _clip_scales(rows, _sq_norms(rows), bound, mean)
+    effective = np.linalg.norm(rows - mean, axis=1) * scale
+    assert effective.max() <= bound * (1 + 1e-9)
+    # the top axes are the first two coordinates (variances 9 and 4)
+    top = np.abs(pca.components_[:, :2]).sum(axis=1)
+    assert (top > 0.95).all()

@@ -549,3 +549,22 @@ def test_bounds_file_must_name_every_column(data, tmp_path, capsys):
     rc, _, err = run(capsys, *_fit_without_norm(data, tmp_path / "m.json",
                                                 "--bounds", path))
     assert rc == 2 and "no bounds for the columns" in err
+
+
+def test_cli_progress_does_not_call_a_private_bound_non_private(tmp_path, capsys):
+    """With --data-norm auto, -v announces the finiteness pass of
+    NormBounds.read as "largest row norm (data_norm from the data)", the
+    message of the NOT private data_norm=None; the tree and mean-step passes
+    are not announced at all. The progress lines must describe the passes
+    that run."""
+    from sklearn_dppca.__main__ import main
+
+    rng = np.random.default_rng(0)
+    path = tmp_path / "data.csv"
+    np.savetxt(path, rng.normal(size=(300, 3)), delimiter=",", header="a,b,c",
+               comments="")
+    rc = main(["fit", str(path), "-k", "2", "--epsilon", "1", "--delta", "1e-6",
+               "--data-norm", "auto", "-o", str(tmp_path / "m.json"), "-v"])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert "data_norm from the data" not in err

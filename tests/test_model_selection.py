@@ -8,7 +8,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold, ShuffleSplit, StratifiedKFold
-from sklearn.pipeline import make_pipeline
+from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from sklearn_dppca import (
@@ -377,3 +377,49 @@ def test_default_coherent_and_a_ledger_see_one_charge(tmp_path):
     assert ledger.spent[0] == pytest.approx(2.0, rel=1e-9)
     assert search.privacy_spent_ == pytest.approx((2.0, 1e-6), rel=1e-9)
     assert BudgetAccountant(path=tmp_path / "budget.db").n_charges == 1
+
+
+# ---------------------------------------- refusals before the charge (review)
+@pytest.mark.parametrize("bad", [0.0, -1.0])
+def test_search_fails_on_its_data_before_its_charge(bad):
+    """A stateless step may map a finite row to NaN or inf (np.log of 0 or of
+    a negative value). The search validates only the raw X before charging,
+    so the candidate fits then raise after the charge, and the exception
+    (NaN / infinity / none) is an exact function of the data. The error must
+    come before the charge, like the estimators' own finiteness check."""
+    rng = np.random.default_rng(0)
+    X = np.abs(rng.normal(size=(300, 4))) + 0.1
+    X[7, 0] = bad
+    pipe = Pipeline([("log", FunctionTransformer(np.log)),
+                     ("pca", PrivatePCA(data_norm=3.0))])
+    budget = BudgetAccountant(epsilon=10.0)
+    search = PrivateGridSearchCV(pipe, {"pca__n_components": [1, 2]}, epsilon=1.0,
+                                 accountant=budget)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # np.log's own warning
+        with pytest.raises(ValueError):
+            search.fit(X)
+    assert budget.n_charges == 0
+
+
+def test_search_refuses_training_folds_that_repeat_a_row():
+    """_check_splits counts a row's appearances over all training folds and
+    composes the fits as that many releases. A row repeated r times inside
+    ONE training fold has sensitivity r there (μ² cost r², not r): here row 0
+    is 4 times in fold 0 and once in 3 other folds, costing 19 fit-μ² while 7
+    are paid. Explicit splits with repeated indices must be refused before
+    the charge (or accounted as Σ_f r_f²)."""
+    from sklearn.model_selection import KFold
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 4))
+    X /= np.linalg.norm(X, axis=1).max()
+    splits = [(np.r_[train, np.repeat(train[:1], 3)], test)
+              for train, test in KFold(5).split(X)]
+    budget = BudgetAccountant(epsilon=10.0)
+    search = PrivateGridSearchCV(PrivatePCA(data_norm=1.0),
+                                 {"n_components": [1, 2]}, cv=splits, epsilon=1.0,
+                                 accountant=budget)
+    with pytest.raises(ValueError):
+        search.fit(X)
+    assert budget.n_charges == 0
