@@ -564,7 +564,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         fit_eps = []
         for w in weights:
             mu_g = math.sqrt(mu_fit_sq * w / sum(weights))
-            eps_g = gdp_epsilon(mu_g, self.delta)
+            eps_g = gdp_epsilon(mu_g, self.delta, tidy=False)  # calibrates a fit
             if not (eps_g > 0 and math.isclose(gdp_mu(eps_g, self.delta), mu_g,
                                                rel_tol=1e-9)):
                 raise ValueError(
@@ -588,7 +588,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             "shared": [key[0] for key in groups],
             "fit_eps": fit_eps,
             "sigma_sel": sensitivity / mu_sel,
-            "refit_eps": gdp_epsilon(mu_refit, self.delta) if self.refit else None,
+            "refit_eps": (gdp_epsilon(mu_refit, self.delta, tidy=False)
+                          if self.refit else None),
             "spent": (gdp_epsilon(composed, self.delta), self.delta),
             "bounds": bounds,
         }

@@ -187,7 +187,7 @@ def gdp_delta(mu, epsilon):
     return math.exp(_log_gdp_delta(mu, epsilon))
 
 
-def gdp_epsilon(mu, delta):
+def gdp_epsilon(mu, delta, *, tidy=True):
     """Smallest ``ε`` such that a ``μ``-GDP mechanism is ``(ε, δ)``-DP.
 
     Solves ``δ(ε; μ) = δ`` for ``ε`` with a bracketed root-finder on
@@ -199,6 +199,11 @@ def gdp_epsilon(mu, delta):
         GDP parameter, ``μ ≥ 0``.
     delta : float
         Target ``δ`` in ``(0, 1)``.
+    tidy : bool, default=True
+        Report the value at 12 significant digits where that is a guarantee
+        too (no float artefact: ``ε = 1`` comes back as ``1.0``). ``False``
+        gives the root itself, for an ``ε`` that is converted back to ``μ``
+        to calibrate noise (the tidy value may be a hair larger).
 
     Returns
     -------
@@ -226,6 +231,8 @@ def gdp_epsilon(mu, delta):
     while excess(hi) > 0.0:
         hi *= 2.0
     root = brentq(excess, 0.0, hi, xtol=1e-300, rtol=1e-14, maxiter=500)
+    if not tidy:
+        return root
     # The root carries the round-off of the ε → μ → ε round trip (1 comes back
     # as 1.0000000000000022). The same value at 12 significant digits is
     # returned where it is a guarantee too: above the root (δ(ε; μ) decreases
