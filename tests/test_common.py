@@ -20,9 +20,10 @@ def all_estimators():
     ]
 
 
-# Checks we cannot pass, with the reason. (One more check,
-# check_array_api_input, is skipped by scikit-learn itself unless the
-# environment sets SCIPY_ARRAY_API=1: the estimators compute with NumPy only.)
+# Checks we cannot pass, with the reason. (scikit-learn skips its Array API
+# checks here unless the environment sets SCIPY_ARRAY_API=1;
+# tests/test_array_api.py sets it and runs check_array_api_input on all three
+# estimators with array_api_strict, and PyTorch where installed.)
 EXPECTED_FAILED_CHECKS = {
     sklearn_dppca.CoherentPowerPCA: {
         "check_transformer_n_iter": (
