@@ -177,6 +177,7 @@ _ONLY_FOR = {
     "clip_radius": "coherent",
     "n_iter": "coherent",
     "max_iter": "coherent",
+    "selection": "coherent",
     "target": "complex",
 }
 
@@ -209,6 +210,7 @@ _FLAG_WORDING = (
     (r"\bclip_radius\b", "--clip-radius"),
     (r"\bn_iter\b", "--n-iter"),
     (r"\bmax_iter\b", "--max-iter"),
+    (r"\bselection=\"repetition\"", "--selection repetition"),
 )
 
 
@@ -285,7 +287,7 @@ def _make_estimator(args):
         if not isinstance(args.n_components, int):
             raise ValueError("--estimator coherent needs an integer --n-components")
         params["verbose"] = args.verbose
-        for dest in ("clip_radius", "n_iter", "max_iter"):
+        for dest in ("clip_radius", "n_iter", "max_iter", "selection"):
             if getattr(args, dest) is not None:
                 params[dest] = getattr(args, dest)
     elif args.estimator == "complex" and args.target is not None:
@@ -376,7 +378,7 @@ def _use_ledger(args, estimator):
 
     label = f"dppca fit {args.data}" if args.label is None else args.label
     ledger = BudgetAccountant(path=args.ledger, label=label)
-    # Exact for the GDP-accounted fits; a CoherentPowerPCA automatic fit (an
+    # Exact for the GDP-accounted fits; a --selection repetition fit (an
     # RDP curve) is checked exactly again when it is charged.
     ledger.check(gdp_mu(args.epsilon, args.delta))
     estimator.set_params(accountant=ledger)
@@ -668,14 +670,20 @@ def build_parser():
     fit.add_argument("--n-iter", metavar="T", type=_auto_or(_count),
                      help="coherent only: power iterations, or 'auto' (default)")
     fit.add_argument("--max-iter", metavar="T", type=_count,
-                     help="coherent only: cap of the automatic iteration grid "
-                     "(default: 32)")
+                     help="coherent only: cap of the iteration grid of "
+                     "--selection repetition (default: 32)")
+    fit.add_argument("--selection", choices=["gdp", "repetition"],
+                     help="coherent only, with an 'auto' radius or count: gdp "
+                     "(default), one exact-GDP run with a private go/no-go; "
+                     "repetition, the paper's random repetitions (slower, and "
+                     "not with --data-norm auto)")
     fit.add_argument("--seed", type=int, default=None,
                      help="fix the noise, for reproducible tests only: the fit is "
                      "then NOT private")
     fit.add_argument("-v", "--verbose", action="count", default=0,
                      help="progress as it happens: reading DATA, each pass over "
-                     "the rows; coherent: also its trials (-vv: every iteration)")
+                     "the rows; coherent: also its stages and the released "
+                     "branch (-vv: every power iteration)")
     fit.add_argument("-q", "--quiet", action="store_true",
                      help="no start/end lines (warnings are still printed)")
     fit.set_defaults(run=fit_command)

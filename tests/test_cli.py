@@ -568,3 +568,17 @@ def test_cli_progress_does_not_call_a_private_bound_non_private(tmp_path, capsys
     err = capsys.readouterr().err
     assert rc == 0, err
     assert "data_norm from the data" not in err
+
+
+def test_selection_repetition_reaches_the_coherent_estimator(data, tmp_path, capsys):
+    model = tmp_path / "m.json"
+    rc, _, err = run(capsys, "fit", data, "-k", 2, "--epsilon", 2, "--delta", 1e-6,
+                     "--data-norm", 3, "--estimator", "coherent", "--selection",
+                     "repetition", "--max-iter", 2, "-o", model)
+    assert rc == 0, err
+    saved = json.loads(model.read_text())
+    assert saved["parameters"]["selection"] == "repetition"
+    assert saved["attributes"]["branch_"] in ("repetition", "init")  # h ≤ 0: init
+    rc, _, err = run(capsys, "fit", data, "-k", 2, "--epsilon", 2, "--delta", 1e-6,
+                     "--data-norm", 3, "--selection", "gdp", "-o", tmp_path / "p.json")
+    assert rc == 2 and "--selection" in err
