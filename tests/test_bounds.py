@@ -20,6 +20,8 @@ from sklearn_dppca._bounds import (
     BOUND_BUDGET_SHARE,
     choose_bound,
     cumulative_counts,
+    cumulative_variances,
+    descend_bound,
     norm_grid,
     release_tree,
     tree_levels,
@@ -146,6 +148,49 @@ def test_choose_bound_takes_the_first_crossing_and_falls_back_to_the_last_bin():
     edges = np.array([1.0, 2.0, 4.0, 8.0])
     assert choose_bound(edges, np.array([1, 5, 9, 10, 10, 10.0]), 9) == 2
     assert choose_bound(edges, np.array([1, 2, 3, 4, 20, 20.0]), 9) == 3
+
+
+def test_descent_finds_a_tight_cluster_and_gives_up_on_a_drowned_tree():
+    """The mean steps' reader: a node of the data's norms, or None if unsure."""
+    edges = norm_grid((1e-8, 1e12))
+    n_leaves = 2 ** tree_levels(edges.shape[0])
+    counts = leaf_counts(np.full(400, 300.0), edges)  # every row in one bin
+    where = int(np.flatnonzero(counts)[0])
+    rng = np.random.default_rng(11)
+    for mu, found in ((0.07, 0), (0.01, 0)):
+        sigma = tree_sensitivity(tree_levels(edges.shape[0])) / mu
+        hits = 0
+        for _ in range(40):
+            levels = release_tree(counts, mu, rng)
+            estimates = cumulative_counts(levels, 400)
+            sds = sigma * np.sqrt(cumulative_variances(levels))
+            j = descend_bound(edges, estimates, sds, 200.0)
+            if j is None:
+                continue
+            hits += 1
+            # the node it stops in holds the data's bin and spans ≤ 16 leaves
+            assert abs(j - where) < 16
+            found += abs(j - where) <= 8
+        if mu == 0.07:  # n/σ ≈ 7: the tree is read, and near the data
+            assert hits >= 30 and found >= 30
+        else:  # n/σ ≈ 1: drowned, the first crossing is kept
+            assert hits <= 4
+    # variances: 0 for the whole range, ht/(h + t) ≤ L/2 elsewhere
+    var = cumulative_variances(release_tree(counts, 1.0, rng))
+    assert var[-1] == 0 and var.shape == (n_leaves,)
+    assert np.all(var[:-1] > 0) and np.all(var <= tree_levels(n_leaves) / 2)
+
+
+def test_mean_steps_move_on_a_small_shifted_dataset():
+    """442 rows shifted by 100: the first crossing stalled the mean at 0."""
+    from sklearn_dppca.datasets import load_real_dataset
+
+    X = load_real_dataset("diabetes").data
+    for seed in range(3):
+        pca = PrivatePCA(2, epsilon=3.0, delta=1e-6, data_norm="auto",
+                         accountant=BudgetAccountant(), random_state=seed).fit(X + 100)
+        assert np.linalg.norm(pca.mean_ - X.mean(axis=0) - 100) < 3.0
+        assert pca.data_norm_ < 10.0
 
 
 @pytest.mark.parametrize("quantile", [0.5, 0.9, 1.0])
