@@ -39,7 +39,7 @@ from ._dask import (
     is_dask_collection,
 )
 from ._stats import InMemoryRows
-from .noise import make_generator, noise_scale  # noqa: F401 (re-exported)
+from .noise import make_generator
 from .privacy import (
     BudgetAccountant,
     _carry_default,

@@ -497,7 +497,7 @@ class NormBounds:
         self.auto = isinstance(data_norm, str)
         self.data_norm = None if self.auto or data_norm is None else float(data_norm)
         if self.data_norm is not None:
-            self._check_limit(self.data_norm)
+            check_data_norm_range(self.data_norm, self.dtype)
         self.box = check_box(getattr(estimator, "bounds", None), n_features)
         self.offset = np.zeros(n_features)
         self.box_norm = None
@@ -509,7 +509,7 @@ class NormBounds:
             top = float(reach.max())  # ‖reach‖ without overflow
             self.box_norm = top * float(np.linalg.norm(reach / top))
             if self.data_norm is None:  # the box's radius is a bound in use
-                self._check_limit(self.box_norm)
+                check_data_norm_range(self.box_norm, self.dtype)
         self.edges = None
         self.mean_shares = ()
         self.n_trees = 0
@@ -526,9 +526,6 @@ class NormBounds:
             self.n_trees = len(self.mean_shares) + 1 - (self.box is not None
                                                         and self.center)
         self.clipped_fraction = None
-
-    def _check_limit(self, data_norm):
-        check_data_norm_range(data_norm, self.dtype)
 
     def plan(self, plan):
         """The subclass's plan with the trees' share taken out of every release.
@@ -584,7 +581,7 @@ class NormBounds:
                 self.data_norm = self.estimator._estimate_data_norm(
                     data.largest_norm()
                 )
-            self._check_limit(self.data_norm)
+            check_data_norm_range(self.data_norm, self.dtype)
         self._total = data.first_pass(self.data_norm, with_sum=self.center)
 
     def release(self, plan, rng):

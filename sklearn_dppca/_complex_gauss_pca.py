@@ -7,8 +7,8 @@ from scipy import linalg
 from sklearn.utils._param_validation import StrOptions
 
 from . import _array_api
-from ._base import _BasePrivatePCA, _eigh, fill_parameter_docs, noise_scale
-from .noise import gue_noise
+from ._base import _BasePrivatePCA, _eigh, fill_parameter_docs
+from .noise import gue_noise, noise_scale
 
 
 def hermitian_release(gram, sigma, rng):

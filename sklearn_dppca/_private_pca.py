@@ -5,8 +5,8 @@ import math
 import numpy as np
 
 from . import _array_api
-from ._base import _BasePrivatePCA, fill_parameter_docs, noise_scale
-from .noise import goe_noise
+from ._base import _BasePrivatePCA, fill_parameter_docs
+from .noise import goe_noise, noise_scale
 
 
 @fill_parameter_docs
