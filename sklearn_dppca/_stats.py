@@ -121,26 +121,51 @@ def _dense(rows):
     return rows.toarray() if sparse.issparse(rows) else rows
 
 
+def _norm_margin(block, sq):
+    """``γ``: a bound on the relative error of a computed squared norm.
+
+    A dot product of ``d`` terms errs by at most ``d·u`` relative to the sum
+    of the absolute terms (``u = eps/2``, the unit round-off of the lower of
+    the two precisions); ``(d + 8)·eps`` covers it with the roundings of the
+    centring and of the scaling on top, with room to spare.
+    """
+    eps = max(np.finfo(block.dtype).eps, np.finfo(sq.dtype).eps)
+    return (block.shape[1] + 8) * float(eps)
+
+
 def _clip_scales(block, sq, data_norm, mean=None):
     """``min(1, C/‖x − m‖)`` for each row of a block (1 for rows inside the ball).
 
     ``‖x − m‖² = ‖x‖² − 2 x·m + ‖m‖²`` from the stored ``‖x‖²``; rows where
     that overflows are measured directly.
+
+    The scales leave a margin for round-off, so that every scaled row has a
+    true norm at most ``C`` (the sensitivities of docs/privacy.rst §3 are
+    proven for that): each computed ``‖x − m‖²`` errs by at most
+    ``γ (‖x‖ + ‖m‖)²`` (:func:`_norm_margin`), and a row is scaled by
+    ``C / √(computed + that bound)`` wherever the sum exceeds ``C²``. Rows
+    within ``1e-14`` (relative) of the bound are therefore shrunk by that
+    much; rows far inside are untouched.
     """
-    if mean is not None:
-        with np.errstate(over="ignore", invalid="ignore"):
+    gamma = _norm_margin(block, sq)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if mean is None:
+            bound = sq * (1.0 + gamma)
+        else:
+            reach = (np.sqrt(sq) + np.linalg.norm(mean)) ** 2
             sq = np.maximum(sq - 2.0 * (block @ mean) + mean @ mean, 0.0)
+            bound = sq + gamma * reach
     scale = np.ones(sq.shape[0])
-    over = np.flatnonzero(sq > data_norm**2)  # inf included, NaN never here
-    scale[over] = data_norm / np.sqrt(sq[over])
-    bad = np.flatnonzero(~np.isfinite(sq))
+    over = np.flatnonzero(bound > data_norm**2)  # inf included, NaN never here
+    scale[over] = data_norm / np.sqrt(bound[over])
+    bad = np.flatnonzero(~np.isfinite(bound))
     if bad.size:
         rows = _dense(block[bad])
         if mean is not None:
             rows = rows - mean
         top, unit = _rescaled_norms(rows)
         with np.errstate(under="ignore"):
-            scale[bad] = np.minimum(1.0, (data_norm / top) / unit)
+            scale[bad] = np.minimum(1.0, (data_norm / top) / (unit * (1.0 + gamma)))
     return scale
 
 

@@ -268,3 +268,31 @@ def test_clipped_products_match_definition(layout):
             expected = A.T @ (P * np.minimum(1.0, R / norms))
             np.testing.assert_allclose(got[:, j], expected, rtol=1e-9, atol=1e-12)
             assert counts[j] == int((norms[:, 0] > R).sum())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("far", [0.0, 30.0])
+def test_clipped_rows_have_true_norm_at_most_the_bound(dtype, far):
+    # rows at the bound to within rounding, around a centre up to 30 bounds
+    # away (FAR_MEAN = 32 keeps centring by expansion within this): every
+    # scaled row, computed exactly from the float scale, has norm <= C
+    from fractions import Fraction
+
+    from sklearn_dppca._stats import _clip_scales, _sq_norms
+
+    rng = np.random.default_rng(3)
+    d, bound = 13, 1.7
+    mean = (rng.normal(size=d) * far * bound / np.sqrt(d)).astype(dtype)
+    directions = rng.normal(size=(400, d))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    wiggle = 1.0 + rng.uniform(-4, 4, size=(400, 1)) * np.finfo(dtype).eps
+    block = (mean + directions * bound * wiggle).astype(dtype)
+    sq = _sq_norms(block.astype(np.float64) if dtype == np.float64 else block)
+    scales = _clip_scales(block, sq, bound, None if far == 0.0 else mean)
+    limit = Fraction(bound) ** 2
+    for row, s in zip(block, scales):
+        centred = [Fraction(float(v)) - Fraction(float(m)) for v, m in zip(row, mean)]
+        assert Fraction(float(s)) ** 2 * sum(c * c for c in centred) <= limit
+    # a margin of about γ(1 + far)², not a different bound
+    gamma = (d + 8) * np.finfo(dtype).eps
+    assert scales.min() > 1 - 8 * gamma * (1 + far) ** 2
