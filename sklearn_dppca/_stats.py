@@ -668,6 +668,9 @@ class CentredRows:
                 products[bad] = rows @ flat
             products = products.reshape(-1, n_trials, k)
             norms = np.sqrt(np.einsum("bjk,bjk->bj", products, products))
+            # a margin for the rounding of the computed norms (over k entries),
+            # as for the rows (_clip_scales): every clipped y has norm ≤ R
+            norms *= 1.0 + (k + 8) * np.finfo(np.float64).eps
             over = norms > radii
             with np.errstate(divide="ignore", invalid="ignore"):
                 factor = np.where(over, radii / norms, 1.0)
