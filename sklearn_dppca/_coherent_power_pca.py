@@ -14,7 +14,6 @@ from ._base import (
     budget_shares,
     fill_parameter_docs,
 )
-from ._stats import CentredRows, _clip_scales, _dense, iter_blocks, row_sq_norms
 from .noise import dense_noise, goe_noise
 from .privacy import DEFAULT_ORDERS, gdp_epsilon, gdp_mu, rdp_to_epsilon, repeated_rdp
 
@@ -55,53 +54,6 @@ def preconditioner(H, floor):
     """
     values, vectors = np.linalg.eigh((H + H.T) / 2.0)
     return (vectors / np.sqrt(np.maximum(values, floor))) @ vectors.T
-
-
-def clipped_energy(rows, W, radii):
-    """``q(R_j) = Σ_i min(‖a_iᵀW‖², R_j²)`` for each radius, one pass.
-
-    Each term lies in ``[0, R²]``, so replacing one row moves ``q(R)`` by at
-    most ``R²``: its L2 sensitivity is ``R²`` (for any public ``W``).
-
-    Parameters
-    ----------
-    rows : CentredRows or DaskCentredRows
-        The centred, clipped rows ``a_i`` in the unit ball.
-    W : ndarray of shape (n_features, k)
-    radii : ndarray of shape (n_radii,)
-
-    Returns
-    -------
-    q : ndarray of shape (n_radii,)
-        Exact (released only with noise).
-    """
-    radii = np.asarray(radii, dtype=float)
-    if hasattr(rows, "clipped_energy"):  # the Array API engine's own pass
-        return rows.clipped_energy(W, radii)
-    if not isinstance(rows, CentredRows):  # a Dask array: one reduction
-        from ._dask import map_reduce
-
-        return map_reduce(rows.X, _chunk_energy, rows.data_norm, rows.mean, W, radii)
-    centre = np.zeros(W.shape[0]) if rows.mean is None else rows.mean
-    shift = centre @ W
-    total = np.zeros(radii.shape)
-    for start, stop, block in iter_blocks(rows.X):
-        unit = _clip_scales(
-            block, rows.sq_norms[start:stop], rows.data_norm, rows.mean
-        ) / rows.data_norm
-        with np.errstate(over="ignore", invalid="ignore"):
-            products = (np.asarray(block @ W) - shift) * unit[:, None]
-        bad = np.flatnonzero(~np.isfinite(products).all(axis=1))
-        if bad.size:  # x W overflowed (rows of huge norm): centre and scale first
-            products[bad] = ((_dense(block[bad]) - centre) * unit[bad, None]) @ W
-        sq = np.einsum("ij,ij->i", products, products)
-        total += np.minimum(sq[:, None], radii**2).sum(axis=0)
-    return total
-
-
-def _chunk_energy(chunk, data_norm, mean, W, radii):
-    rows = CentredRows(chunk, data_norm, mean, row_sq_norms(chunk))
-    return clipped_energy(rows, W, radii)
 
 
 def projection_gap(X, Y):
@@ -619,8 +571,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
             kappa = k * max(float(eigvals[k - 1]), 0.0) * 2.0 * math.log(n * k) / n
             test_radii = np.array([2.0 * math.sqrt(k / n), floor**-0.5])
             W0 = init / np.sqrt(np.maximum(eigvals[:k], floor))
-            # q(R) has sensitivity R² (clipped_energy): noise R²/μ_test
-            q = clipped_energy(rows, W0, test_radii) + [
+            # q(R) has sensitivity R² (CentredRows.clipped_energy): noise R²/μ_test
+            q = rows.clipped_energy(W0, test_radii) + [
                 dense_noise(rng, (), r**2 / mus["test"]) for r in test_radii
             ]
             power, fallback = predicted_errors(

@@ -152,6 +152,11 @@ def _chunk_products(chunk, data_norm, mean, W, radii):
     return rows.clipped_products(W, radii)
 
 
+def _chunk_energy(chunk, data_norm, mean, W, radii):
+    rows = CentredRows(chunk, data_norm, mean, row_sq_norms(chunk))
+    return rows.clipped_energy(W, radii)
+
+
 def max_norm(X):
     """Largest row norm (the non-private estimate of ``data_norm``)."""
     return map_reduce(X, _chunk_max_norm, combine=max)
@@ -205,3 +210,8 @@ class DaskCentredRows:
         return map_reduce(
             self.X, _chunk_products, self.data_norm, self.mean, W, np.asarray(radii)
         )
+
+    def clipped_energy(self, W, radii):
+        """One Dask reduction of ``q(R)`` (see CentredRows)."""
+        return map_reduce(self.X, _chunk_energy, self.data_norm, self.mean, W,
+                          np.asarray(radii, dtype=float))

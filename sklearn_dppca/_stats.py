@@ -616,6 +616,39 @@ class CentredRows:
         self.sq_norms = sq_norms
         self._unit_scales = None  # s_i / C, from the first pass over the rows
 
+    def clipped_energy(self, W, radii):
+        """``q(R_j) = Σ_i min(‖a_iᵀW‖², R_j²)`` for each radius, one pass.
+
+        Each term lies in ``[0, R²]``, so replacing one row moves ``q(R)`` by
+        at most ``R²``: its L2 sensitivity is ``R²`` (for any public ``W``).
+
+        Parameters
+        ----------
+        W : ndarray of shape (n_features, k)
+        radii : ndarray of shape (n_radii,)
+
+        Returns
+        -------
+        q : ndarray of shape (n_radii,)
+            Exact (released only with noise).
+        """
+        radii = np.asarray(radii, dtype=float)
+        centre = np.zeros(W.shape[0]) if self.mean is None else self.mean
+        shift = centre @ W
+        total = np.zeros(radii.shape)
+        for start, stop, block in iter_blocks(self.X):
+            unit = _clip_scales(
+                block, self.sq_norms[start:stop], self.data_norm, self.mean
+            ) / self.data_norm
+            with np.errstate(over="ignore", invalid="ignore"):
+                products = (np.asarray(block @ W) - shift) * unit[:, None]
+            bad = np.flatnonzero(~np.isfinite(products).all(axis=1))
+            if bad.size:  # x W overflowed (rows of huge norm): centre and scale first
+                products[bad] = ((_dense(block[bad]) - centre) * unit[bad, None]) @ W
+            sq = np.einsum("ij,ij->i", products, products)
+            total += np.minimum(sq[:, None], radii**2).sum(axis=0)
+        return total
+
     def clipped_products(self, W, radii, n_jobs=None):
         """``Σ_i a_i Clip_{R_j}(a_iᵀ W_j)`` for several trials ``j`` in one pass.
 

@@ -14,7 +14,6 @@ from sklearn_dppca import BudgetAccountant, CoherentPowerPCA, PrivatePCA
 from sklearn_dppca._base import budget_shares
 from sklearn_dppca._coherent_power_pca import (
     AUTO_SHARES,
-    clipped_energy,
     preconditioner,
     projection_gap,
     selection_rdp,
@@ -122,13 +121,14 @@ def test_clipped_energy_sensitivity_is_r_squared():
     null = np.linalg.svd(W.T)[2][-1]  # aᵀW = 0
     X1, X2 = base.copy(), base.copy()
     X1[0], X2[0] = null, W[:, 0] / np.linalg.norm(W[:, 0])  # ‖aᵀW‖ = 3 > R
-    diff = clipped_energy(unit_rows(X1), W, [R]) - clipped_energy(unit_rows(X2), W, [R])
+    diff = (unit_rows(X1).clipped_energy(W, [R])
+            - unit_rows(X2).clipped_energy(W, [R]))
     assert abs(diff[0]) == pytest.approx(R**2, rel=1e-9)
     for _ in range(200):
         V = rng.normal(size=(d, 2)) * rng.choice([0.1, 10.0])
         X1[0], X2[0] = rng.normal(size=(2, d)) * rng.choice([0.3, 3.0])
-        q1 = clipped_energy(unit_rows(X1), V, [R, 1.0])
-        q2 = clipped_energy(unit_rows(X2), V, [R, 1.0])
+        q1 = unit_rows(X1).clipped_energy(V, [R, 1.0])
+        q2 = unit_rows(X2).clipped_energy(V, [R, 1.0])
         assert np.all(np.abs(q1 - q2) <= np.array([R, 1.0]) ** 2 + 1e-12)
 
 
@@ -143,7 +143,7 @@ def test_clipped_energy_matches_direct_computation(planted):
     sq = np.sum((units @ W) ** 2, axis=1)
     radii = np.array([0.05, 0.5, 100.0])
     expected = np.minimum(sq[:, None], radii**2).sum(axis=0)
-    np.testing.assert_allclose(clipped_energy(rows, W, radii), expected, rtol=1e-10)
+    np.testing.assert_allclose(rows.clipped_energy(W, radii), expected, rtol=1e-10)
 
 
 def test_go_no_go_sensitivity_is_twice_the_projection_gap():
