@@ -29,7 +29,7 @@ within 1.25× of the better of ``oracle`` and ``x0.1`` (in sin θ), better than
 ``x10``, and ``auto X+c`` within 1.25× of ``oracle``.
 
 ``--sweep`` measures instead the choice of the defaults: ``norm_quantile`` ∈
-{0.5, 0.75, 0.9, 0.95, 0.99} and the trees' share of μ*² ∈ {0.02, 0.06, 0.15}
+{0.5, 0.75, 0.9, 0.95, 0.99} and the searches' share of μ*² ∈ {0.02, 0.06, 0.15}
 on every dataset at ``ε ∈ {0.3, 1, 3}`` (mean sin θ).
 
 Run from the repository root (about a minute on two cores)::

@@ -143,11 +143,12 @@ SHARED_PARAMETER_DOCS = {
     data_norm : float, "auto" or None, default=None
         Bound ``C`` on the L2 norm of a row; rows beyond it are scaled down to
         it. Choose it from domain knowledge, never from the data. ``"auto"``
-        chooses it privately: a small share of the budget buys a noisy tree of
-        row-norm counts over ``norm_range``, and ``C`` is its
-        ``norm_quantile`` (with centring, one bound for the mean's rows and
-        one for the centred rows; see :doc:`/bounds`). ``None`` takes the
-        largest row norm of the data, which is **not private** and raises a
+        chooses it privately: a small share of the budget buys a noisy binary
+        search of the row-norm counts over ``norm_range`` for their
+        ``norm_quantile`` (with centring, a bound for each step of the
+        private mean and one for the centred rows; see :doc:`/bounds`).
+        ``None`` takes the largest row norm of the data, which is **not
+        private** and raises a
         :class:`~sklearn_dppca.PrivacyLeakWarning`; with ``bounds`` given it
         follows from the box instead.
         Between ``1e-100`` and ``1e120`` for float64 data, ``1e-15`` and
@@ -310,8 +311,9 @@ class _BasePrivatePCA(
                 "knows it can subtract the noise, and the fit is not private. Leave "
                 "random_state=None (operating-system entropy) for a private release."
             )
-        # The bounds' trees (if "auto") and the private mean (docs/privacy.rst §5).
-        mean, data_norm, self.mean_norm_ = bounds.release(plan, rng)
+        # The bounds' searches (if "auto") and the private mean (docs/privacy.rst
+        # §5); with "auto" the plan may return unspent budget to our releases.
+        mean, data_norm, self.mean_norm_, plan = bounds.release(plan, rng)
         data = bounds.data  # the rows clipped into the box, if any
         gram = data.gram(data_norm, mean)
         if not self._gram_in_namespace:

@@ -8,25 +8,27 @@ estimator imports it.
     The bound ``C`` is a private quantile of the row norms. A public geometric
     grid of candidate bounds ``u_0 < … < u_{B−1}`` over ``norm_range`` (four
     per octave) sorts each row into one bin: the first ``u_j ≥ ‖x‖`` (norm 0
-    in bin 0, norms beyond the grid in the last bin). The counts are released
-    as a binary tree (a hierarchical histogram): every node of the ``L`` levels
-    below the root carries Gaussian noise, the root is ``n`` (public). A
-    cumulative count is then a sum of at most ``L`` nodes, so its error grows
-    like ``√log B``, not like ``√B`` as a flat histogram's running sum would.
-    ``C`` is the smallest ``u_j`` whose estimated cumulative count reaches
-    ``norm_quantile · n``.
+    in bin 0, norms beyond the grid in the last bin). A noisy binary search
+    over the grid (:func:`search_bound`) finds the first ``u_j`` whose count
+    of rows in bins ``≤ j`` reaches ``norm_quantile · n``: each of its
+    ``Q = ⌈log₂ B⌉`` comparisons releases one such count (sensitivity 1) with
+    Gaussian noise, so every decision errs by ``√Q/μ`` rows, a noise that grows
+    like ``√log B`` with the grid.
 
     Centring clips rows twice (docs/privacy.rst §5): the mean's release clips
     the raw rows and the covariance clips rows centred on the private mean, so
-    there is one tree per clipping: the mean is released in
-    :data:`MEAN_STEPS` steps, each clipping the rows centred on the previous
-    step's estimate at a bound read from a tree of those norms, and a last
-    tree gives the covariance's bound around the final mean. Where the
-    strongest mean step is precise (:data:`DESCENT_MAX_NOISE`), the mean
-    steps read their trees by a confident descent (:func:`descend_bound`),
-    so noise below the data cannot stall the mean. Data far from
-    the origin (``X + 2000``) thus loses its offset in the first step and is
-    fitted with a bound of its own spread.
+    there is one search per clipping: the mean is released in up to
+    ``len(MEAN_STEPS)`` steps, each clipping the rows centred on the previous
+    step's estimate at a bound searched among those norms, and a last search
+    gives the covariance's bound around the final mean. Data far from the
+    origin (``X + 2000``) thus loses its offset in the first steps and is
+    fitted with a bound of its own spread. The steps stop once two in a row
+    moved the centre by no more than their noise (:data:`STOP_RATIO`): the
+    centre is then at the data to the steps' precision, and the budget the
+    later steps would have spent goes to the estimator's own releases. Each
+    movement is shrunk toward the current centre by the James–Stein factor,
+    which removes most of a step's noise when the centre is already at the
+    data (:meth:`NormBounds._mean_steps`).
 
 ``bounds=(lower, upper)``
     Public per-feature ranges. Rows are clipped into the box (a per-feature
@@ -36,15 +38,20 @@ estimator imports it.
     |upper − c|)‖``. The mean is the box centre plus the private mean of the
     residuals (sensitivity ``2 min(R, C)``), and ``data_norm`` defaults to
     ``R``. With ``data_norm="auto"`` as well, the covariance's bound comes from
-    one tree of the norms around the private mean.
+    one search of the norms around the private mean.
 
-Budget: the trees take :data:`BOUND_BUDGET_SHARE` of ``μ*²`` (split evenly
-between them) and the estimator's own releases share the rest: their ``μ``
-are scaled by ``√(1 − w)``, so the fit still composes to exactly ``μ*``
-(docs/privacy.rst §2) and the accountant sees one charge.
+Budget: the searches take :data:`BOUND_BUDGET_SHARE` of ``μ*²`` (split evenly
+between them); with ``"auto"`` and centring but no box the mean's steps may
+take :data:`AUTO_MEAN_SHARE` of it, and the estimator's own releases share the
+rest, plus whatever the steps leave unspent. Every ``μ`` is fixed before its
+release, from public values and earlier releases only, and along every path
+the ``μ²`` sum to exactly ``μ*²``: by the fully adaptive composition of
+Gaussian DP (Smith & Thakurta 2022) the fit is ``μ*``-GDP (docs/privacy.rst
+§2, §5), and the accountant sees one charge of ``μ*``.
 """
 
 import math
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -57,40 +64,37 @@ from .noise import dense_noise, noise_scale
 #: Candidate bounds per octave of the grid: a chosen bound is at most a factor
 #: ``2**(1/4) ≈ 1.19`` above the quantile it aims at.
 BINS_PER_OCTAVE = 4
-#: Default ``norm_range``: twenty decades, 267 bins, a tree of 9 levels.
+#: Default ``norm_range``: twenty decades, 267 bins, 9 comparisons per search.
 DEFAULT_NORM_RANGE = (1e-8, 1e12)
 #: Default ``norm_quantile``, chosen by measurement (benchmarks/bench_norm.py
 #: --sweep): clipping at the median norm gave the smallest sin θ on every
 #: dataset where the quantile mattered.
 DEFAULT_QUANTILE = 0.5
-#: Fraction of ``μ*²`` that the trees of ``data_norm="auto"`` take, in all.
+#: Fraction of ``μ*²`` that the searches of ``data_norm="auto"`` take, in all.
 BOUND_BUDGET_SHARE = 0.06
-#: Steps of the private mean with ``data_norm="auto"`` (no box): the fraction
-#: of the mean's ``μ²`` each takes. Each step shrinks the distance from the
-#: centre to the data by about ``2√d / (μ_step n)``, so the early steps, which
-#: only have to bring the centre near the data, take little; the last takes
-#: most. Measured on digits + 100 (benchmarks/bench_norm.py): two steps left
-#: the fit at sin θ ≈ 1 for ε = 3, five reach 0.08 (0.41 for the oracle
-#: bound on the unshifted digits) and cost 0.27 instead of 0.24 at ε = 1.
-MEAN_STEPS = (0.02, 0.08, 0.2, 0.3, 0.4)
-#: The mean steps read their radius by a confident descent of the tree
-#: (:func:`descend_bound`): a split is decided only where the estimate is this
-#: many standard deviations from the target, and the descent's node is used
-#: only if it spans at most :data:`DESCENT_SPAN` leaves (four octaves);
-#: otherwise the first crossing (:func:`choose_bound`). Measured on wine
-#: (178 rows) and diabetes (442) shifted by 100 (benchmarks/bench_norm.py):
-#: the first crossing, drowned in noise below the data, picks bounds near the
-#: grid's bottom and the mean never moves (sin θ 0.96 on diabetes + 100 at
-#: ε = 3); the descent reaches 0.47.
-DESCENT_Z = 1.5
-#: Widest node (in leaves) whose geometric middle a mean step takes.
-DESCENT_SPAN = 16
-#: The descent is used only where the strongest mean step is precise: its
-#: noise, ``2√d/(μ_step n)`` times its radius (public), at most this. Where it
-#: is larger a moving centre adds noise of the order of the data's spread
-#: (breast_cancer at ε = 1: sin θ 0.79 instead of 0.37), and the first
-#: crossing is kept for every tree.
-DESCENT_MAX_NOISE = 0.2
+#: With ``data_norm="auto"``, centring and no box: the most of ``μ*²`` the
+#: private mean's steps may take (the mean's share is otherwise 0.1). Moving
+#: a centre from far away to the data takes several steps, each shrinking the
+#: distance to about ``2√d/(μ_step n)`` of the step's radius: on wine + 100
+#: (178 rows, benchmarks/bench_norm.py) at ε = 3 a tenth of ``μ*²`` left the
+#: centre 7–30 from the data (sin θ 0.97); 0.3 brings it within about 1. On
+#: data near its own centre the first step moves by no more than its noise and
+#: the steps stop (:data:`STOP_RATIO`), returning what they did not spend.
+AUTO_MEAN_SHARE = 0.3
+#: The steps of the private mean with ``"auto"`` (no box): the fraction of
+#: :data:`AUTO_MEAN_SHARE` each takes. The early steps only have to bring the
+#: centre near the data and take little; the last ones, which set its
+#: precision, take most.
+MEAN_STEPS = (0.05, 0.05, 0.1, 0.1, 0.1, 0.15, 0.2, 0.25)
+#: A mean step whose released movement ``v`` has ``‖v‖² ≤ STOP_RATIO · d σ²``
+#: (``σ`` its noise per coordinate, public) moved the centre by no more than
+#: its noise; after two such steps in a row the steps stop. Pure noise has
+#: ``E‖v‖² = dσ²``.
+STOP_RATIO = 1.5
+#: A search whose comparisons have noise beyond this fraction of ``n`` rows
+#: warns: its bound is then close to a random grid value (wine, 178 rows, at
+#: ε = 3: 57 rows, and 2 fits in 20 left the centre 5–15 from the data).
+DROWNED = 0.25
 #: A private mean farther than this many covariance bounds from the origin is
 #: subtracted from the rows explicitly (one copy) before the covariance pass:
 #: centring by ``‖x‖² − 2 x·m + ‖m‖²`` errs by about ``4·1e-16 ‖m‖²``, 1e-12 of
@@ -186,151 +190,85 @@ def norm_grid(norm_range, limit=math.inf, dtype="this", floor=0.0):
     return np.geomspace(low, high, max(n_bins, 2))
 
 
-def tree_levels(n_bins):
-    """Levels ``L`` released by a tree over ``n_bins`` leaves (padded to ``2^L``)."""
+def search_queries(n_bins):
+    """Comparisons ``Q = ⌈log₂ B⌉`` that a binary search over ``B`` bins makes
+    at most (each halves the candidates, rounding up)."""
     return max(1, math.ceil(math.log2(n_bins)))
 
 
-def tree_sensitivity(levels):
-    """L2 sensitivity ``√(2L)`` of a tree of ``L`` released levels.
+def target_count(quantile, n_samples, sigma):
+    """The count a bound must reach: ``q·n``, at most ``n − 2σ``, at least ``q·n/2``.
 
-    Under replacement of one row ``x`` by ``x'``, the leaf counts change by
-    ``−1`` in the bin of ``x`` and ``+1`` in the bin of ``x'``. A level's nodes
-    partition the leaves and each row lies in exactly one node per level, so
-    the level's count vector changes in at most two entries, by ``−1`` and
-    ``+1`` (in none if both bins share that node): an L2 change of at most
-    ``√2`` per level, and ``√(2L)`` over the ``L`` levels together. The root
-    (``n``) never changes and is not released.
+    ``σ`` is a comparison's noise (public). Beyond the largest norm the counts
+    are ``n``, so a target of ``n`` itself (``q = 1``) would be missed one
+    comparison in two, pushing the bound far above the data; the cap keeps it
+    within a grid step or two of the data's top. When the noise is large next
+    to ``(1 − q) n`` it chooses a lower quantile: a bound too low clips rows,
+    one too high multiplies the covariance noise by ``C²``. The floor ``q·n/2``
+    keeps a search drowned in noise (few rows, a small ε) from aiming at 0.
     """
-    return math.sqrt(2.0 * levels)
-
-
-def release_tree(counts, mu, rng):
-    """Noisy nodes of the tree over leaf ``counts`` (length ``2^L``), ``μ``-GDP.
-
-    Returns a list of ``L`` arrays, ``levels[l][i]`` the noisy count of the
-    ``i``-th node of size ``2^l``; every node has noise ``N(0, σ²)`` with
-    ``σ = √(2L)/μ`` (:func:`tree_sensitivity`).
-    """
-    n_leaves = counts.shape[0]
-    levels = int(round(math.log2(n_leaves)))
-    sigma = tree_sensitivity(levels) / mu
-    nodes, out = counts.astype(np.float64), []
-    for _ in range(levels):
-        out.append(nodes + dense_noise(rng, nodes.shape[0], sigma))
-        nodes = nodes.reshape(-1, 2).sum(axis=1)
-    return out
-
-
-def _dyadic_sums(levels, lengths):
-    """Sums of the noisy nodes that tile each prefix ``[0, p)``, and how many."""
-    total = np.zeros(lengths.shape[0])
-    used = np.zeros(lengths.shape[0], dtype=int)
-    for size_log, nodes in enumerate(levels):
-        take = (lengths >> size_log) & 1 == 1
-        index = (lengths[take] >> size_log) - 1
-        total[take] += nodes[index]
-        used += take
-    return total, used
-
-
-def cumulative_counts(levels, n_samples):
-    """Estimated number of rows in leaves ``0..j``, for every leaf ``j``.
-
-    Two independent estimates from disjoint nodes: the sum of the nodes tiling
-    ``[0, j]`` and ``n`` minus the sum of those tiling the rest (the root is
-    ``n``, public). With ``h`` and ``t ≤ L`` nodes they have variances
-    ``hσ²`` and ``tσ²``; averaged with inverse-variance weights, the error has
-    variance ``σ² ht/(h + t) ≤ σ² L/2``. Post-processing only.
-    """
-    n_leaves = levels[0].shape[0]
-    prefix = np.arange(1, n_leaves + 1)
-    head, head_var = _dyadic_sums(levels, prefix)
-    tail, tail_var = _dyadic_sums([nodes[::-1] for nodes in levels],
-                                  n_leaves - prefix)
-    rest = n_samples - tail
-    head[-1] = n_samples  # the whole range is the root: n, exact
-    # an estimate from the root alone (or no node) is exact: take it alone
-    exact_head, exact_rest = prefix == n_leaves, tail_var == 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mixed = (head / head_var + rest / tail_var) / (1 / head_var + 1 / tail_var)
-    return np.where(exact_head, head, np.where(exact_rest, rest, mixed))
-
-
-def cumulative_variances(levels):
-    """Variance of each estimate of :func:`cumulative_counts`, in units of ``σ²``.
-
-    ``ht/(h + t)`` for the ``h`` and ``t`` nodes of its two estimates, 0 for
-    the whole range (the root, ``n``). Public: a function of the tree's shape.
-    """
-    n_leaves = levels[0].shape[0]
-    prefix = np.arange(1, n_leaves + 1)
-    _, head = _dyadic_sums(levels, prefix)
-    _, tail = _dyadic_sums([nodes[::-1] for nodes in levels], n_leaves - prefix)
-    return head * tail / np.maximum(head + tail, 1)
-
-
-def descend_bound(edges, estimates, sds, target, z=None, span=None):
-    """Index of a bound read top-down from the tree, or None if unsure.
-
-    From the root, each node ``[a, b)`` of leaves is split at its middle ``m``
-    and the descent goes left if the estimated count of leaves below ``m``
-    reaches ``target + z·sd``, right if it is below ``target − z·sd``, and
-    stops otherwise (or at a leaf). If the node it stops in spans at most
-    ``span`` leaves, its geometric middle is returned (capped at the last real
-    bin); a wider node (a tree drowned in noise) gives None. Post-processing
-    only.
-
-    For the mean steps a bound too small stops the mean (every row is clipped
-    to a tiny norm, so the step moves by at most that), and the first crossing
-    errs that way where the cumulative noise below the data reaches the target
-    by chance (a few hundred rows); the descent's decisions use few nodes each
-    and only confident ones.
-    """
-    z = DESCENT_Z if z is None else z
-    span = DESCENT_SPAN if span is None else span
-    a, b = 0, estimates.shape[0]
-    while b - a > 1:
-        mid = (a + b) // 2
-        count, sd = estimates[mid - 1], sds[mid - 1]
-        if count >= target + z * sd:
-            b = mid
-        elif count < target - z * sd:
-            a = mid
-        else:
-            break
-    if b - a > span:
-        return None
-    return min((a + b - 1) // 2, edges.shape[0] - 1)
-
-
-def target_count(quantile, n_samples, levels, mu):
-    """The count a bound must reach: ``q·n``, at most ``n − 2·sd``, at least ``q·n/2``.
-
-    ``sd = σ √(L/2)`` bounds the error's standard deviation of every estimate
-    of :func:`cumulative_counts` (a public number). Beyond the largest norm the
-    estimates are ``n`` plus noise, so a target of ``n`` itself (``q = 1``)
-    would be reached by chance, one bin in two, far above the data; the cap
-    keeps the crossing within a grid step or two of the data's top. When the
-    noise is large next to ``(1 − q) n`` it chooses a lower quantile: a
-    bound too low clips rows, one too high multiplies the covariance noise by
-    ``C²``. The floor ``q·n/2`` keeps a tree drowned in noise (few rows, a
-    small ε) from a bound at the grid's bottom.
-    """
-    sd = tree_sensitivity(levels) / mu * math.sqrt(levels / 2.0)
     target = quantile * n_samples
-    return max(min(target, n_samples - 2.0 * sd), target / 2.0)
+    return max(min(target, n_samples - 2.0 * sigma), target / 2.0)
 
 
-def choose_bound(edges, estimates, target):
-    """Index of the smallest grid value whose estimated count reaches ``target``.
+def search_bound(cumulative, mu, rng, quantile):
+    """A private quantile by noisy binary search, ``μ``-GDP.
 
-    The last real bin holds every row beyond the grid, so its true cumulative
-    count is ``n``; if noise keeps every estimate below ``target``, that bin
-    is chosen.
+    Parameters
+    ----------
+    cumulative : ndarray of shape (n_bins,)
+        ``cumulative[j]``: the number of rows in bins ``0..j``
+        (``cumulative[-1] = n``, public).
+    mu : float
+    rng : numpy.random.Generator
+    quantile : float
+
+    Returns
+    -------
+    index : int
+        The bin ``j`` found: the first whose noisy count reaches
+        :func:`target_count` (the last bin if none does).
+    count : float
+        The noisy count released at ``j`` (``n``, exact, for the last bin when
+        it was never compared): the estimate of the rows within ``u_j``.
+
+    Each comparison releases ``cumulative[mid] + N(0, σ²)`` with
+    ``σ = √Q/μ`` (:func:`search_queries`). Under replacement of one row a count
+    of rows in bins ``≤ mid`` changes by at most 1 (the row leaves the prefix,
+    enters it, or neither), so a comparison is ``(1/σ)``-GDP, and the at most
+    ``Q`` comparisons, each chosen from the answers before it, compose to
+    ``√Q/σ = μ`` (docs/privacy.rst §2). Reading the answers is
+    post-processing.
     """
-    reached = np.flatnonzero(estimates[: edges.shape[0]] >= target)
-    return int(reached[0]) if reached.size else edges.shape[0] - 1
+    n_bins = cumulative.shape[0]
+    n_samples = float(cumulative[-1])
+    sigma = math.sqrt(search_queries(n_bins)) / mu
+    target = target_count(quantile, n_samples, sigma)
+    low, high, count = 0, n_bins - 1, n_samples
+    while low < high:
+        mid = (low + high) // 2
+        noisy = float(cumulative[mid] + dense_noise(rng, 1, sigma)[0])
+        if noisy >= target:
+            high, count = mid, noisy
+        else:
+            low = mid + 1
+    return low, count
+
+
+def shrink_step(move, sigma):
+    """A mean step's released movement, shrunk toward 0 (James–Stein).
+
+    ``move`` estimates the step's true movement with noise ``N(0, σ² I_d)``;
+    the positive-part James–Stein factor ``max(0, 1 − (d − 2)σ²/‖move‖²)``
+    has a smaller expected squared error for ``d ≥ 3`` whatever the true
+    movement, and on a centre already at the data (a pure-noise movement) it
+    removes most of the noise. Post-processing of the release and the public
+    ``σ``; no shrinkage for ``d ≤ 2`` or without noise.
+    """
+    size = float(move @ move)
+    if sigma == 0.0 or move.shape[0] <= 2 or size == 0.0:
+        return move
+    return move * max(0.0, 1.0 - (move.shape[0] - 2) * sigma**2 / size)
 
 
 # ------------------------------------------------------- statistics of rows
@@ -355,20 +293,22 @@ def _centred_sq(block, block_sq, centre):
     return rows, _sq_norms(rows)
 
 
-def _norm_counts(X, centre, sq_edges, n_leaves, sq=None):
+def _norm_counts(X, centre, sq_edges, sq=None):
     """Rows per bin of ``‖x − centre‖`` (``centre`` None: of ``‖x‖``).
 
     ``sq_edges`` are the squared grid values; a row goes to the first bin
     whose edge is at least its norm, rows beyond the last edge (``inf`` where
-    the norm overflows) to the last bin. Every row is counted once per level
-    whatever its computed norm, so the tree's sensitivity holds exactly.
+    the norm overflows) to the last bin. Every row is counted in exactly one
+    bin whatever its computed norm, so a count of rows in bins ``≤ j`` has
+    sensitivity 1 exactly.
     """
-    counts = np.zeros(n_leaves, dtype=np.int64)
+    n_bins = sq_edges.shape[0]
+    counts = np.zeros(n_bins, dtype=np.int64)
     for block, block_sq in _blocks(X, sq):
         _, block_sq = _centred_sq(block, block_sq, centre)
         # inf sorts last: the last bin
-        index = np.minimum(np.searchsorted(sq_edges, block_sq), sq_edges.shape[0] - 1)
-        counts += np.bincount(index, minlength=n_leaves)
+        index = np.minimum(np.searchsorted(sq_edges, block_sq), n_bins - 1)
+        counts += np.bincount(index, minlength=n_bins)
     return counts
 
 
@@ -512,7 +452,9 @@ class NormBounds:
                 check_data_norm_range(self.box_norm, self.dtype)
         self.edges = None
         self.mean_shares = ()
-        self.n_trees = 0
+        self.n_searches = 0
+        # "auto" with centring and no box: the mean's adaptive steps
+        self.adaptive = False
         if self.auto:
             self.edges = norm_grid(
                 getattr(estimator, "norm_range", DEFAULT_NORM_RANGE), self.limit, dtype,
@@ -520,21 +462,24 @@ class NormBounds:
             )
             self.quantile = float(getattr(estimator, "norm_quantile", DEFAULT_QUANTILE))
             if self.center:
-                self.mean_shares = (1.0,) if self.box is not None else MEAN_STEPS
-            # a tree before every mean step (none where the box bounds it) and
-            # one for the covariance's bound
-            self.n_trees = len(self.mean_shares) + 1 - (self.box is not None
-                                                        and self.center)
+                self.adaptive = self.box is None
+                self.mean_shares = MEAN_STEPS if self.adaptive else (1.0,)
+            # a search before every mean step (none where the box bounds it)
+            # and one for the covariance's bound
+            self.n_searches = 1 + (len(self.mean_shares) if self.adaptive else 0)
         self.clipped_fraction = None
 
     def plan(self, plan):
-        """The subclass's plan with the trees' share taken out of every release.
+        """The subclass's plan with the searches' (and the steps') shares.
 
-        Every ``μ_j`` is scaled by ``√(1 − w)`` and each of the ``n_trees``
-        trees gets ``μ* √(w / n_trees)``: ``Σ μ² = μ*²`` still, so the fit
-        spends exactly what it is charged (one GDP charge of ``μ*``).
+        Each of the ``n_searches`` searches gets ``μ* √(w / n_searches)``
+        (``w`` = :data:`BOUND_BUDGET_SHARE`). The mean's adaptive steps get
+        ``μ* √a`` in all (``a`` = :data:`AUTO_MEAN_SHARE`) and the other
+        releases keep their proportions within ``1 − w − a``; otherwise every
+        ``μ_j`` is scaled by ``√(1 − w)``. Either way ``Σ μ² = μ*²``, so the
+        fit spends exactly what it is charged (one GDP charge of ``μ*``).
         """
-        if not self.n_trees:
+        if not self.n_searches:
             return plan
         if "mu" not in plan.charge:
             raise ValueError(
@@ -545,10 +490,31 @@ class NormBounds:
                 "the repetition (e.g. fixed clip_radius and n_iter)."
             )
         mu_total, share = plan.charge["mu"], BOUND_BUDGET_SHARE
-        mus = {k: m * math.sqrt(1.0 - share) for k, m in plan.mus.items()}
-        for i in range(self.n_trees):
-            mus[f"norm{i}"] = mu_total * math.sqrt(share / self.n_trees)
+        self._warn_if_drowned(mu_total * math.sqrt(share / self.n_searches))
+        if self.adaptive:
+            own = 1.0 - (plan.mus["mean"] / mu_total) ** 2  # the others' share
+            scale = math.sqrt((1.0 - share - AUTO_MEAN_SHARE) / own)
+            mus = {k: m * scale for k, m in plan.mus.items()}
+            mus["mean"] = mu_total * math.sqrt(AUTO_MEAN_SHARE)
+        else:
+            mus = {k: m * math.sqrt(1.0 - share) for k, m in plan.mus.items()}
+        for i in range(self.n_searches):
+            mus[f"norm{i}"] = mu_total * math.sqrt(share / self.n_searches)
         return plan._replace(mus=mus)
+
+    def _warn_if_drowned(self, mu_search):
+        """Warn (public values only) when a search's noise exceeds n/4 rows."""
+        sigma = math.sqrt(search_queries(self.edges.shape[0])) / mu_search
+        if sigma > DROWNED * self.n_samples:
+            warnings.warn(
+                f'data_norm="auto" on {self.n_samples} rows at epsilon='
+                f"{self.estimator.epsilon:g}: each comparison of the private "
+                f"search for the norm bound has noise of {sigma:.0f} rows, more "
+                "than a quarter of the rows, so the bound (and the private "
+                "mean's steps) are close to guesses. Give data_norm from domain "
+                "knowledge or bounds=(lower, upper), or a larger epsilon.",
+                UserWarning, stacklevel=4,
+            )
 
     def read(self, data):
         """Read every row before the charge (the finiteness check included).
@@ -596,6 +562,10 @@ class NormBounds:
             The covariance's bound.
         mean_norm : float or None
             The bound of the (last) mean release.
+        plan : PrivacyPlan
+            The plan for the estimator's releases: ``plan`` itself, or with
+            the budget the mean's adaptive steps left unspent added to its
+            own releases (:meth:`_give_back`).
         """
         n = self.n_samples
         if not self.auto:
@@ -609,37 +579,75 @@ class NormBounds:
                 noise = dense_noise(rng, self._total.shape[0], sigma)
                 mean = (self._total + noise) / n
                 mean = self._translate_if_far(mean, self.data_norm)
-            return mean, self.data_norm, mean_norm
+            return mean, self.data_norm, mean_norm, plan
 
-        trees = iter(range(self.n_trees))
-        mean, mean_norm = None, None
+        mean, mean_norm, unspent = None, None, 0.0
         if self.center:
-            mean = np.zeros(self.offset.shape[0])
-            strongest = plan.mus["mean"] * math.sqrt(max(self.mean_shares))
-            descend = (2.0 * math.sqrt(mean.shape[0]) / (strongest * n)
-                       <= DESCENT_MAX_NOISE)
-            for step, weight in enumerate(self.mean_shares):
-                if step == 0 and self.box is not None:
-                    radius = self.box_norm
-                else:
-                    radius = self._tree_bound(mean, plan.mus[f"norm{next(trees)}"],
-                                              rng, descend=descend)
-                mu = plan.mus["mean"] * math.sqrt(weight)
-                _announce(self.data, f"clipped sum for the private mean (step "
-                                     f"{step + 1} of {len(self.mean_shares)})")
-                total = _reduce(self.data, _residual_sum, mean, radius)
-                # sensitivity 2·radius (see _residual_sum)
-                noise = dense_noise(rng, mean.shape[0], noise_scale(2.0 * radius, mu))
-                mean = mean + (total + noise) / n
-                mean_norm = radius
-        data_norm = self._tree_bound(mean, plan.mus[f"norm{next(trees)}"], rng,
-                                     last=True)
+            mean, mean_norm, unspent = self._mean_steps(plan, rng)
+        data_norm, count = self._search(mean, plan.mus[f"norm{self.n_searches - 1}"],
+                                        rng)
+        # the search's estimate of the rows beyond C: post-processing
+        self.clipped_fraction = float(np.clip(1.0 - count / n, 0.0, 1.0))
         if mean is not None:
             mean = self._translate_if_far(mean, data_norm, first_pass=False)
         if isinstance(_engine(self.data), InMemoryRows):  # the Gram's first pass
             _announce(self.data, "row norms around the private mean")
             _engine(self.data).first_pass(data_norm, with_sum=self.center)
-        return mean, data_norm, mean_norm
+        return mean, data_norm, mean_norm, self._give_back(plan, unspent)
+
+    def _mean_steps(self, plan, rng):
+        """The private mean with ``"auto"``: ``(mean, last radius, unspent μ²)``.
+
+        Step ``s`` clips the rows centred on the current estimate at a
+        searched radius (with a box: one step at the box's radius) and
+        releases their sum, sensitivity twice the radius, at
+        ``μ_mean √w_s``. Everything that steers the steps is post-processing
+        of earlier releases and public values: the radius (capped at twice
+        the largest so far: the distance to the data shrinks from step to
+        step, and a search lost in its noise must not blow a step up), the
+        James–Stein shrinkage of each movement (:func:`shrink_step`), and the
+        stop: after two steps in a row whose movements were within their
+        noise (:data:`STOP_RATIO`; one alone could be a search that
+        overshot, whose noise makes any movement look small) the centre is at
+        the data to the steps' precision, and what the later steps and their
+        searches would have spent is returned.
+        """
+        n, steps = self.n_samples, self.mean_shares
+        mean = np.zeros(self.offset.shape[0])
+        d, widest, calm = mean.shape[0], 0.0, False
+        for step, weight in enumerate(steps):
+            if self.adaptive:
+                found, _ = self._search(mean, plan.mus[f"norm{step}"], rng)
+                radius = min(found, 2.0 * widest) if widest else found
+                widest = max(widest, radius)
+            else:  # the box bounds the rows
+                radius = self.box_norm
+            _announce(self.data, "clipped sum for the private mean" + (
+                f" (step {step + 1} of at most {len(steps)})" if self.adaptive else ""))
+            total = _reduce(self.data, _residual_sum, mean, radius)
+            # sensitivity 2·radius (see _residual_sum); σ: of the movement
+            sigma = noise_scale(2.0 * radius, plan.mus["mean"] * math.sqrt(weight)) / n
+            move = total / n + dense_noise(rng, d, sigma)
+            mean = mean + (shrink_step(move, sigma) if self.adaptive else move)
+            still = move @ move <= STOP_RATIO * d * sigma**2
+            if still and calm and step < len(steps) - 1:
+                later = len(steps) - step - 1
+                return mean, radius, (plan.mus["mean"] ** 2 * sum(steps[step + 1:])
+                                      + later * plan.mus["norm0"] ** 2)
+            calm = still
+        return mean, radius, 0.0
+
+    @staticmethod
+    def _give_back(plan, unspent):
+        """``plan`` with ``unspent`` (a ``μ²``) added to the estimator's own
+        releases, in proportion to their ``μ²``: ``Σ μ²`` stays ``μ*²``."""
+        own = [k for k in plan.mus if k != "mean" and not k.startswith("norm")]
+        total = sum(plan.mus[k] ** 2 for k in own)
+        if not unspent or not math.isfinite(unspent + total) or not total:
+            return plan
+        scale = math.sqrt((total + unspent) / total)
+        return plan._replace(mus={k: m * scale if k in own else m
+                                  for k, m in plan.mus.items()})
 
     def _translate_if_far(self, mean, data_norm, first_pass=True):
         """The private mean in the rows' coordinates, after moving the origin to
@@ -665,25 +673,11 @@ class NormBounds:
         self.offset = self.offset + centre.astype(np.float64)
         return np.zeros_like(mean)
 
-    def _tree_bound(self, centre, mu, rng, last=False, descend=False):
-        """A private quantile of ``‖x − centre‖`` from a noisy tree (``μ``-GDP).
-
-        ``descend``: read it first by :func:`descend_bound` (a mean step).
-        """
-        edges, n = self.edges, self.n_samples
-        n_leaves = 2 ** tree_levels(edges.shape[0])
+    def _search(self, centre, mu, rng):
+        """A private quantile of ``‖x − centre‖`` (``μ``-GDP, :func:`search_bound`):
+        the bound and the noisy count of rows within it."""
+        edges = self.edges
         _announce(self.data, "counts of the row norms for a private bound")
-        counts = _reduce(self.data, _norm_counts, centre, edges**2, n_leaves)
-        levels = tree_levels(edges.shape[0])
-        nodes = release_tree(counts, mu, rng)
-        estimates = cumulative_counts(nodes, n)
-        j = None
-        if descend:  # a mean step: not stalled by noise (descend_bound)
-            sds = tree_sensitivity(levels) / mu * np.sqrt(cumulative_variances(nodes))
-            j = descend_bound(edges, estimates, sds, self.quantile * n)
-        if j is None:
-            j = choose_bound(edges, estimates,
-                             target_count(self.quantile, n, levels, mu))
-        if last:  # the tree's estimate of the rows beyond C: post-processing
-            self.clipped_fraction = float(np.clip(1.0 - estimates[j] / n, 0.0, 1.0))
-        return float(edges[j])
+        counts = _reduce(self.data, _norm_counts, centre, edges**2)
+        j, count = search_bound(np.cumsum(counts), mu, rng, self.quantile)
+        return float(edges[j]), count

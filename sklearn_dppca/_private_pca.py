@@ -83,9 +83,9 @@ class PrivatePCA(_BasePrivatePCA):
         ``data_norm="auto"`` the privately chosen bound of the raw rows);
         ``None`` when ``center=False``.
     clipped_fraction_ : float
-        Only with ``data_norm="auto"``: the noisy tree's estimate of the
+        Only with ``data_norm="auto"``: the private search's estimate of the
         fraction of centred rows beyond ``data_norm_`` (post-processing of
-        the released counts, biased low); never the exact fraction.
+        its released counts, biased low); never the exact fraction.
     privacy_spent_ : tuple of float
         ``(epsilon, delta)`` spent by the fit, recomputed from the composed
         GDP parameter of its releases; the request itself when they agree to

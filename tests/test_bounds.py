@@ -1,4 +1,4 @@
-"""Norm bounds without a guess: data_norm="auto" (a noisy tree) and bounds=."""
+"""Norm bounds without a guess: data_norm="auto" (a noisy search) and bounds=."""
 
 import math
 import warnings
@@ -16,16 +16,15 @@ from sklearn_dppca import (
     _bounds,
 )
 from sklearn_dppca._bounds import (
+    AUTO_MEAN_SHARE,
     BINS_PER_OCTAVE,
     BOUND_BUDGET_SHARE,
-    choose_bound,
-    cumulative_counts,
-    cumulative_variances,
-    descend_bound,
+    MEAN_STEPS,
     norm_grid,
-    release_tree,
-    tree_levels,
-    tree_sensitivity,
+    search_bound,
+    search_queries,
+    shrink_step,
+    target_count,
 )
 from sklearn_dppca._stats import _clip_scales, _sq_norms
 from sklearn_dppca.audit import (
@@ -43,15 +42,9 @@ pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarnin
 STEP = 2.0 ** (1.0 / BINS_PER_OCTAVE)
 
 
-def exact_nodes(counts):
-    """The tree's nodes without noise, all levels in one vector."""
-    return np.concatenate(release_tree(counts, math.inf, np.random.default_rng(0)))
-
-
-def leaf_counts(norms, edges):
-    n_leaves = 2 ** tree_levels(edges.shape[0])
+def bin_counts(norms, edges):
     X = np.asarray(norms, dtype=float)[:, None]
-    return _bounds._norm_counts(X, None, edges**2, n_leaves)
+    return _bounds._norm_counts(X, None, edges**2)
 
 
 def test_grid_is_geometric_and_covers_the_range():
@@ -81,111 +74,137 @@ def test_norm_range_beyond_the_dtype_is_refused():
         PrivatePCA(data_norm="auto", norm_range=(1.0, 1e20)).fit(X)
 
 
-def test_tree_sensitivity_on_rows_moving_between_extreme_bins():
-    """A row moving from the first to the last bin changes every level by √2."""
-    edges = norm_grid((1.0, 2.0**10))  # 41 bins, 64 leaves, 6 levels
-    levels = tree_levels(edges.shape[0])
+def test_count_sensitivity_on_rows_moving_between_extreme_bins():
+    """Every count a comparison releases (rows in bins ≤ j) moves by at most 1."""
+    edges = norm_grid((1.0, 2.0**10))  # 41 bins
     rng = np.random.default_rng(1)
     rest = rng.uniform(0.5, 2.0**11, size=200)
     for moved in [(0.0, 1e30), (1.0, 2.0**10), (0.0, 1.0 + 1e-9)]:
-        a = exact_nodes(leaf_counts(np.r_[rest, moved[0]], edges))
-        b = exact_nodes(leaf_counts(np.r_[rest, moved[1]], edges))
-        distance = np.linalg.norm(a - b)
-        assert distance <= tree_sensitivity(levels) + 1e-12
-    # the extreme bins share no node below the root: the bound is attained
-    a = exact_nodes(leaf_counts(np.r_[rest, 0.0], edges))
-    b = exact_nodes(leaf_counts(np.r_[rest, 1e30], edges))
-    assert np.linalg.norm(a - b) == pytest.approx(math.sqrt(2 * levels))
-    # random replacements never exceed it
-    for _ in range(200):
+        a = np.cumsum(bin_counts(np.r_[rest, moved[0]], edges))
+        b = np.cumsum(bin_counts(np.r_[rest, moved[1]], edges))
+        assert np.abs(a - b).max() <= 1
+    # a row moving between the extreme bins moves every count but the last by 1
+    a = np.cumsum(bin_counts(np.r_[rest, 0.0], edges))
+    b = np.cumsum(bin_counts(np.r_[rest, 1e30], edges))
+    np.testing.assert_array_equal(a[:-1] - b[:-1], 1)
+    assert a[-1] == b[-1] == 201  # the last count is n: public
+    for _ in range(200):  # random replacements never exceed it
         x, y = rng.uniform(0, 2.0**11, size=2)
-        a = exact_nodes(leaf_counts(np.r_[rest, x], edges))
-        b = exact_nodes(leaf_counts(np.r_[rest, y], edges))
-        assert np.linalg.norm(a - b) <= tree_sensitivity(levels) + 1e-12
+        a = np.cumsum(bin_counts(np.r_[rest, x], edges))
+        b = np.cumsum(bin_counts(np.r_[rest, y], edges))
+        assert np.abs(a - b).max() <= 1
 
 
 def test_norms_of_zero_and_beyond_the_grid_land_in_the_end_bins():
     edges = norm_grid((1.0, 100.0))
-    counts = leaf_counts([0.0, 0.5, 1.0, 100.0, 101.0, 1e300], edges)
-    assert counts[0] == 3 and counts[edges.shape[0] - 1] == 3
-    assert counts.sum() == 6
+    counts = bin_counts([0.0, 0.5, 1.0, 100.0, 101.0, 1e300], edges)
+    assert counts.shape == edges.shape
+    assert counts[0] == 3 and counts[-1] == 3 and counts.sum() == 6
     # a row whose squared norm overflows is in the last bin too
     X = np.array([[1e200, 1e200], [0.0, 0.0]])
-    n_leaves = 2 ** tree_levels(edges.shape[0])
-    got = _bounds._norm_counts(X, None, edges**2, n_leaves)
-    assert got[0] == 1 and got[edges.shape[0] - 1] == 1
+    got = _bounds._norm_counts(X, None, edges**2)
+    assert got[0] == 1 and got[-1] == 1
 
 
-def test_cumulative_counts_are_exact_without_noise():
+def test_search_without_noise_finds_the_first_bin_reaching_the_target():
     rng = np.random.default_rng(2)
-    counts = rng.integers(0, 50, size=64)
-    levels = release_tree(counts, math.inf, rng)
-    np.testing.assert_allclose(
-        cumulative_counts(levels, counts.sum()), np.cumsum(counts)
-    )
+    for _ in range(50):
+        counts = rng.integers(0, 5, size=rng.integers(2, 80))
+        counts[-1] += 1  # n ≥ 1
+        cumulative = np.cumsum(counts)
+        q = rng.uniform(0.05, 1.0)
+        j, count = search_bound(cumulative, math.inf, rng, q)
+        expected = int(np.flatnonzero(cumulative >= q * cumulative[-1])[0])
+        assert j == expected and count == cumulative[j]
 
 
-def test_release_noise_matches_the_plan():
-    """Every node carries N(0, σ²), σ = √(2L)/μ; cumulative errors ≤ σ√L."""
+def test_search_noise_matches_the_plan(monkeypatch):
+    """At most Q = ⌈log₂ B⌉ comparisons, each with σ = √Q/μ: μ-GDP in all."""
+    calls = []
+    original = _bounds.dense_noise
+
+    def spy(rng, shape, sigma):
+        calls.append((shape, sigma))
+        return original(rng, shape, sigma)
+
+    monkeypatch.setattr(_bounds, "dense_noise", spy)
     rng = np.random.default_rng(3)
-    counts = np.zeros(32)
-    mu = 0.5
-    sigma = tree_sensitivity(5) / mu
-    draws = np.array([np.concatenate(release_tree(counts, mu, rng))
-                      for _ in range(400)])
-    assert draws.shape[1] == 16 + 8 + 4 + 2 + 32 - 32 + 32  # 62 nodes
-    var = draws.var(axis=0, ddof=1).mean()
-    # the mean of 62 sample variances of 400 draws: 1.5% relative std
-    assert var == pytest.approx(sigma**2, rel=0.08)
-    assert abs(draws.mean()) < 5 * sigma / math.sqrt(draws.size)
-    errors = np.array([
-        cumulative_counts(release_tree(counts, mu, rng), 0.0) for _ in range(300)
-    ])
-    assert np.all(errors.std(axis=0) <= sigma * math.sqrt(5) * 1.15)
+    for n_bins in (2, 3, 41, 267, 1000):
+        cumulative = np.cumsum(rng.integers(0, 10, size=n_bins)) + 1
+        q = search_queries(n_bins)
+        assert q == math.ceil(math.log2(n_bins))
+        for mu in (0.1, 1.0):
+            calls.clear()
+            search_bound(cumulative, mu, rng, 0.5)
+            assert 1 <= len(calls) <= q
+            assert all(shape == 1 and sigma == pytest.approx(math.sqrt(q) / mu)
+                       for shape, sigma in calls)
+            assert len(calls) / calls[0][1] ** 2 <= mu**2 * (1 + 1e-12)
+    # the draws are N(0, σ²): two bins, one comparison, always passed
+    monkeypatch.setattr(_bounds, "dense_noise", original)
+    sigma = 1.0 / 2.0  # Q = 1, μ = 2
+    noise = np.array([search_bound(np.array([1000, 1000]), 2.0, rng, 0.5)[1]
+                      for _ in range(2000)]) - 1000
+    assert noise.var(ddof=1) == pytest.approx(sigma**2, rel=0.12)  # 3% sd
+    assert abs(noise.mean()) < 5 * sigma / math.sqrt(noise.size)
 
 
-def test_choose_bound_takes_the_first_crossing_and_falls_back_to_the_last_bin():
-    edges = np.array([1.0, 2.0, 4.0, 8.0])
-    assert choose_bound(edges, np.array([1, 5, 9, 10, 10, 10.0]), 9) == 2
-    assert choose_bound(edges, np.array([1, 2, 3, 4, 20, 20.0]), 9) == 3
+def test_target_count_caps_and_floors():
+    assert target_count(0.5, 1000, 3.0) == 500.0
+    assert target_count(1.0, 1000, 3.0) == 994.0  # n − 2σ
+    assert target_count(0.9, 100, 30.0) == 45.0  # q n / 2 when noise drowns it
 
 
-def test_descent_finds_a_tight_cluster_and_gives_up_on_a_drowned_tree():
-    """The mean steps' reader: a node of the data's norms, or None if unsure."""
+def test_search_finds_a_tight_cluster():
+    """400 rows at one norm, a comparison's noise a seventh of n: the bound is
+    the data's bin or the next one in nearly every search."""
     edges = norm_grid((1e-8, 1e12))
-    n_leaves = 2 ** tree_levels(edges.shape[0])
-    counts = leaf_counts(np.full(400, 300.0), edges)  # every row in one bin
-    where = int(np.flatnonzero(counts)[0])
+    cumulative = np.cumsum(bin_counts(np.full(400, 300.0), edges))
+    where = int(np.flatnonzero(cumulative)[0])
+    sigma = 400 / 7
+    mu = math.sqrt(search_queries(edges.shape[0])) / sigma
     rng = np.random.default_rng(11)
-    for mu, found in ((0.07, 0), (0.01, 0)):
-        sigma = tree_sensitivity(tree_levels(edges.shape[0])) / mu
-        hits = 0
-        for _ in range(40):
-            levels = release_tree(counts, mu, rng)
-            estimates = cumulative_counts(levels, 400)
-            sds = sigma * np.sqrt(cumulative_variances(levels))
-            j = descend_bound(edges, estimates, sds, 200.0)
-            if j is None:
-                continue
-            hits += 1
-            # the node it stops in holds the data's bin and spans ≤ 16 leaves
-            assert abs(j - where) < 16
-            found += abs(j - where) <= 8
-        if mu == 0.07:  # n/σ ≈ 7: the tree is read, and near the data
-            assert hits >= 30 and found >= 30
-        else:  # n/σ ≈ 1: drowned, the first crossing is kept
-            assert hits <= 4
-    # variances: 0 for the whole range, ht/(h + t) ≤ L/2 elsewhere
-    var = cumulative_variances(release_tree(counts, 1.0, rng))
-    assert var[-1] == 0 and var.shape == (n_leaves,)
-    assert np.all(var[:-1] > 0) and np.all(var <= tree_levels(n_leaves) / 2)
+    found = [search_bound(cumulative, mu, rng, 0.5)[0] for _ in range(200)]
+    assert np.mean(np.abs(np.array(found) - where) <= 1) >= 0.95
 
 
-def test_mean_steps_move_on_a_small_shifted_dataset():
-    """442 rows shifted by 100: the first crossing stalled the mean at 0."""
+def test_search_output_is_no_more_distinguishable_than_its_mu():
+    """Neighbours whose moved row decides the median: the total variation of
+    the chosen bin stays below that of N(0,1) and N(μ,1), 2Φ(μ/2) − 1."""
+    edges = norm_grid((1.0, 2.0**10))
+    rest = np.r_[np.full(49, 1.0), np.full(51, 2.0**10)]
+    a = np.cumsum(bin_counts(np.r_[rest, 1.0], edges))  # 50 rows at the bottom
+    b = np.cumsum(bin_counts(np.r_[rest, 2.0**10], edges))  # 49
+    mu, rng = 1.0, np.random.default_rng(12)
+    n_bins = edges.shape[0]
+    draws = 4000
+    ha = np.bincount([search_bound(a, mu, rng, 50 / 101)[0] for _ in range(draws)],
+                     minlength=n_bins) / draws
+    hb = np.bincount([search_bound(b, mu, rng, 50 / 101)[0] for _ in range(draws)],
+                     minlength=n_bins) / draws
+    total_variation = 0.5 * np.abs(ha - hb).sum()
+    bound = 2 * stats.norm.cdf(mu / 2) - 1
+    assert 0.01 < total_variation <= bound + 0.03  # 0.03: sampling slack
+
+
+def test_shrink_step_is_james_stein():
+    move = np.array([3.0, 4.0, 0.0, 0.0])
+    np.testing.assert_allclose(shrink_step(move, 1.0), move * (1 - 2 / 25))
+    assert not shrink_step(np.array([0.1, 0.1, 0.1]), 1.0).any()  # pure noise
+    np.testing.assert_array_equal(shrink_step(move[:2], 1.0), move[:2])  # d ≤ 2
+    np.testing.assert_array_equal(shrink_step(move, 0.0), move)  # no noise
+
+
+@pytest.mark.filterwarnings("ignore:data_norm=.auto. on 178 rows:UserWarning")
+@pytest.mark.parametrize("name", ["diabetes", "wine"])
+def test_mean_steps_move_on_a_small_shifted_dataset(name):
+    """442 and 178 rows shifted by 100 (a distance of 300–360 from the origin,
+    a spread of about 3): the mean reaches the data. A noisy tree of counts
+    stalled it at 0 (its first crossing lay in the noise below the data), and
+    with a tenth of μ*² the steps left it 7–30 away on wine."""
     from sklearn_dppca.datasets import load_real_dataset
 
-    X = load_real_dataset("diabetes").data
+    X = load_real_dataset(name).data
     for seed in range(3):
         pca = PrivatePCA(2, epsilon=3.0, delta=1e-6, data_norm="auto",
                          accountant=BudgetAccountant(), random_state=seed).fit(X + 100)
@@ -220,35 +239,47 @@ def test_rows_of_norm_zero_and_beyond_the_grid():
 
 
 class Recorder:
-    """Records the σ of every Gaussian draw of a fit (through noise.dense_noise)."""
+    """Records the μ of every release of a fit: the searches (their planned μ),
+    the mean's steps (μ of noise_scale in _bounds) and PrivatePCA's covariance
+    (from its noise, σ = √2 C²/μ)."""
 
     def __init__(self, monkeypatch):
-        self.calls = []
-        original = _bounds.dense_noise
+        import sklearn_dppca._private_pca as module
 
-        def spy(rng, shape, sigma):
-            self.calls.append((shape, sigma))
-            return original(rng, shape, sigma)
+        self.searches, self.steps, self.covariance = [], [], []
+        search, scale, goe = _bounds.search_bound, _bounds.noise_scale, module.goe_noise
 
-        monkeypatch.setattr(_bounds, "dense_noise", spy)
+        def search_spy(cumulative, mu, rng, quantile):
+            self.searches.append(mu)
+            return search(cumulative, mu, rng, quantile)
+
+        def scale_spy(sensitivity, mu):
+            self.steps.append(mu)
+            return scale(sensitivity, mu)
+
+        def goe_spy(rng, d, sigma):
+            self.covariance.append(sigma)
+            return goe(rng, d, sigma)
+
+        monkeypatch.setattr(_bounds, "search_bound", search_spy)
+        monkeypatch.setattr(_bounds, "noise_scale", scale_spy)
+        monkeypatch.setattr(module, "goe_noise", goe_spy)
+
+    def mu_squared(self, data_norm):
+        (sigma_cov,) = self.covariance
+        mu_cov = math.sqrt(2.0) * data_norm**2 / sigma_cov
+        return sum(m * m for m in self.searches + self.steps) + mu_cov**2, mu_cov
 
 
-@pytest.mark.parametrize("center", [True, False])
-def test_whole_fit_spends_exactly_the_request_in_one_charge(monkeypatch, center):
-    """The μ of every release (from its σ and sensitivity) composes to μ*."""
+@pytest.mark.parametrize("shift, center", [(40.0, True), (0.0, True), (40.0, False)])
+def test_whole_fit_spends_exactly_the_request_in_one_charge(monkeypatch, shift,
+                                                            center):
+    """The μ of every release composes to μ*, on every path: all the mean's
+    steps (data far from the origin), or a stop after the first (data at the
+    origin), whose unspent budget goes to the covariance."""
     record = Recorder(monkeypatch)
-    import sklearn_dppca._private_pca as module
-
-    covariance = []
-    original = module.goe_noise
-
-    def goe_spy(rng, d, sigma):
-        covariance.append(sigma)
-        return original(rng, d, sigma)
-
-    monkeypatch.setattr(module, "goe_noise", goe_spy)
     rng = np.random.default_rng(5)
-    X = rng.normal(size=(500, 3)) + 40.0
+    X = rng.normal(size=(5000, 3)) + shift
     acc = BudgetAccountant(epsilon=2.0, delta=1e-6)
     pca = PrivatePCA(2, epsilon=2.0, delta=1e-6, data_norm="auto",
                      norm_range=(0.5, 500.0), center=center, accountant=acc,
@@ -256,24 +287,31 @@ def test_whole_fit_spends_exactly_the_request_in_one_charge(monkeypatch, center)
     assert acc.n_charges == 1
     assert acc.spent == pytest.approx((2.0, 1e-6), rel=1e-9)
     assert pca.privacy_spent_ == pytest.approx((2.0, 1e-6), rel=1e-9)
-    levels = tree_levels(norm_grid((0.5, 500.0)).shape[0])
-    mu_sq, radii = 0.0, []
-    for shape, sigma in record.calls:
-        if shape == 2**levels:  # a tree's leaves: one μ for its L levels
-            mu_sq += (tree_sensitivity(levels) / sigma) ** 2
-        elif shape == 3:  # a mean step: sensitivity 2·radius
-            radii.append(sigma)
-    n_trees = len(_bounds.MEAN_STEPS) + 1 if center else 1
-    assert sum(shape == 2**levels for shape, _ in record.calls) == n_trees
-    assert len(radii) == (len(_bounds.MEAN_STEPS) if center else 0)
     mu_star = gdp_mu(2.0, 1e-6)
-    assert mu_sq == pytest.approx(BOUND_BUDGET_SHARE * mu_star**2, rel=1e-9)
-    # the covariance's noise uses the released bound, at its scaled share
-    (sigma_cov,) = covariance
-    mu_cov = math.sqrt(2.0) * pca.data_norm_**2 / sigma_cov
-    plan = pca._privacy_plan(500, 3)
-    expected = plan.mus["covariance"] * math.sqrt(1 - BOUND_BUDGET_SHARE)
-    assert mu_cov == pytest.approx(expected, rel=1e-9)
+    n_searches = len(MEAN_STEPS) + 1 if center else 1
+    search_mu = mu_star * math.sqrt(BOUND_BUDGET_SHARE / n_searches)
+    assert all(m == pytest.approx(search_mu, rel=1e-12) for m in record.searches)
+    steps = len(record.steps)
+    assert len(record.searches) == steps + 1
+    if shift and center:  # far from the data: steps until one moves by its noise
+        assert 2 < steps <= len(MEAN_STEPS)
+    elif center:  # at the data from the start: two still steps in a row stop them
+        assert 2 <= steps <= 4
+    else:
+        assert steps == 0
+    total, mu_cov = record.mu_squared(pca.data_norm_)
+    assert total == pytest.approx(mu_star**2, rel=1e-9)
+    plan = pca._privacy_plan(5000, 3)
+    if center:  # the covariance's share, plus what the steps left unspent
+        own = plan.mus["covariance"] ** 2 / (1 - plan.mus["mean"] ** 2 / mu_star**2)
+        base = own * (1 - BOUND_BUDGET_SHARE - AUTO_MEAN_SHARE)
+        used = AUTO_MEAN_SHARE * sum(MEAN_STEPS[:steps]) * mu_star**2
+        left = (AUTO_MEAN_SHARE * mu_star**2 - used
+                + (n_searches - 1 - steps) * search_mu**2)
+        assert mu_cov**2 == pytest.approx(base + left, rel=1e-9)
+    else:
+        expected = plan.mus["covariance"] * math.sqrt(1 - BOUND_BUDGET_SHARE)
+        assert mu_cov == pytest.approx(expected, rel=1e-9)
 
 
 def test_rdp_plan_refuses_auto_before_any_charge():
@@ -418,6 +456,7 @@ def test_none_warns_and_points_to_auto():
 
 
 # ------------------------------------------------------------- the audit
+@pytest.mark.filterwarnings("ignore:data_norm=.auto. on 400 rows:UserWarning")
 @pytest.mark.parametrize("statistic", [mean_statistic(0), scatter_statistic])
 def test_audit_of_auto_never_beats_its_claim(statistic):
     """The whole "auto" pipeline on neighbours that move a row across the grid."""
@@ -426,24 +465,6 @@ def test_audit_of_auto_never_beats_its_claim(statistic):
                      norm_range=(0.1, 2.0))
     result = audit(est, X, Y, statistic, n_fits=300, random_state=15)
     assert result.epsilon_lower <= 1.0
-
-
-def test_audit_of_the_tree_alone_attains_its_mu():
-    """A leaf of the tree on extreme neighbours: the Gaussian test finds ≤ μ."""
-    edges = norm_grid((1.0, 16.0))
-    n_leaves = 2 ** tree_levels(edges.shape[0])
-    rest = np.linspace(1, 16, 100)
-    a = leaf_counts(np.r_[rest, 0.0], edges)
-    b = leaf_counts(np.r_[rest, 1e9], edges)
-    mu = 1.0
-    rng = np.random.default_rng(16)
-    sa = np.array([release_tree(a, mu, rng)[0][0] for _ in range(2000)])
-    sb = np.array([release_tree(b, mu, rng)[0][0] for _ in range(2000)])
-    sigma = tree_sensitivity(tree_levels(n_leaves)) / mu
-    # one leaf moves by 1: its own μ is 1/σ, at most the tree's μ
-    t = stats.ttest_ind(sa, sb)
-    assert t.pvalue < 1e-6
-    assert abs(sa.mean() - sb.mean()) / sigma <= mu
 
 
 class warnings_as_errors:
@@ -506,3 +527,16 @@ def test_auto_bound_clips_rows_far_from_the_origin(offset, seed, monkeypatch):
     # the top axes are the first two coordinates (variances 9 and 4)
     top = np.abs(pca.components_[:, :2]).sum(axis=1)
     assert (top > 0.95).all()
+
+
+def test_a_drowned_search_warns_before_reading_the_data():
+    """n = 178 at ε = 3: a comparison's noise (57 rows) beyond n/4 warns, from
+    public values alone (n, ε, δ, the grid); at ε = 10 (20 rows) it does not."""
+    X = np.random.default_rng(17).normal(size=(178, 13))
+    with pytest.warns(UserWarning, match=r"noise of 57 rows, more than a quarter"):
+        PrivatePCA(2, epsilon=3.0, data_norm="auto",
+                   accountant=BudgetAccountant()).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        PrivatePCA(2, epsilon=10.0, data_norm="auto",
+                   accountant=BudgetAccountant()).fit(X)
