@@ -540,3 +540,18 @@ def test_a_drowned_search_warns_before_reading_the_data():
         warnings.simplefilter("error")
         PrivatePCA(2, epsilon=10.0, data_norm="auto",
                    accountant=BudgetAccountant()).fit(X)
+
+
+@pytest.mark.parametrize("epsilon", [0.3, 1.0])
+def test_a_wide_grid_at_small_epsilon_finds_the_median(epsilon):
+    """The case that sank a flat histogram's running sum (n = 40 000, bounds
+    near 1e18 in half the fits at ε = 1): over forty decades, at ε = 0.3 and 1,
+    every bound is within a grid step of the centred rows' median norm."""
+    rng = np.random.default_rng(18)
+    X = rng.normal(size=(40_000, 10))
+    median = np.median(np.linalg.norm(X - X.mean(0), axis=1))
+    for seed in range(4):
+        pca = PrivatePCA(2, epsilon=epsilon, data_norm="auto",
+                         norm_range=(1e-20, 1e20), accountant=BudgetAccountant(),
+                         random_state=seed).fit(X)
+        assert median / STEP <= pca.data_norm_ <= median * STEP**2
