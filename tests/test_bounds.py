@@ -555,3 +555,17 @@ def test_a_wide_grid_at_small_epsilon_finds_the_median(epsilon):
                          norm_range=(1e-20, 1e20), accountant=BudgetAccountant(),
                          random_state=seed).fit(X)
         assert median / STEP <= pca.data_norm_ <= median * STEP**2
+
+
+def test_auto_at_epsilon_inf_is_exact():
+    """The non-private fit with "auto": every search and step is exact, so the
+    mean reaches the data's and the bound is the centred median's grid value."""
+    rng = np.random.default_rng(19)
+    X = rng.normal(size=(3000, 4)) * [3, 2, 1, 1] + 50
+    pca = PrivatePCA(2, epsilon=math.inf, data_norm="auto",
+                     accountant=BudgetAccountant()).fit(X)
+    median = np.median(np.linalg.norm(X - X.mean(0), axis=1))
+    assert median <= pca.data_norm_ <= median * STEP
+    assert np.all(np.isfinite(pca.components_))
+    assert principal_angle_sin(pca.components_, np.eye(4)[:2]) < 0.1
+    assert math.isinf(pca.privacy_spent_[0])
