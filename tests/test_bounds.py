@@ -493,9 +493,9 @@ def test_auto_bound_clips_rows_far_from_the_origin(offset, seed, monkeypatch):
     """data_norm="auto" moves the private mean onto the data (MEAN_STEPS).
     Clipping around it with ‖x − m‖² = ‖x‖² − 2x·m + ‖m‖² (_stats._clip_scales)
     cancels catastrophically when ‖m‖ ≫ C, so rows would escape the bound
-    every sensitivity (√2 C², 2C, 2R) is calibrated for; the trees' binning
+    every sensitivity (√2 C², 2C, 2R) is calibrated for; the norms' binning
     with the same expansion collapsed the bound to the grid's bottom. The
-    bounds step now centres its trees and mean steps explicitly and moves the
+    bounds step now centres its searches and mean steps explicitly and moves the
     origin to a far private mean (FAR_MEAN) before the covariance pass: the
     rows the Gram matrix sees, clipped as the engine clips them, stay within
     data_norm_, and the fit finds the principal axes."""
