@@ -39,12 +39,16 @@ EXPECTED_FAILED_CHECKS = {
 
 
 @pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
+@pytest.mark.filterwarnings("ignore:data_norm=.auto. on:UserWarning")  # tiny data
 @parametrize_with_checks(
-    [est(random_state=0) for est in all_estimators()],
+    [est(random_state=0) for est in all_estimators()]
+    + [est(random_state=0, data_norm="auto") for est in all_estimators()
+       if "data_norm" in est().get_params()],
     expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS.get(type(est), {}),
 )
 def test_sklearn_estimator_checks(estimator, check):
-    """The estimators follow scikit-learn's API (fixed seed, data_norm from data)."""
+    """The estimators follow scikit-learn's API (fixed seed; data_norm from the
+    data, and chosen privately by "auto")."""
     check(estimator)
 
 
