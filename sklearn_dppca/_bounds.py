@@ -288,8 +288,8 @@ def _blocks(X, sq):
     centre every block into a temporary, which at that size stays in cache
     (2× faster than 32 MB blocks at 2e5 × 50).
     """
+    step = _scan_rows(X.shape[1])
     for start, stop, block in iter_blocks(X):
-        step = _scan_rows(X.shape[1])
         for a in range(0, stop - start, step):
             part = block[a:a + step]
             yield part, (_sq_norms(part) if sq is None
