@@ -17,6 +17,7 @@ This module imports nothing from the estimators.
 # Notation follows docs/privacy.rst: μ (GDP parameter), λ (Rényi order), θ
 # (stopping probability of the geometric number of repetitions).
 
+import contextlib
 import datetime
 import hashlib
 import json
@@ -1008,3 +1009,24 @@ if hasattr(os, "register_at_fork"):
 
 def _warn_leak(message):
     warnings.warn(message, PrivacyLeakWarning, stacklevel=3)
+
+
+@contextlib.contextmanager
+def private_computation():
+    """Silence every warning raised while private rows are computed on.
+
+    A warning is a release: ``RuntimeWarning: overflow`` from one extreme
+    row, or a user transformer's check that fires only on some rows, tells
+    whether the data holds such a row, which the privacy analysis does not
+    cover. Inside this block every warning is dropped and NumPy's
+    floating-point warnings are off; the package's own warnings about a fit
+    (a fixed ``random_state``, ``epsilon=inf``, a drowned search) depend on
+    public values only and are issued outside it (``docs/privacy.rst``,
+    "Warnings and errors"). Exceptions still propagate.
+
+    The filter is process-wide (:func:`warnings.catch_warnings`), so worker
+    threads started inside the block are silenced too.
+    """
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        yield
