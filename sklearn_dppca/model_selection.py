@@ -2,71 +2,90 @@
 
 :class:`PrivateGridSearchCV` has the surface of scikit-learn's
 :class:`~sklearn.model_selection.GridSearchCV`, but everything it releases —
-the fitted candidates it never shows, the scores, the choice of the best
-candidate and the refitted estimator — is one ``(epsilon, delta)``-DP
+the fitted candidates it never shows, the per-fold scores, the choice of the
+best candidate and the refitted estimator — is one ``(epsilon, delta)``-DP
 release, composed exactly in Gaussian differential privacy and charged once
-to a :class:`~sklearn_dppca.BudgetAccountant` (``docs/privacy.rst`` §2).
+to a :class:`~sklearn_dppca.BudgetAccountant` (``docs/model_selection.rst``,
+``docs/privacy.rst`` §2).
 
-The search, for ``m`` candidates and ``K`` validation folds that partition
-the rows:
+:func:`plan_search` is the whole privacy analysis of a search: a pure
+function of the grid and public values (``n``, ``d``, the folds) that clones
+and checks every candidate, groups those that share a release, and fixes
+every ``μ`` and the charge before the data is read. ``fit`` only executes
+the plan:
 
-1. **Candidate fits.** Every candidate is fitted on every training fold with
-   its share of the budget. A row sits in ``K − 1`` training folds, so its
-   fits compose as ``K − 1`` releases per mechanism (under replacement the
-   folds that do not hold the row do not depend on it). Candidates of
-   :class:`~sklearn_dppca.PrivatePCA` that differ only in ``n_components``
-   or ``whiten`` are post-processing of one release: they share one fit per
-   fold (``n_components=None``, truncated).
-2. **Scores.** The score of a candidate is the captured variance of the
-   validation rows, ``Σ_i ‖P clip_C(x_i − m̂)‖²``, each term in ``[0, C²]``,
-   summed over all validation folds. Each row is in exactly one validation
-   fold, so the score vector has L2 sensitivity ``√(Σ_c C_c⁴)`` (``C²√m``
-   for one ``C``) given the candidate fits, which are paid for in step 1.
-   It is released with Gaussian noise.
+1. **Candidate fits.** Every group of candidates is fitted on every training
+   fold at ``μ_g``. A row sits in ``K − 1`` training folds, so the fits of a
+   group compose as ``K − 1`` releases (under replacement the fold that does
+   not hold the row does not depend on it). PrivatePCA candidates that
+   differ only in ``n_components`` or ``whiten`` are post-processing of one
+   release: one fit per fold (``n_components=None``, truncated).
+2. **Scores.** The score of a candidate on a fold is the captured variance of
+   the fold's validation rows, ``Σ_i ‖P clip_C(x_i − m̂)‖²``, each term in
+   ``[0, C²]``. Each row is in exactly one validation fold, so the matrix of
+   candidate × fold scores has L2 sensitivity ``√(Σ_c C_c⁴)`` given the
+   candidate fits (paid for in step 1): the same as the vector of their
+   sums. It is released with Gaussian noise at ``μ_sel``.
 3. **Choice.** Post-processing of the noisy scores and of the released
    spectra: the floor-penalised score of :func:`floor_penalised_scores`.
-4. **Refit** of the chosen candidate on all rows with the refit share.
+4. **Refit** of the chosen candidate on all rows at ``μ_refit``.
 """
 
-import copy
 import math
 import warnings
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
 from joblib import Parallel, delayed
+from scipy.stats import rankdata
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context, clone
+from sklearn.exceptions import FitFailedWarning
 from sklearn.model_selection import KFold, ParameterGrid
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
-from sklearn.utils import _safe_indexing
-from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils import _safe_indexing, get_tags
+from sklearn.utils._param_validation import (
+    HasMethods,
+    Interval,
+    InvalidParameterError,
+    StrOptions,
+)
+from sklearn.utils._repr_html.estimator import _VisualBlock
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    check_consistent_length,
+    check_is_fitted,
+    validate_data,
+)
 
-from ._base import _BasePrivatePCA, reported_spend
+from . import _array_api
+from ._base import _all_or_nothing, _BasePrivatePCA, reported_spend
 from ._coherent_power_pca import CoherentPowerPCA
 from ._private_pca import PrivatePCA
 from .noise import make_generator
 from .privacy import (
     BudgetAccountant,
-    PrivacyLeakWarning,
     _warn_leak,
     gdp_epsilon,
     gdp_mu,
     get_default_accountant,
+    private_computation,
 )
 
 __all__ = [
     "PrivateGridSearchCV",
     "SEARCH_BUDGET_SHARES",
     "SELECTION_Z",
+    "SearchPlan",
     "captured_variance_rows",
+    "captured_variance_score",
     "floor_penalised_scores",
+    "plan_search",
 ]
 
 #: Fractions of ``μ*²`` of the search: the candidate fits on the training
-#: folds, the released score vector, and the refit on all rows. Without a
+#: folds, the released score matrix, and the refit on all rows. Without a
 #: refit its share is dropped and the others rescaled to sum to 1.
 SEARCH_BUDGET_SHARES = {"fits": 0.45, "selection": 0.1, "refit": 0.45}
 
@@ -74,21 +93,35 @@ SEARCH_BUDGET_SHARES = {"fits": 0.45, "selection": 0.1, "refit": 0.45}
 #: the floor-penalised score (see :func:`floor_penalised_scores`).
 SELECTION_Z = 2.0
 
+#: The one bounded score, by its name for ``scoring`` and ``refit``.
+SCORER_NAME = "captured_variance"
+
 # Parameters of the private step that are post-processing of one release of
 # PrivatePCA: candidates differing only in these share the fit of a fold.
 _POST_PROCESSING = ("n_components", "whiten")
-# Parameters the search sets itself on the private step.
-_OWNED = ("accountant", "random_state", "delta")
+# Parameters the search sets itself on the private step of every fit.
+_OWNED = ("epsilon", "delta", "accountant", "random_state")
 
 
 # --------------------------------------------------------------------------
-# Helpers
+# Scores
 # --------------------------------------------------------------------------
-def _clip_rows(rows, bound):
-    """``clip_C`` of each row: ``x · min(1, C/‖x‖)`` (``docs/privacy.rst`` §1)."""
-    norms = np.linalg.norm(rows, axis=1)
-    scale = np.minimum(1.0, bound / np.maximum(norms, np.finfo(float).tiny))
-    return rows * scale[:, None]
+def _clip_rows(rows, bound, centre=0.0):
+    """``clip_C(x_i − m)`` of each row (``docs/privacy.rst`` §1), without
+    overflow: ``x_i`` and ``m`` are first divided by the row's largest
+    magnitude ``s_i``, so ``u_i = (x_i − m)/s_i`` has entries of at most 2,
+    and ``clip_C(x_i − m) = u_i · min(s_i, C/‖u_i‖)``. Entries near 1e300
+    neither overflow nor warn, so nothing here depends on how extreme a row
+    is beyond its clipped value."""
+    rows = np.asarray(rows, dtype=np.float64)
+    centre = np.asarray(centre, dtype=np.float64)
+    with np.errstate(over="ignore", under="ignore"):
+        scale = np.maximum(np.max(np.abs(rows), axis=1, initial=0.0),
+                           np.max(np.abs(centre), initial=0.0))
+        scale = np.where(scale > 0.0, scale, 1.0)[:, None]
+        unit = rows / scale - centre / scale
+        norms = np.linalg.norm(unit, axis=1)[:, None]
+        return unit * np.minimum(scale, bound / np.maximum(norms, np.finfo(float).tiny))
 
 
 def captured_variance_rows(rows, mean, components, data_norm):
@@ -119,77 +152,324 @@ def captured_variance_rows(rows, mean, components, data_norm):
     array([0.64, 0.25])
     """
     basis, _ = np.linalg.qr(np.asarray(components, dtype=np.float64).T)
-    centred = _clip_rows(np.asarray(rows, dtype=np.float64) - mean, data_norm)
-    projected = centred @ basis
+    projected = _clip_rows(rows, data_norm, mean) @ basis
     return np.clip(np.einsum("ij,ij->i", projected, projected), 0.0, data_norm**2)
+
+
+def captured_variance_score(estimator, X, y=None):
+    """Mean captured variance of the rows of ``X`` under a fitted estimator.
+
+    The scorer the search's ``scoring="captured_variance"`` names (its
+    ``scorer_``), with the signature of a scikit-learn scorer: the mean over
+    rows of :func:`captured_variance_rows` under the private step's released
+    ``mean_``, ``components_`` and ``data_norm_``, after the pipeline's
+    steps before it. It reads ``X`` exactly: use it on rows of your own, not
+    as a release.
+
+    Parameters
+    ----------
+    estimator : fitted private estimator or Pipeline holding one
+    X : array-like of shape (n_samples, n_features)
+    y : ignored
+
+    Returns
+    -------
+    score : float
+    """
+    prefix, _, step = _locate_private_step(estimator)
+    rows = _host(_before_step(estimator, prefix, X))
+    return float(np.mean(captured_variance_rows(
+        rows, _host(step.mean_), _host(step.components_), step.data_norm_)))
 
 
 def floor_penalised_scores(released, n_components, n_validation, floor,
                            selection_sigma, z=SELECTION_Z):
-    """Scores that compare candidates with different ``n_components`` fairly.
+    """Per-fold scores that compare candidates with different ``k`` fairly.
 
     Captured variance grows with ``k`` even past the planted rank: a
     direction of the isotropic noise floor captures the floor's variance
-    ``τ`` per validation row, whichever direction the noisy release picked.
-    The rule subtracts from the released (noisy) score of each candidate,
-    per component and fold, the expected capture of a floor direction,
-    ``n_val,f · τ_f``, plus a margin of ``z`` standard deviations of what an
-    extra floor component adds by chance: its sampling spread
-    ``√(2 Σ_f n_val,f τ_f²)`` (the variance of ``y²`` for ``y ~ N(0, τ)``)
-    and the selection noise of a difference of two released scores,
-    ``√2 σ_sel``::
+    ``τ_f`` per validation row, whichever direction the noisy release
+    picked. The rule subtracts from each released (noisy) fold score the
+    expected capture of its floor components, ``k_{c,f} n_f τ_f``, and a
+    margin of ``z`` standard deviations of what extra floor components add
+    by chance — their sampling spread ``√(2 Σ_f n_f τ_f²)`` (the variance
+    of ``y²`` for ``y ~ N(0, τ)``) and the noise of a difference of two
+    candidates' summed released scores, ``√(2K) σ`` — shared among the
+    folds in proportion to their rows, and divides by the fold's rows::
 
-        A_c = R_c − Σ_f k_{c,f} n_val,f τ_{c,f}
-                  − k̄_c · z · √(2 Σ_f n_val,f τ_{c,f}² + 2 σ_sel²)
+        S_{c,f} = (R_{c,f} − k_{c,f} n_f τ_f − (n_f/n) k̄_c z spread_c) / n_f
+        spread_c = √(2 Σ_f n_f τ_f² + 2 K σ²)
 
-    A signal direction of variance ``λ > τ`` adds ``(λ − τ) n`` to the
+    The mean of ``S_{c,f}`` over the folds is the floor-penalised captured
+    variance per validation row; it is the search's ``mean_test_score``. A
+    signal direction of variance ``λ > τ`` adds ``(λ − τ) n`` to the summed
     score, far above the margin; a floor direction adds on average nothing
-    but pays the margin, so that the best ``A_c`` is wrong only when chance
-    beats ``z`` standard deviations. ``τ_{c,f}`` is the median of the fold's
-    released variances when a full spectrum was released (PrivatePCA
-    candidates share one), else the candidate's released
-    ``noise_variance_``. Everything here is post-processing of released
-    values and of public ones.
+    but pays the margin, so the best candidate is wrong only when chance
+    beats ``z`` standard deviations. Everything here is post-processing of
+    released values and of public ones.
 
     Parameters
     ----------
-    released : ndarray of shape (n_candidates,)
-        Noisy summed captured variances ``R_c``.
+    released : ndarray of shape (n_candidates, n_folds)
+        Noisy summed captured variance ``R_{c,f}`` of each fold.
     n_components : ndarray of shape (n_candidates, n_folds)
         Released ``n_components_`` of each candidate in each fold.
     n_validation : ndarray of shape (n_folds,)
         Validation rows per fold (public).
-    floor : ndarray of shape (n_candidates, n_folds)
+    floor : array-like broadcastable to (n_candidates, n_folds)
         Released floor variance ``τ`` per row.
     selection_sigma : float
-        Standard deviation of the noise added to each score.
+        Standard deviation of the noise added to each fold score.
     z : float, default=SELECTION_Z
 
     Returns
     -------
-    adjusted : ndarray of shape (n_candidates,)
+    scores : ndarray of shape (n_candidates, n_folds)
+        ``S_{c,f}``.
     penalty : ndarray of shape (n_candidates,)
-        ``R_c − A_c``.
+        What was subtracted from each candidate's summed score.
 
     Examples
     --------
     >>> import numpy as np
     >>> from sklearn_dppca.model_selection import floor_penalised_scores
-    >>> released = np.array([300.0, 400.0, 405.0])  # k = 1, 2, 3 over 1000 rows
+    >>> released = np.array([[300.0], [400.0], [405.0]])  # k = 1, 2, 3, 1000 rows
     >>> k = np.array([[1], [2], [3]])
-    >>> adjusted, _ = floor_penalised_scores(released, k, np.array([1000]),
-    ...                                      np.full((3, 1), 0.01), 1.0)
-    >>> int(np.argmax(adjusted)) + 1  # the third component is only floor
+    >>> scores, _ = floor_penalised_scores(released, k, np.array([1000]), 0.01, 1.0)
+    >>> int(np.argmax(scores.mean(axis=1))) + 1  # the third is only floor
     2
     """
     released = np.asarray(released, dtype=np.float64)
     k = np.asarray(n_components, dtype=np.float64)
     n_val = np.asarray(n_validation, dtype=np.float64)
-    floor = np.asarray(floor, dtype=np.float64)
-    expected = (k * n_val * floor).sum(axis=1)
-    spread = np.sqrt(2.0 * (n_val * floor**2).sum(axis=1) + 2.0 * selection_sigma**2)
-    penalty = expected + k.mean(axis=1) * z * spread
-    return released - penalty, penalty
+    floor = np.broadcast_to(np.asarray(floor, dtype=np.float64), released.shape)
+    expected = k * n_val * floor
+    spread = np.sqrt(2.0 * (n_val * floor**2).sum(axis=1)
+                     + 2.0 * released.shape[1] * selection_sigma**2)
+    margin = (n_val / n_val.sum()) * (k.mean(axis=1) * z * spread)[:, None]
+    return (released - expected - margin) / n_val, (expected + margin).sum(axis=1)
+
+
+# --------------------------------------------------------------------------
+# The plan: every candidate checked, every μ fixed, before the data is read
+# --------------------------------------------------------------------------
+class Candidate(NamedTuple):
+    """One point of the grid, cloned and checked."""
+
+    params: dict  # the grid's values
+    estimator: object  # clone(estimator) with the (cloned) values set, unfitted
+    prefix: str  # "" or "<step name>__" of the private step
+    index: object  # the private step's position in a Pipeline, or None
+    error: object = None  # the public reason it cannot be fitted, or None
+
+
+class SearchPlan(NamedTuple):
+    """What a search releases and what it costs (:func:`plan_search`)."""
+
+    candidates: list  # Candidate per grid point, in ParameterGrid's order
+    groups: list  # indices of the candidates that share one release per fold
+    shared: list  # per group: a truncated PrivatePCA release (else one candidate)
+    fit_mus: list  # per group: μ of each of its fits on a training fold
+    fit_epsilons: list  # per group: that fit's ε at the search's δ
+    selection_sigma: float  # σ of the noise on each released fold score
+    refit_epsilon: object  # ε of the refit on all rows, or None
+    mu: float  # μ* = gdp_mu(epsilon, delta), charged once
+    spent: tuple  # (ε, δ) of the composed plan
+
+
+def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,
+                n_features, refit=True, fit_weights=None):
+    """The privacy analysis of a search, from the grid and public values.
+
+    Every candidate is ``clone(estimator).set_params(**clone(params))`` —
+    estimator objects in the grid are cloned, never fitted in place — and is
+    checked *as it will run*: it must hold exactly one private estimator of
+    this package beside stateless steps only, with a public numeric
+    ``data_norm`` and a mechanism accounted in Gaussian DP; the grid may not
+    set ``epsilon``, ``delta``, ``accountant`` or ``random_state``. A
+    candidate that cannot be fitted for a public reason (an invalid
+    parameter value, ``n_components`` above the features or the smallest
+    training fold) is kept with its ``error`` and gets no budget.
+
+    The budget ``μ*`` is split in :data:`SEARCH_BUDGET_SHARES` (without a
+    refit, its share is dropped and the others rescaled):
+
+    - **fits**: group ``g`` of weight ``ω_g`` fits on each training fold at
+      ``μ_g² = s_fits μ*² ω_g / (r Σ_h ω_h)``, with ``r`` the most training
+      folds any row is in (``K − 1`` for K-fold);
+    - **scores**: each fold's scores get Gaussian noise of
+      ``σ = √(Σ_c C_c⁴) / μ_sel`` with ``μ_sel² = s_sel μ*²`` (a row is in
+      one validation fold and moves candidate ``c``'s score by ``≤ C_c²``);
+    - **refit**: ``μ_refit² = s_refit μ*²``.
+
+    They compose to ``r Σ_g μ_g² + μ_sel² + μ_refit² = μ*²``: one charge.
+
+    Parameters
+    ----------
+    estimator : estimator
+        The search's estimator (it need not hold a private step itself when
+        the grid supplies one).
+    param_grid : dict or list of dicts
+    epsilon, delta : float
+        The budget of the whole search.
+    splits : list of (train, test) index arrays
+        The public folds.
+    n_samples, n_features : int
+        The shape of ``X``.
+    refit : bool, str or callable, default=True
+    fit_weights : None, sequence of float or callable, default=None
+        The weight ``ω ∈ (0, 1]`` of each candidate's group: one per grid
+        point in ParameterGrid's order, or ``params -> weight``; ``None``
+        weighs every group 1. Candidates sharing a release must agree.
+
+    Returns
+    -------
+    plan : SearchPlan
+    """
+    folds_per_row = _check_splits(splits, n_samples)
+    smallest = min(len(train) for train, _ in splits)
+    grid = list(ParameterGrid(param_grid))
+    if not grid:
+        raise ValueError("param_grid has no candidate.")
+    candidates = [_candidate(estimator, params, n_features, smallest)
+                  for params in grid]
+    weights = _weights(fit_weights, grid)
+
+    groups = {}
+    for c, cand in enumerate(candidates):
+        if cand.error is None:
+            groups.setdefault(_release_key(cand, c), []).append(c)
+    if not groups:
+        raise ValueError(
+            f"All the {len(grid)} candidates fail for the reasons below, before "
+            "any budget was spent:\n"
+            + "\n".join(sorted({repr(c.error) for c in candidates}))
+        )
+    group_weights = []
+    for members in groups.values():
+        mine = {weights[c] for c in members}
+        if len(mine) != 1:
+            raise ValueError(
+                f"fit_weights gives the candidates {members}, which share one "
+                f"release per fold, different weights {sorted(mine)}."
+            )
+        group_weights.append(mine.pop())
+
+    shares = dict(SEARCH_BUDGET_SHARES)
+    if not refit:
+        shares.pop("refit")
+    total = sum(shares.values())
+    shares = {name: w / total for name, w in shares.items()}
+    mu_total = gdp_mu(epsilon, delta)
+    mu_fit_sq = shares["fits"] * mu_total**2 / folds_per_row
+    fit_mus, fit_eps = [], []
+    for w in group_weights:
+        mu_g = math.sqrt(mu_fit_sq * w / sum(group_weights))
+        eps_g = gdp_epsilon(mu_g, delta, tidy=False)  # calibrates a fit
+        if not (eps_g > 0 and math.isclose(gdp_mu(eps_g, delta), mu_g,
+                                           rel_tol=1e-9)):
+            raise ValueError(
+                f"The candidates' share of epsilon={epsilon} is too small to "
+                "calibrate one fit; raise epsilon or shrink the grid."
+            )
+        fit_mus.append(mu_g)
+        fit_eps.append(eps_g)
+    mu_sel = mu_total * math.sqrt(shares["selection"])
+    # L2 sensitivity of the (candidate × fold) score matrix: a row is in one
+    # validation fold and moves candidate c's score there by at most C_c².
+    sensitivity = math.sqrt(sum(
+        _data_norm(candidates[c]) ** 4 for members in groups.values()
+        for c in members
+    ))
+    mu_refit = mu_total * math.sqrt(shares.get("refit", 0.0))
+    composed = math.sqrt(folds_per_row * sum(m * m for m in fit_mus)
+                         + mu_sel**2 + mu_refit**2)
+    return SearchPlan(
+        candidates=candidates,
+        groups=list(groups.values()),
+        shared=[key[0] == "shared" for key in groups],
+        fit_mus=fit_mus,
+        fit_epsilons=fit_eps,
+        selection_sigma=sensitivity / mu_sel,
+        refit_epsilon=gdp_epsilon(mu_refit, delta, tidy=False) if refit else None,
+        mu=mu_total,
+        spent=(gdp_epsilon(composed, delta), delta),
+    )
+
+
+def _candidate(estimator, params, n_features, smallest_fold):
+    """``Candidate`` for one grid point: refused (raise) if it cannot be made
+    private, kept with ``error`` if it fails for a public reason."""
+    owned = [p for p in params if p.rpartition("__")[2] in _OWNED]
+    if owned:
+        raise ValueError(
+            f"param_grid may not set {owned}: the search sets epsilon, delta, "
+            "the accountant and the random state of every fit. Its own epsilon "
+            "is the budget of the whole search; to give some candidates more of "
+            "the fits' share than others, use fit_weights."
+        )
+    est = clone(estimator).set_params(**clone(params, safe=False))
+    prefix, index, step = _locate_private_step(est)
+    if index is not None:
+        for name, other in est.steps:
+            if other is not step and not _is_stateless(other):
+                raise ValueError(
+                    f"Pipeline step {name!r} ({type(other).__name__}) is fitted "
+                    "on the data without privacy: its fit on each training fold "
+                    "would reach the scores and the refit without noise, and a "
+                    "supervised final step makes a row's effect on the scores "
+                    "unbounded. Only stateless steps (FunctionTransformer acting "
+                    "row by row, 'passthrough', None) may stand beside the "
+                    "private estimator, in the estimator and in every grid value."
+                )
+    data_norm = step.data_norm
+    if not (isinstance(data_norm, Real) and not isinstance(data_norm, bool)
+            and 0 < data_norm < math.inf):
+        raise ValueError(
+            f"The private estimator's data_norm={data_norm!r} must be a public "
+            "positive number for a private search: it bounds each row's score "
+            "by data_norm²."
+        )
+    if isinstance(step, CoherentPowerPCA) and step._mode() == "repetition":
+        raise ValueError(
+            "CoherentPowerPCA with selection='repetition' (and clip_radius or "
+            "n_iter 'auto') is accounted in Rényi DP, not Gaussian DP: its fits "
+            "cannot be composed exactly in the search's budget. Use the default "
+            "selection='gdp', or a fixed clip_radius and n_iter."
+        )
+    try:
+        for other in (est.steps if index is not None else [("", est)]):
+            if hasattr(other[1], "_validate_params"):
+                other[1]._validate_params()
+        # the features are public where the private step reads X's columns
+        step._check_n_components(smallest_fold,
+                                 n_features if not index else smallest_fold)
+    except (InvalidParameterError, ValueError, TypeError) as error:
+        return Candidate(params, est, prefix, index, error)
+    return Candidate(params, est, prefix, index)
+
+
+def _locate_private_step(estimator):
+    """``(prefix, index, step)`` of the one private estimator in
+    ``estimator`` (``index`` is None for a bare estimator)."""
+    if isinstance(estimator, _BasePrivatePCA):
+        return "", None, estimator
+    if not isinstance(estimator, Pipeline):
+        raise TypeError(
+            "PrivateGridSearchCV needs a private estimator of sklearn_dppca "
+            "(PrivatePCA, ComplexGaussPCA, CoherentPowerPCA) or a Pipeline "
+            f"holding one; got {type(estimator).__name__}."
+        )
+    private = [i for i, (_, step) in enumerate(estimator.steps)
+               if isinstance(step, _BasePrivatePCA)]
+    if len(private) != 1:
+        raise ValueError(
+            "The Pipeline must hold exactly one private estimator of "
+            f"sklearn_dppca (in the estimator or from the grid); it holds "
+            f"{len(private)}."
+        )
+    name, step = estimator.steps[private[0]]
+    return name + "__", private[0], step
 
 
 def _is_stateless(step):
@@ -199,69 +479,64 @@ def _is_stateless(step):
     )
 
 
-def _private_step(estimator):
-    """``(prefix, index)`` of the private estimator inside ``estimator``.
+def _data_norm(candidate):
+    return float(_locate_private_step(candidate.estimator)[2].data_norm)
 
-    Refuses pipelines with a data-dependent step that is not private: its
-    fit on the training folds would be released (through the scores and the
-    refit) without noise.
-    """
-    if isinstance(estimator, _BasePrivatePCA):
-        return "", None
-    if not isinstance(estimator, Pipeline):
-        raise TypeError(
-            "PrivateGridSearchCV needs a private estimator of sklearn_dppca "
-            "(PrivatePCA, ComplexGaussPCA, CoherentPowerPCA) or a Pipeline "
-            f"holding one; got {type(estimator).__name__}."
-        )
-    private = [
-        i for i, (_, step) in enumerate(estimator.steps)
-        if isinstance(step, _BasePrivatePCA)
-    ]
-    if len(private) != 1:
-        raise ValueError(
-            "The Pipeline must hold exactly one private estimator of "
-            f"sklearn_dppca; it holds {len(private)}."
-        )
-    for i, (name, step) in enumerate(estimator.steps):
-        if i != private[0] and not _is_stateless(step):
+
+def _release_key(candidate, c):
+    """Candidates with equal keys are post-processing of one release: a
+    PrivatePCA with an integer or no ``n_components``, equal in every
+    parameter but ``n_components`` and ``whiten`` (and those the search sets
+    itself). Any other candidate is a release of its own."""
+    prefix, step = candidate.prefix, _locate_private_step(candidate.estimator)[2]
+    if type(step) is not PrivatePCA or not isinstance(
+        step.n_components, (Integral, type(None))
+    ):
+        return ("own", c)
+    ignored = {prefix + p for p in _POST_PROCESSING + _OWNED}
+    params = candidate.estimator.get_params(deep=True)
+    return ("shared", tuple(sorted(
+        (name, type(value).__name__, repr(value)) for name, value in params.items()
+        # estimators and step lists: their parameters are listed on their own
+        if name not in ignored and not hasattr(value, "get_params")
+        and name != "steps"
+    )))
+
+
+def _weights(fit_weights, grid):
+    if fit_weights is None:
+        weights = [1.0] * len(grid)
+    elif callable(fit_weights):
+        weights = [fit_weights(params) for params in grid]
+    else:
+        weights = list(fit_weights)
+        if len(weights) != len(grid):
             raise ValueError(
-                f"Pipeline step {name!r} ({type(step).__name__}) is fitted on "
-                "the data without privacy: its fit on each training fold would "
-                "reach the scores and the refit without noise, and a supervised "
-                "final step makes a row's effect on the scores unbounded. Only "
-                "stateless steps (FunctionTransformer acting row by row, "
-                "'passthrough') may stand beside the private estimator."
+                f"fit_weights has {len(weights)} values for {len(grid)} "
+                "candidates (one per grid point, in ParameterGrid's order)."
             )
-    return estimator.steps[private[0]][0] + "__", private[0]
-
-
-def _check_finite_output(estimator, index, X):
-    """Refuse, before the charge, rows that the stateless steps before the
-    private estimator turn into NaN or infinity (``np.log`` of 0, say): the
-    candidate fits would otherwise fail on them after it, a failure that
-    depends on the data."""
-    head = clone(Pipeline(estimator.steps[:index]))
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)
-        Z = head.fit_transform(X)
-    values = Z.data if hasattr(Z, "tocsr") else np.asarray(Z)
-    if not np.all(np.isfinite(values)):
-        raise ValueError(
-            "The Pipeline's steps before the private estimator turn some rows "
-            "into NaN or infinity; the search was refused before it spent any "
-            "budget. Make those steps finite on every row the data can hold."
-        )
+    for w in weights:
+        if not (isinstance(w, Real) and 0.0 < w <= 1.0):
+            raise ValueError(
+                f"A fit weight is the candidate's share of the fits' budget "
+                f"relative to the others and must be in (0, 1]; got {w!r}."
+            )
+    return [float(w) for w in weights]
 
 
 def _check_splits(splits, n_samples):
     """Check that the validation folds partition the rows and that no split
     repeats a row (a row twice in one training fold would count twice in its
     fit's sensitivity); return the most training folds any row sits in."""
+    if not splits:
+        raise ValueError(
+            "cv gave no split: an iterator already consumed (a generator can be "
+            "used once), or an empty list. Pass a fresh iterable, an int or a "
+            "KFold."
+        )
     in_test = np.zeros(n_samples, dtype=np.int64)
     in_train = np.zeros(n_samples, dtype=np.int64)
     for train, test in splits:
-        train, test = np.asarray(train), np.asarray(test)
         for indices in (train, test):
             if indices.size and (
                 indices.min() < 0 or indices.max() >= n_samples
@@ -272,115 +547,102 @@ def _check_splits(splits, n_samples):
                     f"0..{n_samples - 1}: each split must name distinct rows (a "
                     "row repeated in a training fold weighs twice in its fit)."
                 )
-        overlap = np.intersect1d(train, test)
-        if overlap.size:
+        if np.intersect1d(train, test).size:
             raise ValueError(
                 "cv gives a split whose training and validation rows overlap."
             )
+        if not train.size or not test.size:
+            raise ValueError("cv gives a split with no training or validation row.")
         np.add.at(in_test, test, 1)
         np.add.at(in_train, train, 1)
     if not np.all(in_test == 1):
         raise ValueError(
             "cv must put every row in exactly one validation fold (K-fold): the "
-            "score vector's sensitivity rests on it. Some rows are in "
+            "score matrix's sensitivity rests on it. Some rows are in "
             f"{int(in_test.min())} and some in {int(in_test.max())} validation "
             "folds (ShuffleSplit and repeated splitters do this)."
         )
-    return int(in_train.max())
+    return max(int(in_train.max()), 1)
 
 
 def _resolve_cv(cv, n_samples):
-    """The public splits: an int or a KFold, or an explicit list of splits."""
+    """The public splits as index arrays: from an int, a KFold, or an
+    iterable of (train, test) pairs of indices or boolean masks."""
     if isinstance(cv, Integral):
         cv = KFold(n_splits=int(cv))
     if isinstance(cv, KFold):
         return list(cv.split(np.zeros((n_samples, 1))))
     if hasattr(cv, "split"):
         raise ValueError(
-            f"cv={type(cv).__name__} is not supported: use an int, a KFold or a "
-            "list of (train, test) index pairs. The folds must be chosen without "
+            f"cv={type(cv).__name__} is not supported: use an int, a KFold or an "
+            "iterable of (train, test) pairs. The folds must be chosen without "
             "the data (StratifiedKFold and GroupKFold read y or groups) and put "
             "every row in exactly one validation fold (ShuffleSplit does not)."
         )
-    return [(np.asarray(tr), np.asarray(te)) for tr, te in cv]
-
-
-def _truncated(full, n_components, whiten):
-    """The candidate ``PrivatePCA(n_components, whiten)`` from a fit with all
-    components, on the same release.
-
-    PrivatePCA releases one noisy scatter matrix; ``n_components`` and
-    ``whiten`` only select and scale its eigenpairs. With the same noise, a
-    fit with ``n_components=k`` keeps the first ``k`` rows of the full fit's
-    (sorted, sign-fixed) eigenvectors and variances, and its
-    ``noise_variance_`` is the mean of the released variances beyond ``k``
-    (valid when ``n_samples ≥ n_features``, so that the full fit keeps all
-    eigenvalues).
-    """
-    est = copy.copy(full)  # the fitted state, without cloning's checks
-    est.n_components, est.whiten = n_components, whiten
-    state = {}
-    variances = full.explained_variance_
-    k = full.n_components_ if n_components is None else int(n_components)
-    if not 1 <= k <= full.n_components_:
-        raise ValueError(
-            f"n_components={n_components} must be between 1 and "
-            f"{full.n_components_} (the number of features)."
-        )
-    state.update(
-        n_components_=k,
-        components_=full.components_[:k],
-        explained_variance_=variances[:k],
-        explained_variance_ratio_=full.explained_variance_ratio_[:k],
-        singular_values_=full.singular_values_[:k],
-        noise_variance_=float(np.mean(variances[k:].astype(np.float64)))
-        if k < variances.shape[0] else 0.0,
-    )
-    vars(est).update(state)
-    return est
-
-
-def _param_key(params, prefix):
-    """Candidates with equal keys differ only in post-processing parameters."""
-    shared = {prefix + p for p in _POST_PROCESSING}
-    return tuple(sorted((k, repr(v)) for k, v in params.items() if k not in shared))
+    splits = []
+    for pair in cv:
+        parts = [np.asarray(part) for part in pair]
+        for part in parts:
+            if part.dtype == bool and part.shape != (n_samples,):
+                raise ValueError(
+                    f"cv gives a boolean mask of shape {part.shape} for "
+                    f"{n_samples} rows."
+                )
+        splits.append(tuple(
+            np.flatnonzero(part) if part.dtype == bool else part.astype(np.intp)
+            for part in parts
+        ))
+    return splits
 
 
 # --------------------------------------------------------------------------
 # The search
 # --------------------------------------------------------------------------
+def _refitted_has(attr):
+    """``available_if`` check: the refitted estimator (or, before ``fit``,
+    the estimator) has ``attr``, and the search refits."""
+
+    def check(self):
+        if not self.refit:
+            raise AttributeError(
+                f"This {type(self).__name__} was initialised with refit=False: "
+                f"{attr} is available only after refitting on the best "
+                "parameters. Set refit=True (or a callable) to use it."
+            )
+        getattr(getattr(self, "best_estimator_", self.estimator), attr)
+        return True
+
+    return check
+
+
 class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     """Grid search over a private estimator whose choice is private too.
 
-    The familiar :class:`~sklearn.model_selection.GridSearchCV` surface for a
-    private estimator of this package, or a Pipeline holding one beside
-    stateless steps. Unlike ``GridSearchCV`` — whose exact validation scores
-    make ``best_params_`` a noiseless function of the data — the whole
-    search is ``(epsilon, delta)``-DP under the replacement of one row:
-    the candidate fits, the released scores, the choice and the refit are
-    composed exactly in Gaussian DP and charged **once**, before the data is
-    read, as ``μ* = gdp_mu(epsilon, delta)``.
+    The :class:`~sklearn.model_selection.GridSearchCV` surface for a private
+    estimator of this package, or a Pipeline holding one beside stateless
+    steps. Unlike ``GridSearchCV`` — whose exact validation scores make
+    ``best_params_`` a noiseless function of the data — the whole search is
+    ``(epsilon, delta)``-DP under the replacement of one row: the candidate
+    fits, the released per-fold scores, the choice and the refit are
+    composed exactly in Gaussian DP and charged **once**, before the data
+    is read, as ``μ* = gdp_mu(epsilon, delta)``.
 
-    Budget (fractions of ``μ*²``, :data:`SEARCH_BUDGET_SHARES`): 0.45 for the
-    candidate fits, 0.1 for the score vector, 0.45 for the refit (without a
-    refit, 9/11 and 2/11). A row sits in ``K − 1`` training folds, so the
-    fits of one mechanism compose as ``K − 1`` releases: with ``G``
-    mechanisms (groups of candidates that share a release) of weights
-    ``ω_g``, each fits with ``μ_g² = 0.45 μ*² ω_g / ((K − 1) Σ ω)``, at
-    ``epsilon = gdp_epsilon(μ_g, delta)`` and an unlimited private
-    accountant of its own. PrivatePCA candidates that differ only in
-    ``n_components`` or ``whiten`` are one group: one fit per fold. Other
-    candidates are a group each. An ``epsilon`` value in the grid is not an
-    ε: it is the group's weight ``ω_g ∈ (0, 1]`` (default 1), the fraction
-    of the fits' share it gets relative to the others.
+    :func:`plan_search` is the privacy analysis: it clones every candidate
+    (estimator objects in the grid included), checks it as it will run, and
+    fixes its budget. Budget (fractions of ``μ*²``,
+    :data:`SEARCH_BUDGET_SHARES`): 0.45 for the candidate fits, 0.1 for the
+    score matrix, 0.45 for the refit (without a refit, 9/11 and 2/11).
+    PrivatePCA candidates that differ only in ``n_components`` or
+    ``whiten`` share one release per fold; every other candidate is a
+    release of its own, weighted by ``fit_weights``.
 
     Score: the captured variance of each validation row under the
-    candidate's projection, ``‖P clip_C(x_i − m̂)‖² ∈ [0, C²]``, summed over
-    all folds; released with Gaussian noise of standard deviation
-    ``√(Σ_c C_c⁴) / μ_sel`` (a row is in one validation fold, so it moves
-    each candidate's sum by at most ``C_c²``). The best candidate maximises
-    the floor-penalised score (:func:`floor_penalised_scores`), which does
-    not reward components that only capture the noise floor.
+    candidate's projection, ``‖P clip_C(x_i − m̂)‖² ∈ [0, C²]``, summed per
+    fold and released with Gaussian noise of standard deviation
+    ``√(Σ_c C_c⁴) / μ_sel``. ``mean_test_score`` is the floor-penalised
+    score per validation row (:func:`floor_penalised_scores`), which does
+    not reward components that only capture the noise floor; the best
+    candidate maximises it. See :doc:`/model_selection`.
 
     Parameters
     ----------
@@ -388,25 +650,48 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         A :class:`~sklearn_dppca.PrivatePCA`,
         :class:`~sklearn_dppca.ComplexGaussPCA`,
         :class:`~sklearn_dppca.CoherentPowerPCA`, or a Pipeline with one of
-        them and otherwise only stateless steps (``FunctionTransformer``
-        acting row by row, ``"passthrough"``). Its ``data_norm`` must be a
-        public number: it bounds the score.
+        them (or with a step the grid fills with one) and otherwise only
+        stateless steps (``FunctionTransformer`` acting row by row,
+        ``"passthrough"``, ``None``). Its ``data_norm`` must be a public
+        number: it bounds the score.
     param_grid : dict or list of dicts
-        As for ``GridSearchCV``. ``accountant``, ``random_state`` and
-        ``delta`` are set by the search and may not appear.
+        As for ``GridSearchCV``; values may be estimators (cloned). The
+        grid may not set ``epsilon``, ``delta``, ``accountant`` or
+        ``random_state``: the search sets them on every fit.
     scoring : {"captured_variance"} or None, default=None
         The bounded score; ``None`` means ``"captured_variance"``. Scores
         that are not bounded per row (``"r2"``, log-likelihoods, callables)
-        are refused: their sensitivity is unknown.
+        and multi-metric scoring are refused: their sensitivity is unknown.
     cv : int, KFold or iterable of (train, test), default=5
         Folds chosen without the data whose validation parts partition the
-        rows. An int means ``KFold(cv)``.
+        rows; the pairs may be indices or boolean masks. An int means
+        ``KFold(cv)``.
     epsilon : float, default=1.0
         ``ε`` of the whole search.
     delta : float, default=1e-6
         ``δ`` of the whole search.
-    refit : bool, default=True
-        Refit the chosen candidate on all rows (with its share).
+    refit : bool, "captured_variance" or callable, default=True
+        Refit the chosen candidate on all rows (with its share). A callable
+        takes ``cv_results_`` and returns the index of the candidate to
+        refit (post-processing of released values); ``best_score_`` is then
+        not set.
+    fit_weights : None, sequence of float or callable, default=None
+        Relative weight ``ω ∈ (0, 1]`` of each candidate's release in the
+        fits' share: one value per grid point (ParameterGrid's order) or a
+        function of a candidate's params. ``None`` weighs all releases
+        equally.
+    error_score : "raise" or float, default=np.nan
+        Score of a candidate that cannot be fitted for a public reason (an
+        invalid parameter, ``n_components`` above the features or the
+        smallest training fold); a :class:`~sklearn.exceptions.FitFailedWarning`
+        names it, before any budget is spent, and it gets no budget.
+        ``"raise"`` raises instead. A failure that depends on the data
+        always raises.
+    return_train_score : False, default=False
+        Train scores are not released (refused): they would need a share of
+        their own, with ``K − 1`` times the sensitivity.
+    verbose : int, default=0
+        Print the plan (public values only; no score, no timing).
     accountant : BudgetAccountant or None, default=None
         Charged once with the whole search; ``None`` charges the default.
         Shared, not copied, by :func:`~sklearn.base.clone`.
@@ -419,28 +704,37 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     Attributes
     ----------
     cv_results_ : dict of ndarrays
-        ``params``, ``param_<name>``, ``released_test_score`` (noisy summed
-        captured variance), ``floor_penalty``, ``adjusted_test_score`` and
-        ``rank_test_score``, ``mean_n_components`` and
-        ``floor_per_component`` (``Σ_f n_val,f τ_f``, what one floor
-        component is expected to capture), all released values. No exact
-        score and no timing (they depend on the data).
+        ``params``, ``param_<name>`` (masked arrays), ``split<i>_test_score``,
+        ``mean_test_score``, ``std_test_score`` and ``rank_test_score`` as in
+        ``GridSearchCV`` (floor-penalised captured variance per validation
+        row, from the released fold scores); ``released_test_score`` (the
+        noisy summed captured variance), ``floor_penalty``,
+        ``mean_n_components`` and ``floor_per_component`` (``Σ_f n_f τ_f``).
+        All released values; no exact score and no timing (they depend on
+        the data). A failed candidate's scores are ``error_score``.
     best_index_ : int
-        Candidate with the best ``adjusted_test_score``.
     best_params_ : dict
     best_score_ : float
-        Its ``adjusted_test_score``.
+        ``mean_test_score`` of the best candidate (not with a callable
+        ``refit``).
     best_estimator_ : estimator
-        The chosen candidate refitted on all rows (``refit=True``), with the
-        refit's ``epsilon`` and the search's ``accountant``.
+        The chosen candidate refitted on all rows, with the refit's
+        ``epsilon`` and the search's ``accountant`` (a later refit by you is
+        charged).
+    scorer_ : callable
+        :func:`captured_variance_score`.
+    multimetric_ : bool
+        Always False.
     n_splits_ : int
     selection_sigma_ : float
-        Standard deviation of the noise on each released score.
+        Standard deviation of the noise on each released fold score.
     fit_epsilons_ : list of float
-        ``epsilon`` each mechanism group was fitted with, per fold.
+        ``epsilon`` each release group was fitted with, per fold.
     privacy_spent_ : tuple of float
         ``(epsilon, delta)`` of the whole search, from its composed ``μ``.
     n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` has string column names.
 
     Examples
     --------
@@ -463,19 +757,24 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "estimator": [HasMethods(["fit"])],
         "param_grid": [dict, list],
-        "scoring": [str, callable, None],
+        "scoring": [str, callable, list, tuple, dict, None],
         "cv": ["cv_object"],
         "epsilon": [Interval(Real, 0, math.inf, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="neither")],
-        "refit": ["boolean"],
+        "refit": ["boolean", str, callable],
+        "fit_weights": ["array-like", callable, None],
+        "error_score": [StrOptions({"raise"}), Real],
+        "return_train_score": ["boolean"],
+        "verbose": ["verbose"],
         "accountant": [BudgetAccountant, None],
         "random_state": ["random_state", np.random.Generator],
         "n_jobs": [Integral, None],
     }
 
     def __init__(self, estimator, param_grid, *, scoring=None, cv=5, epsilon=1.0,
-                 delta=1e-6, refit=True, accountant=None, random_state=None,
-                 n_jobs=None):
+                 delta=1e-6, refit=True, fit_weights=None, error_score=np.nan,
+                 return_train_score=False, verbose=0, accountant=None,
+                 random_state=None, n_jobs=None):
         self.estimator = estimator
         self.param_grid = param_grid
         self.scoring = scoring
@@ -483,119 +782,43 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.epsilon = epsilon
         self.delta = delta
         self.refit = refit
+        self.fit_weights = fit_weights
+        self.error_score = error_score
+        self.return_train_score = return_train_score
+        self.verbose = verbose
         self.accountant = accountant
         self.random_state = random_state
         self.n_jobs = n_jobs
 
-    # ------------------------------------------------------------- planning
-    def _check_scoring(self):
-        if self.scoring in (None, "captured_variance"):
-            return
-        raise ValueError(
-            f"scoring={self.scoring!r} is not supported: a private selection "
-            "needs a score whose per-row contribution is bounded, so that the "
-            "released score vector has a known sensitivity. Use "
-            "scoring='captured_variance' (each validation row adds "
-            "‖P clip_C(x − m̂)‖² ∈ [0, C²]). Unbounded scores (r2, squared "
-            "errors, log-likelihoods) and arbitrary callables are refused."
-        )
-
-    def _candidates(self, prefix):
-        """The grid's candidates, each with its private step's settings."""
-        candidates = list(ParameterGrid(self.param_grid))
-        if not candidates:
-            raise ValueError("param_grid has no candidate.")
-        for params in candidates:
-            owned = [p for p in params if p.removeprefix(prefix) in _OWNED]
-            if owned:
-                raise ValueError(
-                    f"param_grid may not set {owned}: the search sets the "
-                    "accountant, the random state and delta of every fit."
-                )
-            weight = params.get(prefix + "epsilon", 1.0)
-            if not (isinstance(weight, Real) and 0.0 < weight <= 1.0):
-                raise ValueError(
-                    f"An epsilon in param_grid is the candidate's fraction of "
-                    f"the search's fit budget and must be in (0, 1]; got "
-                    f"{weight!r}."
-                )
-        return candidates
-
-    def _plan(self, candidates, prefix, folds_per_row):
-        """Groups, their fit ε, the selection noise and the refit ε."""
-        mu_total = gdp_mu(self.epsilon, self.delta)
-        shares = dict(SEARCH_BUDGET_SHARES)
-        if not self.refit:
-            shares.pop("refit")
-        total = sum(shares.values())
-        shares = {k: w / total for k, w in shares.items()}
-
-        groups, bounds = {}, []
-        for c, params in enumerate(candidates):
-            est = clone(self.estimator).set_params(**params)
-            private = est.get_params()
-            data_norm = private[prefix + "data_norm"]
-            if not (isinstance(data_norm, Real) and 0 < data_norm < math.inf):
-                raise ValueError(
-                    f"The private estimator's data_norm={data_norm!r} must be a "
-                    "public positive number for a private search: it bounds "
-                    "each row's score by data_norm²."
-                )
-            step = _get_step(est, prefix)
-            if isinstance(step, CoherentPowerPCA) and step._mode() == "repetition":
-                raise ValueError(
-                    "CoherentPowerPCA with selection='repetition' (and clip_radius "
-                    "or n_iter 'auto') is accounted in Rényi DP, not Gaussian DP: "
-                    "its fits cannot be composed exactly in the search's budget. "
-                    "Use the default selection='gdp', or a fixed clip_radius and "
-                    "n_iter."
-                )
-            bounds.append(float(data_norm) ** 2)
-            shareable = type(step) is PrivatePCA and isinstance(
-                private[prefix + "n_components"], (Integral, type(None))
+    def _check_settings(self):
+        """Refuse, before anything is read, what privacy forbids."""
+        if self.scoring not in (None, SCORER_NAME):
+            raise ValueError(
+                f"scoring={self.scoring!r} is not supported: a private selection "
+                "needs a score whose per-row contribution is bounded, so that "
+                "the released scores have a known sensitivity. Use "
+                f"scoring={SCORER_NAME!r} (each validation row adds "
+                "‖P clip_C(x − m̂)‖² ∈ [0, C²]). Unbounded scores (r2, squared "
+                "errors, log-likelihoods), callables and multi-metric scoring "
+                "are refused."
             )
-            key = (shareable, _param_key(params, prefix) if shareable else c)
-            groups.setdefault(key, []).append(c)
-        weights = [
-            float(candidates[idx[0]].get(prefix + "epsilon", 1.0))
-            for idx in groups.values()
-        ]
-        mu_fit_sq = shares["fits"] * mu_total**2 / max(folds_per_row, 1)
-        fit_eps = []
-        for w in weights:
-            mu_g = math.sqrt(mu_fit_sq * w / sum(weights))
-            eps_g = gdp_epsilon(mu_g, self.delta, tidy=False)  # calibrates a fit
-            if not (eps_g > 0 and math.isclose(gdp_mu(eps_g, self.delta), mu_g,
-                                               rel_tol=1e-9)):
-                raise ValueError(
-                    f"The candidates' share of epsilon={self.epsilon} is too "
-                    "small to calibrate one fit; raise epsilon or shrink the grid."
-                )
-            fit_eps.append(eps_g)
-        mu_sel = mu_total * math.sqrt(shares["selection"])
-        # L2 sensitivity of the score vector: one row moves candidate c's sum
-        # by at most C_c² (it is in one validation fold), so √(Σ_c C_c⁴).
-        sensitivity = math.sqrt(sum(b * b for b in bounds))
-        mu_refit = mu_total * math.sqrt(shares.get("refit", 0.0))
-        composed = math.sqrt(
-            folds_per_row * sum(
-                gdp_mu(e, self.delta) ** 2 for e in fit_eps
-            ) + mu_sel**2 + mu_refit**2
-        )
-        return {
-            "mu": mu_total,
-            "groups": list(groups.values()),
-            "shared": [key[0] for key in groups],
-            "fit_eps": fit_eps,
-            "sigma_sel": sensitivity / mu_sel,
-            "refit_eps": (gdp_epsilon(mu_refit, self.delta, tidy=False)
-                          if self.refit else None),
-            "spent": (gdp_epsilon(composed, self.delta), self.delta),
-            "bounds": bounds,
-        }
+        if isinstance(self.refit, str) and self.refit != SCORER_NAME:
+            raise ValueError(
+                f"refit={self.refit!r} names no scorer of this search: use "
+                f"True, False, {SCORER_NAME!r} or a callable on cv_results_."
+            )
+        if self.return_train_score:
+            raise ValueError(
+                "return_train_score=True is not supported: train scores are not "
+                "released. A row is in K − 1 training folds, so they would need "
+                "a share of the budget of their own at K − 1 times the "
+                "validation scores' sensitivity, for a number that only "
+                "measures overfitting."
+            )
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=False)
+    @_all_or_nothing  # a failing search leaves the object as it was
     def fit(self, X, y=None):
         """Run the private search on ``X`` (and ``y`` for the pipeline).
 
@@ -610,189 +833,251 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         -------
         self : object
         """
-        self._check_scoring()
-        prefix, index = _private_step(self.estimator)
-        candidates = self._candidates(prefix)
-        n_samples = _num_rows(X)
+        self._check_settings()
+        n_samples, n_features = _shape(X)
         splits = _resolve_cv(self.cv, n_samples)
-        folds_per_row = _check_splits(splits, n_samples)
-        plan = self._plan(candidates, prefix, folds_per_row)
+        plan = plan_search(self.estimator, self.param_grid, epsilon=self.epsilon,
+                           delta=self.delta, splits=splits, n_samples=n_samples,
+                           n_features=n_features,
+                           refit=bool(self.refit), fit_weights=self.fit_weights)
+        failed = [c for c in plan.candidates if c.error is not None]
+        if failed and self.error_score == "raise":
+            raise failed[0].error
         accountant = self.accountant or get_default_accountant()
-        accountant.check(plan["mu"])  # refused before the data is read
-        X = validate_data(self, X, accept_sparse=("csr", "csc"),
-                          dtype=[np.float64, np.float32], ensure_min_samples=2)
-        if _is_first(self.estimator, prefix):  # ranks must fit every fold
-            limit = min(X.shape[1], min(len(train) for train, _ in splits))
-            for params in candidates:
-                k = params.get(prefix + "n_components")
-                if isinstance(k, Integral) and not 1 <= k <= limit:
-                    raise ValueError(
-                        f"n_components={k} must be between 1 and {limit}, the "
-                        "features and the smallest training fold's rows."
-                    )
-        if index:  # the stateless steps before the private one, on every row
-            _check_finite_output(self.estimator, index, X)
-        accountant.spend(plan["mu"])  # the whole search, once
+        accountant.check(plan.mu)  # refused before the data is read
+        X = self._validate_rows(X)
+        if y is not None:
+            check_consistent_length(X, y)
+        _check_heads(plan, X, min(len(train) for train, _ in splits))
+        if failed:
+            warnings.warn(
+                f"{len(failed)} of the {len(plan.candidates)} candidates cannot "
+                f"be fitted; their scores are set to {self.error_score!r} and "
+                "they get no budget (a public reason, found before any budget "
+                "was spent):\n"
+                + "\n".join(f"{c.params}: {c.error!r}" for c in failed),
+                FitFailedWarning,
+            )
+        if self.verbose > 0:
+            print(f"Fitting {len(splits)} folds for each of {len(plan.candidates)} "
+                  f"candidates, totalling {len(splits) * len(plan.candidates)} "
+                  f"fits: {len(plan.groups)} private release(s) per fold at "
+                  f"epsilon={[round(e, 6) for e in plan.fit_epsilons]}, fold "
+                  f"scores with noise sigma={plan.selection_sigma:.6g}, refit at "
+                  f"epsilon={plan.refit_epsilon}.")
+        accountant.spend(plan.mu)  # the whole search, once
         if self.random_state is not None:
             _warn_leak(
                 f"random_state={self.random_state!r} fixes the noise of the whole "
                 "search: it is not private. Leave random_state=None."
             )
         rng = make_generator(self.random_state)
-        seeds = [rng.spawn(len(plan["groups"])) for _ in splits]
-        with warnings.catch_warnings():
-            # The candidates' generators come from this search's generator.
-            warnings.simplefilter("ignore", PrivacyLeakWarning)
+        seeds = [rng.spawn(len(plan.groups)) for _ in splits]
+        with private_computation():  # a warning here would depend on the rows
             folds = Parallel(n_jobs=self.n_jobs, backend="threading")(
-                delayed(self._score_fold)(X, y, train, test, candidates, plan,
-                                          prefix, seeds[f])
+                delayed(_score_fold)(X, y, train, test, plan, self.delta, seeds[f])
                 for f, (train, test) in enumerate(splits)
             )
-        exact = np.sum([fold[0] for fold in folds], axis=0)
-        k = np.stack([fold[1] for fold in folds], axis=1)
-        floor = np.stack([fold[2] for fold in folds], axis=1)
-        n_val = np.array([len(test) for _, test in splits])
-        released = exact + rng.normal(0.0, plan["sigma_sel"], size=exact.shape)
-        del exact  # never stored: only the noisy scores leave
-        adjusted, penalty = floor_penalised_scores(
-            released, k, n_val, floor, plan["sigma_sel"]
-        )
-        self.best_index_ = int(np.argmax(adjusted))
-        self.best_params_ = candidates[self.best_index_]
-        self.best_score_ = float(adjusted[self.best_index_])
-        self.cv_results_ = _results(candidates, released, penalty, adjusted, k,
-                                    (n_val * floor).sum(axis=1))
+            exact = np.stack([fold[0] for fold in folds], axis=1)
+            released = exact + rng.normal(0.0, plan.selection_sigma, exact.shape)
+            del exact  # never stored: only the noisy scores leave
+            state = self._select(plan, released, folds, splits)
+            if self.refit:
+                cand = plan.candidates[state["best_index_"]]
+                best = _fit_candidate(cand, plan.refit_epsilon, self.delta,
+                                      rng.spawn(1)[0], X, y)
+                # Later refits by the user charge the search's accountant, with
+                # the candidate's own randomness.
+                own = _locate_private_step(cand.estimator)[2].random_state
+                best.set_params(**{cand.prefix + "accountant": self.accountant,
+                                   cand.prefix + "random_state": own})
+                state["best_estimator_"] = best
+        if self.verbose > 0 and self.refit:
+            print(f"Refitted candidate {state['best_index_']}: "
+                  f"{state['best_params_']}.")
+        vars(self).update(state)
+        self.scorer_ = captured_variance_score
+        self.multimetric_ = False
         self.n_splits_ = len(splits)
-        self.selection_sigma_ = plan["sigma_sel"]
-        self.fit_epsilons_ = plan["fit_eps"]
-        if self.refit:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", PrivacyLeakWarning)
-                best = self._fit_candidate(self.best_params_, prefix,
-                                           plan["refit_eps"], rng.spawn(1)[0], X, y)
-            # Later refits by the user charge the user's budget, with the
-            # estimator's own randomness.
-            original = self.estimator.get_params()[prefix + "random_state"]
-            best.set_params(**{prefix + "accountant": self.accountant,
-                               prefix + "random_state": original})
-            self.best_estimator_ = best
-        self.privacy_spent_ = reported_spend(plan["spent"], self.epsilon)
+        self.selection_sigma_ = plan.selection_sigma
+        self.fit_epsilons_ = plan.fit_epsilons
+        self.privacy_spent_ = reported_spend(plan.spent, self.epsilon)
         return self
 
-    def _fit_candidate(self, params, prefix, epsilon, generator, X, y):
-        """A candidate fitted at ``epsilon`` on a throwaway accountant: the
-        search has paid for it already. Its own ``privacy_spent_`` must be
-        what was paid for."""
-        fitted = clone(self.estimator).set_params(**{
-            **params,
-            prefix + "epsilon": epsilon,
-            prefix + "delta": self.delta,
-            prefix + "accountant": BudgetAccountant(),
-            prefix + "random_state": generator,
-        }).fit(X, y)
-        spent = _get_step(fitted, prefix).privacy_spent_
-        if not math.isclose(spent[0], epsilon, rel_tol=1e-6):
-            raise RuntimeError(
-                f"A candidate spent epsilon={spent[0]:.6g} where the search paid "
-                f"for {epsilon:.6g}; its accounting does not fit the search."
-            )
-        return fitted
+    def _validate_rows(self, X):
+        """``X`` checked (finite, numeric, at least 2 rows); an Array API
+        array stays in its namespace and on its device."""
+        namespace = _array_api.namespace(X)
+        if namespace is not None:
+            return validate_data(self, X, ensure_min_samples=2,
+                                 dtype=_array_api.float_dtypes(*namespace))
+        return validate_data(self, X, accept_sparse=("csr", "csc"),
+                             dtype=[np.float64, np.float32], ensure_min_samples=2)
 
-    def _score_fold(self, X, y, train, test, candidates, plan, prefix, seeds):
-        """Exact summed scores, released ``n_components_`` and floors of one
-        fold for every candidate. The scores stay inside ``fit``."""
-        X_train = _safe_indexing(X, train)
-        y_train = None if y is None else _safe_indexing(y, train)
-        X_val = _safe_indexing(X, test)
-        if hasattr(X_val, "toarray"):
-            X_val = X_val.toarray()
-        m = len(candidates)
-        scores, k, floor = np.zeros(m), np.zeros(m), np.zeros(m)
-        for g, members in enumerate(plan["groups"]):
-            params = candidates[members[0]]
-            shared = plan["shared"][g]
-            if shared:  # one release with every component serves the group
-                params = {**params, prefix + "n_components": None,
-                          prefix + "whiten": False}
-            fitted = self._fit_candidate(params, prefix, plan["fit_eps"][g],
-                                         seeds[g], X_train, y_train)
-            step = _get_step(fitted, prefix)
-            rows = _before_step(fitted, prefix, X_val)
-            if not shared:
-                (c,) = members
-                k[c] = step.n_components_
-                scores[c] = float(np.sum(captured_variance_rows(
-                    rows, step.mean_, step.components_, step.data_norm_)))
-                floor[c] = float(step.noise_variance_)
-                continue
-            gains = _cumulative_gains(rows, step)
-            tau = float(np.median(step.explained_variance_))
-            default = self.estimator.get_params()[prefix + "n_components"]
-            for c in members:
-                cand = _truncated(
-                    step,
-                    candidates[c].get(prefix + "n_components", default),
-                    candidates[c].get(prefix + "whiten", False),
+    def _select(self, plan, released, folds, splits):
+        """The fitted attributes of the choice: post-processing of the noisy
+        fold scores and of the released spectra only."""
+        k = np.stack([fold[1] for fold in folds], axis=1)
+        floors = np.stack([fold[2] for fold in folds], axis=1)
+        # One floor per fold, the median over the candidates' released
+        # floors: candidates of equal k then pay equal penalties.
+        floor = np.nanmedian(floors, axis=0)
+        n_val = np.array([len(test) for _, test in splits])
+        scores, penalty = floor_penalised_scores(released, k, n_val, floor,
+                                                 plan.selection_sigma)
+        failed = [c.error is not None for c in plan.candidates]
+        scores[failed] = self.error_score
+        results = _results(plan.candidates, scores, released.sum(axis=1), penalty,
+                           k.mean(axis=1), (n_val * floor).sum())
+        if callable(self.refit):
+            best = self.refit(results)
+            if not (isinstance(best, Integral) and 0 <= best < len(plan.candidates)):
+                raise IndexError(
+                    f"refit returned {best!r}, not the index of one of the "
+                    f"{len(plan.candidates)} candidates."
                 )
-                k[c] = cand.n_components_
-                scores[c] = float(gains[cand.n_components_ - 1])
-                floor[c] = tau
-        return scores, k, floor
+        else:
+            best = int(np.argmin(results["rank_test_score"]))
+        state = {"cv_results_": results, "best_index_": int(best),
+                 "best_params_": plan.candidates[best].params}
+        if not callable(self.refit):
+            state["best_score_"] = float(results["mean_test_score"][best])
+        if self.refit and plan.candidates[best].error is not None:
+            raise ValueError(
+                f"The candidate to refit, {plan.candidates[best].params}, cannot "
+                f"be fitted: {plan.candidates[best].error!r}."
+            )
+        return state
 
     # ----------------------------------------------------------- delegation
-    def _best_has(attr):
-        def check(self):
-            if hasattr(self, "best_estimator_"):
-                return hasattr(self.best_estimator_, attr)
-            return hasattr(self.estimator, attr)
-        return check
-
-    @available_if(_best_has("transform"))
+    @available_if(_refitted_has("transform"))
     def transform(self, X):
         """``best_estimator_.transform(X)``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.transform(X)
 
-    @available_if(_best_has("inverse_transform"))
+    @available_if(_refitted_has("inverse_transform"))
     def inverse_transform(self, X):
         """``best_estimator_.inverse_transform(X)``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.inverse_transform(X)
 
-    @available_if(_best_has("score"))
+    @available_if(_refitted_has("transform"))
     def score(self, X, y=None):
-        """``best_estimator_.score(X)`` (for PCA: the PPCA log-likelihood)."""
+        """``scorer_(best_estimator_, X)``: the mean captured variance of the
+        rows of ``X`` (your own rows, read exactly)."""
         check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.score(X, y)
+        return self.scorer_(self.best_estimator_, X, y)
 
-    @available_if(_best_has("score_samples"))
+    @available_if(_refitted_has("score_samples"))
     def score_samples(self, X):
         """``best_estimator_.score_samples(X)``."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.score_samples(X)
 
+    @available_if(_refitted_has("get_feature_names_out"))
+    def get_feature_names_out(self, input_features=None):
+        """``best_estimator_.get_feature_names_out(input_features)``."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.get_feature_names_out(input_features)
 
-def _get_step(estimator, prefix):
-    return estimator.named_steps[prefix[:-2]] if prefix else estimator
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        inner = get_tags(self.estimator)
+        tags.transformer_tags = inner.transformer_tags
+        tags.input_tags.sparse = inner.input_tags.sparse
+        tags.array_api_support = inner.array_api_support
+        return tags
+
+    def _sk_visual_block_(self):
+        name = "best_estimator_" if hasattr(self, "best_estimator_") else "estimator"
+        shown = getattr(self, name)
+        return _VisualBlock("parallel", [shown],
+                            names=[f"{name}: {type(shown).__name__}"],
+                            name_details=[str(shown)])
 
 
-def _is_first(estimator, prefix):
-    """Whether the private step sees the input's features as they are."""
-    return not prefix or estimator.steps[0][0] == prefix[:-2]
+# --------------------------------------------------------------------------
+# Executing the plan
+# --------------------------------------------------------------------------
+def _check_heads(plan, X, smallest_fold):
+    """Refuse, before the charge, rows that a candidate's stateless steps
+    before the private one turn into NaN or infinity (``np.log`` of 0, say),
+    and ranks above the features those steps make: the fits would fail on
+    them after the charge, a failure that depends on the data."""
+    checked = {}
+    for cand in plan.candidates:
+        if not cand.index or cand.error is not None:
+            continue
+        head = clone(Pipeline(cand.estimator.steps[:cand.index]))
+        key = repr(sorted((n, repr(v)) for n, v in head.get_params().items()))
+        if key not in checked:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                Z = head.fit_transform(X)
+            values = Z.data if hasattr(Z, "tocsr") else _host(Z)
+            if not np.all(np.isfinite(values)):
+                raise ValueError(
+                    "The Pipeline's steps before the private estimator turn some "
+                    "rows into NaN or infinity; the search was refused before it "
+                    "spent any budget. Make those steps finite on every row the "
+                    "data can hold."
+                )
+            checked[key] = Z.shape[1]
+        step = _locate_private_step(cand.estimator)[2]
+        step._check_n_components(smallest_fold, checked[key])
 
 
-def _before_step(fitted, prefix, X):
-    """Rows as the private step sees them: through the (stateless) steps
-    before it."""
-    if not prefix:
-        return X
-    name = prefix[:-2]
-    for step_name, step in fitted.steps:
-        if step_name == name:
-            return X
-        if step is not None and step != "passthrough":
-            X = step.transform(X)
-    return X
+def _fit_candidate(candidate, epsilon, delta, generator, X, y, full=False):
+    """The candidate fitted at ``epsilon`` on a throwaway accountant (the
+    search has paid for it); ``full``: with every component, to be truncated.
+    Its own ``privacy_spent_`` must be what was paid for."""
+    p = candidate.prefix
+    settings = {p + "epsilon": epsilon, p + "delta": delta,
+                p + "accountant": BudgetAccountant(), p + "random_state": generator}
+    if full:
+        settings.update({p + "n_components": None, p + "whiten": False})
+    fitted = clone(candidate.estimator).set_params(**settings).fit(X, y)
+    spent = _locate_private_step(fitted)[2].privacy_spent_
+    if not math.isclose(spent[0], epsilon, rel_tol=1e-6):
+        raise RuntimeError(
+            f"A candidate spent epsilon={spent[0]:.6g} where the search paid for "
+            f"{epsilon:.6g}; its accounting does not fit the search."
+        )
+    return fitted
+
+
+def _score_fold(X, y, train, test, plan, delta, seeds):
+    """Exact summed scores, released ``n_components_`` and floors of one fold
+    for every candidate (NaN for the failed ones). The scores stay inside
+    ``fit``."""
+    X_train, X_val = _take(X, train), _take(X, test)
+    y_train = None if y is None else _safe_indexing(y, train)
+    m = len(plan.candidates)
+    scores, k, floor = np.full(m, np.nan), np.full(m, np.nan), np.full(m, np.nan)
+    for g, members in enumerate(plan.groups):
+        cand = plan.candidates[members[0]]
+        shared = plan.shared[g]
+        fitted = _fit_candidate(cand, plan.fit_epsilons[g], delta, seeds[g],
+                                X_train, y_train, full=shared)
+        step = _locate_private_step(fitted)[2]
+        rows = _host(_before_step(fitted, cand.prefix, X_val))
+        if not shared:
+            (c,) = members
+            k[c] = step.n_components_
+            scores[c] = np.sum(captured_variance_rows(
+                rows, _host(step.mean_), _host(step.components_), step.data_norm_))
+            floor[c] = float(step.noise_variance_)
+            continue
+        # PrivatePCA(n_components=k) on the same noise keeps the first k of the
+        # full fit's sorted eigenpairs: each candidate is a truncation.
+        gains = _cumulative_gains(rows, step)
+        for c in members:
+            wanted = _locate_private_step(plan.candidates[c].estimator)[2].n_components
+            k[c] = step.n_components_ if wanted is None else int(wanted)
+            scores[c] = gains[int(k[c]) - 1]
+            floor[c] = float(np.median(_host(step.explained_variance_)))
+    return scores, k, floor
 
 
 def _cumulative_gains(rows, step):
@@ -801,36 +1086,88 @@ def _cumulative_gains(rows, step):
     of the truncation to ``k`` components. The components are orthonormal
     eigenvectors, so each row's partial sums are at most ``‖y‖² ≤ C²``; the
     clip makes the bound exact in floating point."""
-    centred = _clip_rows(np.asarray(rows, dtype=np.float64) - step.mean_,
-                         step.data_norm_)
-    projected = centred @ step.components_.astype(np.float64).T
-    per_row = np.clip(np.cumsum(projected**2, axis=1), 0.0, step.data_norm_**2)
-    return per_row.sum(axis=0)
+    C = step.data_norm_
+    projected = _clip_rows(rows, C, _host(step.mean_)) @ _host(step.components_).T
+    return np.clip(np.cumsum(projected**2, axis=1), 0.0, C**2).sum(axis=0)
 
 
-def _num_rows(X):
+def _before_step(fitted, prefix, X):
+    """Rows as the private step sees them: through the (stateless) steps
+    before it."""
+    if not prefix:
+        return X
+    for name, step in fitted.steps:
+        if name == prefix[:-2]:
+            return X
+        if step is not None and step != "passthrough":
+            X = step.transform(X)
+    return X
+
+
+def _shape(X):
     shape = getattr(X, "shape", None)
-    return int(shape[0]) if shape is not None else len(X)
+    if shape is None:
+        shape = np.shape(X)
+    if len(shape) != 2:
+        raise ValueError(
+            f"Expected a 2D array of shape (n_samples, n_features), got shape "
+            f"{tuple(shape)}."
+        )
+    return int(shape[0]), int(shape[1])
 
 
-def _results(candidates, released, penalty, adjusted, k, floor):
-    order = np.argsort(-adjusted, kind="stable")
-    rank = np.empty(len(candidates), dtype=np.int32)
-    rank[order] = np.arange(1, len(candidates) + 1)
-    results = {"params": candidates}
-    for name in sorted({p for c in candidates for p in c}):
-        column = np.ma.MaskedArray(np.empty(len(candidates), dtype=object),
-                                   mask=True)
-        for i, c in enumerate(candidates):
-            if name in c:
-                column[i] = c[name]
-        results[f"param_{name}"] = column
-    results.update(
-        released_test_score=released,
-        floor_penalty=penalty,
-        adjusted_test_score=adjusted,
-        rank_test_score=rank,
-        mean_n_components=k.mean(axis=1),
-        floor_per_component=floor,
+def _take(X, indices):
+    namespace = _array_api.namespace(X)
+    if namespace is None:
+        return _safe_indexing(X, indices)
+    xp, device = namespace
+    return xp.take(X, xp.asarray(indices, device=device), axis=0)
+
+
+def _host(values):
+    """A NumPy float64 array of ``values`` (sparse, Array API or NumPy)."""
+    if hasattr(values, "toarray"):
+        values = values.toarray()
+    if _array_api.namespace(values) is not None:
+        values = _array_api.to_host(values)
+    return np.asarray(values, dtype=np.float64)
+
+
+def _param_column(candidates, name):
+    """``param_<name>``: a masked array of the values' natural dtype (object
+    when they mix types or are not scalars), masked where a candidate lacks
+    ``name``."""
+    present = [c.params[name] for c in candidates if name in c.params]
+    kinds = {type(v) for v in present}
+    natural = (len(kinds) == 1 and kinds <= {int, float, str, bool}) or (
+        all(isinstance(v, Real) and not isinstance(v, bool) for v in present)
     )
+    values = [c.params.get(name, present[0]) for c in candidates]
+    if natural:
+        data = np.asarray(values)
+    else:
+        data = np.empty(len(values), dtype=object)
+        data[:] = values
+    return np.ma.MaskedArray(data, mask=[name not in c.params for c in candidates])
+
+
+def _results(candidates, scores, released, penalty, mean_k, floor_sum):
+    """``cv_results_`` from released values only."""
+    results = {"params": [c.params for c in candidates]}
+    for name in sorted({p for c in candidates for p in c.params}):
+        results[f"param_{name}"] = _param_column(candidates, name)
+    for f in range(scores.shape[1]):
+        results[f"split{f}_test_score"] = scores[:, f]
+    means = scores.mean(axis=1)
+    results["mean_test_score"] = means
+    results["std_test_score"] = scores.std(axis=1)
+    if np.all(np.isnan(means)):
+        rank = np.ones(len(means))
+    else:  # NaN ranks last, as in GridSearchCV
+        rank = rankdata(-np.nan_to_num(means, nan=np.nanmin(means) - 1), "min")
+    results["rank_test_score"] = rank.astype(np.int32)
+    results["released_test_score"] = released
+    results["floor_penalty"] = penalty
+    results["mean_n_components"] = mean_k
+    results["floor_per_component"] = np.full(len(candidates), floor_sum)
     return results

@@ -34,6 +34,7 @@ from .conftest import make_planted
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
 
 GRID = {"n_components": [1, 2, 3, 4, 5, 6]}
+PLAN_SEARCH = ms.plan_search
 
 
 @pytest.fixture(scope="module")
@@ -62,11 +63,11 @@ def test_floor_penalty_does_not_reward_floor_components():
     # variance would pick the largest k.
     released = np.array([100.0, 180.0, 190.0, 200.0])
     k = np.arange(1, 5)[:, None]
-    adjusted, penalty = floor_penalised_scores(
-        released, k, np.array([1000]), np.full((4, 1), 0.01), 2.0
+    scores, penalty = floor_penalised_scores(
+        released[:, None], k, np.array([1000]), 0.01, 2.0
     )
-    assert int(np.argmax(adjusted)) == 1
-    np.testing.assert_allclose(released - adjusted, penalty)
+    assert int(np.argmax(scores.mean(axis=1))) == 1
+    np.testing.assert_allclose(released - 1000 * scores[:, 0], penalty)
 
 
 # ------------------------------------------------------------ sensitivity
@@ -91,21 +92,20 @@ def test_row_score_bounded_on_adversarial_rows():
 def test_score_vector_sensitivity_on_neighbouring_rows(data):
     """Given the fold's fits, replacing one validation row moves the exact
     score vector by at most C²√m, and the extreme pair attains it."""
-    est = search(random_state=1)
-    prefix, candidates = "", list(ms.ParameterGrid(GRID))
     splits = ms._resolve_cv(5, data.shape[0])
-    plan = est._plan(candidates, prefix, ms._check_splits(splits, len(data)))
+    plan = ms.plan_search(PrivatePCA(data_norm=1.0), GRID, epsilon=2.0,
+                          delta=1e-6, splits=splits, n_samples=len(data),
+                          n_features=data.shape[1])
     train, test = splits[0]
-    m = len(candidates)
+    m = len(plan.candidates)
 
     def scores(X):
-        seeds = np.random.default_rng(7).spawn(len(plan["groups"]))
-        return est._score_fold(X, None, train, test, candidates, plan, prefix,
-                               seeds)[0]
+        seeds = np.random.default_rng(7).spawn(len(plan.groups))
+        return ms._score_fold(X, None, train, test, plan, 1e-6, seeds)[0]
 
     base = data.copy()
     fitted = PrivatePCA(data_norm=1.0, random_state=np.random.default_rng(7).spawn(
-        1)[0], epsilon=plan["fit_eps"][0], accountant=BudgetAccountant()).fit(
+        1)[0], epsilon=plan.fit_epsilons[0], accountant=BudgetAccountant()).fit(
         data[train])
     row = test[0]
     worst = []
@@ -162,9 +162,9 @@ def test_without_refit_the_shares_are_rescaled(data):
         fitted.transform(data)
 
 
-def test_mechanism_groups_and_grid_epsilon_weights(data):
-    """Candidates that differ in a mechanism parameter pay for each one; a
-    grid epsilon is the group's weight of the fits' share."""
+def test_mechanism_groups_and_fit_weights(data):
+    """Candidates that differ in a mechanism parameter pay for each one;
+    fit_weights gives a group its weight of the fits' share."""
     grid = {"n_components": [2, 3], "center": [True, False]}
     fitted = PrivateGridSearchCV(PrivatePCA(data_norm=1.0), grid, epsilon=2.0,
                                  accountant=BudgetAccountant(),
@@ -172,8 +172,8 @@ def test_mechanism_groups_and_grid_epsilon_weights(data):
     assert len(fitted.fit_epsilons_) == 2  # two releases per fold, not four
     weighted = PrivateGridSearchCV(
         PrivatePCA(data_norm=1.0),
-        [{"n_components": [3], "epsilon": [1.0]},
-         {"n_components": [3], "epsilon": [0.25], "center": [False]}],
+        [{"n_components": [3]}, {"n_components": [3], "center": [False]}],
+        fit_weights=[1.0, 0.25],
         epsilon=2.0, accountant=BudgetAccountant(), random_state=0).fit(data)
     mus = [gdp_mu(e, 1e-6) for e in weighted.fit_epsilons_]
     assert mus[1] ** 2 / mus[0] ** 2 == pytest.approx(0.25)
@@ -194,8 +194,8 @@ def test_other_estimators_one_fit_per_candidate(est, data):
 
 
 def test_pipeline_with_a_stateless_step(data):
-    half = FunctionTransformer(lambda X: 0.5 * X)
-    pipe = make_pipeline(half, PrivatePCA(data_norm=1.0))
+    flip = FunctionTransformer(np.negative)  # row by row, norms kept
+    pipe = make_pipeline(flip, PrivatePCA(data_norm=1.0))
     fitted = PrivateGridSearchCV(pipe, {"privatepca__n_components": [1, 2, 3, 4]},
                                  epsilon=3.0, accountant=BudgetAccountant(),
                                  random_state=0).fit(data)
@@ -206,36 +206,42 @@ def test_pipeline_with_a_stateless_step(data):
 # ------------------------------------------------------------ truncation
 @pytest.mark.parametrize("k, whiten", [(1, False), (3, True), (10, False)])
 def test_truncation_equals_a_fit_with_that_n_components(k, whiten, data):
+    """What sharing one release per fold relies on: on the same noise, a fit
+    with n_components=k keeps the first k eigenpairs of the full fit, and
+    its floor is the mean of the rest."""
     full = PrivatePCA(data_norm=1.0, random_state=5).fit(data)
     direct = PrivatePCA(k, data_norm=1.0, whiten=whiten, random_state=5).fit(data)
-    derived = ms._truncated(full, k, whiten)
-    assert derived.get_params() == direct.get_params()
     for name in ("components_", "explained_variance_", "explained_variance_ratio_",
-                 "singular_values_", "mean_"):
-        np.testing.assert_allclose(getattr(derived, name), getattr(direct, name),
+                 "singular_values_"):
+        np.testing.assert_allclose(getattr(full, name)[:k], getattr(direct, name),
                                    rtol=1e-12, atol=1e-15)
-    assert derived.n_components_ == direct.n_components_ == k
-    assert derived.noise_variance_ == pytest.approx(direct.noise_variance_, rel=1e-12)
-    np.testing.assert_allclose(derived.transform(data[:3]), direct.transform(data[:3]))
+    np.testing.assert_allclose(full.mean_, direct.mean_, rtol=1e-12)
+    rest = full.explained_variance_[k:]
+    assert direct.noise_variance_ == pytest.approx(
+        rest.mean() if rest.size else 0.0, rel=1e-12)
+    gains = ms._cumulative_gains(data[:50], full)
+    assert gains[k - 1] == pytest.approx(np.sum(captured_variance_rows(
+        data[:50], direct.mean_, direct.components_, 1.0)), rel=1e-9)
 
 
 # ------------------------------------------------------------ released values
 def test_no_exact_score_is_stored(data, monkeypatch):
     exact = []
-    original = PrivateGridSearchCV._score_fold
+    original = ms._score_fold
 
-    def spy(self, *args):
-        out = original(self, *args)
+    def spy(*args):
+        out = original(*args)
         exact.append(out[0].copy())
         return out
 
-    monkeypatch.setattr(PrivateGridSearchCV, "_score_fold", spy)
+    monkeypatch.setattr(ms, "_score_fold", spy)
     fitted = search().fit(data)
     totals = np.sum(exact, axis=0)
     assert set(fitted.cv_results_) == {
         "params", "param_n_components", "released_test_score", "floor_penalty",
-        "adjusted_test_score", "rank_test_score", "mean_n_components",
-        "floor_per_component"}
+        "mean_test_score", "std_test_score", "rank_test_score",
+        "mean_n_components", "floor_per_component",
+        *(f"split{f}_test_score" for f in range(5))}
     released = fitted.cv_results_["released_test_score"]
     assert np.all(np.abs(released - totals) > 1e-6)
     stored = [v for v in vars(fitted).values() if isinstance(v, (np.ndarray, float))]
@@ -256,7 +262,7 @@ def test_clone_and_get_params_round_trip():
     assert params.keys() == twin_params.keys()
     for key in params:
         if key not in ("estimator", "cv"):
-            assert params[key] == twin_params[key]
+            np.testing.assert_equal(params[key], twin_params[key])  # nan too
     assert twin.set_params(epsilon=3.0).epsilon == 3.0
     assert "estimator__data_norm" in est.get_params()
 
@@ -299,8 +305,7 @@ def test_refuses_unbounded_scorers_and_bad_splitters(kwargs, match, data):
         (make_pipeline(PrivatePCA(data_norm=1.0), LogisticRegression()),
          {"privatepca__n_components": [1]}, "without privacy"),
         (PrivatePCA(data_norm=1.0), {"accountant": [None]}, "may not set"),
-        (PrivatePCA(data_norm=1.0), {"epsilon": [2.0]}, "fraction"),
-        (PrivatePCA(data_norm=1.0), {"n_components": [2, 11]}, "between 1 and 10"),
+        (PrivatePCA(data_norm=1.0), {"epsilon": [2.0]}, "budget of the whole"),
         (StandardScaler(), {"with_mean": [True]}, "private estimator"),
         (CoherentPowerPCA(data_norm=1.0, selection="repetition"),
          {"n_components": [1]},
@@ -315,14 +320,11 @@ def test_refuses_what_it_cannot_make_private(estimator, grid, match, data):
 
 
 # ------------------------------------------------------------ audit
-class NoiselessSearch(PrivateGridSearchCV):
-    """A broken search: near-exact fits and no noise on the scores."""
-
-    def _plan(self, *args):
-        plan = super()._plan(*args)
-        plan["fit_eps"] = [1e6 for _ in plan["fit_eps"]]
-        plan["sigma_sel"] = 1e-9
-        return plan
+def noiseless_plan(*args, **kwargs):
+    """A broken plan: near-exact fits and no noise on the scores."""
+    plan = PLAN_SEARCH(*args, **kwargs)
+    return plan._replace(fit_epsilons=[1e6 for _ in plan.fit_epsilons],
+                         selection_sigma=1e-9)
 
 
 def flip_pair():
@@ -338,14 +340,15 @@ def best_index(search):
     return float(search.best_index_)
 
 
-def test_audit_of_the_choice_stays_below_the_claim():
+def test_audit_of_the_choice_stays_below_the_claim(monkeypatch):
     X, X_prime = flip_pair()
     settings = dict(param_grid={"n_components": [1, 2]}, epsilon=2.0, cv=3,
                     refit=False)
-    broken = NoiselessSearch(PrivatePCA(data_norm=1.0), **settings)
-    found = audit(broken, X, X_prime, best_index, n_fits=100, random_state=0)
-    assert found.epsilon_lower > 2.0  # the pair flips the choice
     honest = PrivateGridSearchCV(PrivatePCA(data_norm=1.0), **settings)
+    with monkeypatch.context() as patch:
+        patch.setattr(ms, "plan_search", noiseless_plan)
+        found = audit(honest, X, X_prime, best_index, n_fits=100, random_state=0)
+    assert found.epsilon_lower > 2.0  # the pair flips the choice
     found = audit(honest, X, X_prime, best_index, n_fits=200, random_state=0)
     assert found.epsilon_lower <= 2.0
 
