@@ -845,7 +845,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             raise failed[0].error
         accountant = self.accountant or get_default_accountant()
         accountant.check(plan.mu)  # refused before the data is read
-        X = self._validate_rows(X)
+        checked = self._validate_rows(X)
+        # a DataFrame goes to the fits as it is, so that the refitted
+        # estimator knows its feature names, as in GridSearchCV
+        X = X if hasattr(X, "iloc") else checked
         if y is not None:
             check_consistent_length(X, y)
             y = y if hasattr(y, "iloc") else np.asarray(y)

@@ -653,3 +653,18 @@ def test_html_repr_and_tags(data):
     tags = get_tags(fitted)
     assert tags.transformer_tags is not None and tags.input_tags.sparse
     assert tags.array_api_support
+
+
+def test_pandas_in_and_out_without_a_feature_name_warning():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(600, 4)) * [0.4, 0.3, 0.1, 0.1],
+                     columns=list("abcd"))
+    est = PrivatePCA(data_norm=1.0).set_output(transform="pandas")
+    search = PrivateGridSearchCV(est, {"n_components": [1, 2]}, cv=3,
+                                 accountant=BudgetAccountant())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Z = search.fit(X).transform(X)
+    assert list(search.feature_names_in_) == list("abcd")
+    assert list(Z.columns) == [f"privatepca{i}" for i in range(Z.shape[1])]
