@@ -845,9 +845,13 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             raise failed[0].error
         accountant = self.accountant or get_default_accountant()
         accountant.check(plan.mu)  # refused before the data is read
-        X = self._validate_rows(X)
+        checked = self._validate_rows(X)
+        # a DataFrame goes to the fits as it is, so that the refitted
+        # estimator knows its feature names, as in GridSearchCV
+        X = X if hasattr(X, "iloc") else checked
         if y is not None:
             check_consistent_length(X, y)
+            y = y if hasattr(y, "iloc") else np.asarray(y)
         _check_heads(plan, X, min(len(train) for train, _ in splits))
         if failed:
             warnings.warn(
@@ -963,10 +967,17 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         return self.best_estimator_.inverse_transform(X)
 
     @available_if(_refitted_has("transform"))
+    def fit_transform(self, X, y=None):
+        """``fit(X, y)``, then ``transform(X)`` with the refitted estimator."""
+        return self.fit(X, y).transform(X)
+
+    @available_if(_refitted_has("transform"))
     def score(self, X, y=None):
         """``scorer_(best_estimator_, X)``: the mean captured variance of the
         rows of ``X`` (your own rows, read exactly)."""
         check_is_fitted(self, "best_estimator_")
+        X = validate_data(self, X, reset=False, accept_sparse=("csr", "csc"),
+                          dtype=None, ensure_all_finite=False)
         return self.scorer_(self.best_estimator_, X, y)
 
     @available_if(_refitted_has("score_samples"))
@@ -1105,14 +1116,18 @@ def _before_step(fitted, prefix, X):
 
 
 def _shape(X):
+    """``(n_samples, n_features)``, public, without reading the values."""
     shape = getattr(X, "shape", None)
-    if shape is None:
-        shape = np.shape(X)
+    shape = tuple(np.asarray(X).shape if shape is None else shape)
     if len(shape) != 2:
         raise ValueError(
             f"Expected a 2D array of shape (n_samples, n_features), got shape "
-            f"{tuple(shape)}."
+            f"{shape}."
         )
+    for size, what, least in ((shape[0], "sample", 2), (shape[1], "feature", 1)):
+        if size < least:
+            raise ValueError(f"Found array with {size} {what}(s) (shape={shape}) "
+                             f"while a minimum of {least} is required.")
     return int(shape[0]), int(shape[1])
 
 

@@ -12,6 +12,7 @@ from functools import partial
 import numpy as np
 import pytest
 from sklearn import config_context
+from sklearn.base import clone
 from sklearn.utils.estimator_checks import check_array_api_input
 
 from sklearn_dppca import (
@@ -347,3 +348,28 @@ def test_drop_in_choices_match_numpy(est):
             to_numpy(getattr(fitted, name)), getattr(reference, name),
             rtol=1e-10, atol=1e-10,
         )
+
+
+@pytest.mark.parametrize("name", NAMESPACES)
+def test_private_grid_search_on_array_api_input(name):
+    """PrivateGridSearchCV indexes the folds in X's namespace, scores on the
+    host, and its refitted estimator transforms in the namespace; the
+    release equals the NumPy search's with the same seed."""
+    from sklearn_dppca.model_selection import PrivateGridSearchCV
+
+    module = _module(name)
+    X = data(n=900, d=5)
+    Xx = module.asarray(X)
+    search = PrivateGridSearchCV(PrivatePCA(data_norm=0.9), {"n_components": [1, 2]},
+                                 cv=3, accountant=BudgetAccountant(), random_state=0)
+    on_host = search.fit(X).cv_results_["released_test_score"]
+    with config_context(array_api_dispatch=True):
+        fitted = clone(search).fit(Xx)
+        Z = fitted.transform(Xx)
+    assert namespace_of(Z) == namespace_of(Xx)
+    np.testing.assert_allclose(fitted.cv_results_["released_test_score"], on_host,
+                               rtol=1e-6)
+
+
+def namespace_of(array):
+    return type(array).__module__.partition(".")[0]

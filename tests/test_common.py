@@ -7,6 +7,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import sklearn_dppca
+from sklearn_dppca.model_selection import PrivateGridSearchCV
 
 
 def all_estimators():
@@ -43,7 +44,11 @@ EXPECTED_FAILED_CHECKS = {
 @parametrize_with_checks(
     [est(random_state=0) for est in all_estimators()]
     + [est(random_state=0, data_norm="auto") for est in all_estimators()
-       if "data_norm" in est().get_params()],
+       if "data_norm" in est().get_params()]
+    # the search, with its transformer tags delegated from the estimator
+    + [PrivateGridSearchCV(sklearn_dppca.PrivatePCA(data_norm=10.0),
+                           {"n_components": [1, 2]}, cv=2, random_state=0,
+                           accountant=sklearn_dppca.BudgetAccountant())],
     expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS.get(type(est), {}),
 )
 def test_sklearn_estimator_checks(estimator, check):

@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.base import clone
+from sklearn.exceptions import FitFailedWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold, ShuffleSplit, StratifiedKFold
 from sklearn.pipeline import Pipeline, make_pipeline
@@ -44,9 +45,10 @@ def data():
 
 
 def search(**kwargs):
-    params = dict(epsilon=2.0, accountant=BudgetAccountant(), random_state=0)
+    params = dict(param_grid=GRID, epsilon=2.0, accountant=BudgetAccountant(),
+                  random_state=0)
     params.update(kwargs)
-    return PrivateGridSearchCV(PrivatePCA(data_norm=1.0), GRID, **params)
+    return PrivateGridSearchCV(PrivatePCA(data_norm=1.0), **params)
 
 
 # ------------------------------------------------------------ the choice
@@ -426,3 +428,243 @@ def test_search_refuses_training_folds_that_repeat_a_row():
     with pytest.raises(ValueError):
         search.fit(X)
     assert budget.n_charges == 0
+
+
+# ------------------------------------- every candidate, as it runs (issue 21)
+def test_a_grid_value_cannot_slip_in_a_stateful_step(data):
+    """The checks apply to each candidate after set_params: a StandardScaler
+    supplied by the grid would fit on every fold (and the refit on all rows)
+    without noise."""
+    pipe = Pipeline([("pre", "passthrough"), ("pca", PrivatePCA(data_norm=4.0))])
+    budget = BudgetAccountant()
+    search = PrivateGridSearchCV(pipe, {"pre": [StandardScaler()],
+                                        "pca__n_components": [1, 2]},
+                                 cv=3, accountant=budget)
+    with pytest.raises(ValueError, match="'pre' \\(StandardScaler\\).*without privacy"):
+        search.fit(data[:300])
+    assert budget.n_charges == 0
+    # and a grid value may not bring its own non-numeric data_norm either
+    search.set_params(param_grid={"pca": [PrivatePCA(data_norm="auto")]})
+    with pytest.raises(ValueError, match="data_norm='auto'"):
+        search.fit(data[:300])
+    assert budget.n_charges == 0
+
+
+@pytest.mark.parametrize("n_jobs", [None, 3])
+def test_grid_estimators_are_cloned_not_fitted_in_place(n_jobs, data):
+    mine = PrivatePCA(n_components=2, data_norm=1.0, epsilon=7.0)
+    before = mine.get_params()
+    pipe = Pipeline([("pca", PrivatePCA(data_norm=1.0))])
+    budget = BudgetAccountant()
+    fitted = PrivateGridSearchCV(pipe, {"pca": [mine]}, cv=3, n_jobs=n_jobs,
+                                 epsilon=1.0, accountant=budget).fit(data)
+    assert not hasattr(mine, "components_")
+    assert mine.get_params() == before  # epsilon, accountant, random_state
+    assert fitted.best_estimator_["pca"] is not mine
+    assert budget.n_charges == 1
+
+
+def test_the_grid_can_choose_the_mechanism(data):
+    """A grid of private steps is a private choice of the mechanism, in one
+    charge: each mechanism is a release of its own in the plan."""
+    pipe = Pipeline([("pca", None)])
+    grid = {"pca": [PrivatePCA(3, data_norm=1.0),
+                    CoherentPowerPCA(3, data_norm=1.0),
+                    ComplexGaussPCA(3, data_norm=1.0)]}
+    budget = BudgetAccountant()
+    fitted = PrivateGridSearchCV(pipe, grid, cv=3, epsilon=2.0,
+                                 accountant=budget).fit(data)
+    assert budget.n_charges == 1 and budget.spent[0] == pytest.approx(2.0)
+    assert fitted.privacy_spent_ == (2.0, 1e-6)
+    assert len(fitted.fit_epsilons_) == 3
+    chosen = type(fitted.best_estimator_["pca"])
+    assert chosen is type(grid["pca"][fitted.best_index_])
+    assert fitted.transform(data[:4]).shape == (4, 3)
+
+
+def test_epsilon_in_the_grid_is_refused_by_name(data):
+    budget = BudgetAccountant()
+    with pytest.raises(ValueError, match=r"\['epsilon'\].*fit_weights"):
+        PrivateGridSearchCV(PrivatePCA(data_norm=1.0), {"epsilon": [0.5, 1.0]},
+                            accountant=budget).fit(data[:300])
+    assert budget.n_charges == 0
+
+
+def neighbours_with(row):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(400, 5)) * [0.4, 0.3, 0.1, 0.1, 0.1]
+    X_prime = X.copy()
+    X_prime[0] = row
+    return X, X_prime
+
+
+def warnings_of(search, X):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        search.fit(X)
+    return [(w.category, str(w.message)) for w in caught]
+
+
+@pytest.mark.parametrize("magnitude", [1e200, 1e300])
+def test_extreme_rows_raise_no_warning(magnitude):
+    """An entry near 1e200 overflowed the score's norms and warned after the
+    charge, and only on that neighbour; under -W error it raised."""
+    X, X_prime = neighbours_with(np.full(5, magnitude))
+    search = PrivateGridSearchCV(PrivatePCA(data_norm=1.0),
+                                 {"n_components": [1, 2]}, cv=3,
+                                 accountant=BudgetAccountant())
+    assert warnings_of(search, X) == warnings_of(search, X_prime) == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        search.fit(X_prime)
+    scores = captured_variance_rows(X_prime[:3], np.zeros(5), np.eye(5)[:2], 1.0)
+    assert np.all(np.isfinite(scores)) and scores[0] == pytest.approx(0.4)
+
+
+def test_a_step_that_warns_on_some_rows_is_silent():
+    """FunctionTransformer(check_inverse=True) warns only when a sampled row
+    is negative; what the search shows may not depend on it."""
+    X, X_prime = neighbours_with(-np.ones(5))
+    X = np.abs(X)
+    X_prime[1:] = X[1:]
+    step = FunctionTransformer(np.abs, inverse_func=np.abs, check_inverse=True)
+    search = PrivateGridSearchCV(make_pipeline(step, PrivatePCA(data_norm=1.0)),
+                                 {"privatepca__n_components": [1, 2]}, cv=3,
+                                 accountant=BudgetAccountant())
+    assert warnings_of(search, X) == warnings_of(search, X_prime) == []
+
+
+def test_a_failing_search_leaves_the_object_as_it_was(data, monkeypatch):
+    budget = BudgetAccountant()
+    search = PrivateGridSearchCV(PrivatePCA(data_norm=1.0), {"n_components": [1, 2]},
+                                 cv=3, accountant=budget).fit(data)
+    before = dict(vars(search))
+    original = ms._fit_candidate
+
+    def refit_fails(candidate, epsilon, delta, generator, X, y, full=False):
+        if len(X) == len(data):
+            raise MemoryError("the refit failed")
+        return original(candidate, epsilon, delta, generator, X, y, full)
+
+    monkeypatch.setattr(ms, "_fit_candidate", refit_fails)
+    with pytest.raises(MemoryError):
+        search.fit(data)
+    assert vars(search).keys() == before.keys()
+    for name, value in before.items():
+        assert vars(search)[name] is value
+    assert budget.n_charges == 2  # the charge stays
+
+
+def test_a_candidate_that_fails_publicly_scores_error_score(data):
+    budget = BudgetAccountant()
+    search = PrivateGridSearchCV(PrivatePCA(data_norm=1.0),
+                                 {"n_components": [2, 3, 11]}, cv=3,
+                                 accountant=budget)
+    with pytest.warns(FitFailedWarning, match="1 of the 3 candidates"):
+        search.fit(data)
+    scores = search.cv_results_["mean_test_score"]
+    assert np.isnan(scores[2]) and np.all(np.isfinite(scores[:2]))
+    assert search.cv_results_["rank_test_score"][2] == 3
+    assert search.privacy_spent_ == (1.0, 1e-6) and budget.n_charges == 1
+    with pytest.raises(ValueError, match="must be between"):
+        search.set_params(error_score="raise").fit(data)
+    with pytest.raises(ValueError, match="All the 1 candidates"):
+        search.set_params(error_score=np.nan,
+                          param_grid={"n_components": [11]}).fit(data)
+    assert budget.n_charges == 1
+
+
+# ------------------------------------------------ the GridSearchCV surface
+def test_refit_by_name_by_callable_and_not_at_all(data):
+    small = data[:1500]
+    by_name = search(refit="captured_variance").fit(small)
+    assert by_name.best_score_ == by_name.cv_results_["mean_test_score"][
+        by_name.best_index_]
+    lowest = search(refit=lambda results: int(
+        np.argmin(results["param_n_components"]))).fit(small)
+    assert lowest.best_index_ == 0 and not hasattr(lowest, "best_score_")
+    assert lowest.best_estimator_.n_components_ == 1
+    with pytest.raises(ValueError, match="names no scorer"):
+        search(refit="r2").fit(small)
+    off = search(refit=False).fit(small)
+    for method in ("transform", "inverse_transform", "score", "score_samples"):
+        assert not hasattr(off, method)
+    assert hasattr(off, "best_params_") and hasattr(off, "best_score_")
+
+
+def test_cv_results_columns_and_types(data):
+    fitted = search(cv=3).fit(data[:1500])
+    results = fitted.cv_results_
+    column = results["param_n_components"]
+    assert isinstance(column, np.ma.MaskedArray) and column.dtype.kind == "i"
+    folds = np.stack([results[f"split{f}_test_score"] for f in range(3)], axis=1)
+    np.testing.assert_allclose(results["mean_test_score"], folds.mean(axis=1))
+    np.testing.assert_allclose(results["std_test_score"], folds.std(axis=1))
+    assert results["rank_test_score"][fitted.best_index_] == 1
+    assert fitted.scorer_(fitted.best_estimator_, data[:50]) == fitted.score(data[:50])
+    assert fitted.multimetric_ is False and fitted.n_splits_ == 3
+    mixed = search(cv=3, param_grid=[{"n_components": [1, 2]},
+                                     {"whiten": [True]}]).fit(data[:1500])
+    assert mixed.cv_results_["param_n_components"].mask.tolist() == [
+        False, False, True]
+    assert mixed.cv_results_["param_whiten"].dtype == bool
+
+
+def test_cv_as_masks_and_an_exhausted_iterator(data):
+    X = data[:600]
+    masks = [(np.arange(600) % 3 != f, np.arange(600) % 3 == f) for f in range(3)]
+    by_mask = search(cv=masks).fit(X)
+    by_index = search(cv=[(np.flatnonzero(tr), np.flatnonzero(te))
+                          for tr, te in masks]).fit(X)
+    np.testing.assert_array_equal(by_mask.cv_results_["mean_test_score"],
+                                  by_index.cv_results_["mean_test_score"])
+    used = (pair for pair in KFold(3).split(X))
+    list(used)
+    with pytest.raises(ValueError, match="no split.*consumed"):
+        search(cv=used).fit(X)
+
+
+def test_refusals_of_the_surface_before_any_charge(data):
+    budget = BudgetAccountant()
+    X = data[:300]
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        search(accountant=budget).fit(X, np.zeros(299))
+    with pytest.raises(ValueError, match="return_train_score"):
+        search(accountant=budget, return_train_score=True).fit(X)
+    with pytest.raises(ValueError, match="multi-metric"):
+        search(accountant=budget, scoring=["captured_variance", "r2"]).fit(X)
+    assert budget.n_charges == 0
+
+
+def test_verbose_prints_public_values_only(data, capsys):
+    search(verbose=2, cv=3).fit(data[:900])
+    out = capsys.readouterr().out
+    assert "Fitting 3 folds for each of 6 candidates" in out
+    assert "Refitted candidate" in out
+    assert "time" not in out and "score=" not in out
+
+
+def test_html_repr_and_tags(data):
+    from sklearn.utils import get_tags
+
+    fitted = search(cv=3).fit(data[:900])
+    assert "best_estimator_: PrivatePCA" in fitted._repr_html_()
+    assert "estimator: PrivatePCA" in search()._repr_html_()
+    tags = get_tags(fitted)
+    assert tags.transformer_tags is not None and tags.input_tags.sparse
+    assert tags.array_api_support
+
+
+def test_pandas_in_and_out_without_a_feature_name_warning():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(600, 4)) * [0.4, 0.3, 0.1, 0.1],
+                     columns=list("abcd"))
+    est = PrivatePCA(data_norm=1.0).set_output(transform="pandas")
+    search = PrivateGridSearchCV(est, {"n_components": [1, 2]}, cv=3,
+                                 accountant=BudgetAccountant())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Z = search.fit(X).transform(X)
+    assert list(search.feature_names_in_) == list("abcd")
+    assert list(Z.columns) == [f"privatepca{i}" for i in range(Z.shape[1])]
