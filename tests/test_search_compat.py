@@ -465,37 +465,21 @@ def test_y_as_list(side):
     assert search.best_params_ == {"n_components": RANK}
 
 
-def fit_on_frame(side):
-    """The side's search, its estimator set to pandas output, fitted on a
-    DataFrame of X; and the frame."""
+@sides()
+def test_pandas_input(side):
+    """From test_pandas_input: DataFrames in, and out with set_output."""
     pd = pytest.importorskip("pandas")
     frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(N_FEATURES)])
     estimator = pca(side).set_output(transform="pandas")
-    return make_search(side, estimator=estimator).fit(frame), frame
-
-
-@sides()
-@pytest.mark.filterwarnings("ignore:X has feature names:UserWarning")  # the GAP below
-def test_pandas_input(side):
-    """From test_pandas_input: DataFrames in, and out with set_output."""
-    search, frame = fit_on_frame(side)
+    search = make_search(side, estimator=estimator).fit(frame)
     assert list(search.feature_names_in_) == list(frame.columns)
-    out = search.transform(frame)
-    assert type(out).__name__ == "DataFrame"
-    assert list(out.columns) == list(search.best_estimator_.get_feature_names_out())
-    assert out.shape == (N_SAMPLES, RANK)
-
-
-@sides(private_xfail="GAP: best_estimator_ is refitted on the validated array, "
-       "so it has no feature_names_in_ and warns 'X has feature names, but "
-       "PrivatePCA was fitted without feature names' on a DataFrame")
-def test_pandas_input_feature_names(side):
-    """From test_pandas_input: the refit saw the feature names (no warning)."""
-    search, frame = fit_on_frame(side)
     assert list(search.best_estimator_.feature_names_in_) == list(frame.columns)
     with warnings.catch_warnings():
-        warnings.simplefilter("error", UserWarning)
-        search.transform(frame)
+        warnings.simplefilter("error", UserWarning)  # the refit saw the names
+        out = search.transform(frame)
+    assert isinstance(out, pd.DataFrame)
+    assert list(out.columns) == list(search.best_estimator_.get_feature_names_out())
+    assert out.shape == (N_SAMPLES, RANK)
 
 
 @sides()
