@@ -935,11 +935,11 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                            k.mean(axis=1), (n_val * floor).sum())
         if callable(self.refit):
             best = self.refit(results)
-            if not (isinstance(best, Integral) and 0 <= best < len(plan.candidates)):
-                raise IndexError(
-                    f"refit returned {best!r}, not the index of one of the "
-                    f"{len(plan.candidates)} candidates."
-                )
+            if not isinstance(best, Integral):
+                raise TypeError(f"best_index_ returned is not an integer: {best!r}.")
+            if not 0 <= best < len(plan.candidates):
+                raise IndexError(f"best_index_ index out of bounds: {best} for "
+                                 f"{len(plan.candidates)} candidates.")
         else:
             best = int(np.argmin(results["rank_test_score"]))
         state = {"cv_results_": results, "best_index_": int(best),
@@ -1149,14 +1149,13 @@ def _host(values):
 
 
 def _param_column(candidates, name):
-    """``param_<name>``: a masked array of the values' natural dtype (object
-    when they mix types or are not scalars), masked where a candidate lacks
-    ``name``."""
+    """``param_<name>``: a masked array of the values' natural dtype when
+    they are all numbers or all booleans (else object), masked where a
+    candidate lacks ``name``."""
     present = [c.params[name] for c in candidates if name in c.params]
-    kinds = {type(v) for v in present}
-    natural = (len(kinds) == 1 and kinds <= {int, float, str, bool}) or (
-        all(isinstance(v, Real) and not isinstance(v, bool) for v in present)
-    )
+    natural = all(isinstance(v, bool) for v in present) or all(
+        isinstance(v, Real) and not isinstance(v, bool) for v in present
+    )  # strings stay objects, as in GridSearchCV
     values = [c.params.get(name, present[0]) for c in candidates]
     if natural:
         data = np.asarray(values)

@@ -10,8 +10,7 @@ both sides through one factory:
 Each test keeps (or names in its docstring) the scikit-learn test it adapts.
 Where the private search differs on purpose, the private case is either an
 ``xfail(strict=True)`` whose reason says why, or an assertion that it refuses
-with a clear ``ValueError`` before any charge. An xfail whose reason starts
-with "GAP:" marks a difference privacy does not require. The data are rows of a
+with a clear ``ValueError`` before any charge. The data are rows of a
 fixed-seed Gaussian with a planted rank of 2, scaled into the unit ball, so
 ``data_norm=1.0`` is a true public bound; epsilon is large and the noise seed
 fixed so that the private choice is stable (hence the filtered
@@ -426,9 +425,7 @@ def test_refit_callable(side):
     assert hasattr(search, "best_estimator_")
 
 
-@sides(private_xfail="GAP: a refit callable returning a non-integer raises "
-       "IndexError ('refit returned None, not the index of one of the 3 "
-       "candidates'), not scikit-learn's TypeError")
+@sides()
 def test_refit_callable_invalid_type(side):
     """From test_refit_callable_invalid_type: a non-integer raises TypeError."""
     search = make_search(side, refit=lambda cv_results: None)
@@ -551,8 +548,7 @@ def test_grid_search_cv_results(side):
     assert results["rank_test_score"][search.best_index_] == 1
 
 
-@sides(private_xfail="GAP: a column of string values has dtype '<U', where "
-       "scikit-learn uses object (test_grid_search_cv_results expects kind 'O')")
+@sides()
 def test_grid_search_cv_results_str_param(side):
     """From test_grid_search_cv_results: string values give an object column."""
     grid = [{"n_components": [1, 2]}, {"n_components": [3], "svd_solver": ["auto"]}]
