@@ -48,6 +48,7 @@ from .privacy import (
     _warn_leak,
     gdp_epsilon,
     gdp_mu,
+    private_computation,
 )
 
 #: scikit-learn PCA's solver parameters, accepted for drop-in use, with their
@@ -293,11 +294,45 @@ class _BasePrivatePCA(
         accountant = _resolve_accountant(self)
         # Refuse an over-budget fit before the data is read ...
         accountant.check(**plan.charge)
-        # The first pass reads every row (and checks them all finite).
-        bounds.read(data)
-        # ... and charge, atomically, before anything is released: a fit
-        # that fails on its data (NaN, inf) is not charged.
-        accountant.spend(**plan.charge, estimator=self)
+        # From the first read of the rows to the end of the release, no
+        # warning is shown: one raised there (an overflow on one extreme row,
+        # a user's lazy Dask step) could tell neighbouring datasets apart,
+        # which the analysis does not cover. The package's own warnings
+        # depend on public values only and are issued after the block (the
+        # solver parameters' and a drowned search's, above, before it).
+        # Exceptions propagate unchanged (docs/privacy.rst, "Warnings and
+        # errors").
+        with private_computation():
+            # The first pass reads every row (and checks them all finite).
+            bounds.read(data)
+            # ... and charge, atomically, before anything is released: a fit
+            # that fails on its data (NaN, inf) is not charged.
+            accountant.spend(**plan.charge, estimator=self)
+            # The bounds' searches (if "auto") and the private mean
+            # (docs/privacy.rst §5); with "auto" the plan may return unspent
+            # budget to our releases.
+            mean, data_norm, self.mean_norm_, plan = bounds.release(plan, rng)
+            data = bounds.data  # the rows clipped into the box, if any
+            gram = data.gram(data_norm, mean)
+            if not self._gram_in_namespace:
+                gram = _array_api.to_host(gram)  # the same array for NumPy and Dask
+            vars(self).pop("clipped_fraction_", None)  # only "auto" releases it
+            if bounds.clipped_fraction is not None:
+                self.clipped_fraction_ = bounds.clipped_fraction
+            self.data_norm_ = data_norm
+            self.n_samples_ = n_samples
+            self.mean_ = (
+                bounds.offset if mean is None else bounds.offset + mean
+            ).astype(dtype, copy=False)
+            rows = data.rows(data_norm, mean)
+            self._release(gram, rows, plan, rng, dtype)
+            if isinstance(engine, ArrayAPIRows):  # attributes in X's namespace
+                _array_api.move_attributes(self, engine.xp, engine.device)
+            self.privacy_spent_ = reported_spend(plan.spent, self.epsilon)
+        # The fit is charged and released: the leaks it was told of, from
+        # public values (and, for data_norm=None, the bound it released).
+        if bounds.from_data:
+            _warn_leak(self._data_norm_leak(self.data_norm_))
         if exact:
             _warn_leak(
                 "epsilon=inf is the non-private fit: no noise is added and the "
@@ -311,26 +346,6 @@ class _BasePrivatePCA(
                 "knows it can subtract the noise, and the fit is not private. Leave "
                 "random_state=None (operating-system entropy) for a private release."
             )
-        # The bounds' searches (if "auto") and the private mean (docs/privacy.rst
-        # §5); with "auto" the plan may return unspent budget to our releases.
-        mean, data_norm, self.mean_norm_, plan = bounds.release(plan, rng)
-        data = bounds.data  # the rows clipped into the box, if any
-        gram = data.gram(data_norm, mean)
-        if not self._gram_in_namespace:
-            gram = _array_api.to_host(gram)  # the same array for NumPy and Dask
-        vars(self).pop("clipped_fraction_", None)  # only "auto" releases it
-        if bounds.clipped_fraction is not None:
-            self.clipped_fraction_ = bounds.clipped_fraction
-        self.data_norm_ = data_norm
-        self.n_samples_ = n_samples
-        self.mean_ = (
-            bounds.offset if mean is None else bounds.offset + mean
-        ).astype(dtype, copy=False)
-        rows = data.rows(data_norm, mean)
-        self._release(gram, rows, plan, rng, dtype)
-        if isinstance(engine, ArrayAPIRows):  # attributes in X's namespace, device
-            _array_api.move_attributes(self, engine.xp, engine.device)
-        self.privacy_spent_ = reported_spend(plan.spent, self.epsilon)
         return X
 
     def _warn_solver_parameters(self):
@@ -435,15 +450,17 @@ class _BasePrivatePCA(
             )
 
     @staticmethod
-    def _estimate_data_norm(largest):
-        _warn_leak(
+    def _data_norm_leak(data_norm):
+        """The warning of ``data_norm=None``: issued for every such fit (a
+        public parameter), it quotes the bound taken, which the fit releases
+        as ``data_norm_`` anyway (the largest row norm; 1 for data of norm 0)."""
+        return (
             "data_norm is None, so it was set to the largest row norm of the data "
-            f"({largest:.6g}). This is NOT differentially private: the bound itself "
+            f"({data_norm:.6g}). This is NOT differentially private: the bound itself "
             "depends on the data. Give data_norm from domain knowledge, without "
             'looking at the data, or data_norm="auto" (a private choice from a '
             "small share of the budget), or public bounds=(lower, upper)."
         )
-        return largest if largest > 0.0 else 1.0
 
     def _spectrum(self, eigvals):
         """Number of components and variance summary from a released spectrum.

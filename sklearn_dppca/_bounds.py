@@ -486,6 +486,8 @@ class NormBounds:
             # and one for the covariance's bound
             self.n_searches = 1 + (len(self.mean_shares) if self.adaptive else 0)
         self.clipped_fraction = None
+        # data_norm=None without a box: the bound is the largest row norm
+        self.from_data = False
 
     def plan(self, plan):
         """The subclass's plan with the searches' (and the steps') shares.
@@ -540,7 +542,10 @@ class NormBounds:
         """Read every row before the charge (the finiteness check included).
 
         With a fixed bound this is the first pass of the statistics; with
-        ``"auto"`` a pass over the norms (whose value is never used).
+        ``"auto"`` a pass over the norms (whose value is never used). Runs
+        inside the fit's :func:`~sklearn_dppca.privacy.private_computation`,
+        so it warns nothing: for ``data_norm=None`` (not private) the base
+        warns after the fit.
         """
         if (self.auto or self.box is not None) and not isinstance(
             _engine(data), (InMemoryRows, ChunkedRows)
@@ -563,10 +568,10 @@ class NormBounds:
                 self.data_norm = math.inf
                 self._total = data.first_pass(self.data_norm, with_sum=self.center)
                 return
-            else:
-                self.data_norm = self.estimator._estimate_data_norm(
-                    data.largest_norm()
-                )
+            else:  # not private: the base warns once the fit has released it
+                largest = data.largest_norm()
+                self.data_norm = largest if largest > 0.0 else 1.0
+                self.from_data = True
             check_data_norm_range(self.data_norm, self.dtype)
         self._total = data.first_pass(self.data_norm, with_sum=self.center)
 

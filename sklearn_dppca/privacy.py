@@ -994,9 +994,17 @@ def _resolve_accountant(estimator):
 
 def _after_fork_in_child():
     """A forked child is another process: its copies cannot report back."""
-    global _process_id, _default_lock
+    global _process_id, _default_lock, _silence_lock
     _process_id = uuid.uuid4().hex
     _default_lock = threading.Lock()
+    # Private computations open in other threads at the fork are not in the
+    # child: only the forking thread's own blocks still count, and with none
+    # the filters the first block found are restored.
+    _silence_lock = threading.Lock()
+    _silence["depth"] = getattr(_own_silence, "depth", 0)
+    if not _silence["depth"] and _silence["catcher"] is not None:
+        catcher, _silence["catcher"] = _silence["catcher"], None
+        catcher.__exit__(None, None, None)
     for accountant in list(_in_memory):
         accountant._lock = threading.Lock()
         if accountant is not _PRISTINE_DEFAULT:
@@ -1011,6 +1019,13 @@ def _warn_leak(message):
     warnings.warn(message, PrivacyLeakWarning, stacklevel=3)
 
 
+#: The process-wide silence of :func:`private_computation`: how many blocks
+#: are open (in any thread), and the ``catch_warnings`` the first one entered.
+_silence_lock = threading.Lock()
+_silence = {"depth": 0, "catcher": None}
+_own_silence = threading.local()  # the blocks open in this thread
+
+
 @contextlib.contextmanager
 def private_computation():
     """Silence every warning raised while private rows are computed on.
@@ -1020,13 +1035,35 @@ def private_computation():
     whether the data holds such a row, which the privacy analysis does not
     cover. Inside this block every warning is dropped and NumPy's
     floating-point warnings are off; the package's own warnings about a fit
-    (a fixed ``random_state``, ``epsilon=inf``, a drowned search) depend on
-    public values only and are issued outside it (``docs/privacy.rst``,
-    "Warnings and errors"). Exceptions still propagate.
+    (a fixed ``random_state``, ``epsilon=inf``, ``data_norm=None``, the
+    solver parameters, a drowned search) depend on public values only and are
+    issued outside it (``docs/privacy.rst``, "Warnings and errors").
+    Exceptions still propagate.
 
     The filter is process-wide (:func:`warnings.catch_warnings`), so worker
-    threads started inside the block are silenced too.
+    threads started inside the block are silenced too. Blocks open in several
+    threads at once (concurrent fits, a threaded search) share one filter: the
+    first to enter installs it and the last to leave restores the filters it
+    found. (Each entering its own ``catch_warnings`` would not nest across
+    threads: the first to leave would lift the filter under the others, and
+    the last would restore a silenced state for good.) NumPy's error state is
+    per thread and set in each.
     """
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        yield
+    with _silence_lock:
+        if _silence["depth"] == 0:
+            catcher = warnings.catch_warnings()
+            catcher.__enter__()
+            warnings.simplefilter("ignore")
+            _silence["catcher"] = catcher
+        _silence["depth"] += 1
+        _own_silence.depth = getattr(_own_silence, "depth", 0) + 1
+    try:
+        with np.errstate(all="ignore"):
+            yield
+    finally:
+        with _silence_lock:
+            _own_silence.depth -= 1
+            _silence["depth"] -= 1
+            if _silence["depth"] == 0:
+                catcher, _silence["catcher"] = _silence["catcher"], None
+                catcher.__exit__(None, None, None)

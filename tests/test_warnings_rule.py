@@ -1,0 +1,274 @@
+"""Warnings are releases: a fit shows those that depend on public values only.
+
+The rule (docs/privacy.rst, "Warnings and errors"): every warning raised from
+the first read of the rows to the end of the release is dropped, and the
+package's own warnings (a fixed ``random_state``, ``epsilon=inf``,
+``data_norm=None``, the solver parameters, a drowned ``"auto"`` search) are
+decided from public values and issued outside that block. So two neighbouring
+datasets, one with a row of entries near 1e200 or 1e300, give the same
+warnings, whatever the user's warning filters and NumPy error state.
+
+NumPy's default error state ignores underflow, which hides the leak this file
+guards against; a user's ``np.seterr(all="warn")`` or ``"raise"`` (common when
+debugging) exposes it: the clipping factor of a 1e200 row underflows when
+squared, so before the rule one neighbour warned (or raised
+``FloatingPointError``) and the other did not. A lazy Dask input computes the
+user's own steps inside the fit, and a step that warns on some values told
+the neighbours apart the same way.
+"""
+
+import math
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+from sklearn_dppca import (
+    BudgetAccountant,
+    BudgetExceededError,
+    CoherentPowerPCA,
+    ComplexGaussPCA,
+    PrivacyLeakWarning,
+    PrivatePCA,
+)
+from sklearn_dppca.privacy import private_computation
+
+try:
+    import dask.array as da
+except ImportError:  # pragma: no cover - dask is a test dependency
+    da = None
+
+FACTORIES = {
+    "private": lambda **kw: PrivatePCA(2, **kw),
+    "complex": lambda **kw: ComplexGaussPCA(2, **kw),
+    "coherent-fixed": lambda **kw: CoherentPowerPCA(2, clip_radius=0.2, n_iter=2,
+                                                    **kw),
+    "coherent-auto": lambda **kw: CoherentPowerPCA(2, max_iter=2, **kw),
+}
+#: n and ε at which data_norm="auto"'s search is not drowned (no public
+#: UserWarning), so that every warning a fit shows here would be a leak.
+N_ROWS, EPSILON = 400, 8.0
+NORMS = [1.0, "auto"]
+INPUTS = ["numpy", pytest.param("dask", marks=pytest.mark.skipif(
+    da is None, reason="needs dask"))]
+EXTREMES = [1e200, 1e300]
+
+
+def neighbours(big, n=N_ROWS, d=4, seed=0):
+    """``X`` and ``X`` with its row 1 replaced by one of entries ``big``."""
+    X = np.random.default_rng(seed).normal(size=(n, d))
+    Y = X.copy()
+    Y[1] = big
+    return X, Y
+
+
+def as_input(X, kind):
+    return da.from_array(X, chunks=(N_ROWS // 4, X.shape[1])) if kind == "dask" else X
+
+
+def _flag_extremes(block):
+    """A user's lazy check that warns when a block holds an extreme value."""
+    if (np.abs(block) > 1e100).any():
+        warnings.warn("an extreme value", UserWarning)
+    return block
+
+
+def shown(make, X, **params):
+    """The fit's warnings as ``(category, message)``, with every filter at
+    "always" and NumPy set to warn on every floating-point error."""
+    params = {"epsilon": EPSILON, **params}
+    with warnings.catch_warnings(record=True) as caught, np.errstate(all="warn"):
+        warnings.simplefilter("always")
+        est = make(accountant=BudgetAccountant(), **params).fit(X)
+    assert np.isfinite(est.components_).all()
+    return [(w.category, str(w.message)) for w in caught]
+
+
+def fit_strictly(make, X, **params):
+    """The fit with every warning an error and NumPy raising on every
+    floating-point error: it must not raise."""
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        est = make(epsilon=EPSILON, accountant=BudgetAccountant(), **params).fit(X)
+    assert np.isfinite(est.components_).all()
+    return est
+
+
+# ------------------------------------------------ neighbours warn alike
+@pytest.mark.parametrize("kind", INPUTS)
+@pytest.mark.parametrize("big", EXTREMES)
+@pytest.mark.parametrize("data_norm", NORMS)
+@pytest.mark.parametrize("name", FACTORIES)
+def test_an_extreme_row_changes_no_warning(name, data_norm, big, kind):
+    X, Y = neighbours(big)
+    make = FACTORIES[name]
+    ordinary = shown(make, as_input(X, kind), data_norm=data_norm)
+    extreme = shown(make, as_input(Y, kind), data_norm=data_norm)
+    assert extreme == ordinary == []
+
+
+@pytest.mark.parametrize("kind", INPUTS)
+@pytest.mark.parametrize("big", EXTREMES)
+@pytest.mark.parametrize("data_norm", NORMS)
+@pytest.mark.parametrize("name", FACTORIES)
+def test_an_extreme_row_raises_nothing_under_error_filters(name, data_norm, big,
+                                                           kind):
+    X, Y = neighbours(big)
+    make = FACTORIES[name]
+    fit_strictly(make, as_input(X, kind), data_norm=data_norm)
+    fit_strictly(make, as_input(Y, kind), data_norm=data_norm)
+
+
+@pytest.mark.parametrize("big", EXTREMES)
+@pytest.mark.parametrize("name", ["private", "complex"])
+def test_the_non_private_fit_is_silent_on_the_clipped_rows_too(name, big):
+    """epsilon=inf computes on the same path: only its public warning."""
+    X, Y = neighbours(big)
+    make = FACTORIES[name]
+    expected = shown(make, X, data_norm=1.0, epsilon=math.inf)
+    assert [c for c, _ in expected] == [PrivacyLeakWarning]
+    assert expected[0][1].startswith("epsilon=inf is the non-private fit")
+    assert shown(make, Y, data_norm=1.0, epsilon=math.inf) == expected
+
+
+@pytest.mark.skipif(da is None, reason="needs dask")
+@pytest.mark.parametrize("data_norm", NORMS)
+@pytest.mark.parametrize("name", FACTORIES)
+def test_a_lazy_user_step_that_warns_on_some_rows_is_silenced(name, data_norm):
+    """A Dask input's own steps run inside the fit: a check of the user's that
+    warns on extreme values is dropped, under "always" and under "error"."""
+    X, Y = neighbours(1e200)
+    make = FACTORIES[name]
+    lazy = [as_input(Z, "dask").map_blocks(_flag_extremes, dtype=Z.dtype)
+            for Z in (X, Y)]
+    assert shown(make, lazy[1], data_norm=data_norm) == shown(
+        make, lazy[0], data_norm=data_norm) == []
+    for Z in lazy:
+        fit_strictly(make, Z, data_norm=data_norm)
+
+
+# ----------------------------------------- the public warnings are shown
+@pytest.mark.parametrize("kind", INPUTS)
+@pytest.mark.parametrize("name", FACTORIES)
+def test_a_fixed_random_state_still_warns_once(name, kind):
+    X, Y = neighbours(1e300)
+    make = FACTORIES[name]
+    caught = shown(make, as_input(Y, kind), data_norm=1.0, random_state=0)
+    assert caught == shown(make, as_input(X, kind), data_norm=1.0, random_state=0)
+    assert [c for c, _ in caught] == [PrivacyLeakWarning]
+    assert caught[0][1].startswith("random_state=0 fixes the noise")
+
+
+@pytest.mark.parametrize("name", FACTORIES)
+def test_public_warnings_keep_their_place_and_number(name):
+    """Solver parameters (before the read), a drowned search (before the read,
+    public n and ε), data_norm=None (after the fit: it quotes data_norm_, which
+    that non-private fit releases) and the fixed seed (after the fit), each
+    once, and in that order, whatever an extreme row does inside."""
+    X, Y = neighbours(1e200, n=60)
+    make = FACTORIES[name]
+    caught = shown(make, Y, data_norm="auto", random_state=0, svd_solver="full",
+                   epsilon=1.0)
+    assert [c for c, _ in caught] == [UserWarning, UserWarning, PrivacyLeakWarning]
+    assert "svd_solver='full' has no effect" in caught[0][1]
+    assert "close to guesses" in caught[1][1]
+    assert caught[2][1].startswith("random_state=0 fixes the noise")
+    with warnings.catch_warnings(record=True) as record, np.errstate(all="warn"):
+        warnings.simplefilter("always")
+        est = make(epsilon=EPSILON, accountant=BudgetAccountant(),
+                   random_state=0).fit(X)
+    leaks = [str(w.message) for w in record]
+    assert [w.category for w in record] == [PrivacyLeakWarning] * 2
+    assert leaks[0].startswith("data_norm is None, so it was set to the largest "
+                               f"row norm of the data ({est.data_norm_:.6g})")
+    assert leaks[1].startswith("random_state=0 fixes the noise")
+
+
+def test_a_public_warning_raised_as_an_error_leaves_the_fit_undone():
+    """Under "error" the fixed seed's warning, issued after the release, is an
+    exception after the charge: the charge stays, the estimator is unchanged
+    (as any failure after the charge)."""
+    X, Y = neighbours(1e300)
+    acc = BudgetAccountant()
+    est = PrivatePCA(2, data_norm=1.0, accountant=acc).fit(X)
+    fitted = est.components_.copy()
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        with pytest.raises(PrivacyLeakWarning, match="random_state=0"):
+            est.set_params(random_state=0).fit(Y)
+    assert acc.n_charges == 2
+    np.testing.assert_array_equal(est.components_, fitted)
+
+
+def test_a_refused_fit_warns_nothing_about_its_data():
+    """A fit refused before the read (over budget) shows only the warnings
+    decided before it, and none of the fit's leaks."""
+    _, Y = neighbours(1e200)
+    acc = BudgetAccountant(epsilon=1.0)
+    with warnings.catch_warnings(record=True) as caught, np.errstate(all="warn"):
+        warnings.simplefilter("always")
+        with pytest.raises(BudgetExceededError):
+            PrivatePCA(2, epsilon=2.0, data_norm=1.0, random_state=0,
+                       accountant=acc).fit(Y)
+    assert caught == [] and acc.n_charges == 0
+
+
+# ------------------------------------------------------- across threads
+def test_private_computations_in_threads_share_one_silence():
+    """Two blocks overlapping in two threads: the first to leave does not lift
+    the silence under the other, and the last restores the filters found."""
+    before = list(warnings.filters)
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+
+    def first():
+        with private_computation():
+            a_in.set()
+            b_in.wait(5)
+        a_out.set()
+
+    def second():
+        a_in.wait(5)
+        with private_computation():
+            b_in.set()
+            a_out.wait(5)
+            warnings.warn("inside, after the other block left", UserWarning)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        inside = list(warnings.filters)
+        threads = [threading.Thread(target=f) for f in (first, second)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        heard = list(caught)
+        assert warnings.filters == inside
+    assert heard == []
+    assert warnings.filters == before
+
+
+@pytest.mark.skipif(da is None, reason="needs dask")
+def test_concurrent_fits_are_silent_and_leave_the_filters_as_they_were():
+    """Eight fits in eight threads, half on the extreme neighbour through a
+    user's warning step: nothing is shown while any of them runs, and the
+    filters are the caller's again once all are done."""
+    X, Y = neighbours(1e200)
+    lazy = [as_input(Z, "dask").map_blocks(_flag_extremes, dtype=Z.dtype)
+            for Z in (X, Y)]
+    acc = BudgetAccountant()
+    estimators = [PrivatePCA(2, data_norm=1.0, accountant=acc) for _ in range(8)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        before = list(warnings.filters)
+        threads = [threading.Thread(target=est.fit, args=(Z,))
+                   for est, Z in zip(estimators, lazy * 4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert warnings.filters == before
+        heard = list(caught)
+        warnings.warn("shown", UserWarning)  # outside any fit: shown again
+    assert acc.n_charges == 8
+    assert heard == [] and [str(w.message) for w in caught] == ["shown"]
