@@ -133,3 +133,13 @@ def test_bench_complex_errors_follow_the_bound_shape():
         assert 1.5 < row["real"] < 2.5 and 1.5 < row["complex"] < 2.5
         assert not row["violates_gap_assumption"]
     assert bench.cell(40, 2, 2.0, 0.5, seeds=2)["violates_gap_assumption"]
+
+
+def test_bench_mechanism_choice_one_seed():
+    """One private choice of the mechanism against the three alone."""
+    bench = pytest.importorskip("bench_mechanism_choice")
+    X = make_coherent_low_rank(3000, 8, 2, eigengap=0.5, random_state=0)[0]
+    top = np.linalg.eigh(np.cov(X.T))[1][:, ::-1][:, :2].T
+    row = bench.run_seed(X, top, 2, 3.0, seed=0)
+    assert row["pick"] in bench.MECHANISMS
+    assert 0 <= row["search"] <= 1 and all(0 <= row[m] <= 1 for m in bench.MECHANISMS)
