@@ -772,3 +772,20 @@ def test_cli_ledger_head_and_verify_anchor(capsys, tmp_path):
         rc, _, err = cli(capsys, "ledger", *argv)
         assert rc == 2 and "the file is empty" in err and err.count("\n") == 1
 
+
+def test_cli_ledger_actions_match_the_docs(capsys):
+    """Every 'dppca ledger' action is documented in docs/cli.rst, and every
+    documented one exists; likewise --anchor."""
+    import re
+    from pathlib import Path
+
+    assert main(["ledger", "--help"]) == 0
+    helptext = capsys.readouterr().out
+    actions = set(re.findall(r"^    (\w+)\s{2,}", helptext, flags=re.M))
+    assert actions == {"init", "show", "verify", "head"}
+    docs = (Path(__file__).parents[1] / "docs" / "cli.rst").read_text("utf-8")
+    documented = set(re.findall(r"``ledger (\w+) FILE", docs))
+    assert documented == actions
+    assert "``ledger verify FILE --anchor N:HASH``" in docs
+    budgets = (Path(__file__).parents[1] / "docs" / "budgets.rst").read_text("utf-8")
+    assert "dppca ledger head" in budgets and "--anchor" in budgets
