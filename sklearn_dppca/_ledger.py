@@ -101,6 +101,10 @@ class LedgerIntegrityError(LedgerError):
         self.row = row
 
 
+class _NotExtending(LedgerIntegrityError):
+    """The file no longer extends the head this process last read from it."""
+
+
 # ------------------------------------------------------------- encoding
 def float_text(value):
     """Exact text of a float (``repr`` round-trips; ``"inf"`` for infinity)."""
@@ -253,7 +257,13 @@ class Ledger:
             con.close()
 
     def _read(self, body):
-        return self._transaction(body, "DEFERRED")
+        try:
+            return self._transaction(body, "DEFERRED")
+        except _NotExtending:
+            # In WAL mode a reader's snapshot may predate a commit this
+            # process has already seen: read the latest state before
+            # accusing the file (BEGIN IMMEDIATE waits for the writer).
+            return self._transaction(body, "IMMEDIATE")
 
     def _create(self, header):
         """Create the ledger unless a file exists at its path (then it is
@@ -373,10 +383,11 @@ class Ledger:
             seen = self._seen
             failure = _extends(meta, rows, *seen)
             if failure is not None:
-                fail(f"the ledger no longer extends what this process read from "
-                     f"it ({seen[0]} charge(s)); it holds {n}: charges were "
-                     "removed (rolled back), or the file was replaced or "
-                     "rewritten, since", failure[1])
+                raise _NotExtending(
+                    f"{self.path}: the ledger no longer extends what this "
+                    f"process read from it ({seen[0]} charge(s)); it holds "
+                    f"{n}: charges were removed (rolled back), or the file was "
+                    "replaced or rewritten, since", row=failure[1])
             self._remember(n, previous)
         return meta, rows
 

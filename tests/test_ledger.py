@@ -789,3 +789,32 @@ def test_cli_ledger_actions_match_the_docs(capsys):
     assert "``ledger verify FILE --anchor N:HASH``" in docs
     budgets = (Path(__file__).parents[1] / "docs" / "budgets.rst").read_text("utf-8")
     assert "dppca ledger head" in budgets and "--anchor" in budgets
+
+
+@pytest.mark.parametrize("journal", ["delete", "wal"])
+def test_one_accountant_shared_by_threads_never_accuses_itself(path, journal):
+    """The head an accountant remembers moves only forward: threads charging
+    and reading through one accountant at once (also in WAL mode, where a
+    reader's snapshot may predate a commit already seen) raise nothing."""
+    acc = BudgetAccountant(math.inf, path=path)
+    with sqlite3.connect(path) as con:
+        con.execute(f"PRAGMA journal_mode={journal}")
+    errors = []
+
+    def work(i):
+        try:
+            for _ in range(15):
+                if i % 2:
+                    acc.spend(0.01)
+                else:
+                    acc.verify()
+                    acc.spent  # noqa: B018 - a read through the same ledger
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert errors == [] and acc.verify() == 45
