@@ -47,7 +47,7 @@ What the chain detects depends on what is kept outside the file:
   ``N``-th with that hash. As every hash chains back to the genesis hash of
   the header, this pins the budget, the ledger's creation and its first ``N``
   charges: no change that lowers the spend below the anchored one passes
-  (short of a SHA-256 preimage). Charges made after the anchor was taken are
+  (short of breaking SHA-256). Charges made after the anchor was taken are
   covered by the next anchor only.
 
 A new ledger is written in full to a private temporary file (``O_EXCL``,
