@@ -8,11 +8,12 @@
 ``dppca transform MODEL DATA -o OUT``
     Project a table on a saved model; writes CSV or Parquet (``-o -``: CSV on
     standard output).
-``dppca ledger init|show|verify FILE``
+``dppca ledger init|show|verify|head FILE``
     Create a budget ledger (``--epsilon E --delta D``), print its charges,
-    spent and remaining budget, or check its hash chain. ``dppca fit
-    --ledger FILE`` charges the fit to it, refused before the data is read
-    when it would go over.
+    spent and remaining budget, check its hash chain (``--anchor N:HASH``:
+    also that it extends an anchor kept elsewhere), or print its anchor.
+    ``dppca fit --ledger FILE`` charges the fit to it, refused before the
+    data is read when it would go over.
 ``dppca demo [--plot FILE.png]``
     The package's main job on bundled data: private PCA of scikit-learn's
     digits at several privacy budgets, compared with the non-private PCA,
@@ -392,19 +393,19 @@ def _report_ledger(args, ledger):
                    f"epsilon={eps:.6g} of {ledger.epsilon:g} at delta={delta:g}")
 
 
-def _head(charges):
-    return charges[-1]["hash"] if charges else "none (no charges yet)"
-
-
 def ledger_init(args):
     from .privacy import BudgetAccountant
 
     if os.path.exists(args.file):
         raise ValueError(f"{args.file} already exists; a ledger is created once "
                          "(its budget is fixed); use another file name")
-    BudgetAccountant(args.epsilon, args.delta, path=args.file)
+    ledger = BudgetAccountant(args.epsilon, args.delta, path=args.file)
+    if not ledger._ledger.created:  # made by another process meanwhile
+        raise ValueError(f"{args.file} already exists; a ledger is created once "
+                         "(its budget is fixed); use another file name")
     print(f"created ledger {args.file}: budget epsilon={args.epsilon:g} at "
           f"delta={args.delta:g}")
+    print(f"anchor: {ledger.anchor()}")
     return 0
 
 
@@ -433,17 +434,35 @@ def ledger_show(args, out=None):
     print(f"spent: epsilon={eps:.6g} at delta={delta:g} in {len(charges)} "
           f"charge(s); remaining: epsilon={left:.6g} for one more Gaussian fit",
           file=out)
-    print(f"head hash: {_head(charges)}", file=out)
+    print(f"anchor: {ledger.anchor()}", file=out)
     return 0
 
 
 def ledger_verify(args):
+    from ._ledger import parse_anchor
     from .privacy import BudgetAccountant
 
+    if args.anchor is not None:
+        parse_anchor(args.anchor)  # a malformed anchor before the file
     ledger = BudgetAccountant(path=args.file)  # raises, naming the row
-    charges = ledger.charges
-    print(f"ledger {ledger.path}: {len(charges)} charge(s), hash chain intact; "
-          f"head hash: {_head(charges)}")
+    ledger.verify(anchor=args.anchor)  # raises if it does not extend it
+    # Read after: it extends what verify read (else it raises), so the
+    # anchor given too; its count and hash come from one read.
+    head = ledger.anchor()
+    extends = ""
+    if args.anchor is not None:
+        count = parse_anchor(args.anchor)[0]
+        extends = (" and extends the anchor" if count is None else
+                   f" and extends the anchor taken at {count} charge(s)")
+    print(f"ledger {ledger.path}: {head.split(':')[0]} charge(s), hash chain "
+          f"intact{extends}; anchor: {head}")
+    return 0
+
+
+def ledger_head(args):
+    from .privacy import BudgetAccountant
+
+    print(BudgetAccountant(path=args.file).anchor())  # verifies the chain
     return 0
 
 
@@ -458,9 +477,12 @@ def _add_ledger_commands(commands, fit):
     fit.add_argument("--force", action="store_true",
                      help="overwrite an existing MODEL file")
     ledger = commands.add_parser(
-        "ledger", help="create, show or verify a privacy-budget ledger",
+        "ledger", help="create, show, verify or anchor a privacy-budget ledger",
         description="A ledger is a SQLite file holding a budget (epsilon, delta) "
-        "and every fit charged to it, hash-chained; share one per dataset.",
+        "and every fit charged to it, hash-chained; share one per dataset. "
+        "Store its anchor ('ledger head') where the file's writers cannot "
+        "change it: 'ledger verify --anchor' then detects a rolled-back or "
+        "replaced ledger, which the chain alone cannot.",
     )
     actions = ledger.add_subparsers(dest="action", required=True, metavar="ACTION")
     init = actions.add_parser("init", help="create a ledger with its budget")
@@ -473,10 +495,17 @@ def _add_ledger_commands(commands, fit):
     for name, run, text in (
         ("show", ledger_show, "print the charges, spent and remaining budget"),
         ("verify", ledger_verify, "check the hash chain; name the first bad row"),
+        ("head", ledger_head, "print the anchor (N:HASH) to store elsewhere"),
     ):
         action = actions.add_parser(name, help=text, description=text)
         action.add_argument("file", metavar="FILE")
         action.set_defaults(run=run)
+        if name == "verify":
+            action.add_argument(
+                "--anchor", metavar="N:HASH",
+                help="also check that the ledger extends this anchor (printed "
+                "by 'ledger head' earlier): detects charges removed or the "
+                "ledger replaced")
 
 
 def _read_bounds(values, names):

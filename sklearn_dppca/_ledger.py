@@ -28,10 +28,32 @@ the caller decide on the new row from all of them, and commits the row and
 the new head together: concurrent processes and threads never overspend, and
 a process killed at any point leaves either its whole row or nothing.
 
-Without a secret key, the chain does not stop someone who can write the file
-and recompute every hash; it detects any change made without doing so, and
-any change at all against a head hash recorded elsewhere
-(``dppca ledger show`` prints it).
+What the chain detects depends on what is kept outside the file:
+
+* Alone (:meth:`Ledger.verify`, run at every read and charge), an edited,
+  inserted, deleted or moved row *before the recorded head*, and an edited
+  header. It cannot see the removal of the last rows when ``meta.head`` and
+  ``meta.n_charges`` are set back to match (a truncated tail, down to no row
+  at all), the file replaced by another ledger (another budget), an older copy
+  restored, or any rewrite that recomputes the hashes: all of these are
+  well-formed ledgers.
+* A :class:`Ledger` object remembers the head it last read and refuses a file
+  that no longer extends it: a process that keeps a ledger open sees a
+  rollback or a replacement made meanwhile (not one made before it opened it).
+* An *anchor*, :meth:`Ledger.anchor` (``"N:HASH"``: the number of charges and
+  the hash of the last one, the genesis hash for none), stored where the
+  file's writer cannot change it: :meth:`Ledger.verify` with ``anchor=``
+  requires the file to extend it, that is to hold at least ``N`` rows, the
+  ``N``-th with that hash. As every hash chains back to the genesis hash of
+  the header, this pins the budget, the ledger's creation and its first ``N``
+  charges: no change that lowers the spend below the anchored one passes
+  (short of breaking SHA-256). Charges made after the anchor was taken are
+  covered by the next anchor only.
+
+A new ledger is written in full to a private temporary file (``O_EXCL``,
+mode ``0o600``: readable and writable by its owner only), then linked to its
+path, which fails if anything exists there: a ledger is never created over an
+existing file, even an empty one, and no process sees a half-made ledger.
 """
 
 import datetime
@@ -39,7 +61,11 @@ import hashlib
 import json
 import math
 import os
+import pathlib
+import re
 import sqlite3
+import threading
+import uuid
 
 FORMAT = "sklearn_dppca ledger"
 VERSION = "1"
@@ -50,6 +76,9 @@ _ROW_FIELDS = (
     "epsilon_spent", "prev_hash",
 )
 _META_HASHED = ("format", "version", "epsilon", "delta", "orders", "created")
+#: New ledger files (and SQLite's journals, which copy the mode): owner only.
+FILE_MODE = 0o600
+_ANCHOR = re.compile(r"(?:(\d+):)?([0-9a-f]{64})")
 
 
 class LedgerError(ValueError):
@@ -58,7 +87,8 @@ class LedgerError(ValueError):
 
 
 class LedgerIntegrityError(LedgerError):
-    """:meth:`Ledger.verify` found an edited, inserted, deleted or moved row.
+    """:meth:`Ledger.verify` found an edited, inserted, deleted or moved row,
+    or a ledger that does not extend an anchor or the head last read.
 
     Attributes
     ----------
@@ -69,6 +99,10 @@ class LedgerIntegrityError(LedgerError):
     def __init__(self, message, row=None):
         super().__init__(message)
         self.row = row
+
+
+class _NotExtending(LedgerIntegrityError):
+    """The file no longer extends the head this process last read from it."""
 
 
 # ------------------------------------------------------------- encoding
@@ -128,6 +162,45 @@ def _genesis(meta):
     return _digest(meta.get(name) for name in _META_HASHED)
 
 
+def parse_anchor(anchor):
+    """``(n, hash)`` of an anchor ``"N:HASH"``; ``n`` is ``None`` for a bare
+    row hash (a head hash recorded from ``dppca ledger show`` or ``verify``
+    before anchors existed)."""
+    match = _ANCHOR.fullmatch(anchor.strip()) if isinstance(anchor, str) else None
+    if match is None:
+        raise ValueError(
+            f"anchor must be 'N:HASH' (the number of charges and a 64-digit "
+            f"hex SHA-256), as printed by 'dppca ledger head'; got {anchor!r}.")
+    count, digest = match.groups()
+    return (None if count is None else int(count)), digest
+
+
+def _extends(meta, rows, count, digest):
+    """``None`` if the chain ``rows`` (verified, from header ``meta``) holds
+    ``count`` rows or more, the ``count``-th with hash ``digest`` (the genesis
+    hash for 0); else why not, as ``(message, row)``."""
+    hashes = [meta["genesis"], *(row["hash"] for row in rows)]
+    n = len(rows)
+    if count is None:  # a bare head hash: any row of the chain
+        if digest in hashes:
+            return None
+        return (f"no row of this ledger ({n} charge(s)) has the anchored hash "
+                f"{digest}: its anchored rows were removed (rolled back), the "
+                "file was replaced or rewritten, or the anchor is another "
+                "ledger's", None)
+    if count > n:
+        return (f"row {n + 1} is missing: the ledger holds {n} charge(s), the "
+                f"anchor was taken at {count}: charges were removed (rolled "
+                "back), the file was replaced, or the anchor is another "
+                "ledger's", n + 1)
+    if hashes[count] != digest:
+        return (f"the ledger does not extend the anchor taken at {count} "
+                "charge(s): the file was replaced by another ledger (another "
+                "budget or creation) or rewritten, or the anchor is another "
+                "ledger's", None)
+    return None
+
+
 # --------------------------------------------------------------- ledger
 class Ledger:
     """One ledger file; every operation opens its own connection.
@@ -145,16 +218,23 @@ class Ledger:
         self.path = os.path.abspath(os.fspath(path))
         if create is None and not os.path.exists(self.path):
             raise LedgerError(f"{self.path}: no such ledger file")
-        if create is not None:
-            self._create(create)
+        #: Whether this object created the file (``False``: it existed).
+        self.created = create is not None and self._create(create)
         #: The fixed header: budget, orders digest, creation time, genesis.
         self.header = _header(self._read(lambda con: _meta(con, self.path)))
+        # The head this object last read, as (n, hash): a later read must
+        # extend it (a rollback or replacement while open is detected).
+        self._seen = (0, self.header["genesis"])
+        self._seen_lock = threading.Lock()
 
     # -- connections --------------------------------------------------
     def _connect(self):
+        # mode=rw: opening never creates a file (one removed meanwhile stays
+        # removed); only _create makes ledgers.
+        uri = pathlib.Path(self.path).as_uri() + "?mode=rw"
         try:
             con = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT, isolation_level=None
+                uri, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None
             )
         except sqlite3.Error as exc:
             raise LedgerError(f"{self.path}: cannot open the ledger ({exc})") from exc
@@ -177,28 +257,44 @@ class Ledger:
             con.close()
 
     def _read(self, body):
-        return self._transaction(body, "DEFERRED")
+        try:
+            return self._transaction(body, "DEFERRED")
+        except _NotExtending:
+            # In WAL mode a reader's snapshot may predate a commit this
+            # process has already seen: read the latest state before
+            # accusing the file (BEGIN IMMEDIATE waits for the writer).
+            return self._transaction(body, "IMMEDIATE")
 
     def _create(self, header):
-        def body(con):
-            tables = {r[0] for r in con.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if not tables:
-                con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
-                con.execute(
-                    "CREATE TABLE charges (seq INTEGER PRIMARY KEY, time TEXT, "
-                    "estimator TEXT, params TEXT, label TEXT, mu TEXT, rdp TEXT, "
-                    "epsilon_spent TEXT, prev_hash TEXT, hash TEXT)"
-                )
-                now = datetime.datetime.now(datetime.timezone.utc)
-                meta = dict(header, format=FORMAT, version=VERSION,
-                            created=now.isoformat(timespec="microseconds"))
-                meta["genesis"] = _genesis(meta)
-                meta["n_charges"], meta["head"] = "0", meta["genesis"]
-                con.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
+        """Create the ledger unless a file exists at its path (then it is
+        opened as it is, and must be a ledger).
 
-        # IMMEDIATE: two processes creating one ledger create it once.
-        self._transaction(body, "IMMEDIATE")
+        The ledger is made whole in a temporary file of the same directory,
+        created with ``O_EXCL`` and mode :data:`FILE_MODE`, then hard-linked
+        to its path: the link fails if anything exists there, so a ledger is
+        never created over a file (an empty one included), and two processes
+        creating one ledger create it once, neither seeing it half-made.
+        Returns whether it created the ledger.
+        """
+        if os.path.lexists(self.path):  # (also where no file can be made)
+            return False
+        folder, name = os.path.split(self.path)
+        temp = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.creating")
+        try:
+            os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
+        except OSError as exc:
+            raise LedgerError(f"{self.path}: cannot create the ledger ({exc})") from exc
+        try:
+            _write_new_ledger(temp, header)
+            try:
+                os.link(temp, self.path)
+            except FileExistsError:
+                return False  # an existing file: opened, and checked, as it is
+            except OSError:  # no hard links here: exclusive copy instead
+                return _copy_exclusive(temp, self.path)
+            return True
+        finally:
+            os.unlink(temp)
 
     # -- reading ------------------------------------------------------
     def rows(self):
@@ -206,15 +302,48 @@ class Ledger:
         rows = self._read(lambda con: self._verified(con)[1])
         return [_decoded(row) for row in rows]
 
-    def verify(self):
+    def verify(self, anchor=None):
         """Check the header and the chain; return the number of charges.
+
+        Parameters
+        ----------
+        anchor : str, optional
+            An :meth:`anchor` taken earlier (``"N:HASH"``) and kept outside
+            the file: the ledger must extend it (hold at least ``N`` charges,
+            the ``N``-th with that hash). A bare row hash is accepted too.
 
         Raises
         ------
         LedgerIntegrityError
-            Naming the first row (or the header) found wrong.
+            Naming the first row (or the header) found wrong, or saying why
+            the ledger does not extend the anchor.
         """
-        return len(self._read(lambda con: self._verified(con)[1]))
+        wanted = None if anchor is None else parse_anchor(anchor)
+
+        def body(con):
+            meta, rows = self._verified(con)
+            if wanted is not None:
+                failure = _extends(meta, rows, *wanted)
+                if failure is not None:
+                    raise LedgerIntegrityError(f"{self.path}: {failure[0]}",
+                                               row=failure[1])
+            return len(rows)
+
+        return self._read(body)
+
+    def anchor(self):
+        """``"N:HASH"``: the number of charges and the hash of the last one
+        (the genesis hash for none), after verifying the chain.
+
+        Stored where the file's writer cannot change it, it is checked by
+        :meth:`verify` with ``anchor=``; as every hash chains to the header,
+        it pins the budget, the ledger's creation and its first ``N`` rows.
+        """
+        def body(con):
+            meta, rows = self._verified(con)
+            return f"{len(rows)}:{rows[-1]['hash'] if rows else meta['genesis']}"
+
+        return self._read(body)
 
     def _verified(self, con):
         def fail(message, row):
@@ -248,7 +377,25 @@ class Ledger:
         if recorded < n or meta["head"] != previous:
             fail(f"row {recorded + 1} was inserted or replaced after the last "
                  f"recorded charge ({recorded})", recorded + 1)
+        # Checked inside the read's transaction, so against a state that no
+        # concurrent charge can have committed past yet.
+        with self._seen_lock:
+            seen = self._seen
+            failure = _extends(meta, rows, *seen)
+            if failure is not None:
+                raise _NotExtending(
+                    f"{self.path}: the ledger no longer extends what this "
+                    f"process read from it ({seen[0]} charge(s)); it holds "
+                    f"{n}: charges were removed (rolled back), or the file was "
+                    "replaced or rewritten, since", row=failure[1])
+            self._remember(n, previous)
         return meta, rows
+
+    def _remember(self, n, head):
+        """Move the head last read forward (never back: reads and commits of
+        several threads may report out of order)."""
+        if n > self._seen[0]:
+            self._seen = (n, head)
 
     # -- appending ----------------------------------------------------
     def append(self, decide):
@@ -279,7 +426,49 @@ class Ledger:
                             [(str(row["seq"]), "n_charges"), (row["hash"], "head")])
             return row
 
-        return _decoded(self._transaction(body, "IMMEDIATE"))
+        row = self._transaction(body, "IMMEDIATE")
+        with self._seen_lock:  # committed: the head this process knows moves
+            self._remember(row["seq"], row["hash"])
+        return _decoded(row)
+
+
+def _write_new_ledger(path, header):
+    """Write a new, empty ledger with ``header`` into the empty file ``path``."""
+    con = sqlite3.connect(path, isolation_level=None)
+    try:
+        con.execute("BEGIN IMMEDIATE")
+        con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+        con.execute(
+            "CREATE TABLE charges (seq INTEGER PRIMARY KEY, time TEXT, "
+            "estimator TEXT, params TEXT, label TEXT, mu TEXT, rdp TEXT, "
+            "epsilon_spent TEXT, prev_hash TEXT, hash TEXT)"
+        )
+        now = datetime.datetime.now(datetime.timezone.utc)
+        meta = dict(header, format=FORMAT, version=VERSION,
+                    created=now.isoformat(timespec="microseconds"))
+        meta["genesis"] = _genesis(meta)
+        meta["n_charges"], meta["head"] = "0", meta["genesis"]
+        con.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
+        con.execute("COMMIT")
+    finally:
+        con.close()
+
+
+def _copy_exclusive(source, path):
+    """Copy ``source`` to a new file ``path`` (``O_EXCL``, :data:`FILE_MODE`),
+    where hard links are not supported; nothing is done if ``path`` exists.
+    Returns whether it copied."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise LedgerError(f"{path}: cannot create the ledger ({exc})") from exc
+    with open(source, "rb") as src, os.fdopen(fd, "wb") as dst:
+        dst.write(src.read())
+        dst.flush()
+        os.fsync(dst.fileno())
+    return True
 
 
 def _meta(con, path):
@@ -288,6 +477,12 @@ def _meta(con, path):
     except sqlite3.OperationalError:
         meta = {}
     if meta.get("format") != FORMAT:
+        if not meta and os.path.exists(path) and os.path.getsize(path) == 0:
+            raise LedgerError(
+                f"{path}: not a sklearn_dppca ledger: the file is empty. A "
+                "ledger is never created over an existing file; if this was a "
+                "ledger, it was truncated (restore it from a backup), else "
+                "choose another path for a new ledger")
         raise LedgerError(f"{path}: not a sklearn_dppca ledger")
     if meta.get("version") != VERSION:
         raise LedgerError(

@@ -500,8 +500,12 @@ class BudgetAccountant:
         The ``δ`` at which the budget is stated and :attr:`spent` is
         reported; ``None``: ``1e-6``, or the ledger's own. Read-only.
     path : str or path-like, default=None
-        Ledger file. A new file needs ``epsilon``; an existing one is opened
-        with its stored budget (giving another budget is an error).
+        Ledger file. A new file needs ``epsilon``, and is created readable by
+        its owner only; an existing one is opened with its stored budget
+        (giving another budget is an error). A ledger is never created over
+        an existing file: an empty or other file is an error. Opened without
+        a budget, a ledger's budget is whatever the file holds: only
+        ``verify(anchor=...)`` pins it (see :ref:`ledger-anchors`).
     label : str, default=None
         Recorded with every charge made through this accountant (a
         :meth:`spend` may give its own).
@@ -802,14 +806,44 @@ class BudgetAccountant:
             columns += ["prev_hash", "hash"]
         return pd.DataFrame(self.charges, columns=columns)
 
-    def verify(self):
+    def verify(self, anchor=None):
         """Check a ledger's hash chain; return the number of charges.
 
         Raises ``sklearn_dppca.privacy.LedgerIntegrityError`` naming the
-        first edited, inserted, deleted or moved row. An in-memory accountant
-        has nothing to verify.
+        first edited, inserted, deleted or moved row. The chain alone cannot
+        see the last rows removed with the head set back, or the file
+        replaced by another ledger: give ``anchor`` to detect those (see
+        :ref:`ledger-anchors`). An in-memory accountant has nothing to verify.
+
+        Parameters
+        ----------
+        anchor : str, optional
+            An :meth:`anchor` taken earlier (``"N:HASH"``) and kept where the
+            file's writer cannot change it. The ledger must extend it: hold
+            at least ``N`` charges, the first ``N`` unchanged, with the same
+            budget and creation. Charges made after it may follow.
         """
-        return self.n_charges
+        if self._ledger is None:
+            if anchor is not None:
+                raise ValueError("An in-memory accountant has no ledger to "
+                                 "check an anchor against.")
+            return self.n_charges
+        return self._ledger.verify(anchor=anchor)
+
+    def anchor(self):
+        """The ledger's anchor, ``"N:HASH"``: its number of charges and the
+        hash of the last one (the genesis hash before any), after verifying.
+
+        Store it where whoever can write the ledger file cannot change it;
+        :meth:`verify` with ``anchor=`` (or ``dppca ledger verify FILE
+        --anchor N:HASH``) then detects any change that lowers the spend
+        below the anchored one, or replaces the ledger (another budget).
+        Also ``dppca ledger head FILE``.
+        """
+        if self._ledger is None:
+            raise ValueError("An in-memory accountant has no ledger to anchor; "
+                             "give it a path (see 'Ledgers' in the docs).")
+        return self._ledger.anchor()
 
     def remaining(self, k=1):
         """Largest ``ε`` each of ``k`` more equal Gaussian fits may spend.

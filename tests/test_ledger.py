@@ -10,6 +10,7 @@ import math
 import multiprocessing
 import os
 import pickle
+import shutil
 import signal
 import sqlite3
 import threading
@@ -231,6 +232,218 @@ def test_verify_names_the_tampered_row(path, case, capsys):
     assert main(["ledger", "verify", path]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err
+
+
+# ==========================================================================
+# 2b. What the chain alone cannot see, and anchors (issue 22)
+# ==========================================================================
+def _roll_back(path, keep):
+    """The attack the chain alone misses: delete every row after ``keep`` and
+    set the head back to match (no hash recomputed)."""
+    with sqlite3.connect(path) as con:
+        meta = dict(con.execute("SELECT key, value FROM meta"))
+        head = meta["genesis"] if keep == 0 else con.execute(
+            "SELECT hash FROM charges WHERE seq = ?", (keep,)).fetchone()[0]
+        con.execute("DELETE FROM charges WHERE seq > ?", (keep,))
+        con.executemany("UPDATE meta SET value = ? WHERE key = ?",
+                        [(head, "head"), (str(keep), "n_charges")])
+
+
+def _rewrite(path, seq, mu):
+    """A full rewrite: lower row ``seq``'s charge and recompute every hash."""
+    from sklearn_dppca import _ledger
+
+    with sqlite3.connect(path) as con:
+        con.row_factory = sqlite3.Row
+        meta = dict(con.execute("SELECT key, value FROM meta"))
+        previous = meta["genesis"]
+        for row in [dict(r) for r in con.execute("SELECT * FROM charges ORDER BY seq")]:
+            if row["seq"] == seq:
+                row["mu"] = _ledger.float_text(mu)
+            row["prev_hash"] = previous
+            row["hash"] = previous = _ledger._row_hash(row)
+            con.execute("UPDATE charges SET mu = ?, prev_hash = ?, hash = ? "
+                        "WHERE seq = ?", (row["mu"], row["prev_hash"], row["hash"],
+                                          row["seq"]))
+        con.execute("UPDATE meta SET value = ? WHERE key = 'head'", (previous,))
+
+
+@pytest.mark.parametrize("keep", [3, 0])
+def test_rolled_back_tail_is_caught_by_an_anchor_only(path, keep, capsys):
+    """Deleting the last row (or every row) and setting the head back gives a
+    well-formed ledger: a fresh open cannot tell. The anchor taken at 4 can."""
+    acc = _ledger_with_rows(path)
+    anchor = acc.anchor()
+    assert anchor == f"4:{acc.charges[-1]['hash']}"
+    _roll_back(path, keep)
+    fresh = BudgetAccountant(path=path)  # what the chain alone sees: fine
+    assert fresh.verify() == keep and fresh.spent[0] < acc.epsilon
+    with pytest.raises(LedgerIntegrityError, match=f"row {keep + 1} is missing") as e:
+        fresh.verify(anchor=anchor)
+    assert e.value.row == keep + 1 and "anchor was taken at 4" in str(e.value)
+    assert main(["ledger", "verify", path, "--anchor", anchor]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"holds {keep} charge(s)" in err
+    if keep:  # an anchor taken before the removed rows still holds
+        assert fresh.verify(anchor=f"2:{fresh.charges[1]['hash']}") == keep
+
+
+def test_an_open_accountant_sees_a_rollback_made_while_open(path):
+    """The head an accountant last read is an anchor in memory: a rollback
+    made meanwhile is refused at the next read or charge."""
+    acc = _ledger_with_rows(path)
+    _roll_back(path, 3)
+    for use in (acc.verify, lambda: acc.spend(0.01), lambda: acc.spent):
+        with pytest.raises(LedgerIntegrityError, match="no longer extends") as e:
+            use()
+        assert e.value.row == 4
+    assert BudgetAccountant(path=path).verify() == 3  # a new process cannot
+
+
+def test_a_rewritten_chain_is_caught_by_an_anchor(path):
+    """Someone who recomputes every hash passes the chain, not the anchor."""
+    acc = _ledger_with_rows(path)
+    anchor = acc.anchor()
+    before = acc.spent[0]
+    _rewrite(path, 2, 0.001)
+    fresh = BudgetAccountant(path=path)
+    assert fresh.verify() == 4 and fresh.spent[0] < before
+    with pytest.raises(LedgerIntegrityError, match="does not extend the anchor"):
+        fresh.verify(anchor=anchor)
+    with pytest.raises(LedgerIntegrityError, match="no longer extends"):
+        acc.verify()  # the open one too
+
+
+@pytest.mark.parametrize("how", ["new ledger", "older copy"])
+def test_a_replaced_ledger_is_caught_by_an_anchor(path, tmp_path, how):
+    """A fresh ledger with a larger budget, or a restored older copy, opens
+    cleanly without a budget; the anchor rejects both."""
+    acc = BudgetAccountant(1.5, path=path)
+    created = acc.anchor()
+    assert created == f"0:{acc._ledger.header['genesis']}"
+    backup = tmp_path / "backup.db"
+    shutil.copyfile(path, backup)
+    acc.spend(MU1)
+    anchor = acc.anchor()
+    os.remove(path)
+    if how == "new ledger":
+        BudgetAccountant(100.0, path=path)
+        checks = [created, anchor]
+    else:
+        shutil.copyfile(backup, path)
+        checks = [anchor]
+    fresh = BudgetAccountant(path=path)  # no budget given: nothing compared
+    assert fresh.spent == (0.0, 0.0)
+    for check in checks:
+        with pytest.raises(LedgerIntegrityError, match="anchor"):
+            fresh.verify(anchor=check)
+    with pytest.raises(LedgerIntegrityError):  # the open accountant refuses
+        acc.spend(0.01)
+
+
+def test_anchor_is_a_prefix_later_charges_may_follow(path):
+    acc = BudgetAccountant(10.0, path=path)
+    anchors = [acc.anchor()]
+    for i in range(3):
+        acc.spend(0.1)
+        anchors.append(acc.anchor())
+    assert [a.split(":")[0] for a in anchors] == ["0", "1", "2", "3"]
+    fresh = BudgetAccountant(path=path)
+    for anchor in anchors:
+        assert fresh.verify(anchor=anchor) == 3
+        assert fresh.verify(anchor=f" {anchor}\n") == 3  # pasted from a file
+    legacy = acc.charges[1]["hash"]  # a head hash recorded by 'ledger show'
+    assert fresh.verify(anchor=legacy) == 3
+    with pytest.raises(LedgerIntegrityError, match="no row of this ledger"):
+        fresh.verify(anchor="0" * 64)
+    count, digest = anchors[2].split(":")
+    with pytest.raises(LedgerIntegrityError, match="does not extend"):
+        fresh.verify(anchor=f"1:{digest}")  # right hash, wrong count
+    for bad in ("", "3", "3:abc", "x:" + digest, digest.upper(), 3):
+        with pytest.raises(ValueError, match="N:HASH"):
+            fresh.verify(anchor=bad)
+    memory = BudgetAccountant(1.0)
+    with pytest.raises(ValueError, match="in-memory"):
+        memory.anchor()
+    with pytest.raises(ValueError, match="in-memory"):
+        memory.verify(anchor=anchors[0])
+    assert memory.verify() == 0
+
+
+@pytest.mark.parametrize("content", [b"", None])
+def test_never_created_over_an_existing_file(path, content):
+    """A file truncated to 0 bytes (or an empty file made by anyone) is not
+    silently turned into a new ledger: the error names the path."""
+    if content is None:
+        _ledger_with_rows(path)
+        os.truncate(path, 0)
+    else:
+        with open(path, "wb") as f:
+            f.write(content)
+    for budget in ({"epsilon": 2.0}, {}):
+        with pytest.raises(LedgerError, match="the file is empty") as e:
+            BudgetAccountant(path=path, **budget)
+        assert os.path.abspath(path) in str(e.value)
+    assert os.path.getsize(path) == 0
+
+
+def test_opening_never_creates_a_file(path):
+    """A ledger removed under an open accountant is not re-created empty."""
+    acc = BudgetAccountant(2.0, path=path)
+    os.remove(path)
+    with pytest.raises(LedgerError):
+        acc.spend(0.01)
+    assert not os.path.exists(path)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+@pytest.mark.parametrize("no_hard_links", [False, True])
+def test_new_ledgers_are_private_to_their_owner(tmp_path, monkeypatch, no_hard_links):
+    if no_hard_links:  # e.g. a file system without them: exclusive copy
+        def refuse(*args, **kwargs):
+            raise PermissionError("hard links not supported")
+
+        monkeypatch.setattr(os, "link", refuse)
+    old = os.umask(0o022)
+    try:
+        path = tmp_path / "budget.db"
+        acc = BudgetAccountant(2.0, path=path)
+        acc.spend(0.1)
+        assert main(["ledger", "init", str(tmp_path / "cli.db"), "--epsilon", "1",
+                     "--delta", "1e-6"]) == 0
+    finally:
+        os.umask(old)
+    for name in ("budget.db", "cli.db"):
+        assert (tmp_path / name).stat().st_mode & 0o777 == 0o600, name
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["budget.db", "cli.db"]
+    assert BudgetAccountant(path=path).verify() == 1
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    with pytest.raises(LedgerError, match="empty"):
+        BudgetAccountant(2.0, path=empty)
+
+
+def test_threads_creating_one_ledger_create_it_once(path):
+    """8 threads create the same ledger at once: one file, one genesis, no
+    half-made ledger seen, no temporary file left."""
+    barrier = threading.Barrier(8)
+    made, errors = [], []
+
+    def create():
+        barrier.wait(timeout=60)
+        try:
+            made.append(BudgetAccountant(3.0, 1e-6, path=path))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=create) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == [] and len(made) == 8
+    assert len({acc.anchor() for acc in made}) == 1
+    assert os.listdir(os.path.dirname(path)) == ["budget.db"]
 
 
 # ==========================================================================
@@ -528,3 +741,80 @@ def test_cli_fit_refuses_to_overwrite_a_model_without_force(capsys, tmp_path, ta
     assert model.read_text() == before
     rc, _, err = cli_fit(capsys, table, model, "--force", "--seed", 1)
     assert rc == 0 and json.loads(model.read_text())["parameters"]["random_state"] == 1
+
+
+def test_cli_ledger_head_and_verify_anchor(capsys, tmp_path):
+    ledger = tmp_path / "people.db"
+    rc, out, _ = cli(capsys, "ledger", "init", ledger, "--epsilon", 2, "--delta", 1e-6)
+    created = out.splitlines()[-1].removeprefix("anchor: ")
+    acc = BudgetAccountant(path=ledger)
+    assert rc == 0 and created == acc.anchor()
+    acc.spend(MU1, label="first")
+    rc, out, err = cli(capsys, "ledger", "head", ledger)
+    assert rc == 0 and err == "" and out == acc.anchor() + "\n"
+    anchor = out.strip()
+    rc, out, _ = cli(capsys, "ledger", "verify", ledger, "--anchor", created)
+    assert rc == 0 and out == (
+        f"ledger {ledger}: 1 charge(s), hash chain intact and extends the "
+        f"anchor taken at 0 charge(s); anchor: {anchor}\n")
+    rc, out, _ = cli(capsys, "ledger", "show", ledger)
+    assert out.splitlines()[-1] == f"anchor: {anchor}"
+    _roll_back(str(ledger), 0)
+    rc, out, _ = cli(capsys, "ledger", "verify", ledger)  # the chain alone: fine
+    assert rc == 0 and "0 charge(s), hash chain intact" in out
+    rc, out, err = cli(capsys, "ledger", "verify", ledger, "--anchor", anchor)
+    assert rc == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"dppca: error: {ledger}: row 1 is missing")
+    rc, _, err = cli(capsys, "ledger", "verify", ledger, "--anchor", "abc")
+    assert rc == 2 and "N:HASH" in err and err.count("\n") == 1
+    os.truncate(ledger, 0)
+    for argv in (["head", ledger], ["verify", ledger, "--anchor", anchor]):
+        rc, _, err = cli(capsys, "ledger", *argv)
+        assert rc == 2 and "the file is empty" in err and err.count("\n") == 1
+
+
+def test_cli_ledger_actions_match_the_docs(capsys):
+    """Every 'dppca ledger' action is documented in docs/cli.rst, and every
+    documented one exists; likewise --anchor."""
+    import re
+    from pathlib import Path
+
+    assert main(["ledger", "--help"]) == 0
+    helptext = capsys.readouterr().out
+    actions = set(re.findall(r"^    (\w+)\s{2,}", helptext, flags=re.M))
+    assert actions == {"init", "show", "verify", "head"}
+    docs = (Path(__file__).parents[1] / "docs" / "cli.rst").read_text("utf-8")
+    documented = set(re.findall(r"``ledger (\w+) FILE", docs))
+    assert documented == actions
+    assert "``ledger verify FILE --anchor N:HASH``" in docs
+    budgets = (Path(__file__).parents[1] / "docs" / "budgets.rst").read_text("utf-8")
+    assert "dppca ledger head" in budgets and "--anchor" in budgets
+
+
+@pytest.mark.parametrize("journal", ["delete", "wal"])
+def test_one_accountant_shared_by_threads_never_accuses_itself(path, journal):
+    """The head an accountant remembers moves only forward: threads charging
+    and reading through one accountant at once (also in WAL mode, where a
+    reader's snapshot may predate a commit already seen) raise nothing."""
+    acc = BudgetAccountant(math.inf, path=path)
+    with sqlite3.connect(path) as con:
+        con.execute(f"PRAGMA journal_mode={journal}")
+    errors = []
+
+    def work(i):
+        try:
+            for _ in range(15):
+                if i % 2:
+                    acc.spend(0.01)
+                else:
+                    acc.verify()
+                    acc.spent  # noqa: B018 - a read through the same ledger
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert errors == [] and acc.verify() == 45
