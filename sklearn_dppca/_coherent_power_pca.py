@@ -210,7 +210,9 @@ class CoherentPowerPCA(_BasePrivatePCA):
     center : bool, default=True
         Centre the data on a private mean.
     whiten : bool, default=False
-        Scale the projections to unit released variance.
+        Scale the projections to unit released variance. As in scikit-learn,
+        it also changes the model of ``get_covariance``, ``get_precision``
+        and ``score`` (see :meth:`get_covariance`), not the release.
     copy, svd_solver
         scikit-learn :class:`~sklearn.decomposition.PCA`'s parameters, with
         its defaults and validation, accepted so that a ``PCA(...)`` call runs

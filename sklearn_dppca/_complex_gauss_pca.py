@@ -81,7 +81,9 @@ class ComplexGaussPCA(_BasePrivatePCA):
     center : bool, default=True
         Centre the data on a private mean (10% of the budget).
     whiten : bool, default=False
-        Scale the projections to unit released variance.
+        Scale the projections to unit released variance. As in scikit-learn,
+        it also changes the model of ``get_covariance``, ``get_precision``
+        and ``score`` (see :meth:`get_covariance`), not the release.
     %(solver_parameters)s
     target : {"covariance", "subspace"}, default="covariance"
         ``"covariance"``: the components and variances of ``Ψ``, the real

@@ -41,7 +41,9 @@ class PrivatePCA(_BasePrivatePCA):
         Centre the data on a private mean (10% of the budget). With
         ``False`` the data is used as it is and ``mean_`` is zero.
     whiten : bool, default=False
-        Scale the projections to unit released variance.
+        Scale the projections to unit released variance. As in scikit-learn,
+        it also changes the model of ``get_covariance``, ``get_precision``
+        and ``score`` (see :meth:`get_covariance`), not the release.
     %(solver_parameters)s
     random_state : None, int, RandomState or Generator, default=None
         Source of the noise. ``None`` draws from operating-system entropy; any

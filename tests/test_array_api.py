@@ -165,6 +165,34 @@ def test_sklearn_array_api_check(est, ns, device, dtype):
                           device_name=device, dtype_name=dtype)
 
 
+@pytest.mark.parametrize("ns", NAMESPACES)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("whiten", [False, True])
+def test_model_in_the_fits_namespace_and_dtype(whiten, dtype, ns):
+    """get_covariance, get_precision and score_samples return arrays of the
+    fit's namespace in its dtype (float32 in, float32 out), as scikit-learn's
+    check_array_api_get_precision requires, with the NumPy fit's values."""
+    module = _module(ns)
+    X = data(500, 4).astype(dtype)
+    est = PrivatePCA(2, whiten=whiten, epsilon=math.inf, data_norm=1.0)
+    ref = clone(est).fit(X)
+    with config_context(array_api_dispatch=True):
+        Xx = module.asarray(X)
+        other = clone(est).fit(Xx)
+        results = [(other.get_covariance(), ref.get_covariance()),
+                   (other.get_precision(), ref.get_precision()),
+                   (other.score_samples(Xx), ref.score_samples(X))]
+        score = other.score(Xx)
+    tol = 1e-10 if dtype == "float64" else 1e-4
+    for got, want in results:
+        assert type(got).__module__.split(".")[0] == module.__name__
+        assert str(got.dtype).endswith(dtype)
+        assert want.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(to_numpy(got), want, rtol=tol,
+                                   atol=tol * np.abs(want).max())
+    assert score == pytest.approx(ref.score(X), rel=tol)
+
+
 def test_sklearn_same_namespace_check():
     checks = pytest.importorskip("sklearn.utils.estimator_checks")
     if not hasattr(checks, "check_array_api_same_namespace"):  # scikit-learn < 1.9
