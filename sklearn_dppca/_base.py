@@ -482,7 +482,10 @@ class _BasePrivatePCA(
             ``n − 1`` (the trace of the release's positive part), so that the
             ratios sum to 1 when every component is kept, as in scikit-learn.
         noise_variance : float
-            Mean clamped variance beyond the first ``k`` (0 when ``k = min(n, d)``).
+            Mean clamped variance of ranks ``k + 1`` to ``min(n, d)`` (0 when
+            ``k = min(n, d)``), scikit-learn's average: with ``n < d`` the
+            ``d − n`` smallest released variances are left out, as its
+            ``min(n, d)`` singular values leave them out (``n`` is public).
         """
         n, d = self.n_samples_, eigvals.shape[0]
         variance = np.sort(np.maximum(eigvals, 0.0))[::-1] / (n - 1)
@@ -496,7 +499,8 @@ class _BasePrivatePCA(
             ratio = variance / total if total > 0 else np.zeros_like(variance)
             k = int(np.searchsorted(np.cumsum(ratio), k, side="right")) + 1
             k = min(k, n, d)
-        noise_variance = float(variance[k:].mean()) if k < min(n, d) else 0.0
+        top = min(n, d)
+        noise_variance = float(variance[k:top].mean()) if k < top else 0.0
         return k, total, noise_variance
 
     def _set_components(self, components, variance, total, noise_variance, dtype):

@@ -74,8 +74,14 @@ class PrivatePCA(_BasePrivatePCA):
     n_samples_ : int
         Number of rows (public under replacement adjacency).
     noise_variance_ : float
-        Mean of the released variances beyond ``n_components_`` (the
-        probabilistic-PCA residual variance); 0 when every component is kept.
+        The probabilistic-PCA residual variance: the mean of the released
+        variances ranked ``n_components_ + 1`` to ``min(n_samples,
+        n_features)``, the ones scikit-learn averages; 0 when
+        ``n_components_ = min(n_samples, n_features)``. With ``n_samples <
+        n_features`` all ``n_features`` released variances carry noise, but
+        the centred rows span at most ``n_samples − 1`` directions: the
+        ``n_features − n_samples`` smallest, filled by the noise, are left
+        out, and at ``epsilon=inf`` the value is scikit-learn's.
     data_norm_ : float
         Norm bound used: ``data_norm``, or the estimate from the data;
         ``inf`` (no clipping) for ``epsilon=inf`` with ``data_norm=None``.

@@ -487,3 +487,24 @@ def test_model_dtype_is_the_fits(Est):
     assert_allclose(pca_32.get_precision(), pca_64.get_precision(), rtol=2e-4)
     assert_allclose(pca_32.score_samples(X32), pca_64.score_samples(X64),
                     rtol=1e-4)
+
+
+@pytest.mark.parametrize("n_components", [1, 2, 3, 4])
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_noise_variance_fewer_rows_than_features(Est, n_components):
+    """n < d: the residual variance averages ranks k + 1 to min(n, d), as
+    scikit-learn's default solver does, at epsilon=inf and at a finite one (the
+    d − n smallest released variances, the noise's only, are left out)."""
+    X = np.random.default_rng(0).normal(size=(5, 10)) + 3.0
+    pca = fitted(Est, X, epsilon=np.inf, n_components=n_components)
+    ref = PCA(n_components).fit(X)
+    assert pca.noise_variance_ == pytest.approx(ref.noise_variance_, rel=1e-10)
+    # finite epsilon, same seed so the same release: min(n, d) = 5 variances
+    full = fitted(Est, X, epsilon=1.0, n_components=None)
+    assert full.n_components_ == 5
+    pca = fitted(Est, X, epsilon=1.0, n_components=n_components)
+    if Est is PrivatePCA:  # (ComplexGaussPCA's variances are Ψ's, not ranks)
+        assert pca.noise_variance_ == pytest.approx(
+            full.explained_variance_[n_components:].mean(), rel=1e-12
+        )
+
