@@ -69,7 +69,7 @@ ESTIMATORS = [
     ComplexGaussPCA(2),
     ComplexGaussPCA(3, target="subspace"),
     CoherentPowerPCA(2, clip_radius=0.5, n_iter=3),
-    CoherentPowerPCA(2, max_iter=2, expected_trials=3),
+    CoherentPowerPCA(2, n_iter_max=2, expected_trials=3),
 ]
 IDS = ["private", "private-whiten", "complex", "complex-subspace", "coherent",
        "coherent-auto"]
