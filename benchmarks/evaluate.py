@@ -66,7 +66,7 @@ CoherentPowerPCA in this benchmark runs with its defaults
 (``selection="gdp"``: one short exact-GDP run that releases its power
 iterations only where the released values promise a win, and otherwise a
 second covariance release; about twice PrivatePCA's fit time).
-``--cp-expected-trials`` and ``--cp-max-iter`` matter only for
+``--cp-expected-trials`` and ``--cp-n-iter-max`` matter only for
 ``selection="repetition"`` (the paper's random repetitions), whose trial count
 drives its cost and its privacy calibration (``ln(1/θ)``).
 
@@ -740,8 +740,8 @@ def parse_args(argv=None):
     parser.add_argument("--cp-expected-trials", type=int, default=None,
                         help="CoherentPowerPCA's expected_trials (default: its own, "
                              "'auto')")
-    parser.add_argument("--cp-max-iter", type=int, default=None,
-                        help="CoherentPowerPCA's max_iter (default: its own, 32)")
+    parser.add_argument("--cp-n-iter-max", type=int, default=None,
+                        help="CoherentPowerPCA's n_iter_max (default: its own, 32)")
     parser.add_argument("--blas-threads", type=int, default=1,
                         help="BLAS threads of every fit, here and in diffprivlib's "
                              "subprocess (default: 1; 0 keeps the library default)")
@@ -765,8 +765,8 @@ def _main(args):
     CP_SETTINGS.clear()
     if args.cp_expected_trials:
         CP_SETTINGS["expected_trials"] = args.cp_expected_trials
-    if args.cp_max_iter:
-        CP_SETTINGS["max_iter"] = args.cp_max_iter
+    if args.cp_n_iter_max:
+        CP_SETTINGS["n_iter_max"] = args.cp_n_iter_max
     start_all = time.perf_counter()
     warnings.filterwarnings("ignore", category=PrivacyLeakWarning)
     quick = args.quick

@@ -177,7 +177,7 @@ ESTIMATORS = {
 _ONLY_FOR = {
     "clip_radius": "coherent",
     "n_iter": "coherent",
-    "max_iter": "coherent",
+    "n_iter_max": "coherent",
     "selection": "coherent",
     "target": "complex",
 }
@@ -209,8 +209,8 @@ _FLAG_WORDING = (
     (r"\bdata_norm\b", "--data-norm"),
     (r"\bn_components\b", "--n-components"),
     (r"\bclip_radius\b", "--clip-radius"),
+    (r"\bn_iter_max\b", "--n-iter-max"),
     (r"\bn_iter\b", "--n-iter"),
-    (r"\bmax_iter\b", "--max-iter"),
     (r"\bselection=\"repetition\"", "--selection repetition"),
 )
 
@@ -288,7 +288,7 @@ def _make_estimator(args):
         if not isinstance(args.n_components, int):
             raise ValueError("--estimator coherent needs an integer --n-components")
         params["verbose"] = args.verbose
-        for dest in ("clip_radius", "n_iter", "max_iter", "selection"):
+        for dest in ("clip_radius", "n_iter", "n_iter_max", "selection"):
             if getattr(args, dest) is not None:
                 params[dest] = getattr(args, dest)
     elif args.estimator == "complex" and args.target is not None:
@@ -698,7 +698,7 @@ def build_parser():
                      help="coherent only: clipping radius, or 'auto' (default)")
     fit.add_argument("--n-iter", metavar="T", type=_auto_or(_count),
                      help="coherent only: power iterations, or 'auto' (default)")
-    fit.add_argument("--max-iter", metavar="T", type=_count,
+    fit.add_argument("--n-iter-max", metavar="T", type=_count,
                      help="coherent only: cap of the iteration grid of "
                      "--selection repetition (default: 32)")
     fit.add_argument("--selection", choices=["gdp", "repetition"],

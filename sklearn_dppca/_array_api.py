@@ -126,6 +126,22 @@ def float_dtypes(xp, device):
     return [available[name] for name in ("float64", "float32") if name in available]
 
 
+def widest_float(xp, device):
+    """float64 if ``device`` has it, else float32: as a NumPy dtype, the
+    precision to compute in on that device."""
+    available = xp.__array_namespace_info__().dtypes(
+        kind="real floating", device=device
+    )
+    return np.dtype("float64" if "float64" in available else "float32")
+
+
+def astype(array, dtype):
+    """``array`` in ``dtype`` (of its own namespace), not copied if it is."""
+    if isinstance(array, np.ndarray):
+        return array.astype(dtype, copy=False)
+    return module_of(array).astype(array, dtype, copy=False)
+
+
 def to_host(array):
     """``array`` as a NumPy array, floats in at least double precision.
 

@@ -482,7 +482,10 @@ class _BasePrivatePCA(
             ``n − 1`` (the trace of the release's positive part), so that the
             ratios sum to 1 when every component is kept, as in scikit-learn.
         noise_variance : float
-            Mean clamped variance beyond the first ``k`` (0 when ``k = min(n, d)``).
+            Mean clamped variance of ranks ``k + 1`` to ``min(n, d)`` (0 when
+            ``k = min(n, d)``), scikit-learn's average: with ``n < d`` the
+            ``d − n`` smallest released variances are left out, as its
+            ``min(n, d)`` singular values leave them out (``n`` is public).
         """
         n, d = self.n_samples_, eigvals.shape[0]
         variance = np.sort(np.maximum(eigvals, 0.0))[::-1] / (n - 1)
@@ -496,7 +499,8 @@ class _BasePrivatePCA(
             ratio = variance / total if total > 0 else np.zeros_like(variance)
             k = int(np.searchsorted(np.cumsum(ratio), k, side="right")) + 1
             k = min(k, n, d)
-        noise_variance = float(variance[k:].mean()) if k < min(n, d) else 0.0
+        top = min(n, d)
+        noise_variance = float(variance[k:top].mean()) if k < top else 0.0
         return k, total, noise_variance
 
     def _set_components(self, components, variance, total, noise_variance, dtype):
@@ -612,39 +616,85 @@ class _BasePrivatePCA(
         return self.components_.shape[0]
 
     # --------------------------------------------- probabilistic PCA model
-    def _model_variances(self):
-        """Component and residual variances of the PPCA model, floored.
+    def _model(self):
+        """The probabilistic PCA model, on the host in float64.
+
+        ``(components, variances, residual)`` with ``cov = componentsᵀ
+        diag(variances − residual) components + residual · I``: the variance
+        along a component is ``max(λ, σ²)``, ``λ`` its ``explained_variance_``
+        and ``σ² = noise_variance_``, as in scikit-learn. With
+        ``whiten=True`` scikit-learn scales the components by ``√λ`` in its
+        model, which makes it ``σ² + λ · max(λ − σ², 0)``: kept for drop-in
+        parity (see :meth:`get_covariance`).
+        """
+        components = _array_api.to_host(self.components_)
+        variance = _array_api.to_host(self.explained_variance_)
+        residual = float(self.noise_variance_)
+        excess = np.maximum(variance - residual, 0.0)
+        if self.whiten:
+            excess = excess * variance
+        return components, excess + residual, residual
+
+    def _floored_model(self):
+        """:meth:`_model` with its variances floored.
 
         Floors at machine precision relative to the largest variance keep the
         precision finite when released variances are 0. Component variances
         are at least the residual one, as in the model.
         """
-        variance = _array_api.to_host(self.explained_variance_)
-        residual = float(self.noise_variance_)
+        components, variance, residual = self._model()
         scale = max(float(variance.max(initial=0.0)), residual)
         floor = np.finfo(np.float64).eps * scale if scale > 0 else 1.0
         residual = max(residual, floor)
-        return np.maximum(variance, residual), residual
+        return components, np.maximum(variance, residual), residual
+
+    def _host_precision(self):
+        """The precision of the floored model, by its eigenstructure (float64)."""
+        components, variance, residual = self._floored_model()
+        if components.shape[0] == components.shape[1]:  # no residual subspace
+            return (components.T / variance) @ components
+        precision = (components.T * (1.0 / variance - 1.0 / residual)) @ components
+        precision.flat[:: precision.shape[0] + 1] += 1.0 / residual
+        return precision
+
+    def _in_fit_dtype(self, values):
+        """Host float64 ``values`` in the fit's namespace, device and dtype."""
+        if isinstance(self.components_, np.ndarray):
+            return values.astype(self.components_.dtype, copy=False)
+        return _array_api.like(values, self.components_)
 
     def get_covariance(self):
         """Covariance of the data under the probabilistic PCA model.
 
-        ``cov = components_ᵀ diag(explained_variance_ − σ²) components_ + σ² I``
-        with ``σ² = noise_variance_``. Unlike scikit-learn's ``PCA``, the result
-        does not depend on ``whiten`` (whitening changes the outputs of
-        ``transform``, not the model of the data).
+        ``cov = components_ᵀ diag(v − σ²) components_ + σ² I`` with
+        ``σ² = noise_variance_`` and ``v = max(explained_variance_, σ²)``,
+        scikit-learn's model.
+
+        With ``whiten=True``, scikit-learn's ``PCA`` scales its (unit-norm)
+        components by ``√explained_variance_`` in this formula, so that
+        ``v − σ² = λ · max(λ − σ², 0)`` (``λ = explained_variance_``). This
+        method does the same, and so do :meth:`get_precision`,
+        :meth:`score_samples` and :meth:`score`, so that they equal
+        scikit-learn's for either value of ``whiten`` at
+        ``epsilon=float("inf")``. That whitened model is not the
+        probabilistic PCA model of the data (its variances are in squared
+        units; scikit-learn issue #13898). The released attributes do not
+        depend on ``whiten``, which only scales ``transform``'s output: for
+        the data's model, call these methods with ``whiten=False``
+        (``set_params(whiten=False)`` on the fitted estimator is
+        post-processing and costs no budget).
 
         Returns
         -------
-        cov : ndarray of shape (n_features, n_features)
+        cov : array of shape (n_features, n_features)
+            In the fit's namespace, on its device and in its dtype (float32
+            for a float32 fit), computed in float64.
         """
         check_is_fitted(self)
-        components = _array_api.to_host(self.components_)
-        variance = _array_api.to_host(self.explained_variance_)
-        residual = float(self.noise_variance_)
-        cov = (components.T * np.maximum(variance - residual, 0.0)) @ components
+        components, variance, residual = self._model()
+        cov = (components.T * (variance - residual)) @ components
         cov.flat[:: cov.shape[0] + 1] += residual
-        return _array_api.like(cov, self.components_, np.float64)
+        return self._in_fit_dtype(cov)
 
     def get_precision(self):
         """Inverse of :meth:`get_covariance`, by its eigenstructure.
@@ -655,29 +705,16 @@ class _BasePrivatePCA(
 
         Returns
         -------
-        precision : ndarray of shape (n_features, n_features)
+        precision : array of shape (n_features, n_features)
+            In the fit's namespace, on its device and in its dtype, computed
+            in float64.
         """
         check_is_fitted(self)
-        components = _array_api.to_host(self.components_)
-        variance, residual = self._model_variances()
-        if components.shape[0] == components.shape[1]:  # no residual subspace
-            precision = (components.T / variance) @ components
-        else:
-            precision = (components.T * (1.0 / variance - 1.0 / residual)) @ components
-            precision.flat[:: precision.shape[0] + 1] += 1.0 / residual
-        return _array_api.like(precision, self.components_, np.float64)
+        return self._in_fit_dtype(self._host_precision())
 
-    def score_samples(self, X):
-        """Log-likelihood of each sample under the probabilistic PCA model.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ll : ndarray of shape (n_samples,)
-        """
+    def _log_likelihood(self, X):
+        """Per-sample log-likelihood of validated ``X``, in float64 where the
+        device has it (on ``X``'s device for an Array API input)."""
         check_is_fitted(self)
         check_numeric_columns(X)
         if not is_dask_collection(X):
@@ -689,25 +726,52 @@ class _BasePrivatePCA(
         else:
             X = validate_data(self, X, dtype=_array_api.float_dtypes(*namespace),
                               reset=False)
-        variance, residual = self._model_variances()
+        _, variance, residual = self._floored_model()
+        precision = self._host_precision()
         n_features, k = X.shape[1], variance.shape[0]
         if namespace is None:
             centred = X.astype(np.float64) - self.mean_
-            quad = np.einsum("ij,ij->i", centred, centred @ self.get_precision())
-        else:  # on X's device, in float64 (where the device has it)
-            xp, precision = namespace[0], self.get_precision()
+            quad = np.einsum("ij,ij->i", centred, centred @ precision)
+        else:  # on X's device, in float64 where the device has it
+            xp, device = namespace
+            precision = _array_api.like(
+                precision, X, _array_api.widest_float(xp, device)
+            )
             centred = xp.astype(X, precision.dtype) - xp.astype(
                 self.mean_, precision.dtype
             )
             quad = xp.sum(centred * (centred @ precision), axis=1)
         logdet = float(np.log(variance).sum()) + (n_features - k) * math.log(residual)
-        return -0.5 * (quad + n_features * math.log(2.0 * math.pi) + logdet)
+        ll = -0.5 * (quad + n_features * math.log(2.0 * math.pi) + logdet)
+        return X, ll
+
+    def score_samples(self, X):
+        """Log-likelihood of each sample under the probabilistic PCA model.
+
+        The model of :meth:`get_covariance` (which, like scikit-learn's,
+        depends on ``whiten``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ll : array of shape (n_samples,)
+            In ``X``'s namespace and device, in the wider of ``X``'s and the
+            fit's dtypes (float32 for float32 data and fit), as scikit-learn;
+            computed in float64.
+        """
+        X, ll = self._log_likelihood(X)
+        xp = _array_api.module_of(X)
+        return _array_api.astype(ll, xp.result_type(X.dtype, self.mean_.dtype))
 
     def score(self, X, y=None):
         """Average log-likelihood of the samples (higher is better).
 
         Lets ``GridSearchCV`` and ``cross_val_score`` select hyperparameters
-        without a scorer.
+        without a scorer. The model of :meth:`get_covariance`; the average is
+        taken in float64.
 
         Parameters
         ----------
@@ -718,7 +782,7 @@ class _BasePrivatePCA(
         -------
         ll : float
         """
-        ll = self.score_samples(X)
+        _, ll = self._log_likelihood(X)
         return float(_array_api.module_of(ll).mean(ll))
 
     def __sklearn_tags__(self):

@@ -210,7 +210,9 @@ class CoherentPowerPCA(_BasePrivatePCA):
     center : bool, default=True
         Centre the data on a private mean.
     whiten : bool, default=False
-        Scale the projections to unit released variance.
+        Scale the projections to unit released variance. As in scikit-learn,
+        it also changes the model of ``get_covariance``, ``get_precision``
+        and ``score`` (see :meth:`get_covariance`), not the release.
     copy, svd_solver
         scikit-learn :class:`~sklearn.decomposition.PCA`'s parameters, with
         its defaults and validation, accepted so that a ``PCA(...)`` call runs
@@ -218,7 +220,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         own noisy power iterations and never modifies ``X``) and raises a
         ``UserWarning`` at fit. PCA's ``tol``, ``iterated_power``,
         ``n_oversamples`` and ``power_iteration_normalizer`` are not accepted:
-        here the iterations are ``n_iter`` and ``max_iter``.
+        here the iterations are ``n_iter`` and ``n_iter_max``.
     clip_radius : float or "auto", default="auto"
         The radius ``R`` (in unit-ball units, where a row's product
         ``aᵀXB`` has norm about its leverage ``‖U_i‖``). ``"auto"``:
@@ -231,10 +233,12 @@ class CoherentPowerPCA(_BasePrivatePCA):
         How an automatic fit (``clip_radius`` or ``n_iter`` ``"auto"``)
         proceeds: the exact-GDP branch rule above, or seed 000's random
         repetitions. Ignored when both are fixed.
-    max_iter : int, default=32
+    n_iter_max : int, default=32
         ``selection="repetition"`` only: cap of the grid of ``T`` (the
         paper's ``T_max`` is impractically large). Every trial costs the same
         budget whatever its ``T``; a larger cap costs time, not privacy.
+        (Not named ``max_iter``: it caps a public grid, not a loop run to
+        convergence, and ``n_iter_`` may be 0; see ``n_iter_``.)
     expected_trials : int or "auto", default="auto"
         ``selection="repetition"`` only: mean ``1/θ`` of the geometric number
         of trials; ``"auto"`` is twice the number of grid points.
@@ -323,7 +327,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         ],
         "n_iter": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "selection": [StrOptions({"gdp", "repetition"})],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "n_iter_max": [Interval(Integral, 1, None, closed="left")],
         "expected_trials": [
             Interval(Integral, 1, None, closed="left"),
             StrOptions({"auto"}),
@@ -350,7 +354,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         clip_radius="auto",
         n_iter="auto",
         selection="gdp",
-        max_iter=32,
+        n_iter_max=32,
         expected_trials="auto",
         failure_prob=0.1,
         n_jobs=None,
@@ -372,7 +376,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         self.clip_radius = clip_radius
         self.n_iter = n_iter
         self.selection = selection
-        self.max_iter = max_iter
+        self.n_iter_max = n_iter_max
         self.expected_trials = expected_trials
         self.failure_prob = failure_prob
         self.n_jobs = n_jobs
@@ -393,9 +397,9 @@ class CoherentPowerPCA(_BasePrivatePCA):
             print(f"[CoherentPowerPCA] {message}", file=sys.stderr)
 
     def _iteration_grid(self):
-        """Public grid of iteration counts ``T_ℓ = 2^ℓ ≤ max_iter`` (or n_iter)."""
+        """Public grid of iteration counts ``T_ℓ = 2^ℓ ≤ n_iter_max`` (or n_iter)."""
         if self.n_iter == "auto":
-            return 2 ** np.arange(int(math.log2(self.max_iter)) + 1)
+            return 2 ** np.arange(int(math.log2(self.n_iter_max)) + 1)
         return np.array([int(self.n_iter)])
 
     def _radius_grid(self, n_samples, k, chi, iters):

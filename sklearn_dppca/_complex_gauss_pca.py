@@ -81,7 +81,9 @@ class ComplexGaussPCA(_BasePrivatePCA):
     center : bool, default=True
         Centre the data on a private mean (10% of the budget).
     whiten : bool, default=False
-        Scale the projections to unit released variance.
+        Scale the projections to unit released variance. As in scikit-learn,
+        it also changes the model of ``get_covariance``, ``get_precision``
+        and ``score`` (see :meth:`get_covariance`), not the release.
     %(solver_parameters)s
     target : {"covariance", "subspace"}, default="covariance"
         ``"covariance"``: the components and variances of ``Ψ``, the real
@@ -117,8 +119,9 @@ class ComplexGaussPCA(_BasePrivatePCA):
     n_components_ : int
     n_samples_ : int
     noise_variance_ : float
-        Mean of the released variances beyond ``n_components_`` (0 when every
-        component is kept).
+        Mean of the released variances ranked ``n_components_ + 1`` to
+        ``min(n_samples, n_features)`` (0 when ``n_components_`` is that
+        number), as in PrivatePCA.
     data_norm_ : float
         Norm bound used.
     mean_norm_, clipped_fraction_ : as in PrivatePCA

@@ -41,7 +41,9 @@ class PrivatePCA(_BasePrivatePCA):
         Centre the data on a private mean (10% of the budget). With
         ``False`` the data is used as it is and ``mean_`` is zero.
     whiten : bool, default=False
-        Scale the projections to unit released variance.
+        Scale the projections to unit released variance. As in scikit-learn,
+        it also changes the model of ``get_covariance``, ``get_precision``
+        and ``score`` (see :meth:`get_covariance`), not the release.
     %(solver_parameters)s
     random_state : None, int, RandomState or Generator, default=None
         Source of the noise. ``None`` draws from operating-system entropy; any
@@ -72,8 +74,14 @@ class PrivatePCA(_BasePrivatePCA):
     n_samples_ : int
         Number of rows (public under replacement adjacency).
     noise_variance_ : float
-        Mean of the released variances beyond ``n_components_`` (the
-        probabilistic-PCA residual variance); 0 when every component is kept.
+        The probabilistic-PCA residual variance: the mean of the released
+        variances ranked ``n_components_ + 1`` to ``min(n_samples,
+        n_features)``, the ones scikit-learn averages; 0 when
+        ``n_components_ = min(n_samples, n_features)``. With ``n_samples <
+        n_features`` all ``n_features`` released variances carry noise, but
+        the centred rows span at most ``n_samples − 1`` directions: the
+        ``n_features − n_samples`` smallest, filled by the noise, are left
+        out, and at ``epsilon=inf`` the value is scikit-learn's.
     data_norm_ : float
         Norm bound used: ``data_norm``, or the estimate from the data;
         ``inf`` (no clipping) for ``epsilon=inf`` with ``data_norm=None``.

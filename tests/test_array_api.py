@@ -69,7 +69,7 @@ ESTIMATORS = [
     ComplexGaussPCA(2),
     ComplexGaussPCA(3, target="subspace"),
     CoherentPowerPCA(2, clip_radius=0.5, n_iter=3),
-    CoherentPowerPCA(2, max_iter=2, expected_trials=3),
+    CoherentPowerPCA(2, n_iter_max=2, expected_trials=3),
 ]
 IDS = ["private", "private-whiten", "complex", "complex-subspace", "coherent",
        "coherent-auto"]
@@ -163,6 +163,34 @@ def test_sklearn_array_api_check(est, ns, device, dtype):
     _module(ns)
     check_array_api_input(type(est).__name__, est, array_namespace=ns,
                           device_name=device, dtype_name=dtype)
+
+
+@pytest.mark.parametrize("ns", NAMESPACES)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("whiten", [False, True])
+def test_model_in_the_fits_namespace_and_dtype(whiten, dtype, ns):
+    """get_covariance, get_precision and score_samples return arrays of the
+    fit's namespace in its dtype (float32 in, float32 out), as scikit-learn's
+    check_array_api_get_precision requires, with the NumPy fit's values."""
+    module = _module(ns)
+    X = data(500, 4).astype(dtype)
+    est = PrivatePCA(2, whiten=whiten, epsilon=math.inf, data_norm=1.0)
+    ref = clone(est).fit(X)
+    with config_context(array_api_dispatch=True):
+        Xx = module.asarray(X)
+        other = clone(est).fit(Xx)
+        results = [(other.get_covariance(), ref.get_covariance()),
+                   (other.get_precision(), ref.get_precision()),
+                   (other.score_samples(Xx), ref.score_samples(X))]
+        score = other.score(Xx)
+    tol = 1e-10 if dtype == "float64" else 1e-4
+    for got, want in results:
+        assert type(got).__module__.split(".")[0] == module.__name__
+        assert str(got.dtype).endswith(dtype)
+        assert want.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(to_numpy(got), want, rtol=tol,
+                                   atol=tol * np.abs(want).max())
+    assert score == pytest.approx(ref.score(X), rel=tol)
 
 
 def test_sklearn_same_namespace_check():

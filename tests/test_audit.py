@@ -90,7 +90,7 @@ def test_mean_release_never_beats_its_claim(est):
 @pytest.mark.parametrize(
     "params, n_fits",
     [({"clip_radius": 0.1, "n_iter": 3}, 300), ({}, 150),
-     ({"selection": "repetition", "max_iter": 2}, 60)],
+     ({"selection": "repetition", "n_iter_max": 2}, 60)],
     ids=["fixed", "gdp", "repetition"],
 )
 def test_power_method_never_beats_its_claim(params, n_fits, center):
@@ -120,7 +120,7 @@ def test_selection_path_never_beats_its_claim():
     rng = np.random.default_rng(5)
     background = rng.normal(size=(1999, 3)) * [0.6, 0.25, 0.1]
     X[1:], Y[1:] = background, background
-    est = CoherentPowerPCA(1, epsilon=4.0, delta=DELTA, data_norm=1.0, max_iter=2,
+    est = CoherentPowerPCA(1, epsilon=4.0, delta=DELTA, data_norm=1.0, n_iter_max=2,
                            selection="repetition")
     probe = est.set_params(random_state=0).fit(X)
     assert probe.branch_ == "repetition"  # the selection runs on this data

@@ -349,7 +349,7 @@ def test_estimator_errors_name_the_flags(data, tmp_path, capsys):
      "--estimate-data-norm set the bound to x"),
     ("Give data_norm from domain knowledge", "Give --data-norm from domain knowledge"),
     ("n_components=9 must be", "--n-components=9 must be"),
-    ("clip_radius and n_iter, max_iter", "--clip-radius and --n-iter, --max-iter"),
+    ("clip_radius and n_iter, n_iter_max", "--clip-radius and --n-iter, --n-iter-max"),
     ("data_norm_ and n_components_ stay", "data_norm_ and n_components_ stay"),
 ])
 def test_in_flags_translates_parameter_names(message, expected):
@@ -577,7 +577,7 @@ def test_selection_repetition_reaches_the_coherent_estimator(data, tmp_path, cap
     model = tmp_path / "m.json"
     rc, _, err = run(capsys, "fit", data, "-k", 2, "--epsilon", 2, "--delta", 1e-6,
                      "--data-norm", 3, "--estimator", "coherent", "--selection",
-                     "repetition", "--max-iter", 2, "-o", model)
+                     "repetition", "--n-iter-max", 2, "-o", model)
     assert rc == 0, err
     saved = json.loads(model.read_text())
     assert saved["parameters"]["selection"] == "repetition"

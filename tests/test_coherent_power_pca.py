@@ -4,6 +4,7 @@ and what an automatic fit releases (attributes, verbose output)."""
 import functools
 import math
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -321,7 +322,7 @@ def documented_attributes():
     [
         (incoherent, {}),
         (spikes, {}),
-        (incoherent, {"selection": "repetition", "max_iter": 2}),
+        (incoherent, {"selection": "repetition", "n_iter_max": 2}),
         (spikes, {"clip_radius": 0.1, "n_iter": 2}),
     ],
     ids=["gdp-power", "gdp-fallback", "repetition", "fixed"],
@@ -353,7 +354,7 @@ PUBLIC_LINES = [
 @pytest.mark.parametrize(
     "data, params",
     [(incoherent, {}), (spikes, {}),
-     (incoherent, {"selection": "repetition", "max_iter": 2})],
+     (incoherent, {"selection": "repetition", "n_iter_max": 2})],
     ids=["gdp-power", "gdp-fallback", "repetition"],
 )
 def test_verbose_prints_only_public_and_released_values(capsys, data, params):
@@ -449,7 +450,7 @@ def test_without_clipping_and_noise_the_iteration_is_the_block_power_method():
 
 
 @pytest.mark.parametrize("params", [
-    {"clip_radius": 0.1, "n_iter": 3}, {}, {"selection": "repetition", "max_iter": 4}
+    {"clip_radius": 0.1, "n_iter": 3}, {}, {"selection": "repetition", "n_iter_max": 4}
 ], ids=["fixed", "gdp", "repetition"])
 def test_large_epsilon_reproduces_sklearn(planted, params):
     X, _ = planted
@@ -467,7 +468,7 @@ def test_large_epsilon_reproduces_sklearn(planted, params):
 def test_repetition_selection_recovers_planted_subspace(planted):
     X, basis = planted
     pca = CoherentPowerPCA(3, epsilon=3.0, data_norm=1.0, random_state=0,
-                           selection="repetition", max_iter=8).fit(X)
+                           selection="repetition", n_iter_max=8).fit(X)
     assert pca.branch_ == "repetition"
     assert pca.clip_radius_ > 0 and 1 <= pca.n_iter_ <= 8
     assert principal_sin(pca.components_, basis) < 0.1
@@ -482,7 +483,7 @@ def test_no_gap_returns_the_initialisation():
     assert principal_sin(pca.components_, pca.init_components_.T) < 1e-10
 
 
-@pytest.mark.parametrize("params", [{}, {"selection": "repetition", "max_iter": 4}],
+@pytest.mark.parametrize("params", [{}, {"selection": "repetition", "n_iter_max": 4}],
                          ids=["gdp", "repetition"])
 def test_parallel_blocks_give_the_same_fit(planted, monkeypatch, params):
     import sklearn_dppca._stats as stats
@@ -507,3 +508,19 @@ def test_all_components_fall_back_and_spend_the_whole_budget():
     assert est.branch_ == "fallback" and est.n_iter_ == 0 and est.n_components_ == 4
     assert est.privacy_spent_[0] == pytest.approx(1.0, rel=1e-9)
     assert acc.spent[0] == pytest.approx(1.0, rel=1e-9)
+
+
+def test_no_max_iter_so_n_iter_may_be_zero():
+    """The grid cap is ``n_iter_max``: scikit-learn reads ``max_iter`` as a
+    convergence loop's bound and then expects ``n_iter_ >= 1``, while here
+    ``n_iter_`` is 0 when the fallback is released (k = d below)."""
+    est = CoherentPowerPCA(random_state=0)
+    assert not hasattr(est, "max_iter")
+    assert est.get_params()["n_iter_max"] == 32
+    with pytest.raises(TypeError, match="max_iter"):
+        CoherentPowerPCA(max_iter=4)
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted = est.set_params(data_norm=10.0).fit(X)
+    assert fitted.n_iter_ == 0 and fitted.branch_ == "fallback"

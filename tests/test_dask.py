@@ -26,7 +26,7 @@ ESTIMATORS = {
     "coherent-fixed": lambda **kw: CoherentPowerPCA(
         3, clip_radius=0.05, n_iter=3, **kw
     ),
-    "coherent-auto": lambda **kw: CoherentPowerPCA(3, max_iter=4, **kw),
+    "coherent-auto": lambda **kw: CoherentPowerPCA(3, n_iter_max=4, **kw),
 }
 FITTED = ("components_", "explained_variance_", "mean_", "noise_variance_")
 
@@ -68,7 +68,7 @@ def test_distributed_fit_equals_numpy_fit(client, data, name, center):
 
 
 def test_automatic_selection_runs_on_dask(client, data):
-    pca = CoherentPowerPCA(3, epsilon=3.0, data_norm=1.0, random_state=0, max_iter=4,
+    pca = CoherentPowerPCA(3, epsilon=3.0, data_norm=1.0, random_state=0, n_iter_max=4,
                            selection="repetition")
     pca.fit(da.from_array(data, chunks=(3000, 10)))
     assert pca.branch_ == "repetition" and pca.n_iter_ >= 1

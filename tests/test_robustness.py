@@ -31,7 +31,8 @@ FACTORIES = {
     "private": lambda **kw: PrivatePCA(**kw),
     "complex": lambda **kw: ComplexGaussPCA(**kw),
     "coherent-fixed": lambda **kw: CoherentPowerPCA(clip_radius=0.2, n_iter=2, **kw),
-    "coherent-auto": lambda **kw: CoherentPowerPCA(max_iter=2, expected_trials=4, **kw),
+    "coherent-auto": lambda **kw: CoherentPowerPCA(n_iter_max=2, expected_trials=4,
+                                                   **kw),
 }
 
 FITTED = (

@@ -279,9 +279,7 @@ def test_pca_score(Est):
     assert ll1 > fitted(Est, X, n_components=2).score(
         rng.randn(n, p) * 0.2 + np.array([3, 4, 5])
     )
-    # unlike scikit-learn, whitening does not change the model (see
-    # get_covariance), so the score is the same
-    assert_allclose(fitted(Est, X, n_components=2, whiten=True).score(X), ll1)
+    assert ll1 > fitted(Est, X, n_components=2, whiten=True).score(X)
 
 
 @pytest.mark.parametrize("Est", ESTIMATORS)
@@ -443,3 +441,70 @@ def test_non_private_fit_is_sklearns(Est, n_components):
                                                 abs=1e-12)
     assert_allclose(pca.transform(X), ref.transform(X) * np.sign(
         np.sum(pca.components_ * ref.components_, axis=1)), atol=1e-8)
+
+
+@pytest.mark.parametrize("whiten", [False, True])
+@pytest.mark.parametrize("n_components", range(IRIS.shape[1] + 1))
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_non_private_model_is_sklearns(Est, n_components, whiten):
+    """epsilon=inf, nothing clipped: scikit-learn's probabilistic PCA model,
+    whiten=True included (scikit-learn scales the components by
+    √explained_variance_ in it; on iris at k = 2 the score is -3.32, not the
+    -2.70 of whiten=False)."""
+    bound = float(np.linalg.norm(IRIS, axis=1).max())  # nothing clipped
+    pca = Est(n_components, whiten=whiten, epsilon=np.inf, data_norm=bound)
+    pca.fit(IRIS)
+    ref = PCA(n_components, whiten=whiten).fit(IRIS)
+    assert pca.score(IRIS) == pytest.approx(ref.score(IRIS), rel=1e-10)
+    assert_allclose(pca.score_samples(IRIS), ref.score_samples(IRIS), rtol=1e-10)
+    assert_allclose(pca.get_covariance(), ref.get_covariance(), rtol=1e-10,
+                    atol=1e-12)
+    precision = ref.get_precision()
+    assert_allclose(pca.get_precision(), precision, rtol=1e-7,
+                    atol=1e-9 * np.abs(precision).max())
+    if n_components == 2 and whiten:
+        assert pca.score(IRIS) == pytest.approx(-3.3213, abs=1e-4)
+
+
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_model_dtype_is_the_fits(Est):
+    """float32 in, float32 out (get_covariance, get_precision, score_samples),
+    as scikit-learn; float64 data scored on a float32 fit gives float64."""
+    X64 = IRIS
+    X32 = IRIS.astype(np.float32)
+    pca_64 = fitted(Est, X64, epsilon=np.inf, n_components=2)
+    pca_32 = fitted(Est, X32, epsilon=np.inf, n_components=2)
+    ref_32 = PCA(2).fit(X32)
+    for pca, X, dtype in [(pca_64, X64, np.float64), (pca_32, X32, np.float32)]:
+        assert pca.get_covariance().dtype == dtype
+        assert pca.get_precision().dtype == dtype
+        assert pca.score_samples(X).dtype == dtype
+        assert isinstance(pca.score(X), float)
+    assert pca_32.score_samples(X64).dtype == ref_32.score_samples(X64).dtype
+    assert pca_32.score_samples(X64).dtype == np.float64
+    assert_allclose(pca_32.get_covariance(), pca_64.get_covariance(), rtol=1e-4,
+                    atol=1e-6)
+    assert_allclose(pca_32.get_precision(), pca_64.get_precision(), rtol=2e-4)
+    assert_allclose(pca_32.score_samples(X32), pca_64.score_samples(X64),
+                    rtol=1e-4)
+
+
+@pytest.mark.parametrize("n_components", [1, 2, 3, 4])
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_noise_variance_fewer_rows_than_features(Est, n_components):
+    """n < d: the residual variance averages ranks k + 1 to min(n, d), as
+    scikit-learn's default solver does, at epsilon=inf and at a finite one (the
+    d − n smallest released variances, the noise's only, are left out)."""
+    X = np.random.default_rng(0).normal(size=(5, 10)) + 3.0
+    pca = fitted(Est, X, epsilon=np.inf, n_components=n_components)
+    ref = PCA(n_components).fit(X)
+    assert pca.noise_variance_ == pytest.approx(ref.noise_variance_, rel=1e-10)
+    # finite epsilon, same seed so the same release: min(n, d) = 5 variances
+    full = fitted(Est, X, epsilon=1.0, n_components=None)
+    assert full.n_components_ == 5
+    pca = fitted(Est, X, epsilon=1.0, n_components=n_components)
+    if Est is PrivatePCA:  # (ComplexGaussPCA's variances are Ψ's, not ranks)
+        assert pca.noise_variance_ == pytest.approx(
+            full.explained_variance_[n_components:].mean(), rel=1e-12
+        )
+

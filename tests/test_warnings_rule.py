@@ -44,7 +44,7 @@ FACTORIES = {
     "complex": lambda **kw: ComplexGaussPCA(2, **kw),
     "coherent-fixed": lambda **kw: CoherentPowerPCA(2, clip_radius=0.2, n_iter=2,
                                                     **kw),
-    "coherent-auto": lambda **kw: CoherentPowerPCA(2, max_iter=2, **kw),
+    "coherent-auto": lambda **kw: CoherentPowerPCA(2, n_iter_max=2, **kw),
 }
 #: n and ε at which data_norm="auto"'s search is not drowned (no public
 #: UserWarning), so that every warning a fit shows here would be a leak.
