@@ -18,6 +18,7 @@ This module imports nothing from the estimators.
 # (stopping probability of the geometric number of repetitions).
 
 import contextlib
+import contextvars
 import datetime
 import hashlib
 import json
@@ -489,7 +490,9 @@ class BudgetAccountant:
     as its path, so joblib worker processes (``n_jobs=-1``) charge the same
     ledger. See :ref:`ledgers`.
 
-    ``with accountant:`` makes it the default accountant inside the block.
+    ``with accountant:`` makes it the default accountant inside the block,
+    in the thread or async task that entered it and in the work started there
+    (see :func:`~sklearn_dppca.privacy.get_default_accountant`).
 
     Parameters
     ----------
@@ -525,7 +528,6 @@ class BudgetAccountant:
             raise TypeError(f"label must be a string or None; got {label!r}.")
         self.label = label
         self._lock = threading.Lock()
-        self._previous = []  # defaults replaced by `with self:` blocks
         self._detached = False
         self._ledger = None
         if path is not None:
@@ -597,7 +599,7 @@ class BudgetAccountant:
         if self._ledger is not None:  # a ledger travels as its path
             return {"path": self._ledger.path, "label": self.label}
         state = self.__dict__.copy()
-        del state["_lock"], state["_previous"]
+        del state["_lock"]
         return state
 
     def __setstate__(self, state):
@@ -606,15 +608,32 @@ class BudgetAccountant:
             return
         self.__dict__.update(state)
         self._lock = threading.Lock()
-        self._previous = []
         self._detached = True
 
     def __enter__(self):
-        self._previous.append(set_default_accountant(self))
+        # The block is the default in this thread or async task only (a
+        # context variable), and is recorded as open for the worker threads
+        # that have no block of their own (see get_default_accountant).
+        block = _Block(self, _block.get())
+        with _default_lock:
+            _open_blocks.add(block)
+        block.token = _block.set(block)
         return self
 
     def __exit__(self, *exc_info):
-        set_default_accountant(self._previous.pop())
+        block = _block.get()
+        if block is None or block.accountant is not self:
+            raise RuntimeError(
+                "This `with accountant:` block is not the innermost one open "
+                "in this thread or task: a block must be left in the thread "
+                "or task that entered it, innermost first."
+            )
+        try:
+            _block.reset(block.token)
+        except ValueError:  # left in a copy of the context that entered it
+            _block.set(block.previous)
+        with _default_lock:
+            _open_blocks.discard(block)
         return False
 
     def __len__(self):
@@ -894,14 +913,104 @@ _PRISTINE_DEFAULT = _default_accountant
 _default_lock = threading.Lock()
 
 
-def get_default_accountant():
-    """The process-wide accountant charged by estimators given ``accountant=None``.
+# --------------------------------------------------------------------------
+# `with accountant:` blocks: the default in one thread or async task
+# --------------------------------------------------------------------------
+# A block sets a context variable, so it is the default in the thread or
+# async task that entered it, and in whatever copies that context (asyncio
+# tasks created inside it, asyncio.to_thread, contextvars.copy_context().run)
+# -- never in another thread's or task's code. A thread started any other way
+# begins with an empty context: such a worker (joblib's threading backend,
+# concurrent.futures, loky's thread that pickles estimators for its worker
+# processes) cannot tell which code handed it its work. It resolves the
+# default from every block open in the process and from the process-wide
+# default, and refuses when they disagree (get_default_accountant).
+class _Block:
+    """One open ``with accountant:`` block (a node of its context's stack)."""
 
-    Its budget is unlimited unless replaced with :func:`set_default_accountant`
-    (or inside a ``with accountant:`` block). An estimator pickled to a worker
-    process (``GridSearchCV(..., n_jobs=2)``) carries the replaced default
-    with it: a ledger is charged from the worker, a limited in-memory one
-    refuses there; only the unlimited original default is per process.
+    __slots__ = ("accountant", "previous", "token")
+
+    def __init__(self, accountant, previous):
+        self.accountant = accountant
+        self.previous = previous  # the block it shadows in its context
+        self.token = None
+
+
+#: The innermost block open in this thread or async task, or None.
+_block = contextvars.ContextVar("sklearn_dppca_accountant_block", default=None)
+#: Every block open in this process, in any thread or task (_default_lock).
+_open_blocks = set()
+
+
+class _AmbiguousDefault(RuntimeError):
+    """A thread with no block of its own cannot tell which default is its own."""
+
+
+def _ambiguity(candidates):
+    names = ", ".join(sorted(repr(a) for a in candidates))
+    return _AmbiguousDefault(
+        "Which accountant is the default here cannot be told, so nothing is "
+        "charged: this thread has no `with accountant:` block of its own, and "
+        "it may be running work handed to it by any of the blocks open in "
+        f"other threads or tasks, or by code under the process-wide default "
+        f"({names}). Fix: give the estimator its accountant "
+        "(accountant=...); or enter the block inside the function the thread "
+        "runs; or start the thread with the block's context "
+        "(asyncio.to_thread, contextvars.copy_context().run)."
+    )
+
+
+def _current_default():
+    """The default accountant of the calling thread or task (see
+    get_default_accountant); raises :class:`_AmbiguousDefault`."""
+    block = _block.get()
+    if block is not None:
+        return block.accountant
+    if threading.current_thread() is threading.main_thread():
+        return _default_accountant  # the main thread is nobody's worker
+    with _default_lock:
+        candidates = {b.accountant for b in _open_blocks}
+        candidates.add(_default_accountant)
+    # The original unlimited default yields to any other candidate: charging
+    # a limited budget for a fit that was not its own over-counts it, which is
+    # safe; charging the unlimited one for a limited block's fit is not.
+    candidates.discard(_PRISTINE_DEFAULT)
+    if len(candidates) > 1:
+        raise _ambiguity(candidates)
+    return candidates.pop() if candidates else _PRISTINE_DEFAULT
+
+
+def get_default_accountant():
+    """The accountant charged by estimators given ``accountant=None`` here.
+
+    Inside a ``with accountant:`` block, that accountant: a block is the
+    default in the thread or async task that entered it (and in asyncio
+    tasks created inside it, ``asyncio.to_thread`` and
+    ``contextvars.copy_context().run``), never in other threads or tasks.
+    Outside any block, the process-wide default: unlimited unless replaced
+    with :func:`set_default_accountant`.
+
+    A thread other than the main one that has not entered a block itself —
+    a worker of joblib's threading backend, of a ``ThreadPoolExecutor``, or
+    the thread that sends estimators to joblib's worker processes — may be
+    running work started inside a block in another thread, and cannot know
+    which. It uses the accountant of the blocks open in the process if they
+    are all of one accountant (and the process-wide default is the original
+    unlimited one, or that same accountant), so that ``GridSearchCV(...,
+    n_jobs=2)`` inside ``with budget:`` charges every fit to ``budget``;
+    otherwise it raises :class:`RuntimeError` rather than guess, and no fit
+    is charged (``docs/budgets.rst``, "Blocks, threads and tasks").
+
+    An estimator pickled to a worker process (``GridSearchCV(...,
+    n_jobs=2)``) carries the default it would be charged to: a ledger is
+    charged from the worker, a limited in-memory one refuses there; only the
+    unlimited original default is per process.
+
+    Raises
+    ------
+    RuntimeError
+        In a worker thread, while blocks of different accountants are open
+        (or a block and a replaced process-wide default).
 
     Examples
     --------
@@ -909,11 +1018,16 @@ def get_default_accountant():
     >>> get_default_accountant().epsilon
     inf
     """
-    return _default_accountant
+    return _current_default()
 
 
 def set_default_accountant(accountant):
     """Replace the process-wide default accountant; returns the previous one.
+
+    The process-wide default is the one charged outside every ``with
+    accountant:`` block, in every thread. Inside a block the block's
+    accountant stays the default until the block exits; the replacement
+    takes effect there after it.
 
     Examples
     --------
@@ -942,16 +1056,18 @@ def set_default_accountant(accountant):
 # --------------------------------------------------------------------------
 # An estimator with accountant=None resolves the default at fit time. In a
 # worker process that would be the worker's own unlimited default, silently
-# replacing a limited one: so an estimator pickled while the default is not
+# replacing a limited one: so an estimator pickled where the default is not
 # the original carries it (a ledger as its path, an in-memory one as a copy
-# that refuses charges), and a worker whose own default is the original uses
-# the carried one, also for clones made there.
+# that refuses charges; where the default cannot be told, a refusal), and a
+# worker whose own default is the original uses the carried one, also for
+# clones made there.
 _CARRIED = "_carried_default_accountant"
 
 
 class _CarriedDefault(NamedTuple):
     origin: str  # _process_id of the process that pickled the estimator
-    accountant: BudgetAccountant
+    accountant: BudgetAccountant  # None with a refusal
+    refusal: str = None  # why the default could not be told where pickled
 
 
 def _carry_default(estimator, state):
@@ -959,36 +1075,46 @@ def _carry_default(estimator, state):
     state = dict(state)
     state.pop(_CARRIED, None)
     if getattr(estimator, "accountant", None) is None:
-        if _default_accountant is not _PRISTINE_DEFAULT:
-            state[_CARRIED] = _CarriedDefault(_process_id, _default_accountant)
-        elif _foreign_default(estimator) is not None:  # pass it on
+        try:
+            default = _current_default()
+        except _AmbiguousDefault as exc:
+            state[_CARRIED] = _CarriedDefault(_process_id, None, str(exc))
+            return state
+        if default is not _PRISTINE_DEFAULT:
+            state[_CARRIED] = _CarriedDefault(_process_id, default)
+        elif _foreign_carried(estimator) is not None:  # pass it on
             state[_CARRIED] = vars(estimator)[_CARRIED]
     return state
 
 
 def _keep_carried_default(estimator, clone):
     """A clone keeps the default its original carried from another process."""
-    if _foreign_default(estimator) is not None:
+    if _foreign_carried(estimator) is not None:
         vars(clone)[_CARRIED] = vars(estimator)[_CARRIED]
     return clone
 
 
-def _foreign_default(estimator):
+def _foreign_carried(estimator):
     carried = vars(estimator).get(_CARRIED)
     if carried is None or carried.origin == _process_id:
         return None
-    return carried.accountant
+    return carried
 
 
 def _resolve_accountant(estimator):
     """The accountant a fit of ``estimator`` charges."""
     if estimator.accountant is not None:
         return estimator.accountant
-    default = _default_accountant
+    default = _current_default()
     if default is _PRISTINE_DEFAULT:
-        carried = _foreign_default(estimator)
+        carried = _foreign_carried(estimator)
         if carried is not None:
-            return carried
+            if carried.refusal is not None:
+                raise RuntimeError(
+                    "Where this estimator was sent from, its default "
+                    f"accountant could not be told: {carried.refusal}"
+                )
+            return carried.accountant
     return default
 
 
@@ -997,6 +1123,12 @@ def _after_fork_in_child():
     global _process_id, _default_lock, _silence_lock
     _process_id = uuid.uuid4().hex
     _default_lock = threading.Lock()
+    # Only the forking thread is in the child: only its own blocks are open.
+    own, block = set(), _block.get()
+    while block is not None:
+        own.add(block)
+        block = block.previous
+    _open_blocks.intersection_update(own)
     # Private computations open in other threads at the fork are not in the
     # child: only the forking thread's own blocks still count, and with none
     # the filters the first block found are restored.
