@@ -10,7 +10,11 @@
 """
 
 import asyncio
+import itertools
+import json
+import math
 import pickle
+import sqlite3
 import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -18,10 +22,19 @@ from concurrent.futures import ThreadPoolExecutor
 import joblib
 import numpy as np
 import pytest
+from scipy.stats import norm
 from sklearn.model_selection import GridSearchCV
 
 from sklearn_dppca import BudgetAccountant, BudgetExceededError, PrivatePCA, privacy
-from sklearn_dppca.privacy import get_default_accountant, set_default_accountant
+from sklearn_dppca.privacy import (
+    Budget,
+    gaussian_rdp,
+    gdp_epsilon,
+    gdp_mu,
+    get_default_accountant,
+    repeated_rdp,
+    set_default_accountant,
+)
 
 GRID = {"n_components": [1, 2]}
 
@@ -327,3 +340,220 @@ def test_process_workers_charge_the_block_of_the_thread_that_sent_them(X, origin
     # worker refuses, naming the fix, rather than charge its own default
     assert "copy in another process" in str(caught.value)
     assert limited.n_charges == 0
+
+
+# ==========================================================================
+# 2. Releases of the user's own, in (ε, δ)
+# ==========================================================================
+def _delta_g(mu, s):
+    """Hockey-stick divergence of N(μ, 1) from N(0, 1) at e^s, any real s."""
+    if mu == 0.0:
+        return max(-math.expm1(s), 0.0)
+    return float(norm.cdf(-s / mu + mu / 2) - math.exp(s) * norm.cdf(-s / mu - mu / 2))
+
+
+def _exact_delta(mu, releases, epsilon):
+    """δ(ε) of μ-GDP composed with the worst (ε_i, δ_i)-DP pairs (Kairouz,
+    Oh & Viswanath): an independent, tight reference for the bound."""
+    outcomes = []  # per release: (privacy loss, probability under P)
+    for eps, delta in releases:
+        p = math.exp(eps) / (1.0 + math.exp(eps))
+        outcomes.append([(math.inf, delta), (eps, (1 - delta) * p),
+                         (-eps, (1 - delta) * (1 - p))])
+    total = 0.0
+    for combo in itertools.product(*outcomes):
+        weight = math.prod(w for _, w in combo)
+        loss = sum(x for x, _ in combo)
+        total += weight * (1.0 if loss == math.inf else _delta_g(mu, epsilon - loss))
+    return total
+
+
+def test_releases_in_epsilon_delta_compose_with_the_fits_by_the_bound():
+    """(ε_F(δ_F) + Σε_i, 1 − (1 − δ_F) Π(1 − δ_i)) at δ_F set so the total
+    is the budget's δ; the exact composition never exceeds it."""
+    mu = gdp_mu(1.0, 1e-6)
+    releases = [(0.3, 2e-7), (0.2, 0.0)]
+    acc = BudgetAccountant(epsilon=3.0, delta=1e-6)
+    acc.spend(mu)
+    for eps, delta in releases:
+        acc.spend(eps, delta)
+    delta_fits = 1.0 - (1.0 - 1e-6) / ((1.0 - 2e-7) * (1.0 - 0.0))
+    expected = gdp_epsilon(mu, delta_fits) + 0.5
+    total = acc.total()
+    assert isinstance(total, Budget) and total == acc.spent
+    assert total.epsilon == pytest.approx(expected, rel=1e-9)
+    assert total.delta == 1e-6
+    exact = _exact_delta(mu, releases, total.epsilon)
+    assert exact <= 1e-6 and exact > 1e-8  # sound, and not vacuous
+    assert len(acc) == 3
+    assert [c["epsilon_delta"] for c in acc.charges] == [None, *releases]
+
+
+def test_releases_only_report_their_own_delta():
+    """diffprivlib's totals: (Σε, 1 − Π(1 − δ)) when nothing else is charged."""
+    acc = BudgetAccountant()
+    acc.spend(1, 0)
+    assert acc.total() == (1, 0)
+    acc.spend(1, 0.5)  # an unlimited budget admits a δ over its own
+    acc.spend(5, 0.5)
+    assert acc.total() == (7, 0.75)
+    assert BudgetAccountant(epsilon=2.0, delta=0.0).spend(epsilon=2.0) == (2.0, 0.0)
+
+
+def test_check_refuses_a_release_that_would_exceed_the_budget(X):
+    acc = BudgetAccountant(epsilon=2.0, delta=1e-6)
+    acc.spend(gdp_mu(1.5, 1e-6))
+    assert acc.check(0.5, 0) == pytest.approx((2.0, 1e-6), rel=1e-9)
+    with pytest.raises(BudgetExceededError, match="This release would bring"):
+        acc.check(0.6, 0)
+    # a δ-only release still takes the fits' δ: at δ_F < δ their ε grows
+    with pytest.raises(BudgetExceededError, match="needs delta > 0"):
+        acc.check(0.1, 1e-6)  # all of δ: none left for the fit already made
+    with pytest.raises(BudgetExceededError, match="delta of the releases"):
+        acc.spend(0.1, 2e-6)
+    eps, _ = acc.check(0.1, 1e-7)
+    assert 1.6 < eps < 2.0
+    assert len(acc) == 1  # check charges nothing, a refusal neither
+    acc.spend(0.1, 1e-7)
+    assert acc.spent[0] == pytest.approx(eps, rel=1e-12)
+    with pytest.raises(BudgetExceededError, match="This fit would bring"):
+        pca(accountant=acc, epsilon=1.5).fit(X)
+    assert len(acc) == 2
+
+
+def test_a_fit_is_refused_when_releases_took_all_of_delta(X):
+    acc = BudgetAccountant(epsilon=5.0, delta=1e-6)
+    acc.spend(1.0, 1e-6)  # no fit yet: admitted
+    with pytest.raises(BudgetExceededError, match="have spent delta=1e-06"):
+        pca(accountant=acc).fit(X)
+    pure = BudgetAccountant(epsilon=5.0, delta=0.0)  # a pure ε-DP budget
+    pure.spend(1.0, 0.0)
+    with pytest.raises(BudgetExceededError, match=r"delta is 0 \(pure"):
+        pca(accountant=pure).fit(X)
+    with pytest.raises(BudgetExceededError, match="delta of the releases"):
+        pure.spend(1.0, 1e-12)
+    assert (len(acc), len(pure)) == (1, 1)
+    assert pure.remaining() == 0.0
+    assert pure.remaining(4, delta=0.0) == (1.0, 0.0)
+
+
+def test_remaining_for_releases_and_for_fits_fills_the_budget():
+    acc = BudgetAccountant(epsilon=3.0, delta=1e-5)
+    acc.spend(gdp_mu(1.0, 1e-5))
+    acc.spend(0.2, 1e-6)
+    each = acc.remaining(4, delta=1e-6)
+    assert isinstance(each, Budget) and each.delta == 1e-6 and each.epsilon > 0
+    for _ in range(4):
+        acc.spend(*each)
+    assert acc.spent[0] == pytest.approx(3.0, rel=1e-9)
+    with pytest.raises(BudgetExceededError):
+        acc.spend(1e-3, 0)
+    assert acc.remaining(delta=0.0).epsilon == pytest.approx(0.0, abs=1e-9)
+
+    acc = BudgetAccountant(epsilon=3.0, delta=1e-5)
+    acc.spend(0.5, 2e-6)
+    left = acc.remaining(3)  # a float: ε of each of 3 Gaussian fits at δ
+    assert isinstance(left, float) and 0 < left < 2.5
+    for _ in range(3):
+        acc.spend(gdp_mu(left, 1e-5))
+    assert acc.spent[0] == pytest.approx(3.0, rel=1e-9)
+    assert acc.remaining() == pytest.approx(0.0, abs=1e-6)
+    assert acc.remaining(2, delta=1e-5) == (0.0, 1e-5)  # its δ does not fit
+    assert BudgetAccountant().remaining(5, delta=0.1) == (math.inf, 0.1)
+
+
+def test_remaining_for_releases_with_an_rdp_charge():
+    acc = BudgetAccountant(epsilon=8.0, delta=1e-6)
+    acc.spend(rdp=repeated_rdp(gaussian_rdp(0.2), 0.1))
+    each = acc.remaining(2, delta=1e-7)
+    acc.spend(*each)
+    acc.spend(*each)
+    assert acc.spent[0] == pytest.approx(8.0, rel=1e-9)
+    assert acc.spent[0] <= 8.0 * (1 + 1e-9)
+
+
+def test_release_charges_are_validated():
+    acc = BudgetAccountant()
+    for bad in [(0, 0), (-1, 0), (1, -1), (1, 2), (math.nan, 0), ("1", 0)]:
+        with pytest.raises(ValueError):
+            acc.spend(*bad)
+    with pytest.raises(ValueError, match="needs epsilon"):
+        acc.spend(delta=1e-6)
+    with pytest.raises(ValueError, match="not both"):
+        acc.spend(epsilon=1.0, mu=1.0)
+    with pytest.raises(TypeError):
+        acc.spend(1.0, 0.0, 0.0)
+    with pytest.raises(TypeError):
+        acc.check(1.0, 0.0, mu=1.0)
+    with pytest.raises(TypeError):
+        acc.spend(1.0, mu=1.0)
+    with pytest.raises(ValueError):
+        acc.remaining(delta=1.5)
+    assert len(acc) == 0
+    assert acc.spend(epsilon=1.0) == (1.0, 0.0)  # δ defaults to 0
+
+
+def test_releases_on_a_ledger_are_stored_composed_and_chained(tmp_path):
+    path = tmp_path / "budget.db"
+    acc = BudgetAccountant(epsilon=4.0, delta=1e-6, path=path, label="mine")
+    acc.spend(gdp_mu(1.0, 1e-6))
+    acc.spend(0.5, 1e-7)
+    acc.spend(0.25, 0.0)
+    reopened = BudgetAccountant(path=path)
+    assert reopened.spent == acc.spent
+    assert reopened.verify() == 3
+    charges = reopened.charges
+    assert [c["epsilon_delta"] for c in charges] == [None, (0.5, 1e-7), (0.25, 0.0)]
+    assert charges[1]["rdp"] is None and charges[1]["mu"] == 0.0
+    assert charges[1]["params"] == {"epsilon": 0.5, "delta": 1e-7}
+    assert charges[2]["epsilon_spent"] == pytest.approx(acc.spent[0], rel=1e-12)
+    expected = BudgetAccountant(epsilon=4.0, delta=1e-6)
+    for c in charges:
+        expected.spend(*(c["epsilon_delta"] or (c["mu"],)))
+    assert expected.spent == pytest.approx(acc.spent, rel=1e-12)
+    with pytest.raises(BudgetExceededError):
+        reopened.spend(3.0, 0.0)
+    # stored in the rdp column as a JSON object: a reader that knows only
+    # RDP curves (a version before this one) fails on it, never drops it
+    with sqlite3.connect(path) as con:
+        stored = [r[0] for r in con.execute("SELECT rdp FROM charges ORDER BY seq")]
+    assert stored[0] is None and json.loads(stored[1]) == {"delta": "1e-07",
+                                                           "epsilon": "0.5"}
+    with pytest.raises(ValueError):
+        [float(v) for v in json.loads(stored[1])]
+
+
+def test_in_memory_releases_survive_pickling_and_reset():
+    acc = BudgetAccountant(epsilon=4.0, delta=1e-6)
+    acc.spend(0.5, 1e-7)
+    acc.spend(0.3)
+    copy = pickle.loads(pickle.dumps(acc))
+    assert copy.spent == acc.spent and len(copy) == 2
+    with pytest.raises(RuntimeError, match="copy in another process"):
+        copy.spend(0.1, 0.0)
+    acc.reset()
+    assert acc.spent == (0.0, 0.0) and len(acc) == 0
+
+
+def test_diffprivlib_style_code_ports(X, original):
+    """The accountant idioms of diffprivlib's own mechanisms run unchanged
+    (with BudgetExceededError for its BudgetError)."""
+
+    def my_mean(values, epsilon=1.0, accountant=None):
+        accountant = BudgetAccountant.load_default(accountant)
+        accountant.check(epsilon, 0.0)
+        accountant.spend(epsilon, 0.0)
+        return float(np.mean(values))
+
+    acc = BudgetAccountant(1.5, 0.0)
+    my_mean(X[:, 0], accountant=acc)
+    assert acc.total() == (1.0, 0.0)
+    with pytest.raises(BudgetExceededError):
+        my_mean(X[:, 0], accountant=acc)
+    with BudgetAccountant(2.0, 1e-6) as inner:
+        my_mean(X[:, 0])
+        pca(epsilon=0.5).fit(X)  # a fit and a release, one budget
+    assert len(inner) == 2 and inner.spent.epsilon < 2.0
+    assert inner.set_default() is inner and get_default_accountant() is inner
+    with pytest.raises(TypeError):
+        BudgetAccountant.load_default("BudgetAccountant")
