@@ -467,9 +467,12 @@ class Budget(NamedTuple):
     """A privacy guarantee or budget, ``(epsilon, delta)``.
 
     A tuple: ``eps, delta = accountant.spent`` unpacks it, and it compares
-    equal to the plain tuple. Returned by :attr:`BudgetAccountant.spent`,
-    :meth:`~BudgetAccountant.total`, :meth:`~BudgetAccountant.check`,
-    :meth:`~BudgetAccountant.spend` and ``remaining(k, delta=...)``.
+    equal to the plain tuple. Returned by
+    :attr:`~sklearn_dppca.BudgetAccountant.spent`,
+    :meth:`~sklearn_dppca.BudgetAccountant.total`,
+    :meth:`~sklearn_dppca.BudgetAccountant.check`,
+    :meth:`~sklearn_dppca.BudgetAccountant.spend` and ``remaining(k,
+    delta=...)``.
 
     Examples
     --------
@@ -681,8 +684,9 @@ class BudgetAccountant:
         """``accountant``, or the default accountant here if it is ``None``.
 
         ``diffprivlib``'s idiom for a function of your own that takes an
-        ``accountant=None`` argument (see :func:`get_default_accountant` for
-        which default that is).
+        ``accountant=None`` argument (see
+        :func:`~sklearn_dppca.privacy.get_default_accountant` for which
+        default that is).
 
         Raises
         ------
@@ -905,7 +909,8 @@ class BudgetAccountant:
     # -- reading ------------------------------------------------------------
     @property
     def spent(self):
-        """:class:`Budget` ``(ε, δ)`` spent so far; ``(0.0, 0.0)`` before any.
+        """:class:`~sklearn_dppca.privacy.Budget` ``(ε, δ)`` spent so far;
+        ``(0.0, 0.0)`` before any.
 
         With Gaussian fits only, composed exactly and stated at the
         accountant's ``delta``. With releases of your own in ``(ε, δ)``, the
@@ -915,7 +920,7 @@ class BudgetAccountant:
         return self._total(self._state())
 
     def total(self):
-        """:class:`Budget` ``(ε, δ)`` spent so far: the same as :attr:`spent`.
+        """``(ε, δ)`` spent so far: the same as :attr:`spent`.
 
         ``diffprivlib``'s name, for code ported from it (it has no
         ``spent_budget``/``slack`` arguments here).
@@ -984,10 +989,11 @@ class BudgetAccountant:
 
         With ``delta``: the largest ``ε`` each of ``k`` more releases of your
         own, each ``(ε, delta)``-DP, may spend (:meth:`spend` with
-        ``epsilon, delta``), as a :class:`Budget` ``(ε, delta)``. This is the
-        pair ``diffprivlib``'s ``remaining(k)`` returns; there, the ``δ``
-        left is split between the ``k`` queries, here you choose it (``0.0``
-        for pure ``ε``-DP releases: the fits need a share of ``δ``).
+        ``epsilon, delta``), as a :class:`~sklearn_dppca.privacy.Budget`
+        ``(ε, delta)``. This is the pair ``diffprivlib``'s ``remaining(k)``
+        returns; there, the ``δ`` left is split between the ``k`` queries,
+        here you choose it (``0.0`` for pure ``ε``-DP releases: the fits need
+        a share of ``δ``).
 
         Parameters
         ----------
