@@ -17,8 +17,10 @@ with two tables:
     One row per charge: ``seq`` (1, 2, ...), UTC ``time``, ``estimator``
     class name, its parameters as JSON (public values only, never data),
     the caller's ``label``, ``mu`` (GDP parameter, as text: ``"inf"`` is
-    allowed), ``rdp`` (JSON curve or NULL), ``epsilon_spent`` (the composed
-    total after the charge), ``prev_hash`` and ``hash``.
+    allowed), ``rdp`` (JSON curve or NULL; for a release the user states in
+    ``(ε, δ)``, the JSON object ``{"delta": "...", "epsilon": "..."}``, which
+    a reader knowing only curves fails on rather than drop), ``epsilon_spent``
+    (the composed total after the charge), ``prev_hash`` and ``hash``.
 
 Every row's ``hash`` is the SHA-256 of its fields and of the previous row's
 hash (the genesis hash for row 1), so :meth:`Ledger.verify` finds an edited,
@@ -146,7 +148,12 @@ def curve_text(curve):
 
 
 def _decode_curve(text):
-    return None if text is None else [float(v) for v in json.loads(text)]
+    if text is None:
+        return None
+    value = json.loads(text)
+    if isinstance(value, dict):  # a release stated in (epsilon, delta)
+        return {key: float(v) for key, v in value.items()}
+    return [float(v) for v in value]
 
 
 def _digest(fields):

@@ -18,6 +18,7 @@ This module imports nothing from the estimators.
 # (stopping probability of the geometric number of repetitions).
 
 import contextlib
+import contextvars
 import datetime
 import hashlib
 import json
@@ -44,6 +45,7 @@ from ._ledger import (
 )
 
 __all__ = [
+    "Budget",
     "BudgetAccountant",
     "BudgetExceededError",
     "DEFAULT_ORDERS",
@@ -461,6 +463,30 @@ def _read_only(name):
     return property(get, refuse, doc=f"The budget's ``{name}`` (read-only).")
 
 
+class Budget(NamedTuple):
+    """A privacy guarantee or budget, ``(epsilon, delta)``.
+
+    A tuple: ``eps, delta = accountant.spent`` unpacks it, and it compares
+    equal to the plain tuple. Returned by
+    :attr:`~sklearn_dppca.BudgetAccountant.spent`,
+    :meth:`~sklearn_dppca.BudgetAccountant.total`,
+    :meth:`~sklearn_dppca.BudgetAccountant.check`,
+    :meth:`~sklearn_dppca.BudgetAccountant.spend` and ``remaining(k,
+    delta=...)``.
+
+    Examples
+    --------
+    >>> from sklearn_dppca.privacy import Budget
+    >>> Budget(1.0, 1e-6)
+    Budget(epsilon=1.0, delta=1e-06)
+    >>> Budget(1.0, 1e-6) == (1.0, 1e-6)
+    True
+    """
+
+    epsilon: float
+    delta: float
+
+
 class BudgetAccountant:
     """Shared privacy budget that composes every fit charged to it exactly.
 
@@ -468,7 +494,9 @@ class BudgetAccountant:
     exactly (``μ² = Σ μ_j²``); releases described by an RDP curve are composed
     in RDP together with the Gaussian ones (``λ μ²/2``) and converted with the
     improved conversion. :attr:`spent` is the composed ``ε`` at the
-    accountant's ``delta``.
+    accountant's ``delta``. Releases of your own, stated as ``(ε, δ)``-DP
+    (``spend(epsilon, delta)``, as in ``diffprivlib``), are added to the fits
+    by the basic composition theorem (:ref:`own-releases`).
 
     A fit checks and charges atomically, *before* it releases anything; a fit
     that would take the total over ``epsilon`` raises
@@ -489,7 +517,9 @@ class BudgetAccountant:
     as its path, so joblib worker processes (``n_jobs=-1``) charge the same
     ledger. See :ref:`ledgers`.
 
-    ``with accountant:`` makes it the default accountant inside the block.
+    ``with accountant:`` makes it the default accountant inside the block,
+    in the thread or async task that entered it and in the work started there
+    (see :func:`~sklearn_dppca.privacy.get_default_accountant`).
 
     Parameters
     ----------
@@ -498,7 +528,9 @@ class BudgetAccountant:
         the ledger's own budget. Read-only after creation.
     delta : float, default=None
         The ``δ`` at which the budget is stated and :attr:`spent` is
-        reported; ``None``: ``1e-6``, or the ledger's own. Read-only.
+        reported, in ``[0, 1)`` (``0``: releases of your own that are pure
+        ``ε``-DP, and no Gaussian fit); ``None``: ``1e-6``, or the ledger's
+        own. Read-only.
     path : str or path-like, default=None
         Ledger file. A new file needs ``epsilon``, and is created readable by
         its owner only; an existing one is opened with its stored budget
@@ -522,6 +554,8 @@ class BudgetAccountant:
     (2.123, 1e-06)
     >>> len(acc), round(acc.remaining(), 3), round(acc.remaining(2), 3)
     (4, 1.969, 1.351)
+    >>> round(acc.spend(0.5, 0.0).epsilon, 3)  # a 0.5-DP release of your own
+    2.623
     """
 
     def __init__(self, epsilon=None, delta=None, *, path=None, label=None):
@@ -529,17 +563,14 @@ class BudgetAccountant:
             raise TypeError(f"label must be a string or None; got {label!r}.")
         self.label = label
         self._lock = threading.Lock()
-        self._previous = []  # defaults replaced by `with self:` blocks
         self._detached = False
         self._ledger = None
         if path is not None:
             self._open_ledger(path, epsilon, delta)
             return
         self._epsilon = _check_budget(math.inf if epsilon is None else epsilon)
-        self._delta = _check_delta(1e-6 if delta is None else delta)
-        self._mu_sq = 0.0
-        self._rdp = np.zeros_like(DEFAULT_ORDERS)
-        self._has_rdp = False
+        self._delta = _check_budget_delta(1e-6 if delta is None else delta)
+        self._totals = _Totals.empty()
         self._charges = []
         _in_memory.add(self)
 
@@ -548,11 +579,12 @@ class BudgetAccountant:
         if epsilon is not None:
             header = {
                 "epsilon": float_text(_check_budget(epsilon)),
-                "delta": float_text(_check_delta(1e-6 if delta is None else delta)),
+                "delta": float_text(
+                    _check_budget_delta(1e-6 if delta is None else delta)),
                 "orders": _ORDERS_DIGEST,
             }
         elif delta is not None:
-            _check_delta(delta)
+            _check_budget_delta(delta)
         if header is None and not os.path.exists(path):
             raise LedgerError(
                 f"{os.path.abspath(path)}: no such ledger. Create it with its "
@@ -601,25 +633,76 @@ class BudgetAccountant:
         if self._ledger is not None:  # a ledger travels as its path
             return {"path": self._ledger.path, "label": self.label}
         state = self.__dict__.copy()
-        del state["_lock"], state["_previous"]
+        del state["_lock"]
         return state
 
     def __setstate__(self, state):
         if "path" in state:
             self.__init__(path=state["path"], label=state["label"])
             return
+        if "_mu_sq" in state:  # pickled by a version before _Totals
+            state = dict(state)
+            state["_totals"] = _Totals.empty()._replace(
+                mu_sq=state.pop("_mu_sq"), rdp=state.pop("_rdp"),
+                has_rdp=state.pop("_has_rdp"), n_fits=len(state["_charges"]))
         self.__dict__.update(state)
         self._lock = threading.Lock()
-        self._previous = []
         self._detached = True
 
     def __enter__(self):
-        self._previous.append(set_default_accountant(self))
+        # The block is the default in this thread or async task only (a
+        # context variable), and is recorded as open for the worker threads
+        # that have no block of their own (see get_default_accountant).
+        block = _Block(self, _block.get())
+        with _default_lock:
+            _open_blocks.add(block)
+        block.token = _block.set(block)
         return self
 
     def __exit__(self, *exc_info):
-        set_default_accountant(self._previous.pop())
+        block = _block.get()
+        if block is None or block.accountant is not self:
+            raise RuntimeError(
+                "This `with accountant:` block is not the innermost one open "
+                "in this thread or task: a block must be left in the thread "
+                "or task that entered it, innermost first."
+            )
+        try:
+            _block.reset(block.token)
+        except ValueError:  # left in a copy of the context that entered it
+            _block.set(block.previous)
+        with _default_lock:
+            _open_blocks.discard(block)
         return False
+
+    def set_default(self):
+        """Make this the process-wide default accountant; returns ``self``.
+
+        ``set_default_accountant(self)``, under ``diffprivlib``'s name.
+        """
+        set_default_accountant(self)
+        return self
+
+    @staticmethod
+    def load_default(accountant=None):
+        """``accountant``, or the default accountant here if it is ``None``.
+
+        ``diffprivlib``'s idiom for a function of your own that takes an
+        ``accountant=None`` argument (see
+        :func:`~sklearn_dppca.privacy.get_default_accountant` for which
+        default that is).
+
+        Raises
+        ------
+        TypeError
+            If ``accountant`` is neither ``None`` nor a BudgetAccountant.
+        """
+        if accountant is None:
+            return get_default_accountant()
+        if not isinstance(accountant, BudgetAccountant):
+            raise TypeError(
+                f"accountant must be a BudgetAccountant or None; got {accountant!r}.")
+        return accountant
 
     def __len__(self):
         return self.n_charges
@@ -640,54 +723,81 @@ class BudgetAccountant:
                 f"delta={self._delta!r}{where}; {state})")
 
     # -- composition --------------------------------------------------------
-    def _epsilon_of(self, mu_sq, rdp, has_rdp):
-        if mu_sq == 0.0 and not has_rdp:
-            return 0.0
-        if mu_sq == math.inf:  # a non-private (epsilon=inf) fit was charged
-            return math.inf
-        if not has_rdp:
-            return gdp_epsilon(math.sqrt(mu_sq), self._delta)
-        total = rdp + DEFAULT_ORDERS * (mu_sq / 2.0)
-        return rdp_to_epsilon(total, self._delta)[0]
+    # The bound (docs/budgets.rst, "Releases of your own"): the fits compose
+    # exactly in GDP (or in RDP, with an RDP charge) to (ε_F(δ_F), δ_F) for
+    # every δ_F; the releases stated in (ε_i, δ_i) add, by the basic
+    # composition theorem in its tight form (Kairouz, Oh & Viswanath 2017,
+    # Thm 3.5 with the naive ε), to (ε_F(δ_F) + Σ ε_i, 1 − (1 − δ_F) Π (1 − δ_i)).
+    # δ_F is what that leaves of the budget's δ.
+    def _fits_delta(self, keep_user):
+        """δ_F with ``1 − (1 − δ_F) Π(1 − δ_i) = δ``; ``≤ 0``: none is left."""
+        if keep_user == 0.0:  # no δ spent by releases of the user's own
+            return self._delta
+        return -math.expm1(math.log1p(-self._delta) - keep_user)
 
     @staticmethod
-    def _check_charge(mu, rdp):
-        if mu is None and rdp is None:
-            raise ValueError("Give the charge as mu (GDP), rdp (RDP curve) or both.")
-        # mu = inf is the charge of a non-private fit (epsilon=inf): only an
-        # unlimited accountant admits it.
-        mu = 0.0 if mu is None else _check_nonnegative(mu, "mu")
-        if rdp is not None:
-            rdp = np.asarray(rdp, dtype=float)
-            if rdp.shape != DEFAULT_ORDERS.shape or not np.all(rdp >= 0):
-                raise ValueError(
-                    "rdp must be a non-negative curve on privacy.DEFAULT_ORDERS."
-                )
-        return mu, rdp
+    def _fits_epsilon(totals, delta):
+        """``ε`` of the fits alone at ``delta`` (exact GDP; RDP with an RDP
+        charge, the Gaussian ones included as ``λ μ²/2``)."""
+        if totals.mu_sq == 0.0 and not totals.has_rdp:
+            return 0.0
+        if not delta > 0.0 or totals.mu_sq == math.inf:
+            return math.inf  # no δ left for them, or a non-private fit
+        if not totals.has_rdp:
+            return gdp_epsilon(math.sqrt(totals.mu_sq), delta)
+        curve = totals.rdp + DEFAULT_ORDERS * (totals.mu_sq / 2.0)
+        return rdp_to_epsilon(curve, delta)[0]
+
+    def _total(self, totals):
+        """:class:`Budget` of everything in ``totals`` (see above)."""
+        if totals.mu_sq == 0.0 and not totals.has_rdp:  # the fits cost nothing
+            user_delta = -math.expm1(totals.keep_user)
+            fit_delta = self._delta if totals.n_fits else 0.0
+            return Budget(totals.eps_user, max(user_delta, fit_delta))
+        eps = self._fits_epsilon(totals, self._fits_delta(totals.keep_user))
+        return Budget(eps + totals.eps_user, self._delta)
 
     def _state(self):
-        """``(Σ μ², Σ RDP curves, any RDP?)`` of every charge so far."""
+        """:class:`_Totals` of every charge so far."""
         if self._ledger is None:
             with self._lock:
-                return self._mu_sq, self._rdp, self._has_rdp
+                return self._totals
         return _compose(self._ledger.rows())
 
-    def _admit(self, state, mu, rdp):
-        """The state after the charge and its ``ε``; raise if over budget."""
-        mu_sq, total, has_rdp = state
-        after = (mu_sq + mu * mu, total if rdp is None else total + rdp,
-                 has_rdp or rdp is not None)
-        eps = self._epsilon_of(*after)
-        if eps > self._epsilon * (1.0 + _TOLERANCE):
-            where = "" if self._ledger is None else f" of ledger {self.path}"
+    def _admit(self, totals, charge):
+        """The totals after ``charge`` and their :class:`Budget`; raise if
+        that is over the budget."""
+        after = totals.add(charge)
+        total = self._total(after)
+        if self._epsilon == math.inf:  # an unlimited budget admits anything
+            return after, total
+        where = "" if self._ledger is None else f" of ledger {self.path}"
+        kind = "fit" if charge.release is None else "release"
+        user_delta = -math.expm1(after.keep_user)
+        if user_delta > self._delta * (1.0 + _TOLERANCE):
             raise BudgetExceededError(
-                f"This fit would bring the privacy spent to epsilon={eps:.6g} at "
-                f"delta={self._delta:g}, over the budget epsilon={self._epsilon:g}"
-                f"{where} (already spent: {self._epsilon_of(*state):.6g}). The "
-                "fit was refused before releasing anything and nothing was "
+                f"This release would bring the delta of the releases stated in "
+                f"(epsilon, delta) to {user_delta:.6g}, over the budget "
+                f"delta={self._delta:g}{where}. It was refused and nothing was "
                 "charged."
             )
-        return after, eps
+        if total.epsilon > self._epsilon * (1.0 + _TOLERANCE):
+            why = ""
+            if total.epsilon == math.inf and not self._fits_delta(after.keep_user) > 0:
+                why = (" A Gaussian fit needs delta > 0, and "
+                       + ("this budget's delta is 0 (pure epsilon-DP)."
+                          if self._delta == 0.0 else
+                          "releases stated in (epsilon, delta) have spent "
+                          f"delta={user_delta:.6g}: all of the budget's "
+                          f"delta={self._delta:g}."))
+            raise BudgetExceededError(
+                f"This {kind} would bring the privacy spent to "
+                f"epsilon={total.epsilon:.6g} at delta={self._delta:g}, over the "
+                f"budget epsilon={self._epsilon:g}{where} (already spent: "
+                f"{self._total(totals).epsilon:.6g}).{why} The {kind} was refused "
+                "before releasing anything and nothing was charged."
+            )
+        return after, total
 
     def _refuse_if_detached(self):
         if self._detached:
@@ -702,26 +812,51 @@ class BudgetAccountant:
                 "joblib.parallel_config(backend='threading')."
             )
 
-    def check(self, mu=None, *, rdp=None):
-        """Total ``(ε, δ)`` that spending this charge would leave; charges nothing.
+    def check(self, *release, mu=None, rdp=None, epsilon=None, delta=None):
+        """The total that spending this charge would bring; charges nothing.
 
-        Raises :class:`BudgetExceededError` if it would exceed the budget, and
-        :class:`RuntimeError` on a copy that cannot be charged.
+        Takes the charge as :meth:`spend` does: ``check(mu)``, ``check(rdp=...)``
+        or, for a release of your own, ``check(epsilon, delta)``.
+
+        Returns
+        -------
+        total : Budget
+            ``(epsilon, delta)`` spent in total if the charge were made.
+
+        Raises
+        ------
+        BudgetExceededError
+            If it would exceed the budget.
+        RuntimeError
+            On a copy that cannot be charged.
         """
-        mu, rdp = self._check_charge(mu, rdp)
+        charge = _parse_charge(release, mu, rdp, epsilon, delta)
         self._refuse_if_detached()
-        return self._admit(self._state(), mu, rdp)[1], self._delta
+        return self._admit(self._state(), charge)[1]
 
-    def spend(self, mu=None, *, rdp=None, estimator=None, label=None):
+    def spend(self, *release, mu=None, rdp=None, epsilon=None, delta=None,
+              estimator=None, label=None):
         """Check and charge one release, atomically.
+
+        ``spend(mu)`` charges a Gaussian release (what the estimators do);
+        ``spend(epsilon, delta)`` a release of your own, stated as
+        ``(epsilon, delta)``-DP, as ``diffprivlib``'s accountant takes it. The
+        two kinds compose by the bound of :ref:`own-releases`.
 
         Parameters
         ----------
+        *release : float
+            ``mu``, or ``epsilon, delta``.
         mu : float, optional
             GDP parameter of a Gaussian release (or of several, composed);
             ``inf`` (no noise) is admitted only by an unlimited budget.
         rdp : array-like of shape (len(DEFAULT_ORDERS),), optional
             RDP curve of a release that is not GDP.
+        epsilon : float, optional
+            ``ε ≥ 0`` (``inf`` allowed) of a release of your own that is
+            ``(ε, δ)``-DP, e.g. a Laplace mechanism; not with ``mu``/``rdp``.
+        delta : float, default=0.0 with ``epsilon``
+            Its ``δ`` in ``[0, 1]``; not both ``0``.
         estimator : estimator, optional
             The estimator being fitted: its class name and ``get_params()``
             (without the accountant) are recorded with the charge.
@@ -730,49 +865,75 @@ class BudgetAccountant:
 
         Returns
         -------
-        spent : tuple of float
-            ``(ε, δ)`` spent in total after this charge.
+        spent : Budget
+            ``(epsilon, delta)`` spent in total after this charge (not the
+            accountant itself, as ``diffprivlib`` returns).
+
+        Raises
+        ------
+        BudgetExceededError
+            If the charge would exceed the budget: nothing is charged.
         """
-        mu, rdp = self._check_charge(mu, rdp)
+        charge = _parse_charge(release, mu, rdp, epsilon, delta)
         self._refuse_if_detached()
         record = _describe(estimator, self.label if label is None else label)
+        if charge.release is not None and estimator is None:
+            # shown by `dppca ledger show` (its "fit epsilon/delta" columns)
+            record["params"] = params_text(dict(zip(("epsilon", "delta"),
+                                                    charge.release)))
         if self._ledger is not None:
+            result = []
 
             def decide(rows):
-                eps = self._admit(_compose(rows), mu, rdp)[1]
-                return dict(record, mu=float_text(mu), rdp=curve_text(rdp),
-                            epsilon_spent=float_text(eps))
+                _, total = self._admit(_compose(rows), charge)
+                result[:] = [total]
+                # A release in (ε, δ) is stored in the rdp column as a JSON
+                # object (a curve is a list): a reader that knows only curves
+                # fails on it rather than drop it from the total.
+                curve = (_release_text(charge.release)
+                         if charge.release is not None else curve_text(charge.rdp))
+                return dict(record, mu=float_text(charge.mu), rdp=curve,
+                            epsilon_spent=float_text(total.epsilon))
 
-            return self._ledger.append(decide)["epsilon_spent"], self._delta
+            self._ledger.append(decide)
+            return result[0]
         with self._lock:
-            state, eps = self._admit(
-                (self._mu_sq, self._rdp, self._has_rdp), mu, rdp
-            )
-            self._mu_sq, self._rdp, self._has_rdp = state
+            totals, total = self._admit(self._totals, charge)
+            self._totals = totals
             now = datetime.datetime.now(datetime.timezone.utc)
             self._charges.append(dict(
                 record, params=json.loads(record["params"]),
                 seq=len(self._charges) + 1,
-                time=now.isoformat(timespec="microseconds"), mu=mu,
-                rdp=None if rdp is None else rdp.tolist(), epsilon_spent=eps,
+                time=now.isoformat(timespec="microseconds"), mu=charge.mu,
+                rdp=None if charge.rdp is None else charge.rdp.tolist(),
+                epsilon_delta=charge.release, epsilon_spent=total.epsilon,
             ))
-            return eps, self._delta
+            return total
 
     # -- reading ------------------------------------------------------------
     @property
     def spent(self):
-        """``(ε, δ)`` spent so far, composed exactly; ``(0.0, 0.0)`` before any."""
-        if self._ledger is None:
-            with self._lock:
-                state, n = (self._mu_sq, self._rdp, self._has_rdp), len(self._charges)
-        else:
-            rows = self._ledger.rows()
-            state, n = _compose(rows), len(rows)
-        return (self._epsilon_of(*state), self._delta if n else 0.0)
+        """:class:`~sklearn_dppca.privacy.Budget` ``(ε, δ)`` spent so far;
+        ``(0.0, 0.0)`` before any.
+
+        With Gaussian fits only, composed exactly and stated at the
+        accountant's ``delta``. With releases of your own in ``(ε, δ)``, the
+        bound of :ref:`own-releases` (at the accountant's ``delta``; their own
+        ``δ`` total if there is no fit).
+        """
+        return self._total(self._state())
+
+    def total(self):
+        """``(ε, δ)`` spent so far: the same as :attr:`spent`.
+
+        ``diffprivlib``'s name, for code ported from it (it has no
+        ``spent_budget``/``slack`` arguments here).
+        """
+        return self.spent
 
     @property
     def n_charges(self):
-        """Number of charges (fits) recorded; also ``len(accountant)``."""
+        """Number of charges (fits and releases) recorded; also ``len(accountant)``."""
         if self._ledger is None:
             return len(self._charges)
         return self._ledger.verify()
@@ -783,13 +944,21 @@ class BudgetAccountant:
 
         Keys: ``seq`` (1, 2, ...), ``time`` (UTC, ISO 8601), ``estimator``
         (class name or ``None``), ``params`` (its parameters), ``label``,
-        ``mu``, ``rdp`` (list or ``None``), ``epsilon_spent`` (the composed
+        ``mu``, ``rdp`` (list or ``None``), ``epsilon_delta`` (``(ε, δ)`` of
+        a release of your own, else ``None``), ``epsilon_spent`` (the composed
         total after the charge) and, on a ledger, ``prev_hash`` and ``hash``.
         """
         if self._ledger is None:
             with self._lock:
                 return [dict(c) for c in self._charges]
-        return self._ledger.rows()
+        rows = self._ledger.rows()
+        for row in rows:
+            release = row["rdp"] if isinstance(row["rdp"], dict) else None
+            if release is not None:
+                row["rdp"] = None
+            row["epsilon_delta"] = (None if release is None
+                                    else (release["epsilon"], release["delta"]))
+        return rows
 
     def to_frame(self):
         """The charges as a ``pandas.DataFrame``, one row per charge."""
@@ -800,8 +969,8 @@ class BudgetAccountant:
                 "BudgetAccountant.to_frame() needs pandas: pip install pandas "
                 "(or use BudgetAccountant.charges, a list of dicts)."
             ) from exc
-        columns = ["seq", "time", "estimator", "label", "mu", "epsilon_spent",
-                   "params", "rdp"]
+        columns = ["seq", "time", "estimator", "label", "mu", "epsilon_delta",
+                   "epsilon_spent", "params", "rdp"]
         if self._ledger is not None:
             columns += ["prev_hash", "hash"]
         return pd.DataFrame(self.charges, columns=columns)
@@ -845,34 +1014,55 @@ class BudgetAccountant:
                              "give it a path (see 'Ledgers' in the docs).")
         return self._ledger.anchor()
 
-    def remaining(self, k=1):
-        """Largest ``ε`` each of ``k`` more equal Gaussian fits may spend.
+    def remaining(self, k=1, *, delta=None):
+        """What is left: ``ε`` for ``k`` more fits, or ``(ε, δ)`` for releases.
 
-        Each fit at this accountant's ``δ``; the ``k`` of them, composed with
-        everything already charged, fill the budget exactly.
+        Without ``delta``: the largest ``ε`` each of ``k`` more equal Gaussian
+        fits may spend, each at this accountant's ``δ``; the ``k`` of them,
+        composed with everything already charged, fill the budget exactly.
+
+        With ``delta``: the largest ``ε`` each of ``k`` more releases of your
+        own, each ``(ε, delta)``-DP, may spend (:meth:`spend` with
+        ``epsilon, delta``), as a :class:`~sklearn_dppca.privacy.Budget`
+        ``(ε, delta)``. This is the pair ``diffprivlib``'s ``remaining(k)``
+        returns; there, the ``δ`` left is split between the ``k`` queries,
+        here you choose it (``0.0`` for pure ``ε``-DP releases: the fits need
+        a share of ``δ``).
 
         Parameters
         ----------
         k : int, default=1
-            Number of further fits.
+            Number of further fits or releases.
+        delta : float, optional
+            ``δ`` in ``[0, 1]`` of each further release of your own.
 
         Returns
         -------
-        epsilon : float
-            ``inf`` for an unlimited accountant, ``0.0`` when it is spent.
+        epsilon : float, or Budget with ``delta``
+            ``inf`` for an unlimited accountant, ``0.0`` when nothing fits.
         """
         if not isinstance(k, Integral) or k < 1:
             raise ValueError(f"k must be an integer >= 1; got {k!r}.")
+        if delta is not None:
+            delta = _parse_charge((), None, None, 1.0, delta).release[1]
+            return Budget(self._remaining_releases(k, delta), delta)
         if self._epsilon == math.inf:
             return math.inf
-        mu_sq, rdp, has_rdp = self._state()
-        budget_mu = gdp_mu(self._epsilon, self._delta)
-        if not has_rdp:  # exact in GDP
-            left = budget_mu**2 - mu_sq
+        totals = self._state()
+        if self._delta == 0.0:  # a pure ε-DP budget admits no Gaussian fit
+            return 0.0
+        eps_left = self._epsilon - totals.eps_user
+        delta_fits = self._fits_delta(totals.keep_user)
+        if not (eps_left > 0.0 and delta_fits > 0.0):
+            return 0.0
+        budget_mu = gdp_mu(eps_left, delta_fits)
+        if not totals.has_rdp:  # exact in GDP
+            left = budget_mu**2 - totals.mu_sq
             return gdp_epsilon(math.sqrt(left / k), self._delta) if left > 0 else 0.0
 
         def total(mu):
-            return self._epsilon_of(mu_sq + k * mu * mu, rdp, has_rdp)
+            more = totals._replace(mu_sq=totals.mu_sq + k * mu * mu)
+            return self._total(more).epsilon
 
         lo, hi = 0.0, budget_mu / math.sqrt(k)
         if total(lo) >= self._epsilon:
@@ -882,6 +1072,17 @@ class BudgetAccountant:
             lo, hi = (mid, hi) if total(mid) <= self._epsilon else (lo, mid)
         return gdp_epsilon(lo, self._delta) if lo > 0 else 0.0
 
+    def _remaining_releases(self, k, delta):
+        """Largest ``ε`` of each of ``k`` more ``(ε, delta)`` releases."""
+        if self._epsilon == math.inf:
+            return math.inf
+        totals = self._state()
+        keep = totals.keep_user + k * _log_keep(delta)
+        if -math.expm1(keep) > self._delta * (1.0 + _TOLERANCE):
+            return 0.0  # their δ alone is over the budget
+        fits = self._fits_epsilon(totals, self._fits_delta(keep))
+        return max((self._epsilon - totals.eps_user - fits) / k, 0.0)
+
     def reset(self):
         """Forget every charge (in memory; a ledger is append-only)."""
         if self._ledger is not None:
@@ -890,8 +1091,7 @@ class BudgetAccountant:
                 "Start a new ledger file for a new dataset."
             )
         with self._lock:
-            self._mu_sq, self._has_rdp, self._charges = 0.0, False, []
-            self._rdp = np.zeros_like(DEFAULT_ORDERS)
+            self._totals, self._charges = _Totals.empty(), []
 
 
 def _check_budget(epsilon):
@@ -900,14 +1100,115 @@ def _check_budget(epsilon):
     return float(epsilon)
 
 
+def _check_budget_delta(delta):
+    """A budget's ``δ``: in ``[0, 1)`` (``0``: pure ``ε``-DP releases only)."""
+    if not isinstance(delta, Real) or not 0.0 <= delta < 1.0:
+        raise ValueError(f"delta must be a real number in [0, 1); got {delta!r}.")
+    return float(delta)
+
+
+def _log_keep(delta):
+    """``log(1 − δ)`` (``-inf`` for ``δ = 1``)."""
+    return -math.inf if delta >= 1.0 else math.log1p(-delta)
+
+
+class _Charge(NamedTuple):
+    """One charge: a Gaussian/RDP release, or a release in ``(ε, δ)``."""
+
+    mu: float
+    rdp: np.ndarray  # or None
+    release: tuple  # (epsilon, delta) of a release of the user's own, or None
+
+
+class _Totals(NamedTuple):
+    """What the charges so far compose to, in the parts the bound needs."""
+
+    mu_sq: float  # Σ μ² of the Gaussian releases
+    rdp: np.ndarray  # Σ of the RDP curves
+    has_rdp: bool
+    n_fits: int  # charges given as mu or rdp
+    eps_user: float  # Σ ε_i of the releases given as (epsilon, delta)
+    keep_user: float  # Σ log(1 − δ_i) of those
+
+    @classmethod
+    def empty(cls):
+        return cls(0.0, np.zeros_like(DEFAULT_ORDERS), False, 0, 0.0, 0.0)
+
+    def add(self, charge):
+        if charge.release is not None:
+            eps, delta = charge.release
+            return self._replace(eps_user=self.eps_user + eps,
+                                 keep_user=self.keep_user + _log_keep(delta))
+        return self._replace(
+            mu_sq=self.mu_sq + charge.mu * charge.mu,
+            rdp=self.rdp if charge.rdp is None else self.rdp + charge.rdp,
+            has_rdp=self.has_rdp or charge.rdp is not None,
+            n_fits=self.n_fits + 1,
+        )
+
+
+def _parse_charge(release, mu, rdp, epsilon, delta):
+    """The :class:`_Charge` of ``spend``/``check``'s arguments."""
+    if len(release) > 2:
+        raise TypeError("Give one charge: spend(mu), spend(epsilon, delta), or "
+                        "the keywords mu=, rdp=, epsilon=, delta=.")
+    if len(release) == 2:
+        if any(v is not None for v in (mu, rdp, epsilon, delta)):
+            raise TypeError("spend(epsilon, delta) takes no other charge.")
+        epsilon, delta = release
+    elif len(release) == 1:
+        if mu is not None:
+            raise TypeError("mu is given twice.")
+        (mu,) = release
+    if epsilon is not None or delta is not None:
+        if mu is not None or rdp is not None:
+            raise ValueError(
+                "A charge is a Gaussian or RDP release (mu=, rdp=) or a release "
+                "stated in (epsilon, delta), not both: charge them one by one.")
+        if epsilon is None:
+            raise ValueError("A release stated in (epsilon, delta) needs epsilon.")
+        epsilon = _check_nonnegative(epsilon, "epsilon")
+        delta = 0.0 if delta is None else delta
+        if not isinstance(delta, Real) or not 0.0 <= delta <= 1.0:
+            raise ValueError(
+                f"delta of a release must be a real number in [0, 1]; got {delta!r}.")
+        if epsilon == 0.0 and delta == 0.0:
+            raise ValueError("A release with epsilon=0 and delta=0 is no charge.")
+        return _Charge(0.0, None, (epsilon, float(delta)))
+    if mu is None and rdp is None:
+        raise ValueError("Give the charge as mu (GDP), rdp (RDP curve) or both, "
+                         "or a release of your own as (epsilon, delta).")
+    # mu = inf is the charge of a non-private fit (epsilon=inf): only an
+    # unlimited accountant admits it.
+    mu = 0.0 if mu is None else _check_nonnegative(mu, "mu")
+    if rdp is not None:
+        rdp = np.asarray(rdp, dtype=float)
+        if rdp.shape != DEFAULT_ORDERS.shape or not np.all(rdp >= 0):
+            raise ValueError(
+                "rdp must be a non-negative curve on privacy.DEFAULT_ORDERS."
+            )
+    return _Charge(mu, rdp, None)
+
+
+def _release_text(release):
+    """JSON of a release's ``(ε, δ)``, exact (``"inf"`` as text)."""
+    eps, delta = release
+    return json.dumps({"epsilon": float_text(eps), "delta": float_text(delta)},
+                      sort_keys=True)
+
+
 def _compose(rows):
-    """``(Σ μ², Σ RDP curves, any RDP?)`` of stored charges, in their order."""
-    mu_sq, rdp, has_rdp = 0.0, np.zeros_like(DEFAULT_ORDERS), False
+    """:class:`_Totals` of stored charges, in their order."""
+    totals = _Totals.empty()
     for row in rows:
-        mu_sq += row["mu"] * row["mu"]
-        if row["rdp"] is not None:
-            rdp, has_rdp = rdp + np.asarray(row["rdp"], dtype=float), True
-    return mu_sq, rdp, has_rdp
+        stored = row["rdp"]
+        if isinstance(stored, dict):  # a release stated in (ε, δ)
+            charge = _Charge(0.0, None, (stored["epsilon"], stored["delta"]))
+        else:
+            curve = None if stored is None else np.asarray(stored, dtype=float)
+            charge = _Charge(row["mu"], curve, None)
+        totals = totals.add(charge)
+    return totals
 
 
 def _describe(estimator, label):
@@ -928,14 +1229,104 @@ _PRISTINE_DEFAULT = _default_accountant
 _default_lock = threading.Lock()
 
 
-def get_default_accountant():
-    """The process-wide accountant charged by estimators given ``accountant=None``.
+# --------------------------------------------------------------------------
+# `with accountant:` blocks: the default in one thread or async task
+# --------------------------------------------------------------------------
+# A block sets a context variable, so it is the default in the thread or
+# async task that entered it, and in whatever copies that context (asyncio
+# tasks created inside it, asyncio.to_thread, contextvars.copy_context().run)
+# -- never in another thread's or task's code. A thread started any other way
+# begins with an empty context: such a worker (joblib's threading backend,
+# concurrent.futures, loky's thread that pickles estimators for its worker
+# processes) cannot tell which code handed it its work. It resolves the
+# default from every block open in the process and from the process-wide
+# default, and refuses when they disagree (get_default_accountant).
+class _Block:
+    """One open ``with accountant:`` block (a node of its context's stack)."""
 
-    Its budget is unlimited unless replaced with :func:`set_default_accountant`
-    (or inside a ``with accountant:`` block). An estimator pickled to a worker
-    process (``GridSearchCV(..., n_jobs=2)``) carries the replaced default
-    with it: a ledger is charged from the worker, a limited in-memory one
-    refuses there; only the unlimited original default is per process.
+    __slots__ = ("accountant", "previous", "token")
+
+    def __init__(self, accountant, previous):
+        self.accountant = accountant
+        self.previous = previous  # the block it shadows in its context
+        self.token = None
+
+
+#: The innermost block open in this thread or async task, or None.
+_block = contextvars.ContextVar("sklearn_dppca_accountant_block", default=None)
+#: Every block open in this process, in any thread or task (_default_lock).
+_open_blocks = set()
+
+
+class _AmbiguousDefault(RuntimeError):
+    """A thread with no block of its own cannot tell which default is its own."""
+
+
+def _ambiguity(candidates):
+    names = ", ".join(sorted(repr(a) for a in candidates))
+    return _AmbiguousDefault(
+        "Which accountant is the default here cannot be told, so nothing is "
+        "charged: this thread has no `with accountant:` block of its own, and "
+        "it may be running work handed to it by any of the blocks open in "
+        f"other threads or tasks, or by code under the process-wide default "
+        f"({names}). Fix: give the estimator its accountant "
+        "(accountant=...); or enter the block inside the function the thread "
+        "runs; or start the thread with the block's context "
+        "(asyncio.to_thread, contextvars.copy_context().run)."
+    )
+
+
+def _current_default():
+    """The default accountant of the calling thread or task (see
+    get_default_accountant); raises :class:`_AmbiguousDefault`."""
+    block = _block.get()
+    if block is not None:
+        return block.accountant
+    if threading.current_thread() is threading.main_thread():
+        return _default_accountant  # the main thread is nobody's worker
+    with _default_lock:
+        candidates = {b.accountant for b in _open_blocks}
+        candidates.add(_default_accountant)
+    # The original unlimited default yields to any other candidate: charging
+    # a limited budget for a fit that was not its own over-counts it, which is
+    # safe; charging the unlimited one for a limited block's fit is not.
+    candidates.discard(_PRISTINE_DEFAULT)
+    if len(candidates) > 1:
+        raise _ambiguity(candidates)
+    return candidates.pop() if candidates else _PRISTINE_DEFAULT
+
+
+def get_default_accountant():
+    """The accountant charged by estimators given ``accountant=None`` here.
+
+    Inside a ``with accountant:`` block, that accountant: a block is the
+    default in the thread or async task that entered it (and in asyncio
+    tasks created inside it, ``asyncio.to_thread`` and
+    ``contextvars.copy_context().run``), never in other threads or tasks.
+    Outside any block, the process-wide default: unlimited unless replaced
+    with :func:`set_default_accountant`.
+
+    A thread other than the main one that has not entered a block itself —
+    a worker of joblib's threading backend, of a ``ThreadPoolExecutor``, or
+    the thread that sends estimators to joblib's worker processes — may be
+    running work started inside a block in another thread, and cannot know
+    which. It uses the accountant of the blocks open in the process if they
+    are all of one accountant (and the process-wide default is the original
+    unlimited one, or that same accountant), so that ``GridSearchCV(...,
+    n_jobs=2)`` inside ``with budget:`` charges every fit to ``budget``;
+    otherwise it raises :class:`RuntimeError` rather than guess, and no fit
+    is charged (``docs/budgets.rst``, "Blocks, threads and tasks").
+
+    An estimator pickled to a worker process (``GridSearchCV(...,
+    n_jobs=2)``) carries the default it would be charged to: a ledger is
+    charged from the worker, a limited in-memory one refuses there; only the
+    unlimited original default is per process.
+
+    Raises
+    ------
+    RuntimeError
+        In a worker thread, while blocks of different accountants are open
+        (or a block and a replaced process-wide default).
 
     Examples
     --------
@@ -943,11 +1334,16 @@ def get_default_accountant():
     >>> get_default_accountant().epsilon
     inf
     """
-    return _default_accountant
+    return _current_default()
 
 
 def set_default_accountant(accountant):
     """Replace the process-wide default accountant; returns the previous one.
+
+    The process-wide default is the one charged outside every ``with
+    accountant:`` block, in every thread. Inside a block the block's
+    accountant stays the default until the block exits; the replacement
+    takes effect there after it.
 
     Examples
     --------
@@ -976,16 +1372,18 @@ def set_default_accountant(accountant):
 # --------------------------------------------------------------------------
 # An estimator with accountant=None resolves the default at fit time. In a
 # worker process that would be the worker's own unlimited default, silently
-# replacing a limited one: so an estimator pickled while the default is not
+# replacing a limited one: so an estimator pickled where the default is not
 # the original carries it (a ledger as its path, an in-memory one as a copy
-# that refuses charges), and a worker whose own default is the original uses
-# the carried one, also for clones made there.
+# that refuses charges; where the default cannot be told, a refusal), and a
+# worker whose own default is the original uses the carried one, also for
+# clones made there.
 _CARRIED = "_carried_default_accountant"
 
 
 class _CarriedDefault(NamedTuple):
     origin: str  # _process_id of the process that pickled the estimator
-    accountant: BudgetAccountant
+    accountant: BudgetAccountant  # None with a refusal
+    refusal: str = None  # why the default could not be told where pickled
 
 
 def _carry_default(estimator, state):
@@ -993,36 +1391,46 @@ def _carry_default(estimator, state):
     state = dict(state)
     state.pop(_CARRIED, None)
     if getattr(estimator, "accountant", None) is None:
-        if _default_accountant is not _PRISTINE_DEFAULT:
-            state[_CARRIED] = _CarriedDefault(_process_id, _default_accountant)
-        elif _foreign_default(estimator) is not None:  # pass it on
+        try:
+            default = _current_default()
+        except _AmbiguousDefault as exc:
+            state[_CARRIED] = _CarriedDefault(_process_id, None, str(exc))
+            return state
+        if default is not _PRISTINE_DEFAULT:
+            state[_CARRIED] = _CarriedDefault(_process_id, default)
+        elif _foreign_carried(estimator) is not None:  # pass it on
             state[_CARRIED] = vars(estimator)[_CARRIED]
     return state
 
 
 def _keep_carried_default(estimator, clone):
     """A clone keeps the default its original carried from another process."""
-    if _foreign_default(estimator) is not None:
+    if _foreign_carried(estimator) is not None:
         vars(clone)[_CARRIED] = vars(estimator)[_CARRIED]
     return clone
 
 
-def _foreign_default(estimator):
+def _foreign_carried(estimator):
     carried = vars(estimator).get(_CARRIED)
     if carried is None or carried.origin == _process_id:
         return None
-    return carried.accountant
+    return carried
 
 
 def _resolve_accountant(estimator):
     """The accountant a fit of ``estimator`` charges."""
     if estimator.accountant is not None:
         return estimator.accountant
-    default = _default_accountant
+    default = _current_default()
     if default is _PRISTINE_DEFAULT:
-        carried = _foreign_default(estimator)
+        carried = _foreign_carried(estimator)
         if carried is not None:
-            return carried
+            if carried.refusal is not None:
+                raise RuntimeError(
+                    "Where this estimator was sent from, its default "
+                    f"accountant could not be told: {carried.refusal}"
+                )
+            return carried.accountant
     return default
 
 
@@ -1031,6 +1439,12 @@ def _after_fork_in_child():
     global _process_id, _default_lock, _silence_lock
     _process_id = uuid.uuid4().hex
     _default_lock = threading.Lock()
+    # Only the forking thread is in the child: only its own blocks are open.
+    own, block = set(), _block.get()
+    while block is not None:
+        own.add(block)
+        block = block.previous
+    _open_blocks.intersection_update(own)
     # Private computations open in other threads at the fork are not in the
     # child: only the forking thread's own blocks still count, and with none
     # the filters the first block found are restored.

@@ -242,7 +242,9 @@ def test_bad_delta_raises(bad_delta):
         calibrate_gaussian(1.0, bad_delta)
     with pytest.raises(ValueError):
         rdp_to_epsilon(gaussian_rdp(1.0), bad_delta)
-    if bad_delta is not None:  # None: the default δ (or a ledger's own)
+    # None: the default δ (or a ledger's own); 0.0: a budget for pure ε-DP
+    # releases of the user's own (tests/test_accountant.py)
+    if bad_delta not in (None, 0.0):
         with pytest.raises(ValueError):
             BudgetAccountant(epsilon=1.0, delta=bad_delta)
 
