@@ -53,6 +53,7 @@ Gaussian DP (Smith & Thakurta 2022) the fit is ``μ*``-GDP (docs/privacy.rst
 import math
 import warnings
 from numbers import Real
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -220,8 +221,16 @@ def target_count(quantile, n_samples, sigma):
     return max(min(target, n_samples - 2.0 * sigma), target / 2.0)
 
 
+class Search(NamedTuple):
+    """What :func:`search_bound` found, and what it spent."""
+
+    index: int  # the bin chosen
+    count: float  # the noisy count released there (n, exact, at an unread end)
+    spent: float  # Σ μ² of the counts it released (each 1/σ²)
+
+
 def search_bound(cumulative, mu, rng, quantile):
-    """A private quantile by noisy binary search, ``μ``-GDP.
+    """A private quantile by noisy binary search, ``μ``-GDP at most.
 
     Parameters
     ----------
@@ -234,34 +243,39 @@ def search_bound(cumulative, mu, rng, quantile):
 
     Returns
     -------
-    index : int
-        The bin ``j`` found: the first whose noisy count reaches
-        :func:`target_count` (the last bin if none does).
-    count : float
-        The noisy count released at ``j`` (``n``, exact, for the last bin when
-        it was never compared): the estimate of the rows within ``u_j``.
+    Search
+        ``index``: the bin ``j`` found, the first whose noisy count reaches
+        :func:`target_count` (the last bin if none does); ``count``: the noisy
+        count released at ``j`` (``n``, exact, for the last bin when it was
+        never compared), the estimate of the rows within ``u_j``; ``spent``:
+        the ``Σ μ²`` of the comparisons made.
 
     Each comparison releases ``cumulative[mid] + N(0, σ²)`` with
     ``σ = √Q/μ`` (:func:`search_queries`). Under replacement of one row a count
     of rows in bins ``≤ mid`` changes by at most 1 (the row leaves the prefix,
-    enters it, or neither), so a comparison is ``(1/σ)``-GDP, and the at most
-    ``Q`` comparisons, each chosen from the answers before it, compose to
-    ``√Q/σ = μ`` (docs/privacy.rst §2). Reading the answers is
-    post-processing.
+    enters it, or neither), so a comparison is ``(1/σ)``-GDP, and the
+    comparisons, each chosen from the answers before it, compose to
+    ``√(used)/σ ≤ μ`` (docs/privacy.rst §2): ``spent = used/σ²``. A search
+    over ``B`` bins that is not a power of two makes ``Q`` or ``Q − 1``
+    comparisons (267 bins: 8 or 9), and the fit gives what it did not spend
+    to the estimator's own releases. Reading the answers is post-processing.
     """
     n_bins = cumulative.shape[0]
     n_samples = float(cumulative[-1])
-    sigma = math.sqrt(search_queries(n_bins)) / mu
+    queries = search_queries(n_bins)
+    sigma = math.sqrt(queries) / mu
     target = target_count(quantile, n_samples, sigma)
-    low, high, count = 0, n_bins - 1, n_samples
+    low, high, count, used = 0, n_bins - 1, n_samples, 0
     while low < high:
         mid = (low + high) // 2
         noisy = float(cumulative[mid] + dense_noise(rng, 1, sigma)[0])
+        used += 1
         if noisy >= target:
             high, count = mid, noisy
         else:
             low = mid + 1
-    return low, count
+    # μ² of one comparison is μ²/Q (σ = 0 for the non-private fit: μ = inf)
+    return Search(low, count, used * mu**2 / queries if used else 0.0)
 
 
 def shrink_step(move, sigma):
@@ -486,19 +500,29 @@ class NormBounds:
             # and one for the covariance's bound
             self.n_searches = 1 + (len(self.mean_shares) if self.adaptive else 0)
         self.clipped_fraction = None
+        # the budget: set by plan() when there are searches (mu_total, the
+        # searches' μ, the own releases' planned spend) and
+        # tallied by release() (_spent: Σ μ² released so far)
+        self.mu_total, self.search_mu = None, None
+        self._own_planned, self._spent = 0.0, 0.0
         # data_norm=None without a box: the bound is the largest row norm
         self.from_data = False
 
     def plan(self, plan):
         """The subclass's plan with the searches' (and the steps') shares.
 
-        Each of the ``n_searches`` searches gets ``μ* √(w / n_searches)``
+        Each of the ``n_searches`` searches gets ``μ_b = μ* √(w / n_searches)``
         (``w`` = :data:`BOUND_BUDGET_SHARE`). The mean's adaptive steps get
         ``μ* √a`` in all (``a`` = :data:`AUTO_MEAN_SHARE`) and the other
         releases keep their proportions within ``1 − w − a``; otherwise every
-        ``μ_j`` is scaled by ``√(1 − w)``. Either way ``Σ μ² = μ*²``, so the
-        fit spends exactly what it is charged (one GDP charge of ``μ*``).
+        ``μ_j`` is scaled by ``√(1 − w)``. The subclass's releases compose to
+        exactly its charge ``μ*`` (its plan's invariant), so these compose to
+        ``μ*`` too;
+        :meth:`release` then gives the estimator's own releases whatever the
+        searches and steps did not spend (:meth:`_give_back`), so that the fit
+        spends exactly what it is charged (one GDP charge of ``μ*``).
         """
+        self.mu_total = None
         if not self.n_searches:
             return plan
         if "mu" not in plan.charge:
@@ -509,8 +533,10 @@ class NormBounds:
                 "bounds=(lower, upper), or choose the fit's parameters without "
                 "the repetition (e.g. fixed clip_radius and n_iter)."
             )
-        mu_total, share = plan.charge["mu"], BOUND_BUDGET_SHARE
-        self._warn_if_drowned(mu_total * math.sqrt(share / self.n_searches))
+        mu_total = plan.charge["mu"]
+        share = BOUND_BUDGET_SHARE
+        self.search_mu = mu_total * math.sqrt(share / self.n_searches)
+        self._warn_if_drowned(self.search_mu)
         if self.adaptive:
             # the others' share (all of it for epsilon=inf, whose μ are inf)
             own = 1.0 - (plan.mus["mean"] / mu_total) ** 2 if math.isfinite(
@@ -520,8 +546,11 @@ class NormBounds:
             mus["mean"] = mu_total * math.sqrt(AUTO_MEAN_SHARE)
         else:
             mus = {k: m * math.sqrt(1.0 - share) for k, m in plan.mus.items()}
-        for i in range(self.n_searches):
-            mus[f"norm{i}"] = mu_total * math.sqrt(share / self.n_searches)
+        # What the estimator's own releases (all but the mean, which this step
+        # releases) compose to: the charge less this step's planned spend.
+        self.mu_total = mu_total
+        self._own_planned = mu_total**2 * (1.0 - share) - mus.get("mean", 0.0) ** 2
+        self._spent = 0.0  # Σ μ² of this step's releases, as they are made
         return plan._replace(mus=mus)
 
     def _warn_if_drowned(self, mu_search):
@@ -606,11 +635,10 @@ class NormBounds:
                 mean = self._translate_if_far(mean, self.data_norm)
             return mean, self.data_norm, mean_norm, plan
 
-        mean, mean_norm, unspent = None, None, 0.0
+        mean, mean_norm = None, None
         if self.center:
-            mean, mean_norm, unspent = self._mean_steps(plan, rng)
-        data_norm, count = self._search(mean, plan.mus[f"norm{self.n_searches - 1}"],
-                                        rng)
+            mean, mean_norm = self._mean_steps(plan, rng)
+        data_norm, count = self._search(mean, rng)
         # the search's estimate of the rows beyond C: post-processing
         self.clipped_fraction = float(np.clip(1.0 - count / n, 0.0, 1.0))
         if mean is not None:
@@ -618,10 +646,10 @@ class NormBounds:
         if isinstance(_engine(self.data), InMemoryRows):  # the Gram's first pass
             _announce(self.data, "row norms around the private mean")
             _engine(self.data).first_pass(data_norm, with_sum=self.center)
-        return mean, data_norm, mean_norm, self._give_back(plan, unspent)
+        return mean, data_norm, mean_norm, self._give_back(plan)
 
     def _mean_steps(self, plan, rng):
-        """The private mean with ``"auto"``: ``(mean, last radius, unspent μ²)``.
+        """The private mean with ``"auto"``: ``(mean, last radius)``.
 
         Step ``s`` clips the rows centred on the current estimate at a
         searched radius (with a box: one step at the box's radius) and
@@ -635,14 +663,15 @@ class NormBounds:
         noise (:data:`STOP_RATIO`; one alone could be a search that
         overshot, whose noise makes any movement look small) the centre is at
         the data to the steps' precision, and what the later steps and their
-        searches would have spent is returned.
+        searches would have spent goes to the estimator's own releases
+        (:meth:`_give_back`: the tally holds only what ran).
         """
         n, steps = self.n_samples, self.mean_shares
         mean = np.zeros(self.offset.shape[0])
         d, widest, calm = mean.shape[0], 0.0, False
         for step, weight in enumerate(steps):
             if self.adaptive:
-                found, _ = self._search(mean, plan.mus[f"norm{step}"], rng)
+                found, _ = self._search(mean, rng)
                 radius = min(found, 2.0 * widest) if widest else found
                 widest = max(widest, radius)
             else:  # the box bounds the rows
@@ -651,27 +680,38 @@ class NormBounds:
                 f" (step {step + 1} of at most {len(steps)})" if self.adaptive else ""))
             total = _reduce(self.data, _residual_sum, mean, radius)
             # sensitivity 2·radius (see _residual_sum); σ: of the movement
-            sigma = noise_scale(2.0 * radius, plan.mus["mean"] * math.sqrt(weight)) / n
+            mu = plan.mus["mean"] * math.sqrt(weight)
+            sigma = noise_scale(2.0 * radius, mu) / n
             move = total / n + dense_noise(rng, d, sigma)
+            self._spent += mu**2
             mean = mean + (shrink_step(move, sigma) if self.adaptive else move)
             still = move @ move <= STOP_RATIO * d * sigma**2
-            if still and calm and step < len(steps) - 1:
-                later = len(steps) - step - 1
-                return mean, radius, (plan.mus["mean"] ** 2 * sum(steps[step + 1:])
-                                      + later * plan.mus["norm0"] ** 2)
+            if still and calm:
+                break
             calm = still
-        return mean, radius, 0.0
+        return mean, radius
 
-    @staticmethod
-    def _give_back(plan, unspent):
-        """``plan`` with ``unspent`` (a ``μ²``) added to the estimator's own
-        releases, in proportion to their ``μ²``: ``Σ μ²`` stays ``μ*²``."""
-        own = [k for k in plan.mus if k != "mean" and not k.startswith("norm")]
-        total = sum(plan.mus[k] ** 2 for k in own)
-        if not unspent or not math.isfinite(unspent + total) or not total:
-            return plan
-        scale = math.sqrt((total + unspent) / total)
-        return plan._replace(mus={k: m * scale if k in own else m
+    def _give_back(self, plan):
+        """``plan`` with the estimator's own releases given what this step did
+        not spend, computed from the composed spend.
+
+        The own releases (every key but ``"mean"``) were planned to compose to
+        ``μ*² − (this step's planned spend)`` (:meth:`plan`); this step spent
+        the tally ``s`` (every count and mean step it released, each ``μ²`` as
+        drawn). Scaling every own ``μ`` by ``√((μ*² − s)/planned)``
+        makes them compose to ``μ*² − s``, whatever the number of their
+        releases or branches (the composed spend of a plan is a sum of
+        ``μ²``, each proportional to one key's ``μ²``), so along every path
+        the ``μ²`` of the fit sum to exactly ``μ*²``. ``s`` is at most the
+        planned spend: a search may make fewer comparisons than it planned,
+        and the steps may stop early. Both ``s`` and the scale are functions
+        of public values and released values, fixed before any own release.
+        """
+        total, planned = self.mu_total, self._own_planned
+        if not (total and math.isfinite(total)) or not planned > 0.0:
+            return plan  # no search (not "auto"), or the non-private fit
+        scale = math.sqrt((total**2 - self._spent) / planned)
+        return plan._replace(mus={k: m * scale if k != "mean" else m
                                   for k, m in plan.mus.items()})
 
     def _translate_if_far(self, mean, data_norm, first_pass=True):
@@ -698,11 +738,13 @@ class NormBounds:
         self.offset = self.offset + centre.astype(np.float64)
         return np.zeros_like(mean)
 
-    def _search(self, centre, mu, rng):
-        """A private quantile of ``‖x − centre‖`` (``μ``-GDP, :func:`search_bound`):
-        the bound and the noisy count of rows within it."""
+    def _search(self, centre, rng):
+        """A private quantile of ``‖x − centre‖`` (:func:`search_bound`): the
+        bound and the noisy count of rows within it. Adds what it released to
+        the tally."""
         edges = self.edges
         _announce(self.data, "counts of the row norms for a private bound")
         counts = _reduce(self.data, _norm_counts, centre, edges**2)
-        j, count = search_bound(np.cumsum(counts), mu, rng, self.quantile)
-        return float(edges[j]), count
+        found = search_bound(np.cumsum(counts), self.search_mu, rng, self.quantile)
+        self._spent += found.spent
+        return float(edges[found.index]), found.count
