@@ -51,7 +51,6 @@ Gaussian DP (Smith & Thakurta 2022) the fit is ``μ*``-GDP (docs/privacy.rst
 """
 
 import math
-import warnings
 from numbers import Real
 from typing import NamedTuple
 
@@ -68,6 +67,7 @@ from ._stats import (
     iter_blocks,
 )
 from .noise import dense_noise, noise_scale
+from .privacy import gdp_epsilon
 
 #: Candidate bounds per octave of the grid: a chosen bound is at most a factor
 #: ``2**(1/4) ≈ 1.19`` above the quantile it aims at.
@@ -112,9 +112,13 @@ MEAN_STEPS = (0.05, 0.05, 0.1, 0.1, 0.1, 0.15, 0.2, 0.25)
 #: its noise; after two such steps in a row the steps stop. Pure noise has
 #: ``E‖v‖² = dσ²``.
 STOP_RATIO = 1.5
-#: A search whose comparisons have noise beyond this fraction of ``n`` rows
-#: warns: its bound is then close to a random grid value (wine, 178 rows, at
-#: ε = 3: 57 rows, and 2 fits in 20 left the centre 5–15 from the data).
+#: A search whose comparisons would have noise beyond this fraction of ``n``
+#: rows is drowned, and the fit is refused before any charge: its bound would
+#: be close to a random value of the grid. Measured (benchmarks/bench_norm.py
+#: --robust, 200 seeds per cell), every cell beyond it had second-moment errors
+#: of 424 to 1.9e23 times those of answering the zero matrix at the 99th
+#: percentile when it was fitted with a warning (wine at ε = 3 centred, 57
+#: rows of noise for 178 rows: 3.7e8), and every cell within it at most 1.1×.
 DROWNED = 0.25
 #: A private mean farther than this many covariance bounds from the origin is
 #: subtracted from the rows explicitly (one copy) before the covariance pass:
@@ -591,6 +595,12 @@ class NormBounds:
         :meth:`release` then gives the estimator's own releases whatever the
         searches and steps did not spend (:meth:`_give_back`), so that the fit
         spends exactly what it is charged (one GDP charge of ``μ*``).
+
+        Raises
+        ------
+        ValueError
+            Before any charge, when a search would be drowned in its noise
+            (:meth:`_refuse_if_drowned`), and for a plan charged in Rényi DP.
         """
         self.mu_total = None
         if not self.n_searches:
@@ -607,7 +617,7 @@ class NormBounds:
         share = BOUND_BUDGET_SHARE + CHECK_BUDGET_SHARE
         self.search_mu = mu_total * math.sqrt(BOUND_BUDGET_SHARE / self.n_searches)
         self.check_mu = mu_total * math.sqrt(CHECK_BUDGET_SHARE / self.n_searches)
-        self._warn_if_drowned(self.search_mu)
+        self._refuse_if_drowned(self.search_mu)
         if self.adaptive:
             # the others' share (all of it for epsilon=inf, whose μ are inf)
             own = 1.0 - (plan.mus["mean"] / mu_total) ** 2 if math.isfinite(
@@ -624,19 +634,35 @@ class NormBounds:
         self._spent = 0.0  # Σ μ² of this step's releases, as they are made
         return plan._replace(mus=mus)
 
-    def _warn_if_drowned(self, mu_search):
-        """Warn (public values only) when a search's noise exceeds n/4 rows."""
-        sigma = math.sqrt(search_queries(self.edges.shape[0])) / mu_search
-        if sigma > DROWNED * self.n_samples:
-            warnings.warn(
-                f'data_norm="auto" on {self.n_samples} rows at epsilon='
-                f"{self.estimator.epsilon:g}: each comparison of the private "
-                f"search for the norm bound has noise of {sigma:.0f} rows, more "
-                "than a quarter of the rows, so the bound (and the private "
-                "mean's steps) are close to guesses. Give data_norm from domain "
-                "knowledge or bounds=(lower, upper), or a larger epsilon.",
-                UserWarning, stacklevel=4,
-            )
+    def _refuse_if_drowned(self, mu_search):
+        """Refuse, from public values only and before any charge, a search
+        whose comparisons would have noise beyond :data:`DROWNED` ``· n`` rows.
+
+        ``σ = √Q/μ_b`` depends on ``n``, ``epsilon``, ``delta``, ``norm_range``
+        (``Q``), ``center`` and ``bounds`` (the number of searches) only. The
+        message names the smallest ``epsilon`` at which the fit would run.
+        """
+        n, estimator = self.n_samples, self.estimator
+        queries = search_queries(self.edges.shape[0])
+        sigma = math.sqrt(queries) / mu_search
+        if not sigma > DROWNED * n:
+            return
+        # the smallest epsilon at which sigma is DROWNED · n rows
+        mu_search = math.sqrt(queries) / (DROWNED * n)
+        mu_total = mu_search / math.sqrt(BOUND_BUDGET_SHARE / self.n_searches)
+        epsilon = gdp_epsilon(mu_total, estimator.delta)
+        digits = 2 - math.floor(math.log10(epsilon))  # 3 significant, rounded up
+        epsilon = math.ceil(epsilon * 10.0**digits) / 10.0**digits
+        raise ValueError(
+            f'data_norm="auto" on {n} rows at epsilon={estimator.epsilon:g}: '
+            "each comparison of the private search for the norm bound would "
+            f"have noise of {sigma:.0f} rows, more than a quarter of the rows, "
+            "so the bound would be close to a random value of its grid and "
+            "the fit's error far beyond that of answering zero. The fit is "
+            "refused before any charge: give data_norm (a number, from "
+            "domain knowledge) or bounds=(lower, upper) instead, or an "
+            f"epsilon of at least {epsilon:g}."
+        )
 
     def read(self, data):
         """Read every row before the charge (the finiteness check included).

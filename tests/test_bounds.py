@@ -669,11 +669,11 @@ def test_none_warns_and_points_to_auto():
 
 
 # ------------------------------------------------------------- the audit
-@pytest.mark.filterwarnings("ignore:data_norm=.auto. on 400 rows:UserWarning")
 @pytest.mark.parametrize("statistic", [mean_statistic(0), scatter_statistic])
 def test_audit_of_auto_never_beats_its_claim(statistic):
-    """The whole "auto" pipeline on neighbours that move a row across the grid."""
-    X, Y = neighbouring_datasets(400, 3, kind="opposite", scale=0.5)
+    """The whole "auto" pipeline on neighbours that move a row across the grid
+    (600 rows: on 400 its searches would be drowned, and refused)."""
+    X, Y = neighbouring_datasets(600, 3, kind="opposite", scale=0.5)
     est = PrivatePCA(epsilon=1.0, delta=1e-5, data_norm="auto",
                      norm_range=(0.1, 2.0))
     result = audit(est, X, Y, statistic, n_fits=300, random_state=15)
@@ -742,17 +742,53 @@ def test_auto_bound_clips_rows_far_from_the_origin(offset, seed, monkeypatch):
     assert (top > 0.95).all()
 
 
-def test_a_drowned_search_warns_before_reading_the_data():
-    """n = 178 at ε = 3: a comparison's noise (57 rows) beyond n/4 warns, from
-    public values alone (n, ε, δ, the grid); at ε = 10 (20 rows) it does not."""
+def test_a_drowned_search_is_refused_before_any_charge():
+    """Issue 22: n = 178 at ε = 3 with centring, a comparison's noise (57 rows)
+    beyond n/4: the fit is refused from public values alone (n, ε, δ, the
+    grid), before the data is read (a NaN there is not reached) and before
+    any charge, naming data_norm, bounds and the smallest ε that runs. It used
+    to warn, and fit: 99th-percentile errors of 3.7e8 times those of the zero
+    matrix on wine (benchmarks/bench_norm.py --robust). At ε = 10 (20 rows)
+    the same rows fit, without a warning."""
     X = np.random.default_rng(17).normal(size=(178, 13))
-    with pytest.warns(UserWarning, match=r"noise of 57 rows, more than a quarter"):
-        PrivatePCA(2, epsilon=3.0, data_norm="auto",
-                   accountant=BudgetAccountant()).fit(X)
+    X[5, 2] = np.nan
+    acc = BudgetAccountant(epsilon=20.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # and no warning at all
+        with pytest.raises(ValueError) as refused:
+            PrivatePCA(2, epsilon=3.0, data_norm="auto", accountant=acc).fit(X)
+    message = str(refused.value)
+    assert message.startswith('data_norm="auto" on 178 rows at epsilon=3: each '
+                              "comparison of the private search for the norm "
+                              "bound would have noise of 57 rows")
+    assert "give data_norm (a number" in message and "bounds=(lower, upper)" in message
+    least = float(message.rsplit("at least ", 1)[1].rstrip("."))
+    assert acc.n_charges == 0
+    # the smallest ε named is the first that runs (3 significant digits, up)
+    X[5, 2] = 0.0
+    PrivatePCA(2, epsilon=least, data_norm="auto", accountant=acc).fit(X)
+    with pytest.raises(ValueError, match="noise of"):
+        PrivatePCA(2, epsilon=least * 0.99, data_norm="auto", accountant=acc).fit(X)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        PrivatePCA(2, epsilon=10.0, data_norm="auto",
-                   accountant=BudgetAccountant()).fit(X)
+        PrivatePCA(2, epsilon=10.0, data_norm="auto", accountant=acc).fit(X)
+    assert acc.n_charges == 2
+
+
+@pytest.mark.parametrize("params, n", [
+    ({"center": False}, 178),  # one search (wine at ε ≈ 0.58: 86 rows)
+    ({"bounds": (-1.0, 1.0)}, 178),  # one search, for the covariance
+    ({"norm_range": (1e-3, 1e3)}, 60),  # fewer comparisons, still drowned
+])
+def test_every_drowned_configuration_is_refused(params, n):
+    X = np.random.default_rng(18).normal(size=(n, 13))
+    acc = BudgetAccountant()
+    for make in (PrivatePCA, ComplexGaussPCA, CoherentPowerPCA):
+        with pytest.raises(ValueError, match='data_norm="auto" on .* rows at epsilon'
+                                             "=0.58: each comparison"):
+            make(2, epsilon=0.58, data_norm="auto", accountant=acc,
+                 **params).fit(X)
+    assert acc.n_charges == 0
 
 
 @pytest.mark.parametrize("epsilon", [0.3, 1.0])
