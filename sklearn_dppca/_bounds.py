@@ -489,6 +489,37 @@ def check_box(bounds, n_features):
     return lower, upper
 
 
+def inward_box(lower, upper, dtype):
+    """``(lower, upper)`` as arrays of ``dtype``, rounded inward.
+
+    A bound that the cast rounds outward (``0.1`` in float32 is
+    ``0.10000000149``) is moved to the next value of ``dtype`` toward the
+    box's inside, so every row clipped to the cast box lies in the box the
+    user gave, which the sensitivity assumes. A side with ``lower = upper``
+    at a value ``dtype`` cannot represent keeps its nearest value (no value
+    of ``dtype`` lies in it; the box's radius is computed from the values
+    used, so the sensitivity still holds). float64 bounds are unchanged. A
+    side beyond the dtype's range (the cast gives ``inf``) is refused.
+    """
+    dtype = np.dtype(dtype)
+    with np.errstate(over="ignore"):  # ±1e300 in float32: ±inf, then ±max
+        low, high = lower.astype(dtype), upper.astype(dtype)
+    low = np.where(low < lower, np.nextafter(low, dtype.type(np.inf)), low)
+    high = np.where(high > upper, np.nextafter(high, dtype.type(-np.inf)), high)
+    empty = low > high
+    if empty.any():
+        with np.errstate(over="ignore"):
+            nearest = lower.astype(dtype)
+        low, high = np.where(empty, nearest, low), np.where(empty, nearest, high)
+    if not (np.isfinite(low).all() and np.isfinite(high).all()):
+        raise ValueError(
+            f"bounds: a side lies beyond the largest {dtype} value "
+            f"({np.finfo(dtype).max:.3g}), where no {dtype} row can be. Give "
+            "bounds within it, or pass float64 data."
+        )
+    return low.astype(dtype), high.astype(dtype)
+
+
 def _box_rows(data, lower, upper, centre):
     """The rows clipped into the box and translated by ``-centre``.
 
@@ -544,10 +575,19 @@ class NormBounds:
         self.offset = np.zeros(n_features)
         self.box_norm = None
         if self.box is not None:
-            lower, upper = self.box
+            # the box and its centre in the data's dtype, the box rounded
+            # inward: the rows are clipped and translated in that dtype
+            self.box = lower, upper = inward_box(*self.box, dtype)
+            centre = np.zeros_like(lower)
             if self.center:
-                self.offset = (lower + upper) / 2.0
-            reach = np.maximum(np.abs(lower - self.offset), np.abs(upper - self.offset))
+                centre = ((lower.astype(np.float64) + upper) / 2.0).astype(dtype)
+            self.offset = centre.astype(np.float64)
+            # |fl(x − c)| ≤ max(|fl(lower − c)|, |fl(upper − c)|) for every x in
+            # [lower, upper]: rounding is monotone, and these are computed in
+            # the dtype, as the rows are
+            with np.errstate(over="ignore"):
+                reach = np.maximum(np.abs(lower - centre), np.abs(upper - centre))
+            reach = reach.astype(np.float64)
             top = float(reach.max())  # ‖reach‖ without overflow
             self.box_norm = top * float(np.linalg.norm(reach / top))
             if self.data_norm is None:  # the box's radius is a bound in use

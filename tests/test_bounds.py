@@ -640,6 +640,89 @@ def test_box_on_sparse_input():
     assert c.data_norm_ == pytest.approx(math.sqrt(5) * 0.75)
 
 
+def _clipped_rows(monkeypatch):
+    """The rows the fit computes on after the box (``NormBounds.data``), as a
+    float64 NumPy array, and the NormBounds, filled in by the next fit."""
+    seen = {}
+    read = _bounds.NormBounds.read
+
+    def spy(bounds, data):
+        out = read(bounds, data)
+        rows = bounds.data.X
+        rows = rows.compute() if hasattr(rows, "compute") else rows
+        rows = rows.toarray() if sparse.issparse(rows) else np.asarray(rows)
+        seen.update(rows=rows.astype(np.float64), dtype=rows.dtype, bounds=bounds)
+        return out
+
+    monkeypatch.setattr(_bounds.NormBounds, "read", spy)
+    return seen
+
+
+@pytest.mark.parametrize("kind", ["dense", "csr", "dask"])
+def test_float32_rows_are_clipped_inside_the_box(monkeypatch, kind):
+    """Issue 22: bounds=(-0.1, 0.1) on float32 data gave entries of
+    0.10000000149 (the nearest float32 to 0.1 is above it), outside the box
+    the sensitivity assumes. The box is rounded inward in the data's dtype:
+    every clipped entry is in [-0.1, 0.1], and with centring on an
+    asymmetric box every translated row is within the box's radius (the
+    mean's sensitivity 2R, and data_norm_ = R), for every engine that clips:
+    NumPy, a CSR matrix, Dask. (Array API inputs refuse bounds.)"""
+    seen = _clipped_rows(monkeypatch)
+    X = np.random.default_rng(21).uniform(-1.0, 1.0, size=(300, 5)).astype(np.float32)
+    X[::3, 1] = 0.0
+    if kind == "csr":
+        data = sparse.csr_matrix(X)
+    elif kind == "dask":
+        da = pytest.importorskip("dask.array")
+        data = da.from_array(X, chunks=(100, 5))
+    else:
+        data = X
+    kw = dict(epsilon=1e4, accountant=BudgetAccountant(), random_state=0)
+    PrivatePCA(2, bounds=(-0.1, 0.1), center=False, **kw).fit(data)
+    rows = seen["rows"]
+    assert seen["dtype"] == np.float32
+    assert rows.max() <= 0.1 and rows.min() >= -0.1
+    assert rows.max() == np.nextafter(np.float32(0.1), np.float32(0))
+    # centred on an asymmetric box: rows translated by its (float32) centre
+    lower, upper = np.array([0.1, -0.3, 0.2, -0.7, 0.0]), 0.7
+    pca = PrivatePCA(2, bounds=(lower, upper), **kw).fit(data)
+    rows, radius = seen["rows"], pca.data_norm_
+    assert seen["dtype"] == np.float32
+    assert np.linalg.norm(rows, axis=1).max() <= radius
+    assert pca.mean_norm_ == radius
+    reach = np.maximum(upper - (lower + upper) / 2, (lower + upper) / 2 - lower)
+    assert radius == pytest.approx(np.linalg.norm(reach), rel=1e-6)
+    # float64 data: the box unchanged
+    PrivatePCA(2, bounds=(-0.1, 0.1), center=False, **kw).fit(X.astype(np.float64))
+    assert seen["rows"].max() == 0.1
+
+
+def test_inward_box_rounding():
+    lower = np.array([0.7, -0.1, 0.5, 0.1, -1e300])
+    upper = np.array([0.9, 0.1, 0.5, 0.1, 1e300])
+    low, high = _bounds.inward_box(lower, upper, np.float32)
+    assert low.dtype == high.dtype == np.float32
+    wide = np.arange(5) != 3  # 0.1 ≤ x ≤ 0.1 has no float32 value
+    assert (low[wide].astype(float) >= lower[wide]).all()
+    assert (high[wide].astype(float) <= upper[wide]).all()
+    # float32(0.7) < 0.7 and float32(0.1) > 0.1: moved inward, one step
+    assert low[0] == np.nextafter(np.float32(0.7), np.float32(1))
+    assert high[1] == np.nextafter(np.float32(0.1), np.float32(0))
+    assert high[0] == np.float32(0.9)  # already inside: unchanged
+    assert low[2] == high[2] == 0.5  # representable: unchanged
+    assert low[3] == high[3] == np.float32(0.1)  # the nearest value
+    assert high[4] == np.finfo(np.float32).max and low[4] == -high[4]
+    same = _bounds.inward_box(lower, upper, np.float64)
+    np.testing.assert_array_equal(same[0], lower)
+    np.testing.assert_array_equal(same[1], upper)
+    # a box no float32 row can reach is refused, before any charge
+    X = np.ones((20, 2), dtype=np.float32)
+    acc = BudgetAccountant()
+    with pytest.raises(ValueError, match="beyond the largest float32"):
+        PrivatePCA(1, bounds=(1e300, 1e301), data_norm=1.0, accountant=acc).fit(X)
+    assert acc.n_charges == 0
+
+
 @pytest.mark.parametrize("bad, match", [
     ((1, 2, 3), "pair"),
     ((np.zeros(2), np.ones(3)), "length"),
