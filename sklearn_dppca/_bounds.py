@@ -13,7 +13,11 @@ estimator imports it.
     of rows in bins ``≤ j`` reaches ``norm_quantile · n``: each of its
     ``Q = ⌈log₂ B⌉`` comparisons releases one such count (sensitivity 1) with
     Gaussian noise, so every decision errs by ``√Q/μ`` rows, a noise that grows
-    like ``√log B`` with the grid.
+    like ``√log B`` with the grid. A check of the bound found (one more count,
+    a factor 4 below it) catches a comparison that erred far from the data,
+    and the search then runs again below it. A search whose comparisons would
+    have noise beyond ``n/4`` rows is drowned: the fit is refused before any
+    charge (:data:`DROWNED`).
 
     Centring clips rows twice (docs/privacy.rst §5): the mean's release clips
     the raw rows and the covariance clips rows centred on the private mean, so
@@ -35,17 +39,21 @@ estimator imports it.
     clip is a fixed function of each row: post-processing of nothing private)
     and translated by the box's centre ``c`` (its midpoint; 0 without
     centring), so every row has norm at most ``R = ‖max(|lower − c|,
-    |upper − c|)‖``. The mean is the box centre plus the private mean of the
-    residuals (sensitivity ``2 min(R, C)``), and ``data_norm`` defaults to
-    ``R``. With ``data_norm="auto"`` as well, the covariance's bound comes from
-    one search of the norms around the private mean.
+    |upper − c|)‖`` (the box rounded inward and ``R`` computed in the data's
+    dtype: :func:`inward_box`). The mean is the box centre plus the private
+    mean of the residuals (sensitivity ``2 min(R, C)``), and ``data_norm``
+    defaults to ``R``. With ``data_norm="auto"`` as well, the covariance's
+    bound comes from one search of the norms around the private mean.
 
-Budget: the searches take :data:`BOUND_BUDGET_SHARE` of ``μ*²`` (split evenly
-between them); with ``"auto"`` and centring but no box the mean's steps may
-take :data:`AUTO_MEAN_SHARE` of it, and the estimator's own releases share the
-rest, plus whatever the steps leave unspent. Every ``μ`` is fixed before its
-release, from public values and earlier releases only, and along every path
-the ``μ²`` sum to exactly ``μ*²``: by the fully adaptive composition of
+Budget: the searches take :data:`BOUND_BUDGET_SHARE` of ``μ*²`` and their
+checks :data:`CHECK_BUDGET_SHARE` (split evenly between them); with
+``"auto"`` and centring but no box the mean's steps may take
+:data:`AUTO_MEAN_SHARE` of it, and the estimator's own releases share the
+rest. The step tallies what it released (:meth:`NormBounds._give_back`): the
+estimator's releases get ``μ*²`` less that tally, whatever the searches, the
+checks and the steps left unspent or ran again. Every ``μ`` is fixed before
+its release, from public values and earlier releases only, and along every
+path the ``μ²`` sum to exactly ``μ*²``: by the fully adaptive composition of
 Gaussian DP (Smith & Thakurta 2022) the fit is ``μ*``-GDP (docs/privacy.rst
 §2, §5), and the accountant sees one charge of ``μ*``.
 """
