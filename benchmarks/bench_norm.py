@@ -24,13 +24,26 @@ norms), for ``ε ∈ {0.3, 1, 3, 10}`` and ``--seeds`` noise seeds (default 10).
 Per fit: ``sin θ`` of the largest principal angle to the data's own top-2
 eigenvectors and the captured variance ``tr(X̂ᵀ Σ X̂) / tr(V_kᵀ Σ V_k)``
 (:mod:`sklearn_dppca.metrics`; ``Σ`` the sample covariance). The table gives
-the mean over seeds; the verdict checks the targets at ``ε ≥ 1``: ``auto``
+the mean over seeds ("refused" where ``"auto"``'s searches would be drowned
+and the fit is refused); the verdict checks the targets at ``ε ≥ 1``: ``auto``
 within 1.25× of the better of ``oracle`` and ``x0.1`` (in sin θ), better than
 ``x10``, and ``auto X+c`` within 1.25× of ``oracle``.
 
 ``--sweep`` measures instead the choice of the defaults: ``norm_quantile`` ∈
 {0.5, 0.75, 0.9, 0.95, 0.99} and the searches' share of μ*² ∈ {0.02, 0.06, 0.15}
 on every dataset at ``ε ∈ {0.3, 1, 3}`` (mean sin θ).
+
+``--robust`` measures instead how often ``"auto"`` chooses a bound far above
+the data (docs/bounds.rst, "A wrong comparison"): on wine, breast_cancer,
+diabetes and digits, each feature mapped to ``[0, 1]`` by its range and the
+rows divided by ``√d`` (so no row norm exceeds 1), at ``ε ∈ {0.5, 1, 2, 3}``,
+centred and not, ``--seeds`` seeds per cell (default 200 here). Per cell it
+prints the fits refused (the search would be drowned), the fits that warned,
+and the fits *without a warning* whose bound exceeds 4× the largest row norm
+(the larger of the raw and the centred rows'): the target is 0 in every cell.
+It also prints the 99th percentile and the largest second-moment error
+``‖get_covariance() − XᵀX/(n−1)‖_F`` (``X`` centred when the fit is) over the
+fits, against that of answering the zero matrix.
 
 ``--speed`` measures instead the cost of the private bound: the fit time of
 ``data_norm="auto"`` against a numeric ``data_norm`` and against
@@ -43,6 +56,7 @@ Run from the repository root (about a minute on two cores)::
     python benchmarks/bench_norm.py [--seeds 10] [--figure PATH] [--json PATH]
     python benchmarks/bench_norm.py --sweep
     python benchmarks/bench_norm.py --speed
+    python benchmarks/bench_norm.py --robust [--seeds 200]  # about 10 minutes
     python benchmarks/bench_norm.py --datasets digits wine  # a subset
 """
 
@@ -116,7 +130,11 @@ def measure(n_seeds, only=None):
             for eps in EPSILONS:
                 sins, caps, norms = [], [], []
                 for seed in range(n_seeds):
-                    est = fit(data, eps, seed, **params)
+                    try:
+                        est = fit(data, eps, seed, **params)
+                    except ValueError:  # a drowned search: refused (public)
+                        sins = caps = norms = [np.nan]
+                        break
                     sins.append(principal_angle_sin(est.components_, top))
                     caps.append(captured_variance(est.components_, cov))
                     norms.append(est.data_norm_)
@@ -138,6 +156,9 @@ def verdict(rows):
             best = min(table[name, "oracle", eps], table[name, "x0.1", eps])
             shifted = table[name, "auto X+c", eps]
             oracle = table[name, "oracle", eps]
+            if np.isnan(auto) or np.isnan(shifted):  # refused: nothing to compare
+                lines.append(f"{name:14s} eps={eps:<4g} auto refused (drowned)")
+                continue
             ok = (auto <= 1.25 * best, auto < table[name, "x10", eps],
                   shifted <= 1.25 * oracle)
             checks += 3
@@ -160,7 +181,8 @@ def print_table(rows, out=sys.stdout):
             cells = [r for r in rows if r["dataset"] == name and r["method"] == label]
             if not cells:
                 continue
-            text = " ".join(f"{c['sin_theta']:.2f} {c['captured']:.2f} "
+            text = " ".join(f"{'refused':>15s}" if np.isnan(c["sin_theta"]) else
+                            f"{c['sin_theta']:.2f} {c['captured']:.2f} "
                             f"{c['data_norm']:5.3g}" for c in cells)
             print(f"{name:14s} {label:9s} {text}", file=out)
 
@@ -212,15 +234,87 @@ def sweep(n_seeds, only=None):
                     _, top = reference(X)
                     cell = []
                     for eps in eps_list:
-                        errs = [principal_angle_sin(
-                            fit(X, eps, s, data_norm="auto",
-                                norm_quantile=q).components_, top)
-                            for s in range(n_seeds)]
+                        try:
+                            errs = [principal_angle_sin(
+                                fit(X, eps, s, data_norm="auto",
+                                    norm_quantile=q).components_, top)
+                                for s in range(n_seeds)]
+                        except ValueError:  # drowned: refused
+                            cell.append("-")
+                            continue
                         cell.append(f"{np.mean(errs):.2f}")
                     cells.append("/".join(cell))
                 print(f"{q:5g} {share:5g} " + " ".join(f"{c:>14s}" for c in cells))
     finally:
         _bounds.DEFAULT_QUANTILE, _bounds.BOUND_BUDGET_SHARE = saved
+
+
+ROBUST_EPSILONS = (0.5, 1.0, 2.0, 3.0)
+ROBUST_DATASETS = ("wine", "breast_cancer", "diabetes", "digits")
+
+
+def unit_scaled(name):
+    """scikit-learn's copy of ``name``, each feature mapped to ``[0, 1]`` by its
+    range (a constant feature to 0), the rows divided by ``√d``."""
+    import sklearn.datasets
+
+    X = getattr(sklearn.datasets, f"load_{name}")().data.astype(np.float64)
+    span = X.max(axis=0) - X.min(axis=0)
+    X = (X - X.min(axis=0)) / np.where(span > 0, span, 1.0)
+    return X / np.sqrt(X.shape[1])
+
+
+def robust(n_seeds, only=None):
+    """Bounds far above the data, per cell (see the module's docstring)."""
+    import time
+
+    start = time.perf_counter()
+    print(f"data_norm='auto', {n_seeds} seeds per cell: refused / warned / "
+          "unwarned fits with data_norm_ > 4x the largest row norm; "
+          "second-moment error p99 and max against the zero matrix's")
+    total = 0
+    for name in ROBUST_DATASETS:
+        if only and name not in only:
+            continue
+        X = unit_scaled(name)
+        n = X.shape[0]
+        centred = X - X.mean(axis=0)
+        largest = max(np.linalg.norm(X, axis=1).max(),
+                      np.linalg.norm(centred, axis=1).max())
+        for center in (False, True):
+            rows = centred if center else X
+            truth = rows.T @ rows / (n - 1)
+            zero = float(np.linalg.norm(truth))
+            for eps in ROBUST_EPSILONS:
+                refused = warned = far = 0
+                errors = []
+                for seed in range(n_seeds):
+                    est = PrivatePCA(K, epsilon=eps, delta=1e-6, center=center,
+                                     data_norm="auto", accountant=BudgetAccountant(),
+                                     random_state=np.random.default_rng(seed))
+                    with warnings.catch_warnings(record=True) as caught:
+                        warnings.simplefilter("always")
+                        warnings.simplefilter("ignore", PrivacyLeakWarning)
+                        try:
+                            est.fit(X)
+                        except ValueError:
+                            refused += 1
+                            continue
+                    if caught:
+                        warned += 1
+                    elif est.data_norm_ > 4.0 * largest:
+                        far += 1
+                    errors.append(float(np.linalg.norm(est.get_covariance() - truth)))
+                total += far
+                spread = (f"{np.quantile(errors, 0.99) / zero:9.3g} "
+                          f"{max(errors) / zero:9.3g}" if errors else
+                          f"{'-':>9s} {'-':>9s}")
+                print(f"{name:14s} n={n:<5d} center={center!s:5s} eps={eps:<4g} "
+                      f"refused={refused:3d} warned={warned:3d} far={far:3d}  "
+                      f"error/zero p99, max: {spread}", flush=True)
+    print(f"unwarned fits with a bound > 4x the largest norm: {total} "
+          f"({time.perf_counter() - start:.0f} s)")
+    return total
 
 
 def speed(n=200_000, d=50, rounds=5):
@@ -251,14 +345,19 @@ def speed(n=200_000, d=50, rounds=5):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--figure", metavar="PATH")
     parser.add_argument("--json", metavar="PATH")
     parser.add_argument("--sweep", action="store_true")
     parser.add_argument("--speed", action="store_true")
+    parser.add_argument("--robust", action="store_true",
+                        help="count bounds far above the data (default 200 seeds)")
     parser.add_argument("--datasets", nargs="+", metavar="NAME",
                         help="only these (default: all)")
     args = parser.parse_args(argv)
+    if args.robust:
+        return 1 if robust(args.seeds or 200, args.datasets) else 0
+    args.seeds = args.seeds or 10
     if args.sweep:
         sweep(args.seeds, args.datasets)
         return 0

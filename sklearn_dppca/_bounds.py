@@ -13,7 +13,11 @@ estimator imports it.
     of rows in bins ``≤ j`` reaches ``norm_quantile · n``: each of its
     ``Q = ⌈log₂ B⌉`` comparisons releases one such count (sensitivity 1) with
     Gaussian noise, so every decision errs by ``√Q/μ`` rows, a noise that grows
-    like ``√log B`` with the grid.
+    like ``√log B`` with the grid. A check of the bound found (one more count,
+    a factor 4 below it) catches a comparison that erred far from the data,
+    and the search then runs again below it. A search whose comparisons would
+    have noise beyond ``n/4`` rows is drowned: the fit is refused before any
+    charge (:data:`DROWNED`).
 
     Centring clips rows twice (docs/privacy.rst §5): the mean's release clips
     the raw rows and the covariance clips rows centred on the private mean, so
@@ -35,24 +39,28 @@ estimator imports it.
     clip is a fixed function of each row: post-processing of nothing private)
     and translated by the box's centre ``c`` (its midpoint; 0 without
     centring), so every row has norm at most ``R = ‖max(|lower − c|,
-    |upper − c|)‖``. The mean is the box centre plus the private mean of the
-    residuals (sensitivity ``2 min(R, C)``), and ``data_norm`` defaults to
-    ``R``. With ``data_norm="auto"`` as well, the covariance's bound comes from
-    one search of the norms around the private mean.
+    |upper − c|)‖`` (the box rounded inward and ``R`` computed in the data's
+    dtype: :func:`inward_box`). The mean is the box centre plus the private
+    mean of the residuals (sensitivity ``2 min(R, C)``), and ``data_norm``
+    defaults to ``R``. With ``data_norm="auto"`` as well, the covariance's
+    bound comes from one search of the norms around the private mean.
 
-Budget: the searches take :data:`BOUND_BUDGET_SHARE` of ``μ*²`` (split evenly
-between them); with ``"auto"`` and centring but no box the mean's steps may
-take :data:`AUTO_MEAN_SHARE` of it, and the estimator's own releases share the
-rest, plus whatever the steps leave unspent. Every ``μ`` is fixed before its
-release, from public values and earlier releases only, and along every path
-the ``μ²`` sum to exactly ``μ*²``: by the fully adaptive composition of
+Budget: the searches take :data:`BOUND_BUDGET_SHARE` of ``μ*²`` and their
+checks :data:`CHECK_BUDGET_SHARE` (split evenly between them); with
+``"auto"`` and centring but no box the mean's steps may take
+:data:`AUTO_MEAN_SHARE` of it, and the estimator's own releases share the
+rest. The step tallies what it released (:meth:`NormBounds._give_back`): the
+estimator's releases get ``μ*²`` less that tally, whatever the searches, the
+checks and the steps left unspent or ran again. Every ``μ`` is fixed before
+its release, from public values and earlier releases only, and along every
+path the ``μ²`` sum to exactly ``μ*²``: by the fully adaptive composition of
 Gaussian DP (Smith & Thakurta 2022) the fit is ``μ*``-GDP (docs/privacy.rst
 §2, §5), and the accountant sees one charge of ``μ*``.
 """
 
 import math
-import warnings
 from numbers import Real
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -67,6 +75,7 @@ from ._stats import (
     iter_blocks,
 )
 from .noise import dense_noise, noise_scale
+from .privacy import gdp_epsilon
 
 #: Candidate bounds per octave of the grid: a chosen bound is at most a factor
 #: ``2**(1/4) ≈ 1.19`` above the quantile it aims at.
@@ -80,6 +89,17 @@ DEFAULT_NORM_RANGE = (1e-8, 1e12)
 DEFAULT_QUANTILE = 0.5
 #: Fraction of ``μ*²`` that the searches of ``data_norm="auto"`` take, in all.
 BOUND_BUDGET_SHARE = 0.06
+#: Fraction of ``μ*²`` that their checks take, in all (one per search): each
+#: check is a count released at three times a comparison's ``μ²``.
+CHECK_BUDGET_SHARE = 0.02
+#: A search's check releases the count this many bins below the bound it
+#: found: two octaves, a factor 4 (:func:`search_bound`).
+CHECK_BINS = 2 * BINS_PER_OCTAVE
+#: Searches run again, at most, after checks that found an overshoot. Their
+#: budget comes from the estimator's own releases, rarely: in the worst cell of
+#: ``benchmarks/bench_norm.py --robust`` (diabetes at ε = 0.5, not centred)
+#: 10 fits in 400 ran one search again, none twice.
+MAX_RECOVERIES = 2
 #: With ``data_norm="auto"``, centring and no box: the most of ``μ*²`` the
 #: private mean's steps may take (the mean's share is otherwise 0.1). Moving
 #: a centre from far away to the data takes several steps, each shrinking the
@@ -100,9 +120,13 @@ MEAN_STEPS = (0.05, 0.05, 0.1, 0.1, 0.1, 0.15, 0.2, 0.25)
 #: its noise; after two such steps in a row the steps stop. Pure noise has
 #: ``E‖v‖² = dσ²``.
 STOP_RATIO = 1.5
-#: A search whose comparisons have noise beyond this fraction of ``n`` rows
-#: warns: its bound is then close to a random grid value (wine, 178 rows, at
-#: ε = 3: 57 rows, and 2 fits in 20 left the centre 5–15 from the data).
+#: A search whose comparisons would have noise beyond this fraction of ``n``
+#: rows is drowned, and the fit is refused before any charge: its bound would
+#: be close to a random value of the grid. Measured (benchmarks/bench_norm.py
+#: --robust, 200 seeds per cell), every cell beyond it had second-moment errors
+#: of 424 to 1.9e23 times those of answering the zero matrix at the 99th
+#: percentile when it was fitted with a warning (wine at ε = 3 centred, 57
+#: rows of noise for 178 rows: 3.7e8), and every cell within it at most 1.1×.
 DROWNED = 0.25
 #: A private mean farther than this many covariance bounds from the origin is
 #: subtracted from the rows explicitly (one copy) before the covariance pass:
@@ -220,8 +244,38 @@ def target_count(quantile, n_samples, sigma):
     return max(min(target, n_samples - 2.0 * sigma), target / 2.0)
 
 
-def search_bound(cumulative, mu, rng, quantile):
-    """A private quantile by noisy binary search, ``μ``-GDP.
+class Search(NamedTuple):
+    """What :func:`search_bound` found, and what it spent."""
+
+    index: int  # the bin chosen
+    count: float  # the noisy count released there (n, exact, at an unread end)
+    spent: float  # Σ μ² of the counts it released (each 1/σ²)
+    recoveries: int  # searches run again after a check found an overshoot
+
+
+def _bisect(cumulative, target, sigma, rng, top, count):
+    """Noisy binary search of bins ``0..top`` for the first whose count reaches
+    ``target``: ``(bin, its noisy count, comparisons made)``.
+
+    ``count`` is returned for ``top`` when it is never compared (its count is
+    known: ``n`` for the grid's last bin, a check's noisy count otherwise).
+    Each comparison releases ``cumulative[mid] + N(0, σ²)``.
+    """
+    low, high, used = 0, top, 0
+    while low < high:
+        mid = (low + high) // 2
+        noisy = float(cumulative[mid] + dense_noise(rng, 1, sigma)[0])
+        used += 1
+        if noisy >= target:
+            high, count = mid, noisy
+        else:
+            low = mid + 1
+    return low, count, used
+
+
+def search_bound(cumulative, mu, rng, quantile, check_mu=0.0,
+                 recoveries=MAX_RECOVERIES):
+    """A private quantile by noisy binary search, checked against an overshoot.
 
     Parameters
     ----------
@@ -229,39 +283,77 @@ def search_bound(cumulative, mu, rng, quantile):
         ``cumulative[j]``: the number of rows in bins ``0..j``
         (``cumulative[-1] = n``, public).
     mu : float
+        The search's budget: ``Q = ⌈log₂ B⌉`` comparisons (:func:`search_queries`)
+        of ``σ = √Q/μ`` each.
     rng : numpy.random.Generator
     quantile : float
+    check_mu : float
+        The check's ``μ`` (0: no check).
+    recoveries : int
+        Searches run again, at most, after checks that found an overshoot.
 
     Returns
     -------
-    index : int
-        The bin ``j`` found: the first whose noisy count reaches
-        :func:`target_count` (the last bin if none does).
-    count : float
-        The noisy count released at ``j`` (``n``, exact, for the last bin when
-        it was never compared): the estimate of the rows within ``u_j``.
+    Search
+        ``index``: the bin ``j`` found, the first whose noisy count reaches
+        :func:`target_count` (the last bin if none does); ``count``: the noisy
+        count released at ``j`` (``n``, exact, for the last bin when it was
+        never compared), the estimate of the rows within ``u_j``; ``spent``:
+        the ``Σ μ²`` of every count released; ``recoveries``.
 
-    Each comparison releases ``cumulative[mid] + N(0, σ²)`` with
-    ``σ = √Q/μ`` (:func:`search_queries`). Under replacement of one row a count
-    of rows in bins ``≤ mid`` changes by at most 1 (the row leaves the prefix,
-    enters it, or neither), so a comparison is ``(1/σ)``-GDP, and the at most
-    ``Q`` comparisons, each chosen from the answers before it, compose to
-    ``√Q/σ = μ`` (docs/privacy.rst §2). Reading the answers is
-    post-processing.
+    **The check.** One comparison that errs far from the data, where every
+    count is 0 or ``n``, sends a binary search decades away: a "below the
+    target" at a grid value above every row leads to the next value up, and
+    the covariance's noise, which grows with ``C²``, is then decades too
+    large (wine at ε = 2: a bound of 118.9 for rows of norm at most 0.652).
+    So the count
+    ``CHECK_BINS`` bins (a factor 4) below the bound found is released once
+    more, at ``check_mu``. If it reaches the target too, the quantile lies at
+    or below that lower value, and the search runs again over the bins up to
+    it, at the same ``σ`` per comparison; at most ``recoveries`` times, after
+    which the checked value itself is the bound (its noisy count reached the
+    target). A check that errs on a correct bound (its count is below the
+    target, so only its noise can make it reach it) lowers the bound by at
+    most a factor 4 to one whose noisy count reached the target: a lower
+    quantile, not a bound far from the data.
+
+    **Privacy.** Under replacement of one row a count of rows in bins
+    ``≤ j`` changes by at most 1, so a count released with noise ``σ`` is
+    ``(1/σ)``-GDP. Which counts are released (each comparison's bin, whether
+    a check fails, whether a search runs again) is decided from the counts
+    released before and from public values only, and every ``σ`` is fixed
+    before its release, so by the fully adaptive composition of GDP (Smith &
+    Thakurta 2022; docs/privacy.rst §2) what the search releases is
+    ``√spent``-GDP, with ``spent = Σ 1/σ_i²`` over the counts actually
+    released: the fit's tally (:class:`NormBounds`). A search without a
+    failed check spends at most ``μ² + check_mu²``; one that uses fewer than
+    ``Q`` comparisons spends less, and the fit gives the rest to the
+    estimator's own releases.
     """
     n_bins = cumulative.shape[0]
     n_samples = float(cumulative[-1])
-    sigma = math.sqrt(search_queries(n_bins)) / mu
+    queries = search_queries(n_bins)
+    sigma = math.sqrt(queries) / mu
+    # μ² of one comparison (σ = 0 for the non-private fit: μ = inf)
+    each = mu**2 / queries
     target = target_count(quantile, n_samples, sigma)
-    low, high, count = 0, n_bins - 1, n_samples
-    while low < high:
-        mid = (low + high) // 2
-        noisy = float(cumulative[mid] + dense_noise(rng, 1, sigma)[0])
-        if noisy >= target:
-            high, count = mid, noisy
-        else:
-            low = mid + 1
-    return low, count
+    top, count, spent = n_bins - 1, n_samples, 0.0
+    for attempt in range(recoveries + 1):
+        index, count, used = _bisect(cumulative, target, sigma, rng, top, count)
+        spent += used * each if used else 0.0
+        below = index - CHECK_BINS
+        if not check_mu or below < 0:
+            break
+        noisy = float(cumulative[below] + dense_noise(rng, 1, 1.0 / check_mu)[0])
+        spent += check_mu**2
+        if noisy < target:  # confirmed: the quantile is above u_below
+            break
+        # an overshoot: the quantile is at or below u_below, whose noisy count
+        # is known
+        top, count = below, noisy
+        if attempt == recoveries:
+            index = below
+    return Search(index, count, spent, attempt)
 
 
 def shrink_step(move, sigma):
@@ -405,6 +497,37 @@ def check_box(bounds, n_features):
     return lower, upper
 
 
+def inward_box(lower, upper, dtype):
+    """``(lower, upper)`` as arrays of ``dtype``, rounded inward.
+
+    A bound that the cast rounds outward (``0.1`` in float32 is
+    ``0.10000000149``) is moved to the next value of ``dtype`` toward the
+    box's inside, so every row clipped to the cast box lies in the box the
+    user gave, which the sensitivity assumes. A side with ``lower = upper``
+    at a value ``dtype`` cannot represent keeps its nearest value (no value
+    of ``dtype`` lies in it; the box's radius is computed from the values
+    used, so the sensitivity still holds). float64 bounds are unchanged. A
+    side beyond the dtype's range (the cast gives ``inf``) is refused.
+    """
+    dtype = np.dtype(dtype)
+    with np.errstate(over="ignore"):  # ±1e300 in float32: ±inf, then ±max
+        low, high = lower.astype(dtype), upper.astype(dtype)
+    low = np.where(low < lower, np.nextafter(low, dtype.type(np.inf)), low)
+    high = np.where(high > upper, np.nextafter(high, dtype.type(-np.inf)), high)
+    empty = low > high
+    if empty.any():
+        with np.errstate(over="ignore"):
+            nearest = lower.astype(dtype)
+        low, high = np.where(empty, nearest, low), np.where(empty, nearest, high)
+    if not (np.isfinite(low).all() and np.isfinite(high).all()):
+        raise ValueError(
+            f"bounds: a side lies beyond the largest {dtype} value "
+            f"({np.finfo(dtype).max:.3g}), where no {dtype} row can be. Give "
+            "bounds within it, or pass float64 data."
+        )
+    return low.astype(dtype), high.astype(dtype)
+
+
 def _box_rows(data, lower, upper, centre):
     """The rows clipped into the box and translated by ``-centre``.
 
@@ -460,10 +583,19 @@ class NormBounds:
         self.offset = np.zeros(n_features)
         self.box_norm = None
         if self.box is not None:
-            lower, upper = self.box
+            # the box and its centre in the data's dtype, the box rounded
+            # inward: the rows are clipped and translated in that dtype
+            self.box = lower, upper = inward_box(*self.box, dtype)
+            centre = np.zeros_like(lower)
             if self.center:
-                self.offset = (lower + upper) / 2.0
-            reach = np.maximum(np.abs(lower - self.offset), np.abs(upper - self.offset))
+                centre = ((lower.astype(np.float64) + upper) / 2.0).astype(dtype)
+            self.offset = centre.astype(np.float64)
+            # |fl(x − c)| ≤ max(|fl(lower − c)|, |fl(upper − c)|) for every x in
+            # [lower, upper]: rounding is monotone, and these are computed in
+            # the dtype, as the rows are
+            with np.errstate(over="ignore"):
+                reach = np.maximum(np.abs(lower - centre), np.abs(upper - centre))
+            reach = reach.astype(np.float64)
             top = float(reach.max())  # ‖reach‖ without overflow
             self.box_norm = top * float(np.linalg.norm(reach / top))
             if self.data_norm is None:  # the box's radius is a bound in use
@@ -486,19 +618,39 @@ class NormBounds:
             # and one for the covariance's bound
             self.n_searches = 1 + (len(self.mean_shares) if self.adaptive else 0)
         self.clipped_fraction = None
+        # the budget: set by plan() when there are searches (mu_total, the
+        # searches' and checks' μ, the own releases' planned spend) and
+        # tallied by release() (_spent: Σ μ² released so far)
+        self.mu_total, self.search_mu, self.check_mu = None, None, None
+        self._own_planned, self._spent = 0.0, 0.0
+        #: searches run again after a failed check (a function of releases)
+        self.recoveries = 0
         # data_norm=None without a box: the bound is the largest row norm
         self.from_data = False
 
     def plan(self, plan):
         """The subclass's plan with the searches' (and the steps') shares.
 
-        Each of the ``n_searches`` searches gets ``μ* √(w / n_searches)``
-        (``w`` = :data:`BOUND_BUDGET_SHARE`). The mean's adaptive steps get
-        ``μ* √a`` in all (``a`` = :data:`AUTO_MEAN_SHARE`) and the other
-        releases keep their proportions within ``1 − w − a``; otherwise every
-        ``μ_j`` is scaled by ``√(1 − w)``. Either way ``Σ μ² = μ*²``, so the
-        fit spends exactly what it is charged (one GDP charge of ``μ*``).
+        Each of the ``n_searches`` searches gets ``μ_b = μ* √(w / n_searches)``
+        for its comparisons and ``μ* √(c / n_searches)`` for its check (``w`` =
+        :data:`BOUND_BUDGET_SHARE`, ``c`` = :data:`CHECK_BUDGET_SHARE`). The
+        mean's adaptive steps get ``μ* √a`` in all (``a`` =
+        :data:`AUTO_MEAN_SHARE`) and the other releases keep their proportions
+        within ``1 − w − c − a``; otherwise every ``μ_j`` is scaled by
+        ``√(1 − w − c)``. The subclass's releases compose to exactly its
+        charge ``μ*`` (its plan's invariant), so these compose to ``μ*``
+        too;
+        :meth:`release` then gives the estimator's own releases whatever the
+        searches and steps did not spend (:meth:`_give_back`), so that the fit
+        spends exactly what it is charged (one GDP charge of ``μ*``).
+
+        Raises
+        ------
+        ValueError
+            Before any charge, when a search would be drowned in its noise
+            (:meth:`_refuse_if_drowned`), and for a plan charged in Rényi DP.
         """
+        self.mu_total = None
         if not self.n_searches:
             return plan
         if "mu" not in plan.charge:
@@ -509,8 +661,11 @@ class NormBounds:
                 "bounds=(lower, upper), or choose the fit's parameters without "
                 "the repetition (e.g. fixed clip_radius and n_iter)."
             )
-        mu_total, share = plan.charge["mu"], BOUND_BUDGET_SHARE
-        self._warn_if_drowned(mu_total * math.sqrt(share / self.n_searches))
+        mu_total = plan.charge["mu"]
+        share = BOUND_BUDGET_SHARE + CHECK_BUDGET_SHARE
+        self.search_mu = mu_total * math.sqrt(BOUND_BUDGET_SHARE / self.n_searches)
+        self.check_mu = mu_total * math.sqrt(CHECK_BUDGET_SHARE / self.n_searches)
+        self._refuse_if_drowned(self.search_mu)
         if self.adaptive:
             # the others' share (all of it for epsilon=inf, whose μ are inf)
             own = 1.0 - (plan.mus["mean"] / mu_total) ** 2 if math.isfinite(
@@ -520,23 +675,42 @@ class NormBounds:
             mus["mean"] = mu_total * math.sqrt(AUTO_MEAN_SHARE)
         else:
             mus = {k: m * math.sqrt(1.0 - share) for k, m in plan.mus.items()}
-        for i in range(self.n_searches):
-            mus[f"norm{i}"] = mu_total * math.sqrt(share / self.n_searches)
+        # What the estimator's own releases (all but the mean, which this step
+        # releases) compose to: the charge less this step's planned spend.
+        self.mu_total = mu_total
+        self._own_planned = mu_total**2 * (1.0 - share) - mus.get("mean", 0.0) ** 2
+        self._spent = 0.0  # Σ μ² of this step's releases, as they are made
         return plan._replace(mus=mus)
 
-    def _warn_if_drowned(self, mu_search):
-        """Warn (public values only) when a search's noise exceeds n/4 rows."""
-        sigma = math.sqrt(search_queries(self.edges.shape[0])) / mu_search
-        if sigma > DROWNED * self.n_samples:
-            warnings.warn(
-                f'data_norm="auto" on {self.n_samples} rows at epsilon='
-                f"{self.estimator.epsilon:g}: each comparison of the private "
-                f"search for the norm bound has noise of {sigma:.0f} rows, more "
-                "than a quarter of the rows, so the bound (and the private "
-                "mean's steps) are close to guesses. Give data_norm from domain "
-                "knowledge or bounds=(lower, upper), or a larger epsilon.",
-                UserWarning, stacklevel=4,
-            )
+    def _refuse_if_drowned(self, mu_search):
+        """Refuse, from public values only and before any charge, a search
+        whose comparisons would have noise beyond :data:`DROWNED` ``· n`` rows.
+
+        ``σ = √Q/μ_b`` depends on ``n``, ``epsilon``, ``delta``, ``norm_range``
+        (``Q``), ``center`` and ``bounds`` (the number of searches) only. The
+        message names the smallest ``epsilon`` at which the fit would run.
+        """
+        n, estimator = self.n_samples, self.estimator
+        queries = search_queries(self.edges.shape[0])
+        sigma = math.sqrt(queries) / mu_search
+        if not sigma > DROWNED * n:
+            return
+        # the smallest epsilon at which sigma is DROWNED · n rows
+        mu_search = math.sqrt(queries) / (DROWNED * n)
+        mu_total = mu_search / math.sqrt(BOUND_BUDGET_SHARE / self.n_searches)
+        epsilon = gdp_epsilon(mu_total, estimator.delta)
+        digits = 2 - math.floor(math.log10(epsilon))  # 3 significant, rounded up
+        epsilon = math.ceil(epsilon * 10.0**digits) / 10.0**digits
+        raise ValueError(
+            f'data_norm="auto" on {n} rows at epsilon={estimator.epsilon:g}: '
+            "each comparison of the private search for the norm bound would "
+            f"have noise of {sigma:.0f} rows, more than a quarter of the rows, "
+            "so the bound would be close to a random value of its grid and "
+            "the fit's error far beyond that of answering zero. The fit is "
+            "refused before any charge: give data_norm (a number, from "
+            "domain knowledge) or bounds=(lower, upper) instead, or an "
+            f"epsilon of at least {epsilon:g}."
+        )
 
     def read(self, data):
         """Read every row before the charge (the finiteness check included).
@@ -606,11 +780,10 @@ class NormBounds:
                 mean = self._translate_if_far(mean, self.data_norm)
             return mean, self.data_norm, mean_norm, plan
 
-        mean, mean_norm, unspent = None, None, 0.0
+        mean, mean_norm = None, None
         if self.center:
-            mean, mean_norm, unspent = self._mean_steps(plan, rng)
-        data_norm, count = self._search(mean, plan.mus[f"norm{self.n_searches - 1}"],
-                                        rng)
+            mean, mean_norm = self._mean_steps(plan, rng)
+        data_norm, count = self._search(mean, rng)
         # the search's estimate of the rows beyond C: post-processing
         self.clipped_fraction = float(np.clip(1.0 - count / n, 0.0, 1.0))
         if mean is not None:
@@ -618,10 +791,10 @@ class NormBounds:
         if isinstance(_engine(self.data), InMemoryRows):  # the Gram's first pass
             _announce(self.data, "row norms around the private mean")
             _engine(self.data).first_pass(data_norm, with_sum=self.center)
-        return mean, data_norm, mean_norm, self._give_back(plan, unspent)
+        return mean, data_norm, mean_norm, self._give_back(plan)
 
     def _mean_steps(self, plan, rng):
-        """The private mean with ``"auto"``: ``(mean, last radius, unspent μ²)``.
+        """The private mean with ``"auto"``: ``(mean, last radius)``.
 
         Step ``s`` clips the rows centred on the current estimate at a
         searched radius (with a box: one step at the box's radius) and
@@ -635,14 +808,15 @@ class NormBounds:
         noise (:data:`STOP_RATIO`; one alone could be a search that
         overshot, whose noise makes any movement look small) the centre is at
         the data to the steps' precision, and what the later steps and their
-        searches would have spent is returned.
+        searches would have spent goes to the estimator's own releases
+        (:meth:`_give_back`: the tally holds only what ran).
         """
         n, steps = self.n_samples, self.mean_shares
         mean = np.zeros(self.offset.shape[0])
         d, widest, calm = mean.shape[0], 0.0, False
         for step, weight in enumerate(steps):
             if self.adaptive:
-                found, _ = self._search(mean, plan.mus[f"norm{step}"], rng)
+                found, _ = self._search(mean, rng)
                 radius = min(found, 2.0 * widest) if widest else found
                 widest = max(widest, radius)
             else:  # the box bounds the rows
@@ -651,27 +825,41 @@ class NormBounds:
                 f" (step {step + 1} of at most {len(steps)})" if self.adaptive else ""))
             total = _reduce(self.data, _residual_sum, mean, radius)
             # sensitivity 2·radius (see _residual_sum); σ: of the movement
-            sigma = noise_scale(2.0 * radius, plan.mus["mean"] * math.sqrt(weight)) / n
+            mu = plan.mus["mean"] * math.sqrt(weight)
+            sigma = noise_scale(2.0 * radius, mu) / n
             move = total / n + dense_noise(rng, d, sigma)
+            self._spent += mu**2
             mean = mean + (shrink_step(move, sigma) if self.adaptive else move)
             still = move @ move <= STOP_RATIO * d * sigma**2
-            if still and calm and step < len(steps) - 1:
-                later = len(steps) - step - 1
-                return mean, radius, (plan.mus["mean"] ** 2 * sum(steps[step + 1:])
-                                      + later * plan.mus["norm0"] ** 2)
+            if still and calm:
+                break
             calm = still
-        return mean, radius, 0.0
+        return mean, radius
 
-    @staticmethod
-    def _give_back(plan, unspent):
-        """``plan`` with ``unspent`` (a ``μ²``) added to the estimator's own
-        releases, in proportion to their ``μ²``: ``Σ μ²`` stays ``μ*²``."""
-        own = [k for k in plan.mus if k != "mean" and not k.startswith("norm")]
-        total = sum(plan.mus[k] ** 2 for k in own)
-        if not unspent or not math.isfinite(unspent + total) or not total:
-            return plan
-        scale = math.sqrt((total + unspent) / total)
-        return plan._replace(mus={k: m * scale if k in own else m
+    def _give_back(self, plan):
+        """``plan`` with the estimator's own releases given what this step did
+        not spend, computed from the composed spend.
+
+        The own releases (every key but ``"mean"``) were planned to compose to
+        ``μ*² − (this step's planned spend)`` (:meth:`plan`); this step spent
+        the tally ``s`` (every count, check and mean step it released, each
+        ``μ²`` as drawn). Scaling every own ``μ`` by ``√((μ*² − s)/planned)``
+        makes them compose to ``μ*² − s``, whatever the number of their
+        releases or branches (the composed spend of a plan is a sum of
+        ``μ²``, each proportional to one key's ``μ²``), so along every path
+        the ``μ²`` of the fit sum to exactly ``μ*²``. ``s`` is below the
+        planned spend when a search makes fewer comparisons than it planned
+        or the steps stop early, and above it when a search runs again after
+        a failed check (:func:`search_bound`): the own releases then give the
+        difference (at most ``MAX_RECOVERIES`` times the searches' and checks'
+        share, 16% of ``μ*²``). Both ``s`` and the scale are functions of
+        public values and released values, fixed before any own release.
+        """
+        total, planned = self.mu_total, self._own_planned
+        if not (total and math.isfinite(total)) or not planned > 0.0:
+            return plan  # no search (not "auto"), or the non-private fit
+        scale = math.sqrt((total**2 - self._spent) / planned)
+        return plan._replace(mus={k: m * scale if k != "mean" else m
                                   for k, m in plan.mus.items()})
 
     def _translate_if_far(self, mean, data_norm, first_pass=True):
@@ -698,11 +886,15 @@ class NormBounds:
         self.offset = self.offset + centre.astype(np.float64)
         return np.zeros_like(mean)
 
-    def _search(self, centre, mu, rng):
-        """A private quantile of ``‖x − centre‖`` (``μ``-GDP, :func:`search_bound`):
-        the bound and the noisy count of rows within it."""
+    def _search(self, centre, rng):
+        """A private quantile of ``‖x − centre‖`` (:func:`search_bound`, with its
+        check): the bound and the noisy count of rows within it. Adds what it
+        released to the tally."""
         edges = self.edges
         _announce(self.data, "counts of the row norms for a private bound")
         counts = _reduce(self.data, _norm_counts, centre, edges**2)
-        j, count = search_bound(np.cumsum(counts), mu, rng, self.quantile)
-        return float(edges[j]), count
+        found = search_bound(np.cumsum(counts), self.search_mu, rng, self.quantile,
+                             check_mu=self.check_mu)
+        self._spent += found.spent
+        self.recoveries += found.recoveries
+        return float(edges[found.index]), found.count

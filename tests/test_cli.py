@@ -482,25 +482,48 @@ def _fit_without_norm(data, model, *extra):
 
 def test_data_norm_auto_matches_the_estimator(data, tmp_path, capsys):
     model = tmp_path / "model.json"
-    rc, _, err = run(capsys, *_fit_without_norm(data, model, "--data-norm", "auto",
-                                                "--seed", 4))
+    argv = _fit_without_norm(data, model, "--data-norm", "auto", "--seed", 4)
+    argv[argv.index("--epsilon") + 1] = 5
+    rc, _, err = run(capsys, *argv)
     assert rc == 0, err
     assert "data_norm=auto" in err
     X = make_frame().to_numpy()
-    with pytest.warns(PrivacyLeakWarning):  # the fixed seed (and, on so few
-        # rows, the warning that the search is drowned: the CLI printed it too)
-        with pytest.warns(UserWarning, match="close to guesses"):
-            est = PrivatePCA(2, epsilon=2.0, delta=1e-6, data_norm="auto",
-                             random_state=4, accountant=BudgetAccountant()).fit(X)
-    assert "close to guesses" in err
+    with pytest.warns(PrivacyLeakWarning):  # the fixed seed
+        est = PrivatePCA(2, epsilon=5.0, delta=1e-6, data_norm="auto",
+                         random_state=4, accountant=BudgetAccountant()).fit(X)
     saved = json.loads(model.read_text())
     assert saved["parameters"]["data_norm"] == "auto"
     assert saved["attributes"]["data_norm_"] == est.data_norm_
     np.testing.assert_array_equal(saved["attributes"]["components_"], est.components_)
     eps, _ = saved["attributes"]["privacy_spent_"]
-    assert eps == pytest.approx(2.0, rel=1e-9)
+    assert eps == pytest.approx(5.0, rel=1e-9)
     # the seed's warning only: "auto" is private
     assert len(saved["privacy_warnings"]) == 1
+
+
+def test_a_drowned_search_is_refused_in_the_flags_words(data, tmp_path, capsys):
+    """On 300 rows at ε = 2 with centring, each comparison of the searches
+    would have noise of 82 rows (more than n/4): the fit is refused before
+    any charge (issue 22; it used to warn and fit), in one line that names
+    the flags to use instead and the smallest ε that would run."""
+    ledger = tmp_path / "budget.ledger"
+    rc, _, err = run(capsys, "ledger", "init", ledger, "--epsilon", 10,
+                     "--delta", 1e-5)
+    assert rc == 0, err
+    model = tmp_path / "model.json"
+    rc, out, err = run(capsys, *_fit_without_norm(data, model, "--data-norm", "auto",
+                                                  "--ledger", ledger))
+    assert rc == 2 and out == ""
+    assert_one_error_line(err)
+    error = err.splitlines()[-1]
+    assert error.startswith("dppca: error: --data-norm auto on 300 rows at "
+                            "epsilon=2: each comparison")
+    assert "noise of 82 rows" in error and "refused before any charge" in error
+    assert "give --data-norm (a number" in error and "--bounds LOW HIGH" in error
+    assert error.endswith("or an epsilon of at least 2.21.")
+    assert not model.exists()
+    rc, out, _ = run(capsys, "ledger", "show", ledger)
+    assert rc == 0 and "in 0 charge(s)" in out
 
 
 def test_bounds_scalars_and_file_give_the_box_norm(data, tmp_path, capsys):
@@ -566,7 +589,7 @@ def test_cli_progress_does_not_call_a_private_bound_non_private(tmp_path, capsys
     path = tmp_path / "data.csv"
     np.savetxt(path, rng.normal(size=(300, 3)), delimiter=",", header="a,b,c",
                comments="")
-    rc = main(["fit", str(path), "-k", "2", "--epsilon", "1", "--delta", "1e-6",
+    rc = main(["fit", str(path), "-k", "2", "--epsilon", "5", "--delta", "1e-6",
                "--data-norm", "auto", "-o", str(tmp_path / "m.json"), "-v"])
     err = capsys.readouterr().err
     assert rc == 0, err

@@ -3,8 +3,9 @@
 The rule (docs/privacy.rst, "Warnings and errors"): every warning raised from
 the first read of the rows to the end of the release is dropped, and the
 package's own warnings (a fixed ``random_state``, ``epsilon=inf``,
-``data_norm=None``, the solver parameters, a drowned ``"auto"`` search) are
-decided from public values and issued outside that block. So two neighbouring
+``data_norm=None``, the solver parameters) are decided from public values
+and issued outside that block (a drowned ``"auto"`` search is refused before
+it, issue 22). So two neighbouring
 datasets, one with a row of entries near 1e200 or 1e300, give the same
 warnings, whatever the user's warning filters and NumPy error state.
 
@@ -46,8 +47,8 @@ FACTORIES = {
                                                     **kw),
     "coherent-auto": lambda **kw: CoherentPowerPCA(2, n_iter_max=2, **kw),
 }
-#: n and ε at which data_norm="auto"'s search is not drowned (no public
-#: UserWarning), so that every warning a fit shows here would be a leak.
+#: n and ε at which data_norm="auto"'s search is not drowned (not refused),
+#: so that every warning a fit shows here would be a leak.
 N_ROWS, EPSILON = 400, 8.0
 NORMS = [1.0, "auto"]
 INPUTS = ["numpy", pytest.param("dask", marks=pytest.mark.skipif(
@@ -162,18 +163,17 @@ def test_a_fixed_random_state_still_warns_once(name, kind):
 
 @pytest.mark.parametrize("name", FACTORIES)
 def test_public_warnings_keep_their_place_and_number(name):
-    """Solver parameters (before the read), a drowned search (before the read,
-    public n and ε), data_norm=None (after the fit: it quotes data_norm_, which
-    that non-private fit releases) and the fixed seed (after the fit), each
-    once, and in that order, whatever an extreme row does inside."""
-    X, Y = neighbours(1e200, n=60)
+    """Solver parameters (before the read), data_norm=None (after the fit: it
+    quotes data_norm_, which that non-private fit releases) and the fixed seed
+    (after the fit), each once, and in that order, whatever an extreme row
+    does inside. (A drowned "auto" search, which warned before the read, is
+    now refused there: tests/test_bounds.py.)"""
+    X, Y = neighbours(1e200)
     make = FACTORIES[name]
-    caught = shown(make, Y, data_norm="auto", random_state=0, svd_solver="full",
-                   epsilon=1.0)
-    assert [c for c, _ in caught] == [UserWarning, UserWarning, PrivacyLeakWarning]
+    caught = shown(make, Y, data_norm="auto", random_state=0, svd_solver="full")
+    assert [c for c, _ in caught] == [UserWarning, PrivacyLeakWarning]
     assert "svd_solver='full' has no effect" in caught[0][1]
-    assert "close to guesses" in caught[1][1]
-    assert caught[2][1].startswith("random_state=0 fixes the noise")
+    assert caught[1][1].startswith("random_state=0 fixes the noise")
     with warnings.catch_warnings(record=True) as record, np.errstate(all="warn"):
         warnings.simplefilter("always")
         est = make(epsilon=EPSILON, accountant=BudgetAccountant(),
