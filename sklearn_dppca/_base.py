@@ -299,7 +299,7 @@ class _BasePrivatePCA(
         # a user's lazy Dask step) could tell neighbouring datasets apart,
         # which the analysis does not cover. The package's own warnings
         # depend on public values only and are issued after the block (the
-        # solver parameters' and a drowned search's, above, before it).
+        # solver parameters', above, before it).
         # Exceptions propagate unchanged (docs/privacy.rst, "Warnings and
         # errors").
         with private_computation():

@@ -1484,7 +1484,7 @@ def private_computation():
     cover. Inside this block every warning is dropped and NumPy's
     floating-point warnings are off; the package's own warnings about a fit
     (a fixed ``random_state``, ``epsilon=inf``, ``data_norm=None``, the
-    solver parameters, a drowned search) depend on public values only and are
+    solver parameters) depend on public values only and are
     issued outside it (``docs/privacy.rst``, "Warnings and errors").
     Exceptions still propagate.
 
