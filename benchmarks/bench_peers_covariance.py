@@ -171,7 +171,8 @@ error relative to PrivatePCA's, and the fit times; with ``--out DIR``:
 ``peers_covariance.csv`` (numbers), ``peers_covariance_frob.csv``,
 ``peers_covariance_ratio.csv``, ``peers_covariance_sin.csv``,
 ``peers_covariance_timing.csv`` (formatted, for docs/benchmarks.rst) and
-``peers_covariance.png`` (error against ρ, log-log, one panel per cell).
+``peers_covariance.png`` (mean error against ρ, log-log, one panel per cell;
+bars ± sd, the lower one cut at a tenth of the mean).
 """
 
 import argparse
@@ -549,15 +550,20 @@ def summarise(records):
             values = np.array([r[key] for r in recs])
             row[f"{key}_mean"] = float(values.mean())
             row[f"{key}_sd"] = float(values.std(ddof=1)) if len(values) > 1 else 0.0
+        row["frob_median"] = float(np.median([r["frob"] for r in recs]))
         row["time_median_s"] = float(np.median([r["time_s"] for r in recs]))
         rows.append(row)
     return rows
 
 
 def _fmt(mean, sd, digits=3):
+    """``mean ± sd``, both to the decimal of the mean's ``digits``-th figure."""
     if math.isnan(mean):
         return "—"
-    return f"{mean:.{digits}g} ± {sd:.2g}"
+    if mean == 0.0:
+        return f"0 ± {sd:.2g}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(mean))))
+    return f"{mean:.{decimals}f} ± {sd:.{decimals}f}"
 
 
 def tables(summary, cells, rhos):
@@ -657,7 +663,10 @@ def figure(path, summary, cells, rhos):
                 continue
             means = np.array([p["frob_mean"] for p in pts])
             sds = np.array([p["frob_sd"] for p in pts])
-            ax.errorbar(rhos, means, yerr=sds, label=name, capsize=2, ms=4,
+            # on a log axis a bar below 0 would reach the axis: the lower bar
+            # is cut at a tenth of the mean (only heavy-tailed cells need it)
+            yerr = np.vstack([np.minimum(sds, 0.9 * means), sds])
+            ax.errorbar(rhos, means, yerr=yerr, label=name, capsize=2, ms=4,
                         **STYLE[name])
         ax.set_xscale("log")
         ax.set_yscale("log")
