@@ -429,7 +429,14 @@ def private_pca(X, rho, rng, data_norm=1.0):
 
 
 def private_pca_auto(X, rho, rng):
-    return private_pca(X, rho, rng, data_norm="auto")
+    """``None`` where the fit refuses a search drowned in its noise (public
+    n and ε: the tables show "—")."""
+    try:
+        return private_pca(X, rho, rng, data_norm="auto")
+    except ValueError as error:
+        if "refused before any charge" not in str(error):
+            raise
+        return None, None
 
 
 def zero(X, rho, rng):
@@ -524,9 +531,9 @@ def run_cell(cell, ci, rhos, reps, seed, mechanisms=MECHANISMS, log=print):
                 t0 = time.perf_counter()
                 cov, vecs = FITS[name](X, rho, rng)
                 elapsed = time.perf_counter() - t0
+                frob = math.nan if cov is None else float(np.linalg.norm(truth - cov))
                 rec = {"cell": cell.name, "n": n, "d": d, "rho": rho, "rep": rep,
-                       "mechanism": name, "frob": float(np.linalg.norm(truth - cov)),
-                       "time_s": elapsed}
+                       "mechanism": name, "frob": frob, "time_s": elapsed}
                 for k in KS:
                     rec[f"sin{k}"] = (math.nan if vecs is None else principal_angle_sin(
                         vecs[:, :k].T, tvecs[:, :k].T))
