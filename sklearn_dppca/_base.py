@@ -948,7 +948,7 @@ class Spectrum(NamedTuple):
     captured: np.ndarray  # (m,) the data's variance along each released eigenvector
     total: float  # Σ explained: the estimated total variance
     noise_variance: float  # mean of captured beyond rank k (0 when k = m)
-    n_resolved: int  # eigenvalues that stand out of the noise's bulk
+    n_resolved: int  # eigenvalues above the noise bulk's edge
 
 
 def _non_increasing(values):
@@ -983,32 +983,42 @@ def _repulsion(lam, top):
 #: eigenvalue of a d × d GOE of off-diagonal variance τ² is about
 #: ``τ (2√d + d^{−1/6} TW₁)``.
 TRACY_WIDOM_SD = 1.2680
+#: Standard deviations of the top noise eigenvalue beyond the bulk's edge at
+#: which a released eigenvalue counts as fully resolved (weight 1).
+RESOLVED_AT = 3.0
 
 
-def noise_edge_count(lam, sigma):
-    """How many of ``lam`` (decreasing) stand above the noise's bulk.
+def resolved_weights(lam, sigma):
+    """How far each of ``lam`` (decreasing) stands out of the noise's bulk.
 
     The bulk of ``M + S`` (``S`` GOE, off-diagonal variance ``τ² = σ²/2``)
     spans about ``b ± 2√(d_b) τ`` around its centre ``b``, and its top
-    eigenvalue fluctuates on the Tracy–Widom scale ``d_b^{−1/6} τ`` beyond
-    that edge. An eigenvalue counts as standing out when it exceeds
-    ``b + τ (2√d_b + 1.27 d_b^{−1/6})``: the edge plus one standard deviation
-    of the top noise eigenvalue (a pure-noise GOE has one beyond it 1–3% of
-    the time, for d from 13 to 200). ``b`` and ``d_b`` are the mean and number of the
-    eigenvalues not yet counted, iterated from all ``d`` until no more cross
-    (at most ``d`` steps; the smallest eigenvalue never does).
+    eigenvalue fluctuates beyond that edge on the Tracy–Widom scale
+    ``s = 1.27 d_b^{−1/6} τ``. The eigenvalues above the edge are counted
+    first, ``b`` and ``d_b`` being the mean and number of the others,
+    iterated from all ``d`` until none more cross (at most ``d`` steps; the
+    smallest never does). Each counted one gets the weight ``w = (λ − edge) /
+    (3 s)``, clipped to [0, 1]: 0 at the edge, which the top eigenvalue of
+    pure noise crosses 9–19% of the time (d from 13 to 200), with a mean
+    weight of 0.05–0.07 then; 1 at three standard deviations beyond, which
+    it reaches under 1% of the time.
+
+    Returns
+    -------
+    weights : ndarray of shape (r,)
+        For the ``r`` eigenvalues above the edge, in ``lam``'s order.
     """
     tau = sigma / math.sqrt(2.0)
     k = 0
     while True:
         bulk = lam[k:]
-        size = bulk.size
-        edge = bulk.mean() + tau * (2.0 * math.sqrt(size)
-                                    + TRACY_WIDOM_SD * size ** (-1.0 / 6.0))
+        edge = bulk.mean() + 2.0 * math.sqrt(bulk.size) * tau
         above = int(np.count_nonzero(lam > edge))
         if above <= k:
-            return k
+            break
         k = above
+    scale = RESOLVED_AT * TRACY_WIDOM_SD * bulk.size ** (-1.0 / 6.0) * tau
+    return np.clip((lam[:k] - edge) / scale, 0.0, 1.0)
 
 
 def denoised_spectrum(eigvals, sigma, n_ranks, trace=None):
@@ -1022,18 +1032,19 @@ def denoised_spectrum(eigvals, sigma, n_ranks, trace=None):
     1. The total ``T = tr M``, by inverse-variance weighting of ``tr M̂``
        (variance ``dσ²``) and ``trace = (value, sd)`` when a separate
        release of it is given.
-    2. The eigenvalues that stand out of the noise's bulk
-       (:func:`noise_edge_count`), ``r`` of them, keep their own estimates,
-       from the released spectrum's Stieltjes transform
-       ``h_i = Σ_{j≠i} 1/(λ̂_i − λ̂_j)``: the data's eigenvalue
+    2. The ``r`` eigenvalues above the noise's bulk (:func:`resolved_weights`)
+       keep estimates of their own, from the released spectrum's Stieltjes
+       transform ``h_i = Σ_{j≠i} 1/(λ̂_i − λ̂_j)``: the data's eigenvalue
        ``θ̂_i = λ̂_i − τ² h_i`` (it inverts ``λ̂ ≈ θ + dτ²/θ`` of a spike, and the
        second-order shift ``τ² Σ_j 1/(θ_i − θ_j)`` in general), and the
        data's variance along the released eigenvector, ``η̂_i = λ̂_i − 2τ² h_i``
        (``θ cos²`` of a spike: the Frobenius-optimal eigenvalue on that
-       eigenvector; Bun, Bouchaud & Potters 2017).
+       eigenvector; Bun, Bouchaud & Potters 2017), each weighted by how far
+       it stands out, ``w_i`` in [0, 1]: ``L + w_i (θ̂_i − L)``.
     3. The other ranks, up to ``n_ranks``, cannot be told apart in the noise:
-       each gets their mean, ``(T − Σ θ̂_out)/(n_ranks − r)`` (and the same
-       with ``η̂``), so that each list sums to ``T``.
+       each gets the level ``L`` that makes the list sum to ``T``,
+       ``L = (T − Σ w_i θ̂_i) / (n_ranks − Σ w_i)`` (and the same with
+       ``η̂``).
     4. Each list is made non-increasing (pool adjacent violators, which keeps
        the sum) and clamped at 0.
 
@@ -1056,8 +1067,8 @@ def denoised_spectrum(eigvals, sigma, n_ranks, trace=None):
     explained, captured : ndarray of shape (n_ranks,)
         ``θ̂`` and ``η̂`` by rank, non-increasing, non-negative.
     n_resolved : int
-        ``r``, the ranks with their own estimate (all ``n_ranks`` when
-        ``σ = 0``).
+        ``r``, the ranks above the bulk's edge, with estimates of their own
+        (all ``n_ranks`` when ``σ = 0``).
     """
     lam = np.sort(np.asarray(eigvals, dtype=np.float64))[::-1]
     if sigma == 0.0:
@@ -1071,14 +1082,15 @@ def denoised_spectrum(eigvals, sigma, n_ranks, trace=None):
         estimates.append((trace[0] / sigma, (trace[1] / sigma) ** 2))
     precision = sum(1.0 / var for _, var in estimates)
     total = sum(value / var for value, var in estimates) / precision
-    resolved = min(noise_edge_count(lam, 1.0), n_ranks - 1)
+    weights = resolved_weights(lam, 1.0)[: n_ranks - 1]
+    resolved = weights.shape[0]
     repulsion = _repulsion(lam, resolved)
     lists = []
-    for weight in (0.5, 1.0):  # τ² and 2τ²: θ̂, then η̂
-        top = lam[:resolved] - weight * repulsion
-        rest = n_ranks - resolved
-        level = (total - top.sum()) / rest
-        fit = _non_increasing(np.r_[top, np.full(rest, level)])
+    for factor in (0.5, 1.0):  # τ² and 2τ²: θ̂, then η̂
+        own = lam[:resolved] - factor * repulsion
+        level = (total - weights @ own) / (n_ranks - weights.sum())
+        top = level + weights * (own - level)
+        fit = _non_increasing(np.r_[top, np.full(n_ranks - resolved, level)])
         lists.append(np.maximum(fit, 0.0) * sigma)
     return lists[0], lists[1], resolved
 
