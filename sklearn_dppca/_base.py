@@ -937,6 +937,7 @@ def scatter_trace(gram):
         gram = _array_api.to_host(gram)
     return float(np.trace(gram))
 
+
 class Spectrum(NamedTuple):
     """A release's estimated spectrum, in variance units (over ``n − 1``).
 
