@@ -260,12 +260,20 @@ class CoherentPowerPCA(_BasePrivatePCA):
     components_ : ndarray of shape (n_components_, n_features)
         The released basis, rotated to the principal axes of the released
         covariance within its span.
-    explained_variance_ : ndarray of shape (n_components_,)
+    noisy_variance_ : ndarray of shape (n_components_,)
         Variance of the released covariance (``M̂``; the precision-weighted
         pair in the fallback) along each component, over ``n_samples − 1``
-        (clamped at 0).
+        (not clamped).
+    explained_variance_, captured_variance_ : ndarray of shape (n_components_,)
+        As in PrivatePCA, by rank, from the released covariance's eigenvalues
+        and noise scale (no separate trace is released: the total comes from
+        that matrix's trace). ``captured_variance_`` is the variance along
+        that matrix's own eigenvectors: for the power branch's components,
+        which are better, it is conservative.
     explained_variance_ratio_, singular_values_, noise_variance_ : as in PrivatePCA
-        From the released covariance's spectrum.
+        From the released covariance's estimated spectrum.
+    total_variance_ : float
+        As in PrivatePCA, from the released covariance's trace.
     init_components_ : ndarray of shape (n_components_, n_features)
         The initialisation ``X⁽⁰⁾`` (top-k eigenvectors of the first release).
     branch_ : str
@@ -548,12 +556,17 @@ class CoherentPowerPCA(_BasePrivatePCA):
             self._say(1, f"released: {branch} (R={radius:.4g}, T={n_iter})")
 
         # Variances: the released covariance seen along the final span,
-        # rotated to its principal axes there (post-processing only).
+        # rotated to its principal axes there (post-processing only); the
+        # spectrum estimated from that release's eigenvalues and noise scale
+        # (the fallback's combined release has μ² = μ_init² + μ_fallback²).
         inner = final.T @ released @ final
         values, rotation = np.linalg.eigh((inner + inner.T) / 2.0)
-        _, total, noise_variance = self._spectrum(eigvals * scale)
+        sigma = sigma_init
+        if branch == "fallback":
+            sigma = math.sqrt(2.0) / math.hypot(plan.mus["init"], plan.mus["fallback"])
+        spectrum = self._spectrum(eigvals * scale, sigma * scale)
         self._set_components(
-            (final @ rotation).T, values * scale / (n - 1), total, noise_variance, dtype
+            (final @ rotation).T, values * scale / (n - 1), spectrum, dtype
         )
 
     def _gdp_branch(self, rows, unit_gram, released, eigvals, init, sigma, k, plan,
