@@ -41,8 +41,10 @@ COMMON_ATTRIBUTES = (
     "privacy_spent_",
 )
 #: Released attributes a model holds when the fit set them (the norm bounds'
-#: own releases; absent from models written before them).
-OPTIONAL_ATTRIBUTES = ("mean_norm_", "clipped_fraction_")
+#: own releases, the de-noised spectrum's; absent from models written before
+#: them).
+OPTIONAL_ATTRIBUTES = ("mean_norm_", "clipped_fraction_", "captured_variance_",
+                       "total_variance_", "noisy_variance_")
 #: Further released attributes, by estimator class name.
 EXTRA_ATTRIBUTES = {
     "PrivatePCA": (),

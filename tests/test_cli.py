@@ -102,7 +102,8 @@ def test_model_json_holds_exactly_the_released_attributes(name, data, tmp_path, 
                           "privacy_warnings"}
     assert saved["format_version"] == 1
     assert saved["estimator"] == CASES[name][1].__name__
-    assert set(saved["attributes"]) == COMMON | EXTRA[name] | {"mean_norm_"}
+    spectrum = {"captured_variance_", "total_variance_", "noisy_variance_"}
+    assert set(saved["attributes"]) == COMMON | EXTRA[name] | {"mean_norm_"} | spectrum
     assert "accountant" not in saved["parameters"]
     assert saved["parameters"]["random_state"] is None
     assert saved["feature_names"] == FEATURES
