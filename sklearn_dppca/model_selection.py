@@ -748,8 +748,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     >>> search = PrivateGridSearchCV(PrivatePCA(data_norm=1.0),
     ...                              {"n_components": [1, 2, 3, 4]},
     ...                              epsilon=3.0, accountant=budget).fit(X)
-    >>> search.best_params_
-    {'n_components': 2}
+    >>> search.best_params_["n_components"]  # doctest: +SKIP
+    2
+    >>> search.best_params_["n_components"] in (2, 3)  # 2 planted; 3 ~1 in 20
+    True
     >>> budget.n_charges, round(budget.spent[0], 6)
     (1, 3.0)
     """
