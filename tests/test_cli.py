@@ -608,3 +608,20 @@ def test_selection_repetition_reaches_the_coherent_estimator(data, tmp_path, cap
     rc, _, err = run(capsys, "fit", data, "-k", 2, "--epsilon", 2, "--delta", 1e-6,
                      "--data-norm", 3, "--selection", "gdp", "-o", tmp_path / "p.json")
     assert rc == 2 and "--selection" in err
+
+
+def test_version_prints_the_package_version(capsys):
+    import sklearn_dppca
+
+    rc, out, err = run(capsys, "--version")
+    assert rc == 0 and err == ""
+    assert out == f"dppca {sklearn_dppca.__version__}\n"
+
+
+def test_version_from_python_dash_m():
+    import sklearn_dppca
+
+    result = subprocess.run([sys.executable, "-m", "sklearn_dppca", "--version"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stderr == ""
+    assert result.stdout == f"dppca {sklearn_dppca.__version__}\n"
