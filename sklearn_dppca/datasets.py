@@ -120,7 +120,8 @@ def make_coherent_low_rank(
 
     Because the noise is orthogonal to ``V``, every row's coordinates on the
     principal directions are exactly the signal, ``⟨x_i, v_j⟩ = σ_j U_ij``
-    (the identity ``U_ij = ⟨a_i, v_j⟩ / σ_j`` of seed 000), and the
+    (the identity ``U_ij = ⟨a_i, v_j⟩ / σ_j`` of the coherence-adaptive
+    power-method paper behind CoherentPowerPCA), and the
     coherence of the data's own top-k left singular vectors tracks ``U``'s
     at every eigengap the sample can resolve.
 

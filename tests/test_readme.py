@@ -71,6 +71,19 @@ def test_package_tests_and_benchmarks_point_to_no_file_outside_the_repository():
     assert _mentions_outside(sorted(p for p in paths if p.is_file())) == []
 
 
+def test_papers_are_named_not_numbered():
+    """What users read cites the papers by name, never as the numbered
+    reading list ("seed 000") they came from."""
+    numbered = re.compile(r"\bseed\s+0\d\d\b", flags=re.I)
+    paths = [ROOT / "README.md", *(ROOT / "docs").glob("*.rst"),
+             *(ROOT / "docs").glob("*.py"), *(ROOT / "examples").glob("*.py"),
+             *(ROOT / "sklearn_dppca").glob("*.py"),
+             *(ROOT / "benchmarks").glob("*.py"), *(ROOT / "benchmarks").glob("*.md")]
+    found = sorted(str(path.relative_to(ROOT)) for path in paths
+                   if numbered.search(path.read_text(encoding="utf-8")))
+    assert found == []
+
+
 PRIVACY_SECTIONS = [
     "§1 Privacy model", "§2 Accounting", "§3 Sensitivities", "§4 Noise kernels",
     "§5 Centering", "§6 The three estimators", "§7 Utility measures",
