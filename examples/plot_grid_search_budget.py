@@ -40,7 +40,9 @@ from sklearn_dppca.datasets import load_digits_for_pca
 from sklearn_dppca.privacy import gdp_epsilon, gdp_mu
 
 # The fixed seed makes the example reproducible and the fits NOT private.
-warnings.filterwarnings("ignore", message="random_state=", category=PrivacyLeakWarning)
+warnings.filterwarnings(
+    "ignore", message="random_state=", category=PrivacyLeakWarning
+)
 
 digits = load_digits_for_pca()
 X_train, X_test, y_train, y_test = train_test_split(
@@ -75,8 +77,9 @@ print(f"{n_fits} fits at epsilon=1 would spend epsilon={planned:.3f} in total")
 # fit would only be a warning inside the search. This in-memory accountant
 # needs ``n_jobs=1`` (or a threading backend): a copy of it in another
 # process cannot report back, and refuses to be charged. For ``n_jobs=-1``,
-# keep the budget on a ledger file, ``BudgetAccountant(3.0, path="budget.db")``:
-# every worker process then charges the same file.
+# keep the budget on a ledger file,
+# ``BudgetAccountant(3.0, path="budget.db")``: every worker process then
+# charges the same file.
 search = GridSearchCV(pipe, param_grid, cv=3, error_score="raise")
 search.fit(X_train, y_train)
 
@@ -112,7 +115,8 @@ ax1.plot(fits, fits * 1.0, ":", color="gray", label="naive sum of ε")
 ax1.plot(fits, exact, "-", label="exact composition (GDP)")
 ax1.axhline(budget.epsilon, color="C3", linestyle="--", label="budget ε = 6")
 ax1.plot([budget.n_charges], [eps_spent], "o", color="C0",
-         label=f"after the search: {budget.n_charges} fits, ε = {eps_spent:.2f}")
+         label=f"after the search: {budget.n_charges} fits, "
+         f"ε = {eps_spent:.2f}")
 ax1.set_xlabel("number of fits at ε = 1 charged to the accountant")
 ax1.set_ylabel("ε spent (δ = 1e-6)")
 ax1.set_ylim(0, 10)

@@ -21,13 +21,16 @@ from sklearn_dppca.datasets import load_digits_for_pca
 from sklearn_dppca.metrics import captured_variance
 
 # Fixed seeds make the curve reproducible and every fit NOT private.
-warnings.filterwarnings("ignore", message="random_state=", category=PrivacyLeakWarning)
+warnings.filterwarnings(
+    "ignore", message="random_state=", category=PrivacyLeakWarning
+)
 
 X = load_digits_for_pca().data  # pixel intensities are public: [0, 16] / 16
 cov = np.cov(X, rowvar=False)
 k = 5
 epsilons = [0.3, 1.0, 3.0, 10.0, 30.0, 100.0]
-norms = [3.0, 4.0, 8.0]  # public guesses of a row's norm; 8 = √64 never clips
+# public guesses of a row's norm; 8 = √64 never clips
+norms = [3.0, 4.0, 8.0]
 n_seeds = 10
 
 # %%
@@ -37,7 +40,8 @@ n_seeds = 10
 # accountant (fits charged to one accountant would compose, which is what
 # you want for one dataset in production, not for a simulation).
 # :func:`~sklearn_dppca.metrics.captured_variance` is
-# ``tr(V̂ᵀ Cov V̂) / tr(V_kᵀ Cov V_k)``: 100% is as good as the non-private PCA.
+# ``tr(V̂ᵀ Cov V̂) / tr(V_kᵀ Cov V_k)``: 100% is as good as the non-private
+# PCA.
 results = {}
 for data_norm in norms:
     for epsilon in epsilons:

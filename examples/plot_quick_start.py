@@ -30,11 +30,14 @@ from sklearn_dppca.metrics import captured_variance
 
 # The fixed seeds below make the figures reproducible and the fits NOT
 # private; silence only that warning. Leave random_state=None for real data.
-warnings.filterwarnings("ignore", message="random_state=", category=PrivacyLeakWarning)
+warnings.filterwarnings(
+    "ignore", message="random_state=", category=PrivacyLeakWarning
+)
 
 digits = load_digits_for_pca()
 X, y = digits.data, digits.target
-print(X.shape, "pixels in", (X.min(), X.max()))
+print(f"{X.shape[0]} images of {X.shape[1]} pixels, "
+      f"in [{X.min():g}, {X.max():g}]")
 
 # %%
 # Fit under one budget
@@ -58,11 +61,14 @@ for epsilon in [3.0, 1.0]:
     )
     fits[epsilon] = pca.fit(X)
     share = captured_variance(pca.components_, cov)
+    eps_fit, delta_fit = pca.privacy_spent_
     print(
-        f"epsilon={epsilon:g}: spent {pca.privacy_spent_}, "
-        f"captures {share:.0%} of the optimal 2-D variance"
+        f"epsilon={epsilon:g}: spent ({eps_fit:g}, {delta_fit:g}), "
+        f"captures {share:.0%} of the best 2-D variance"
     )
-print("total spent (epsilon, delta):", budget.spent, "of", budget.epsilon)
+eps_spent, delta_spent = budget.spent
+print(f"both fits spent epsilon={eps_spent:.3f} at delta={delta_spent:g} "
+      f"of the budget epsilon={budget.epsilon:g}")
 
 # %%
 # Compare the projections

@@ -17,6 +17,14 @@ def test_examples_exist():
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_fits_the_page_width(path):
+    """The gallery shows the code in a column of about 80 characters."""
+    long = [n for n, line in enumerate(path.read_text().splitlines(), 1)
+            if len(line) > 79]
+    assert long == [], f"{path.name}: lines {long} are longer than 79 characters"
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_example_runs_and_makes_a_figure(path, monkeypatch, capsys):
     plt.switch_backend("Agg")
     plt.close("all")
@@ -30,7 +38,10 @@ def test_example_runs_and_makes_a_figure(path, monkeypatch, capsys):
     elapsed = time.perf_counter() - start
     try:
         assert plt.get_fignums(), f"{path.name} made no figure"
-        assert capsys.readouterr().out, f"{path.name} printed nothing"
+        out = capsys.readouterr().out
+        assert out, f"{path.name} printed nothing"
+        # Numbers, as a reader wants them, not NumPy scalars' reprs
+        assert "np.float" not in out and "np.int" not in out, out
     finally:
         plt.close("all")
     assert elapsed < 60, f"{path.name} took {elapsed:.0f} s"
