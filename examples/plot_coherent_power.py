@@ -24,7 +24,11 @@ import warnings
 import matplotlib.pyplot as plt
 from sklearn.decomposition import PCA
 
-from sklearn_dppca import CoherentPowerPCA, PrivacyLeakWarning, PrivatePCA
+from sklearn_dppca import (
+    CoherentPowerPCA,
+    PrivacyLeakWarning,
+    PrivatePCA,
+)
 from sklearn_dppca.datasets import make_coherent_low_rank
 from sklearn_dppca.metrics import coherence, principal_angle_sin
 
@@ -48,10 +52,12 @@ epsilons = [3.0, 5.0, 10.0, 20.0]
 datasets = {}
 for name, target in [("incoherent", None), ("coherent", 0.05)]:
     X, V = make_coherent_low_rank(
-        n, d, n_components=k, coherence=target, eigengap=0.5, random_state=0
+        n, d, n_components=k, coherence=target, eigengap=0.5,
+        random_state=0,
     )
     datasets[name] = X, V
-    print(f"{name}: measured coherence {coherence(X, n_components=k):.3f}")
+    measured = coherence(X, n_components=k)
+    print(f"{name}: measured coherence {measured:.3f}")
 
 # %%
 # Fit both estimators over a range of ε
@@ -68,10 +74,13 @@ for name, (X, V) in datasets.items():
         principal_angle_sin(PCA(k).fit(X).components_, V)
     ] * len(epsilons)
     for epsilon in epsilons:
-        private = PrivatePCA(k, epsilon=epsilon, data_norm=1.0, random_state=0)
+        private = PrivatePCA(
+            k, epsilon=epsilon, data_norm=1.0, random_state=0
+        )
         power = CoherentPowerPCA(
             k, epsilon=epsilon, data_norm=1.0,
-            clip_radius=0.5 * math.sqrt(k / n), n_iter=3, random_state=0,
+            clip_radius=0.5 * math.sqrt(k / n), n_iter=3,
+            random_state=0,
         )
         for label, est in [("PrivatePCA", private),
                            ("CoherentPowerPCA", power)]:

@@ -24,12 +24,17 @@ import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.decomposition import PCA
 
-from sklearn_dppca import BudgetAccountant, PrivacyLeakWarning, PrivatePCA
+from sklearn_dppca import (
+    BudgetAccountant,
+    PrivacyLeakWarning,
+    PrivatePCA,
+)
 from sklearn_dppca.datasets import load_digits_for_pca
 from sklearn_dppca.metrics import captured_variance
 
 # The fixed seeds below make the figures reproducible and the fits NOT
-# private; silence only that warning. Leave random_state=None for real data.
+# private; silence only that warning. Leave random_state=None for real
+# data.
 warnings.filterwarnings(
     "ignore", message="random_state=", category=PrivacyLeakWarning
 )
@@ -67,8 +72,8 @@ for epsilon in [3.0, 1.0]:
         f"captures {share:.0%} of the best 2-D variance"
     )
 eps_spent, delta_spent = budget.spent
-print(f"both fits spent epsilon={eps_spent:.3f} at delta={delta_spent:g} "
-      f"of the budget epsilon={budget.epsilon:g}")
+print(f"both fits spent epsilon={eps_spent:.3f} at "
+      f"delta={delta_spent:g} of the budget epsilon={budget.epsilon:g}")
 
 # %%
 # Compare the projections
@@ -80,11 +85,14 @@ print(f"both fits spent epsilon={eps_spent:.3f} at delta={delta_spent:g} "
 panels = [("PCA (not private)", reference)] + [
     (f"PrivatePCA, ε = {eps:g}", est) for eps, est in fits.items()
 ]
-fig, axes = plt.subplots(1, 3, figsize=(12, 4.2), sharex=True, sharey=True)
+fig, axes = plt.subplots(1, 3, figsize=(12, 4.2), sharex=True,
+                         sharey=True)
 for ax, (title, est) in zip(axes, panels):
-    signs = np.sign(np.sum(est.components_ * reference.components_, axis=1))
+    agreement = np.sum(est.components_ * reference.components_, axis=1)
+    signs = np.sign(agreement)
     Z = est.transform(X) * signs
-    points = ax.scatter(Z[:, 0], Z[:, 1], c=y, cmap="tab10", s=6, alpha=0.8)
+    points = ax.scatter(Z[:, 0], Z[:, 1], c=y, cmap="tab10", s=6,
+                        alpha=0.8)
     share = captured_variance(est.components_, cov)
     ax.set_title(f"{title}\ncaptured variance {share:.0%}")
     ax.set_xlabel("component 1")
