@@ -57,8 +57,15 @@ html_title = f"sklearn_dppca {release}"
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
+    # The navbar lists the root toctree's short titles (docs/index.rst): five
+    # fit on one row; the guides and the reference are the user guide's
+    # section navigation.
+    "header_links_before_dropdown": 5,
+    # "On this page" appears once, on the right: pages have no ``contents::``.
+    "secondary_sidebar_items": ["page-toc"],
 }
-html_sidebars = {"index": [], "install": []}
+# Pages without sub-pages have no section navigation to show.
+html_sidebars = {"index": [], "install": [], "benchmarks": []}
 html_static_path = []
 html_show_sourcelink = False
 
