@@ -29,7 +29,7 @@ class PrivatePCA(_BasePrivatePCA):
     parameters ``μ_mean = 0.1^{1/2} μ*`` and ``μ_cov = 0.9^{1/2} μ*``
     compose to exactly ``μ* = gdp_mu(epsilon, delta)``, and ``σ`` is the
     analytic (exact) calibration, not the textbook bound. See
-    docs/privacy.rst §2–§6.
+    :ref:`privacy-accounting` to :ref:`privacy-estimators`.
 
     Parameters
     ----------

@@ -2,8 +2,9 @@
 
 - :func:`make_coherent_low_rank` — synthetic rows with a planted rank-k
   principal subspace whose coherence, eigengap and top-k eigenvalue spread
-  are controlled (the quantities the error bounds of docs/privacy.rst §6–7
-  depend on), scaled into the ball of radius ``data_norm``.
+  are controlled (the quantities the error bounds of
+  :ref:`privacy-estimators` and :ref:`privacy-utility` depend on), scaled
+  into the ball of radius ``data_norm``.
 - :func:`load_real_dataset` and :func:`load_digits_for_pca` — scikit-learn's
   bundled real datasets, scaled for private PCA, with a recommended
   ``data_norm``.

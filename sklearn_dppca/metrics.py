@@ -1,4 +1,4 @@
-"""Utility measures of private PCA (docs/privacy.rst §7).
+"""Utility measures of private PCA (:ref:`privacy-utility`).
 
 How far a released subspace or covariance approximation is from the truth,
 and how hard a dataset is for a coherence-adaptive method:
