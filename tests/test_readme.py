@@ -114,3 +114,29 @@ def test_quick_start_explains_the_smaller_variance_ratios():
     for path in (ROOT / "README.md", ROOT / "docs" / "user_guide.rst"):
         text = " ".join(path.read_text(encoding="utf-8").split())
         assert "explained_variance_ratio_" in text and "noisy* total variance" in text
+
+
+# ------------------------------------------------ the site, without building it
+SCREENSHOTS = ["landing", "quick_start", "gallery_example", "benchmarks"]
+
+
+def test_screenshots_of_the_site_are_kept_small():
+    """docs/screenshots.py keeps four pictures of the built site; each stays
+    a small PNG, so that the repository does not grow with every refresh."""
+    folder = ROOT / "docs" / "_static" / "screenshots"
+    for name in SCREENSHOTS:
+        data = (folder / f"{name}.png").read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n", name
+        assert len(data) <= 320 * 1024, f"{name}.png: {len(data) // 1024} KB"
+    assert sorted(p.stem for p in folder.glob("*.png")) == sorted(SCREENSHOTS)
+
+
+def test_screenshot_script_names_the_pages_it_keeps():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "screenshots", ROOT / "docs" / "screenshots.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert sorted(module.PAGES) == sorted(SCREENSHOTS)
+    assert module.PAGES["landing"] == "index.html"
