@@ -21,10 +21,13 @@ from docutils import nodes
 from sphinx.util import logging
 from threadpoolctl import threadpool_limits
 
-import sklearn_dppca
-
 DOCS = Path(__file__).resolve().parent
+# Document the checkout these docs belong to, not whichever sklearn_dppca is
+# installed (an editable install of another worktree, an older release).
+sys.path.insert(0, str(DOCS.parent))
 sys.path.insert(0, str(DOCS / "_ext"))  # gallery_order
+
+import sklearn_dppca  # noqa: E402 (from the checkout above)
 
 logger = logging.getLogger(__name__)
 
