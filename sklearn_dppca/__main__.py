@@ -20,6 +20,9 @@
     with every fit charged to one budget accountant; ``--plot`` also saves
     the privacy–utility curve (needs matplotlib).
 
+``dppca --version``
+    Print the package's version.
+
 User errors print one line, ``dppca: error: <message>``, on standard error and
 exit with status 2; privacy warnings print ``dppca: warning: <message>``,
 naming the command's flags (``--seed``, ``--data-norm``) where the estimators
@@ -37,6 +40,8 @@ import sys
 import warnings
 
 import numpy as np
+
+from . import __version__
 
 
 def _captured_variance(components, cov):
@@ -648,6 +653,8 @@ def build_parser():
         description="Differentially private PCA for scikit-learn.",
         epilog="Run 'dppca COMMAND --help' for the options of a command.",
     )
+    parser.add_argument("--version", action="version",
+                        version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     fit = commands.add_parser(

@@ -18,7 +18,10 @@ import math
 import os
 import sys
 import tempfile
+from importlib.metadata import PackageNotFoundError, distribution
 from numbers import Integral, Real
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 import numpy as np
 
@@ -80,8 +83,31 @@ def quote_names(names, limit=8):
     return shown + (f" and {more} more" if more > 0 else "")
 
 
-#: How to get what ``dppca fit`` and ``transform`` need beyond the core package.
+#: How to get what ``dppca fit`` and ``transform`` need beyond the core package,
+#: from a package index.
 CLI_EXTRA = 'pip install "sklearn_dppca[cli]"'
+
+
+def cli_extra_command():
+    """The command that adds the ``cli`` extra to *this* installation.
+
+    Installed from a directory (a checkout: ``pip install .``, or ``-e .``),
+    the extra is installed from that same directory, as an editable install
+    if it was one: the package's name alone would be looked up on an index,
+    which may not have it. Otherwise (installed from an index or a wheel, or
+    not installed), :data:`CLI_EXTRA`.
+    """
+    try:
+        text = distribution("sklearn_dppca").read_text("direct_url.json")
+        origin = json.loads(text) if text else {}
+    except (PackageNotFoundError, ValueError):
+        origin = {}
+    url = origin.get("url", "") if isinstance(origin, dict) else ""
+    dir_info = origin.get("dir_info") if url.startswith("file:") else None
+    if not isinstance(dir_info, dict):
+        return CLI_EXTRA
+    editable = "-e " if dir_info.get("editable") else ""
+    return f'pip install {editable}"{url2pathname(urlparse(url).path)}[cli]"'
 
 
 def require_pandas(command):
@@ -96,7 +122,7 @@ def require_pandas(command):
     except ImportError:
         raise ImportError(
             f"'dppca {command}' reads tables with pandas, which is not "
-            f"installed: {CLI_EXTRA}"
+            f"installed: {cli_extra_command()}"
         ) from None
 
 

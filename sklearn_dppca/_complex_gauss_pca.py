@@ -62,7 +62,7 @@ class ComplexGaussPCA(_BasePrivatePCA):
     is exactly PrivatePCA's GOE noise, with the same ``σ``: the imaginary part
     is independent of the data, so the release costs exactly what PrivatePCA's
     does, and the fit is ``(epsilon, delta)``-DP under the replacement of one
-    row (docs/privacy.rst §4, §6).
+    row (:ref:`privacy-noise`, :ref:`privacy-estimators`).
 
     From the top-k eigenpairs ``(λ̂_i, v̂_i)`` of the Hermitian release it forms
     the complex rank-k matrix ``Ψ̂ = Σ λ̂_i v̂_i v̂_i*`` and returns ``Ψ``, the

@@ -35,8 +35,8 @@ class PrivatePCA(_BasePrivatePCA):
     analytic (exact) calibration, not the textbook bound. With the scatter
     matrix the total ``Σ‖y_i‖²`` is released, with the same ``σ``: jointly
     the two still have sensitivity ``√2 C²`` (``‖aaᵀ − bbᵀ‖_F² + (‖a‖² −
-    ‖b‖²)² ≤ 2C⁴``), so the trace costs no budget. See docs/privacy.rst
-    §2–§6.
+    ‖b‖²)² ≤ 2C⁴``), so the trace costs no budget. See
+    :ref:`privacy-accounting` to :ref:`privacy-estimators`.
 
     Parameters
     ----------

@@ -5,8 +5,8 @@
 the fitted candidates it never shows, the per-fold scores, the choice of the
 best candidate and the refitted estimator — is one ``(epsilon, delta)``-DP
 release, composed exactly in Gaussian differential privacy and charged once
-to a :class:`~sklearn_dppca.BudgetAccountant` (``docs/model_selection.rst``,
-``docs/privacy.rst`` §2).
+to a :class:`~sklearn_dppca.BudgetAccountant` (:doc:`/model_selection`,
+:ref:`privacy-accounting`).
 
 :func:`plan_search` is the whole privacy analysis of a search: a pure
 function of the grid and public values (``n``, ``d``, the folds) that clones

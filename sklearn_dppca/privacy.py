@@ -4,7 +4,7 @@ Every release this package makes is a Gaussian mechanism ``f(A) + N(0, σ² I)``
 with L2 sensitivity ``s``. Such a release is ``μ``-GDP with ``μ = s / σ``
 (Dong, Roth & Su 2022) and GDP composes exactly: releases with ``μ_j`` give
 ``sqrt(Σ μ_j²)``-GDP. This module converts between GDP and ``(ε, δ)``
-exactly (``docs/privacy.rst`` §2), calibrates the analytic Gaussian
+exactly (:ref:`privacy-accounting`), calibrates the analytic Gaussian
 mechanism (Balle & Wang 2018), provides the Rényi-DP helpers used by the
 random-length private selection, and keeps a :class:`BudgetAccountant` that
 estimators charge before they release anything. An accountant keeps its
@@ -251,7 +251,7 @@ def gdp_mu(epsilon, delta):
 
     A mechanism is ``(ε, δ)``-DP for exactly those Gaussian mechanisms with
     ``s/σ ≤ gdp_mu(ε, δ)``. Solves ``δ(ε; μ) = δ`` by a bracketed root-finder
-    on ``log μ`` (docs/privacy.rst §2).
+    on ``log μ`` (:ref:`privacy-accounting`).
 
     Parameters
     ----------
@@ -1315,7 +1315,7 @@ def get_default_accountant():
     unlimited one, or that same accountant), so that ``GridSearchCV(...,
     n_jobs=2)`` inside ``with budget:`` charges every fit to ``budget``;
     otherwise it raises :class:`RuntimeError` rather than guess, and no fit
-    is charged (``docs/budgets.rst``, "Blocks, threads and tasks").
+    is charged (:ref:`default-blocks`).
 
     An estimator pickled to a worker process (``GridSearchCV(...,
     n_jobs=2)``) carries the default it would be charged to: a ledger is
@@ -1485,7 +1485,7 @@ def private_computation():
     floating-point warnings are off; the package's own warnings about a fit
     (a fixed ``random_state``, ``epsilon=inf``, ``data_norm=None``, the
     solver parameters) depend on public values only and are
-    issued outside it (``docs/privacy.rst``, "Warnings and errors").
+    issued outside it (:ref:`privacy-warnings`).
     Exceptions still propagate.
 
     The filter is process-wide (:func:`warnings.catch_warnings`), so worker
