@@ -10,7 +10,6 @@ and the probabilistic-PCA ``score``. A subclass writes only ``_release``.
 
 import functools
 import math
-import sys
 import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
@@ -44,6 +43,7 @@ from .privacy import (
     BudgetAccountant,
     _carry_default,
     _keep_carried_default,
+    _outside_stacklevel,
     _resolve_accountant,
     _warn_leak,
     gdp_epsilon,
@@ -791,19 +791,6 @@ class _BasePrivatePCA(
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         tags.array_api_support = True
         return tags
-
-
-def _outside_stacklevel():
-    """``stacklevel`` pointing a warning at the user's call: the first frame
-    above the caller of this function outside this package and scikit-learn
-    (``fit`` and ``fit_transform`` sit under different numbers of wrappers)."""
-    frame, level = sys._getframe(2), 2
-    while frame is not None:
-        package = frame.f_globals.get("__name__", "").partition(".")[0]
-        if package not in ("sklearn_dppca", "sklearn"):
-            break
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def reported_spend(spent, epsilon):

@@ -24,6 +24,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 import threading
 import uuid
 import warnings
@@ -1463,8 +1464,28 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+#: Packages whose frames a warning skips on its way to the user's line.
+_NOT_THE_CALLER = ("sklearn_dppca", "sklearn", "joblib")
+
+
+def _outside_stacklevel():
+    """``stacklevel`` pointing a warning at the user's call: the first frame
+    above the caller of this function outside this package, scikit-learn and
+    joblib (``fit`` and ``fit_transform`` sit under different numbers of
+    wrappers, a Pipeline, ``cross_val_score`` or a search under more)."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None:
+        package = frame.f_globals.get("__name__", "").partition(".")[0]
+        if package not in _NOT_THE_CALLER:
+            break
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _warn_leak(message):
-    warnings.warn(message, PrivacyLeakWarning, stacklevel=3)
+    """A :class:`PrivacyLeakWarning` shown at the user's line that called the
+    fit (not at the package's own frames)."""
+    warnings.warn(message, PrivacyLeakWarning, stacklevel=_outside_stacklevel())
 
 
 #: The process-wide silence of :func:`private_computation`: how many blocks
