@@ -777,7 +777,8 @@ class BudgetAccountant:
         user_delta = -math.expm1(after.keep_user)
         if user_delta > self._delta * (1.0 + _TOLERANCE):
             raise BudgetExceededError(
-                f"This release would bring the delta of the releases stated in "
+                f"Privacy budget exceeded. This release would bring the delta of "
+                f"the releases stated in "
                 f"(epsilon, delta) to {user_delta:.6g}, over the budget "
                 f"delta={self._delta:g}{where}. It was refused and nothing was "
                 "charged."
@@ -791,11 +792,16 @@ class BudgetAccountant:
                           "releases stated in (epsilon, delta) have spent "
                           f"delta={user_delta:.6g}: all of the budget's "
                           f"delta={self._delta:g}."))
+            # Named in full (budget, spent, requested), so that the refusal
+            # reads clearly where scikit-learn quotes it: in the
+            # FitFailedWarning of cross_val_score, cross_validate or a search.
+            alone = self._total(_Totals.empty().add(charge)).epsilon
             raise BudgetExceededError(
-                f"This {kind} would bring the privacy spent to "
-                f"epsilon={total.epsilon:.6g} at delta={self._delta:g}, over the "
-                f"budget epsilon={self._epsilon:g}{where} (already spent: "
-                f"{self._total(totals).epsilon:.6g}).{why} The {kind} was refused "
+                f"Privacy budget exceeded. This {kind} would bring the privacy "
+                f"spent to epsilon={total.epsilon:.6g} at delta={self._delta:g}, "
+                f"over the budget epsilon={self._epsilon:g}{where} (already "
+                f"spent: {self._total(totals).epsilon:.6g}; this {kind} alone: "
+                f"epsilon={alone:.6g}).{why} The {kind} was refused "
                 "before releasing anything and nothing was charged."
             )
         return after, total
