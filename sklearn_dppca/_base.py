@@ -37,6 +37,7 @@ from ._dask import (
     check_numeric_columns,
     is_dask_collection,
 )
+from ._released import mean_in_box
 from ._stats import InMemoryRows
 from .noise import make_generator
 from .privacy import (
@@ -158,8 +159,9 @@ SHARED_PARAMETER_DOCS = {
     bounds : (lower, upper) or None, default=None
         Public per-feature ranges, scalars or arrays of length n_features.
         Rows are clipped into the box; the private mean is the box's midpoint
-        plus a private mean of the residuals, and ``data_norm=None`` means
-        the box's radius around that midpoint.
+        plus a private mean of the residuals, projected into the box (a
+        ``mean_`` outside a feature's public range is never reported), and
+        ``data_norm=None`` means the box's radius around that midpoint.
     norm_range : (float, float), default=(1e-8, 1e12)
         ``(low, high)``, ``0 < low < high``: the public grid of candidate
         bounds of ``data_norm="auto"`` (four per octave). Norms beyond it
@@ -324,6 +326,7 @@ class _BasePrivatePCA(
             self.mean_ = (
                 bounds.offset if mean is None else bounds.offset + mean
             ).astype(dtype, copy=False)
+            self.mean_ = mean_in_box(self.mean_, bounds)  # post-processing
             rows = data.rows(data_norm, mean)
             self._release(gram, rows, plan, rng, dtype)
             if isinstance(engine, ArrayAPIRows):  # attributes in X's namespace
