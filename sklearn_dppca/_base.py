@@ -37,7 +37,7 @@ from ._dask import (
     check_numeric_columns,
     is_dask_collection,
 )
-from ._released import mean_in_box
+from ._released import mean_in_box, warn_if_one_feature_dominates
 from ._stats import InMemoryRows
 from .noise import make_generator
 from .privacy import (
@@ -349,6 +349,7 @@ class _BasePrivatePCA(
                 "knows it can subtract the noise, and the fit is not private. Leave "
                 "random_state=None (operating-system entropy) for a private release."
             )
+        warn_if_one_feature_dominates(self)  # from released values only
         return X
 
     def _warn_solver_parameters(self):
