@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 from sklearn.base import clone
+from sklearn.impute import SimpleImputer
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import MinMaxScaler, StandardScaler
 
@@ -18,6 +19,7 @@ from sklearn_dppca import (
     PrivacyLeakWarning,
     PrivatePCA,
 )
+from sklearn_dppca.model_selection import PrivateGridSearchCV
 from sklearn_dppca.preprocessing import PrivateStandardScaler, PublicScaler
 from sklearn_dppca.privacy import gdp_epsilon, gdp_mu
 
@@ -294,3 +296,60 @@ def test_private_scaler_then_private_pca_is_two_charges(people):
     with pytest.raises(BudgetExceededError, match="this fit alone: epsilon=0.7"):
         clone(pipe).fit(people)
     assert budget.n_charges == 3
+
+
+# --------------------------------------- what the private search accepts
+def _search(*steps, grid=None):
+    pipe = make_pipeline(*steps, PrivatePCA(data_norm=2.0))
+    return PrivateGridSearchCV(pipe, grid or {"privatepca__n_components": [1, 2]},
+                               cv=2, epsilon=2.0, random_state=0,
+                               accountant=BudgetAccountant())
+
+
+def test_the_search_accepts_the_public_scaler_and_a_constant_fill(people):
+    X = people.copy()
+    X[::7, 2] = np.nan
+    fill = SimpleImputer(strategy="constant", fill_value=3.0,
+                         keep_empty_features=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        fitted = _search(fill, PublicScaler(RANGES)).fit(X)
+    assert fitted.best_params_["privatepca__n_components"] in (1, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        _search(PublicScaler(RANGES),
+                grid={"publicscaler__feature_range": [(0, 1), (-1, 1)]}).fit(people)
+
+
+@pytest.mark.parametrize("step, match", [
+    (SimpleImputer(strategy="constant", fill_value=0.0),
+     "drops them unless keep_empty_features=True"),
+    (SimpleImputer(strategy="constant", keep_empty_features=True,
+                   add_indicator=True), "which columns have missing values"),
+    (SimpleImputer(strategy="mean"), "fills missing values with the 'mean'"),
+    (PrivateStandardScaler(bounds=(0, 5e5)),
+     "is a private release of its own.*refused before any charge"),
+    (StandardScaler(), r"Only stateless steps \(.*PublicScaler"),
+])
+def test_the_search_refuses_data_dependent_steps_before_the_charge(
+        people, step, match):
+    budget = BudgetAccountant(epsilon=5.0)
+    search = _search(step).set_params(accountant=budget)
+    with pytest.raises(ValueError, match=match):
+        search.fit(people)
+    assert budget.n_charges == 0
+
+
+def test_the_search_refuses_missing_values_no_step_fills(people):
+    """NaN reaching the private estimator is refused before the charge, with
+    what to do (a public constant fill)."""
+    X = people.copy()
+    X[5, 0] = np.nan
+    budget = BudgetAccountant(epsilon=5.0)
+    bare = PrivateGridSearchCV(PrivatePCA(data_norm=2.0), {"n_components": [1, 2]},
+                               cv=2, accountant=budget)
+    with pytest.raises(ValueError, match=r"contains NaN.*strategy='constant'"):
+        bare.fit(X)
+    with pytest.raises(ValueError, match="missing values no step fills"):
+        _search(PublicScaler(RANGES)).set_params(accountant=budget).fit(X)
+    assert budget.n_charges == 0
