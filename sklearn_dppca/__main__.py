@@ -285,6 +285,9 @@ def _make_estimator(args):
         raise ValueError("--scale maps each column from its public range to "
                          "[0, 1]: give the ranges with --bounds FILE (or --bounds "
                          "LOW HIGH for all columns)")
+    if args.fill_missing == "mid" and not args.bounds:
+        raise ValueError("--fill-missing mid fills the middle of each column's "
+                         "public range: give the ranges with --bounds")
     params = dict(
         n_components=args.n_components,
         epsilon=args.epsilon,
@@ -331,12 +334,19 @@ def fit_command(args):
         columns = [c.strip() for arg in args.columns for c in arg.split(",")]
         columns = [c for c in columns if c]
     frame = _read_reporting(args, read_table)
+    fill = args.fill_missing
+    if fill == "mid":  # each column's public midpoint, once the columns are known
+        def fill(names):
+            lower, upper = _per_column(_read_bounds(args.bounds, names), names)
+            return ((lower + upper) / 2.0).tolist()
     X, names = numeric_matrix(
         frame, columns, args.data,
         hint="choose the numeric ones with --columns NAME,NAME,...",
-        fill=args.fill_missing, missing_hint=MISSING_HINT,
+        fill=fill, missing_hint=MISSING_HINT,
     )
     n_samples, n_features = X.shape
+    if callable(fill):
+        fill = fill(names)
     preprocessing = None
     if args.bounds:
         bounds = _read_bounds(args.bounds, names)
@@ -344,8 +354,8 @@ def fit_command(args):
             X, bounds, scale = _scale_by_bounds(X, bounds, names)
             preprocessing = {"scale": scale}
         estimator.set_params(bounds=bounds)
-    if args.fill_missing is not None:
-        preprocessing = dict(preprocessing or {}, fill_missing=args.fill_missing)
+    if fill is not None:
+        preprocessing = dict(preprocessing or {}, fill_missing=fill)
     if args.delta >= 1.0 / n_samples:
         _warn(f"--delta {args.delta:g} is not well below 1/n = {1.0 / n_samples:.3g} "
               f"(n={n_samples} rows): a fit may then reveal whole rows")
@@ -564,14 +574,20 @@ def _read_bounds(values, names):
     return table[0], table[1]
 
 
+def _per_column(bounds, names):
+    """``--bounds`` (two numbers, or per-column arrays) as two arrays of one
+    value per column."""
+    return (np.broadcast_to(np.asarray(side, dtype=np.float64), (len(names),))
+            for side in bounds)
+
+
 def _scale_by_bounds(X, bounds, names):
     """``--scale``: ``X`` with each column mapped from its public range to
     [0, 1] (:class:`~sklearn_dppca.preprocessing.PublicScaler`), the box the
     estimator then clips into, and the map as the model stores it."""
     from .preprocessing import PublicScaler
 
-    lower, upper = (np.broadcast_to(np.asarray(side, dtype=np.float64),
-                                    (len(names),)) for side in bounds)
+    lower, upper = _per_column(bounds, names)
     empty = [str(n) for n, lo, hi in zip(names, lower, upper) if not lo < hi]
     if empty:
         from ._cli_io import quote_names
@@ -690,6 +706,21 @@ def _auto_or(kind):
     return parse
 
 
+def _mid_or(kind):
+    def parse(text):
+        if text == "mid":
+            return text
+        try:
+            return kind(text)
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(
+                f"must be 'mid' or {kind.what}, got {text!r}"
+            ) from None
+
+    parse.__name__ = f"'mid' or {kind.what}"
+    return parse
+
+
 def build_parser():
     parser = _Parser(
         prog="dppca",
@@ -734,10 +765,11 @@ def build_parser():
                      "range to [0, 1] before the fit (stored in the model, so "
                      "that 'dppca transform' applies the same map); --data-norm "
                      "is then in those units")
-    fit.add_argument("--fill-missing", metavar="VALUE", type=_finite,
+    fit.add_argument("--fill-missing", metavar="VALUE", type=_mid_or(_finite),
                      help="replace missing values (NaN, empty cells) by this public "
-                     "constant before the fit (stored in the model); without it "
-                     "missing values are an error")
+                     "constant before the fit, or 'mid': by the middle of each "
+                     "column's --bounds (stored in the model); without it missing "
+                     "values are an error")
     fit.add_argument("--estimator", choices=list(ESTIMATORS), default="private",
                      help="private: PrivatePCA (default); complex: ComplexGaussPCA; "
                      "coherent: CoherentPowerPCA")

@@ -172,9 +172,10 @@ def read_table(path):
 #: What to do about missing values in a table to fit.
 MISSING_HINT = (
     "give --fill-missing VALUE to replace them by a public constant, chosen "
-    "without looking at the data (with --bounds, a value inside every "
-    "column's range, which the box then clips like any other); dropping the "
-    "rows instead would make their number depend on the data"
+    "without looking at the data, or --fill-missing mid with --bounds FILE to "
+    "fill the middle of each column's public range (a value outside a "
+    "column's --bounds is clipped into it like any other); dropping the rows "
+    "instead would make their number depend on the data"
 )
 
 
@@ -191,9 +192,10 @@ def numeric_matrix(frame, columns, path, hint, fill=None,
         Named in error messages.
     hint : str
         Appended to the error about non-numeric columns (how to exclude them).
-    fill : float or None
-        A public constant that replaces every missing value (NaN or an empty
-        cell); ``None``: missing values are an error.
+    fill : float, sequence of float, callable or None
+        A public constant (or one per column, or a function of the column
+        names that returns them) that replaces every missing value (NaN or
+        an empty cell); ``None``: missing values are an error.
     missing_hint : str
         Appended to the error about missing values (what to do next).
 
@@ -222,6 +224,8 @@ def numeric_matrix(frame, columns, path, hint, fill=None,
         raise ValueError(
             f"{path}: non-numeric column(s) {quote_names(text)}; {hint}"
         )
+    if callable(fill):  # public values that depend on the columns chosen
+        fill = fill(columns)
     with_nan = [c for c in columns if frame[c].isna().any()]
     if with_nan and fill is None:
         raise ValueError(
@@ -229,8 +233,8 @@ def numeric_matrix(frame, columns, path, hint, fill=None,
             f"{quote_names(with_nan)}; {missing_hint}"
         )
     X = frame.to_numpy(dtype=np.float64)
-    if fill is not None:  # a public constant: the same map for every table
-        X[np.isnan(X)] = fill
+    if fill is not None:  # public constants: the same map for every table
+        X = np.where(np.isnan(X), np.asarray(fill, dtype=np.float64), X)
     infinite = [c for c, ok in zip(columns, np.isfinite(X).all(axis=0)) if not ok]
     if infinite:
         raise ValueError(
@@ -343,7 +347,8 @@ def model_to_dict(estimator, feature_names, privacy_warnings=(),
         that whoever reads it knows the release is not private.
     preprocessing : dict or None
         The public map applied to each row before the fit (``dppca fit
-        --fill-missing``, ``--scale``): ``{"fill_missing": value or None,
+        --fill-missing``, ``--scale``): ``{"fill_missing": a value, one per
+        column, or None,
         "scale": {"lower": [...], "upper": [...]} or None}``. Written as
         ``"preprocessing"`` (format version 2), so that ``dppca transform``
         applies the same map; the estimator's attributes are in the units
@@ -415,8 +420,8 @@ class ReleasedModel:
         pre = model.get("preprocessing") or {}
         #: The public constant that replaces missing values, or None.
         self.fill_missing = pre.get("fill_missing")
-        if self.fill_missing is not None:
-            self.fill_missing = float(self.fill_missing)
+        if self.fill_missing is not None:  # one value, or one per column
+            self.fill_missing = np.asarray(self.fill_missing, dtype=np.float64)
         scale = pre.get("scale")
         #: ``(lower, upper)`` mapped to [0, 1] before the projection, or None.
         self.scale_ranges = None if scale is None else (
@@ -491,6 +496,10 @@ def load_model(path):
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path}: damaged model ({one_line(exc)})") from None
     d = len(released.feature_names)
+    fill = released.fill_missing
+    if fill is not None and fill.shape not in ((), (d,)):
+        raise ValueError(f"{path}: damaged model (its fill_missing does not fit "
+                         f"{d} feature names)")
     ranges = released.scale_ranges
     if ranges is not None and not (
         ranges[0].shape == ranges[1].shape == (d,) and (ranges[0] < ranges[1]).all()

@@ -95,7 +95,7 @@ def test_missing_values_say_what_to_do_and_fill_missing_fills_them(
     assert rc == 2
     assert_one_error_line(err)
     assert "missing values (NaN or empty cells) in column(s) 'score'" in err
-    assert "--fill-missing VALUE" in err and "--bounds" in err
+    assert "--fill-missing VALUE" in err and "--fill-missing mid with --bounds" in err
     assert not model.exists()
     rc, _, err = run(capsys, *fit(holes, model, "--bounds", ranges, "--scale",
                                   "--fill-missing", 3, "--seed", 1))
@@ -146,3 +146,32 @@ def test_a_damaged_scale_is_refused(files, tmp_path, capsys):
     model.write_text(json.dumps(saved))
     rc, _, err = run(capsys, "transform", model, table, "-o", tmp_path / "o.csv")
     assert rc == 2 and "damaged model" in err
+
+
+def test_fill_missing_mid_fills_the_middle_of_each_public_range(
+        files, tmp_path, capsys):
+    table, ranges = files
+    frame = make_table(n=500)
+    frame.iloc[::5, 0] = np.nan
+    frame.iloc[1::5, 1] = np.nan
+    holes = tmp_path / "holes.csv"
+    frame.to_csv(holes, index=False)
+    model = tmp_path / "m.json"
+    rc, _, err = run(capsys, *fit(holes, model, "--fill-missing", "mid",
+                                  "--data-norm", 1))
+    assert rc == 2 and "--fill-missing mid fills the middle" in err
+    rc, _, err = run(capsys, *fit(holes, model, "--bounds", ranges, "--scale",
+                                  "--fill-missing", "mid", "--seed", 2))
+    assert rc == 0, err
+    middle = [(lo + hi) / 2 for lo, hi in zip(LOWER, UPPER)]
+    assert json.loads(model.read_text())["preprocessing"]["fill_missing"] == middle
+    filled = frame.fillna(dict(zip(COLUMNS, middle))).to_numpy()
+    pipe = make_pipeline(PublicScaler(list(zip(LOWER, UPPER))),
+                         PrivatePCA(2, epsilon=2.0, bounds=(0.0, 1.0), random_state=2,
+                                    accountant=BudgetAccountant()))
+    with pytest.warns(PrivacyLeakWarning):
+        pipe.fit(filled)
+    out = tmp_path / "out.csv"
+    assert run(capsys, "transform", model, holes, "-o", out)[0] == 0
+    np.testing.assert_allclose(pd.read_csv(out).to_numpy(), pipe.transform(filled),
+                               rtol=1e-12, atol=1e-12)

@@ -315,6 +315,13 @@ def test_the_search_accepts_the_public_scaler_and_a_constant_fill(people):
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         fitted = _search(fill, PublicScaler(RANGES)).fit(X)
     assert fitted.best_params_["privatepca__n_components"] in (1, 2)
+    middle = SimpleImputer(strategy="constant", fill_value=0.5,
+                           keep_empty_features=True)  # after the scaler: mid-range
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        scaled = _search(PublicScaler(RANGES), middle).fit(X)
+    inner = scaled.best_estimator_[:-1].transform(X)
+    assert (inner[::7, 2] == 0.5).all() and np.isfinite(inner).all()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         _search(PublicScaler(RANGES),
