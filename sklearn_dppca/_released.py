@@ -51,8 +51,8 @@ def mean_in_box(mean, bounds):
 class FeatureScaleWarning(UserWarning):
     """One feature's released variance dwarfs most others'.
 
-    Issued after a fit, from its released values only (post-processing), by
-    :func:`warn_if_one_feature_dominates`: the components then follow that
+    Issued after a fit, from its released values only (post-processing; the
+    rule is in :ref:`feature-scale-warning`): the components then follow that
     feature whatever the others do, as when income in currency units sits
     beside an age and a 1–5 score. Scale the features to a common scale
     first (:mod:`sklearn_dppca.preprocessing`).
