@@ -74,6 +74,7 @@ def test_package_tests_and_benchmarks_point_to_no_file_outside_the_repository():
 PRIVACY_SECTIONS = [
     "§1 Privacy model", "§2 Accounting", "§3 Sensitivities", "§4 Noise kernels",
     "§5 Centering", "§6 The three estimators", "§7 Utility measures",
+    "§8 Scaling features",
 ]
 
 
