@@ -10,7 +10,6 @@ and the probabilistic-PCA ``score``. A subclass writes only ``_release``.
 
 import functools
 import math
-import sys
 import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
@@ -38,12 +37,14 @@ from ._dask import (
     check_numeric_columns,
     is_dask_collection,
 )
+from ._released import mean_in_box, warn_if_one_feature_dominates
 from ._stats import InMemoryRows
 from .noise import make_generator
 from .privacy import (
     BudgetAccountant,
     _carry_default,
     _keep_carried_default,
+    _outside_stacklevel,
     _resolve_accountant,
     _warn_leak,
     gdp_epsilon,
@@ -158,8 +159,9 @@ SHARED_PARAMETER_DOCS = {
     bounds : (lower, upper) or None, default=None
         Public per-feature ranges, scalars or arrays of length n_features.
         Rows are clipped into the box; the private mean is the box's midpoint
-        plus a private mean of the residuals, and ``data_norm=None`` means
-        the box's radius around that midpoint.
+        plus a private mean of the residuals, projected into the box (a
+        ``mean_`` outside a feature's public range is never reported), and
+        ``data_norm=None`` means the box's radius around that midpoint.
     norm_range : (float, float), default=(1e-8, 1e12)
         ``(low, high)``, ``0 < low < high``: the public grid of candidate
         bounds of ``data_norm="auto"`` (four per octave). Norms beyond it
@@ -324,6 +326,7 @@ class _BasePrivatePCA(
             self.mean_ = (
                 bounds.offset if mean is None else bounds.offset + mean
             ).astype(dtype, copy=False)
+            self.mean_ = mean_in_box(self.mean_, bounds)  # post-processing
             rows = data.rows(data_norm, mean)
             self._release(gram, rows, plan, rng, dtype)
             if isinstance(engine, ArrayAPIRows):  # attributes in X's namespace
@@ -346,6 +349,7 @@ class _BasePrivatePCA(
                 "knows it can subtract the noise, and the fit is not private. Leave "
                 "random_state=None (operating-system entropy) for a private release."
             )
+        warn_if_one_feature_dominates(self)  # from released values only
         return X
 
     def _warn_solver_parameters(self):
@@ -814,19 +818,6 @@ class _BasePrivatePCA(
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         tags.array_api_support = True
         return tags
-
-
-def _outside_stacklevel():
-    """``stacklevel`` pointing a warning at the user's call: the first frame
-    above the caller of this function outside this package and scikit-learn
-    (``fit`` and ``fit_transform`` sit under different numbers of wrappers)."""
-    frame, level = sys._getframe(2), 2
-    while frame is not None:
-        package = frame.f_globals.get("__name__", "").partition(".")[0]
-        if package not in ("sklearn_dppca", "sklearn"):
-            break
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def reported_spend(spent, epsilon):
