@@ -77,16 +77,25 @@ NOISE_MARGIN = 50.0
 def released_variances(estimator):
     """Per-feature variances of a fitted estimator's released model.
 
-    The diagonal of ``get_covariance()`` without whitening, ``σ² + Σ_k
-    (max(λ_k, σ²) − σ²) c_kj²`` (``λ = explained_variance_``, ``σ² =
-    noise_variance_``, ``c = components_``), computed in ``O(k d)`` on the
-    host from released attributes only.
+    The diagonal of the released model without whitening, ``σ² + Σ_k
+    (max(λ_k, σ²) − σ²) c_kj²`` (``λ = explained_variance_``,
+    ``c = components_``), with ``σ²`` the larger of ``noise_variance_`` and
+    the released total's share per remaining direction, ``(total_variance_ −
+    Σ_k λ_k)/(d − k)``, computed in ``O(k d)`` on the host from released
+    attributes only.
     """
     from . import _array_api
 
     components = _array_api.to_host(estimator.components_)
     variance = _array_api.to_host(estimator.explained_variance_)
     residual = float(estimator.noise_variance_)
+    # The model's residual can be shrunk far below what the features outside
+    # the top components hold; the released total says what they hold on
+    # average, so the residual is at least that.
+    total = getattr(estimator, "total_variance_", None)
+    k, d = components.shape
+    if total is not None and d > k:
+        residual = max(residual, (float(total) - float(variance.sum())) / (d - k))
     excess = np.maximum(variance, residual) - residual
     return residual + (excess[:, None] * np.abs(components) ** 2).sum(axis=0)
 
