@@ -15,9 +15,11 @@ estimator imports it.
     Gaussian noise, so every decision errs by ``√Q/μ`` rows, a noise that grows
     like ``√log B`` with the grid. A check of the bound found (one more count,
     a factor 4 below it) catches a comparison that erred far from the data,
-    and the search then runs again below it. A search whose comparisons would
-    have noise beyond ``n/4`` rows is drowned: the fit is refused before any
-    charge (:data:`DROWNED`).
+    and the search then runs again below it. The covariance's bound is then
+    placed within the bin found, where the two noisy counts around the target
+    reach it (:func:`interpolate_bound`): a grid step is ``√2`` in the noise.
+    A search whose comparisons would have noise beyond ``n/4`` rows is
+    drowned: the fit is refused before any charge (:data:`DROWNED`).
 
     Centring clips rows twice (docs/privacy.rst §5): the mean's release clips
     the raw rows and the covariance clips rows centred on the private mean, so
@@ -251,17 +253,24 @@ class Search(NamedTuple):
     count: float  # the noisy count released there (n, exact, at an unread end)
     spent: float  # Σ μ² of the counts it released (each 1/σ²)
     recoveries: int  # searches run again after a check found an overshoot
+    # the noisy count released at bin index − 1, below the target (None when
+    # the last search did not compare it), and the target
+    below: float = None
+    target: float = None
 
 
 def _bisect(cumulative, target, sigma, rng, top, count):
     """Noisy binary search of bins ``0..top`` for the first whose count reaches
-    ``target``: ``(bin, its noisy count, comparisons made)``.
+    ``target``: ``(bin, its noisy count, the noisy count of the bin below it,
+    comparisons made)``.
 
     ``count`` is returned for ``top`` when it is never compared (its count is
     known: ``n`` for the grid's last bin, a check's noisy count otherwise).
-    Each comparison releases ``cumulative[mid] + N(0, σ²)``.
+    Each comparison releases ``cumulative[mid] + N(0, σ²)``. The bin found,
+    ``low``, was last raised by a comparison of bin ``low − 1`` that fell below
+    the target, whose noisy count is returned too (``None`` for ``low = 0``).
     """
-    low, high, used = 0, top, 0
+    low, high, used, below = 0, top, 0, None
     while low < high:
         mid = (low + high) // 2
         noisy = float(cumulative[mid] + dense_noise(rng, 1, sigma)[0])
@@ -269,8 +278,8 @@ def _bisect(cumulative, target, sigma, rng, top, count):
         if noisy >= target:
             high, count = mid, noisy
         else:
-            low = mid + 1
-    return low, count, used
+            low, below = mid + 1, noisy
+    return low, count, below, used
 
 
 def search_bound(cumulative, mu, rng, quantile, check_mu=0.0,
@@ -299,7 +308,9 @@ def search_bound(cumulative, mu, rng, quantile, check_mu=0.0,
         :func:`target_count` (the last bin if none does); ``count``: the noisy
         count released at ``j`` (``n``, exact, for the last bin when it was
         never compared), the estimate of the rows within ``u_j``; ``spent``:
-        the ``Σ μ²`` of every count released; ``recoveries``.
+        the ``Σ μ²`` of every count released; ``recoveries``; ``below``: the
+        noisy count released at ``j − 1`` (``None`` if the last search did not
+        compare it), and ``target``: for :func:`interpolate_bound`.
 
     **The check.** One comparison that errs far from the data, where every
     count is 0 or ``n``, sends a binary search decades away: a "below the
@@ -339,7 +350,8 @@ def search_bound(cumulative, mu, rng, quantile, check_mu=0.0,
     target = target_count(quantile, n_samples, sigma)
     top, count, spent = n_bins - 1, n_samples, 0.0
     for attempt in range(recoveries + 1):
-        index, count, used = _bisect(cumulative, target, sigma, rng, top, count)
+        index, count, below_count, used = _bisect(cumulative, target, sigma, rng,
+                                                  top, count)
         spent += used * each if used else 0.0
         below = index - CHECK_BINS
         if not check_mu or below < 0:
@@ -352,8 +364,40 @@ def search_bound(cumulative, mu, rng, quantile, check_mu=0.0,
         # is known
         top, count = below, noisy
         if attempt == recoveries:
-            index = below
-    return Search(index, count, spent, attempt)
+            index, below_count = below, None
+    return Search(index, count, spent, attempt, below_count, target)
+
+
+def interpolate_bound(edges, found):
+    """The bound within the bin :func:`search_bound` found, and its count.
+
+    The grid's step is ``2^{1/4}`` in ``C``, ``√2`` in the covariance noise
+    ``∝ C²``; the first grid value whose noisy count reaches the target lies
+    anywhere up to a step above the quantile. Between ``u_{j−1}``, whose noisy
+    count ``N_{j−1}`` fell below the target ``t``, and ``u_j``, whose noisy
+    count ``N_j`` reached it, the bound is placed where the counts,
+    interpolated linearly in ``log C``, reach ``t``:
+    ``C = u_{j−1}^{1−s} u_j^s`` with ``s = (t − N_{j−1})/(N_j − N_{j−1})`` in
+    ``[0, 1]``. Post-processing of released counts and public values. Without
+    a released ``N_{j−1}`` (``j = 0``, or the bound is a failed check's value)
+    and in the grid's last bin, which also holds the norms beyond it, the
+    bound is ``u_j``.
+
+    Returns
+    -------
+    bound : float
+    count : float
+        The interpolated noisy count at ``bound`` (``N_j`` without
+        interpolation).
+    """
+    j = found.index
+    inside = found.below is not None and 0 < j < edges.shape[0] - 1
+    gap = found.count - found.below if inside else None
+    if not gap or gap < 0:  # nothing to interpolate between
+        return float(edges[j]), found.count
+    share = min(max((found.target - found.below) / gap, 0.0), 1.0)
+    low, high = float(edges[j - 1]), float(edges[j])
+    return low * (high / low) ** share, found.below + share * gap
 
 
 def shrink_step(move, sigma):
@@ -783,7 +827,7 @@ class NormBounds:
         mean, mean_norm = None, None
         if self.center:
             mean, mean_norm = self._mean_steps(plan, rng)
-        data_norm, count = self._search(mean, rng)
+        data_norm, count = self._search(mean, rng, self.quantile, interpolate=True)
         # the search's estimate of the rows beyond C: post-processing
         self.clipped_fraction = float(np.clip(1.0 - count / n, 0.0, 1.0))
         if mean is not None:
@@ -816,7 +860,7 @@ class NormBounds:
         d, widest, calm = mean.shape[0], 0.0, False
         for step, weight in enumerate(steps):
             if self.adaptive:
-                found, _ = self._search(mean, rng)
+                found, _ = self._search(mean, rng, self.quantile)
                 radius = min(found, 2.0 * widest) if widest else found
                 widest = max(widest, radius)
             else:  # the box bounds the rows
@@ -886,15 +930,18 @@ class NormBounds:
         self.offset = self.offset + centre.astype(np.float64)
         return np.zeros_like(mean)
 
-    def _search(self, centre, rng):
-        """A private quantile of ``‖x − centre‖`` (:func:`search_bound`, with its
-        check): the bound and the noisy count of rows within it. Adds what it
-        released to the tally."""
+    def _search(self, centre, rng, quantile, interpolate=False):
+        """A private ``quantile`` of ``‖x − centre‖`` (:func:`search_bound`, with
+        its check): the bound and the noisy count of rows within it, the bound
+        placed within its bin by :func:`interpolate_bound` if ``interpolate``
+        (the covariance's). Adds what it released to the tally."""
         edges = self.edges
         _announce(self.data, "counts of the row norms for a private bound")
         counts = _reduce(self.data, _norm_counts, centre, edges**2)
-        found = search_bound(np.cumsum(counts), self.search_mu, rng, self.quantile,
+        found = search_bound(np.cumsum(counts), self.search_mu, rng, quantile,
                              check_mu=self.check_mu)
         self._spent += found.spent
         self.recoveries += found.recoveries
+        if interpolate:
+            return interpolate_bound(edges, found)
         return float(edges[found.index]), found.count

@@ -155,6 +155,35 @@ def test_search_noise_matches_the_plan(monkeypatch):
     assert abs(noise.mean()) < 5 * sigma / math.sqrt(noise.size)
 
 
+def test_interpolated_bound_lies_in_its_bin_where_the_counts_reach_the_target():
+    """The covariance's bound is placed between the grid value whose noisy
+    count reached the target and the one below, where the counts, linear in
+    log C, reach it: post-processing of two released counts."""
+    edges = norm_grid((1e-3, 1e3))
+    rng = np.random.default_rng(21)
+    norms = np.exp(rng.uniform(np.log(0.5), np.log(4.0), size=20000))  # log-uniform
+    cumulative = np.cumsum(bin_counts(norms, edges))
+    for q in (0.3, 0.5, 0.9, 0.97):
+        found = search_bound(cumulative, math.inf, rng, q)  # exact counts
+        assert found.below == cumulative[found.index - 1] < found.target
+        bound, count = _bounds.interpolate_bound(edges, found)
+        assert edges[found.index - 1] <= bound <= edges[found.index]
+        assert count == pytest.approx(found.target)
+        # log-uniform norms: linear in log C is exact up to the sampling
+        assert np.mean(norms <= bound) == pytest.approx(q, abs=0.01)
+        assert np.mean(norms <= edges[found.index]) - q > 0.01  # the grid value
+    # no released count below: the grid value itself
+    bare = found._replace(below=None)
+    assert _bounds.interpolate_bound(edges, bare) == (edges[found.index], found.count)
+    # the first bin (every norm down to 0) and the last (every norm beyond)
+    for j in (0, edges.shape[0] - 1):
+        edge = found._replace(index=j, below=0.0, count=20000.0, target=10000.0)
+        assert _bounds.interpolate_bound(edges, edge)[0] == edges[j]
+    # noisy counts out of order (N_j < N_{j−1}): the grid value
+    swapped = found._replace(below=found.count + 5.0)
+    assert _bounds.interpolate_bound(edges, swapped)[0] == edges[found.index]
+
+
 def test_target_count_caps_and_floors():
     assert target_count(0.5, 1000, 3.0) == 500.0
     assert target_count(1.0, 1000, 3.0) == 994.0  # n − 2σ
@@ -891,13 +920,16 @@ def test_a_wide_grid_at_small_epsilon_finds_the_median(epsilon):
 
 def test_auto_at_epsilon_inf_is_exact():
     """The non-private fit with "auto": every search and step is exact, so the
-    mean reaches the data's and the bound is the centred median's grid value."""
+    mean reaches the data's and the bound lies in the grid's bin of the
+    centred median, interpolated to within a few rows of it."""
     rng = np.random.default_rng(19)
     X = rng.normal(size=(3000, 4)) * [3, 2, 1, 1] + 50
     pca = PrivatePCA(2, epsilon=math.inf, data_norm="auto",
                      accountant=BudgetAccountant()).fit(X)
-    median = np.median(np.linalg.norm(X - X.mean(0), axis=1))
-    assert median <= pca.data_norm_ <= median * STEP
+    norms = np.linalg.norm(X - X.mean(0), axis=1)
+    median = np.median(norms)
+    assert median / STEP <= pca.data_norm_ <= median * STEP
+    assert np.mean(norms <= pca.data_norm_) == pytest.approx(0.5, abs=0.02)
     assert np.all(np.isfinite(pca.components_))
     assert principal_angle_sin(pca.components_, np.eye(4)[:2]) < 0.1
     assert math.isinf(pca.privacy_spent_[0])
