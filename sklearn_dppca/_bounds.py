@@ -21,6 +21,13 @@ estimator imports it.
     A search whose comparisons would have noise beyond ``n/4`` rows is
     drowned: the fit is refused before any charge (:data:`DROWNED`).
 
+    ``norm_quantile="auto"`` (the default) chooses the covariance's quantile
+    from public values only (:func:`auto_quantile`): the median when the fit
+    asks for a subspace (``n_components`` an integer below ``min(n, d)``), and
+    otherwise, for the whole covariance, the quantile that leaves about
+    ``6 √(d(d+1))/μ*`` rows beyond the bound, where the clipping's bias and
+    the noise balance (at least the median).
+
     Centring clips rows twice (docs/privacy.rst §5): the mean's release clips
     the raw rows and the covariance clips rows centred on the private mean, so
     there is one search per clipping: the mean is released in up to
@@ -61,7 +68,7 @@ Gaussian DP (Smith & Thakurta 2022) the fit is ``μ*``-GDP (docs/privacy.rst
 """
 
 import math
-from numbers import Real
+from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
@@ -89,6 +96,14 @@ DEFAULT_NORM_RANGE = (1e-8, 1e12)
 #: sin θ in every cell where the quantile mattered (wine at ε = 3: 0.23, 0.37
 #: for the 0.75 quantile).
 DEFAULT_QUANTILE = 0.5
+#: ``norm_quantile="auto"`` for a fit whose product is the whole covariance
+#: (:func:`auto_quantile`): the covariance's bound leaves about
+#: ``COVARIANCE_CLIPPED_ROWS · √(d(d+1))/μ*`` rows beyond it. Measured
+#: (benchmarks/bench_norm.py --covariance, both scalings, 4 seeds) on the two
+#: large-n cells of issue 23 at ρ = 0.01, 0.1 and 1, the worst ratio of
+#: ``"auto"``'s second-moment error to the best fixed bound's was 1.13 for 4,
+#: 1.04 for 6, 1.05 for 7, 1.08 for 8, 1.15 for 10 and 1.44 for 14.
+COVARIANCE_CLIPPED_ROWS = 6.0
 #: Fraction of ``μ*²`` that the searches of ``data_norm="auto"`` take, in all.
 BOUND_BUDGET_SHARE = 0.06
 #: Fraction of ``μ*²`` that their checks take, in all (one per search): each
@@ -175,7 +190,7 @@ PARAMETER_CONSTRAINTS = {
     ],
     "bounds": ["array-like", None],
     "norm_range": ["array-like"],
-    "norm_quantile": [Interval(Real, 0, 1, closed="right")],
+    "norm_quantile": [Interval(Real, 0, 1, closed="right"), StrOptions({"auto"})],
 }
 
 
@@ -229,6 +244,55 @@ def search_queries(n_bins):
     """Comparisons ``Q = ⌈log₂ B⌉`` that a binary search over ``B`` bins makes
     at most (each halves the candidates, rounding up)."""
     return max(1, math.ceil(math.log2(n_bins)))
+
+
+def wants_covariance(n_components, n_samples, n_features):
+    """Whether a fit's product is the whole covariance (or its spectrum),
+    rather than a subspace: a public function of the parameters.
+
+    ``n_components`` an integer below ``min(n, d)`` asks for a subspace (its
+    components and the projection onto it). ``None`` (every component), an
+    integer ``min(n, d)``, a fraction of the variance or ``"mle"`` (both chosen
+    from the released spectrum) ask for the whole covariance.
+    """
+    subspace = (isinstance(n_components, Integral) and not isinstance(n_components, bool)
+                and n_components < min(n_samples, n_features))
+    return not subspace
+
+
+def auto_quantile(n_samples, n_features, mu, n_components):
+    """The quantile of ``norm_quantile="auto"`` for the covariance's bound:
+    a function of public values only (no data, no release).
+
+    - A subspace (:func:`wants_covariance` false): the median,
+      :data:`DEFAULT_QUANTILE`. Clipping keeps each row's direction, so a low
+      bound costs the directions little while the noise falls with ``C²``.
+    - The whole covariance: ``q = 1 − k/n`` with
+      ``k = COVARIANCE_CLIPPED_ROWS · √(d(d+1))/μ`` rows beyond the bound, at
+      least the median. Clipping biases the second moment by about
+      ``E[(‖x‖² − C²)₊]``, which falls as ``C`` rises by the share of rows
+      beyond ``C``, while the noise's Frobenius norm, ``√(d(d+1)/2) σ/n`` with
+      ``σ = √2 C²/μ_cov``, rises by ``√(d(d+1))/(μ_cov n)`` per unit of
+      ``C²``: the two balance when a number of rows of order
+      ``√(d(d+1))/μ`` lies beyond ``C``, whatever ``n``.
+
+    Parameters
+    ----------
+    n_samples, n_features : int
+    mu : float
+        The fit's ``μ* = gdp_mu(epsilon, delta)`` (``inf``: the non-private
+        fit, which clips nothing: ``q = 1``).
+    n_components : int, float, str or None
+        The estimator's parameter.
+
+    Returns
+    -------
+    float in [0.5, 1]
+    """
+    if not wants_covariance(n_components, n_samples, n_features):
+        return DEFAULT_QUANTILE
+    rows = COVARIANCE_CLIPPED_ROWS * math.sqrt(n_features * (n_features + 1.0)) / mu
+    return max(DEFAULT_QUANTILE, 1.0 - rows / n_samples)
 
 
 def target_count(quantile, n_samples, sigma):
@@ -616,7 +680,7 @@ class NormBounds:
         # clipping at all
         self.exact = estimator.epsilon == math.inf
         self.estimator = estimator
-        self.n_samples = n_samples
+        self.n_samples, self.n_features = n_samples, n_features
         self.center = estimator.center
         data_norm = estimator.data_norm
         self.auto = isinstance(data_norm, str)
@@ -645,6 +709,7 @@ class NormBounds:
             if self.data_norm is None:  # the box's radius is a bound in use
                 check_data_norm_range(self.box_norm, self.dtype)
         self.edges = None
+        self.quantile_rule = False
         self.mean_shares = ()
         self.n_searches = 0
         # "auto" with centring and no box: the mean's adaptive steps
@@ -654,7 +719,13 @@ class NormBounds:
                 getattr(estimator, "norm_range", DEFAULT_NORM_RANGE), self.limit, dtype,
                 MIN_DATA_NORM[dtype.type],
             )
-            self.quantile = float(getattr(estimator, "norm_quantile", DEFAULT_QUANTILE))
+            # a number applies to every search; "auto" is resolved in plan(),
+            # once μ* is known (auto_quantile), for the covariance's bound,
+            # and the mean's steps search for the median
+            quantile = getattr(estimator, "norm_quantile", DEFAULT_QUANTILE)
+            self.quantile_rule = isinstance(quantile, str)
+            self.quantile = DEFAULT_QUANTILE if self.quantile_rule else float(quantile)
+            self.mean_quantile = self.quantile
             if self.center:
                 self.adaptive = self.box is None
                 self.mean_shares = MEAN_STEPS if self.adaptive else (1.0,)
@@ -706,6 +777,9 @@ class NormBounds:
                 "the repetition (e.g. fixed clip_radius and n_iter)."
             )
         mu_total = plan.charge["mu"]
+        if self.quantile_rule:  # public: n, d, μ*, n_components
+            self.quantile = auto_quantile(self.n_samples, self.n_features, mu_total,
+                                          getattr(self.estimator, "n_components", None))
         share = BOUND_BUDGET_SHARE + CHECK_BUDGET_SHARE
         self.search_mu = mu_total * math.sqrt(BOUND_BUDGET_SHARE / self.n_searches)
         self.check_mu = mu_total * math.sqrt(CHECK_BUDGET_SHARE / self.n_searches)
@@ -860,7 +934,7 @@ class NormBounds:
         d, widest, calm = mean.shape[0], 0.0, False
         for step, weight in enumerate(steps):
             if self.adaptive:
-                found, _ = self._search(mean, rng, self.quantile)
+                found, _ = self._search(mean, rng, self.mean_quantile)
                 radius = min(found, 2.0 * widest) if widest else found
                 widest = max(widest, radius)
             else:  # the box bounds the rows
