@@ -35,7 +35,7 @@ Sets of cells (``--sets``), and which were used to choose the constants:
   row counts not tuned on (``d ∈ {100, 300, 400, 800}``, ``k ∈ {3, 4, 8}``,
   eigengap 0.3 to 0.7, spread 1 to 3, ``n`` from 30 000 to 200 000); target
   ≤ 0.75× where ``κ ≤ 0.5`` and PrivatePCA's ``sin θ < 0.7``.
-- ``repetition`` — the cost of ``selection="repetition"`` (seed 000's
+- ``repetition`` — the cost of ``selection="repetition"`` (the paper's
   Section C): two tuning cells (``d = 50``, spread 10 and ``d = 200``,
   spread 1, ``n = 100 000``, ``ε ∈ {1, 3}``), the repetition fit printed
   beside the default. Slow: tens of seconds per fit.

@@ -1,6 +1,6 @@
-"""Test seed 003's claim about the complex Gaussian mechanism, real side by side.
+"""Test Mangoubi & Vishnoi's bound for the complex Gaussian mechanism, real alongside.
 
-Seed 003 (Mangoubi & Vishnoi) proves a *bound* for the complex mechanism
+Mangoubi & Vishnoi prove a *bound* for the complex mechanism
 ``Ψ̂ = top-k part of M + H`` (``H`` the GUE kernel, ``σ`` per coordinate):
 ``E‖Ψ − M_k‖_F = Õ(√(kd)) · σ · λ_k/(λ_k − λ_{k+1})``, needing only a large
 k-th gap, against the ``Õ(k√d)`` bound known for the real mechanism. It does

@@ -21,10 +21,13 @@ from docutils import nodes
 from sphinx.util import logging
 from threadpoolctl import threadpool_limits
 
-import sklearn_dppca
-
 DOCS = Path(__file__).resolve().parent
+# Document the checkout these docs belong to, not whichever sklearn_dppca is
+# installed (an editable install of another worktree, an older release).
+sys.path.insert(0, str(DOCS.parent))
 sys.path.insert(0, str(DOCS / "_ext"))  # gallery_order
+
+import sklearn_dppca  # noqa: E402 (from the checkout above)
 
 logger = logging.getLogger(__name__)
 
@@ -57,8 +60,15 @@ html_title = f"sklearn_dppca {release}"
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
+    # The navbar lists the root toctree's short titles (docs/index.rst): five
+    # fit on one row; the guides and the reference are the user guide's
+    # section navigation.
+    "header_links_before_dropdown": 5,
+    # "On this page" appears once, on the right: pages have no ``contents::``.
+    "secondary_sidebar_items": ["page-toc"],
 }
-html_sidebars = {"index": [], "install": []}
+# Pages without sub-pages have no section navigation to show.
+html_sidebars = {"index": [], "install": [], "benchmarks": []}
 html_static_path = []
 html_show_sourcelink = False
 

@@ -24,12 +24,18 @@ import warnings
 import matplotlib.pyplot as plt
 from sklearn.decomposition import PCA
 
-from sklearn_dppca import CoherentPowerPCA, PrivacyLeakWarning, PrivatePCA
+from sklearn_dppca import (
+    CoherentPowerPCA,
+    PrivacyLeakWarning,
+    PrivatePCA,
+)
 from sklearn_dppca.datasets import make_coherent_low_rank
 from sklearn_dppca.metrics import coherence, principal_angle_sin
 
 # Fixed seeds make the figure reproducible and the fits NOT private.
-warnings.filterwarnings("ignore", message="random_state=", category=PrivacyLeakWarning)
+warnings.filterwarnings(
+    "ignore", message="random_state=", category=PrivacyLeakWarning
+)
 
 n, d, k = 20_000, 250, 5
 epsilons = [3.0, 5.0, 10.0, 20.0]
@@ -39,16 +45,19 @@ epsilons = [3.0, 5.0, 10.0, 20.0]
 # ---------------------------------------------
 # Rows lie in the unit ball (``data_norm=1``); the top five eigenvalues are
 # equal and twice the rest (``eigengap=0.5``). ``coherence=None`` spreads the
-# subspace over all rows (``‖U‖_∞ ≈ √(2 ln(nk)/n)``); ``coherence=0.05``
-# puts it on about ``k / 0.05² = 2000`` rows. (Measuring the coherence reads
-# the data; it is shown here to describe the experiment, not to be released.)
+# subspace over all rows (``‖U‖_∞ ≈ √(2 ln(nk)/n)``);
+# ``coherence=0.05`` puts it on about ``k / 0.05² = 2000`` rows. (Measuring
+# the coherence reads the data; it is shown here to describe the experiment,
+# not to be released.)
 datasets = {}
 for name, target in [("incoherent", None), ("coherent", 0.05)]:
     X, V = make_coherent_low_rank(
-        n, d, n_components=k, coherence=target, eigengap=0.5, random_state=0
+        n, d, n_components=k, coherence=target, eigengap=0.5,
+        random_state=0,
     )
     datasets[name] = X, V
-    print(f"{name}: measured coherence {coherence(X, n_components=k):.3f}")
+    measured = coherence(X, n_components=k)
+    print(f"{name}: measured coherence {measured:.3f}")
 
 # %%
 # Fit both estimators over a range of ε
@@ -65,16 +74,21 @@ for name, (X, V) in datasets.items():
         principal_angle_sin(PCA(k).fit(X).components_, V)
     ] * len(epsilons)
     for epsilon in epsilons:
-        private = PrivatePCA(k, epsilon=epsilon, data_norm=1.0, random_state=0)
+        private = PrivatePCA(
+            k, epsilon=epsilon, data_norm=1.0, random_state=0
+        )
         power = CoherentPowerPCA(
             k, epsilon=epsilon, data_norm=1.0,
-            clip_radius=0.5 * math.sqrt(k / n), n_iter=3, random_state=0,
+            clip_radius=0.5 * math.sqrt(k / n), n_iter=3,
+            random_state=0,
         )
-        for label, est in [("PrivatePCA", private), ("CoherentPowerPCA", power)]:
+        for label, est in [("PrivatePCA", private),
+                           ("CoherentPowerPCA", power)]:
             sin_theta = principal_angle_sin(est.fit(X).components_, V)
             errors.setdefault((name, label), []).append(sin_theta)
     for label in ["PrivatePCA", "CoherentPowerPCA"]:
-        print(name, label, [f"{e:.2f}" for e in errors[name, label]])
+        values = ", ".join(f"{e:.2f}" for e in errors[name, label])
+        print(f"{name} {label}: sin θ = {values}")
 
 # %%
 # The subspace error

@@ -22,6 +22,7 @@ was charged.
 # hence the chosen ``n_components`` — read the data too: the ε below
 # covers what the PCA fits release, not the classifier or the scores.
 import math
+import textwrap
 import warnings
 
 import matplotlib.pyplot as plt
@@ -39,8 +40,11 @@ from sklearn_dppca import (
 from sklearn_dppca.datasets import load_digits_for_pca
 from sklearn_dppca.privacy import gdp_epsilon, gdp_mu
 
-# The fixed seed makes the example reproducible and the fits NOT private.
-warnings.filterwarnings("ignore", message="random_state=", category=PrivacyLeakWarning)
+# The fixed seed makes the example reproducible and the fits NOT
+# private.
+warnings.filterwarnings(
+    "ignore", message="random_state=", category=PrivacyLeakWarning
+)
 
 digits = load_digits_for_pca()
 X_train, X_test, y_train, y_test = train_test_split(
@@ -49,8 +53,8 @@ X_train, X_test, y_train, y_test = train_test_split(
 
 budget = BudgetAccountant(epsilon=6.0, delta=1e-6)
 pipe = make_pipeline(
-    PrivatePCA(epsilon=1.0, delta=1e-6, data_norm=4.0, accountant=budget,
-               random_state=0),
+    PrivatePCA(epsilon=1.0, delta=1e-6, data_norm=4.0,
+               accountant=budget, random_state=0),
     LogisticRegression(max_iter=1000),
 )
 param_grid = {"privatepca__n_components": [5, 10, 20, 30]}
@@ -65,8 +69,10 @@ param_grid = {"privatepca__n_components": [5, 10, 20, 30]}
 # first means the search is not refused halfway, after spending.
 n_fits = len(param_grid["privatepca__n_components"]) * 3 + 1
 mu_fit = gdp_mu(1.0, 1e-6)
-planned, _ = budget.check(math.sqrt(n_fits) * mu_fit)  # raises if over budget
-print(f"{n_fits} fits at epsilon=1 would spend epsilon={planned:.3f} in total")
+# raises BudgetExceededError if over the budget
+planned, _ = budget.check(math.sqrt(n_fits) * mu_fit)
+print(f"{n_fits} fits at epsilon=1 would spend epsilon={planned:.3f} "
+      "in total")
 
 # %%
 # Search
@@ -75,15 +81,17 @@ print(f"{n_fits} fits at epsilon=1 would spend epsilon={planned:.3f} in total")
 # fit would only be a warning inside the search. This in-memory accountant
 # needs ``n_jobs=1`` (or a threading backend): a copy of it in another
 # process cannot report back, and refuses to be charged. For ``n_jobs=-1``,
-# keep the budget on a ledger file, ``BudgetAccountant(3.0, path="budget.db")``:
-# every worker process then charges the same file.
+# keep the budget on a ledger file,
+# ``BudgetAccountant(3.0, path="budget.db")``: every worker process then
+# charges the same file.
 search = GridSearchCV(pipe, param_grid, cv=3, error_score="raise")
 search.fit(X_train, y_train)
 
 eps_spent, delta_spent = budget.spent
 print(f"charged fits: {budget.n_charges}")
 print(f"spent: epsilon={eps_spent:.3f}, delta={delta_spent:g} "
-      f"(budget epsilon={budget.epsilon:g}; naive sum would be {n_fits:g})")
+      f"(budget epsilon={budget.epsilon:g}; "
+      f"naive sum would be {n_fits:g})")
 print(f"left for one more fit: epsilon={budget.remaining():.3f}")
 print("best:", search.best_params_,
       f"test accuracy {search.score(X_test, y_test):.3f}")
@@ -98,21 +106,24 @@ print("best:", search.best_params_,
 try:
     budget.check(math.sqrt(n_fits) * mu_fit)
 except BudgetExceededError as exc:
-    print("refused:", exc)
+    print("refused:", textwrap.fill(str(exc), width=72))
 print("still charged:", budget.n_charges, "fits")
 
 # %%
 # What the search was charged, and what it found
 # ----------------------------------------------
 fits = np.arange(0, 2 * n_fits + 1)
-exact = [gdp_epsilon(math.sqrt(j) * mu_fit, 1e-6) if j else 0.0 for j in fits]
+exact = [gdp_epsilon(math.sqrt(j) * mu_fit, 1e-6) if j else 0.0
+         for j in fits]
 
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
 ax1.plot(fits, fits * 1.0, ":", color="gray", label="naive sum of ε")
 ax1.plot(fits, exact, "-", label="exact composition (GDP)")
-ax1.axhline(budget.epsilon, color="C3", linestyle="--", label="budget ε = 6")
+ax1.axhline(budget.epsilon, color="C3", linestyle="--",
+            label="budget ε = 6")
 ax1.plot([budget.n_charges], [eps_spent], "o", color="C0",
-         label=f"after the search: {budget.n_charges} fits, ε = {eps_spent:.2f}")
+         label=f"after the search: {budget.n_charges} fits, "
+         f"ε = {eps_spent:.2f}")
 ax1.set_xlabel("number of fits at ε = 1 charged to the accountant")
 ax1.set_ylabel("ε spent (δ = 1e-6)")
 ax1.set_ylim(0, 10)

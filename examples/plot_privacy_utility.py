@@ -16,18 +16,26 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import PercentFormatter
 
-from sklearn_dppca import BudgetAccountant, PrivacyLeakWarning, PrivatePCA
+from sklearn_dppca import (
+    BudgetAccountant,
+    PrivacyLeakWarning,
+    PrivatePCA,
+)
 from sklearn_dppca.datasets import load_digits_for_pca
 from sklearn_dppca.metrics import captured_variance
 
 # Fixed seeds make the curve reproducible and every fit NOT private.
-warnings.filterwarnings("ignore", message="random_state=", category=PrivacyLeakWarning)
+warnings.filterwarnings(
+    "ignore", message="random_state=", category=PrivacyLeakWarning
+)
 
-X = load_digits_for_pca().data  # pixel intensities are public: [0, 16] / 16
+# pixel intensities are public: [0, 16] / 16
+X = load_digits_for_pca().data
 cov = np.cov(X, rowvar=False)
 k = 5
 epsilons = [0.3, 1.0, 3.0, 10.0, 30.0, 100.0]
-norms = [3.0, 4.0, 8.0]  # public guesses of a row's norm; 8 = √64 never clips
+# public guesses of a row's norm; 8 = √64 never clips
+norms = [3.0, 4.0, 8.0]
 n_seeds = 10
 
 # %%
@@ -37,7 +45,8 @@ n_seeds = 10
 # accountant (fits charged to one accountant would compose, which is what
 # you want for one dataset in production, not for a simulation).
 # :func:`~sklearn_dppca.metrics.captured_variance` is
-# ``tr(V̂ᵀ Cov V̂) / tr(V_kᵀ Cov V_k)``: 100% is as good as the non-private PCA.
+# ``tr(V̂ᵀ Cov V̂) / tr(V_kᵀ Cov V_k)``: 100% is as good as the non-private
+# PCA.
 results = {}
 for data_norm in norms:
     for epsilon in epsilons:
@@ -51,9 +60,11 @@ for data_norm in norms:
                 random_state=seed,
             ).fit(X)
             captured.append(captured_variance(pca.components_, cov))
-        results[data_norm, epsilon] = (np.mean(captured), np.std(captured))
+        mean, sd = np.mean(captured), np.std(captured)
+        results[data_norm, epsilon] = mean, sd
 
-print(f"{'epsilon':>8}  captured variance (mean ± sd over {n_seeds} fits)")
+print(f"{'epsilon':>8}  captured variance "
+      f"(mean ± sd over {n_seeds} fits)")
 for data_norm in norms:
     print(f"data_norm = {data_norm:g}")
     for epsilon in epsilons:

@@ -24,17 +24,25 @@ import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.decomposition import PCA
 
-from sklearn_dppca import BudgetAccountant, PrivacyLeakWarning, PrivatePCA
+from sklearn_dppca import (
+    BudgetAccountant,
+    PrivacyLeakWarning,
+    PrivatePCA,
+)
 from sklearn_dppca.datasets import load_digits_for_pca
 from sklearn_dppca.metrics import captured_variance
 
 # The fixed seeds below make the figures reproducible and the fits NOT
-# private; silence only that warning. Leave random_state=None for real data.
-warnings.filterwarnings("ignore", message="random_state=", category=PrivacyLeakWarning)
+# private; silence only that warning. Leave random_state=None for real
+# data.
+warnings.filterwarnings(
+    "ignore", message="random_state=", category=PrivacyLeakWarning
+)
 
 digits = load_digits_for_pca()
 X, y = digits.data, digits.target
-print(X.shape, "pixels in", (X.min(), X.max()))
+print(f"{X.shape[0]} images of {X.shape[1]} pixels, "
+      f"in [{X.min():g}, {X.max():g}]")
 
 # %%
 # Fit under one budget
@@ -58,11 +66,14 @@ for epsilon in [3.0, 1.0]:
     )
     fits[epsilon] = pca.fit(X)
     share = captured_variance(pca.components_, cov)
+    eps_fit, delta_fit = pca.privacy_spent_
     print(
-        f"epsilon={epsilon:g}: spent {pca.privacy_spent_}, "
-        f"captures {share:.0%} of the optimal 2-D variance"
+        f"epsilon={epsilon:g}: spent ({eps_fit:g}, {delta_fit:g}), "
+        f"captures {share:.0%} of the best 2-D variance"
     )
-print("total spent (epsilon, delta):", budget.spent, "of", budget.epsilon)
+eps_spent, delta_spent = budget.spent
+print(f"both fits spent epsilon={eps_spent:.3f} at "
+      f"delta={delta_spent:g} of the budget epsilon={budget.epsilon:g}")
 
 # %%
 # Compare the projections
@@ -74,11 +85,14 @@ print("total spent (epsilon, delta):", budget.spent, "of", budget.epsilon)
 panels = [("PCA (not private)", reference)] + [
     (f"PrivatePCA, ε = {eps:g}", est) for eps, est in fits.items()
 ]
-fig, axes = plt.subplots(1, 3, figsize=(12, 4.2), sharex=True, sharey=True)
+fig, axes = plt.subplots(1, 3, figsize=(12, 4.2), sharex=True,
+                         sharey=True)
 for ax, (title, est) in zip(axes, panels):
-    signs = np.sign(np.sum(est.components_ * reference.components_, axis=1))
+    agreement = np.sum(est.components_ * reference.components_, axis=1)
+    signs = np.sign(agreement)
     Z = est.transform(X) * signs
-    points = ax.scatter(Z[:, 0], Z[:, 1], c=y, cmap="tab10", s=6, alpha=0.8)
+    points = ax.scatter(Z[:, 0], Z[:, 1], c=y, cmap="tab10", s=6,
+                        alpha=0.8)
     share = captured_variance(est.components_, cov)
     ax.set_title(f"{title}\ncaptured variance {share:.0%}")
     ax.set_xlabel("component 1")

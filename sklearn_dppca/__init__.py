@@ -12,15 +12,17 @@ privacy with respect to the replacement of one row (one person):
 Every fit is charged to a :class:`BudgetAccountant` (the process-wide default
 unless one is given) that composes fits exactly.
 
-Two modules are imported explicitly, not from here:
+These modules are imported explicitly, not from here:
 
 - :mod:`sklearn_dppca.metrics` — utility measures (principal angles,
   projection distance, rank-k covariance error, captured variance, coherence).
 - :mod:`sklearn_dppca.datasets` — synthetic data of controlled coherence,
   eigengap and spread, and bundled real datasets scaled for private PCA.
+- :mod:`sklearn_dppca.preprocessing` — features put on a common scale, by
+  their public ranges (no budget) or privately.
 """
 
-from . import model_selection  # noqa: F401  (PrivateGridSearchCV)
+from . import model_selection, preprocessing  # noqa: F401  (explicit imports)
 from ._coherent_power_pca import CoherentPowerPCA
 from ._complex_gauss_pca import ComplexGaussPCA
 from ._private_pca import PrivatePCA

@@ -4,7 +4,10 @@
     Fit a private PCA on a CSV or Parquet table and write the released model
     (components, variances, private mean, privacy spent, parameters) as JSON.
     ``--data-norm auto`` chooses the bound privately; ``--bounds LOW HIGH`` (or
-    a CSV file of per-feature bounds) gives public ranges instead.
+    a CSV file of per-feature bounds) gives public ranges instead, and
+    ``--scale`` also maps each column from its range to [0, 1] before the
+    fit. ``--fill-missing VALUE`` replaces missing values by a public
+    constant. Both maps are stored in the model and applied by ``transform``.
 ``dppca transform MODEL DATA -o OUT``
     Project a table on a saved model; writes CSV or Parquet (``-o -``: CSV on
     standard output).
@@ -19,6 +22,9 @@
     digits at several privacy budgets, compared with the non-private PCA,
     with every fit charged to one budget accountant; ``--plot`` also saves
     the privacy–utility curve (needs matplotlib).
+
+``dppca --version``
+    Print the package's version.
 
 User errors print one line, ``dppca: error: <message>``, on standard error and
 exit with status 2; privacy warnings print ``dppca: warning: <message>``,
@@ -37,6 +43,8 @@ import sys
 import warnings
 
 import numpy as np
+
+from . import __version__
 
 
 def _captured_variance(components, cov):
@@ -204,6 +212,10 @@ _FLAG_WORDING = (
      "Leave out --seed (the noise then comes from operating-system entropy)"),
     (r"\bdata_norm=\"auto\"", "--data-norm auto"),
     (r"\bbounds=\(lower, upper\)", "--bounds LOW HIGH"),
+    (r"by their public ranges with sklearn_dppca\.preprocessing\.PublicScaler "
+     r"\(no budget\), or privately with sklearn_dppca\.preprocessing\."
+     r"PrivateStandardScaler \(a charge of its own\)",
+     "by their public ranges with --scale and --bounds FILE (no budget)"),
     (r"\brandom_state=(-?\d+)", r"--seed \1"),
     (r"\brandom_state\b", "--seed"),
     (r"\bdata_norm\b", "--data-norm"),
@@ -274,6 +286,13 @@ def _make_estimator(args):
     if args.data_norm is None and not args.estimate_data_norm and not args.bounds:
         raise ValueError("give --data-norm C, --data-norm auto, --bounds or "
                          "--estimate-data-norm (NOT private)")
+    if args.scale and not args.bounds:
+        raise ValueError("--scale maps each column from its public range to "
+                         "[0, 1]: give the ranges with --bounds FILE (or --bounds "
+                         "LOW HIGH for all columns)")
+    if args.fill_missing == "mid" and not args.bounds:
+        raise ValueError("--fill-missing mid fills the middle of each column's "
+                         "public range: give the ranges with --bounds")
     params = dict(
         n_components=args.n_components,
         epsilon=args.epsilon,
@@ -299,6 +318,7 @@ def _make_estimator(args):
 def fit_command(args):
     """``dppca fit``: fit on a table, write the released model as JSON."""
     from ._cli_io import (
+        MISSING_HINT,
         check_writable,
         model_to_dict,
         numeric_matrix,
@@ -306,6 +326,7 @@ def fit_command(args):
         require_pandas,
         save_model,
     )
+    from ._released import FeatureScaleWarning
     from .privacy import PrivacyLeakWarning
 
     require_pandas("fit")
@@ -318,23 +339,39 @@ def fit_command(args):
         columns = [c.strip() for arg in args.columns for c in arg.split(",")]
         columns = [c for c in columns if c]
     frame = _read_reporting(args, read_table)
+    fill = args.fill_missing
+    if fill == "mid":  # each column's public midpoint, once the columns are known
+        def fill(names):
+            lower, upper = _per_column(_read_bounds(args.bounds, names), names)
+            return ((lower + upper) / 2.0).tolist()
     X, names = numeric_matrix(
         frame, columns, args.data,
         hint="choose the numeric ones with --columns NAME,NAME,...",
+        fill=fill, missing_hint=MISSING_HINT,
     )
     n_samples, n_features = X.shape
+    if callable(fill):
+        fill = fill(names)
+    preprocessing = None
     if args.bounds:
-        estimator.set_params(bounds=_read_bounds(args.bounds, names))
+        bounds = _read_bounds(args.bounds, names)
+        if args.scale:
+            X, bounds, scale = _scale_by_bounds(X, bounds, names)
+            preprocessing = {"scale": scale}
+        estimator.set_params(bounds=bounds)
+    if fill is not None:
+        preprocessing = dict(preprocessing or {}, fill_missing=fill)
     if args.delta >= 1.0 / n_samples:
         _warn(f"--delta {args.delta:g} is not well below 1/n = {1.0 / n_samples:.3g} "
               f"(n={n_samples} rows): a fit may then reveal whole rows")
     norm = args.data_norm if isinstance(args.data_norm, str) else (
         "from the bounds" if args.data_norm is None and args.bounds else
         "from the data" if args.data_norm is None else f"{args.data_norm:g}")
+    scaled = ", each column scaled from its --bounds to [0, 1]" if args.scale else ""
     _say(args, f"fitting {type(estimator).__name__} "
                f"(n_components={args.n_components}, epsilon={args.epsilon:g}, "
                f"delta={args.delta:g}, data_norm={norm}) on {n_samples} rows x "
-               f"{n_features} columns of {args.data}")
+               f"{n_features} columns of {args.data}{scaled}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -344,13 +381,16 @@ def fit_command(args):
     leaks, seen = [], set()
     for w in caught:
         message = str(w.message)
+        if issubclass(w.category, FeatureScaleWarning):  # fitted on an array
+            message = re.sub(r"\bfeature (\d+) \(",
+                             lambda m: f"{names[int(m.group(1))]!r} (", message)
         if message in seen:
             continue
         seen.add(message)
         if issubclass(w.category, PrivacyLeakWarning):
             leaks.append(message)
         _warn(in_flags(message))
-    save_model(model_to_dict(estimator, names, leaks), args.output)
+    save_model(model_to_dict(estimator, names, leaks, preprocessing), args.output)
     eps, delta = estimator.privacy_spent_
     where = "standard output" if args.output == "-" else args.output
     _say(args, f"done: n_components_={estimator.n_components_}, "
@@ -539,6 +579,31 @@ def _read_bounds(values, names):
     return table[0], table[1]
 
 
+def _per_column(bounds, names):
+    """``--bounds`` (two numbers, or per-column arrays) as two arrays of one
+    value per column."""
+    return (np.broadcast_to(np.asarray(side, dtype=np.float64), (len(names),))
+            for side in bounds)
+
+
+def _scale_by_bounds(X, bounds, names):
+    """``--scale``: ``X`` with each column mapped from its public range to
+    [0, 1] (:class:`~sklearn_dppca.preprocessing.PublicScaler`), the box the
+    estimator then clips into, and the map as the model stores it."""
+    from .preprocessing import PublicScaler
+
+    lower, upper = _per_column(bounds, names)
+    empty = [str(n) for n, lo, hi in zip(names, lower, upper) if not lo < hi]
+    if empty:
+        from ._cli_io import quote_names
+
+        raise ValueError(f"--scale: the range of column(s) {quote_names(empty)} "
+                         "is empty (lower >= upper): nothing to scale by")
+    scaler = PublicScaler(list(zip(lower, upper))).fit(X)
+    scale = {"lower": lower.tolist(), "upper": upper.tolist()}
+    return scaler.transform(X), (0.0, 1.0), scale
+
+
 # ------------------------------------------------------------ transform
 def transform_command(args):
     """``dppca transform``: project a table on a saved model."""
@@ -569,7 +634,10 @@ def transform_command(args):
     if extra:
         _say(args, f"ignoring column(s) not in the model: {quote_names(extra)}")
     X, _ = numeric_matrix(frame, model.feature_names, args.data,
-                          hint="the model was fitted on numeric columns")
+                          hint="the model was fitted on numeric columns",
+                          fill=model.fill_missing,
+                          missing_hint="the model was fitted without "
+                          "--fill-missing: drop or fill them first")
     Z = model.transform(X)
     write_table(Z, model.get_feature_names_out(), args.output)
     where = "standard output" if args.output == "-" else args.output
@@ -623,6 +691,7 @@ def _number(kind, low, high=None, closed_low=False, what="number"):
 
 
 _positive = _number(float, 0.0, what="a positive number")
+_finite = _number(float, -np.inf, what="a finite number")
 _probability = _number(float, 0.0, 1.0, what="a number in (0, 1)")
 _count = _number(int, 1, closed_low=True, what="an integer >= 1")
 
@@ -642,12 +711,29 @@ def _auto_or(kind):
     return parse
 
 
+def _mid_or(kind):
+    def parse(text):
+        if text == "mid":
+            return text
+        try:
+            return kind(text)
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(
+                f"must be 'mid' or {kind.what}, got {text!r}"
+            ) from None
+
+    parse.__name__ = f"'mid' or {kind.what}"
+    return parse
+
+
 def build_parser():
     parser = _Parser(
         prog="dppca",
         description="Differentially private PCA for scikit-learn.",
         epilog="Run 'dppca COMMAND --help' for the options of a command.",
     )
+    parser.add_argument("--version", action="version",
+                        version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     fit = commands.add_parser(
@@ -681,6 +767,16 @@ def build_parser():
                      "FILE with a header of feature names and two rows, lower and "
                      "upper: rows are clipped into the box, which also gives the "
                      "norm bound unless --data-norm is given")
+    fit.add_argument("--scale", action="store_true",
+                     help="with --bounds: also map each column from its public "
+                     "range to [0, 1] before the fit (stored in the model, so "
+                     "that 'dppca transform' applies the same map); --data-norm "
+                     "is then in those units")
+    fit.add_argument("--fill-missing", metavar="VALUE", type=_mid_or(_finite),
+                     help="replace missing values (NaN, empty cells) by this public "
+                     "constant before the fit, or 'mid': by the middle of each "
+                     "column's --bounds (stored in the model); without it missing "
+                     "values are an error")
     fit.add_argument("--estimator", choices=list(ESTIMATORS), default="private",
                      help="private: PrivatePCA (default); complex: ComplexGaussPCA; "
                      "coherent: CoherentPowerPCA")

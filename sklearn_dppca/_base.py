@@ -10,7 +10,6 @@ and the probabilistic-PCA ``score``. A subclass writes only ``_release``.
 
 import functools
 import math
-import sys
 import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
@@ -38,12 +37,14 @@ from ._dask import (
     check_numeric_columns,
     is_dask_collection,
 )
+from ._released import mean_in_box, warn_if_one_feature_dominates
 from ._stats import InMemoryRows
 from .noise import make_generator
 from .privacy import (
     BudgetAccountant,
     _carry_default,
     _keep_carried_default,
+    _outside_stacklevel,
     _resolve_accountant,
     _warn_leak,
     gdp_epsilon,
@@ -158,8 +159,9 @@ SHARED_PARAMETER_DOCS = {
     bounds : (lower, upper) or None, default=None
         Public per-feature ranges, scalars or arrays of length n_features.
         Rows are clipped into the box; the private mean is the box's midpoint
-        plus a private mean of the residuals, and ``data_norm=None`` means
-        the box's radius around that midpoint.
+        plus a private mean of the residuals, projected into the box (a
+        ``mean_`` outside a feature's public range is never reported), and
+        ``data_norm=None`` means the box's radius around that midpoint.
     norm_range : (float, float), default=(1e-8, 1e12)
         ``(low, high)``, ``0 < low < high``: the public grid of candidate
         bounds of ``data_norm="auto"`` (four per octave). Norms beyond it
@@ -330,6 +332,7 @@ class _BasePrivatePCA(
             self.mean_ = (
                 bounds.offset if mean is None else bounds.offset + mean
             ).astype(dtype, copy=False)
+            self.mean_ = mean_in_box(self.mean_, bounds)  # post-processing
             rows = data.rows(data_norm, mean)
             self._release(gram, rows, plan, rng, dtype)
             if isinstance(engine, ArrayAPIRows):  # attributes in X's namespace
@@ -352,6 +355,7 @@ class _BasePrivatePCA(
                 "knows it can subtract the noise, and the fit is not private. Leave "
                 "random_state=None (operating-system entropy) for a private release."
             )
+        warn_if_one_feature_dominates(self)  # from released values only
         return X
 
     def _warn_solver_parameters(self):
@@ -468,63 +472,76 @@ class _BasePrivatePCA(
             "small share of the budget), or public bounds=(lower, upper)."
         )
 
-    def _spectrum(self, eigvals):
-        """Number of components and variance summary from a released spectrum.
+    def _spectrum(self, eigvals, sigma=0.0, trace=None):
+        """The number of components and the estimated spectrum of a release.
 
         Parameters
         ----------
         eigvals : ndarray of shape (n_features,)
             All released eigenvalues of the noisy scatter matrix, any order.
+        sigma : float
+            The release's noise scale (0 for ``epsilon=inf``).
+        trace : (float, float) or None
+            A separate release of the scatter matrix's trace and its noise's
+            standard deviation, if the estimator makes one.
 
         Returns
         -------
-        k : int
-            ``n_components_``: ``n_components`` itself, ``min(n, d)`` for
-            ``None``, the fewest components whose ratios exceed the fraction,
-            or, for ``'mle'``, Minka's choice (:func:`minka_dimension`) on the
-            released variances — post-processing of the noisy eigenvalues.
-        total : float
-            Total variance: the sum of all eigenvalues clamped at 0, over
-            ``n − 1`` (the trace of the release's positive part), so that the
-            ratios sum to 1 when every component is kept, as in scikit-learn.
-        noise_variance : float
-            Mean clamped variance of ranks ``k + 1`` to ``min(n, d)`` (0 when
-            ``k = min(n, d)``), scikit-learn's average: with ``n < d`` the
-            ``d − n`` smallest released variances are left out, as its
+        spectrum : Spectrum
+            :func:`denoised_spectrum` over ``m = min(n, d)`` ranks, in variance
+            units. ``n_components`` is ``n_components`` itself, ``m`` for
+            ``None``, the fewest components whose estimated ratios exceed the
+            fraction, or, for ``'mle'``, Minka's choice
+            (:func:`minka_dimension`) on the released eigenvalues (clamped at
+            0): post-processing of the noisy eigenvalues.
+            ``noise_variance`` is the mean of the captured variances ranked
+            ``k + 1`` to ``m`` (0 when ``k = m``), scikit-learn's average: with
+            ``n < d`` the ``d − n`` smallest ranks are left out, as its
             ``min(n, d)`` singular values leave them out (``n`` is public).
         """
         n, d = self.n_samples_, eigvals.shape[0]
-        variance = np.sort(np.maximum(eigvals, 0.0))[::-1] / (n - 1)
-        total = float(variance.sum())
+        top = min(n, d)
+        scale = n - 1
+        explained, captured, resolved = denoised_spectrum(
+            eigvals, sigma, top, trace
+        )
+        explained, captured = explained / scale, captured / scale
+        total = float(explained.sum())
         k = self.n_components
         if k is None:
-            k = min(n, d)
-        elif isinstance(k, str):  # 'mle'
-            k = minka_dimension(variance, n)
+            k = top
+        elif isinstance(k, str):  # 'mle', on the released eigenvalues
+            released = np.sort(np.maximum(eigvals, 0.0))[::-1] / scale
+            k = minka_dimension(released, n)
         elif not isinstance(k, Integral):  # variance fraction
-            ratio = variance / total if total > 0 else np.zeros_like(variance)
+            ratio = explained / total if total > 0 else np.zeros_like(explained)
             k = int(np.searchsorted(np.cumsum(ratio), k, side="right")) + 1
             k = min(k, n, d)
-        top = min(n, d)
-        noise_variance = float(variance[k:top].mean()) if k < top else 0.0
-        return k, total, noise_variance
+        noise_variance = float(captured[k:top].mean()) if k < top else 0.0
+        return Spectrum(k, explained, captured, total, noise_variance, resolved)
 
-    def _set_components(self, components, variance, total, noise_variance, dtype):
-        """Store released components (rows) and their variances as attributes.
+    def _set_components(self, components, noisy, spectrum, dtype):
+        """Store released components (rows) and the spectrum's attributes.
 
-        Components are sorted by decreasing variance, variances clamped at 0,
-        and each component's sign fixed so its largest entry is positive.
+        Components are sorted by decreasing ``noisy`` variance (the release's
+        own, over ``n − 1``), and each one's sign fixed so its largest entry
+        is positive. The ``i``-th gets the spectrum's rank-``i`` estimates.
         """
-        order = np.argsort(variance)[::-1]
-        variance = np.maximum(variance[order], 0.0)
+        order = np.argsort(noisy)[::-1]
+        k = components.shape[0]
         n = self.n_samples_
-        self.n_components_ = components.shape[0]
+        explained = spectrum.explained[:k]
+        self.n_components_ = k
         self.components_ = _flip_signs(components[order]).astype(dtype)
-        self.explained_variance_ = variance.astype(dtype)
-        ratio = variance / total if total > 0 else np.zeros_like(variance)
+        self.explained_variance_ = explained.astype(dtype)
+        total = spectrum.total
+        ratio = explained / total if total > 0 else np.zeros_like(explained)
         self.explained_variance_ratio_ = ratio.astype(dtype)
-        self.singular_values_ = np.sqrt(variance * (n - 1)).astype(dtype)
-        self.noise_variance_ = noise_variance
+        self.singular_values_ = np.sqrt(explained * (n - 1)).astype(dtype)
+        self.captured_variance_ = spectrum.captured[:k].astype(dtype)
+        self.noisy_variance_ = np.asarray(noisy, dtype=np.float64)[order].astype(dtype)
+        self.total_variance_ = total
+        self.noise_variance_ = spectrum.noise_variance
 
     # ------------------------------------------------------------ transform
     def transform(self, X):
@@ -627,18 +644,21 @@ class _BasePrivatePCA(
 
         ``(components, variances, residual)`` with ``cov = componentsᵀ
         diag(variances − residual) components + residual · I``: the variance
-        along a component is ``max(λ, σ²)``, ``λ`` its ``explained_variance_``
-        and ``σ² = noise_variance_``, as in scikit-learn. With
-        ``whiten=True`` scikit-learn scales the components by ``√λ`` in its
-        model, which makes it ``σ² + λ · max(λ − σ², 0)``: kept for drop-in
-        parity (see :meth:`get_covariance`).
+        along a component is ``max(c, σ²)``, ``c`` its ``captured_variance_``
+        (the data's variance along it, estimated) and ``σ² =
+        noise_variance_``; scikit-learn's model, whose ``c`` is its
+        ``explained_variance_`` (they are equal without noise). With
+        ``whiten=True`` scikit-learn scales the components by the whitening
+        scale ``√λ`` (``λ = explained_variance_``) in its model, which makes
+        it ``σ² + λ · max(c − σ², 0)``: kept for drop-in parity (see
+        :meth:`get_covariance`).
         """
         components = _array_api.to_host(self.components_)
-        variance = _array_api.to_host(self.explained_variance_)
+        variance = _array_api.to_host(self.captured_variance_)
         residual = float(self.noise_variance_)
         excess = np.maximum(variance - residual, 0.0)
         if self.whiten:
-            excess = excess * variance
+            excess = excess * _array_api.to_host(self.explained_variance_)
         return components, excess + residual, residual
 
     def _floored_model(self):
@@ -673,12 +693,19 @@ class _BasePrivatePCA(
         """Covariance of the data under the probabilistic PCA model.
 
         ``cov = components_ᵀ diag(v − σ²) components_ + σ² I`` with
-        ``σ² = noise_variance_`` and ``v = max(explained_variance_, σ²)``,
-        scikit-learn's model.
+        ``σ² = noise_variance_`` and ``v = max(captured_variance_, σ²)``:
+        scikit-learn's model, with the data's variance along each released
+        component (``captured_variance_``) where scikit-learn has
+        ``explained_variance_`` (without noise they are equal). Along a noisy
+        component the data has less variance than its own eigenvalue, and
+        this choice is the Frobenius-optimal one for the released components
+        (docs/privacy.rst §6, "The spectrum"); ``score`` and
+        ``get_precision`` use the same model.
 
         With ``whiten=True``, scikit-learn's ``PCA`` scales its (unit-norm)
         components by ``√explained_variance_`` in this formula, so that
-        ``v − σ² = λ · max(λ − σ², 0)`` (``λ = explained_variance_``). This
+        ``v − σ² = λ · max(c − σ², 0)`` (``λ = explained_variance_``, ``c =
+        captured_variance_``). This
         method does the same, and so do :meth:`get_precision`,
         :meth:`score_samples` and :meth:`score`, so that they equal
         scikit-learn's for either value of ``whiten`` at
@@ -799,19 +826,6 @@ class _BasePrivatePCA(
         return tags
 
 
-def _outside_stacklevel():
-    """``stacklevel`` pointing a warning at the user's call: the first frame
-    above the caller of this function outside this package and scikit-learn
-    (``fit`` and ``fit_transform`` sit under different numbers of wrappers)."""
-    frame, level = sys._getframe(2), 2
-    while frame is not None:
-        package = frame.f_globals.get("__name__", "").partition(".")[0]
-        if package not in ("sklearn_dppca", "sklearn"):
-            break
-        frame, level = frame.f_back, level + 1
-    return level
-
-
 def reported_spend(spent, epsilon):
     """``privacy_spent_``: the request ``epsilon`` when the plan spends it to
     relative ``1e-9`` (exact composition up to the round-off of the ε ↔ μ
@@ -912,6 +926,171 @@ def minka_dimension(spectrum, n_samples):
         zero spectrum), as scikit-learn chooses.
     """
     return int(np.argmax(minka_log_evidence(spectrum, n_samples)))
+
+
+def scatter_trace(gram):
+    """``tr(gram)`` as a host float, for a NumPy or an Array API matrix."""
+    if not isinstance(gram, np.ndarray):
+        gram = _array_api.to_host(gram)
+    return float(np.trace(gram))
+
+
+class Spectrum(NamedTuple):
+    """A release's estimated spectrum, in variance units (over ``n − 1``).
+
+    See :func:`denoised_spectrum` and docs/privacy.rst, "The spectrum".
+    """
+
+    n_components: int  # k = n_components_
+    explained: np.ndarray  # (m,) the data's eigenvalues, estimated, by rank
+    captured: np.ndarray  # (m,) the data's variance along each released eigenvector
+    total: float  # Σ explained: the estimated total variance
+    noise_variance: float  # mean of captured beyond rank k (0 when k = m)
+    n_resolved: int  # eigenvalues above the noise bulk's edge
+
+
+def _non_increasing(values):
+    """The least-squares non-increasing fit of ``values`` (pool adjacent
+    violators): equal weights, so every pooled block keeps its sum."""
+    blocks = []  # [mean, size]
+    for v in values:
+        blocks.append([float(v), 1])
+        while len(blocks) > 1 and blocks[-2][0] < blocks[-1][0]:
+            mean, size = blocks.pop()
+            blocks[-1][0] = (blocks[-1][0] * blocks[-1][1] + mean * size) / (
+                blocks[-1][1] + size)
+            blocks[-1][1] += size
+    return np.concatenate([np.full(size, mean) for mean, size in blocks]
+                          ) if blocks else np.empty(0)
+
+
+def _repulsion(lam, top):
+    """``Σ_{j≠i} 1/(λ_i − λ_j)`` for ``i < top``, in blocks of rows (an exact
+    tie contributes 0)."""
+    out = np.empty(top)
+    for start in range(0, top, 256):
+        rows = slice(start, min(start + 256, top))
+        gaps = lam[rows, None] - lam[None, :]
+        with np.errstate(divide="ignore"):
+            inverse = np.where(gaps != 0.0, 1.0 / gaps, 0.0)
+        out[rows] = inverse.sum(axis=1)
+    return out
+
+
+#: Standard deviation of the Tracy–Widom law of the GOE (β = 1): the top
+#: eigenvalue of a d × d GOE of off-diagonal variance τ² is about
+#: ``τ (2√d + d^{−1/6} TW₁)``.
+TRACY_WIDOM_SD = 1.2680
+#: Standard deviations of the top noise eigenvalue beyond the bulk's edge at
+#: which a released eigenvalue counts as fully resolved (weight 1).
+RESOLVED_AT = 3.0
+
+
+def resolved_weights(lam, sigma):
+    """How far each of ``lam`` (decreasing) stands out of the noise's bulk.
+
+    The bulk of ``M + S`` (``S`` GOE, off-diagonal variance ``τ² = σ²/2``)
+    spans about ``b ± 2√(d_b) τ`` around its centre ``b``, and its top
+    eigenvalue fluctuates beyond that edge on the Tracy–Widom scale
+    ``s = 1.27 d_b^{−1/6} τ``. The eigenvalues above the edge are counted
+    first, ``b`` and ``d_b`` being the mean and number of the others,
+    iterated from all ``d`` until none more cross (at most ``d`` steps; the
+    smallest never does). Each counted one gets the weight ``w = (λ − edge) /
+    (3 s)``, clipped to [0, 1]: 0 at the edge, which the top eigenvalue of
+    pure noise crosses 9–19% of the time (d from 13 to 200), with a mean
+    weight of 0.05–0.07 then; 1 at three standard deviations beyond, which
+    it reaches under 1% of the time.
+
+    Returns
+    -------
+    weights : ndarray of shape (r,)
+        For the ``r`` eigenvalues above the edge, in ``lam``'s order.
+    """
+    tau = sigma / math.sqrt(2.0)
+    k = 0
+    while True:
+        bulk = lam[k:]
+        edge = bulk.mean() + 2.0 * math.sqrt(bulk.size) * tau
+        above = int(np.count_nonzero(lam > edge))
+        if above <= k:
+            break
+        k = above
+    scale = RESOLVED_AT * TRACY_WIDOM_SD * bulk.size ** (-1.0 / 6.0) * tau
+    return np.clip((lam[:k] - edge) / scale, 0.0, 1.0)
+
+
+def denoised_spectrum(eigvals, sigma, n_ranks, trace=None):
+    """Estimates of the data's spectrum from a release ``M̂ = M + S``.
+
+    ``S`` is the GOE (or GUE) kernel of :mod:`sklearn_dppca.noise`: diagonal
+    variance ``σ²``, off-diagonal (complex modulus) variance ``τ² = σ²/2``.
+    Post-processing of released values and public ``σ`` only
+    (docs/privacy.rst §6, "The spectrum").
+
+    1. The total ``T = tr M``, by inverse-variance weighting of ``tr M̂``
+       (variance ``dσ²``) and ``trace = (value, sd)`` when a separate
+       release of it is given.
+    2. The ``r`` eigenvalues above the noise's bulk (:func:`resolved_weights`)
+       keep estimates of their own, from the released spectrum's Stieltjes
+       transform ``h_i = Σ_{j≠i} 1/(λ̂_i − λ̂_j)``: the data's eigenvalue
+       ``θ̂_i = λ̂_i − τ² h_i`` (it inverts ``λ̂ ≈ θ + dτ²/θ`` of a spike, and the
+       second-order shift ``τ² Σ_j 1/(θ_i − θ_j)`` in general), and the
+       data's variance along the released eigenvector, ``η̂_i = λ̂_i − 2τ² h_i``
+       (``θ cos²`` of a spike: the Frobenius-optimal eigenvalue on that
+       eigenvector; Bun, Bouchaud & Potters 2017), each weighted by how far
+       it stands out, ``w_i`` in [0, 1]: ``L + w_i (θ̂_i − L)``.
+    3. The other ranks, up to ``n_ranks``, cannot be told apart in the noise:
+       each gets the level ``L`` that makes the list sum to ``T``,
+       ``L = (T − Σ w_i θ̂_i) / (n_ranks − Σ w_i)`` (and the same with
+       ``η̂``).
+    4. Each list is made non-increasing (pool adjacent violators, which keeps
+       the sum) and clamped at 0.
+
+    With ``σ = 0`` both lists are the eigenvalues themselves, clamped at 0.
+
+    Parameters
+    ----------
+    eigvals : ndarray of shape (d,)
+        Every eigenvalue of the release, any order.
+    sigma : float
+        Its noise scale ``σ``.
+    n_ranks : int
+        Ranks estimated, ``m = min(n, d)`` (at most ``d``).
+    trace : (float, float) or None
+        A separate unbiased release of ``tr M`` and its noise's standard
+        deviation.
+
+    Returns
+    -------
+    explained, captured : ndarray of shape (n_ranks,)
+        ``θ̂`` and ``η̂`` by rank, non-increasing, non-negative.
+    n_resolved : int
+        ``r``, the ranks above the bulk's edge, with estimates of their own
+        (all ``n_ranks`` when ``σ = 0``).
+    """
+    lam = np.sort(np.asarray(eigvals, dtype=np.float64))[::-1]
+    if sigma == 0.0:
+        values = np.maximum(lam[:n_ranks], 0.0)
+        return values, values.copy(), n_ranks
+    # in units of σ (τ² = 1/2), so that nothing under- or overflows
+    lam = lam / sigma
+    d = lam.shape[0]
+    estimates = [(float(lam.sum()), float(d))]  # (value, variance)
+    if trace is not None:
+        estimates.append((trace[0] / sigma, (trace[1] / sigma) ** 2))
+    precision = sum(1.0 / var for _, var in estimates)
+    total = sum(value / var for value, var in estimates) / precision
+    weights = resolved_weights(lam, 1.0)[: n_ranks - 1]
+    resolved = weights.shape[0]
+    repulsion = _repulsion(lam, resolved)
+    lists = []
+    for factor in (0.5, 1.0):  # τ² and 2τ²: θ̂, then η̂
+        own = lam[:resolved] - factor * repulsion
+        level = (total - weights @ own) / (n_ranks - weights.sum())
+        top = level + weights * (own - level)
+        fit = _non_increasing(np.r_[top, np.full(n_ranks - resolved, level)])
+        lists.append(np.maximum(fit, 0.0) * sigma)
+    return lists[0], lists[1], resolved
 
 
 def _flip_signs(components):

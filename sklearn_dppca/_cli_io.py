@@ -18,7 +18,10 @@ import math
 import os
 import sys
 import tempfile
+from importlib.metadata import PackageNotFoundError, distribution
 from numbers import Integral, Real
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 import numpy as np
 
@@ -26,6 +29,12 @@ import numpy as np
 MODEL_FORMAT = "sklearn_dppca.model"
 #: Written as ``"format_version"``; bumped on any incompatible change.
 MODEL_FORMAT_VERSION = 1
+#: The version of a model with a ``"preprocessing"`` entry (``--scale``,
+#: ``--fill-missing``): a reader of version 1 only would ignore the entry and
+#: project unscaled rows, so it must refuse such a model instead.
+MODEL_FORMAT_VERSION_PREPROCESSING = 2
+#: The versions this package reads.
+READ_VERSIONS = (MODEL_FORMAT_VERSION, MODEL_FORMAT_VERSION_PREPROCESSING)
 
 #: Released attributes every estimator's model holds.
 COMMON_ATTRIBUTES = (
@@ -41,8 +50,10 @@ COMMON_ATTRIBUTES = (
     "privacy_spent_",
 )
 #: Released attributes a model holds when the fit set them (the norm bounds'
-#: own releases; absent from models written before them).
-OPTIONAL_ATTRIBUTES = ("mean_norm_", "clipped_fraction_")
+#: own releases, the de-noised spectrum's; absent from models written before
+#: them).
+OPTIONAL_ATTRIBUTES = ("mean_norm_", "clipped_fraction_", "captured_variance_",
+                       "total_variance_", "noisy_variance_")
 #: Further released attributes, by estimator class name.
 EXTRA_ATTRIBUTES = {
     "PrivatePCA": (),
@@ -78,8 +89,31 @@ def quote_names(names, limit=8):
     return shown + (f" and {more} more" if more > 0 else "")
 
 
-#: How to get what ``dppca fit`` and ``transform`` need beyond the core package.
+#: How to get what ``dppca fit`` and ``transform`` need beyond the core package,
+#: from a package index.
 CLI_EXTRA = 'pip install "sklearn_dppca[cli]"'
+
+
+def cli_extra_command():
+    """The command that adds the ``cli`` extra to *this* installation.
+
+    Installed from a directory (a checkout: ``pip install .``, or ``-e .``),
+    the extra is installed from that same directory, as an editable install
+    if it was one: the package's name alone would be looked up on an index,
+    which may not have it. Otherwise (installed from an index or a wheel, or
+    not installed), :data:`CLI_EXTRA`.
+    """
+    try:
+        text = distribution("sklearn_dppca").read_text("direct_url.json")
+        origin = json.loads(text) if text else {}
+    except (PackageNotFoundError, ValueError):
+        origin = {}
+    url = origin.get("url", "") if isinstance(origin, dict) else ""
+    dir_info = origin.get("dir_info") if url.startswith("file:") else None
+    if not isinstance(dir_info, dict):
+        return CLI_EXTRA
+    editable = "-e " if dir_info.get("editable") else ""
+    return f'pip install {editable}"{url2pathname(urlparse(url).path)}[cli]"'
 
 
 def require_pandas(command):
@@ -94,7 +128,7 @@ def require_pandas(command):
     except ImportError:
         raise ImportError(
             f"'dppca {command}' reads tables with pandas, which is not "
-            f"installed: {CLI_EXTRA}"
+            f"installed: {cli_extra_command()}"
         ) from None
 
 
@@ -163,7 +197,18 @@ def read_table(path):
     return frame
 
 
-def numeric_matrix(frame, columns, path, hint):
+#: What to do about missing values in a table to fit.
+MISSING_HINT = (
+    "give --fill-missing VALUE to replace them by a public constant, chosen "
+    "without looking at the data, or --fill-missing mid with --bounds FILE to "
+    "fill the middle of each column's public range (a value outside a "
+    "column's --bounds is clipped into it like any other); dropping the rows "
+    "instead would make their number depend on the data"
+)
+
+
+def numeric_matrix(frame, columns, path, hint, fill=None,
+                   missing_hint="drop or impute them first"):
     """The chosen columns of ``frame`` as a finite float64 matrix.
 
     Parameters
@@ -175,6 +220,12 @@ def numeric_matrix(frame, columns, path, hint):
         Named in error messages.
     hint : str
         Appended to the error about non-numeric columns (how to exclude them).
+    fill : float, sequence of float, callable or None
+        A public constant (or one per column, or a function of the column
+        names that returns them) that replaces every missing value (NaN or
+        an empty cell); ``None``: missing values are an error.
+    missing_hint : str
+        Appended to the error about missing values (what to do next).
 
     Returns
     -------
@@ -201,13 +252,17 @@ def numeric_matrix(frame, columns, path, hint):
         raise ValueError(
             f"{path}: non-numeric column(s) {quote_names(text)}; {hint}"
         )
+    if callable(fill):  # public values that depend on the columns chosen
+        fill = fill(columns)
     with_nan = [c for c in columns if frame[c].isna().any()]
-    if with_nan:
+    if with_nan and fill is None:
         raise ValueError(
             f"{path}: missing values (NaN or empty cells) in column(s) "
-            f"{quote_names(with_nan)}; drop or impute them first"
+            f"{quote_names(with_nan)}; {missing_hint}"
         )
     X = frame.to_numpy(dtype=np.float64)
+    if fill is not None:  # public constants: the same map for every table
+        X = np.where(np.isnan(X), np.asarray(fill, dtype=np.float64), X)
     infinite = [c for c, ok in zip(columns, np.isfinite(X).all(axis=0)) if not ok]
     if infinite:
         raise ValueError(
@@ -283,6 +338,8 @@ def _json_value(value):
         return value.tolist()
     if isinstance(value, (tuple, list)):
         return [_json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _json_value(v) for k, v in value.items()}
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, Integral):
@@ -303,7 +360,8 @@ def _json_parameters(estimator):
     return kept
 
 
-def model_to_dict(estimator, feature_names, privacy_warnings=()):
+def model_to_dict(estimator, feature_names, privacy_warnings=(),
+                  preprocessing=None):
     """The released model of a fitted estimator, as a JSON-ready dict.
 
     Parameters
@@ -315,6 +373,14 @@ def model_to_dict(estimator, feature_names, privacy_warnings=()):
         The estimator's :class:`~sklearn_dppca.PrivacyLeakWarning` messages
         (a fixed seed, an estimated ``data_norm``): kept with the model so
         that whoever reads it knows the release is not private.
+    preprocessing : dict or None
+        The public map applied to each row before the fit (``dppca fit
+        --fill-missing``, ``--scale``): ``{"fill_missing": a value, one per
+        column, or None,
+        "scale": {"lower": [...], "upper": [...]} or None}``. Written as
+        ``"preprocessing"`` (format version 2), so that ``dppca transform``
+        applies the same map; the estimator's attributes are in the units
+        after it.
 
     Returns
     -------
@@ -328,7 +394,7 @@ def model_to_dict(estimator, feature_names, privacy_warnings=()):
     names = COMMON_ATTRIBUTES + EXTRA_ATTRIBUTES[name] + tuple(
         a for a in OPTIONAL_ATTRIBUTES if hasattr(estimator, a)
     )
-    return {
+    model = {
         "format": MODEL_FORMAT,
         "format_version": MODEL_FORMAT_VERSION,
         "sklearn_dppca_version": __version__,
@@ -338,6 +404,10 @@ def model_to_dict(estimator, feature_names, privacy_warnings=()):
         "attributes": {a: _json_value(getattr(estimator, a)) for a in names},
         "privacy_warnings": [one_line(w) for w in privacy_warnings],
     }
+    if preprocessing is not None:
+        model["format_version"] = MODEL_FORMAT_VERSION_PREPROCESSING
+        model["preprocessing"] = _json_value(preprocessing)
+    return model
 
 
 def save_model(model, path, out=None):
@@ -375,6 +445,17 @@ class ReleasedModel:
         self.explained_variance_ = np.asarray(
             self.attributes["explained_variance_"], dtype=np.float64
         )
+        pre = model.get("preprocessing") or {}
+        #: The public constant that replaces missing values, or None.
+        self.fill_missing = pre.get("fill_missing")
+        if self.fill_missing is not None:  # one value, or one per column
+            self.fill_missing = np.asarray(self.fill_missing, dtype=np.float64)
+        scale = pre.get("scale")
+        #: ``(lower, upper)`` mapped to [0, 1] before the projection, or None.
+        self.scale_ranges = None if scale is None else (
+            np.asarray(scale["lower"], dtype=np.float64),
+            np.asarray(scale["upper"], dtype=np.float64),
+        )
 
     @property
     def n_components_(self):
@@ -389,8 +470,14 @@ class ReleasedModel:
         """``(X − mean_) @ components_.T``, whitened if the model says so.
 
         The same operations, in the same order, as the estimator's
-        ``transform``, so the results agree to rounding.
+        ``transform``, so the results agree to rounding; with ``--scale``,
+        after the same map of each column from its public range to [0, 1]
+        as :class:`~sklearn_dppca.preprocessing.PublicScaler`'s.
         """
+        if self.scale_ranges is not None:
+            lower, upper = self.scale_ranges
+            factor = 1.0 / (upper - lower)
+            X = X * factor + (0.0 - lower * factor)
         X_new = X @ self.components_.T
         X_new -= self.mean_ @ self.components_.T
         if self.whiten:
@@ -416,10 +503,10 @@ def load_model(path):
     if not isinstance(model, dict) or model.get("format") != MODEL_FORMAT:
         raise ValueError(f'{path}: not a dppca model (no "format": "{MODEL_FORMAT}")')
     version = model.get("format_version")
-    if version != MODEL_FORMAT_VERSION:
+    if version not in READ_VERSIONS:
         raise ValueError(
-            f"{path}: model format version {version!r}; this dppca reads version "
-            f"{MODEL_FORMAT_VERSION}"
+            f"{path}: model format version {version!r}; this dppca reads versions "
+            f"{', '.join(map(str, READ_VERSIONS))}"
         )
     missing = [k for k in ("estimator", "parameters", "feature_names", "attributes")
                if k not in model]
@@ -437,6 +524,16 @@ def load_model(path):
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path}: damaged model ({one_line(exc)})") from None
     d = len(released.feature_names)
+    fill = released.fill_missing
+    if fill is not None and fill.shape not in ((), (d,)):
+        raise ValueError(f"{path}: damaged model (its fill_missing does not fit "
+                         f"{d} feature names)")
+    ranges = released.scale_ranges
+    if ranges is not None and not (
+        ranges[0].shape == ranges[1].shape == (d,) and (ranges[0] < ranges[1]).all()
+    ):
+        raise ValueError(f"{path}: damaged model (its scale does not fit {d} "
+                         "feature names, or a range is empty)")
     k = released.explained_variance_.shape
     if (
         released.components_.ndim != 2

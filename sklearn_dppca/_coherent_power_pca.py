@@ -1,4 +1,4 @@
-"""CoherentPowerPCA: the private preconditioned, clipped power method (seed 000)."""
+"""CoherentPowerPCA: the preconditioned, clipped, coherence-adaptive power method."""
 
 import math
 import sys
@@ -144,8 +144,10 @@ def calibrate_selection(epsilon, delta, theta, shares):
 class CoherentPowerPCA(_BasePrivatePCA):
     """Private PCA by a preconditioned, clipped, noisy power method.
 
-    The algorithm of seed 000 (Algorithms 1–3), with this package's tighter
-    sensitivities and exact accounting (docs/privacy.rst §2, §3, §6). Rows
+    The coherence-adaptive private rank-k power method (its Algorithms 1–3;
+    see References), with this package's tighter sensitivities and exact
+    accounting (:ref:`privacy-accounting`, :ref:`privacy-sensitivities`,
+    :ref:`privacy-estimators`). Rows
     ``a_i`` are centred privately, clipped to ``data_norm`` and scaled to the
     unit ball; ``G = Σ a aᵀ``. Every fit first releases ``M̂ = G + GOE``, as
     :class:`PrivatePCA` does, and takes its top-k eigenvectors ``X⁽⁰⁾``.
@@ -156,7 +158,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
     ``Z = Σ a_i Clip_R(a_iᵀXB) + ΔR·G`` (sensitivity 2R), ``X`` = the Q of
     the thin QR of ``Z``; ``μ² = 6/Δ²`` per iteration.
 
-    **Automatic, selection="gdp"** (the default; docs/coherent.rst): one
+    **Automatic, selection="gdp"** (the default; :doc:`/coherent`): one
     short run whose every decision is taken from released values, all
     releases Gaussian and composed exactly in GDP, so the fit is exactly
     ``(ε, δ)`` with one charge. Shares of ``μ*²``: mean 0.10, initialisation
@@ -181,14 +183,14 @@ class CoherentPowerPCA(_BasePrivatePCA):
     conservative, and where κ is large (coherent data, strong spikes in a
     small dimension) it falls back, within about 2% of :class:`PrivatePCA`.
 
-    **Automatic, selection="repetition"**: seed 000's Section C, the paper's
-    method: a ``Geometric(θ)`` number of trials with ``(R, T)`` drawn from
+    **Automatic, selection="repetition"**: the paper's own method (its
+    Section C): a ``Geometric(θ)`` number of trials with ``(R, T)`` drawn from
     public power-of-two grids, each scored by the robust
     ``s_{a,b} = ‖(I − XXᵀ) f_{a,b}(G)‖₂`` plus Gaussian noise, the best
     released (Papernot & Steinke's theorem, Rényi DP, calibrated to exactly
     ``(ε, δ)``). Only the best trial's ``X``, ``R`` and ``T`` leave the fit:
     not the number of trials, not any score. It is much slower and, measured,
-    weaker than the default (docs/benchmarks.rst); a budget below the
+    weaker than the default (:ref:`benchmarks-coherent`); a budget below the
     theorem's floor is refused with the smallest reachable ``ε``.
 
     Parameters
@@ -231,7 +233,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         ``selection="gdp"``, chosen from a grid with ``"repetition"``.
     selection : {"gdp", "repetition"}, default="gdp"
         How an automatic fit (``clip_radius`` or ``n_iter`` ``"auto"``)
-        proceeds: the exact-GDP branch rule above, or seed 000's random
+        proceeds: the exact-GDP branch rule above, or the paper's random
         repetitions. Ignored when both are fixed.
     n_iter_max : int, default=32
         ``selection="repetition"`` only: cap of the grid of ``T`` (the
@@ -260,12 +262,20 @@ class CoherentPowerPCA(_BasePrivatePCA):
     components_ : ndarray of shape (n_components_, n_features)
         The released basis, rotated to the principal axes of the released
         covariance within its span.
-    explained_variance_ : ndarray of shape (n_components_,)
+    noisy_variance_ : ndarray of shape (n_components_,)
         Variance of the released covariance (``M̂``; the precision-weighted
         pair in the fallback) along each component, over ``n_samples − 1``
-        (clamped at 0).
+        (not clamped).
+    explained_variance_, captured_variance_ : ndarray of shape (n_components_,)
+        As in PrivatePCA, by rank, from the released covariance's eigenvalues
+        and noise scale (no separate trace is released: the total comes from
+        that matrix's trace). ``captured_variance_`` is the variance along
+        that matrix's own eigenvectors: for the power branch's components,
+        which are better, it is conservative.
     explained_variance_ratio_, singular_values_, noise_variance_ : as in PrivatePCA
-        From the released covariance's spectrum.
+        From the released covariance's estimated spectrum.
+    total_variance_ : float
+        As in PrivatePCA, from the released covariance's trace.
     init_components_ : ndarray of shape (n_components_, n_features)
         The initialisation ``X⁽⁰⁾`` (top-k eigenvectors of the first release).
     branch_ : str
@@ -295,8 +305,11 @@ class CoherentPowerPCA(_BasePrivatePCA):
 
     References
     ----------
-    Seed 000: coherence-adaptive private rank-k PCA by a preconditioned,
-    clipped block power method (Algorithms 1–3, Section C).
+    Coherence-adaptive private rank-k PCA by a preconditioned, clipped block
+    power method (Algorithms 1–3; the private choice of the clipping radius
+    and the iteration count, Section C). It extends the coherence-adaptive
+    guarantee of Nguyen et al. (2026) from the top singular vector to the
+    top-k subspace.
 
     N. Papernot, T. Steinke. "Hyperparameter tuning with Rényi differential
     privacy." ICLR 2022.
@@ -548,12 +561,17 @@ class CoherentPowerPCA(_BasePrivatePCA):
             self._say(1, f"released: {branch} (R={radius:.4g}, T={n_iter})")
 
         # Variances: the released covariance seen along the final span,
-        # rotated to its principal axes there (post-processing only).
+        # rotated to its principal axes there (post-processing only); the
+        # spectrum estimated from that release's eigenvalues and noise scale
+        # (the fallback's combined release has μ² = μ_init² + μ_fallback²).
         inner = final.T @ released @ final
         values, rotation = np.linalg.eigh((inner + inner.T) / 2.0)
-        _, total, noise_variance = self._spectrum(eigvals * scale)
+        sigma = sigma_init
+        if branch == "fallback":
+            sigma = math.sqrt(2.0) / math.hypot(plan.mus["init"], plan.mus["fallback"])
+        spectrum = self._spectrum(eigvals * scale, sigma * scale)
         self._set_components(
-            (final @ rotation).T, values * scale / (n - 1), total, noise_variance, dtype
+            (final @ rotation).T, values * scale / (n - 1), spectrum, dtype
         )
 
     def _gdp_branch(self, rows, unit_gram, released, eigvals, init, sigma, k, plan,
@@ -647,7 +665,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         return iterates, counts
 
     def _select(self, rows, unit_gram, init, eigvals, sigma_init, k, extra, rng):
-        """Private choice of ``(R, T)`` (seed 000, Section C).
+        """Private choice of ``(R, T)`` (the paper's Section C).
 
         Returns only the best trial's ``(X, R, T)``: the number of trials and
         every score stay inside (Papernot & Steinke's theorem covers nothing

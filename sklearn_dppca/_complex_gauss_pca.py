@@ -7,8 +7,8 @@ from scipy import linalg
 from sklearn.utils._param_validation import StrOptions
 
 from . import _array_api
-from ._base import _BasePrivatePCA, _eigh, fill_parameter_docs
-from .noise import gue_noise, noise_scale
+from ._base import _BasePrivatePCA, _eigh, fill_parameter_docs, scatter_trace
+from .noise import dense_noise, gue_noise, noise_scale
 
 
 def hermitian_release(gram, sigma, rng):
@@ -62,7 +62,7 @@ class ComplexGaussPCA(_BasePrivatePCA):
     is exactly PrivatePCA's GOE noise, with the same ``σ``: the imaginary part
     is independent of the data, so the release costs exactly what PrivatePCA's
     does, and the fit is ``(epsilon, delta)``-DP under the replacement of one
-    row (docs/privacy.rst §4, §6).
+    row (:ref:`privacy-noise`, :ref:`privacy-estimators`).
 
     From the top-k eigenpairs ``(λ̂_i, v̂_i)`` of the Hermitian release it forms
     the complex rank-k matrix ``Ψ̂ = Σ λ̂_i v̂_i v̂_i*`` and returns ``Ψ``, the
@@ -101,17 +101,24 @@ class ComplexGaussPCA(_BasePrivatePCA):
     ----------
     covariance_approximation_ : ndarray of shape (n_features, n_features)
         The released rank-k matrix ``Ψ`` in covariance units (divided by
-        ``n_samples − 1``, like ``explained_variance_``):
-        ``components_ᵀ diag(explained_variance_) components_``.
+        ``n_samples − 1``): ``components_ᵀ diag(max(noisy_variance_, 0))
+        components_``, the mechanism's output as the paper defines it.
     components_ : ndarray of shape (n_components_, n_features)
         Eigenvectors of ``Ψ`` (orthonormal, real), by decreasing variance.
-    explained_variance_ : ndarray of shape (n_components_,)
-        Eigenvalues of ``Ψ`` over ``n_samples − 1``, clamped at 0
+    noisy_variance_ : ndarray of shape (n_components_,)
+        Eigenvalues of ``Ψ`` over ``n_samples − 1``, not clamped
         (``target="subspace"``: the variance of the real release along each
         component).
+    explained_variance_, captured_variance_ : ndarray of shape (n_components_,)
+        As in PrivatePCA, by rank, from the Hermitian release's eigenvalues
+        (its noise has the same ``τ² = σ²/2`` off the diagonal): estimates of
+        the data's eigenvalues, and of its variance along the released
+        components (what ``get_covariance`` and ``score`` use).
     explained_variance_ratio_ : ndarray of shape (n_components_,)
-        ``explained_variance_`` over the sum of all released (clamped)
-        eigenvalues of the Hermitian release, over ``n_samples − 1``.
+        ``explained_variance_ / total_variance_``.
+    total_variance_ : float
+        As in PrivatePCA: from the released trace (with the same ``σ``, free)
+        and the Hermitian release's own.
     singular_values_ : ndarray of shape (n_components_,)
         ``sqrt(explained_variance_ · (n_samples − 1))``.
     mean_ : ndarray of shape (n_features,)
@@ -119,7 +126,7 @@ class ComplexGaussPCA(_BasePrivatePCA):
     n_components_ : int
     n_samples_ : int
     noise_variance_ : float
-        Mean of the released variances ranked ``n_components_ + 1`` to
+        Mean captured variance of ranks ``n_components_ + 1`` to
         ``min(n_samples, n_features)`` (0 when ``n_components_`` is that
         number), as in PrivatePCA.
     data_norm_ : float
@@ -136,7 +143,8 @@ class ComplexGaussPCA(_BasePrivatePCA):
 
     Notes
     -----
-    ``get_covariance()`` is ``covariance_approximation_`` plus
+    ``get_covariance()`` is ``Ψ`` with de-noised eigenvalues,
+    ``components_ᵀ diag(captured_variance_) components_``, plus
     ``noise_variance_`` on the orthogonal complement of the components.
     Clamping negative eigenvalues of ``Ψ`` at 0 (which only happens when the
     noise swamps the data) moves it toward the positive semi-definite
@@ -214,13 +222,18 @@ class ComplexGaussPCA(_BasePrivatePCA):
         # Same sensitivity and σ as PrivatePCA (docs/privacy.rst §3, §6): the
         # real part of the Hermitian noise is its GOE kernel.
         sigma = noise_scale(math.sqrt(2.0) * rows.data_norm**2, plan.mus["covariance"])
+        trace = scatter_trace(gram)
         noisy = hermitian_release(gram, sigma, rng)
+        # The trace with the same σ, after the GUE kernel: free, as PrivatePCA's
+        # (its release is Re M̂ and data-independent Im H; §6, "The trace").
+        trace = (trace + float(dense_noise(rng, (), sigma)), sigma)
         n, d = self.n_samples_, noisy.shape[0]
         if not isinstance(noisy, np.ndarray):
             # Array API input: one full Hermitian eigh on its device (NumPy on
             # the host where the namespace has none), then the host's d × k
             eigvals, vectors = map(_array_api.to_host, _array_api.eigh(noisy))
-            k, total, noise_variance = self._spectrum(eigvals)
+            spectrum = self._spectrum(eigvals, sigma, trace)
+            k = spectrum.n_components
             values, basis = eigvals[d - k :], vectors[:, d - k :]
             if self.target == "subspace":
                 noisy = _array_api.to_host(noisy)
@@ -229,7 +242,8 @@ class ComplexGaussPCA(_BasePrivatePCA):
             # for the top k: all eigenvalues, then the top k pairs, is cheaper
             # than one full Hermitian decomposition unless k is a large part of d.
             eigvals = np.linalg.eigvalsh(noisy)
-            k, total, noise_variance = self._spectrum(eigvals)
+            spectrum = self._spectrum(eigvals, sigma, trace)
+            k = spectrum.n_components
             if k == 0:  # n_components=0 (or 'mle' on a flat spectrum)
                 values, basis = np.empty(0), np.empty((d, 0), dtype=noisy.dtype)
             elif 2 * k < d:
@@ -252,9 +266,8 @@ class ComplexGaussPCA(_BasePrivatePCA):
             inner = span.T @ noisy.real @ span
             variance, rotation = np.linalg.eigh((inner + inner.T) / 2.0)
             vectors = span @ rotation
-        self._set_components(
-            vectors.T, variance / (n - 1), total, noise_variance, dtype
-        )
+        self._set_components(vectors.T, variance / (n - 1), spectrum, dtype)
+        # Ψ as the mechanism releases it: its own (noisy) eigenvalues
         self.covariance_approximation_ = (
-            self.components_.T * self.explained_variance_
+            self.components_.T * np.maximum(self.noisy_variance_, 0.0)
         ) @ self.components_

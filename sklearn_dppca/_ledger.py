@@ -89,7 +89,8 @@ class LedgerError(ValueError):
 
 
 class LedgerIntegrityError(LedgerError):
-    """:meth:`Ledger.verify` found an edited, inserted, deleted or moved row,
+    """:meth:`BudgetAccountant.verify() <sklearn_dppca.BudgetAccountant.verify>`
+    found an edited, inserted, deleted or moved row,
     or a ledger that does not extend an anchor or the head last read.
 
     Attributes

@@ -5,8 +5,8 @@ import math
 import numpy as np
 
 from . import _array_api
-from ._base import _BasePrivatePCA, fill_parameter_docs
-from .noise import goe_noise, noise_scale
+from ._base import _BasePrivatePCA, fill_parameter_docs, scatter_trace
+from .noise import dense_noise, goe_noise, noise_scale
 
 
 @fill_parameter_docs
@@ -17,19 +17,26 @@ class PrivatePCA(_BasePrivatePCA):
     clipped to norm ``data_norm``, privately centred (a noisy clipped mean,
     ``center=True``), and the scatter matrix ``Σ y_i y_iᵀ`` of the re-centred,
     re-clipped rows is released with symmetric (GOE) Gaussian noise
-    ``σ (G + Gᵀ)/2`` (Dwork, Talwar, Thakurta & Zhang 2014, "Analyze Gauss").
-    Everything else — components, variances, ratios, the residual variance —
-    is post-processing of that release and of public values (``n``, ``d``,
-    ``data_norm``), so the whole fit is ``(epsilon, delta)``-DP under the
-    replacement of one row.
+    ``σ (G + Gᵀ)/2`` (Dwork, Talwar, Thakurta & Zhang 2014, "Analyze Gauss"),
+    and its trace with ``N(0, σ²)``. Everything else — components, variances,
+    ratios, the residual variance — is post-processing of those releases and
+    of public values (``n``, ``d``, ``data_norm``), so the whole fit is
+    ``(epsilon, delta)``-DP under the replacement of one row. The variances
+    are de-noised: the noise's known contribution to the released
+    eigenvalues is removed, so that ``explained_variance_ratio_`` estimates
+    scikit-learn's ratios and ``get_covariance`` shrinks what the noise
+    added (docs/privacy.rst §6, "The spectrum").
 
     Privacy: the scatter matrix has Frobenius sensitivity ``√2 C²``
     (``‖aaᵀ − bbᵀ‖_F² = ‖a‖⁴ + ‖b‖⁴ − 2(a·b)² ≤ 2C⁴`` for rows of norm ≤ C;
     the papers use 2), and the clipped sum has sensitivity ``2C``. Their GDP
     parameters ``μ_mean = 0.1^{1/2} μ*`` and ``μ_cov = 0.9^{1/2} μ*``
     compose to exactly ``μ* = gdp_mu(epsilon, delta)``, and ``σ`` is the
-    analytic (exact) calibration, not the textbook bound. See
-    docs/privacy.rst §2–§6.
+    analytic (exact) calibration, not the textbook bound. With the scatter
+    matrix the total ``Σ‖y_i‖²`` is released, with the same ``σ``: jointly
+    the two still have sensitivity ``√2 C²`` (``‖aaᵀ − bbᵀ‖_F² + (‖a‖² −
+    ‖b‖²)² ≤ 2C⁴``), so the trace costs no budget. See
+    :ref:`privacy-accounting` to :ref:`privacy-estimators`.
 
     Parameters
     ----------
@@ -60,13 +67,36 @@ class PrivatePCA(_BasePrivatePCA):
     components_ : ndarray of shape (n_components_, n_features)
         Released principal axes, orthonormal, by decreasing released variance.
     explained_variance_ : ndarray of shape (n_components_,)
-        Released eigenvalues of the scatter matrix, clamped at 0, divided by
-        ``n_samples − 1`` (scikit-learn's convention).
+        Estimates of the data's eigenvalues (scikit-learn's
+        ``explained_variance_``: the covariance's eigenvalues, over
+        ``n_samples − 1``), by rank, from the released eigenvalues with the
+        noise's known contribution removed: ``θ̂ = λ̂ − τ² Σ_{j≠i} 1/(λ̂_i −
+        λ̂_j)`` (``τ² = σ²/2``) for each eigenvalue standing out of the noise;
+        the ranks the noise does not resolve get the mean that is left of
+        the released total. Non-increasing and non-negative. See
+        docs/privacy.rst §6, "The spectrum".
     explained_variance_ratio_ : ndarray of shape (n_components_,)
-        ``explained_variance_`` over the sum of all released (clamped)
-        variances.
+        ``explained_variance_ / total_variance_``: estimates of scikit-learn's
+        ratios (the data's spectrum, not the variance the noisy components
+        capture, which is ``captured_variance_ / total_variance_``).
     singular_values_ : ndarray of shape (n_components_,)
         ``sqrt(explained_variance_ · (n_samples − 1))``.
+    captured_variance_ : ndarray of shape (n_components_,)
+        Estimates of the data's variance along each released component,
+        ``η̂ = λ̂ − 2τ² Σ_{j≠i} 1/(λ̂_i − λ̂_j)``, less than its eigenvalue by
+        what the noise turned the component away from it (the same mean
+        for the unresolved ranks). The model of ``get_covariance``,
+        ``get_precision`` and ``score`` uses these (the Frobenius-optimal
+        eigenvalues for the released components).
+    noisy_variance_ : ndarray of shape (n_components_,)
+        The released eigenvalues themselves, over ``n_samples − 1``, not
+        clamped: with every component kept, ``components_ᵀ
+        diag(noisy_variance_) components_`` is the released matrix (over
+        ``n_samples − 1``).
+    total_variance_ : float
+        The estimated total variance: the sum of the estimated spectrum over
+        ``min(n_samples, n_features)`` ranks, from the released trace and
+        the released matrix's own trace (weighted by their precision).
     mean_ : ndarray of shape (n_features,)
         Private mean (zero when ``center=False``).
     n_components_ : int
@@ -74,14 +104,11 @@ class PrivatePCA(_BasePrivatePCA):
     n_samples_ : int
         Number of rows (public under replacement adjacency).
     noise_variance_ : float
-        The probabilistic-PCA residual variance: the mean of the released
-        variances ranked ``n_components_ + 1`` to ``min(n_samples,
-        n_features)``, the ones scikit-learn averages; 0 when
-        ``n_components_ = min(n_samples, n_features)``. With ``n_samples <
-        n_features`` all ``n_features`` released variances carry noise, but
-        the centred rows span at most ``n_samples − 1`` directions: the
-        ``n_features − n_samples`` smallest, filled by the noise, are left
-        out, and at ``epsilon=inf`` the value is scikit-learn's.
+        The probabilistic-PCA residual variance, used by ``get_covariance``
+        and ``score``: the mean captured variance of ranks ``n_components_ +
+        1`` to ``min(n_samples, n_features)`` (the ranks scikit-learn
+        averages); 0 when ``n_components_ = min(n_samples, n_features)``. At
+        ``epsilon=inf`` it is scikit-learn's.
     data_norm_ : float
         Norm bound used: ``data_norm``, or the estimate from the data;
         ``inf`` (no clipping) for ``epsilon=inf`` with ``data_norm=None``.
@@ -185,9 +212,13 @@ class PrivatePCA(_BasePrivatePCA):
         # kernel's coordinates are i.i.d. N(0, σ²), so μ = √2 C² / σ (§4).
         # The noise is drawn on the host and moved to the Gram matrix's device.
         sigma = noise_scale(math.sqrt(2.0) * rows.data_norm**2, plan.mus["covariance"])
+        trace = scatter_trace(gram)
         gram = _array_api.add_noise(gram, goe_noise(rng, gram.shape[0], sigma))
+        # The trace Σ‖y‖² with the same σ, drawn after the GOE kernel: jointly
+        # with the scatter matrix still μ = √2 C² / σ, so free (§6, "The trace").
+        trace += float(dense_noise(rng, (), sigma))
         eigvals, eigvecs = map(_array_api.to_host, _array_api.eigh(gram))
-        k, total, noise_variance = self._spectrum(eigvals)
-        top = np.argsort(eigvals)[::-1][:k]
-        variance = eigvals[top] / (self.n_samples_ - 1)
-        self._set_components(eigvecs[:, top].T, variance, total, noise_variance, dtype)
+        spectrum = self._spectrum(eigvals, sigma, (trace, sigma))
+        top = np.argsort(eigvals)[::-1][: spectrum.n_components]
+        noisy = eigvals[top] / (self.n_samples_ - 1)
+        self._set_components(eigvecs[:, top].T, noisy, spectrum, dtype)

@@ -126,7 +126,8 @@ def scatter_statistic(estimator):
     """Statistic: ``⟨M̂, (E₁₁ − E₂₂)/√2⟩`` of the released scatter matrix.
 
     Reconstructed from a fit that keeps every component
-    (``components_ᵀ diag(explained_variance_ (n − 1)) components_``): exact
+    (``components_ᵀ diag(noisy_variance_ (n − 1)) components_``, the released
+    eigenvalues before their de-noising): exact
     when the released matrix is positive definite (data dominating the noise).
     On "orthogonal" neighbours the exact statistic shifts by ``√2 C²``, the
     scatter matrix's sensitivity: its Gaussian test estimates the covariance
@@ -147,7 +148,7 @@ def scatter_statistic(estimator):
     ...                 rtol=1e-2))
     True
     """
-    variance = estimator.explained_variance_ * (estimator.n_samples_ - 1)
+    variance = estimator.noisy_variance_ * (estimator.n_samples_ - 1)
     released = (estimator.components_.T * variance) @ estimator.components_
     return float(released[0, 0] - released[1, 1]) / math.sqrt(2.0)
 

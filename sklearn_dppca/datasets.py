@@ -2,8 +2,9 @@
 
 - :func:`make_coherent_low_rank` — synthetic rows with a planted rank-k
   principal subspace whose coherence, eigengap and top-k eigenvalue spread
-  are controlled (the quantities the error bounds of docs/privacy.rst §6–7
-  depend on), scaled into the ball of radius ``data_norm``.
+  are controlled (the quantities the error bounds of
+  :ref:`privacy-estimators` and :ref:`privacy-utility` depend on), scaled
+  into the ball of radius ``data_norm``.
 - :func:`load_real_dataset` and :func:`load_digits_for_pca` — scikit-learn's
   bundled real datasets, scaled for private PCA, with a recommended
   ``data_norm``.
@@ -120,7 +121,8 @@ def make_coherent_low_rank(
 
     Because the noise is orthogonal to ``V``, every row's coordinates on the
     principal directions are exactly the signal, ``⟨x_i, v_j⟩ = σ_j U_ij``
-    (the identity ``U_ij = ⟨a_i, v_j⟩ / σ_j`` of seed 000), and the
+    (the identity ``U_ij = ⟨a_i, v_j⟩ / σ_j`` of the coherence-adaptive
+    power-method paper behind CoherentPowerPCA), and the
     coherence of the data's own top-k left singular vectors tracks ``U``'s
     at every eigengap the sample can resolve.
 

@@ -1,4 +1,4 @@
-"""Utility measures of private PCA (docs/privacy.rst §7).
+"""Utility measures of private PCA (:ref:`privacy-utility`).
 
 How far a released subspace or covariance approximation is from the truth,
 and how hard a dataset is for a coherence-adaptive method:
@@ -383,7 +383,8 @@ def coherence(X, n_components=None):
 
     ``X = U Σ Wᵀ`` is the thin SVD of the ``n × d`` data matrix and the
     maximum runs over its top ``n_components`` left singular vectors (all of
-    them by default, as in the paper of seed 000). Each column of ``U`` is a
+    them by default, as in the coherence-adaptive power-method paper behind
+    CoherentPowerPCA). Each column of ``U`` is a
     unit vector in ``R^n``, so the value lies in ``[1/√n, 1]``: about
     ``√(2 ln(nk) / n)`` for i.i.d. Gaussian rows, and 1 when one row alone
     carries a singular direction. It is the quantity that

@@ -1,4 +1,4 @@
-"""Noise kernels of the Gaussian mechanisms (docs/privacy.rst §4).
+"""Noise kernels of the Gaussian mechanisms (:ref:`privacy-noise`).
 
 Every kernel draws from a :class:`numpy.random.Generator` made once per fit
 by :func:`make_generator`. With ``random_state=None`` that generator is seeded

@@ -4,7 +4,7 @@ Every release this package makes is a Gaussian mechanism ``f(A) + N(0, σ² I)``
 with L2 sensitivity ``s``. Such a release is ``μ``-GDP with ``μ = s / σ``
 (Dong, Roth & Su 2022) and GDP composes exactly: releases with ``μ_j`` give
 ``sqrt(Σ μ_j²)``-GDP. This module converts between GDP and ``(ε, δ)``
-exactly (``docs/privacy.rst`` §2), calibrates the analytic Gaussian
+exactly (:ref:`privacy-accounting`), calibrates the analytic Gaussian
 mechanism (Balle & Wang 2018), provides the Rényi-DP helpers used by the
 random-length private selection, and keeps a :class:`BudgetAccountant` that
 estimators charge before they release anything. An accountant keeps its
@@ -24,6 +24,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 import threading
 import uuid
 import warnings
@@ -251,7 +252,7 @@ def gdp_mu(epsilon, delta):
 
     A mechanism is ``(ε, δ)``-DP for exactly those Gaussian mechanisms with
     ``s/σ ≤ gdp_mu(ε, δ)``. Solves ``δ(ε; μ) = δ`` by a bracketed root-finder
-    on ``log μ`` (docs/privacy.rst §2).
+    on ``log μ`` (:ref:`privacy-accounting`).
 
     Parameters
     ----------
@@ -776,7 +777,8 @@ class BudgetAccountant:
         user_delta = -math.expm1(after.keep_user)
         if user_delta > self._delta * (1.0 + _TOLERANCE):
             raise BudgetExceededError(
-                f"This release would bring the delta of the releases stated in "
+                f"Privacy budget exceeded. This release would bring the delta of "
+                f"the releases stated in "
                 f"(epsilon, delta) to {user_delta:.6g}, over the budget "
                 f"delta={self._delta:g}{where}. It was refused and nothing was "
                 "charged."
@@ -790,11 +792,16 @@ class BudgetAccountant:
                           "releases stated in (epsilon, delta) have spent "
                           f"delta={user_delta:.6g}: all of the budget's "
                           f"delta={self._delta:g}."))
+            # Named in full (budget, spent, requested), so that the refusal
+            # reads clearly where scikit-learn quotes it: in the
+            # FitFailedWarning of cross_val_score, cross_validate or a search.
+            alone = self._total(_Totals.empty().add(charge)).epsilon
             raise BudgetExceededError(
-                f"This {kind} would bring the privacy spent to "
-                f"epsilon={total.epsilon:.6g} at delta={self._delta:g}, over the "
-                f"budget epsilon={self._epsilon:g}{where} (already spent: "
-                f"{self._total(totals).epsilon:.6g}).{why} The {kind} was refused "
+                f"Privacy budget exceeded. This {kind} would bring the privacy "
+                f"spent to epsilon={total.epsilon:.6g} at delta={self._delta:g}, "
+                f"over the budget epsilon={self._epsilon:g}{where} (already "
+                f"spent: {self._total(totals).epsilon:.6g}; this {kind} alone: "
+                f"epsilon={alone:.6g}).{why} The {kind} was refused "
                 "before releasing anything and nothing was charged."
             )
         return after, total
@@ -1315,7 +1322,7 @@ def get_default_accountant():
     unlimited one, or that same accountant), so that ``GridSearchCV(...,
     n_jobs=2)`` inside ``with budget:`` charges every fit to ``budget``;
     otherwise it raises :class:`RuntimeError` rather than guess, and no fit
-    is charged (``docs/budgets.rst``, "Blocks, threads and tasks").
+    is charged (:ref:`default-blocks`).
 
     An estimator pickled to a worker process (``GridSearchCV(...,
     n_jobs=2)``) carries the default it would be charged to: a ledger is
@@ -1463,8 +1470,28 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+#: Packages whose frames a warning skips on its way to the user's line.
+_NOT_THE_CALLER = ("sklearn_dppca", "sklearn", "joblib")
+
+
+def _outside_stacklevel():
+    """``stacklevel`` pointing a warning at the user's call: the first frame
+    above the caller of this function outside this package, scikit-learn and
+    joblib (``fit`` and ``fit_transform`` sit under different numbers of
+    wrappers, a Pipeline, ``cross_val_score`` or a search under more)."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None:
+        package = frame.f_globals.get("__name__", "").partition(".")[0]
+        if package not in _NOT_THE_CALLER:
+            break
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _warn_leak(message):
-    warnings.warn(message, PrivacyLeakWarning, stacklevel=3)
+    """A :class:`PrivacyLeakWarning` shown at the user's line that called the
+    fit (not at the package's own frames)."""
+    warnings.warn(message, PrivacyLeakWarning, stacklevel=_outside_stacklevel())
 
 
 #: The process-wide silence of :func:`private_computation`: how many blocks
@@ -1485,7 +1512,7 @@ def private_computation():
     floating-point warnings are off; the package's own warnings about a fit
     (a fixed ``random_state``, ``epsilon=inf``, ``data_norm=None``, the
     solver parameters) depend on public values only and are
-    issued outside it (``docs/privacy.rst``, "Warnings and errors").
+    issued outside it (:ref:`privacy-warnings`).
     Exceptions still propagate.
 
     The filter is process-wide (:func:`warnings.catch_warnings`), so worker

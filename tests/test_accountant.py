@@ -557,3 +557,28 @@ def test_diffprivlib_style_code_ports(X, original):
     assert inner.set_default() is inner and get_default_accountant() is inner
     with pytest.raises(TypeError):
         BudgetAccountant.load_default("BudgetAccountant")
+
+
+def test_a_budget_refusal_reads_clearly_inside_cross_validation(X):
+    """Issue 25: a second cross_val_score over the budget scores NaN with a
+    FitFailedWarning; the error it quotes names the budget, what is spent and
+    what the refused fit asked for. error_score="raise" stops at the first
+    refusal with the BudgetExceededError itself (docs/budgets.rst)."""
+    from sklearn.exceptions import FitFailedWarning
+    from sklearn.model_selection import cross_val_score
+
+    acc = BudgetAccountant(epsilon=1.5, delta=1e-6)
+    est = pca(accountant=acc, epsilon=0.5)
+    cross_val_score(est, X, cv=5)  # five fits at 0.5 compose to 1.19
+    assert len(acc) == 5
+    with pytest.warns(FitFailedWarning, match="3 fits failed") as caught:
+        scores = cross_val_score(est, X, cv=5)  # two more fit (1.42 < 1.5)
+    assert np.isnan(scores).sum() == 3 and len(acc) == 7
+    text = "\n".join(str(w.message) for w in caught)
+    assert "BudgetExceededError: Privacy budget exceeded." in text
+    assert "over the budget epsilon=1.5 (already spent: 1.42453" in text
+    assert "this fit alone: epsilon=0.5)" in text
+    charged = len(acc)
+    with pytest.raises(BudgetExceededError, match="this fit alone: epsilon=0.5"):
+        cross_val_score(est, X, cv=5, error_score="raise")
+    assert len(acc) == charged  # refused before any charge

@@ -224,7 +224,7 @@ def test_noise_is_the_hosts_and_calibrated():
         est = PrivatePCA(epsilon=eps, data_norm=C, center=False,
                          random_state=11).fit(xps.asarray(X))
     components = to_numpy(est.components_)
-    variance = to_numpy(est.explained_variance_) * (len(X) - 1)
+    variance = to_numpy(est.noisy_variance_) * (len(X) - 1)
     released = (components.T * variance) @ components
     clipped = X * np.minimum(1.0, C / np.linalg.norm(X, axis=1))[:, None]
     mu = est._privacy_plan(*X.shape).mus["covariance"]

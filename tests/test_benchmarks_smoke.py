@@ -143,3 +143,140 @@ def test_bench_mechanism_choice_one_seed():
     row = bench.run_seed(X, top, 2, 3.0, seed=0)
     assert row["pick"] in bench.MECHANISMS
     assert 0 <= row["search"] <= 1 and all(0 <= row[m] <= 1 for m in bench.MECHANISMS)
+
+
+# --- benchmarks/bench_peers_covariance.py: the peers of issue 23 -------------
+def _peers_bench():
+    return pytest.importorskip("bench_peers_covariance")
+
+
+def test_peers_covariance_mu_gdp_is_rho_zcdp():
+    """One Gaussian release at μ = √(2ρ) is exactly ρ-zCDP (and μ-GDP)."""
+    from scipy import integrate, stats
+
+    from sklearn_dppca.privacy import gaussian_rdp
+
+    bench = _peers_bench()
+    for rho in bench.RHOS:
+        mu = math.sqrt(2.0 * rho)
+        for alpha in (1.5, 2.0, 5.0, 20.0):
+            # D_α(N(μ,1) ‖ N(0,1)) = log ∫ p^α q^{1−α} / (α − 1), by quadrature
+            def integrand(x, alpha=alpha, mu=mu):
+                return math.exp(alpha * stats.norm.logpdf(x, mu)
+                                + (1.0 - alpha) * stats.norm.logpdf(x))
+            value = integrate.quad(integrand, -np.inf, np.inf)[0]
+            renyi = math.log(value) / (alpha - 1.0)
+            assert renyi == pytest.approx(alpha * rho, rel=1e-6)
+            assert gaussian_rdp(mu, [alpha])[0] == pytest.approx(alpha * rho, rel=1e-12)
+    # the ε the issue quotes for ρ = 0.01, 0.1, 1 at δ = 1e-6
+    quoted = [float(f"{gdp_epsilon(math.sqrt(2 * r), 1e-6):.3g}") for r in bench.RHOS]
+    assert quoted == [0.575, 1.99, 7.29]
+    n, d = 1000, 7
+    for rho in bench.RHOS:
+        est = PrivatePCA(center=False, data_norm=1.0, epsilon=bench.epsilon_for(rho))
+        plan = est._privacy_plan(n, d)
+        # a single release with μ = √(2ρ): our σ on XᵀX/n is GaussCov's 1/(n√ρ)
+        assert set(plan.mus) == {"covariance"}
+        assert plan.mus["covariance"] == pytest.approx(math.sqrt(2 * rho), rel=1e-9)
+        ours = math.sqrt(2.0) / plan.mus["covariance"] / n
+        assert ours == pytest.approx(1.0 / (n * math.sqrt(rho)), rel=1e-9)
+        peer = bench.gaussian_sigma(bench.cov_sensitivity(n), rho)
+        assert peer == pytest.approx(ours)
+
+
+def test_peers_covariance_auto_is_one_mu_charge_and_scale():
+    """The multi-release "auto" fit is charged one μ* = √(2ρ) (μ-GDP, hence
+    ρ-zCDP with ρ = μ²/2); get_covariance()·(n−1)/n is XᵀX/n at ε = ∞."""
+    bench = _peers_bench()
+    rng = np.random.default_rng(0)
+    X = bench.clip_rows(rng.normal(size=(400, 5)) * [3.0, 2.0, 1.0, 0.5, 0.2] / 4.0)
+    acc = BudgetAccountant()
+    PrivatePCA(center=False, data_norm="auto", epsilon=bench.epsilon_for(0.1),
+               random_state=0, accountant=acc).fit(X)
+    (charge,) = acc.charges
+    assert charge["mu"] == pytest.approx(math.sqrt(0.2), rel=1e-9)
+    n = X.shape[0]
+    exact = PrivatePCA(center=False, data_norm=1.0, epsilon=math.inf,
+                       accountant=BudgetAccountant()).fit(X)
+    assert np.allclose(exact.get_covariance() * (n - 1) / n, X.T @ X / n, atol=1e-14)
+
+
+def test_peers_covariance_each_mechanism_once(monkeypatch):
+    bench = _peers_bench()
+    rng = np.random.default_rng(1)
+    scales = np.array([3.0, 2.0, 1.0, 1.0, 0.5, 0.5]) / 5.0
+    X = bench.clip_rows(rng.normal(size=(300, 6)) * scales)
+    assert np.linalg.norm(X, axis=1).max() <= 1.0
+    n, d = X.shape
+    sigmas = []
+    real_noise = bench.sym_noise
+
+    def recording(rng, d, sigma):
+        sigmas.append(sigma)
+        return real_noise(rng, d, sigma)
+
+    monkeypatch.setattr(bench, "sym_noise", recording)
+    rho = 0.1
+    for name, fit in bench.FITS.items():
+        sigmas.clear()
+        cov, vecs = fit(X, rho, np.random.default_rng(2))
+        assert cov.shape == (d, d) and np.allclose(cov, cov.T)
+        assert np.linalg.eigvalsh(cov).min() >= -1e-12  # PSD
+        if name == "zero":
+            assert vecs is None and not cov.any()
+            continue
+        assert vecs.shape[0] == d and np.allclose(vecs.T @ vecs, np.eye(vecs.shape[1]))
+        # the documented noise scales on XᵀX/n (rows of norm ≤ 1, replace-one)
+        if name == "GaussCov":
+            assert sigmas == [pytest.approx(1.0 / (n * math.sqrt(rho)))]
+        elif name == "SeparateCov":
+            assert sigmas == [pytest.approx(1.0 / (n * math.sqrt(rho / 2)))]
+        elif name == "AdaptiveCov":
+            (sigma,) = sigmas  # √2 τ²/n at 0.45 ρ, τ on the public grid
+            tau2 = sigma * n * math.sqrt(2 * 0.45 * rho) / math.sqrt(2.0)
+            assert np.isclose(bench.ADAPTIVE_GRID**2, tau2).any()
+        elif name == "CoinPress":
+            assert len(sigmas) == len(bench.COINPRESS_SHARES)
+            # the first step whitens by A_0 = I: radius 1, ρ/8
+            assert sigmas[0] == pytest.approx(
+                math.sqrt(2.0) / n / math.sqrt(2 * rho / 8))
+    # EMCov: the d − 1 draws are ε_i-DP, ε_i = 2η, and ε_i²/2-zCDP: they share ρ/2
+    eta = bench.emcov_eta(rho, d)
+    assert (d - 1) * (2 * eta) ** 2 / 2 == pytest.approx(rho / 2)
+    assert sum(bench.COINPRESS_SHARES) == pytest.approx(1.0)
+    # the symmetric noise: i.i.d. N(0, σ²) on and above the diagonal
+    noise = real_noise(np.random.default_rng(3), 300, 2.0)
+    assert np.array_equal(noise, noise.T)
+    assert np.std(noise[np.triu_indices(300)]) == pytest.approx(2.0, rel=0.02)
+
+
+def test_peers_covariance_bingham_sampler():
+    """The exact sampler of EMCov's exponential mechanism, on the circle:
+    density ∝ exp(κ cos²θ), E cos²θ = (1 + I₁(κ/2)/I₀(κ/2)) / 2."""
+    from scipy.special import ive
+
+    bench = _peers_bench()
+    rng = np.random.default_rng(4)
+    kappa = 3.0
+    m = np.diag([kappa, 0.0])
+    draws = np.array([bench.sample_bingham(m, 1.0, rng)[0] for _ in range(3000)])
+    assert np.allclose(np.linalg.norm(draws, axis=1), 1.0)
+    expected = 0.5 * (1.0 + ive(1, kappa / 2) / ive(0, kappa / 2))
+    cos2 = draws[:, 0] ** 2
+    assert abs(cos2.mean() - expected) < 4 * cos2.std() / math.sqrt(len(cos2))
+
+
+def test_peers_covariance_quick_tables(tmp_path):
+    bench = _peers_bench()
+    cells = [bench.real_cell("wine")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        records = bench.run_cell(cells[0], 0, (0.1, 1.0), 2, 0, log=lambda m: None)
+    summary = bench.summarise(records)
+    assert len(summary) == 2 * len(bench.MECHANISMS)
+    tabs = bench.tables(summary, cells, (0.1, 1.0))
+    header, rows = tabs["ratio"]
+    assert rows[0][header.index("PrivatePCA")] == "1.00"
+    zero = {r["rho"]: r["frob_mean"] for r in summary if r["mechanism"] == "zero"}
+    X = cells[0].X
+    assert zero[0.1] == pytest.approx(np.linalg.norm(X.T @ X / len(X)))

@@ -102,7 +102,8 @@ def test_model_json_holds_exactly_the_released_attributes(name, data, tmp_path, 
                           "privacy_warnings"}
     assert saved["format_version"] == 1
     assert saved["estimator"] == CASES[name][1].__name__
-    assert set(saved["attributes"]) == COMMON | EXTRA[name] | {"mean_norm_"}
+    spectrum = {"captured_variance_", "total_variance_", "noisy_variance_"}
+    assert set(saved["attributes"]) == COMMON | EXTRA[name] | {"mean_norm_"} | spectrum
     assert "accountant" not in saved["parameters"]
     assert saved["parameters"]["random_state"] is None
     assert saved["feature_names"] == FEATURES
@@ -295,9 +296,45 @@ def test_without_pandas_names_the_extra_to_install(command, data, tmp_path):
     assert result.returncode == 2
     assert result.stderr == (
         f"dppca: error: 'dppca {command}' reads tables with pandas, which is not "
-        'installed: pip install "sklearn_dppca[cli]"\n'
+        f"installed: {_cli_io.cli_extra_command()}\n"
     )
     assert result.stdout == "" and not (tmp_path / "m.json").exists()
+
+
+class _Distribution:
+    def __init__(self, direct_url):
+        self.direct_url = direct_url
+
+    def read_text(self, name):
+        assert name == "direct_url.json"
+        return None if self.direct_url is None else json.dumps(self.direct_url)
+
+
+@pytest.mark.parametrize("direct_url, command", [
+    # pip install -e . in a checkout
+    ({"url": "file:///home/me/sklearn_dppca", "dir_info": {"editable": True}},
+     'pip install -e "/home/me/sklearn_dppca[cli]"'),
+    # pip install . in a checkout
+    ({"url": "file:///home/me/src%20dir", "dir_info": {}},
+     'pip install "/home/me/src dir[cli]"'),
+    # from an index (no direct_url.json), or a downloaded wheel
+    (None, 'pip install "sklearn_dppca[cli]"'),
+    ({"url": "file:///tmp/sklearn_dppca-0.1.0-py3-none-any.whl",
+      "archive_info": {}}, 'pip install "sklearn_dppca[cli]"'),
+])
+def test_the_pandas_hint_names_a_command_for_this_installation(
+        monkeypatch, direct_url, command):
+    monkeypatch.setattr(_cli_io, "distribution",
+                        lambda name: _Distribution(direct_url))
+    assert _cli_io.cli_extra_command() == command
+
+
+def test_the_pandas_hint_without_an_installed_package(monkeypatch):
+    def missing(name):
+        raise _cli_io.PackageNotFoundError(name)
+
+    monkeypatch.setattr(_cli_io, "distribution", missing)
+    assert _cli_io.cli_extra_command() == 'pip install "sklearn_dppca[cli]"'
 
 
 SEED_WARNING = (
@@ -608,3 +645,20 @@ def test_selection_repetition_reaches_the_coherent_estimator(data, tmp_path, cap
     rc, _, err = run(capsys, "fit", data, "-k", 2, "--epsilon", 2, "--delta", 1e-6,
                      "--data-norm", 3, "--selection", "gdp", "-o", tmp_path / "p.json")
     assert rc == 2 and "--selection" in err
+
+
+def test_version_prints_the_package_version(capsys):
+    import sklearn_dppca
+
+    rc, out, err = run(capsys, "--version")
+    assert rc == 0 and err == ""
+    assert out == f"dppca {sklearn_dppca.__version__}\n"
+
+
+def test_version_from_python_dash_m():
+    import sklearn_dppca
+
+    result = subprocess.run([sys.executable, "-m", "sklearn_dppca", "--version"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stderr == ""
+    assert result.stdout == f"dppca {sklearn_dppca.__version__}\n"

@@ -8,6 +8,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import sklearn_dppca
 from sklearn_dppca.model_selection import PrivateGridSearchCV
+from sklearn_dppca.preprocessing import PrivateStandardScaler, PublicScaler
 
 
 def all_estimators():
@@ -41,7 +42,11 @@ EXPECTED_FAILED_CHECKS: dict = {}
     # the search, with its transformer tags delegated from the estimator
     + [PrivateGridSearchCV(sklearn_dppca.PrivatePCA(data_norm=10.0),
                            {"n_components": [1, 2]}, cv=2, random_state=0,
-                           accountant=sklearn_dppca.BudgetAccountant())],
+                           accountant=sklearn_dppca.BudgetAccountant())]
+    # the scalers of sklearn_dppca.preprocessing: by a public centre and
+    # scale, by one public range for every feature, and the private one
+    + [PublicScaler(center=1.0, scale=3.0), PublicScaler(ranges=(-10.0, 10.0)),
+       PrivateStandardScaler(bounds=(-100.0, 100.0), random_state=0)],
     expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS.get(type(est), {}),
 )
 def test_sklearn_estimator_checks(estimator, check):

@@ -94,7 +94,12 @@ def test_covariance_approximation_is_consistent(planted, target):
     np.testing.assert_allclose(psi, psi.T)
     C = pca.components_
     np.testing.assert_allclose(C @ C.T, np.eye(3), atol=1e-10)
-    expected = psi + pca.noise_variance_ * (np.eye(X.shape[1]) - C.T @ C)
+    # Ψ as released (its own eigenvalues); the model puts the de-noised
+    # captured variances on the same components
+    np.testing.assert_allclose(psi, (C.T * pca.noisy_variance_) @ C, atol=1e-12)
+    assert np.all(pca.captured_variance_ >= pca.noise_variance_)
+    model = (C.T * pca.captured_variance_) @ C
+    expected = model + pca.noise_variance_ * (np.eye(X.shape[1]) - C.T @ C)
     np.testing.assert_allclose(pca.get_covariance(), expected, atol=1e-12)
     assert principal_sin(C, basis) < 0.1
 

@@ -719,9 +719,10 @@ def test_cli_fit_over_the_ledger_budget_is_one_line_before_reading(
                            ledger, epsilon=1.0)
     assert rc == 2 and out == ""
     assert err == (
-        f"dppca: error: This fit would bring the privacy spent to "
-        f"epsilon={exact(2):.6g} at delta=1e-06, over the budget epsilon=1.2 of "
-        f"ledger {ledger} (already spent: 1). The fit was refused before "
+        f"dppca: error: Privacy budget exceeded. This fit would bring the "
+        f"privacy spent to epsilon={exact(2):.6g} at delta=1e-06, over the "
+        f"budget epsilon=1.2 of ledger {ledger} (already spent: 1; this fit "
+        f"alone: epsilon=1). The fit was refused before "
         "releasing anything and nothing was charged.\n"
     )
     assert not (tmp_path / "m.json").exists()

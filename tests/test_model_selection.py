@@ -210,15 +210,16 @@ def test_pipeline_with_a_stateless_step(data):
 def test_truncation_equals_a_fit_with_that_n_components(k, whiten, data):
     """What sharing one release per fold relies on: on the same noise, a fit
     with n_components=k keeps the first k eigenpairs of the full fit, and
-    its floor is the mean of the rest."""
+    its floor is the mean of the rest (of the captured variances, which the
+    model's residual averages)."""
     full = PrivatePCA(data_norm=1.0, random_state=5).fit(data)
     direct = PrivatePCA(k, data_norm=1.0, whiten=whiten, random_state=5).fit(data)
     for name in ("components_", "explained_variance_", "explained_variance_ratio_",
-                 "singular_values_"):
+                 "singular_values_", "captured_variance_", "noisy_variance_"):
         np.testing.assert_allclose(getattr(full, name)[:k], getattr(direct, name),
                                    rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(full.mean_, direct.mean_, rtol=1e-12)
-    rest = full.explained_variance_[k:]
+    rest = full.captured_variance_[k:]
     assert direct.noise_variance_ == pytest.approx(
         rest.mean() if rest.size else 0.0, rel=1e-12)
     gains = ms._cumulative_gains(data[:50], full)

@@ -107,8 +107,10 @@ def test_gram_sensitivity_bound_holds_for_random_and_centred_pairs():
 
 # --------------------------------------------------------------- calibration
 def released_matrix(pca):
-    """Reconstruct the released noisy scatter matrix from a k = d fit."""
-    variance = pca.explained_variance_ * (pca.n_samples_ - 1)
+    """Reconstruct the released noisy scatter matrix from a k = d fit (its
+    eigenvalues are ``noisy_variance_``; ``explained_variance_`` is their
+    de-noised estimate)."""
+    variance = pca.noisy_variance_ * (pca.n_samples_ - 1)
     return (pca.components_.T * variance) @ pca.components_
 
 

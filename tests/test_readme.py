@@ -71,9 +71,23 @@ def test_package_tests_and_benchmarks_point_to_no_file_outside_the_repository():
     assert _mentions_outside(sorted(p for p in paths if p.is_file())) == []
 
 
+def test_papers_are_named_not_numbered():
+    """What users read cites the papers by name, never as the numbered
+    reading list ("seed 000") they came from."""
+    numbered = re.compile(r"\bseed\s+0\d\d\b", flags=re.I)
+    paths = [ROOT / "README.md", *(ROOT / "docs").glob("*.rst"),
+             *(ROOT / "docs").glob("*.py"), *(ROOT / "examples").glob("*.py"),
+             *(ROOT / "sklearn_dppca").glob("*.py"),
+             *(ROOT / "benchmarks").glob("*.py"), *(ROOT / "benchmarks").glob("*.md")]
+    found = sorted(str(path.relative_to(ROOT)) for path in paths
+                   if numbered.search(path.read_text(encoding="utf-8")))
+    assert found == []
+
+
 PRIVACY_SECTIONS = [
     "§1 Privacy model", "§2 Accounting", "§3 Sensitivities", "§4 Noise kernels",
     "§5 Centering", "§6 The three estimators", "§7 Utility measures",
+    "§8 Scaling features",
 ]
 
 
@@ -87,7 +101,7 @@ def test_privacy_page_has_the_numbered_sections_the_code_cites():
 
 def test_choosing_page_is_in_the_toctree_with_its_figures():
     docs = ROOT / "docs"
-    assert "   choosing\n" in (docs / "index.rst").read_text(encoding="utf-8")
+    assert "   choosing\n" in (docs / "user_guide.rst").read_text(encoding="utf-8")
     text = (docs / "choosing.rst").read_text(encoding="utf-8")
     images = re.findall(r"^\.\. image:: (\S+)$", text, flags=re.M)
     assert len(images) == 2
@@ -97,7 +111,34 @@ def test_choosing_page_is_in_the_toctree_with_its_figures():
     assert "(docs/choosing.rst)" in readme
 
 
-def test_quick_start_explains_the_smaller_variance_ratios():
+def test_quick_start_explains_what_the_variance_ratios_estimate():
     for path in (ROOT / "README.md", ROOT / "docs" / "user_guide.rst"):
         text = " ".join(path.read_text(encoding="utf-8").split())
-        assert "explained_variance_ratio_" in text and "noisy* total variance" in text
+        assert "explained_variance_ratio_" in text and "captured_variance_" in text
+        assert "scikit-learn's" in text and "0.15 and 0.13" in text
+
+
+# ------------------------------------------------ the site, without building it
+SCREENSHOTS = ["landing", "quick_start", "gallery_example", "benchmarks"]
+
+
+def test_screenshots_of_the_site_are_kept_small():
+    """docs/screenshots.py keeps four pictures of the built site; each stays
+    a small PNG, so that the repository does not grow with every refresh."""
+    folder = ROOT / "docs" / "_static" / "screenshots"
+    for name in SCREENSHOTS:
+        data = (folder / f"{name}.png").read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n", name
+        assert len(data) <= 320 * 1024, f"{name}.png: {len(data) // 1024} KB"
+    assert sorted(p.stem for p in folder.glob("*.png")) == sorted(SCREENSHOTS)
+
+
+def test_screenshot_script_names_the_pages_it_keeps():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "screenshots", ROOT / "docs" / "screenshots.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert sorted(module.PAGES) == sorted(SCREENSHOTS)
+    assert module.PAGES["landing"] == "index.html"

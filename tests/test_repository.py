@@ -1,4 +1,6 @@
-"""The repository root holds only what the package, its docs and CI use."""
+"""The repository holds only the package, its tests, docs, examples and
+benchmarks, their configuration, the README and the LICENSE: no wheels, no
+build output."""
 
 import fnmatch
 import os
@@ -15,8 +17,10 @@ ROOT = Path(__file__).resolve().parents[1]
 ALLOWED = {
     ".ci": "the CI job (tests/test_readme.py checks its command)",
     ".gitignore": "git",
+    "LICENSE": "the license text (pyproject.toml's license-files)",
     "README.md": "the project's front page and the package's long description",
-    "pyproject.toml": "the build, the dependencies, pytest and ruff",
+    "pyproject.toml": "the build, the package metadata, the dependencies, "
+    "pytest and ruff",
     "benchmarks": "the measurements behind docs/benchmarks.rst",
     "docs": "the documentation",
     "examples": "the gallery of the documentation",
@@ -85,3 +89,61 @@ def test_fallback_without_git_agrees(monkeypatch):
     tracked = root_entries()
     monkeypatch.setattr(shutil, "which", lambda name: None)
     assert tracked <= root_entries()
+
+
+#: What a build, a test run or a docs build leaves behind, and archives of a
+#: package: never committed (the .gitignore keeps most of them out).
+BUILD_OUTPUT = ("*.whl", "*.tar.gz", "*.zip", "*.egg", "*.pyc", "*.so")
+BUILD_DIRS = {"build", "dist", "__pycache__", ".pytest_cache", "_build",
+              "auto_examples", "gen_modules"}
+
+
+def tracked_files():
+    if not (ROOT / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("needs a git checkout and git")
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True,
+    ).stdout.decode()
+    return [path for path in listed.split("\0") if path]
+
+
+def test_no_wheel_archive_or_build_output_is_tracked():
+    found = sorted(
+        path for path in tracked_files()
+        if any(fnmatch.fnmatch(path.rsplit("/", 1)[-1], p) for p in BUILD_OUTPUT)
+        or any(part in BUILD_DIRS or part.endswith(".egg-info")
+               for part in path.split("/")[:-1])
+    )
+    assert not found, f"build output or package archives committed: {found}"
+
+
+def test_no_tracked_file_is_ignored():
+    """A file that .gitignore ignores (generated docs, benchmark results) was
+    committed by force: remove it, or stop ignoring it."""
+    tracked_files()  # skips without git
+    ignored = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--ignored", "--exclude-standard"],
+        cwd=ROOT, capture_output=True, check=True,
+    ).stdout.decode()
+    assert [path for path in ignored.split("\0") if path] == []
+
+
+def test_license_is_the_packaged_bsd_3_clause():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "BSD-3-Clause"
+    assert project["license-files"] == ["LICENSE"]
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("BSD 3-Clause License\n")
+    assert "the sklearn_dppca developers" in text.splitlines()[2]
+
+
+def test_metadata_names_the_contact_and_the_project_urls():
+    """docs/security.rst sends private reports to the maintainers' address in
+    the package metadata: there is one."""
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert any("@" in person.get("email", "") for person in project["maintainers"])
+    assert {"Documentation", "Source", "Issues"} <= set(project["urls"])
+    assert project["classifiers"] and project["keywords"]
+    assert not any(c.startswith("License ::") for c in project["classifiers"])

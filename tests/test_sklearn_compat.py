@@ -339,12 +339,13 @@ def test_pca_dtype_preservation(Est):
         assert pca.transform(X_int).dtype == np.float64
 
 
-def test_pca_n_components_mostly_explained_variance_ratio():
-    """(PrivatePCA only: ComplexGaussPCA's ratios are of Ψ's variances against
-    the Hermitian release's total, not the spectrum the fraction is read on.)"""
-    full = fitted(PrivatePCA, IRIS)
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_pca_n_components_mostly_explained_variance_ratio(Est):
+    """(ComplexGaussPCA too: its ratios are the estimated spectrum, by rank,
+    the one the fraction is read on.)"""
+    full = fitted(Est, IRIS)
     n_components = full.explained_variance_ratio_.cumsum()[-2]
-    assert fitted(PrivatePCA, IRIS, n_components=n_components).n_components_ == 4
+    assert fitted(Est, IRIS, n_components=n_components).n_components_ == 4
 
 
 def test_small_eigenvalues_mle():

@@ -272,3 +272,45 @@ def test_concurrent_fits_are_silent_and_leave_the_filters_as_they_were():
         warnings.warn("shown", UserWarning)  # outside any fit: shown again
     assert acc.n_charges == 8
     assert heard == [] and [str(w.message) for w in caught] == ["shown"]
+
+
+# ------------------------------------------ where the public warnings point
+def _leak_sites(call):
+    """``(filename, lineno)`` of each PrivacyLeakWarning raised by ``call()``."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    return [(w.filename, w.lineno) for w in caught
+            if issubclass(w.category, PrivacyLeakWarning)]
+
+
+def test_privacy_leak_warnings_point_at_the_users_line():
+    """Issue 25: a PrivacyLeakWarning names the user's line, not the package's
+    (it named sklearn_dppca/_base.py, the fit's all-or-nothing wrapper), from
+    fit, fit_transform, a Pipeline, cross_val_score and the private search."""
+    from sklearn.model_selection import cross_val_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    from sklearn_dppca.model_selection import PrivateGridSearchCV
+
+    X = np.random.default_rng(0).normal(size=(200, 3))
+
+    def pca(**kw):
+        return PrivatePCA(2, data_norm=5.0, random_state=0,
+                          accountant=BudgetAccountant(), **kw)
+
+    calls = {
+        "fit": lambda: pca().fit(X),
+        "fit_transform": lambda: pca().fit_transform(X),
+        "data_norm=None": lambda: PrivatePCA(2, accountant=BudgetAccountant()).fit(X),
+        "pipeline": lambda: make_pipeline(FunctionTransformer(), pca()).fit(X),
+        "cross_val_score": lambda: cross_val_score(pca(), X, cv=2),
+        "search": lambda: PrivateGridSearchCV(
+            PrivatePCA(data_norm=5.0), {"n_components": [1, 2]}, cv=2,
+            random_state=0, accountant=BudgetAccountant()).fit(X),
+    }
+    for name, call in calls.items():
+        sites = _leak_sites(call)
+        assert sites, name
+        assert {f for f, _ in sites} == {__file__}, (name, sites)

@@ -1,0 +1,553 @@
+"""Putting features on a common scale before a private fit.
+
+A private PCA of features on different scales follows the feature with the
+largest variance: income in currency units beside an age and a 1–5 score
+gives a first component that is income and others that are noise. Scale
+first, in one of two ways:
+
+- :class:`PublicScaler` maps each feature from its **public** range (or a
+  public centre and scale) to a common scale. It learns nothing from the
+  data, costs no budget, and may stand before the private estimator in a
+  :class:`~sklearn_dppca.model_selection.PrivateGridSearchCV`.
+- :class:`PrivateStandardScaler` estimates each feature's mean and standard
+  deviation privately, from public per-feature bounds, as
+  :class:`~sklearn.preprocessing.StandardScaler` does without privacy. It is
+  a release of its own, charged to the accountant (docs/privacy.rst,
+  "The private standard scaler").
+
+Missing values: fill them with a public constant before the fit, with
+:class:`~sklearn.impute.SimpleImputer` ``(strategy="constant",
+keep_empty_features=True)`` — a mean imputer learns the data's mean without
+noise, which is not private (:ref:`choosing`).
+
+A fit whose released variances show one feature dominating issues a
+:class:`FeatureScaleWarning` that points here.
+"""
+
+import math
+from numbers import Real
+
+import numpy as np
+from sklearn.base import (
+    BaseEstimator,
+    OneToOneFeatureMixin,
+    TransformerMixin,
+    _fit_context,
+)
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import FLOAT_DTYPES, check_is_fitted, validate_data
+
+from ._base import _all_or_nothing, reported_spend
+from ._bounds import check_box
+from ._released import FeatureScaleWarning
+from .noise import dense_noise, make_generator, noise_scale
+from .privacy import (
+    BudgetAccountant,
+    _carry_default,
+    _keep_carried_default,
+    _resolve_accountant,
+    _warn_leak,
+    gdp_epsilon,
+    gdp_mu,
+    private_computation,
+)
+
+__all__ = ["FeatureScaleWarning", "PrivateStandardScaler", "PublicScaler"]
+
+# Defined beside the check that issues it (sklearn_dppca._released, which
+# the estimators import); shown and documented under this module.
+FeatureScaleWarning.__module__ = __name__
+
+
+def _per_feature(value, name, n_features, feature_names, pairs=False):
+    """``value`` (a number or pair, a sequence of them, or a dict by feature
+    name) as a float array of shape ``(n_features,)``, or ``(n_features, 2)``
+    with ``pairs``."""
+    width = (2,) if pairs else ()
+    if isinstance(value, dict):
+        if feature_names is None:
+            raise ValueError(
+                f"{name} is a dict by feature name, but X has no feature names: "
+                f"fit a DataFrame with string column names, or give {name} as "
+                "a sequence in the order of the columns."
+            )
+        missing = [str(f) for f in feature_names if f not in value]
+        if missing:
+            raise ValueError(f"{name} gives no value for the feature(s) {missing}.")
+        value = [value[f] for f in feature_names]
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        array = None
+    if array is not None and array.shape == width:  # one for every feature
+        array = np.broadcast_to(array, (n_features, *width))
+    if array is None or array.shape != (n_features, *width):
+        what = "(low, high) pairs" if pairs else "numbers"
+        raise ValueError(
+            f"{name} must be {'one (low, high) pair' if pairs else 'a number'}, "
+            f"{n_features} {what} (one per feature), or a dict of them by "
+            f"feature name; got {value!r}."
+        )
+    if not np.isfinite(array).all():
+        raise ValueError(f"{name} must be finite; got {value!r}.")
+    return np.array(array)
+
+
+class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Scale each feature by public knowledge: its range, or a centre and scale.
+
+    The stateless, budget-free way to put features on a common scale before
+    a private fit. Each feature is mapped from its *public* range
+    ``[low, high]`` — a range known without looking at the data: a
+    questionnaire's 1–5 scale, ages 18–90, a sensor's specification — onto
+    ``feature_range``, as :class:`~sklearn.preprocessing.MinMaxScaler` does
+    with the data's own minimum and maximum; or, with ``center`` and
+    ``scale``, to ``(x − center) / scale``, as
+    :class:`~sklearn.preprocessing.StandardScaler` does with the data's own
+    mean and deviation. ``fit`` learns nothing from the rows: it only checks
+    their number of features and names, so the scaler costs no budget,
+    composes with any private step, and is accepted beside the private
+    estimator of a :class:`~sklearn_dppca.model_selection.PrivateGridSearchCV`.
+
+    Follow it with a private estimator whose ``bounds`` is the image of the
+    ranges: with the default ``feature_range=(0, 1)``, ``PrivatePCA(...,
+    bounds=(0, 1))`` clips every row into the unit cube, centres on its
+    middle and bounds every row by ``√d / 2``.
+
+    Parameters
+    ----------
+    ranges : sequence of (low, high), one (low, high) pair, dict or None, \
+            default=None
+        The public range of each feature, in the order of the columns; one
+        pair for every feature; or a dict ``{feature name: (low, high)}``
+        for a DataFrame (it may name more features than ``X`` has). Every
+        ``low < high``. Values outside their range map outside
+        ``feature_range`` unless ``clip=True``.
+    center, scale : float, sequence of float, dict or None, default=None
+        Instead of ``ranges``: the output is ``(x − center) / scale`` (a
+        missing one of the two is 0, respectively 1). Each ``scale > 0``.
+    feature_range : (float, float), default=(0.0, 1.0)
+        Where ``ranges`` are mapped to (``min < max``). Only with ``ranges``.
+    clip : bool, default=False
+        With ``ranges``: clip the output into ``feature_range``.
+
+    Attributes
+    ----------
+    scale_ : ndarray of shape (n_features_in_,)
+        Factor of each feature: ``transform(X) = X * scale_ + min_``.
+    min_ : ndarray of shape (n_features_in_,)
+        Offset of each feature.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of features seen during fit, when ``X`` has string column names.
+
+    See Also
+    --------
+    PrivateStandardScaler : Private mean and deviation when no public scale
+        is known (spends budget).
+    sklearn.preprocessing.MinMaxScaler : The same map from the data's own
+        range, which is not private.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn_dppca import PrivatePCA
+    >>> from sklearn_dppca.preprocessing import PublicScaler
+    >>> X = np.array([[52_000.0, 31.0, 4.0], [18_000.0, 77.0, 2.0]])
+    >>> scaler = PublicScaler([(0, 500_000), (18, 90), (1, 5)])
+    >>> scaler.fit_transform(X).round(3)
+    array([[0.104, 0.181, 0.75 ],
+           [0.036, 0.819, 0.25 ]])
+    >>> pipe = make_pipeline(scaler, PrivatePCA(2, bounds=(0, 1)))
+    """
+
+    _parameter_constraints: dict = {
+        "ranges": ["array-like", dict, None],
+        "center": ["array-like", dict, Real, None],
+        "scale": ["array-like", dict, Real, None],
+        "feature_range": [tuple, list],
+        "clip": ["boolean"],
+    }
+    #: Read by PrivateGridSearchCV: ``fit`` learns nothing from the rows.
+    _dppca_stateless = True
+
+    def __init__(self, ranges=None, *, center=None, scale=None,
+                 feature_range=(0.0, 1.0), clip=False):
+        self.ranges = ranges
+        self.center = center
+        self.scale = scale
+        self.feature_range = feature_range
+        self.clip = clip
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Check ``X``'s features and resolve the public map; nothing else.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Only its number of columns and their names are used.
+        y : Ignored
+
+        Returns
+        -------
+        self : object
+        """
+        X = validate_data(self, X, dtype=FLOAT_DTYPES, ensure_all_finite="allow-nan")
+        d = X.shape[1]
+        names = getattr(self, "feature_names_in_", None)
+        by_range = self.ranges is not None
+        if by_range == (self.center is not None or self.scale is not None):
+            raise ValueError(
+                "PublicScaler needs the features' public ranges (ranges=...) "
+                "or a public centre and scale (center=..., scale=...), not "
+                "both." if by_range else
+                "PublicScaler needs the features' public ranges (ranges=...) "
+                "or a public centre and scale (center=..., scale=...): values "
+                "known without looking at the data."
+            )
+        if by_range:
+            low, high = _per_feature(self.ranges, "ranges", d, names, pairs=True).T
+            if not (low < high).all():
+                raise ValueError("ranges: every low must be below its high.")
+            try:
+                a, b = (float(v) for v in self.feature_range)
+            except (TypeError, ValueError):
+                a = b = math.nan
+            if not (math.isfinite(a) and math.isfinite(b) and a < b):
+                raise ValueError(
+                    f"feature_range must be a pair (min, max) with min < max; got "
+                    f"{self.feature_range!r}."
+                )
+            self.scale_ = (b - a) / (high - low)
+            self.min_ = a - low * self.scale_
+            return self
+        if self.clip:
+            raise ValueError("clip=True clips into feature_range: it needs ranges.")
+        center = 0.0 if self.center is None else self.center
+        center = _per_feature(center, "center", d, names)
+        scale = _per_feature(1.0 if self.scale is None else self.scale, "scale", d,
+                             names)
+        if not (scale > 0).all():
+            raise ValueError("scale: every scale must be positive.")
+        self.scale_ = 1.0 / scale
+        self.min_ = -center / scale
+        return self
+
+    def transform(self, X):
+        """Scale ``X`` by the public map (missing values stay missing).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=FLOAT_DTYPES, reset=False,
+                          ensure_all_finite="allow-nan")
+        X_new = X * self.scale_.astype(X.dtype) + self.min_.astype(X.dtype)
+        if self.clip:
+            np.clip(X_new, *self.feature_range, out=X_new)
+        return X_new
+
+    def inverse_transform(self, X):
+        """Undo :meth:`transform` (not the clipping of ``clip=True``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        X_original : ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=FLOAT_DTYPES, reset=False,
+                          ensure_all_finite="allow-nan")
+        return (X - self.min_.astype(X.dtype)) / self.scale_.astype(X.dtype)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
+
+class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Standardise features with a private mean and standard deviation.
+
+    :class:`~sklearn.preprocessing.StandardScaler` for private data, when no
+    public scale is known. Each feature is clipped into its public range
+    ``[lower_j, upper_j]`` and put in box units, ``z_j = (x_j − c_j) / w_j ∈
+    [−½, ½]`` with ``c_j`` the midpoint and ``w_j = upper_j − lower_j`` the
+    width; the sums ``Σ_i z_i`` and ``Σ_i z_i²`` are released with Gaussian
+    noise of L2 sensitivities ``√d`` and ``√d / 4`` under the replacement
+    of one row (docs/privacy.rst, "The private standard scaler"), at GDP
+    ``μ* √½`` each, which compose to exactly ``μ* = gdp_mu(epsilon,
+    delta)``: the fit spends ``(epsilon, delta)`` and is charged once, before
+    anything is released. ``mean_`` and ``var_`` are post-processing:
+    the mean projected into the box, the variance into ``[0, w_j²/4 −
+    (mean_j − c_j)²]`` (the largest variance of values in the box with that
+    mean).
+
+    **In a Pipeline before a private estimator**, the fit is two releases and
+    two charges to the same accountant (the scaler's, then the estimator's):
+    ``make_pipeline(PrivateStandardScaler(bounds, epsilon=0.3),
+    PrivatePCA(2, epsilon=0.7, bounds=...))`` spends what a ``0.3`` and a
+    ``0.7`` fit compose to (less than 1 in total). A limited accountant
+    refuses either charge that would exceed it, each before its own step
+    reads the data; when the estimator's is refused, the scaler's charge
+    stays (it released its mean and scale). The second
+    estimator sees standardised rows: give it ``bounds`` or a ``data_norm``
+    in standard units (e.g. ``bounds=(-3, 3)``, clipping values beyond three
+    deviations).
+
+    **In a PrivateGridSearchCV** it is refused before any charge: its fit on
+    each training fold would be a release the search's plan does not
+    account for. Fit it once on all rows (its own charge) and search on its
+    output, or put its released ``mean_`` and ``scale_`` in a
+    :class:`PublicScaler` ``(center=mean_, scale=scale_)``, which the search
+    accepts.
+
+    Parameters
+    ----------
+    bounds : (lower, upper)
+        Public per-feature ranges, as the estimators' ``bounds``: scalars or
+        arrays of length ``n_features``, every ``lower ≤ upper``. Required.
+        A feature with ``lower = upper`` is that constant (no noise, no
+        budget). Rows are clipped into the box; choose it from domain
+        knowledge, never from the data.
+    epsilon : float, default=1.0
+        Privacy parameter ``ε > 0`` of the fit; ``float("inf")`` is the
+        non-private fit (no noise, a :class:`~sklearn_dppca.PrivacyLeakWarning`),
+        charged as infinite.
+    delta : float, default=1e-6
+        Privacy parameter ``δ`` in (0, 1).
+    with_mean : bool, default=True
+        Centre the output on ``mean_``.
+    with_std : bool, default=True
+        Scale the output by ``scale_``. With ``with_std=False`` only the
+        sum is released, with the whole budget; with neither, nothing is
+        released and nothing is charged.
+    random_state : None, int, RandomState or Generator, default=None
+        Source of the noise; a fixed seed makes the fit not private (a
+        :class:`~sklearn_dppca.PrivacyLeakWarning` says so).
+    accountant : BudgetAccountant or None, default=None
+        Budget charged before the fit; ``None``: the default accountant.
+
+    Attributes
+    ----------
+    mean_ : ndarray of shape (n_features_in_,) or None
+        Private mean, in the box; ``None`` with neither ``with_mean`` nor
+        ``with_std``.
+    var_ : ndarray of shape (n_features_in_,) or None
+        Private variance (``n`` in the denominator, as scikit-learn's);
+        ``None`` with ``with_std=False``.
+    scale_ : ndarray of shape (n_features_in_,) or None
+        ``√max(var_, floor)``, where the floor is the standard deviation of
+        the variance's noise (``w_j² σ_Q / n``), so that a feature whose
+        variance is lost in the noise is not blown up by ``transform``; 1
+        for a zero variance of the non-private fit, as scikit-learn.
+    n_samples_seen_ : int
+        Number of rows (public under replacement adjacency).
+    privacy_spent_ : tuple of float
+        ``(epsilon, delta)`` spent; ``(0.0, 0.0)`` when nothing is released.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+
+    See Also
+    --------
+    PublicScaler : Scaling by public ranges: no budget.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_dppca import BudgetAccountant
+    >>> from sklearn_dppca.preprocessing import PrivateStandardScaler
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.column_stack([rng.uniform(18, 90, 10_000), rng.integers(1, 6, 10_000)])
+    >>> scaler = PrivateStandardScaler(bounds=([18, 1], [90, 5]), epsilon=1.0,
+    ...                                accountant=BudgetAccountant()).fit(X)
+    >>> bool(np.abs(scaler.mean_ - [54, 3]).max() < 0.5)
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "bounds": ["array-like", None],
+        "epsilon": [Interval(Real, 0, math.inf, closed="right")],
+        "delta": [Interval(Real, 0, 1, closed="neither")],
+        "with_mean": ["boolean"],
+        "with_std": ["boolean"],
+        "random_state": ["random_state", np.random.Generator],
+        "accountant": [BudgetAccountant, None],
+    }
+
+    def __init__(self, bounds=None, *, epsilon=1.0, delta=1e-6, with_mean=True,
+                 with_std=True, random_state=None, accountant=None):
+        self.bounds = bounds
+        self.epsilon = epsilon
+        self.delta = delta
+        self.with_mean = with_mean
+        self.with_std = with_std
+        self.random_state = random_state
+        self.accountant = accountant
+
+    def __getstate__(self):
+        # With accountant=None, a limited default travels to worker processes.
+        return _carry_default(self, super().__getstate__())
+
+    def __sklearn_clone__(self):
+        return _keep_carried_default(self, super().__sklearn_clone__())
+
+    def _shares(self):
+        """Fractions of ``μ*²``: the sum's and the sum of squares'."""
+        if self.with_std:
+            return {"sum": 0.5, "squares": 0.5}
+        return {"sum": 1.0} if self.with_mean else {}
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Release the private mean and standard deviation of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            One row per person; finite (a NaN or infinite entry is refused
+            before the charge).
+        y : Ignored
+
+        Returns
+        -------
+        self : object
+        """
+        self._fit(X)
+        return self
+
+    @_all_or_nothing
+    def _fit(self, X):
+        if self.bounds is None:
+            raise ValueError(
+                "PrivateStandardScaler needs bounds=(lower, upper): public "
+                "per-feature ranges, known without looking at the data. Without "
+                "any, scale by public knowledge (PublicScaler) instead."
+            )
+        X = validate_data(self, X, dtype=FLOAT_DTYPES, ensure_min_samples=2,
+                          ensure_all_finite=False)
+        n, d = X.shape
+        lower, upper = check_box(self.bounds, d)
+        centre, width = (lower + upper) / 2.0, upper - lower
+        free = width > 0  # the features that carry information
+        d_free = int(free.sum())
+        shares = self._shares()
+        mu_total = gdp_mu(self.epsilon, self.delta)
+        mus = {k: mu_total * math.sqrt(w) for k, w in shares.items()}
+        # exact GDP composition of the releases: μ* (or nothing)
+        composed = math.sqrt(sum(m * m for m in mus.values()))
+        rng = make_generator(self.random_state)
+        accountant = _resolve_accountant(self)
+        if shares:  # refuse an over-budget fit before the data is read
+            accountant.check(mu=mu_total)
+        with private_computation():
+            if not np.isfinite(X).all():
+                raise ValueError("Input X contains NaN or infinity: "
+                                 "PrivateStandardScaler needs finite rows.")
+            if shares:
+                accountant.spend(mu=mu_total, estimator=self)
+            Z = (np.clip(X, lower, upper).astype(np.float64) - centre)[:, free]
+            Z /= width[free]  # box units: every entry in [−½, ½]
+            self._release(Z, n, mus, rng, centre, width, free, d_free)
+            self.n_samples_seen_ = n
+            self.privacy_spent_ = (
+                (0.0, 0.0) if not shares
+                else reported_spend((gdp_epsilon(composed, self.delta), self.delta),
+                                    self.epsilon)
+            )
+        if shares and self.epsilon == math.inf:
+            _warn_leak(
+                "epsilon=inf is the non-private fit: no noise is added and the "
+                "released mean and scale are exact functions of the (clipped) "
+                "data. It was charged as infinite, which only an unlimited "
+                "accountant admits."
+            )
+        elif shares and self.random_state is not None:
+            _warn_leak(
+                f"random_state={self.random_state!r} fixes the noise: anyone who "
+                "knows it can subtract the noise, and the fit is not private. Leave "
+                "random_state=None (operating-system entropy) for a private release."
+            )
+
+    def _release(self, Z, n, mus, rng, centre, width, free, d_free):
+        """The noisy sums in box units, and the attributes from them."""
+        self.mean_ = self.var_ = self.scale_ = None
+        if "sum" not in mus:
+            return
+        # Σ z_i: every entry of z in [−½, ½], so one row moves each
+        # coordinate by at most 1 — L2 sensitivity √d.
+        sigma_sum = noise_scale(math.sqrt(d_free), mus["sum"])
+        total = Z.sum(axis=0) + dense_noise(rng, d_free, sigma_sum)
+        m = np.clip(total / n, -0.5, 0.5)  # the box holds the mean
+        mean = centre.copy()
+        mean[free] += width[free] * m
+        self.mean_ = mean
+        if "squares" not in mus:
+            return
+        # Σ z_i²: every entry of z² in [0, ¼] — L2 sensitivity √d / 4.
+        sigma_sq = noise_scale(math.sqrt(d_free) / 4.0, mus["squares"])
+        squares = (Z * Z).sum(axis=0) + dense_noise(rng, d_free, sigma_sq)
+        # largest variance of values in [−½, ½] with mean m: ¼ − m²
+        var_z = np.clip(squares / n - m * m, 0.0, 0.25 - m * m)
+        var = np.zeros_like(centre)
+        var[free] = width[free] ** 2 * var_z
+        self.var_ = var
+        floor = np.zeros_like(centre)
+        floor[free] = width[free] ** 2 * sigma_sq / n  # sd of the noise on var
+        scale = np.sqrt(np.maximum(var, floor))
+        self.scale_ = np.where(scale > 0, scale, 1.0)
+
+    def transform(self, X):
+        """Standardise ``X`` with the released mean and scale.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=FLOAT_DTYPES, reset=False, copy=True)
+        if self.with_mean:
+            X -= self.mean_.astype(X.dtype)
+        if self.with_std:
+            X /= self.scale_.astype(X.dtype)
+        return X
+
+    def inverse_transform(self, X):
+        """Undo :meth:`transform`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        X_original : ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=FLOAT_DTYPES, reset=False, copy=True)
+        if self.with_std:
+            X *= self.scale_.astype(X.dtype)
+        if self.with_mean:
+            X += self.mean_.astype(X.dtype)
+        return X
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags

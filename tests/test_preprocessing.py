@@ -1,0 +1,362 @@
+"""sklearn_dppca.preprocessing (issue 25): the public scaler, the private
+standard scaler, and what the private search accepts beside its estimator."""
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from sklearn.base import clone
+from sklearn.impute import SimpleImputer
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import MinMaxScaler, StandardScaler
+
+from sklearn_dppca import (
+    BudgetAccountant,
+    BudgetExceededError,
+    PrivacyLeakWarning,
+    PrivatePCA,
+)
+from sklearn_dppca.model_selection import PrivateGridSearchCV
+from sklearn_dppca.preprocessing import PrivateStandardScaler, PublicScaler
+from sklearn_dppca.privacy import gdp_epsilon, gdp_mu
+
+RANGES = [(0.0, 500_000.0), (18.0, 90.0), (1.0, 5.0)]
+NAMES = ["income", "age", "satisfaction"]
+
+
+@pytest.fixture(scope="module")
+def people():
+    rng = np.random.default_rng(0)
+    n = 2000
+    return np.column_stack([
+        np.clip(rng.lognormal(10.5, 0.7, n), 0, 500_000),
+        rng.uniform(18, 90, n).round(),
+        rng.integers(1, 6, n).astype(float),
+    ])
+
+
+# ------------------------------------------------------------ PublicScaler
+def test_public_scaler_maps_each_public_range_onto_feature_range(people):
+    scaler = PublicScaler(RANGES).fit(people)
+    lows, highs = np.array(RANGES).T
+    expected = (people - lows) / (highs - lows)
+    np.testing.assert_allclose(scaler.transform(people), expected)
+    # MinMaxScaler fitted on the range's two ends is the same map
+    ends = MinMaxScaler().fit(np.array(RANGES).T)
+    np.testing.assert_allclose(scaler.transform(people), ends.transform(people))
+    np.testing.assert_allclose(scaler.inverse_transform(scaler.transform(people)),
+                               people)
+    wide = PublicScaler(RANGES, feature_range=(-1, 1)).fit_transform(people)
+    np.testing.assert_allclose(wide, 2 * expected - 1)
+    one = PublicScaler((0, 10)).fit_transform(np.array([[5.0, 10.0], [0.0, 2.5]]))
+    np.testing.assert_allclose(one, [[0.5, 1.0], [0.0, 0.25]])
+
+
+def test_public_scaler_learns_nothing_from_the_rows(people):
+    """fit reads the shape and the names only: two datasets of the same
+    shape give the same scaler, and no accountant is charged."""
+    budget = BudgetAccountant(epsilon=1.0)
+    with budget:
+        a = PublicScaler(RANGES).fit(people)
+        b = PublicScaler(RANGES).fit(np.zeros_like(people))
+    assert budget.n_charges == 0
+    for name in ("scale_", "min_", "n_features_in_"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    assert {k for k in vars(a) if k.endswith("_")} == {
+        "scale_", "min_", "n_features_in_"}
+
+
+def test_public_scaler_by_centre_and_scale(people):
+    centre, spread = [40_000.0, 50.0, 3.0], [30_000.0, 20.0, 1.5]
+    out = PublicScaler(center=centre, scale=spread).fit_transform(people)
+    np.testing.assert_allclose(out, (people - centre) / spread)
+    only = PublicScaler(scale=10.0).fit_transform(people)
+    np.testing.assert_allclose(only, people / 10.0)
+
+
+def test_public_scaler_by_feature_name_with_set_output(people):
+    frame = pd.DataFrame(people, columns=NAMES)
+    ranges = dict(zip(NAMES[::-1], RANGES[::-1]), unused=(0, 1))
+    scaler = PublicScaler(ranges).set_output(transform="pandas").fit(frame)
+    out = scaler.transform(frame)
+    assert isinstance(out, pd.DataFrame) and list(out.columns) == NAMES
+    np.testing.assert_allclose(out.to_numpy(), PublicScaler(RANGES).fit_transform(
+        people))
+    assert list(scaler.get_feature_names_out()) == NAMES
+    with pytest.raises(ValueError, match=r"no value for the feature\(s\) \['age'\]"):
+        PublicScaler({"income": (0, 1), "satisfaction": (1, 5)}).fit(frame)
+    with pytest.raises(ValueError, match="X has no feature names"):
+        PublicScaler(dict(zip(NAMES, RANGES))).fit(people)
+    with pytest.raises(ValueError, match="feature names should match"):
+        scaler.transform(frame[NAMES[::-1]])
+
+
+def test_public_scaler_keeps_missing_values_and_clips_on_request():
+    X = np.array([[np.nan, 12.0], [5.0, -1.0]])
+    out = PublicScaler([(0, 10), (0, 10)]).fit_transform(X)
+    assert np.isnan(out[0, 0]) and out[0, 1] == pytest.approx(1.2)
+    clipped = PublicScaler([(0, 10), (0, 10)], clip=True).fit_transform(X)
+    np.testing.assert_allclose(clipped[0, 1:], [1.0])
+    np.testing.assert_allclose(clipped[1], [0.5, 0.0])
+    assert PublicScaler((0, 1)).fit_transform(X.astype(np.float32)).dtype == np.float32
+
+
+@pytest.mark.parametrize("params, match", [
+    ({}, "needs the features' public ranges"),
+    ({"ranges": (0, 1), "scale": 2.0}, "not both"),
+    ({"ranges": [(0, 1), (2, 1)]}, "every low must be below its high"),
+    ({"ranges": [(0, 1)] * 3}, r"one per feature"),
+    ({"ranges": (0, 1), "feature_range": (1, 0)}, "min < max"),
+    ({"scale": [1.0, 0.0]}, "every scale must be positive"),
+    ({"center": 1.0, "clip": True}, "it needs ranges"),
+    ({"ranges": (0, np.inf)}, "must be finite"),
+])
+def test_public_scaler_says_what_is_wrong(params, match):
+    with pytest.raises(ValueError, match=match):
+        PublicScaler(**params).fit(np.zeros((3, 2)))
+
+
+# ------------------------------------------------ PrivateStandardScaler
+def _mu(epsilon=1.0, delta=1e-6):
+    return gdp_mu(epsilon, delta)
+
+
+def test_private_scaler_calibration_oracle():
+    """The noise on the two sums has the documented standard deviations
+    σ_sum = √d / (μ* √½) and σ_squares = (√d / 4) / (μ* √½), recovered from
+    the released values of many fits on rows whose exact sums are known.
+
+    Box units: every feature is in [0, 4], centre 2, width 4; every row is at
+    1 or 3, so z = ±¼, Σz = 0 (equal numbers) and Σz² = n/16 exactly; the
+    releases are then never clipped, and the noise is read back from
+    ``mean_`` and ``var_``."""
+    n, d, fits = 1000, 3, 600
+    X = np.where(np.arange(n)[:, None] % 2 == 0, 1.0, 3.0) * np.ones((1, d))
+    mu_each = _mu() * math.sqrt(0.5)
+    sigma_sum, sigma_sq = math.sqrt(d) / mu_each, math.sqrt(d) / 4 / mu_each
+    sums, squares = [], []
+    for seed in range(fits):
+        est = PrivateStandardScaler(bounds=(0.0, 4.0), random_state=seed,
+                                    accountant=BudgetAccountant())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            est.fit(X)
+        m = (est.mean_ - 2.0) / 4.0  # released mean in box units
+        sums.append(n * m)  # Σz = 0
+        squares.append(n * (est.var_ / 16.0 + m * m) - n / 16.0)
+    sums, squares = np.ravel(sums), np.ravel(squares)
+    for draws, sigma in ((sums, sigma_sum), (squares, sigma_sq)):
+        # the sample sd of 1800 draws is within 4% of σ (about 2.4 its sd)
+        assert np.std(draws) == pytest.approx(sigma, rel=0.04)
+        assert abs(np.mean(draws)) < 4 * sigma / math.sqrt(draws.size)
+        assert stats.kstest(draws / sigma, "norm").pvalue > 1e-3
+
+
+def test_private_scaler_sensitivities_are_attained():
+    """The documented sensitivities are the exact worst case: replacing a row
+    at the centre by a corner moves Σz² by ¼ in every coordinate (√d / 4),
+    and replacing one corner by the opposite moves Σz by 1 (√d)."""
+    d, lower, upper = 4, np.array([0.0, 18, 1, 0]), np.array([5e5, 90, 5, 8])
+    centre, width = (lower + upper) / 2, upper - lower
+
+    def sums(X):
+        z = (np.clip(X, lower, upper) - centre) / width
+        return z.sum(0), (z * z).sum(0)
+
+    X = np.tile(centre, (5, 1))
+    for replaced, (moved, which) in {
+        "centre by corner": (upper, 1),
+        "corner by opposite": (lower, 0),
+    }.items():
+        Y = X.copy()
+        if which == 0:
+            X = np.tile(upper, (5, 1))
+            Y = X.copy()
+        Y[0] = moved
+        delta = np.linalg.norm(sums(X)[which] - sums(Y)[which])
+        assert delta == pytest.approx(math.sqrt(d) / (4 if which else 1)), replaced
+
+
+def test_private_scaler_is_close_and_charged_once(people):
+    budget = BudgetAccountant(epsilon=2.0)
+    est = PrivateStandardScaler(bounds=tuple(np.array(RANGES).T), accountant=budget)
+    est.fit(people)
+    assert budget.n_charges == 1
+    assert budget.spent[0] == pytest.approx(1.0, rel=1e-9)
+    assert est.privacy_spent_ == (1.0, 1e-6)
+    assert est.n_samples_seen_ == people.shape[0]
+    exact = StandardScaler().fit(people)
+    # errors of a few hundredths of each width at n = 2000, ε = 1
+    widths = np.ptp(np.array(RANGES), axis=1)
+    assert (np.abs(est.mean_ - exact.mean_) < 0.05 * widths).all()
+    assert (np.abs(est.scale_ - exact.scale_) < 0.05 * widths).all()
+    lows, highs = np.array(RANGES).T
+    assert ((lows <= est.mean_) & (est.mean_ <= highs)).all()
+    assert (est.var_ <= widths**2 / 4).all() and (est.var_ >= 0).all()
+    Z = est.transform(people)
+    np.testing.assert_allclose(Z, (people - est.mean_) / est.scale_)
+    np.testing.assert_allclose(est.inverse_transform(Z), people)
+
+
+def test_private_scaler_non_private_fit_is_the_exact_clipped_one(people):
+    bounds = tuple(np.array(RANGES).T)
+    with pytest.warns(PrivacyLeakWarning, match="epsilon=inf"):
+        est = PrivateStandardScaler(bounds=bounds, epsilon=math.inf).fit(people)
+    exact = StandardScaler().fit(np.clip(people, *bounds))
+    np.testing.assert_allclose(est.mean_, exact.mean_)
+    np.testing.assert_allclose(est.var_, exact.var_)
+    np.testing.assert_allclose(est.scale_, exact.scale_)
+    with pytest.raises(BudgetExceededError):
+        PrivateStandardScaler(bounds=bounds, epsilon=math.inf,
+                              accountant=BudgetAccountant(10.0)).fit(people)
+
+
+def test_private_scaler_refusals_come_before_the_charge(people):
+    bounds = tuple(np.array(RANGES).T)
+    budget = BudgetAccountant(epsilon=1.0)
+    bad = people.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        PrivateStandardScaler(bounds=bounds, accountant=budget).fit(bad)
+    assert budget.n_charges == 0
+    with pytest.raises(BudgetExceededError, match="Privacy budget exceeded"):
+        PrivateStandardScaler(bounds=bounds, epsilon=2.0, accountant=budget).fit(bad)
+    assert budget.n_charges == 0
+    with pytest.raises(ValueError, match="needs bounds"):
+        PrivateStandardScaler(accountant=budget).fit(people)
+    assert budget.n_charges == 0
+
+
+def test_private_scaler_with_mean_and_with_std(people):
+    bounds = tuple(np.array(RANGES).T)
+    budget = BudgetAccountant()
+    mean_only = PrivateStandardScaler(bounds=bounds, with_std=False,
+                                      accountant=budget).fit(people)
+    assert mean_only.var_ is None and mean_only.scale_ is None
+    np.testing.assert_allclose(mean_only.transform(people), people - mean_only.mean_)
+    assert budget.n_charges == 1
+    nothing = PrivateStandardScaler(bounds=bounds, with_mean=False, with_std=False,
+                                    accountant=budget).fit(people)
+    assert nothing.mean_ is None and nothing.privacy_spent_ == (0.0, 0.0)
+    assert budget.n_charges == 1  # nothing released, nothing charged
+    np.testing.assert_array_equal(nothing.transform(people), people)
+    std_only = PrivateStandardScaler(bounds=bounds, with_mean=False,
+                                     accountant=budget).fit(people)
+    np.testing.assert_allclose(std_only.transform(people), people / std_only.scale_)
+
+
+def test_private_scaler_constant_feature_costs_nothing():
+    """A feature with lower = upper is that constant: no noise, scale 1."""
+    X = np.random.default_rng(0).uniform(size=(500, 2))
+    est = PrivateStandardScaler(bounds=([0, 7], [1, 7]), random_state=0,
+                                accountant=BudgetAccountant())
+    with pytest.warns(PrivacyLeakWarning):
+        est.fit(X)
+    assert est.mean_[1] == 7.0 and est.var_[1] == 0.0 and est.scale_[1] == 1.0
+
+
+def test_private_scaler_warnings_are_public(people):
+    """No warning depends on the rows (a 1e300 row changes nothing); a fixed
+    seed warns once, at the caller's line."""
+    bounds = tuple(np.array(RANGES).T)
+    extreme = people.copy()
+    extreme[0] = 1e300
+    for X in (people, extreme):
+        with warnings.catch_warnings(record=True) as caught, np.errstate(all="warn"):
+            warnings.simplefilter("always")
+            PrivateStandardScaler(bounds=bounds, accountant=BudgetAccountant()).fit(X)
+        assert caught == []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        PrivateStandardScaler(bounds=bounds, random_state=3,
+                              accountant=BudgetAccountant()).fit(people)
+    assert [w.category for w in caught] == [PrivacyLeakWarning]
+    assert caught[0].filename == __file__
+
+
+def test_private_scaler_then_private_pca_is_two_charges(people):
+    """In one Pipeline: the scaler's charge, then the estimator's, on the same
+    accountant; the total is their exact composition."""
+    budget = BudgetAccountant(epsilon=1.0)
+    pipe = make_pipeline(
+        PrivateStandardScaler(bounds=tuple(np.array(RANGES).T), epsilon=0.4,
+                              accountant=budget),
+        PrivatePCA(2, epsilon=0.7, bounds=(-3, 3), accountant=budget),
+    )
+    pipe.fit(people)
+    assert budget.n_charges == 2
+    composed = gdp_epsilon(math.hypot(gdp_mu(0.4, 1e-6), gdp_mu(0.7, 1e-6)), 1e-6)
+    assert budget.spent[0] == pytest.approx(composed, rel=1e-9)
+    assert composed < 1.0 < 0.4 + 0.7
+    # A second fit: the scaler's charge still fits (0.93 < 1) and stays; the
+    # estimator's is refused before its data is read.
+    with pytest.raises(BudgetExceededError, match="this fit alone: epsilon=0.7"):
+        clone(pipe).fit(people)
+    assert budget.n_charges == 3
+
+
+# --------------------------------------- what the private search accepts
+def _search(*steps, grid=None):
+    pipe = make_pipeline(*steps, PrivatePCA(data_norm=2.0))
+    return PrivateGridSearchCV(pipe, grid or {"privatepca__n_components": [1, 2]},
+                               cv=2, epsilon=2.0, random_state=0,
+                               accountant=BudgetAccountant())
+
+
+def test_the_search_accepts_the_public_scaler_and_a_constant_fill(people):
+    X = people.copy()
+    X[::7, 2] = np.nan
+    fill = SimpleImputer(strategy="constant", fill_value=3.0,
+                         keep_empty_features=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        fitted = _search(fill, PublicScaler(RANGES)).fit(X)
+    assert fitted.best_params_["privatepca__n_components"] in (1, 2)
+    middle = SimpleImputer(strategy="constant", fill_value=0.5,
+                           keep_empty_features=True)  # after the scaler: mid-range
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        scaled = _search(PublicScaler(RANGES), middle).fit(X)
+    inner = scaled.best_estimator_[:-1].transform(X)
+    assert (inner[::7, 2] == 0.5).all() and np.isfinite(inner).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        _search(PublicScaler(RANGES),
+                grid={"publicscaler__feature_range": [(0, 1), (-1, 1)]}).fit(people)
+
+
+@pytest.mark.parametrize("step, match", [
+    (SimpleImputer(strategy="constant", fill_value=0.0),
+     "drops them unless keep_empty_features=True"),
+    (SimpleImputer(strategy="constant", keep_empty_features=True,
+                   add_indicator=True), "which columns have missing values"),
+    (SimpleImputer(strategy="mean"), "fills missing values with the 'mean'"),
+    (PrivateStandardScaler(bounds=(0, 5e5)),
+     "is a private release of its own.*refused before any charge"),
+    (StandardScaler(), r"Only stateless steps \(.*PublicScaler"),
+])
+def test_the_search_refuses_data_dependent_steps_before_the_charge(
+        people, step, match):
+    budget = BudgetAccountant(epsilon=5.0)
+    search = _search(step).set_params(accountant=budget)
+    with pytest.raises(ValueError, match=match):
+        search.fit(people)
+    assert budget.n_charges == 0
+
+
+def test_the_search_refuses_missing_values_no_step_fills(people):
+    """NaN reaching the private estimator is refused before the charge, with
+    what to do (a public constant fill)."""
+    X = people.copy()
+    X[5, 0] = np.nan
+    budget = BudgetAccountant(epsilon=5.0)
+    bare = PrivateGridSearchCV(PrivatePCA(data_norm=2.0), {"n_components": [1, 2]},
+                               cv=2, accountant=budget)
+    with pytest.raises(ValueError, match=r"contains NaN.*strategy='constant'"):
+        bare.fit(X)
+    with pytest.raises(ValueError, match="missing values no step fills"):
+        _search(PublicScaler(RANGES)).set_params(accountant=budget).fit(X)
+    assert budget.n_charges == 0
