@@ -171,8 +171,8 @@ SHARED_PARAMETER_DOCS = {
         ``"auto"`` chooses it from public values only: the median when
         ``n_components`` is an integer below ``min(n_samples, n_features)``
         (a subspace); otherwise (the whole covariance) the fraction that
-        leaves about ``6 √(d(d+1))/μ*`` rows beyond the covariance's bound, at
-        least the median (``μ* = gdp_mu(epsilon, delta)``; see
+        leaves about ``5 √(d(d+1))/μ*^{3/4}`` rows beyond the covariance's
+        bound, at least the median (``μ* = gdp_mu(epsilon, delta)``; see
         :doc:`/bounds`). The private mean's steps aim at the median.
 """,
     # scikit-learn PCA's solver parameters, accepted and ignored

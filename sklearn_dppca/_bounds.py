@@ -25,8 +25,8 @@ estimator imports it.
     from public values only (:func:`auto_quantile`): the median when the fit
     asks for a subspace (``n_components`` an integer below ``min(n, d)``), and
     otherwise, for the whole covariance, the quantile that leaves about
-    ``6 √(d(d+1))/μ*`` rows beyond the bound, where the clipping's bias and
-    the noise balance (at least the median).
+    ``5 √(d(d+1))/μ*^{3/4}`` rows beyond the bound, where the clipping's bias
+    and the noise balance (at least the median).
 
     Centring clips rows twice (docs/privacy.rst §5): the mean's release clips
     the raw rows and the covariance clips rows centred on the private mean, so
@@ -98,12 +98,20 @@ DEFAULT_NORM_RANGE = (1e-8, 1e12)
 DEFAULT_QUANTILE = 0.5
 #: ``norm_quantile="auto"`` for a fit whose product is the whole covariance
 #: (:func:`auto_quantile`): the covariance's bound leaves about
-#: ``COVARIANCE_CLIPPED_ROWS · √(d(d+1))/μ*`` rows beyond it. Measured
-#: (benchmarks/bench_norm.py --covariance, both scalings, 4 seeds) on the two
-#: large-n cells of issue 23 at ρ = 0.01, 0.1 and 1, the worst ratio of
-#: ``"auto"``'s second-moment error to the best fixed bound's was 1.13 for 4,
-#: 1.04 for 6, 1.05 for 7, 1.08 for 8, 1.15 for 10 and 1.44 for 14.
-COVARIANCE_CLIPPED_ROWS = 6.0
+#: ``COVARIANCE_CLIPPED_ROWS · √(d(d+1)) / μ*^COVARIANCE_MU_POWER`` rows
+#: beyond it. Measured (benchmarks/bench_norm.py --covariance, both
+#: scalings, 4 seeds) on the two large-n cells of issue 23 at ρ = 0.01, 0.1
+#: and 1, with the de-noised spectrum: the worst ratio of ``"auto"``'s
+#: second-moment error to the best fixed bound's was 1.18 for (6, 1), 1.12
+#: for (3.5, 1), 1.05 for (4.5, 0.85), 1.07 for (4, 0.75), 1.04 for (5, 0.75),
+#: 1.09 for (6, 0.75) and 1.12 for (3, 0.6).
+COVARIANCE_CLIPPED_ROWS = 5.0
+#: The power of ``μ*`` in that count: 1 if the noise's cost grew like its
+#: ``σ ∝ C²/μ``, as it does for the raw release; the de-noised spectrum
+#: (docs/privacy.rst §6) pays ``σ`` on the eigenvalues above the noise but
+#: only about ``√σ`` on a bulk of small ones that it shrinks toward 0, and
+#: 3/4 measured best (above).
+COVARIANCE_MU_POWER = 0.75
 #: Fraction of ``μ*²`` that the searches of ``data_norm="auto"`` take, in all.
 BOUND_BUDGET_SHARE = 0.06
 #: Fraction of ``μ*²`` that their checks take, in all (one per search): each
@@ -267,14 +275,16 @@ def auto_quantile(n_samples, n_features, mu, n_components):
     - A subspace (:func:`wants_covariance` false): the median,
       :data:`DEFAULT_QUANTILE`. Clipping keeps each row's direction, so a low
       bound costs the directions little while the noise falls with ``C²``.
-    - The whole covariance: ``q = 1 − k/n`` with
-      ``k = COVARIANCE_CLIPPED_ROWS · √(d(d+1))/μ`` rows beyond the bound, at
-      least the median. Clipping biases the second moment by about
-      ``E[(‖x‖² − C²)₊]``, which falls as ``C`` rises by the share of rows
-      beyond ``C``, while the noise's Frobenius norm, ``√(d(d+1)/2) σ/n`` with
-      ``σ = √2 C²/μ_cov``, rises by ``√(d(d+1))/(μ_cov n)`` per unit of
-      ``C²``: the two balance when a number of rows of order
-      ``√(d(d+1))/μ`` lies beyond ``C``, whatever ``n``.
+    - The whole covariance: ``q = 1 − k/n`` with ``k = 5 √(d(d+1))/μ^{3/4}``
+      rows beyond the bound (:data:`COVARIANCE_CLIPPED_ROWS`,
+      :data:`COVARIANCE_MU_POWER`), at least the median. Clipping biases the
+      second moment by about ``E[(‖x‖² − C²)₊]``, which falls as ``C`` rises
+      by the share of rows beyond ``C``, while the raw noise's Frobenius
+      norm, ``√(d(d+1)/2) σ/n`` with ``σ = √2 C²/μ_cov``, rises by
+      ``√(d(d+1))/(μ_cov n)`` per unit of ``C²``: the two balance when a
+      number of rows of order ``√(d(d+1))/μ`` lies beyond ``C``, whatever
+      ``n``. The de-noised spectrum pays less than ``σ`` for the noise, the
+      less the smaller ``μ``: the measured balance is at ``μ^{−3/4}``.
 
     Parameters
     ----------
@@ -291,7 +301,8 @@ def auto_quantile(n_samples, n_features, mu, n_components):
     """
     if not wants_covariance(n_components, n_samples, n_features):
         return DEFAULT_QUANTILE
-    rows = COVARIANCE_CLIPPED_ROWS * math.sqrt(n_features * (n_features + 1.0)) / mu
+    rows = (COVARIANCE_CLIPPED_ROWS * math.sqrt(n_features * (n_features + 1.0))
+            / mu**COVARIANCE_MU_POWER)
     return max(DEFAULT_QUANTILE, 1.0 - rows / n_samples)
 
 
