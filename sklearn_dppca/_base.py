@@ -170,10 +170,10 @@ SHARED_PARAMETER_DOCS = {
         Fraction of the rows that ``data_norm="auto"`` aims to keep unclipped.
         ``"auto"`` chooses it from public values only: the median when
         ``n_components`` is an integer below ``min(n_samples, n_features)``
-        (a subspace); otherwise (the whole covariance) the fraction that
-        leaves about ``5 √(d(d+1))/μ*^{3/4}`` rows beyond the covariance's
-        bound, at least the median (``μ* = gdp_mu(epsilon, delta)``; see
-        :doc:`/bounds`). The private mean's steps aim at the median.
+        (a subspace); otherwise (the whole covariance)
+        ``1 − √(d(d+1)) / (3 (μ* n)^{3/4})``, at least the median
+        (``μ* = gdp_mu(epsilon, delta)``; see :doc:`/bounds`). The private
+        mean's steps aim at the median.
 """,
     # scikit-learn PCA's solver parameters, accepted and ignored
     "solver_parameters": """\

@@ -24,9 +24,9 @@ estimator imports it.
     ``norm_quantile="auto"`` (the default) chooses the covariance's quantile
     from public values only (:func:`auto_quantile`): the median when the fit
     asks for a subspace (``n_components`` an integer below ``min(n, d)``), and
-    otherwise, for the whole covariance, the quantile that leaves about
-    ``5 √(d(d+1))/μ*^{3/4}`` rows beyond the bound, where the clipping's bias
-    and the noise balance (at least the median).
+    otherwise, for the whole covariance, the quantile that leaves a share
+    ``√(d(d+1)) / (3 (μ* n)^{3/4})`` of the rows beyond the bound, where the
+    clipping's bias and the noise balance (at least the median).
 
     Centring clips rows twice (docs/privacy.rst §5): the mean's release clips
     the raw rows and the covariance clips rows centred on the private mean, so
@@ -97,21 +97,22 @@ DEFAULT_NORM_RANGE = (1e-8, 1e12)
 #: for the 0.75 quantile).
 DEFAULT_QUANTILE = 0.5
 #: ``norm_quantile="auto"`` for a fit whose product is the whole covariance
-#: (:func:`auto_quantile`): the covariance's bound leaves about
-#: ``COVARIANCE_CLIPPED_ROWS · √(d(d+1)) / μ*^COVARIANCE_MU_POWER`` rows
+#: (:func:`auto_quantile`): the covariance's bound leaves a share
+#: ``COVARIANCE_SCALE · √(d(d+1)) / (μ* n)^COVARIANCE_POWER`` of the rows
 #: beyond it. Measured (benchmarks/bench_norm.py --covariance, both
 #: scalings, 4 seeds) on the two large-n cells of issue 23 at ρ = 0.01, 0.1
-#: and 1, with the de-noised spectrum: the worst ratio of ``"auto"``'s
-#: second-moment error to the best fixed bound's was 1.18 for (6, 1), 1.12
-#: for (3.5, 1), 1.05 for (4.5, 0.85), 1.07 for (4, 0.75), 1.04 for (5, 0.75),
-#: 1.09 for (6, 0.75) and 1.12 for (3, 0.6).
-COVARIANCE_CLIPPED_ROWS = 5.0
-#: The power of ``μ*`` in that count: 1 if the noise's cost grew like its
-#: ``σ ∝ C²/μ``, as it does for the raw release; the de-noised spectrum
-#: (docs/privacy.rst §6) pays ``σ`` on the eigenvalues above the noise but
-#: only about ``√σ`` on a bulk of small ones that it shrinks toward 0, and
-#: 3/4 measured best (above).
-COVARIANCE_MU_POWER = 0.75
+#: and 1, with the de-noised spectrum, the worst ratio of ``"auto"``'s
+#: second-moment error to the best fixed bound's was, for the power 1 (the
+#: raw release's balance, ``c √(d(d+1))/μ*`` rows) 1.18 with c = 6 and 1.12
+#: with 3.5, and for the power 3/4 1.06 with 0.28, 1.04 with 0.31 and 1.04
+#: with 0.34.
+COVARIANCE_SCALE = 1.0 / 3.0
+#: The power of ``μ* n`` in that share: 1 if the noise's cost grew like its
+#: ``σ/n ∝ C²/(μ n)``, as it does for the raw release; the de-noised spectrum
+#: (docs/privacy.rst §6) pays about ``σ`` for the eigenvalues above the noise
+#: but only about ``√σ`` for a bulk of small ones that it shrinks toward 0,
+#: and 3/4 measured best (above).
+COVARIANCE_POWER = 0.75
 #: Fraction of ``μ*²`` that the searches of ``data_norm="auto"`` take, in all.
 BOUND_BUDGET_SHARE = 0.06
 #: Fraction of ``μ*²`` that their checks take, in all (one per search): each
@@ -275,16 +276,18 @@ def auto_quantile(n_samples, n_features, mu, n_components):
     - A subspace (:func:`wants_covariance` false): the median,
       :data:`DEFAULT_QUANTILE`. Clipping keeps each row's direction, so a low
       bound costs the directions little while the noise falls with ``C²``.
-    - The whole covariance: ``q = 1 − k/n`` with ``k = 5 √(d(d+1))/μ^{3/4}``
-      rows beyond the bound (:data:`COVARIANCE_CLIPPED_ROWS`,
-      :data:`COVARIANCE_MU_POWER`), at least the median. Clipping biases the
-      second moment by about ``E[(‖x‖² − C²)₊]``, which falls as ``C`` rises
-      by the share of rows beyond ``C``, while the raw noise's Frobenius
-      norm, ``√(d(d+1)/2) σ/n`` with ``σ = √2 C²/μ_cov``, rises by
-      ``√(d(d+1))/(μ_cov n)`` per unit of ``C²``: the two balance when a
-      number of rows of order ``√(d(d+1))/μ`` lies beyond ``C``, whatever
-      ``n``. The de-noised spectrum pays less than ``σ`` for the noise, the
-      less the smaller ``μ``: the measured balance is at ``μ^{−3/4}``.
+    - The whole covariance: ``q = 1 − √(d(d+1)) / (3 (μ n)^{3/4})``
+      (:data:`COVARIANCE_SCALE`, :data:`COVARIANCE_POWER`), at least the
+      median. Clipping biases the second moment by about
+      ``E[(‖x‖² − C²)₊]``, which falls as ``C`` rises by the share of rows
+      beyond ``C``. The raw noise's Frobenius norm, ``√(d(d+1)/2) σ/n`` with
+      ``σ = √2 C²/μ_cov``, rises by ``√(d(d+1))/(μ_cov n)`` per unit of
+      ``C²``: the two balance when a share of order ``√(d(d+1))/(μ n)`` of
+      the rows lies beyond ``C``. The noise enters only through
+      ``σ/n ∝ C²/(μ n)``; a released error growing like ``(σ/n)^p`` moves the
+      balance to a share of order ``(μ n)^{−p}``, and the de-noised spectrum,
+      which shrinks a bulk of small eigenvalues toward 0, pays less than
+      ``σ``: ``p = 3/4`` measured best.
 
     Parameters
     ----------
@@ -301,9 +304,9 @@ def auto_quantile(n_samples, n_features, mu, n_components):
     """
     if not wants_covariance(n_components, n_samples, n_features):
         return DEFAULT_QUANTILE
-    rows = (COVARIANCE_CLIPPED_ROWS * math.sqrt(n_features * (n_features + 1.0))
-            / mu**COVARIANCE_MU_POWER)
-    return max(DEFAULT_QUANTILE, 1.0 - rows / n_samples)
+    share = (COVARIANCE_SCALE * math.sqrt(n_features * (n_features + 1.0))
+             / (mu * n_samples) ** COVARIANCE_POWER)
+    return max(DEFAULT_QUANTILE, 1.0 - share)
 
 
 def target_count(quantile, n_samples, sigma):
