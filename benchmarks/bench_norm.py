@@ -78,7 +78,7 @@ Run from the repository root (about a minute on two cores)::
     python benchmarks/bench_norm.py --sweep
     python benchmarks/bench_norm.py --speed
     python benchmarks/bench_norm.py --robust [--seeds 200]  # about 10 minutes
-    python benchmarks/bench_norm.py --covariance [--scaling max]  # about 7 minutes each
+    python benchmarks/bench_norm.py --covariance [--scaling max]  # 1-7 minutes each
     python benchmarks/bench_norm.py --datasets digits wine  # a subset
 """
 
