@@ -51,12 +51,34 @@ scikit-learn's ``PCA(svd_solver="covariance_eigh")``, in this process, on
 2e5 × 50 standard normal rows and on the same rows plus 100 (the fastest of
 five rounds, alternating the estimators).
 
+``--covariance`` measures instead the released second moment (issue 23),
+under the protocol of Dong, Liang & Yi (2022): ``PrivatePCA(center=False,
+delta=1e-6)`` with every component (``n_components=None``), rows of norm at
+most 1, the error ``‖Σ̂ − XᵀX/n‖_F`` with ``Σ̂ = get_covariance()·(n−1)/n``
+(the fit's released second moment, the same post-processing for every
+bound), at ρ ∈ {0.01, 0.1, 1} zCDP mapped to ``ε = gdp_epsilon(√(2ρ), δ)``.
+Two cells, ``x = Q diag(√λ) z`` with ``Q`` a random rotation: ``spiked``,
+20 000 × 50, ``λ = (25, 20, 15, 10, 5, 1, …, 1)``, and ``harmonic``,
+60 000 × 200, ``λ_j = 1/j``. ``--scaling model`` (default, as
+benchmarks/bench_peers_covariance.py) divides the rows by the model's radius
+``√(tr + 4 √(2 Σλ²))`` and clips the few beyond 1; ``--scaling max`` divides
+them by the largest row norm. ``"auto"`` (defaults: ``norm_quantile="auto"``)
+is compared with the best of a grid of fixed bounds: ``2^{-i/4}``, ``i = 0..4``
+(1 is the largest norm), and fourteen quantiles of the norms from 0.5 to
+0.999, dense near the top — a non-private oracle, for comparison only. Per cell and ρ, over ``--seeds``
+noise seeds (default 10), it prints the mean error of ``"auto"`` over the
+best fixed bound's (the target: at most 1.1) and over ``data_norm=1``'s, and
+the mean ``sin θ`` of the top 5 components for ``"auto"`` with every
+component, ``"auto"`` with ``n_components=5``, the best fixed bound and
+``data_norm=1``.
+
 Run from the repository root (about a minute on two cores)::
 
     python benchmarks/bench_norm.py [--seeds 10] [--figure PATH] [--json PATH]
     python benchmarks/bench_norm.py --sweep
     python benchmarks/bench_norm.py --speed
     python benchmarks/bench_norm.py --robust [--seeds 200]  # about 10 minutes
+    python benchmarks/bench_norm.py --covariance [--scaling max]  # 1-7 minutes each
     python benchmarks/bench_norm.py --datasets digits wine  # a subset
 """
 
@@ -317,6 +339,105 @@ def robust(n_seeds, only=None):
     return total
 
 
+COV_RHOS = (0.01, 0.1, 1.0)
+COV_CELLS = {
+    "spiked": (20_000, np.r_[25.0, 20.0, 15.0, 10.0, 5.0, np.ones(45)]),
+    "harmonic": (60_000, 1.0 / np.arange(1, 201)),
+}
+COV_QUANTILES = (0.5, 0.75, 0.9, 0.93, 0.95, 0.965, 0.975, 0.98, 0.985, 0.99,
+                 0.993, 0.995, 0.998, 0.999)
+COV_K = 5
+
+
+def covariance_cell(name, scaling="model", seed=0):
+    """Rows ``Q diag(√λ) z`` of the cell ``name`` in the unit ball (see the
+    module's docstring): ``model`` divides by the model's radius and clips the
+    rows beyond 1, ``max`` divides by the largest norm."""
+    n, spectrum = COV_CELLS[name]
+    rng = np.random.default_rng(seed + list(COV_CELLS).index(name))
+    d = spectrum.shape[0]
+    q, r = np.linalg.qr(rng.standard_normal((d, d)))
+    q *= np.sign(np.diag(r))
+    X = (rng.standard_normal((n, d)) * np.sqrt(spectrum)) @ q.T
+    if scaling == "max":
+        return X / np.linalg.norm(X, axis=1).max()
+    X /= np.sqrt(spectrum.sum() + 4.0 * np.sqrt(2.0 * (spectrum**2).sum()))
+    return X / np.maximum(np.linalg.norm(X, axis=1), 1.0)[:, None]
+
+
+def covariance(n_seeds, scaling="model", only=None):
+    """The second moment of ``"auto"`` against fixed bounds (module docstring).
+    Returns the number of cells where ``"auto"`` misses the 1.1× target."""
+    import time
+
+    from sklearn_dppca.privacy import gdp_epsilon
+
+    start = time.perf_counter()
+    print(f"second moment, center=False, n_components=None, {n_seeds} seeds, "
+          f"scaling={scaling}: error ||get_covariance()(n-1)/n - X'X/n||_F; "
+          f"sin θ of the top {COV_K}")
+    print(f"{'cell':9s} {'rho':>5s} {'eps':>5s} {'auto':>9s} {'best':>9s} "
+          f"{'best C':>7s} {'auto/best':>9s} {'auto/C=1':>8s}  {'sin: auto':>9s} "
+          f"{'auto k=5':>8s} {'best':>6s} {'C=1':>6s}  {'auto C':>6s} {'clipped':>7s}")
+    misses, rows = 0, []
+    for name in COV_CELLS:
+        if only and name not in only:
+            continue
+        X = covariance_cell(name, scaling)
+        n = X.shape[0]
+        truth = X.T @ X / n
+        values, vectors = np.linalg.eigh(truth)
+        top = vectors[:, np.argsort(values)[::-1][:COV_K]].T
+        norms = np.linalg.norm(X, axis=1)
+        largest = float(norms.max())
+        grid = sorted({largest * 2.0 ** (-i / 4.0) for i in range(5)}
+                      | {float(np.quantile(norms, q)) for q in COV_QUANTILES})
+
+        def run(eps, seed, **params):
+            est = PrivatePCA(center=False, epsilon=eps, delta=1e-6,
+                             accountant=BudgetAccountant(), random_state=seed,
+                             **params)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", PrivacyLeakWarning)
+                est.fit(X)
+            error = float(np.linalg.norm(est.get_covariance() * ((n - 1) / n) - truth))
+            return est, error, principal_angle_sin(est.components_[:COV_K], top)
+
+        for rho in COV_RHOS:
+            eps = gdp_epsilon(np.sqrt(2.0 * rho), 1e-6)
+            fixed = {}
+            for bound in grid:
+                fits = [run(eps, seed, data_norm=bound) for seed in range(n_seeds)]
+                fixed[bound] = (np.mean([f[1] for f in fits]),
+                                np.mean([f[2] for f in fits]))
+            auto = [run(eps, seed, data_norm="auto") for seed in range(n_seeds)]
+            sub = [run(eps, seed, data_norm="auto", n_components=COV_K)
+                   for seed in range(n_seeds)]
+            best = min(fixed, key=lambda b: fixed[b][0])
+            error = float(np.mean([f[1] for f in auto]))
+            ratio = error / fixed[best][0]
+            misses += ratio > 1.1
+            row = dict(cell=name, scaling=scaling, rho=rho, epsilon=eps,
+                       auto=error, best=fixed[best][0], best_bound=best,
+                       largest=fixed[largest][0], ratio=ratio,
+                       sin_auto=float(np.mean([f[2] for f in auto])),
+                       sin_auto_k=float(np.mean([f[2] for f in sub])),
+                       sin_best=fixed[best][1], sin_largest=fixed[largest][1],
+                       auto_bound=float(np.median([f[0].data_norm_ for f in auto])),
+                       clipped=float(np.mean([np.mean(norms > f[0].data_norm_)
+                                              for f in auto])))
+            rows.append(row)
+            print(f"{name:9s} {rho:5g} {eps:5.3g} {error:9.3g} {row['best']:9.3g} "
+                  f"{best:7.3f} {ratio:9.2f} {error / row['largest']:8.2f}  "
+                  f"{row['sin_auto']:9.3f} {row['sin_auto_k']:8.3f} "
+                  f"{row['sin_best']:6.3f} {row['sin_largest']:6.3f}  "
+                  f"{row['auto_bound']:6.3f} {row['clipped']:7.2%}"
+                  + ("" if ratio <= 1.1 else "  MISS"), flush=True)
+    print(f"auto within 1.1x of the best fixed bound: {len(rows) - misses}/{len(rows)} "
+          f"cells ({time.perf_counter() - start:.0f} s)")
+    return misses, rows
+
+
 def speed(n=200_000, d=50, rounds=5):
     import time
 
@@ -352,11 +473,22 @@ def main(argv=None):
     parser.add_argument("--speed", action="store_true")
     parser.add_argument("--robust", action="store_true",
                         help="count bounds far above the data (default 200 seeds)")
+    parser.add_argument("--covariance", action="store_true",
+                        help="the second moment against fixed bounds (issue 23)")
+    parser.add_argument("--scaling", choices=("model", "max"), default="model",
+                        help="--covariance: rows into the unit ball by the model's "
+                             "radius (and clipped) or by the largest norm")
     parser.add_argument("--datasets", nargs="+", metavar="NAME",
                         help="only these (default: all)")
     args = parser.parse_args(argv)
     if args.robust:
         return 1 if robust(args.seeds or 200, args.datasets) else 0
+    if args.covariance:
+        misses, rows = covariance(args.seeds or 10, args.scaling, args.datasets)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=1)
+        return 1 if misses else 0
     args.seeds = args.seeds or 10
     if args.sweep:
         sweep(args.seeds, args.datasets)

@@ -166,8 +166,14 @@ SHARED_PARAMETER_DOCS = {
         ``(low, high)``, ``0 < low < high``: the public grid of candidate
         bounds of ``data_norm="auto"`` (four per octave). Norms beyond it
         fall in its last value.
-    norm_quantile : float in (0, 1], default=0.5
+    norm_quantile : float in (0, 1] or "auto", default="auto"
         Fraction of the rows that ``data_norm="auto"`` aims to keep unclipped.
+        ``"auto"`` chooses it from public values only: the median when
+        ``n_components`` is an integer below ``min(n_samples, n_features)``
+        (a subspace); otherwise (the whole covariance)
+        ``1 − √(d(d+1)) / (3 (μ* n)^{3/4})``, at least the median
+        (``μ* = gdp_mu(epsilon, delta)``; see :doc:`/bounds`). The private
+        mean's steps aim at the median.
 """,
     # scikit-learn PCA's solver parameters, accepted and ignored
     "solver_parameters": """\

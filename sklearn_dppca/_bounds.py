@@ -15,9 +15,18 @@ estimator imports it.
     Gaussian noise, so every decision errs by ``√Q/μ`` rows, a noise that grows
     like ``√log B`` with the grid. A check of the bound found (one more count,
     a factor 4 below it) catches a comparison that erred far from the data,
-    and the search then runs again below it. A search whose comparisons would
-    have noise beyond ``n/4`` rows is drowned: the fit is refused before any
-    charge (:data:`DROWNED`).
+    and the search then runs again below it. The covariance's bound is then
+    placed within the bin found, where the two noisy counts around the target
+    reach it (:func:`interpolate_bound`): a grid step is ``√2`` in the noise.
+    A search whose comparisons would have noise beyond ``n/4`` rows is
+    drowned: the fit is refused before any charge (:data:`DROWNED`).
+
+    ``norm_quantile="auto"`` (the default) chooses the covariance's quantile
+    from public values only (:func:`auto_quantile`): the median when the fit
+    asks for a subspace (``n_components`` an integer below ``min(n, d)``), and
+    otherwise, for the whole covariance, the quantile that leaves a share
+    ``√(d(d+1)) / (3 (μ* n)^{3/4})`` of the rows beyond the bound, where the
+    clipping's bias and the noise balance (at least the median).
 
     Centring clips rows twice (docs/privacy.rst §5): the mean's release clips
     the raw rows and the covariance clips rows centred on the private mean, so
@@ -59,7 +68,7 @@ Gaussian DP (Smith & Thakurta 2022) the fit is ``μ*``-GDP (docs/privacy.rst
 """
 
 import math
-from numbers import Real
+from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
@@ -87,6 +96,23 @@ DEFAULT_NORM_RANGE = (1e-8, 1e12)
 #: sin θ in every cell where the quantile mattered (wine at ε = 3: 0.23, 0.37
 #: for the 0.75 quantile).
 DEFAULT_QUANTILE = 0.5
+#: ``norm_quantile="auto"`` for a fit whose product is the whole covariance
+#: (:func:`auto_quantile`): the covariance's bound leaves a share
+#: ``COVARIANCE_SCALE · √(d(d+1)) / (μ* n)^COVARIANCE_POWER`` of the rows
+#: beyond it. Measured (benchmarks/bench_norm.py --covariance, both
+#: scalings, 4 seeds) on the two large-n cells of issue 23 at ρ = 0.01, 0.1
+#: and 1, with the de-noised spectrum, the worst ratio of ``"auto"``'s
+#: second-moment error to the best fixed bound's was, for the power 1 (the
+#: raw release's balance, ``c √(d(d+1))/μ*`` rows) 1.18 with c = 6 and 1.12
+#: with 3.5, and for the power 3/4 1.06 with 0.28, 1.04 with 0.31 and 1.04
+#: with 0.34.
+COVARIANCE_SCALE = 1.0 / 3.0
+#: The power of ``μ* n`` in that share: 1 if the noise's cost grew like its
+#: ``σ/n ∝ C²/(μ n)``, as it does for the raw release; the de-noised spectrum
+#: (docs/privacy.rst §6) pays about ``σ`` for the eigenvalues above the noise
+#: but only about ``√σ`` for a bulk of small ones that it shrinks toward 0,
+#: and 3/4 measured best (above).
+COVARIANCE_POWER = 0.75
 #: Fraction of ``μ*²`` that the searches of ``data_norm="auto"`` take, in all.
 BOUND_BUDGET_SHARE = 0.06
 #: Fraction of ``μ*²`` that their checks take, in all (one per search): each
@@ -173,7 +199,7 @@ PARAMETER_CONSTRAINTS = {
     ],
     "bounds": ["array-like", None],
     "norm_range": ["array-like"],
-    "norm_quantile": [Interval(Real, 0, 1, closed="right")],
+    "norm_quantile": [Interval(Real, 0, 1, closed="right"), StrOptions({"auto"})],
 }
 
 
@@ -229,6 +255,60 @@ def search_queries(n_bins):
     return max(1, math.ceil(math.log2(n_bins)))
 
 
+def wants_covariance(n_components, n_samples, n_features):
+    """Whether a fit's product is the whole covariance (or its spectrum),
+    rather than a subspace: a public function of the parameters.
+
+    ``n_components`` an integer below ``min(n, d)`` asks for a subspace (its
+    components and the projection onto it). ``None`` (every component), an
+    integer ``min(n, d)``, a fraction of the variance or ``"mle"`` (both chosen
+    from the released spectrum) ask for the whole covariance.
+    """
+    subspace = (isinstance(n_components, Integral) and not isinstance(n_components, bool)
+                and n_components < min(n_samples, n_features))
+    return not subspace
+
+
+def auto_quantile(n_samples, n_features, mu, n_components):
+    """The quantile of ``norm_quantile="auto"`` for the covariance's bound:
+    a function of public values only (no data, no release).
+
+    - A subspace (:func:`wants_covariance` false): the median,
+      :data:`DEFAULT_QUANTILE`. Clipping keeps each row's direction, so a low
+      bound costs the directions little while the noise falls with ``C²``.
+    - The whole covariance: ``q = 1 − √(d(d+1)) / (3 (μ n)^{3/4})``
+      (:data:`COVARIANCE_SCALE`, :data:`COVARIANCE_POWER`), at least the
+      median. Clipping biases the second moment by about
+      ``E[(‖x‖² − C²)₊]``, which falls as ``C`` rises by the share of rows
+      beyond ``C``. The raw noise's Frobenius norm, ``√(d(d+1)/2) σ/n`` with
+      ``σ = √2 C²/μ_cov``, rises by ``√(d(d+1))/(μ_cov n)`` per unit of
+      ``C²``: the two balance when a share of order ``√(d(d+1))/(μ n)`` of
+      the rows lies beyond ``C``. The noise enters only through
+      ``σ/n ∝ C²/(μ n)``; a released error growing like ``(σ/n)^p`` moves the
+      balance to a share of order ``(μ n)^{−p}``, and the de-noised spectrum,
+      which shrinks a bulk of small eigenvalues toward 0, pays less than
+      ``σ``: ``p = 3/4`` measured best.
+
+    Parameters
+    ----------
+    n_samples, n_features : int
+    mu : float
+        The fit's ``μ* = gdp_mu(epsilon, delta)`` (``inf``: the non-private
+        fit, which clips nothing: ``q = 1``).
+    n_components : int, float, str or None
+        The estimator's parameter.
+
+    Returns
+    -------
+    float in [0.5, 1]
+    """
+    if not wants_covariance(n_components, n_samples, n_features):
+        return DEFAULT_QUANTILE
+    share = (COVARIANCE_SCALE * math.sqrt(n_features * (n_features + 1.0))
+             / (mu * n_samples) ** COVARIANCE_POWER)
+    return max(DEFAULT_QUANTILE, 1.0 - share)
+
+
 def target_count(quantile, n_samples, sigma):
     """The count a bound must reach: ``q·n``, at most ``n − 2σ``, at least ``q·n/2``.
 
@@ -251,17 +331,24 @@ class Search(NamedTuple):
     count: float  # the noisy count released there (n, exact, at an unread end)
     spent: float  # Σ μ² of the counts it released (each 1/σ²)
     recoveries: int  # searches run again after a check found an overshoot
+    # the noisy count released at bin index − 1, below the target (None when
+    # the last search did not compare it), and the target
+    below: float = None
+    target: float = None
 
 
 def _bisect(cumulative, target, sigma, rng, top, count):
     """Noisy binary search of bins ``0..top`` for the first whose count reaches
-    ``target``: ``(bin, its noisy count, comparisons made)``.
+    ``target``: ``(bin, its noisy count, the noisy count of the bin below it,
+    comparisons made)``.
 
     ``count`` is returned for ``top`` when it is never compared (its count is
     known: ``n`` for the grid's last bin, a check's noisy count otherwise).
-    Each comparison releases ``cumulative[mid] + N(0, σ²)``.
+    Each comparison releases ``cumulative[mid] + N(0, σ²)``. The bin found,
+    ``low``, was last raised by a comparison of bin ``low − 1`` that fell below
+    the target, whose noisy count is returned too (``None`` for ``low = 0``).
     """
-    low, high, used = 0, top, 0
+    low, high, used, below = 0, top, 0, None
     while low < high:
         mid = (low + high) // 2
         noisy = float(cumulative[mid] + dense_noise(rng, 1, sigma)[0])
@@ -269,8 +356,8 @@ def _bisect(cumulative, target, sigma, rng, top, count):
         if noisy >= target:
             high, count = mid, noisy
         else:
-            low = mid + 1
-    return low, count, used
+            low, below = mid + 1, noisy
+    return low, count, below, used
 
 
 def search_bound(cumulative, mu, rng, quantile, check_mu=0.0,
@@ -299,7 +386,9 @@ def search_bound(cumulative, mu, rng, quantile, check_mu=0.0,
         :func:`target_count` (the last bin if none does); ``count``: the noisy
         count released at ``j`` (``n``, exact, for the last bin when it was
         never compared), the estimate of the rows within ``u_j``; ``spent``:
-        the ``Σ μ²`` of every count released; ``recoveries``.
+        the ``Σ μ²`` of every count released; ``recoveries``; ``below``: the
+        noisy count released at ``j − 1`` (``None`` if the last search did not
+        compare it), and ``target``: for :func:`interpolate_bound`.
 
     **The check.** One comparison that errs far from the data, where every
     count is 0 or ``n``, sends a binary search decades away: a "below the
@@ -339,7 +428,8 @@ def search_bound(cumulative, mu, rng, quantile, check_mu=0.0,
     target = target_count(quantile, n_samples, sigma)
     top, count, spent = n_bins - 1, n_samples, 0.0
     for attempt in range(recoveries + 1):
-        index, count, used = _bisect(cumulative, target, sigma, rng, top, count)
+        index, count, below_count, used = _bisect(cumulative, target, sigma, rng,
+                                                  top, count)
         spent += used * each if used else 0.0
         below = index - CHECK_BINS
         if not check_mu or below < 0:
@@ -352,8 +442,40 @@ def search_bound(cumulative, mu, rng, quantile, check_mu=0.0,
         # is known
         top, count = below, noisy
         if attempt == recoveries:
-            index = below
-    return Search(index, count, spent, attempt)
+            index, below_count = below, None
+    return Search(index, count, spent, attempt, below_count, target)
+
+
+def interpolate_bound(edges, found):
+    """The bound within the bin :func:`search_bound` found, and its count.
+
+    The grid's step is ``2^{1/4}`` in ``C``, ``√2`` in the covariance noise
+    ``∝ C²``; the first grid value whose noisy count reaches the target lies
+    anywhere up to a step above the quantile. Between ``u_{j−1}``, whose noisy
+    count ``N_{j−1}`` fell below the target ``t``, and ``u_j``, whose noisy
+    count ``N_j`` reached it, the bound is placed where the counts,
+    interpolated linearly in ``log C``, reach ``t``:
+    ``C = u_{j−1}^{1−s} u_j^s`` with ``s = (t − N_{j−1})/(N_j − N_{j−1})`` in
+    ``[0, 1]``. Post-processing of released counts and public values. Without
+    a released ``N_{j−1}`` (``j = 0``, or the bound is a failed check's value)
+    and in the grid's last bin, which also holds the norms beyond it, the
+    bound is ``u_j``.
+
+    Returns
+    -------
+    bound : float
+    count : float
+        The interpolated noisy count at ``bound`` (``N_j`` without
+        interpolation).
+    """
+    j = found.index
+    inside = found.below is not None and 0 < j < edges.shape[0] - 1
+    gap = found.count - found.below if inside else None
+    if not gap or gap < 0:  # nothing to interpolate between
+        return float(edges[j]), found.count
+    share = min(max((found.target - found.below) / gap, 0.0), 1.0)
+    low, high = float(edges[j - 1]), float(edges[j])
+    return low * (high / low) ** share, found.below + share * gap
 
 
 def shrink_step(move, sigma):
@@ -572,7 +694,7 @@ class NormBounds:
         # clipping at all
         self.exact = estimator.epsilon == math.inf
         self.estimator = estimator
-        self.n_samples = n_samples
+        self.n_samples, self.n_features = n_samples, n_features
         self.center = estimator.center
         data_norm = estimator.data_norm
         self.auto = isinstance(data_norm, str)
@@ -601,6 +723,7 @@ class NormBounds:
             if self.data_norm is None:  # the box's radius is a bound in use
                 check_data_norm_range(self.box_norm, self.dtype)
         self.edges = None
+        self.quantile_rule = False
         self.mean_shares = ()
         self.n_searches = 0
         # "auto" with centring and no box: the mean's adaptive steps
@@ -610,7 +733,13 @@ class NormBounds:
                 getattr(estimator, "norm_range", DEFAULT_NORM_RANGE), self.limit, dtype,
                 MIN_DATA_NORM[dtype.type],
             )
-            self.quantile = float(getattr(estimator, "norm_quantile", DEFAULT_QUANTILE))
+            # a number applies to every search; "auto" is resolved in plan(),
+            # once μ* is known (auto_quantile), for the covariance's bound,
+            # and the mean's steps search for the median
+            quantile = getattr(estimator, "norm_quantile", DEFAULT_QUANTILE)
+            self.quantile_rule = isinstance(quantile, str)
+            self.quantile = DEFAULT_QUANTILE if self.quantile_rule else float(quantile)
+            self.mean_quantile = self.quantile
             if self.center:
                 self.adaptive = self.box is None
                 self.mean_shares = MEAN_STEPS if self.adaptive else (1.0,)
@@ -662,6 +791,9 @@ class NormBounds:
                 "the repetition (e.g. fixed clip_radius and n_iter)."
             )
         mu_total = plan.charge["mu"]
+        if self.quantile_rule:  # public: n, d, μ*, n_components
+            self.quantile = auto_quantile(self.n_samples, self.n_features, mu_total,
+                                          getattr(self.estimator, "n_components", None))
         share = BOUND_BUDGET_SHARE + CHECK_BUDGET_SHARE
         self.search_mu = mu_total * math.sqrt(BOUND_BUDGET_SHARE / self.n_searches)
         self.check_mu = mu_total * math.sqrt(CHECK_BUDGET_SHARE / self.n_searches)
@@ -783,7 +915,7 @@ class NormBounds:
         mean, mean_norm = None, None
         if self.center:
             mean, mean_norm = self._mean_steps(plan, rng)
-        data_norm, count = self._search(mean, rng)
+        data_norm, count = self._search(mean, rng, self.quantile, interpolate=True)
         # the search's estimate of the rows beyond C: post-processing
         self.clipped_fraction = float(np.clip(1.0 - count / n, 0.0, 1.0))
         if mean is not None:
@@ -816,7 +948,7 @@ class NormBounds:
         d, widest, calm = mean.shape[0], 0.0, False
         for step, weight in enumerate(steps):
             if self.adaptive:
-                found, _ = self._search(mean, rng)
+                found, _ = self._search(mean, rng, self.mean_quantile)
                 radius = min(found, 2.0 * widest) if widest else found
                 widest = max(widest, radius)
             else:  # the box bounds the rows
@@ -886,15 +1018,18 @@ class NormBounds:
         self.offset = self.offset + centre.astype(np.float64)
         return np.zeros_like(mean)
 
-    def _search(self, centre, rng):
-        """A private quantile of ``‖x − centre‖`` (:func:`search_bound`, with its
-        check): the bound and the noisy count of rows within it. Adds what it
-        released to the tally."""
+    def _search(self, centre, rng, quantile, interpolate=False):
+        """A private ``quantile`` of ``‖x − centre‖`` (:func:`search_bound`, with
+        its check): the bound and the noisy count of rows within it, the bound
+        placed within its bin by :func:`interpolate_bound` if ``interpolate``
+        (the covariance's). Adds what it released to the tally."""
         edges = self.edges
         _announce(self.data, "counts of the row norms for a private bound")
         counts = _reduce(self.data, _norm_counts, centre, edges**2)
-        found = search_bound(np.cumsum(counts), self.search_mu, rng, self.quantile,
+        found = search_bound(np.cumsum(counts), self.search_mu, rng, quantile,
                              check_mu=self.check_mu)
         self._spent += found.spent
         self.recoveries += found.recoveries
+        if interpolate:
+            return interpolate_bound(edges, found)
         return float(edges[found.index]), found.count

@@ -175,7 +175,7 @@ class PrivatePCA(_BasePrivatePCA):
         data_norm=None,
         bounds=None,
         norm_range=(1e-8, 1e12),
-        norm_quantile=0.5,
+        norm_quantile="auto",
         center=True,
         whiten=False,
         copy=True,
