@@ -166,6 +166,7 @@ def _count_passes(estimator, X, n_chunks):
 
 PASSES = {  # issue 24: the most passes over the rows each fit may make
     "numeric": (lambda: PrivatePCA(5, data_norm=1.0), 2),
+    "numeric, not centred": (lambda: PrivatePCA(5, data_norm=1.0, center=False), 1),
     "auto": (lambda: PrivatePCA(5, data_norm="auto"), 4),
     "auto, whole covariance": (lambda: PrivatePCA(data_norm="auto"), 4),
     "auto, not centred": (lambda: PrivatePCA(5, data_norm="auto", center=False), 2),
@@ -185,7 +186,8 @@ PASSES = {  # issue 24: the most passes over the rows each fit may make
 @pytest.mark.parametrize("name", PASSES)
 def test_passes_over_the_rows_are_few(name, shift):
     """Issue 24: every pass reads the whole dataset from disk, so a fit's
-    passes are counted: with a numeric bound at most 2, with "auto" at most 4
+    passes are counted: with a numeric bound at most 2 (1 without centring:
+    the Gram matrix is computed in the read), with "auto" at most 4
     (the mean's first step in the read before the charge, a pass per later
     step, whose counts also serve the covariance's search, and the Gram
     matrix), CoherentPowerPCA 4 (6 with "auto") plus its power steps. Data
