@@ -293,7 +293,8 @@ def wants_covariance(n_components, n_samples, n_features):
     integer ``min(n, d)``, a fraction of the variance or ``"mle"`` (both chosen
     from the released spectrum) ask for the whole covariance.
     """
-    subspace = (isinstance(n_components, Integral) and not isinstance(n_components, bool)
+    subspace = (isinstance(n_components, Integral)
+                and not isinstance(n_components, bool)
                 and n_components < min(n_samples, n_features))
     return not subspace
 
