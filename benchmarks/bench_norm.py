@@ -65,12 +65,12 @@ benchmarks/bench_peers_covariance.py) divides the rows by the model's radius
 them by the largest row norm. ``"auto"`` (defaults: ``norm_quantile="auto"``)
 is compared with the best of a grid of fixed bounds: ``2^{-i/4}``, ``i = 0..4``
 (1 is the largest norm), and fourteen quantiles of the norms from 0.5 to
-0.999, dense near the top — a non-private oracle, for comparison only. Per cell and ρ, over ``--seeds``
-noise seeds (default 10), it prints the mean error of ``"auto"`` over the
-best fixed bound's (the target: at most 1.1) and over ``data_norm=1``'s, and
-the mean ``sin θ`` of the top 5 components for ``"auto"`` with every
-component, ``"auto"`` with ``n_components=5``, the best fixed bound and
-``data_norm=1``.
+0.999, dense near the top — a non-private oracle, for comparison only. Per
+cell and ρ, over ``--seeds`` noise seeds (default 10), it prints the mean
+error of ``"auto"`` over the best fixed bound's (the target: at most 1.1)
+and over ``data_norm=1``'s, and the mean ``sin θ`` of the top 5 components
+for ``"auto"`` with every component, ``"auto"`` with ``n_components=5``, the
+best fixed bound and ``data_norm=1``.
 
 Run from the repository root (about a minute on two cores)::
 

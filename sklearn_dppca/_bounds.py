@@ -30,11 +30,18 @@ estimator imports it.
 
     Centring clips rows twice (docs/privacy.rst §5): the mean's release clips
     the raw rows and the covariance clips rows centred on the private mean, so
-    there is one search per clipping: the mean is released in up to
-    ``len(MEAN_STEPS)`` steps, each clipping the rows centred on the previous
-    step's estimate at a bound searched among those norms, and a last search
-    gives the covariance's bound around the final mean. Data far from the
-    origin (``X + 2000``) thus loses its offset in the first steps and is
+    there is one search per clipping: the mean is released in
+    :func:`mean_step_count` steps (3 to ``len(MEAN_STEPS)``, from public n, d
+    and μ*), each clipping the rows centred on the previous step's estimate at
+    a bound searched among those norms, and a last search gives the
+    covariance's bound around the final mean. Each step reads the rows once:
+    one pass counts the norms on the grid and sums the rows and their unit
+    vectors per bin (:func:`_around`), from which the clipped sum at any grid
+    value is exact (:meth:`Around.clipped_sum`); the first step's pass is the
+    read before the charge, and the covariance's search reuses the last
+    step's counts when that step moved the centre little (:data:`STALE_MOVE`).
+    A fit on many rows thus reads them at most :data:`AUTO_PASSES` times.
+    Data far from the origin (``X + 2000``) loses its offset in the first steps and is
     fitted with a bound of its own spread. The steps stop once two in a row
     moved the centre by no more than their noise (:data:`STOP_RATIO`): the
     centre is then at the data to the steps' precision, and the budget the
@@ -54,8 +61,9 @@ estimator imports it.
     defaults to ``R``. With ``data_norm="auto"`` as well, the covariance's
     bound comes from one search of the norms around the private mean.
 
-Budget: the searches take :data:`BOUND_BUDGET_SHARE` of ``μ*²`` and their
-checks :data:`CHECK_BUDGET_SHARE` (split evenly between them); with
+Budget: the searches take :data:`BOUND_BUDGET_SHARE` of ``μ*²`` (on few
+rows more, up to :data:`MAX_BOUND_SHARE`, to keep their noise within
+:data:`DROWNED` ``· n`` rows: :func:`search_share`) and their checks :data:`CHECK_BUDGET_SHARE` (split evenly between them); with
 ``"auto"`` and centring but no box the mean's steps may take
 :data:`AUTO_MEAN_SHARE` of it, and the estimator's own releases share the
 rest. The step tallies what it released (:meth:`NormBounds._give_back`): the
@@ -72,6 +80,7 @@ from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
+from scipy import sparse
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._dask import ChunkedRows, map_reduce
@@ -79,6 +88,8 @@ from ._stats import (
     InMemoryRows,
     _clip_scales,
     _dense,
+    _norm_margin,
+    _rescaled_norms,
     _scan_rows,
     _sq_norms,
     iter_blocks,
@@ -115,6 +126,15 @@ COVARIANCE_SCALE = 1.0 / 3.0
 COVARIANCE_POWER = 0.75
 #: Fraction of ``μ*²`` that the searches of ``data_norm="auto"`` take, in all.
 BOUND_BUDGET_SHARE = 0.06
+#: The most of ``μ*²`` the searches may take: on few rows, where the default
+#: share would leave a comparison's noise beyond :data:`DROWNED` ``· n`` rows,
+#: they take the share that keeps it there, up to this one
+#: (:func:`search_share`), and beyond it the fit is refused. Measured
+#: (benchmarks/bench_peers_covariance.py, 20 repetitions): wine (178 rows,
+#: not centred) at ρ = 0.01 zCDP needs 0.23 and then has 0.86 times the
+#: second-moment error of the fixed bound, below every peer's and the zero
+#: matrix's, where the default share refused it.
+MAX_BOUND_SHARE = 0.25
 #: Fraction of ``μ*²`` that their checks take, in all (one per search): each
 #: check is a count released at three times a comparison's ``μ²``.
 CHECK_BUDGET_SHARE = 0.02
@@ -137,10 +157,29 @@ MAX_RECOVERIES = 2
 #: (:data:`STOP_RATIO`), returning what they did not spend.
 AUTO_MEAN_SHARE = 0.3
 #: The steps of the private mean with ``"auto"`` (no box): the fraction of
-#: :data:`AUTO_MEAN_SHARE` each takes. The early steps only have to bring the
-#: centre near the data and take little; the last ones, which set its
-#: precision, take most.
+#: :data:`AUTO_MEAN_SHARE` each takes when all eight run. The early steps only
+#: have to bring the centre near the data and take little; the last ones,
+#: which set its precision, take most. A fit runs the last
+#: :func:`mean_step_count` of them, their shares scaled to sum to 1.
 MEAN_STEPS = (0.05, 0.05, 0.1, 0.1, 0.1, 0.15, 0.2, 0.25)
+#: The fewest steps of the private mean: with the read before the charge, which
+#: serves the first step, the covariance's search and the Gram matrix, a fit
+#: on many rows reads them :data:`AUTO_PASSES` times.
+MIN_MEAN_STEPS = 3
+AUTO_PASSES = 4
+#: The steps bring a centre this many decades of its distance closer to the
+#: data (:func:`mean_step_count`).
+MEAN_REACH = 6.0
+#: The covariance's search counts the norms in the last mean step's pass,
+#: around the centre ``c`` before that step, when the step moved the centre by
+#: at most this fraction of its radius ``r`` (the median of ``‖x − c‖``), and
+#: otherwise in a pass of its own (:meth:`NormBounds._mean_steps`). For rows
+#: spread around the data's centre independently of the centre's error ``e``,
+#: ``‖x − c‖² ≈ ‖x − m‖² + e²``; a step's movement is about ``e``, so a
+#: movement of at most ``r/2`` means ``e² ≤ (s² + e²)/4`` (``s`` the spread)
+#: and the stale norms are at most ``√(4/3) ≈ 1.15`` times the final ones:
+#: less than a grid step, ``2^{1/4} ≈ 1.19``.
+STALE_MOVE = 0.5
 #: A mean step whose released movement ``v`` has ``‖v‖² ≤ STOP_RATIO · d σ²``
 #: (``σ`` its noise per coordinate, public) moved the centre by no more than
 #: its noise; after two such steps in a row the steps stop. Pure noise has
@@ -264,7 +303,8 @@ def wants_covariance(n_components, n_samples, n_features):
     integer ``min(n, d)``, a fraction of the variance or ``"mle"`` (both chosen
     from the released spectrum) ask for the whole covariance.
     """
-    subspace = (isinstance(n_components, Integral) and not isinstance(n_components, bool)
+    subspace = (isinstance(n_components, Integral)
+                and not isinstance(n_components, bool)
                 and n_components < min(n_samples, n_features))
     return not subspace
 
@@ -307,6 +347,47 @@ def auto_quantile(n_samples, n_features, mu, n_components):
     share = (COVARIANCE_SCALE * math.sqrt(n_features * (n_features + 1.0))
              / (mu * n_samples) ** COVARIANCE_POWER)
     return max(DEFAULT_QUANTILE, 1.0 - share)
+
+
+def mean_step_count(n_samples, n_features, mu):
+    """How many steps the private mean takes with ``"auto"``: a function of
+    public values only.
+
+    A step at radius ``r`` releases the rows' clipped sum with noise of norm
+    about ``κ r``, ``κ = 2√d / (μ_s n)`` (``μ_s`` a step's share of ``μ*``, here
+    ``μ* √(a/3)``, ``a`` = :data:`AUTO_MEAN_SHARE`), and the next step's radius
+    is about the distance left: each step brings a far centre a factor ``κ``
+    closer. The fit takes enough steps to cover :data:`MEAN_REACH` decades,
+    ``⌈MEAN_REACH / log₁₀(1/κ)⌉``, at least :data:`MIN_MEAN_STEPS` and at most
+    ``len(MEAN_STEPS)``: three on many rows, where each pass over them counts
+    (2·10⁵ × 50 at ε = 1: ``κ ≈ 8·10⁻⁴``), all eight on a few hundred rows
+    (wine at ε = 3: ``κ ≈ 0.16``).
+    """
+    mu_step = mu * math.sqrt(AUTO_MEAN_SHARE / MIN_MEAN_STEPS)
+    contraction = 2.0 * math.sqrt(n_features) / (mu_step * n_samples)
+    if not contraction < 1.0:
+        return len(MEAN_STEPS)
+    if contraction == 0.0:  # the non-private fit
+        return MIN_MEAN_STEPS
+    steps = math.ceil(MEAN_REACH / -math.log10(contraction))
+    return min(max(steps, MIN_MEAN_STEPS), len(MEAN_STEPS))
+
+
+def search_share(n_samples, n_searches, mu, n_bins):
+    """The share of ``μ*²`` the searches take (all of them): a function of
+    public values only.
+
+    :data:`BOUND_BUDGET_SHARE`, or more when that would leave a comparison's
+    noise ``σ = √Q/μ_b`` (``μ_b = μ* √(share/searches)``, ``Q`` comparisons
+    over ``n_bins`` bins) beyond :data:`DROWNED` ``· n`` rows: the share at
+    which ``σ`` is exactly that. ``None`` when that share exceeds
+    :data:`MAX_BOUND_SHARE` (the search is drowned and the fit refused).
+    """
+    if not mu < math.inf:
+        return BOUND_BUDGET_SHARE
+    needed = n_searches * search_queries(n_bins) / (DROWNED * n_samples * mu) ** 2
+    share = max(BOUND_BUDGET_SHARE, needed)
+    return share if share <= MAX_BOUND_SHARE else None
 
 
 def target_count(quantile, n_samples, sigma):
@@ -526,38 +607,99 @@ def _centred_sq(block, block_sq, centre):
 
 
 def _norm_counts(X, centre, sq_edges, sq=None):
-    """Rows per bin of ``‖x − centre‖`` (``centre`` None: of ``‖x‖``).
-
-    ``sq_edges`` are the squared grid values; a row goes to the first bin
-    whose edge is at least its norm, rows beyond the last edge (``inf`` where
-    the norm overflows) to the last bin. Every row is counted in exactly one
-    bin whatever its computed norm, so a count of rows in bins ``≤ j`` has
-    sensitivity 1 exactly.
-    """
-    n_bins = sq_edges.shape[0]
-    counts = np.zeros(n_bins, dtype=np.int64)
-    for block, block_sq in _blocks(X, sq):
-        _, block_sq = _centred_sq(block, block_sq, centre)
-        # inf sorts last: the last bin
-        index = np.minimum(np.searchsorted(sq_edges, block_sq), n_bins - 1)
-        counts += np.bincount(index, minlength=n_bins)
+    """Rows per bin of ``‖x − centre‖`` (``centre`` None: of ``‖x‖``), the
+    rows beyond the last edge in the last bin: :func:`_around`'s counts as
+    the searches see them."""
+    around = _around(X, centre, sq_edges, sq=sq)
+    counts = around.counts[:-1].copy()
+    counts[-1] += around.counts[-1]
     return counts
 
 
-def _residual_sum(X, centre, radius, sq=None):
-    """``Σ clip_radius(x_i − centre)``: L2 sensitivity ``2·radius``.
+class Around(NamedTuple):
+    """What one pass says about the rows around a centre ``c``, on the grid.
 
-    Each term has norm at most ``radius`` (the rows are centred explicitly,
-    so their computed norms are accurate), so replacing one row moves the
-    sum by at most ``2·radius`` (docs/privacy.rst §3). ``sq``: the rows'
-    squared norms, computed if not given.
+    Bins ``0..B−1`` as :func:`_norm_counts`'s, and bin ``B`` for the rows
+    beyond the grid's last value (``inf`` where a norm overflows). Exact
+    statistics: the fit releases only functions of them with noise.
     """
-    total = np.zeros(X.shape[1])
+
+    counts: np.ndarray  # (B + 1,) rows per bin of ‖x − c‖
+    sums: np.ndarray  # (B + 1, d) Σ (x − c) per bin, or (0,) if not asked for
+    units: np.ndarray  # (B + 1, d) Σ (x − c)/‖x − c‖ per bin, or (0,)
+    fixed: np.ndarray  # (d,) Σ clip_radius(x − c) at a given radius, or (0,)
+
+    def cumulative(self):
+        """Rows in bins ``≤ j`` for ``j < B``; the last also holds the rows
+        beyond the grid (so it is ``n``): the searches' counts."""
+        counts = self.counts[:-1].copy()
+        counts[-1] += self.counts[-1]
+        return np.cumsum(counts)
+
+    def clipped_sum(self, k, edges):
+        """``Σ clip_{u_k}(x − c)``: exact post-processing of the bins.
+
+        A row in bin ``j ≤ k`` has ``‖x − c‖ ≤ u_j ≤ u_k`` (with the margin
+        for round-off of :func:`_around`) and is its own clip; a row in bin
+        ``j > k`` has ``‖x − c‖ > u_{j−1} ≥ u_k`` and is clipped to
+        ``u_k (x − c)/‖x − c‖``. So the sum has every term of norm at most
+        ``u_k``: L2 sensitivity ``2 u_k`` (docs/privacy.rst §3).
+        """
+        return self.sums[:k + 1].sum(axis=0) + edges[k] * self.units[k + 1:].sum(axis=0)
+
+
+_NOTHING = np.zeros(0)
+
+
+def _around(X, centre, sq_edges, sums=False, radius=None, sq=None):
+    """The rows around ``centre`` (None: the origin) in one pass: an
+    :class:`Around`, with the per-bin sums if ``sums`` and ``Σ clip_radius(x −
+    c)`` if ``radius`` is given.
+
+    Counts: a row goes to the first bin whose edge is at least its computed
+    norm (bin ``B`` beyond the last edge), so every row is counted in exactly
+    one bin whatever its norm, and a count of rows in bins ``≤ j`` has
+    sensitivity 1. The per-bin sums place each row by its norm enlarged by
+    the round-off margin of :func:`~sklearn_dppca._stats._clip_scales`
+    (``‖x − c‖² (1 + γ)``), and its unit vector divides by that enlarged
+    norm: a row summed as unclipped at ``u_k`` has a true norm at most
+    ``u_k``, and a unit vector a true norm at most 1, so every clipped sum
+    assembled from them has terms of norm at most its radius
+    (:meth:`Around.clipped_sum`). Rows are centred explicitly
+    (:func:`_centred_sq`). ``sq``: the rows' squared norms, computed (and the
+    rows checked finite) if not given.
+    """
+    n_bins, d = sq_edges.shape[0] + 1, X.shape[1]
+    counts = np.zeros(n_bins, dtype=np.int64)
+    bin_sums = np.zeros((n_bins, d)) if sums else _NOTHING
+    units = np.zeros((n_bins, d)) if sums else _NOTHING
+    fixed = np.zeros(d) if radius is not None else _NOTHING
     for block, block_sq in _blocks(X, sq):
         rows, rows_sq = _centred_sq(block, block_sq, centre)
-        scale = _clip_scales(rows, rows_sq, radius)
-        total += np.asarray(rows.T @ scale).ravel()
-    return total
+        counts += np.bincount(np.searchsorted(sq_edges, rows_sq), minlength=n_bins)
+        if radius is not None:
+            fixed += np.asarray(rows.T @ _clip_scales(rows, rows_sq, radius)).ravel()
+        if not sums:
+            continue
+        with np.errstate(over="ignore"):
+            enlarged = rows_sq * (1.0 + _norm_margin(rows, rows_sq))
+        index = np.searchsorted(sq_edges, enlarged)
+        scale = np.zeros(rows_sq.shape[0])
+        inside = enlarged > 0.0
+        scale[inside] = 1.0 / np.sqrt(enlarged[inside])  # 1/inf = 0: redone below
+        huge = np.flatnonzero(~np.isfinite(enlarged))
+        if huge.size:  # ‖x − c‖² overflows: x/‖x‖ from the rescaled rows
+            top, unit = _rescaled_norms(_dense(rows[huge]))
+            scale[huge] = (1.0 / top) / (unit * (1.0 + _norm_margin(rows, rows_sq)))
+        m = rows_sq.shape[0]
+        members = sparse.csr_matrix((np.ones(m), (index, np.arange(m))),
+                                    shape=(n_bins, m))
+        bin_sums += np.asarray((members @ rows).todense() if sparse.issparse(rows)
+                               else members @ rows)
+        members.data = scale[members.indices]
+        units += np.asarray((members @ rows).todense() if sparse.issparse(rows)
+                            else members @ rows)
+    return Around(counts, bin_sums, units, fixed)
 
 
 def _reduce(data, function, *args):
@@ -570,6 +712,11 @@ def _reduce(data, function, *args):
     if isinstance(data, ChunkedRows):
         return map_reduce(data.X, function, *args)
     return function(data.X, *args, sq=data.sq_norms)
+
+
+def _pass_around(data, centre, edges, sums=False, radius=None):
+    """One pass over the rows: :func:`_around` on every engine."""
+    return Around(*_reduce(data, _around, centre, edges**2, sums, radius))
 
 
 def _engine(data):
@@ -742,10 +889,10 @@ class NormBounds:
             self.mean_quantile = self.quantile
             if self.center:
                 self.adaptive = self.box is None
-                self.mean_shares = MEAN_STEPS if self.adaptive else (1.0,)
+                self.mean_shares = (1.0,)  # the box's; the steps' are set in plan()
             # a search before every mean step (none where the box bounds it)
             # and one for the covariance's bound
-            self.n_searches = 1 + (len(self.mean_shares) if self.adaptive else 0)
+            self.n_searches = 1
         self.clipped_fraction = None
         # the budget: set by plan() when there are searches (mu_total, the
         # searches' and checks' μ, the own releases' planned spend) and
@@ -762,7 +909,7 @@ class NormBounds:
 
         Each of the ``n_searches`` searches gets ``μ_b = μ* √(w / n_searches)``
         for its comparisons and ``μ* √(c / n_searches)`` for its check (``w`` =
-        :data:`BOUND_BUDGET_SHARE`, ``c`` = :data:`CHECK_BUDGET_SHARE`). The
+        :func:`search_share`, ``c`` = :data:`CHECK_BUDGET_SHARE`). The
         mean's adaptive steps get ``μ* √a`` in all (``a`` =
         :data:`AUTO_MEAN_SHARE`) and the other releases keep their proportions
         within ``1 − w − c − a``; otherwise every ``μ_j`` is scaled by
@@ -777,7 +924,7 @@ class NormBounds:
         ------
         ValueError
             Before any charge, when a search would be drowned in its noise
-            (:meth:`_refuse_if_drowned`), and for a plan charged in Rényi DP.
+            (:meth:`_refuse_drowned`), and for a plan charged in Rényi DP.
         """
         self.mu_total = None
         if not self.n_searches:
@@ -791,13 +938,21 @@ class NormBounds:
                 "the repetition (e.g. fixed clip_radius and n_iter)."
             )
         mu_total = plan.charge["mu"]
+        if self.adaptive:  # public: n, d, μ*
+            steps = MEAN_STEPS[-mean_step_count(self.n_samples, self.n_features,
+                                                mu_total):]
+            self.mean_shares = tuple(w / sum(steps) for w in steps)
+            self.n_searches = 1 + len(steps)
         if self.quantile_rule:  # public: n, d, μ*, n_components
             self.quantile = auto_quantile(self.n_samples, self.n_features, mu_total,
                                           getattr(self.estimator, "n_components", None))
-        share = BOUND_BUDGET_SHARE + CHECK_BUDGET_SHARE
-        self.search_mu = mu_total * math.sqrt(BOUND_BUDGET_SHARE / self.n_searches)
+        searches = search_share(self.n_samples, self.n_searches, mu_total,
+                                self.edges.shape[0])
+        if searches is None:
+            self._refuse_drowned(mu_total)
+        share = searches + CHECK_BUDGET_SHARE
+        self.search_mu = mu_total * math.sqrt(searches / self.n_searches)
         self.check_mu = mu_total * math.sqrt(CHECK_BUDGET_SHARE / self.n_searches)
-        self._refuse_if_drowned(self.search_mu)
         if self.adaptive:
             # the others' share (all of it for epsilon=inf, whose μ are inf)
             own = 1.0 - (plan.mus["mean"] / mu_total) ** 2 if math.isfinite(
@@ -814,29 +969,42 @@ class NormBounds:
         self._spent = 0.0  # Σ μ² of this step's releases, as they are made
         return plan._replace(mus=mus)
 
-    def _refuse_if_drowned(self, mu_search):
-        """Refuse, from public values only and before any charge, a search
-        whose comparisons would have noise beyond :data:`DROWNED` ``· n`` rows.
+    def _refuse_drowned(self, mu_total):
+        """Refuse, from public values only and before any charge, a fit whose
+        searches would have noise beyond :data:`DROWNED` ``· n`` rows per
+        comparison even with :data:`MAX_BOUND_SHARE` of ``μ*²``.
 
         ``σ = √Q/μ_b`` depends on ``n``, ``epsilon``, ``delta``, ``norm_range``
-        (``Q``), ``center`` and ``bounds`` (the number of searches) only. The
-        message names the smallest ``epsilon`` at which the fit would run.
+        (``Q``), ``center``, ``bounds`` and, through the mean's steps, ``d``
+        only. The message names the smallest ``epsilon`` at which the fit
+        would run.
         """
-        n, estimator = self.n_samples, self.estimator
-        queries = search_queries(self.edges.shape[0])
-        sigma = math.sqrt(queries) / mu_search
-        if not sigma > DROWNED * n:
-            return
-        # the smallest epsilon at which sigma is DROWNED · n rows
-        mu_search = math.sqrt(queries) / (DROWNED * n)
-        mu_total = mu_search / math.sqrt(BOUND_BUDGET_SHARE / self.n_searches)
-        epsilon = gdp_epsilon(mu_total, estimator.delta)
+        n, d, estimator = self.n_samples, self.n_features, self.estimator
+        queries, n_bins = search_queries(self.edges.shape[0]), self.edges.shape[0]
+        sigma = math.sqrt(queries / (MAX_BOUND_SHARE / self.n_searches)) / mu_total
+
+        # the smallest epsilon that runs; with the mean's steps their number
+        # falls as μ* grows (mean_step_count): bisect
+        def drowned(mu):
+            searches = self.n_searches
+            if self.adaptive:
+                searches = 1 + mean_step_count(n, d, mu)
+            return search_share(n, searches, mu, n_bins) is None
+
+        low, high = mu_total, mu_total
+        while drowned(high):
+            low, high = high, 2.0 * high
+        for _ in range(60):
+            middle = math.sqrt(low * high)
+            low, high = (middle, high) if drowned(middle) else (low, middle)
+        epsilon = gdp_epsilon(high, estimator.delta)
         digits = 2 - math.floor(math.log10(epsilon))  # 3 significant, rounded up
         epsilon = math.ceil(epsilon * 10.0**digits) / 10.0**digits
         raise ValueError(
             f'data_norm="auto" on {n} rows at epsilon={estimator.epsilon:g}: '
             "each comparison of the private search for the norm bound would "
-            f"have noise of {sigma:.0f} rows, more than a quarter of the rows, "
+            f"have noise of {sigma:.0f} rows even with a quarter of the budget, "
+            "more than a quarter of the rows, "
             "so the bound would be close to a random value of its grid and "
             "the fit's error far beyond that of answering zero. The fit is "
             "refused before any charge: give data_norm (a number, from "
@@ -864,8 +1032,15 @@ class NormBounds:
             data = _box_rows(data, *self.box, self.offset)
         self.data = data
         if self.auto:
-            _announce(data, "row norms (every value checked finite)")
-            _engine(data).largest_norm()
+            # the first pass: every row checked finite, and what the first
+            # step (the first mean step's search and sum, the box's sum, or
+            # without centring the covariance's search) releases from
+            box_sum = self.center and not self.adaptive
+            _announce(data, "row norms (every value checked finite)" + (
+                " and their sums per bin of the norm grid" if self.adaptive else
+                " and the sum for the private mean" if box_sum else ""))
+            self._around = _pass_around(data, None, self.edges, sums=self.adaptive,
+                                        radius=self.box_norm if box_sum else None)
             return
         if self.data_norm is None:
             if self.box is not None:
@@ -912,10 +1087,13 @@ class NormBounds:
                 mean = self._translate_if_far(mean, self.data_norm)
             return mean, self.data_norm, mean_norm, plan
 
-        mean, mean_norm = None, None
+        mean, mean_norm, around, found = None, None, self._around, None
         if self.center:
-            mean, mean_norm = self._mean_steps(plan, rng)
-        data_norm, count = self._search(mean, rng, self.quantile, interpolate=True)
+            mean, mean_norm, around, found = self._mean_steps(plan, rng)
+        if found is None or self.quantile != self.mean_quantile:
+            found = self._search(around, rng, self.quantile)
+        data_norm, count = interpolate_bound(self.edges, found)
+        self._around = None  # the statistics are not kept past the release
         # the search's estimate of the rows beyond C: post-processing
         self.clipped_fraction = float(np.clip(1.0 - count / n, 0.0, 1.0))
         if mean is not None:
@@ -926,37 +1104,58 @@ class NormBounds:
         return mean, data_norm, mean_norm, self._give_back(plan)
 
     def _mean_steps(self, plan, rng):
-        """The private mean with ``"auto"``: ``(mean, last radius)``.
+        """The private mean with ``"auto"``: ``(mean, last radius, counts for
+        the covariance's search, that search if already made)``.
 
         Step ``s`` clips the rows centred on the current estimate at a
         searched radius (with a box: one step at the box's radius) and
         releases their sum, sensitivity twice the radius, at
-        ``μ_mean √w_s``. Everything that steers the steps is post-processing
-        of earlier releases and public values: the radius (capped at twice
-        the largest so far: the distance to the data shrinks from step to
-        step, and a search lost in its noise must not blow a step up), the
-        James–Stein shrinkage of each movement (:func:`shrink_step`), and the
-        stop: after two steps in a row whose movements were within their
-        noise (:data:`STOP_RATIO`; one alone could be a search that
-        overshot, whose noise makes any movement look small) the centre is at
-        the data to the steps' precision, and what the later steps and their
-        searches would have spent goes to the estimator's own releases
-        (:meth:`_give_back`: the tally holds only what ran).
+        ``μ_mean √w_s``. One pass over the rows serves a step: the counts of
+        its search and the sums per bin of the norm grid, from which the
+        clipped sum at any grid value is exact post-processing
+        (:meth:`Around.clipped_sum`); the first step's pass is the read
+        before the charge. Everything that steers the steps is
+        post-processing of earlier releases and public values: the radius
+        (capped at twice the largest so far: the distance to the data shrinks
+        from step to step, and a search lost in its noise must not blow a
+        step up), the James–Stein shrinkage of each movement
+        (:func:`shrink_step`), and the stop: after two steps in a row whose
+        movements were within their noise (:data:`STOP_RATIO`; one alone
+        could be a search that overshot, whose noise makes any movement look
+        small) the centre is at the data to the steps' precision, and what
+        the later steps and their searches would have spent goes to the
+        estimator's own releases (:meth:`_give_back`: the tally holds only
+        what ran).
+
+        The covariance's search uses the last step's pass too, whose counts
+        are of the norms around the centre before that step, when the step
+        moved the centre by at most :data:`STALE_MOVE` of its radius (each
+        norm then moved by at most that much); when both searches ask for
+        the same quantile the last step's search is the covariance's too.
+        Otherwise (with a box always) the norms around the final centre are
+        counted in a pass of their own. Both are decided by released values.
         """
-        n, steps = self.n_samples, self.mean_shares
+        n, steps, around = self.n_samples, self.mean_shares, self._around
         mean = np.zeros(self.offset.shape[0])
-        d, widest, calm = mean.shape[0], 0.0, False
+        d, widest, calm, found = mean.shape[0], None, False, None
         for step, weight in enumerate(steps):
+            if step:
+                _announce(self.data, "row norms around the private mean and their sums "
+                          f"per bin (mean step {step + 1} of at most {len(steps)})")
+                around = _pass_around(self.data, mean, self.edges, sums=True)
             if self.adaptive:
-                found, _ = self._search(mean, rng, self.mean_quantile)
-                radius = min(found, 2.0 * widest) if widest else found
-                widest = max(widest, radius)
-            else:  # the box bounds the rows
-                radius = self.box_norm
-            _announce(self.data, "clipped sum for the private mean" + (
-                f" (step {step + 1} of at most {len(steps)})" if self.adaptive else ""))
-            total = _reduce(self.data, _residual_sum, mean, radius)
-            # sensitivity 2·radius (see _residual_sum); σ: of the movement
+                found = self._search(around, rng, self.mean_quantile)
+                index = found.index
+                if widest is not None:  # at most twice (one octave) the widest
+                    index = min(index, widest + BINS_PER_OCTAVE)
+                widest = index if widest is None else max(widest, index)
+                radius = float(self.edges[index])
+                total = around.clipped_sum(index, self.edges)
+            else:  # the box bounds the rows: the read's sum at its radius
+                radius, total = self.box_norm, around.fixed
+            # sensitivity 2·radius (Around.clipped_sum, _clip_scales); σ: of
+            # the movement
+            before = mean
             mu = plan.mus["mean"] * math.sqrt(weight)
             sigma = noise_scale(2.0 * radius, mu) / n
             move = total / n + dense_noise(rng, d, sigma)
@@ -966,7 +1165,10 @@ class NormBounds:
             if still and calm:
                 break
             calm = still
-        return mean, radius
+        if not self.adaptive or np.linalg.norm(mean - before) > STALE_MOVE * radius:
+            _announce(self.data, "row norms around the private mean")
+            return mean, radius, _pass_around(self.data, mean, self.edges), None
+        return mean, radius, around, found
 
     def _give_back(self, plan):
         """``plan`` with the estimator's own releases given what this step did
@@ -1018,18 +1220,12 @@ class NormBounds:
         self.offset = self.offset + centre.astype(np.float64)
         return np.zeros_like(mean)
 
-    def _search(self, centre, rng, quantile, interpolate=False):
-        """A private ``quantile`` of ``‖x − centre‖`` (:func:`search_bound`, with
-        its check): the bound and the noisy count of rows within it, the bound
-        placed within its bin by :func:`interpolate_bound` if ``interpolate``
-        (the covariance's). Adds what it released to the tally."""
-        edges = self.edges
-        _announce(self.data, "counts of the row norms for a private bound")
-        counts = _reduce(self.data, _norm_counts, centre, edges**2)
-        found = search_bound(np.cumsum(counts), self.search_mu, rng, quantile,
+    def _search(self, around, rng, quantile):
+        """A private ``quantile`` of the norms that ``around`` counted
+        (:func:`search_bound`, with its check). Adds what it released to the
+        tally."""
+        found = search_bound(around.cumulative(), self.search_mu, rng, quantile,
                              check_mu=self.check_mu)
         self._spent += found.spent
         self.recoveries += found.recoveries
-        if interpolate:
-            return interpolate_bound(edges, found)
-        return float(edges[found.index]), found.count
+        return found

@@ -180,6 +180,7 @@ class ChunkedRows:
 
     def __init__(self, X):
         self.X = X
+        self._gram = None  # (data_norm, Σ clip(x) clip(x)ᵀ) from the first pass
 
     def largest_norm(self):
         return max_norm(self.X)
@@ -187,10 +188,15 @@ class ChunkedRows:
     def first_pass(self, data_norm, with_sum):
         if with_sum:
             return clipped_sum(self.X, data_norm)
-        max_norm(self.X)  # still read (and check) every row before the charge
+        # Without centring the Gram matrix needs no private mean: the pass
+        # that reads (and checks) every row before the charge computes it, so
+        # the fit reads the rows once. Nothing is released before the charge.
+        self._gram = (data_norm, centred_gram(self.X, data_norm, None))
         return None
 
     def gram(self, data_norm, mean):
+        if self._gram is not None and mean is None and self._gram[0] == data_norm:
+            return self._gram[1]
         return centred_gram(self.X, data_norm, mean)
 
     def rows(self, data_norm, mean):

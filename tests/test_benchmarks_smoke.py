@@ -280,3 +280,19 @@ def test_peers_covariance_quick_tables(tmp_path):
     zero = {r["rho"]: r["frob_mean"] for r in summary if r["mechanism"] == "zero"}
     X = cells[0].X
     assert zero[0.1] == pytest.approx(np.linalg.norm(X.T @ X / len(X)))
+
+
+def test_cov_oracle_split_and_bounds():
+    """benchmarks/bench_cov_oracle.py: ours² = eigenvalue part² + oracle², and
+    the oracles order as they must (the linear shrinkage keeps our eigenvectors;
+    α = 1, β = 0 is ours)."""
+    bench = pytest.importorskip("bench_cov_oracle")
+    X = _peers_bench().real_cell("wine").X
+    truth = X.T @ X / len(X)
+    row = bench.ours_row(X, truth, 0.1, np.random.default_rng(0))
+    assert row["ours"] ** 2 == pytest.approx(
+        row["eigenvalues"] ** 2 + row["oracle eig"] ** 2, rel=1e-9)
+    assert row["oracle eig"] <= row["oracle αΣ̂+βI"] * (1 + 1e-9)
+    assert row["oracle αΣ̂+βI"] <= row["ours"] * (1 + 1e-9)
+    head, rows = bench.run(["wine"], [1.0], 2, 2, 0, log=lambda m: None)
+    assert len(rows) == 1 and len(rows[0]) == len(head)

@@ -142,3 +142,77 @@ def test_dask_frame_text_and_category_columns_are_named(dtype):
     fitted = PrivatePCA(2, data_norm=4.0).fit(frame.assign(z=1.0))
     with pytest.raises(ValueError, match="non-numeric column.*'z'"):
         fitted.transform(lazy)
+
+
+# ---------------------------------------------------------------- passes
+def _count_passes(estimator, X, n_chunks):
+    """Fit ``estimator`` on a Dask array whose chunk reads are counted, on the
+    synchronous scheduler: passes over the rows = chunk reads / chunks."""
+    import dask
+
+    reads = []
+
+    def read(block):
+        if block.shape[0]:  # not Dask's call on an empty block for the meta
+            reads.append(1)
+        return block
+
+    lazy = da.from_array(X, chunks=(X.shape[0] // n_chunks, X.shape[1]))
+    with dask.config.set(scheduler="synchronous"):
+        estimator.fit(lazy.map_blocks(read, dtype=X.dtype))
+    assert len(reads) % n_chunks == 0
+    return len(reads) // n_chunks
+
+
+PASSES = {  # issue 24: the most passes over the rows each fit may make
+    "numeric": (lambda: PrivatePCA(5, data_norm=1.0), 2),
+    "numeric, not centred": (lambda: PrivatePCA(5, data_norm=1.0, center=False), 1),
+    "auto": (lambda: PrivatePCA(5, data_norm="auto"), 4),
+    "auto, whole covariance": (lambda: PrivatePCA(data_norm="auto"), 4),
+    "auto, not centred": (lambda: PrivatePCA(5, data_norm="auto", center=False), 2),
+    "auto in a box": (lambda: PrivatePCA(5, data_norm="auto", bounds=(-5, 5)), 3),
+    "complex, auto": (lambda: ComplexGaussPCA(5, data_norm="auto"), 4),
+    # CoherentPowerPCA: 4 + its power steps (6 + them with "auto")
+    "coherent": (lambda: CoherentPowerPCA(5, data_norm=1.0), 4),
+    "coherent, auto": (lambda: CoherentPowerPCA(5, data_norm="auto"), 6),
+    "coherent, fixed steps": (
+        lambda: CoherentPowerPCA(5, data_norm=1.0, clip_radius=0.05, n_iter=3), 4),
+    "coherent, fixed steps, auto": (
+        lambda: CoherentPowerPCA(5, data_norm="auto", clip_radius=0.05, n_iter=3), 6),
+}
+
+
+@pytest.mark.parametrize("shift", [0.0, 2000.0])
+@pytest.mark.parametrize("name", PASSES)
+def test_passes_over_the_rows_are_few(name, shift):
+    """Issue 24: every pass reads the whole dataset from disk, so a fit's
+    passes are counted: with a numeric bound at most 2 (1 without centring:
+    the Gram matrix is computed in the read), with "auto" at most 4
+    (the mean's first step in the read before the charge, a pass per later
+    step, whose counts also serve the covariance's search, and the Gram
+    matrix), CoherentPowerPCA 4 (6 with "auto") plus its power steps. Data
+    far from the origin (+2000 in every coordinate) takes no more."""
+    make, most = PASSES[name]
+    X = np.random.default_rng(3).normal(size=(40_000, 20)) * 0.1 + shift
+    estimator = make().set_params(epsilon=1.0, random_state=0)
+    passes = _count_passes(estimator, X, n_chunks=5)
+    steps = getattr(estimator, "n_iter_", 0) or 0
+    assert passes <= most + steps
+
+
+@pytest.mark.parametrize("name", ["private", "coherent-auto"])
+@pytest.mark.parametrize("shift", [0.0, 50.0])
+def test_auto_bound_on_a_cluster_equals_numpy(client, data, name, shift):
+    """data_norm="auto" in its few fused passes releases, on a distributed
+    cluster, what the in-memory fit releases with the same seed: the same
+    steps, searches and bounds."""
+    params = dict(epsilon=3.0, data_norm="auto", random_state=0)
+    local = ESTIMATORS[name](**params).fit(data + shift)
+    remote = ESTIMATORS[name](**params).fit(
+        da.from_array(data + shift, chunks=(2500, 10)))
+    assert remote.data_norm_ == local.data_norm_
+    for attribute in FITTED:
+        np.testing.assert_allclose(
+            getattr(remote, attribute), getattr(local, attribute),
+            rtol=1e-8, atol=1e-10, err_msg=attribute,
+        )
