@@ -413,9 +413,8 @@ def test_verbose_reports_reading_and_each_pass_with_public_values_only(
         f"dppca: read {shape} from {data}",
         f"dppca: fitting PrivatePCA (n_components=2, epsilon=1.5, delta=1e-06, "
         f"data_norm=3) on {shape} of {data}",
-        f"dppca: pass over the {shape}: row norms and the clipped sum for the "
-        "private mean",
-        f"dppca: pass over the {shape}: Gram matrix of the centred, clipped rows",
+        "dppca: pass 1: row norms and the clipped sum for the private mean",
+        "dppca: pass 2: Gram matrix of the centred, clipped rows",
     ]
     # Only public values: another table of the same shape prints the same
     # lines (but the file name), one with a far larger row included.
