@@ -50,8 +50,8 @@ def require_dask(scheduler=None):
             import distributed  # noqa: F401
     except ImportError as exc:
         raise ImportError(
-            f"--dask reads tables with Dask, which is not installed ({exc.name} "
-            f"is missing): {cli_extra_command('dask')}"
+            f"--dask reads tables with Dask, which is not installed "
+            f"({exc.name or one_line(exc)} is missing): {cli_extra_command('dask')}"
         ) from None
 
 
