@@ -8,9 +8,16 @@
     ``--scale`` also maps each column from its range to [0, 1] before the
     fit. ``--fill-missing VALUE`` replaces missing values by a public
     constant. Both maps are stored in the model and applied by ``transform``.
+``dppca fit DATA --dask [--scheduler ADDRESS] ...``
+    The same fit on tables larger than memory: DATA may then be a glob
+    (``'data/part-*.parquet'``) or a directory of Parquet (or CSV) files,
+    read partition by partition by Dask, on local threads or on the
+    ``dask.distributed`` cluster at ADDRESS; each pass over the rows is one
+    reduction on the workers, and the noise is drawn once, here.
 ``dppca transform MODEL DATA -o OUT``
     Project a table on a saved model; writes CSV or Parquet (``-o -``: CSV on
-    standard output).
+    standard output). ``--dask``: DATA as for ``fit --dask``, the projection
+    written chunk by chunk.
 ``dppca ledger init|show|verify|head FILE``
     Create a budget ledger (``--epsilon E --delta D``), print its charges,
     spent and remaining budget, check its hash chain (``--anchor N:HASH``:
@@ -30,8 +37,10 @@ User errors print one line, ``dppca: error: <message>``, on standard error and
 exit with status 2; privacy warnings print ``dppca: warning: <message>``,
 naming the command's flags (``--seed``, ``--data-norm``) where the estimators
 name their parameters. ``fit -v`` reports, as they happen, the reading of the
-table and each pass over its rows, with public values only (file name, rows
-× columns, what the pass computes).
+table and each pass over its rows ("pass K: what"; with ``--dask``, also its
+partitions done, as a bar on a terminal), then how many passes there were,
+with public values only (file name, rows × columns, partitions, what the pass
+computes).
 """
 
 import argparse
@@ -256,24 +265,98 @@ def _read_reporting(args, read_table):
     return frame
 
 
+def _read_matrix(args, columns, hint, fill=None, missing_hint=None, check=None,
+                 inspect=None):
+    """The chosen columns of DATA as float64 rows, with ``-v`` progress.
+
+    Returns ``(X, names, lazy)``: in memory, ``X`` a NumPy array and ``lazy``
+    None; with ``--dask``, ``X`` a Dask array and ``lazy`` the
+    :class:`~sklearn_dppca._cli_dask.LazyMatrix` it came from (``check``: its
+    chunks' own checks). ``inspect(frame)``, if given, is called on the table
+    read (its columns only are looked at) before its matrix is made. Public
+    values only are reported: the files, the rows × columns, the number of
+    partitions.
+    """
+    from ._cli_io import numeric_matrix, read_table
+
+    if not args.dask:
+        _refuse_many_files(args.data)
+        frame = _read_reporting(args, read_table)
+        if inspect is not None:
+            inspect(frame)
+        X, names = numeric_matrix(frame, columns, args.data, hint=hint, fill=fill,
+                                  missing_hint=missing_hint)
+        return X, names, None
+    from ._cli_dask import LazyMatrix, read_lazy_table
+
+    _verbose(args, f"reading {args.data} with Dask")
+    frame, n_files = read_lazy_table(args.data)
+    if inspect is not None:
+        inspect(frame)
+    lazy = LazyMatrix(frame, columns, args.data, hint=hint, fill=fill,
+                      missing_hint=missing_hint, check=check)
+    files = f"{n_files} file{'' if n_files == 1 else 's'}"
+    _verbose(args, f"read {lazy.n_rows} rows x {len(frame.columns)} columns "
+                   f"in {lazy.partitions} partitions ({files}) from {args.data}")
+    return lazy.X, lazy.names, lazy
+
+
+def _refuse_many_files(path):
+    """A directory or a glob is read with ``--dask`` only: say so."""
+    import glob
+
+    pattern = path != "-" and not os.path.exists(path) and glob.has_magic(path)
+    if pattern or os.path.isdir(path):
+        raise ValueError(f"{path} names several files: read them with --dask")
+
+
+def _check_dask_options(args):
+    """``--scheduler`` needs ``--dask``, which needs Dask: fail before the
+    data is read (and before any budget is spent)."""
+    if args.scheduler is not None and not args.dask:
+        raise ValueError(f"--scheduler {args.scheduler} runs the computation on "
+                         "that Dask cluster: add --dask")
+    if args.dask:
+        from ._cli_dask import require_dask
+
+        require_dask(args.scheduler)
+
+
+def _scheduler(args):
+    """``--scheduler``'s client for the block (closed after it), if any."""
+    if not args.dask:
+        return contextlib.nullcontext()
+    from ._cli_dask import scheduler
+
+    if args.scheduler is not None:
+        _verbose(args, f"connecting to the Dask scheduler at {args.scheduler}")
+    return scheduler(args.scheduler)
+
+
 def _fit_reporting_passes(estimator, X, args):
     """``estimator.fit(X)``, announcing each pass over the rows with ``-v``.
 
     The estimators' ``fit`` takes no progress hook, so this does what
     scikit-learn's fit context does (validate the parameters once, not again
-    in nested calls) and calls the shared ``_fit`` with one.
+    in nested calls) and calls the shared ``_fit`` with one. Returns the
+    :class:`~sklearn_dppca._cli_progress.PassProgress`, which holds the
+    number of passes (counted with ``-q`` too).
     """
     from sklearn import config_context
 
-    progress = None
-    if args.verbose and not args.quiet:
-        progress = lambda message: _say(args, message)  # noqa: E731
+    from ._cli_progress import PassProgress
+
+    progress = PassProgress(args.verbose, args.quiet)
     estimator._validate_params()
     with config_context(skip_parameter_validation=True):
         # Estimators' own verbose output (print) goes with the progress, so
         # that ``-o -`` keeps standard output for the model alone.
         with contextlib.redirect_stdout(sys.stderr):
-            estimator._fit(X, progress=progress)
+            try:
+                estimator._fit(X, progress=progress)
+            finally:
+                progress.close()  # a bar left by a failed pass
+    return progress
 
 
 def _make_estimator(args):
@@ -321,8 +404,6 @@ def fit_command(args):
         MISSING_HINT,
         check_writable,
         model_to_dict,
-        numeric_matrix,
-        read_table,
         require_pandas,
         save_model,
     )
@@ -330,6 +411,7 @@ def fit_command(args):
     from .privacy import PrivacyLeakWarning
 
     require_pandas("fit")
+    _check_dask_options(args)
     estimator = _make_estimator(args)  # bad options fail before the data is read
     check_writable(args.output)  # and before any budget is spent
     _refuse_overwrite(args)
@@ -338,46 +420,53 @@ def fit_command(args):
     if args.columns:
         columns = [c.strip() for arg in args.columns for c in arg.split(",")]
         columns = [c for c in columns if c]
-    frame = _read_reporting(args, read_table)
     fill = args.fill_missing
     if fill == "mid":  # each column's public midpoint, once the columns are known
         def fill(names):
             lower, upper = _per_column(_read_bounds(args.bounds, names), names)
             return ((lower + upper) / 2.0).tolist()
-    X, names = numeric_matrix(
-        frame, columns, args.data,
-        hint="choose the numeric ones with --columns NAME,NAME,...",
-        fill=fill, missing_hint=MISSING_HINT,
-    )
-    n_samples, n_features = X.shape
-    if callable(fill):
-        fill = fill(names)
-    preprocessing = None
-    if args.bounds:
-        bounds = _read_bounds(args.bounds, names)
-        if args.scale:
-            X, bounds, scale = _scale_by_bounds(X, bounds, names)
-            preprocessing = {"scale": scale}
-        estimator.set_params(bounds=bounds)
-    if fill is not None:
-        preprocessing = dict(preprocessing or {}, fill_missing=fill)
-    if args.delta >= 1.0 / n_samples:
-        _warn(f"--delta {args.delta:g} is not well below 1/n = {1.0 / n_samples:.3g} "
-              f"(n={n_samples} rows): a fit may then reveal whole rows")
-    norm = args.data_norm if isinstance(args.data_norm, str) else (
-        "from the bounds" if args.data_norm is None and args.bounds else
-        "from the data" if args.data_norm is None else f"{args.data_norm:g}")
-    scaled = ", each column scaled from its --bounds to [0, 1]" if args.scale else ""
-    _say(args, f"fitting {type(estimator).__name__} "
-               f"(n_components={args.n_components}, epsilon={args.epsilon:g}, "
-               f"delta={args.delta:g}, data_norm={norm}) on {n_samples} rows x "
-               f"{n_features} columns of {args.data}{scaled}")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            _fit_reporting_passes(estimator, X, args)
-        except ValueError as exc:  # e.g. n_components too large: say the flag
-            raise ValueError(in_flags(str(exc))) from exc
+    with _scheduler(args):
+        # with --bounds, an infinite value would be clipped into the box
+        # before the fit's own check sees it: refused as each chunk is read
+        X, names, lazy = _read_matrix(
+            args, columns, hint="choose the numeric ones with --columns NAME,NAME,...",
+            fill=fill, missing_hint=MISSING_HINT,
+            check="infinite" if args.bounds else None,
+        )
+        n_samples, n_features = X.shape
+        if callable(fill):
+            fill = fill(names)
+        preprocessing = None
+        if args.bounds:
+            bounds = _read_bounds(args.bounds, names)
+            if args.scale:
+                X, bounds, scale = _scale_by_bounds(X, bounds, names)
+                preprocessing = {"scale": scale}
+            estimator.set_params(bounds=bounds)
+        if fill is not None:
+            preprocessing = dict(preprocessing or {}, fill_missing=fill)
+        if args.delta >= 1.0 / n_samples:
+            _warn(f"--delta {args.delta:g} is not well below 1/n = "
+                  f"{1.0 / n_samples:.3g} (n={n_samples} rows): a fit may then "
+                  "reveal whole rows")
+        norm = args.data_norm if isinstance(args.data_norm, str) else (
+            "from the bounds" if args.data_norm is None and args.bounds else
+            "from the data" if args.data_norm is None else f"{args.data_norm:g}")
+        scaled = (", each column scaled from its --bounds to [0, 1]"
+                  if args.scale else "")
+        _say(args, f"fitting {type(estimator).__name__} "
+                   f"(n_components={args.n_components}, epsilon={args.epsilon:g}, "
+                   f"delta={args.delta:g}, data_norm={norm}) on {n_samples} rows x "
+                   f"{n_features} columns of {args.data}{scaled}")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                progress = _fit_reporting_passes(estimator, X, args)
+            except ValueError as exc:  # e.g. n_components too large: say the flag
+                if lazy is not None:  # NaN or inf in a chunk: name the columns
+                    lazy.name_bad_values(exc)
+                raise ValueError(in_flags(str(exc))) from exc
+    _verbose(args, progress.summary())
     leaks, seen = [], set()
     for w in caught:
         message = str(w.message)
@@ -390,7 +479,11 @@ def fit_command(args):
         if issubclass(w.category, PrivacyLeakWarning):
             leaks.append(message)
         _warn(in_flags(message))
-    save_model(model_to_dict(estimator, names, leaks, preprocessing), args.output)
+    # public values: how the rows were read (partitions: fixed by the files)
+    reading = {"passes": progress.passes, "all_passes_counted": progress.exact,
+               "partitions": None if lazy is None else lazy.partitions}
+    save_model(model_to_dict(estimator, names, leaks, preprocessing, reading),
+               args.output)
     eps, delta = estimator.privacy_spent_
     where = "standard output" if args.output == "-" else args.output
     _say(args, f"done: n_components_={estimator.n_components_}, "
@@ -599,9 +692,21 @@ def _scale_by_bounds(X, bounds, names):
 
         raise ValueError(f"--scale: the range of column(s) {quote_names(empty)} "
                          "is empty (lower >= upper): nothing to scale by")
-    scaler = PublicScaler(list(zip(lower, upper))).fit(X)
+    # stateless: fitted on the ranges alone (a row of zeros gives d)
+    scaler = PublicScaler(list(zip(lower, upper))).fit(np.zeros((1, len(names))))
     scale = {"lower": lower.tolist(), "upper": upper.tolist()}
-    return scaler.transform(X), (0.0, 1.0), scale
+    return _map_rows(scaler.transform, X, len(names)), (0.0, 1.0), scale
+
+
+def _map_rows(function, X, n_columns):
+    """``function(X)``, a map of rows; on a Dask array, chunk by chunk (the
+    same code on each, so the same values as in memory)."""
+    from ._dask import is_dask_collection
+
+    if is_dask_collection(X):
+        return X.map_blocks(function, dtype=np.float64,
+                            chunks=(X.chunks[0], (n_columns,)))
+    return function(X)
 
 
 # ------------------------------------------------------------ transform
@@ -610,36 +715,48 @@ def transform_command(args):
     from ._cli_io import (
         check_writable,
         load_model,
-        numeric_matrix,
         quote_names,
-        read_table,
         require_pandas,
         table_format,
         write_table,
     )
 
     require_pandas("transform")
+    _check_dask_options(args)
     model = load_model(args.model)
     if args.output != "-":
         table_format(args.output)
         check_writable(args.output)
-    frame = _read_reporting(args, read_table)
-    extra = [c for c in frame.columns if c not in model.feature_names]
-    missing = [c for c in model.feature_names if c not in frame.columns]
-    if missing:
-        raise ValueError(
-            f"{args.data} lacks {len(missing)} of the model's "
-            f"{len(model.feature_names)} feature column(s): {quote_names(missing)}"
+
+    def match(frame):
+        extra = [c for c in frame.columns if c not in model.feature_names]
+        missing = [c for c in model.feature_names if c not in frame.columns]
+        if missing:
+            raise ValueError(
+                f"{args.data} lacks {len(missing)} of the model's "
+                f"{len(model.feature_names)} feature column(s): "
+                f"{quote_names(missing)}"
+            )
+        if extra:
+            _say(args, f"ignoring column(s) not in the model: {quote_names(extra)}")
+
+    with _scheduler(args):
+        X, _, lazy = _read_matrix(
+            args, model.feature_names, hint="the model was fitted on numeric columns",
+            fill=model.fill_missing, missing_hint="the model was fitted without "
+            "--fill-missing: drop or fill them first", check="all", inspect=match,
         )
-    if extra:
-        _say(args, f"ignoring column(s) not in the model: {quote_names(extra)}")
-    X, _ = numeric_matrix(frame, model.feature_names, args.data,
-                          hint="the model was fitted on numeric columns",
-                          fill=model.fill_missing,
-                          missing_hint="the model was fitted without "
-                          "--fill-missing: drop or fill them first")
-    Z = model.transform(X)
-    write_table(Z, model.get_feature_names_out(), args.output)
+        Z = _map_rows(model.transform, X, model.n_components_)
+        if lazy is None:
+            write_table(Z, model.get_feature_names_out(), args.output)
+        else:
+            from ._cli_dask import write_lazy_table
+
+            try:
+                write_lazy_table(Z, model.get_feature_names_out(), args.output)
+            except ValueError as exc:  # NaN or inf in a chunk: name the columns
+                lazy.name_bad_values(exc)
+                raise
     where = "standard output" if args.output == "-" else args.output
     _say(args, f"wrote {Z.shape[0]} rows x {Z.shape[1]} components to {where}")
     return 0
@@ -726,6 +843,23 @@ def _mid_or(kind):
     return parse
 
 
+def _add_dask_options(command, name):
+    command.add_argument(
+        "--dask", action="store_true",
+        help="read DATA with Dask, partition by partition, never whole: DATA "
+        "may then be a glob ('data/part-*.parquet', quoted) or a directory of "
+        "Parquet (or CSV) files" + (
+            "; each pass over the rows is one Dask reduction, and a terminal "
+            "(or -v) shows the partitions done" if name == "fit" else
+            "; the projection is written chunk by chunk") +
+        " (needs the dask extra)")
+    command.add_argument(
+        "--scheduler", metavar="ADDRESS",
+        help="with --dask: run on the dask.distributed scheduler at ADDRESS "
+        "(tcp://host:8786), whose workers read DATA (default: threads of this "
+        "process)")
+
+
 def build_parser():
     parser = _Parser(
         prog="dppca",
@@ -745,7 +879,8 @@ def build_parser():
     )
     fit.add_argument("data", metavar="DATA",
                      help="table to fit: *.csv (with a header; '-' for standard "
-                     "input) or *.parquet (needs pyarrow)")
+                     "input) or *.parquet (needs pyarrow); with --dask also a "
+                     "glob or a directory of such files")
     fit.add_argument("-o", "--output", metavar="MODEL", required=True,
                      help="model JSON to write ('-': standard output)")
     fit.add_argument("--n-components", "-k", metavar="K", type=_n_components,
@@ -807,10 +942,12 @@ def build_parser():
                      "then NOT private")
     fit.add_argument("-v", "--verbose", action="count", default=0,
                      help="progress as it happens: reading DATA, each pass over "
-                     "the rows; coherent: also its stages and the released "
+                     "the rows (with --dask, its partitions done), how many "
+                     "passes; coherent: also its stages and the released "
                      "branch (-vv: every power iteration)")
     fit.add_argument("-q", "--quiet", action="store_true",
                      help="no start/end lines (warnings are still printed)")
+    _add_dask_options(fit, "fit")
     fit.set_defaults(run=fit_command)
 
     tr = commands.add_parser(
@@ -821,12 +958,14 @@ def build_parser():
     )
     tr.add_argument("model", metavar="MODEL", help="model JSON written by 'dppca fit'")
     tr.add_argument("data", metavar="DATA",
-                    help="table to project: *.csv ('-': standard input) or *.parquet")
+                    help="table to project: *.csv ('-': standard input) or "
+                    "*.parquet; with --dask also a glob or a directory of files")
     tr.add_argument("-o", "--output", metavar="OUT", required=True,
                     help="*.csv or *.parquet to write ('-': CSV on standard output)")
     tr.add_argument("-v", "--verbose", action="count", default=0,
                     help="also report reading DATA as it happens")
     tr.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    _add_dask_options(tr, "transform")
     tr.set_defaults(run=transform_command)
     _add_ledger_commands(commands, fit)
 

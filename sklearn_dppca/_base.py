@@ -36,6 +36,7 @@ from ._dask import (
     as_dask_array,
     check_numeric_columns,
     is_dask_collection,
+    reporting_partitions,
 )
 from ._released import mean_in_box, warn_if_one_feature_dominates
 from ._stats import InMemoryRows
@@ -234,6 +235,11 @@ class _BasePrivatePCA(
     #: namespace and on its device (else as a float64 NumPy array on the host).
     _gram_in_namespace = False
 
+    def _hidden_passes(self):
+        """Why the passes of ``_release`` over the rows must not be reported
+        (their number would tell a secret), or None: they are."""
+        return None
+
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -291,8 +297,11 @@ class _BasePrivatePCA(
         X, data = self._validate_for_fit(X)
         engine = data  # before any progress wrapper
         n_samples, n_features = X.shape
+        reported = None
         if progress is not None:
-            data = _ReportedPasses(data, progress, n_samples, n_features)
+            data = reported = _ReportedPasses(
+                data, progress, hidden=self._hidden_passes()
+            )
         self._check_n_components(n_samples, n_features)
         # norm bounds ("auto", a box): their share is taken from the plan
         dtype = _array_api.numpy_dtype(X)
@@ -310,7 +319,9 @@ class _BasePrivatePCA(
         # solver parameters', above, before it).
         # Exceptions propagate unchanged (docs/privacy.rst, "Warnings and
         # errors").
-        with private_computation():
+        with private_computation(), reporting_partitions(
+            None if reported is None else reported.partitions
+        ):
             # The first pass reads every row (and checks them all finite).
             bounds.read(data)
             # ... and charge, atomically, before anything is released: a fit
@@ -321,6 +332,8 @@ class _BasePrivatePCA(
             # budget to our releases.
             mean, data_norm, self.mean_norm_, plan = bounds.release(plan, rng)
             data = bounds.data  # the rows clipped into the box, if any
+            if reported is not None:  # the box's (or moved) rows: still reported
+                data = reported.rebind(data)
             gram = data.gram(data_norm, mean)
             if not self._gram_in_namespace:
                 gram = _array_api.to_host(gram)  # the same array for NumPy and Dask
@@ -338,6 +351,8 @@ class _BasePrivatePCA(
             if isinstance(engine, ArrayAPIRows):  # attributes in X's namespace
                 _array_api.move_attributes(self, engine.xp, engine.device)
             self.privacy_spent_ = reported_spend(plan.spent, self.epsilon)
+        if reported is not None:
+            reported.finish()
         # The fit is charged and released: the leaks it was told of, from
         # public values (and, for data_norm=None, the bound it released).
         if bounds.from_data:
@@ -1111,22 +1126,72 @@ def _eigh(matrix):
 
 
 class _ReportedPasses:
-    """``data`` (InMemoryRows or ChunkedRows) announcing each pass to ``progress``.
+    """``data`` (InMemoryRows, ChunkedRows, ...) announcing each pass to ``progress``.
 
-    Each message is a one-line string of public values only: what the pass
-    computes, ``n`` and ``d``. The passes themselves are fixed by the public
-    parameters (``data_norm is None``, ``center``), so their sequence reveals
-    nothing either.
+    Each pass is announced as it starts, ``progress("pass K: <what>")``, K
+    counting from 1: a one-line string of public values only, what the pass
+    computes. The passes themselves are fixed by the public parameters
+    (``data_norm``, ``center``, a box) and by released values (the steps of
+    ``data_norm="auto"``'s private mean, a far mean moved to, a branch of
+    ``CoherentPowerPCA``), so their sequence reveals nothing more.
+
+    Optional hooks of ``progress``, outside the estimators' API (the CLI's):
+
+    - ``progress.partitions(done, total)``: each Dask pass's partitions done
+      (see :func:`~sklearn_dppca._dask.reporting_partitions`). A Dask pass
+      that starts unannounced (a step that reads rows this wrapper no longer
+      holds) is announced then, as "a pass over the rows": on Dask every pass
+      is one reduction, so every one is counted.
+    - ``progress.finished(passes, exact)``: at the end of the fit, the number
+      of passes announced, and whether that is all of them. It is not when a
+      step read rows in memory past this wrapper (the rows clipped into
+      ``bounds``, or moved to a far mean), or when the estimator's passes are
+      ``hidden`` (``CoherentPowerPCA(selection="repetition")``: their number
+      would tell the number of trials, which stays secret; they are announced
+      once, without a number, and their partitions are not reported).
     """
 
-    def __init__(self, data, progress, n_samples, n_features):
+    def __init__(self, data, progress, hidden=None):
         self._data = data
         self.engine = data  # what norm bounds compute their statistics on
         self._progress = progress
-        self._shape = f"{n_samples} rows x {n_features} columns"
+        self._partitions = getattr(progress, "partitions", None)
+        self._hidden = hidden  # why the rows' passes are not reported, or None
+        self._hiding = False
+        self.passes = 0
+        self.exact = True
+        self._fresh = False  # a pass announced whose partitions have not started
 
     def _say(self, what):
-        self._progress(f"pass over the {self._shape}: {what}")
+        if self._hiding:
+            return
+        self.passes += 1
+        self._fresh = True
+        self._progress(f"pass {self.passes}: {what}")
+
+    def partitions(self, done, total):
+        """A Dask pass's partitions done (``done = 0``: it starts)."""
+        if self._hiding:
+            return
+        if done == 0:
+            if not self._fresh:
+                self._say("a pass over the rows")
+            self._fresh = False
+        if self._partitions is not None:
+            self._partitions(done, total)
+
+    def rebind(self, data):
+        """This wrapper, now over ``data`` (the rows the norm bounds left)."""
+        if data is not self:
+            if not isinstance(data, ChunkedRows):  # in memory: a pass unseen
+                self.exact = False
+            self._data = self.engine = data
+        return self
+
+    def finish(self):
+        finished = getattr(self._progress, "finished", None)
+        if finished is not None:
+            finished(self.passes, self.exact and not self._hiding)
 
     def announce(self, what):
         """A pass of a step outside this interface (the norm bounds)."""
@@ -1146,4 +1211,37 @@ class _ReportedPasses:
         return self._data.gram(data_norm, mean)
 
     def rows(self, data_norm, mean):
-        return self._data.rows(data_norm, mean)
+        return _ReportedRows(self._data.rows(data_norm, mean), self)
+
+    def hide(self):
+        """From now on, passes are neither numbered nor reported (said once)."""
+        if not self._hiding:
+            self._progress(f"pass {self.passes + 1} and on: {self._hidden}")
+            self._hiding = True
+
+
+class _ReportedRows:
+    """The centred rows of ``_release`` (``CentredRows``, ``DaskCentredRows``),
+    each of their passes announced by ``passes`` (a :class:`_ReportedPasses`)."""
+
+    def __init__(self, rows, passes):
+        self._rows = rows
+        self._passes = passes
+
+    def __getattr__(self, name):  # data_norm, mean, ...
+        return getattr(self._rows, name)
+
+    def _pass(self, what):
+        if self._passes._hidden is not None:
+            self._passes.hide()
+        else:
+            self._passes.announce(what)
+
+    def clipped_products(self, *args, **kwargs):
+        self._pass("power-method products of the clipped rows")
+        return self._rows.clipped_products(*args, **kwargs)
+
+    def clipped_energy(self, *args, **kwargs):
+        self._pass("clipped energy along the initial components (the test "
+                   "that chooses the branch)")
+        return self._rows.clipped_energy(*args, **kwargs)

@@ -94,14 +94,15 @@ def quote_names(names, limit=8):
 CLI_EXTRA = 'pip install "sklearn_dppca[cli]"'
 
 
-def cli_extra_command():
-    """The command that adds the ``cli`` extra to *this* installation.
+def cli_extra_command(extra="cli"):
+    """The command that adds the ``extra`` (``cli``, ``dask``) to *this*
+    installation.
 
     Installed from a directory (a checkout: ``pip install .``, or ``-e .``),
     the extra is installed from that same directory, as an editable install
     if it was one: the package's name alone would be looked up on an index,
     which may not have it. Otherwise (installed from an index or a wheel, or
-    not installed), :data:`CLI_EXTRA`.
+    not installed), :data:`CLI_EXTRA` (naming ``extra``).
     """
     try:
         text = distribution("sklearn_dppca").read_text("direct_url.json")
@@ -111,9 +112,9 @@ def cli_extra_command():
     url = origin.get("url", "") if isinstance(origin, dict) else ""
     dir_info = origin.get("dir_info") if url.startswith("file:") else None
     if not isinstance(dir_info, dict):
-        return CLI_EXTRA
+        return CLI_EXTRA.replace("[cli]", f"[{extra}]")
     editable = "-e " if dir_info.get("editable") else ""
-    return f'pip install {editable}"{url2pathname(urlparse(url).path)}[cli]"'
+    return f'pip install {editable}"{url2pathname(urlparse(url).path)}[{extra}]"'
 
 
 def require_pandas(command):
@@ -232,6 +233,24 @@ def numeric_matrix(frame, columns, path, hint, fill=None,
     X : ndarray of shape (n_rows, len(columns))
     names : list of str
     """
+    columns = choose_columns(frame, columns, path, hint)
+    frame = frame[columns]
+    if callable(fill):  # public values that depend on the columns chosen
+        fill = fill(columns)
+    refuse_missing([c for c in columns if frame[c].isna().any()], fill, path,
+                   missing_hint)
+    X = frame.to_numpy(dtype=np.float64)
+    if fill is not None:  # public constants: the same map for every table
+        X = fill_missing(X, fill)
+    refuse_infinite([c for c, ok in zip(columns, np.isfinite(X).all(axis=0))
+                     if not ok], path)
+    return X, columns
+
+
+def choose_columns(frame, columns, path, hint):
+    """``columns`` of ``frame`` (``None``: all of them), checked: present,
+    chosen once, numeric. Looks at the dtypes only, so ``frame`` may be a
+    pandas or a (lazy) Dask DataFrame."""
     from pandas.api.types import is_numeric_dtype
 
     if columns is None:
@@ -246,29 +265,37 @@ def numeric_matrix(frame, columns, path, hint, fill=None,
                 f"{path} has no column(s) {quote_names(missing)}; its columns are "
                 f"{quote_names(frame.columns)}"
             )
-    frame = frame[columns]
-    text = [c for c in columns if not is_numeric_dtype(frame[c])]
+    dtypes = frame.dtypes
+    text = [c for c in columns if not is_numeric_dtype(dtypes[c])]
     if text:
         raise ValueError(
             f"{path}: non-numeric column(s) {quote_names(text)}; {hint}"
         )
-    if callable(fill):  # public values that depend on the columns chosen
-        fill = fill(columns)
-    with_nan = [c for c in columns if frame[c].isna().any()]
+    return list(columns)
+
+
+def fill_missing(X, fill):
+    """``X`` with each NaN replaced by ``fill``: a public constant, or one per
+    column (the same map for every table, in memory or chunk by chunk)."""
+    return np.where(np.isnan(X), np.asarray(fill, dtype=np.float64), X)
+
+
+def refuse_missing(with_nan, fill, path, missing_hint):
+    """Refuse the columns ``with_nan`` (that hold a missing value) unless
+    ``fill`` replaces them."""
     if with_nan and fill is None:
         raise ValueError(
             f"{path}: missing values (NaN or empty cells) in column(s) "
             f"{quote_names(with_nan)}; {missing_hint}"
         )
-    X = frame.to_numpy(dtype=np.float64)
-    if fill is not None:  # public constants: the same map for every table
-        X = np.where(np.isnan(X), np.asarray(fill, dtype=np.float64), X)
-    infinite = [c for c, ok in zip(columns, np.isfinite(X).all(axis=0)) if not ok]
+
+
+def refuse_infinite(infinite, path):
+    """Refuse the columns ``infinite`` (that hold an infinite value)."""
     if infinite:
         raise ValueError(
             f"{path}: infinite values in column(s) {quote_names(infinite)}"
         )
-    return X, list(columns)
 
 
 def write_table(matrix, names, path, out=None):
@@ -361,7 +388,7 @@ def _json_parameters(estimator):
 
 
 def model_to_dict(estimator, feature_names, privacy_warnings=(),
-                  preprocessing=None):
+                  preprocessing=None, reading=None):
     """The released model of a fitted estimator, as a JSON-ready dict.
 
     Parameters
@@ -381,6 +408,11 @@ def model_to_dict(estimator, feature_names, privacy_warnings=(),
         ``"preprocessing"`` (format version 2), so that ``dppca transform``
         applies the same map; the estimator's attributes are in the units
         after it.
+    reading : dict or None
+        How the fit read the rows, public values only (``dppca fit``):
+        ``{"passes": the passes over the rows counted, "all_passes_counted":
+        whether that is all of them, "partitions": the Dask partitions, or
+        None in memory}``. Written as ``"reading"``; readers ignore it.
 
     Returns
     -------
@@ -404,6 +436,8 @@ def model_to_dict(estimator, feature_names, privacy_warnings=(),
         "attributes": {a: _json_value(getattr(estimator, a)) for a in names},
         "privacy_warnings": [one_line(w) for w in privacy_warnings],
     }
+    if reading is not None:
+        model["reading"] = _json_value(reading)
     if preprocessing is not None:
         model["format_version"] = MODEL_FORMAT_VERSION_PREPROCESSING
         model["preprocessing"] = _json_value(preprocessing)

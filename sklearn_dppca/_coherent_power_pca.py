@@ -404,6 +404,13 @@ class CoherentPowerPCA(_BasePrivatePCA):
             return "fixed"
         return self.selection
 
+    def _hidden_passes(self):
+        if self._mode() == "repetition":  # public: parameters only
+            return ("random repetitions of the power method; how many passes "
+                    "they take is not reported (it would tell the number of "
+                    "trials)")
+        return None
+
     def _say(self, level, message):
         """Progress line; callers pass only public or released values."""
         if self.verbose >= level:

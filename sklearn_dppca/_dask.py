@@ -11,7 +11,19 @@ releases the same noise as a NumPy fit with the same seed, and equal results
 up to float round-off.
 
 Dask is optional: nothing here imports it unless a Dask collection is given.
+
+A fit with a progress hook (the CLI's ``-v``) is told how many partitions of
+each pass are done (:func:`reporting_partitions`): the number of partitions is
+a function of how the rows are stored (files, row groups, chunk sizes), not of
+their values, and the count of those done goes from 0 to that number whatever
+the rows hold; only when each is done depends on the data, and no time is
+reported.
 """
+
+import contextlib
+import contextvars
+import sys
+import uuid
 
 import numpy as np
 
@@ -114,21 +126,116 @@ def _has_complex(X):
     return any(is_complex_dtype(t) for t in X.dtypes)
 
 
+#: ``observer(done, total)``, told of the partitions of each pass as they are
+#: done (``done = 0`` as the pass starts), or ``None``.
+_PARTITION_OBSERVER = contextvars.ContextVar("sklearn_dppca_partitions", default=None)
+
+@contextlib.contextmanager
+def reporting_partitions(observer):
+    """Within the block, every :func:`map_reduce` calls ``observer(done, total)``
+    as its pass starts (``done = 0``) and as each partition is done.
+
+    ``observer=None`` reports nothing. The hook of the CLI's progress, not of
+    the estimators' API (``_fit(X, progress=...)`` sets it).
+    """
+    token = _PARTITION_OBSERVER.set(observer)
+    try:
+        yield
+    finally:
+        _PARTITION_OBSERVER.reset(token)
+
+
 def map_reduce(X, function, *args, combine=None):
     """``combine`` over the row chunks of ``X`` of ``function(chunk, *args)``.
 
     ``combine`` defaults to an element-wise sum of (tuples of) arrays and
     numbers. The reduction is a binary tree of delayed tasks, so partial
     results meet on the workers and only the final one reaches the driver.
+    Under :func:`reporting_partitions`, the tree is the same (so is the
+    result, bit for bit) and the partitions done are counted as they finish.
     """
     import dask
 
     combine = combine or _add
-    parts = [dask.delayed(function)(chunk, *args) for chunk in X.to_delayed().ravel()]
+    observer = _PARTITION_OBSERVER.get()
+    # one name per pass, unique on a scheduler shared with other clients
+    name = f"dppca-chunk-{uuid.uuid4().hex}"
+    chunks = X.to_delayed().ravel()
+    parts = [
+        dask.delayed(function)(chunk, *args, dask_key_name=(name, i))
+        for i, chunk in enumerate(chunks)
+    ]
+    if observer is None:
+        return dask.compute(_tree(parts, dask.delayed(combine)))[0]
+    total = len(parts)
+    observer(0, total)
+    client = _active_client()
+    if client is not None:
+        return _reduce_on_client(client, parts, combine, observer)
+    return _reduce_counting(parts, combine, name, observer)
+
+
+def _tree(parts, combine):
+    """``combine`` over ``parts`` in a binary tree (the order map_reduce uses)."""
     while len(parts) > 1:
-        pairs = [dask.delayed(combine)(a, b) for a, b in zip(parts[::2], parts[1::2])]
+        pairs = [combine(a, b) for a, b in zip(parts[::2], parts[1::2])]
         parts = pairs + ([parts[-1]] if len(parts) % 2 else [])
-    return dask.compute(parts[0])[0]
+    return parts[0]
+
+
+def _active_client():
+    """The ``dask.distributed`` client that ``dask.compute`` would use, or None.
+
+    ``distributed`` is not imported here: without it, there is no client.
+    """
+    distributed = sys.modules.get("distributed")
+    if distributed is None:
+        return None
+    try:
+        client = distributed.default_client()
+    except ValueError:
+        return None
+    from dask.base import get_scheduler
+
+    scheduler = get_scheduler()
+    return client if getattr(scheduler, "__self__", None) is client else None
+
+
+def _reduce_counting(parts, combine, name, observer):
+    """The tree on a local scheduler, its per-chunk tasks counted as they end."""
+    import dask
+    from dask.callbacks import Callback
+
+    done = 0
+
+    def posttask(key, result, dsk, state, worker_id):
+        nonlocal done
+        if isinstance(key, tuple) and key[0] == name:
+            done += 1
+            observer(done, len(parts))
+
+    with Callback(posttask=posttask):
+        result = dask.compute(_tree(parts, dask.delayed(combine)))[0]
+    if done < len(parts):  # a scheduler that renamed the tasks (fused them)
+        observer(len(parts), len(parts))
+    return result
+
+
+def _reduce_on_client(client, parts, combine, observer):
+    """The tree on a distributed cluster, its per-chunk futures counted as they
+    end; partial results stay on the workers until combined."""
+    from distributed import as_completed
+
+    total = len(parts)
+    futures = client.compute(parts)
+    final = _tree(futures, lambda a, b: client.submit(combine, a, b))
+    pending = as_completed(futures)
+    del futures
+    for done, future in enumerate(pending, 1):
+        if future.status == "error":
+            future.result()  # raises the chunk's error (NaN, inf), as dask would
+        observer(done, total)
+    return final.result()
 
 
 def _add(a, b):

@@ -99,8 +99,12 @@ def test_model_json_holds_exactly_the_released_attributes(name, data, tmp_path, 
     saved = json.loads(model.read_text())
     assert set(saved) == {"format", "format_version", "sklearn_dppca_version",
                           "estimator", "parameters", "feature_names", "attributes",
-                          "privacy_warnings"}
+                          "privacy_warnings", "reading"}
     assert saved["format_version"] == 1
+    # how the rows were read, public values (coherent: also in each of its
+    # two power iterations)
+    assert saved["reading"] == {"passes": 4 if name == "coherent" else 2,
+                                "all_passes_counted": True, "partitions": None}
     assert saved["estimator"] == CASES[name][1].__name__
     spectrum = {"captured_variance_", "total_variance_", "noisy_variance_"}
     assert set(saved["attributes"]) == COMMON | EXTRA[name] | {"mean_norm_"} | spectrum
@@ -413,9 +417,9 @@ def test_verbose_reports_reading_and_each_pass_with_public_values_only(
         f"dppca: read {shape} from {data}",
         f"dppca: fitting PrivatePCA (n_components=2, epsilon=1.5, delta=1e-06, "
         f"data_norm=3) on {shape} of {data}",
-        f"dppca: pass over the {shape}: row norms and the clipped sum for the "
-        "private mean",
-        f"dppca: pass over the {shape}: Gram matrix of the centred, clipped rows",
+        "dppca: pass 1: row norms and the clipped sum for the private mean",
+        "dppca: pass 2: Gram matrix of the centred, clipped rows",
+        "dppca: read the rows in 2 passes",
     ]
     # Only public values: another table of the same shape prints the same
     # lines (but the file name), one with a far larger row included.
@@ -460,6 +464,34 @@ def test_passes_are_reported_as_they_start(data):
         "row norms (every value checked finite)",
         "Gram matrix of the centred, clipped rows",
     ]
+
+
+def test_passes_of_the_power_method_are_numbered_but_not_a_selections(
+    data, tmp_path, capsys
+):
+    """CoherentPowerPCA's own passes are announced when their number is public
+    (fixed T, or the gdp branch released); those of --selection repetition
+    are not, nor counted: their number would tell the number of trials."""
+    model = tmp_path / "m.json"
+    rc, _, err = run(capsys, *fit_args(data, model, "--estimator", "coherent",
+                                       "--clip-radius", 1, "--n-iter", 2, "-v"))
+    assert rc == 0, err
+    assert [line for line in _progress_lines(err)
+            if line.startswith(("dppca: pass ", "dppca: read the"))][2:] == [
+        "dppca: pass 3: power-method products of the clipped rows",
+        "dppca: pass 4: power-method products of the clipped rows",
+        "dppca: read the rows in 4 passes",
+    ]
+    rc, _, err = run(capsys, *fit_args(data, model, "--estimator", "coherent",
+                                       "--selection", "repetition", "--n-iter-max",
+                                       2, "-v", "--force", epsilon=50))
+    assert rc == 0, err
+    assert "[CoherentPowerPCA] released: repetition" in err
+    assert "dppca: pass 3 and on: random repetitions of the power method; how " \
+        "many passes they take is not reported" in err
+    assert "pass 4" not in err
+    assert "dppca: read the rows in at least 2 passes (not all were counted)" in err
+    assert json.loads(model.read_text())["reading"]["all_passes_counted"] is False
 
 
 def test_estimator_verbose_output_leaves_stdout_to_the_model(data, capsys):

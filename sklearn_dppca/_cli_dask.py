@@ -1,0 +1,301 @@
+"""``dppca fit --dask`` and ``transform --dask``: tables larger than memory.
+
+DATA is then a Parquet file, a glob of them (``'data/part-*.parquet'``) or a
+directory holding them (CSV files too, read with ``dask.dataframe.read_csv``).
+They are read lazily with :mod:`dask.dataframe`: the chosen columns become a
+Dask array of float64 rows, one chunk per partition, and every pass of the fit
+is one reduction over its chunks (:mod:`sklearn_dppca._dask`) on the active
+scheduler: the local threads, or ``--scheduler ADDRESS``'s cluster. The
+workers read the files and reduce them; only sums of d × d (or d × k) reach the
+client, which draws the noise once.
+
+The checks of an in-memory table are kept, with the same messages: columns
+present, chosen once and numeric (from the dtypes, without reading rows);
+missing and infinite values are found by the fit's own passes, and only when
+one is found is the table read once more to name the columns that hold them
+(as in memory, before anything is charged). ``--fill-missing`` and
+``--scale`` are applied chunk by chunk, with the in-memory code.
+"""
+
+import contextlib
+import glob
+import os
+import sys
+
+import numpy as np
+
+from ._cli_io import (
+    _COMPRESSIONS,
+    choose_columns,
+    cli_extra_command,
+    fill_missing,
+    one_line,
+    refuse_infinite,
+    refuse_missing,
+    table_format,
+)
+
+#: The messages of the fit's own finiteness check (and of :func:`_checked`).
+_BAD_VALUES = ("Input X contains NaN", "Input X contains infinity")
+
+
+def require_dask(scheduler=None):
+    """A one-line :class:`ImportError` naming the ``dask`` extra if
+    ``dask.dataframe`` (or, for ``--scheduler``, ``distributed``) is missing."""
+    try:
+        import dask.array  # noqa: F401
+        import dask.dataframe  # noqa: F401
+
+        if scheduler is not None:
+            import distributed  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(
+            f"--dask reads tables with Dask, which is not installed "
+            f"({exc.name or one_line(exc)} is missing): {cli_extra_command('dask')}"
+        ) from None
+
+
+@contextlib.contextmanager
+def scheduler(address):
+    """``--scheduler ADDRESS``: a ``distributed.Client`` connected to it, the
+    scheduler of every Dask computation in the block, closed at its end.
+
+    ``None``: Dask's default scheduler (local threads, or a client the caller
+    made the default).
+    """
+    if address is None:
+        yield None
+        return
+    from distributed import Client
+
+    try:
+        client = Client(address, timeout="20s")
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise ValueError(f"--scheduler {address}: cannot connect to a Dask "
+                         f"scheduler there: {one_line(exc)}") from None
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def table_files(path):
+    """The files DATA names: one file, a glob, or a directory's tables.
+
+    Returns the sorted file names and their format (``"parquet"`` or
+    ``"csv"``). A directory holds Parquet files (``*.parquet``, ``*.pq``;
+    others, such as ``_SUCCESS``, are ignored), or else CSV files.
+    """
+    if path == "-":
+        raise ValueError("--dask reads files; standard input ('-') is read in "
+                         "memory: leave out --dask, or write the table to a file")
+    if os.path.isdir(path):
+        found = sorted(os.path.join(path, f) for f in os.listdir(path))
+        found = [f for f in found if os.path.isfile(f)]
+        kinds = {f: _kind(f) for f in found}
+        files = [f for f in found if kinds[f] == "parquet"] or [
+            f for f in found if kinds[f] == "csv"]
+        if not files:
+            raise ValueError(f"{path}: the directory holds no *.parquet or *.csv "
+                             "file")
+    elif glob.has_magic(path):
+        files = sorted(f for f in glob.glob(path) if os.path.isfile(f))
+        if not files:
+            raise ValueError(f"{path}: no file matches")
+    elif not os.path.exists(path):
+        raise FileNotFoundError(2, "No such file or directory", path)
+    else:
+        files = [path]
+    kinds = sorted({table_format(f) for f in files})
+    if len(kinds) > 1:
+        raise ValueError(f"{path}: matches both Parquet and CSV files; name one "
+                         "kind")
+    return files, kinds[0]
+
+
+def _kind(name):
+    try:
+        return table_format(name)
+    except ValueError:
+        return None
+
+
+def read_lazy_table(path):
+    """The table of DATA as a lazy Dask DataFrame, nothing read but the
+    files' schemas (and, for CSV, their first rows, to infer the dtypes).
+
+    Returns the frame and the number of files.
+    """
+    import dask.dataframe as dd
+
+    files, kind = table_files(path)
+    compression = {_COMPRESSIONS.get(os.path.splitext(f.lower())[1]) for f in files}
+    if kind == "csv" and len(compression) > 1:
+        raise ValueError(f"{path}: matches CSV files compressed in different "
+                         "ways (or not): name files of one kind")
+    compression = compression.pop()
+    try:
+        if kind == "parquet":
+            frame = dd.read_parquet(files)
+        else:  # a compressed file cannot be split into blocks
+            frame = dd.read_csv(files, compression=compression, blocksize=None
+                                if compression else "default")
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        what = "Parquet" if kind == "parquet" else "CSV"
+        raise ValueError(f"{path}: cannot read {what}: {one_line(exc)}") from exc
+    if len(frame.columns) == 0:
+        raise ValueError(f"{path}: the table has no columns")
+    if not all(isinstance(c, str) for c in frame.columns):
+        frame.columns = [str(c) for c in frame.columns]
+    return frame, len(files)
+
+
+class LazyMatrix:
+    """The chosen columns of a Dask frame as a Dask array of float64 rows.
+
+    Attributes
+    ----------
+    X : dask.array.Array of shape (n_rows, n_columns)
+        One chunk per non-empty partition, every column in it; missing values
+        filled (``fill``). Non-finite values are refused as each chunk is
+        read where ``check`` asks: ``"infinite"``, infinite ones (which
+        clipping into ``--bounds`` would hide from the fit's own check);
+        ``"all"``, missing ones too (no fit reads them: ``transform``).
+    names : list of str
+    partitions : int
+        How many chunks ``X`` has: a function of the files (their number and
+        row groups), not of the rows' values.
+    """
+
+    def __init__(self, frame, columns, path, hint, fill=None,
+                 missing_hint="drop or impute them first", check=None):
+        import dask.array as da
+
+        self.path, self.missing_hint = path, missing_hint
+        self.names = choose_columns(frame, columns, path, hint)
+        if callable(fill):  # public values that depend on the columns chosen
+            fill = fill(self.names)
+        self.fill = fill
+        # int, bool and pandas' extension dtypes to float64, missing values
+        # to NaN, as to_numpy(dtype=float64) does in memory
+        frame = frame[self.names].astype(np.float64)
+        # The rows of each partition (one read of the chosen columns: Dask
+        # counts them on the frame it turns into an array): their sum is n,
+        # a public value (the fit states it).
+        raw = _reading(path, lambda: frame.to_dask_array(lengths=True))
+        keep = [i for i, n in enumerate(raw.chunks[0]) if n]
+        if not keep:
+            raise ValueError(f"{path}: the table has a header but no rows")
+        if len(keep) < len(raw.chunks[0]):  # an empty file: no chunk of 0 rows
+            raw = da.concatenate([raw.blocks[i] for i in keep], axis=0)
+        self.raw = raw.rechunk({1: -1})
+        X = self.raw
+        if fill is not None or check:
+            X = X.map_blocks(_checked, dtype=np.float64, fill=fill,
+                             keep_nan=check != "all")
+        self.X = X
+        self.n_rows = int(sum(raw.chunks[0]))
+        self.partitions = len(keep)
+        self._da = da
+
+    def name_bad_values(self, exc):
+        """After ``exc`` from a pass over ``X``: if it is the finiteness check's,
+        the in-memory message naming the columns (one more pass to find
+        them); otherwise nothing."""
+        if not str(exc).startswith(_BAD_VALUES):
+            return
+        import dask
+
+        da = self._da
+        with_nan, infinite = dask.compute(da.isnan(self.raw).any(axis=0),
+                                          da.isinf(self.raw).any(axis=0))
+        refuse_missing([c for c, bad in zip(self.names, with_nan) if bad],
+                       self.fill, self.path, self.missing_hint)
+        refuse_infinite([c for c, bad in zip(self.names, infinite) if bad],
+                        self.path)
+
+
+def _reading(path, read):
+    """``read()``, the first read of the files: their errors in one line,
+    naming DATA."""
+    try:
+        return read()
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise ValueError(f"{path}: cannot read the table: {one_line(exc)}") from None
+
+
+def _checked(block, fill, keep_nan):
+    """One chunk: missing values filled (``fill`` not None) and no infinite
+    value, nor (unless ``keep_nan``) a missing one; module-level, so that
+    distributed workers can unpickle it."""
+    if fill is not None:
+        block = fill_missing(block, fill)
+    elif not keep_nan and np.isnan(block).any():
+        raise ValueError("Input X contains NaN.")
+    if np.isinf(block).any():
+        raise ValueError("Input X contains infinity.")
+    return block
+
+
+def write_lazy_table(Z, names, path, out=None, window=8):
+    """Write the Dask array ``Z`` as CSV or Parquet, chunk by chunk in order.
+
+    ``window`` chunks are computed at a time (in parallel), then written;
+    no more than that sits in this process. ``path="-"``: CSV on ``out``
+    (standard output by default). A file is written under a temporary name
+    and renamed, so a failure leaves no partial file.
+    """
+    import dask
+    import pandas as pd
+
+    from ._cli_io import _atomic_write, _check_parquet_engine
+
+    blocks = list(Z.to_delayed().ravel())
+    names = list(names)
+
+    def frames():
+        for start in range(0, len(blocks), window):
+            for values in dask.compute(*blocks[start:start + window]):
+                yield pd.DataFrame(values, columns=names)
+
+    if path == "-":
+        for i, frame in enumerate(frames()):
+            frame.to_csv(out or sys.stdout, index=False, header=i == 0)
+        return
+    kind = table_format(path)
+    suffix = os.path.splitext(str(path).lower())[1]
+    if kind == "parquet":
+        _check_parquet_engine()
+    elif suffix == ".zip":
+        raise ValueError(f"{path}: --dask writes CSV by appending chunks, which "
+                         "a zip archive cannot take: name it *.csv, *.csv.gz, "
+                         "... or *.parquet")
+
+    def write(tmp):
+        if kind == "parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            writer = None
+            try:
+                for frame in frames():
+                    table = pa.Table.from_pandas(frame, preserve_index=False)
+                    if writer is None:
+                        writer = pq.ParquetWriter(tmp, table.schema)
+                    writer.write_table(table)
+            finally:
+                if writer is not None:
+                    writer.close()
+            return
+        # each chunk appended: a compressed file of several members, which
+        # gzip, bz2, xz and zstd readers all read as one
+        for i, frame in enumerate(frames()):
+            frame.to_csv(tmp, index=False, header=i == 0, mode="w" if i == 0
+                         else "a", compression=_COMPRESSIONS.get(suffix))
+
+    _atomic_write(path, write)
+

@@ -1,0 +1,313 @@
+"""``dppca fit --dask`` and ``transform --dask``: Parquet files larger than
+memory, streamed through Dask (local threads or a distributed cluster)."""
+
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("pyarrow")
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+# Dask's own Parquet reader, on pandas 3.1
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:The inplace keyword in DataFrame.reset_index")
+
+from sklearn_dppca import BudgetAccountant, _dask  # noqa: E402
+from sklearn_dppca._cli_progress import PassProgress  # noqa: E402
+
+from .test_cli import run  # noqa: E402
+
+FEATURES = ["a", "b", "c", "d", "e"]
+N_FILES, N_ROWS = 3, 400
+FIT = ["-k", "2", "--epsilon", "1.5", "--delta", "1e-6", "--seed", "0"]
+
+
+def make_parts(seed=0):
+    rng = np.random.default_rng(seed)
+    return [
+        pd.DataFrame(rng.normal(size=(N_ROWS, len(FEATURES))) * [1.0, 0.6, 0.3, 0.1,
+                                                                 0.05] + 0.2,
+                     columns=FEATURES)
+        for _ in range(N_FILES)
+    ]
+
+
+def write_parts(folder, parts):
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, part in enumerate(parts):
+        part.to_parquet(folder / f"part-{i}.parquet", index=False)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    """3 Parquet files of 400 rows x 5 columns, and the same rows as one CSV."""
+    root = tmp_path_factory.mktemp("tables")
+    parts = make_parts()
+    write_parts(root / "parts", parts)
+    pd.concat(parts).to_csv(root / "all.csv", index=False)
+    return root
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """An in-process cluster: one worker, two threads (started once)."""
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=":0") as cluster:
+        yield cluster
+
+
+def fitted(path):
+    model = json.loads(path.read_text())
+    return model, {k: np.asarray(v) if isinstance(v, list) else v
+                   for k, v in model["attributes"].items()}
+
+
+def assert_same_release(one, other):
+    for name in ("components_", "explained_variance_", "mean_", "noise_variance_"):
+        np.testing.assert_allclose(one[name], other[name], rtol=1e-10, atol=1e-10,
+                                   err_msg=name)
+
+
+def test_fit_on_a_cluster_equals_the_in_memory_fit(tables, cluster, tmp_path,
+                                                   capsys):
+    ledger = tmp_path / "budget.db"
+    rc = run(capsys, "ledger", "init", ledger, "--epsilon", 3, "--delta", 1e-6)[0]
+    assert rc == 0
+    remote, local = tmp_path / "remote.json", tmp_path / "local.json"
+    rc, _, err = run(capsys, "fit", tables / "parts" / "part-*.parquet", "--dask",
+                     "--scheduler", cluster.scheduler_address, *FIT,
+                     "--data-norm", 3, "--ledger", ledger, "-v", "-o", remote)
+    assert rc == 0, err
+    rc, _, err_local = run(capsys, "fit", tables / "all.csv", *FIT, "--data-norm", 3,
+                           "-v", "-o", local)
+    assert rc == 0, err_local
+    (model, attributes), (_, expected) = fitted(remote), fitted(local)
+    assert_same_release(attributes, expected)
+    assert attributes["n_samples_"] == N_FILES * N_ROWS
+    assert BudgetAccountant(path=ledger).n_charges == 1
+    assert model["reading"] == {"passes": 2, "all_passes_counted": True,
+                                "partitions": N_FILES}
+    # -v: the numbered passes, their partitions, the count; line by line
+    assert "\r" not in err and all(line.startswith("dppca: ")
+                                   for line in err.splitlines())
+    lines = err.splitlines()
+    for expected_line in (
+        f"dppca: read {N_FILES * N_ROWS} rows x 5 columns in {N_FILES} partitions "
+        f"({N_FILES} files) from {tables / 'parts' / 'part-*.parquet'}",
+        "dppca: pass 1: row norms and the clipped sum for the private mean",
+        f"dppca: pass 1: {N_FILES}/{N_FILES} partitions",
+        "dppca: pass 2: Gram matrix of the centred, clipped rows",
+        f"dppca: pass 2: {N_FILES}/{N_FILES} partitions",
+        "dppca: read the rows in 2 passes",
+    ):
+        assert expected_line in lines, err
+    assert "dppca: read the rows in 2 passes" in err_local.splitlines()
+    assert "pass 3" not in err
+
+
+def test_progress_shows_no_value_of_the_rows(tables, cluster, tmp_path, capsys):
+    """Public values only: a table of the same shape, one row made far larger,
+    prints the same progress; no exact statistic of the rows appears."""
+    other = write_parts(tmp_path / "other", make_parts(seed=1))
+    big = pd.read_parquet(other / "part-1.parquet")
+    big.iloc[7] = 1e6
+    big.to_parquet(other / "part-1.parquet", index=False)
+
+    def progress(folder, *extra):
+        rc, _, err = run(capsys, "fit", folder, "--dask", "--scheduler",
+                         cluster.scheduler_address, *FIT, *extra, "-v",
+                         "-o", tmp_path / "m.json", "--force")
+        assert rc == 0, err
+        return [line.replace(str(folder), "DATA") for line in err.splitlines()
+                if not line.startswith(("dppca: warning:", "dppca: done:"))]
+
+    assert progress(tables / "parts", "--data-norm", 3) == progress(
+        other, "--data-norm", 3)
+    err = "\n".join(progress(tables / "parts", "--data-norm", "auto"))
+    X = pd.concat(make_parts()).to_numpy()
+    secrets = [np.linalg.norm(X, axis=1).max(), *X.mean(axis=0), X.sum()]
+    for value in secrets:
+        for text in (f"{value:g}", f"{value:.4g}", f"{value:.3f}", repr(value)):
+            assert text not in err, (text, err)
+    assert "read the rows in" in err and "passes" in err
+
+
+def test_a_directory_and_local_threads(tables, tmp_path, capsys):
+    """DATA a directory, no --scheduler: Dask's local threads; the same release."""
+    model = tmp_path / "dir.json"
+    rc, _, err = run(capsys, "fit", tables / "parts", "--dask", *FIT,
+                     "--data-norm", 3, "-o", model)
+    assert rc == 0, err
+    rc, _, err = run(capsys, "fit", tables / "all.csv", *FIT, "--data-norm", 3,
+                     "-o", tmp_path / "local.json")
+    assert rc == 0, err
+    assert_same_release(fitted(model)[1], fitted(tmp_path / "local.json")[1])
+    assert "partitions" not in err  # not a terminal, no -v: start and end only
+
+
+def test_scheduler_needs_dask(tables, tmp_path, capsys):
+    ledger = tmp_path / "budget.db"
+    run(capsys, "ledger", "init", ledger, "--epsilon", 3, "--delta", 1e-6)
+    rc, _, err = run(capsys, "fit", tables / "all.csv", *FIT, "--data-norm", 3,
+                     "--scheduler", "tcp://127.0.0.1:8786", "--ledger", ledger,
+                     "-o", tmp_path / "m.json")
+    assert rc == 2
+    assert err == ("dppca: error: --scheduler tcp://127.0.0.1:8786 runs the "
+                   "computation on that Dask cluster: add --dask\n")
+    assert BudgetAccountant(path=ledger).n_charges == 0
+    assert not (tmp_path / "m.json").exists()
+    # several files without --dask: say how to read them
+    rc, _, err = run(capsys, "fit", tables / "parts", *FIT, "--data-norm", 3,
+                     "-o", tmp_path / "m.json")
+    assert rc == 2 and "read them with --dask" in err
+
+
+def test_checks_of_the_columns_and_values(tables, tmp_path, capsys):
+    """As in memory: non-numeric columns named; missing and infinite values
+    named with what to do, before any charge."""
+    parts = make_parts()
+    for part in parts:
+        part["city"] = "x"
+    write_parts(tmp_path / "text", parts)
+    rc, _, err = run(capsys, "fit", tmp_path / "text", "--dask", *FIT,
+                     "--data-norm", 3, "-o", tmp_path / "m.json")
+    assert rc == 2 and "non-numeric column(s) 'city'; choose the numeric ones with " \
+        "--columns" in err
+    rc, _, err = run(capsys, "fit", tmp_path / "text", "--dask", *FIT,
+                     "--data-norm", 3, "--columns", ",".join(FEATURES),
+                     "-o", tmp_path / "m.json")
+    assert rc == 0, err
+
+    parts = make_parts()
+    parts[1].loc[5, "c"] = np.nan
+    parts[2].loc[9, "e"] = np.inf
+    write_parts(tmp_path / "holes", parts)
+    ledger = tmp_path / "budget.db"
+    run(capsys, "ledger", "init", ledger, "--epsilon", 9, "--delta", 1e-6)
+    fit = ["fit", tmp_path / "holes", "--dask", *FIT, "--data-norm", 3,
+           "--ledger", ledger, "-o", tmp_path / "h.json"]
+    rc, _, err = run(capsys, *fit)
+    assert rc == 2 and "missing values (NaN or empty cells) in column(s) 'c';" in err
+    assert "--fill-missing VALUE" in err
+    # an infinite value is refused even where --bounds would clip it
+    for extra in (["--fill-missing", 0], ["--fill-missing", 0, "--bounds", -3, 3]):
+        rc, _, err = run(capsys, *fit, *extra)
+        assert rc == 2 and err.endswith("infinite values in column(s) 'e'\n"), err
+    assert BudgetAccountant(path=ledger).n_charges == 0
+    # filled and scaled chunk by chunk: the in-memory release
+    parts[2].loc[9, "e"] = 0.0
+    write_parts(tmp_path / "holes", parts)
+    pd.concat(parts).to_csv(tmp_path / "holes.csv", index=False)
+    extra = ["--fill-missing", "mid", "--bounds", -3, 3, "--scale"]
+    assert run(capsys, *fit, *extra)[0] == 0
+    rc, _, err = run(capsys, "fit", tmp_path / "holes.csv", *FIT, "--data-norm", 3,
+                     *extra, "-o", tmp_path / "local.json")
+    assert rc == 0, err
+    (model, attributes), (local, expected) = (fitted(tmp_path / "h.json"),
+                                              fitted(tmp_path / "local.json"))
+    assert_same_release(attributes, expected)
+    assert model["preprocessing"] == local["preprocessing"]
+
+
+def test_transform_streams_the_projection(tables, cluster, tmp_path, capsys):
+    model = tmp_path / "m.json"
+    assert run(capsys, "fit", tables / "all.csv", *FIT, "--data-norm", 3,
+               "-o", model)[0] == 0
+    rc, _, err = run(capsys, "transform", model, tables / "all.csv",
+                     "-o", tmp_path / "local.csv")
+    assert rc == 0, err
+    expected = pd.read_csv(tmp_path / "local.csv")
+    for out in ("out.parquet", "out.csv.gz"):
+        rc, _, err = run(capsys, "transform", model, tables / "parts", "--dask",
+                         "--scheduler", cluster.scheduler_address,
+                         "-o", tmp_path / out)
+        assert rc == 0, err
+        assert err == f"dppca: wrote 1200 rows x 2 components to {tmp_path / out}\n"
+        got = (pd.read_parquet if out.endswith("parquet") else pd.read_csv)(
+            tmp_path / out)
+        pd.testing.assert_frame_equal(got, expected, atol=1e-12)
+    rc, out, _ = run(capsys, "transform", model, tables / "parts", "--dask",
+                     "-o", "-", "-q")
+    assert rc == 0
+    pd.testing.assert_frame_equal(pd.read_csv(io.StringIO(out)), expected,
+                                  atol=1e-12)
+    parts = make_parts()
+    parts[2].loc[3, "b"] = np.nan
+    write_parts(tmp_path / "holes", parts)
+    rc, _, err = run(capsys, "transform", model, tmp_path / "holes", "--dask",
+                     "-o", tmp_path / "h.csv")
+    assert rc == 2 and "missing values (NaN or empty cells) in column(s) 'b'" in err
+    assert not (tmp_path / "h.csv").exists()  # no partial file
+
+
+def test_worker_processes(tables, tmp_path, capsys):
+    """Workers in their own processes: what they run travels pickled."""
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as cluster:
+        rc, _, err = run(capsys, "fit", tables / "parts", "--dask", "--scheduler",
+                         cluster.scheduler_address, *FIT, "--data-norm", "auto",
+                         "--fill-missing", 0, "-o", tmp_path / "remote.json")
+    assert rc == 0, err
+    rc, _, err = run(capsys, "fit", tables / "all.csv", *FIT, "--data-norm", "auto",
+                     "-o", tmp_path / "local.json")
+    assert rc == 0, err
+    assert_same_release(fitted(tmp_path / "remote.json")[1],
+                        fitted(tmp_path / "local.json")[1])
+
+
+# ------------------------------------------------------------ the hook
+def test_partition_counts_leave_the_reduction_unchanged(cluster):
+    """map_reduce under reporting_partitions: the same tree, the same result
+    bit for bit, on local threads and on a client; the partitions counted."""
+    import dask.array as da
+
+    X = da.from_array(np.random.default_rng(0).normal(size=(1000, 4)),
+                      chunks=(170, 4))
+    plain = _dask.centred_gram(X, 2.0, np.zeros(4))
+    seen = []
+    with _dask.reporting_partitions(lambda done, total: seen.append((done, total))):
+        counted = _dask.centred_gram(X, 2.0, np.zeros(4))
+    np.testing.assert_array_equal(counted, plain)
+    assert seen == [(done, 6) for done in range(7)]
+    with distributed.Client(cluster) as client:
+        seen.clear()
+        with _dask.reporting_partitions(lambda *args: seen.append(args)):
+            remote = _dask.centred_gram(X, 2.0, np.zeros(4))
+        assert _dask._active_client() is client
+    np.testing.assert_array_equal(remote, plain)
+    assert seen == [(done, 6) for done in range(7)]
+
+
+@pytest.mark.parametrize("verbose", [0, 1])
+def test_bar_on_a_terminal(verbose):
+    """A terminal: a bar redrawn in place (with -v, one per pass, kept);
+    elsewhere, lines at each quarter of the partitions only with -v."""
+    def draw(**kwargs):
+        stream = io.StringIO()
+        progress = PassProgress(verbose, False, stream=stream, **kwargs)
+        progress("pass 1: Gram matrix of the centred, clipped rows")
+        for done in range(9):
+            progress.partitions(done, 8)
+        progress.finished(1, True)
+        return stream.getvalue()
+
+    terminal = draw(tty=True)
+    assert "\r\033[Kdppca: pass 1" in terminal and "8/8 partitions" in terminal
+    assert terminal.endswith("\n" if verbose else "\r\033[K")
+    log = draw(tty=False)
+    assert "\r" not in log
+    assert log.splitlines() == ([] if not verbose else [
+        "dppca: pass 1: Gram matrix of the centred, clipped rows",
+        "dppca: pass 1: 2/8 partitions", "dppca: pass 1: 4/8 partitions",
+        "dppca: pass 1: 6/8 partitions", "dppca: pass 1: 8/8 partitions",
+    ])
+    quiet = io.StringIO()
+    progress = PassProgress(verbose, True, stream=quiet, tty=True)
+    progress("pass 1: x")
+    progress.partitions(0, 1)
+    assert quiet.getvalue() == ""
