@@ -571,8 +571,8 @@ def test_data_norm_auto_matches_the_estimator(data, tmp_path, capsys):
 
 
 def test_a_drowned_search_is_refused_in_the_flags_words(data, tmp_path, capsys):
-    """On 300 rows at ε = 1 with centring, each comparison of the searches
-    would have noise of 76 rows (more than n/4, even with their largest share): the fit is refused before
+    """On 300 rows at ε = 2 with centring, each comparison of the searches
+    would have noise of 77 rows (more than n/4): the fit is refused before
     any charge (issue 22; it used to warn and fit), in one line that names
     the flags to use instead and the smallest ε that would run."""
     ledger = tmp_path / "budget.ledger"
@@ -581,16 +581,15 @@ def test_a_drowned_search_is_refused_in_the_flags_words(data, tmp_path, capsys):
     assert rc == 0, err
     model = tmp_path / "model.json"
     argv = _fit_without_norm(data, model, "--data-norm", "auto", "--ledger", ledger)
-    argv[argv.index("--epsilon") + 1] = 1
     rc, out, err = run(capsys, *argv)
     assert rc == 2 and out == ""
     assert_one_error_line(err)
     error = err.splitlines()[-1]
     assert error.startswith("dppca: error: --data-norm auto on 300 rows at "
-                            "epsilon=1: each comparison")
-    assert "noise of 76 rows" in error and "refused before any charge" in error
+                            "epsilon=2: each comparison")
+    assert "noise of 77 rows" in error and "refused before any charge" in error
     assert "give --data-norm (a number" in error and "--bounds LOW HIGH" in error
-    assert error.endswith("or an epsilon of at least 1.02.")
+    assert error.endswith("or an epsilon of at least 2.07.")
     assert not model.exists()
     rc, out, _ = run(capsys, "ledger", "show", ledger)
     assert rc == 0 and "in 0 charge(s)" in out
