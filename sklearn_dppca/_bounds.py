@@ -64,15 +64,16 @@ estimator imports it.
 Budget: the searches take :data:`BOUND_BUDGET_SHARE` of ``μ*²`` (a single
 search on few rows more, up to :data:`MAX_BOUND_SHARE`, to keep its noise
 within :data:`DROWNED` ``· n`` rows: :func:`search_share`) and their checks
-:data:`CHECK_BUDGET_SHARE` (split evenly between them); with ``"auto"``
-and centring but no box the mean's steps may take :data:`AUTO_MEAN_SHARE`
-of it, and the estimator's own releases share the rest. The step tallies
-what it released (:meth:`NormBounds._give_back`): the estimator's releases get ``μ*²`` less that tally, whatever the searches, the
-checks and the steps left unspent or ran again. Every ``μ`` is fixed before
-its release, from public values and earlier releases only, and along every
-path the ``μ²`` sum to exactly ``μ*²``: by the fully adaptive composition of
-Gaussian DP (Smith & Thakurta 2022) the fit is ``μ*``-GDP (docs/privacy.rst
-§2, §5), and the accountant sees one charge of ``μ*``.
+:data:`CHECK_BUDGET_SHARE` (split evenly between them); with ``"auto"`` and
+centring but no box the mean's steps may take :data:`AUTO_MEAN_SHARE` of it,
+and the estimator's own releases share the rest. The step tallies what it
+released (:meth:`NormBounds._give_back`): the estimator's releases get ``μ*²``
+less that tally, whatever the searches, the checks and the steps left unspent
+or ran again. Every ``μ`` is fixed before its release, from public values and
+earlier releases only, and along every path the ``μ²`` sum to exactly ``μ*²``:
+by the fully adaptive composition of Gaussian DP (Smith & Thakurta 2022) the
+fit is ``μ*``-GDP (docs/privacy.rst §2, §5), and the accountant sees one
+charge of ``μ*``.
 """
 
 import math
