@@ -1103,3 +1103,38 @@ def test_one_pass_gives_the_clipped_sum_at_every_grid_value(sparse_rows):
             for k in range(edges.shape[0]):
                 moved = other.clipped_sum(k, edges) - around.clipped_sum(k, edges)
                 assert np.linalg.norm(moved) <= 2.0 * edges[k] * (1 + 1e-12)
+
+
+def test_one_search_on_few_rows_takes_the_share_that_keeps_it_afloat(monkeypatch):
+    """Issue 23: wine's 178 rows at ρ = 0.01 zCDP (ε = 0.575), not centred:
+    with the default 6% of μ*² the search's comparisons would have noise of
+    86 rows, beyond n/4, and the fit was refused. A single search now takes,
+    from public values, the share at which the noise is exactly n/4 (up to
+    25%); the fit's μ² still sum to exactly μ*². With centring (the mean's
+    steps) the share stays 6% and the fit is refused."""
+    from sklearn_dppca._bounds import MAX_BOUND_SHARE, search_share
+
+    n, mu = 178, gdp_mu(0.575, 1e-6)
+    bins = norm_grid((1e-8, 1e12)).shape[0]
+    queries = _bounds.search_queries(bins)
+    share = search_share(n, 1, mu, bins)
+    assert BOUND_BUDGET_SHARE < share <= MAX_BOUND_SHARE
+    assert math.sqrt(queries / share) / mu == pytest.approx(n / 4, rel=1e-12)
+    assert search_share(20_000, 1, mu, bins) == BOUND_BUDGET_SHARE  # many rows
+    assert search_share(n, 1, mu / 2, bins) is None  # beyond 25%: refused
+
+    X = np.random.default_rng(5).normal(size=(n, 13))
+    record = Draws(monkeypatch)
+    acc = BudgetAccountant()
+    est = PrivatePCA(center=False, epsilon=0.575, delta=1e-6, data_norm="auto",
+                     accountant=acc, random_state=0).fit(X)
+    searched = [sigma for _, _, sigma in record.counts][:2]
+    assert all(sigma == pytest.approx(n / 4, rel=1e-9) for sigma in searched)
+    _, total = record.mu_squared(est, n)
+    assert total == pytest.approx(gdp_mu(0.575, 1e-6) ** 2, rel=1e-12)
+    assert acc.n_charges == 1
+    with pytest.raises(ValueError, match=r"share of the budget the searches may "
+                                         r"take \(6%\)"):
+        PrivatePCA(epsilon=0.575, delta=1e-6, data_norm="auto", accountant=acc,
+                   ).fit(X)
+    assert acc.n_charges == 1
