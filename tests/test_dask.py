@@ -35,7 +35,7 @@ FITTED = ("components_", "explained_variance_", "mean_", "noise_variance_")
 def client():
     """A real distributed cluster: two worker processes, started by the tests."""
     with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     ) as cluster, distributed.Client(cluster) as client:
         yield client
 
