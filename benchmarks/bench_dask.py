@@ -58,7 +58,7 @@ def main():
     warnings.simplefilter("ignore", PrivacyLeakWarning)
     with distributed.LocalCluster(
         n_workers=args.workers, threads_per_worker=1, processes=True,
-        dashboard_address=None,
+        dashboard_address=":0",
     ) as cluster, distributed.Client(cluster):
         spectrum = 1.0 / np.sqrt(np.arange(1, args.features + 1))
         rng = da.random.default_rng(0)
