@@ -34,6 +34,7 @@ from ._cli_io import (
     refuse_missing,
     table_format,
 )
+from ._dask import partition_lengths
 
 #: The messages of the fit's own finiteness check (and of :func:`_checked`).
 _BAD_VALUES = ("Input X contains NaN", "Input X contains infinity")
@@ -181,10 +182,11 @@ class LazyMatrix:
         # int, bool and pandas' extension dtypes to float64, missing values
         # to NaN, as to_numpy(dtype=float64) does in memory
         frame = frame[self.names].astype(np.float64)
-        # The rows of each partition (one read of the chosen columns: Dask
-        # counts them on the frame it turns into an array): their sum is n,
-        # a public value (the fit states it).
-        raw = _reading(path, lambda: frame.to_dask_array(lengths=True))
+        # The rows of each partition, from the Parquet footers where Dask
+        # has them (else Dask counts them, a read of the chosen columns):
+        # their sum is n, a public value (the fit states it).
+        raw = _reading(path, lambda: frame.to_dask_array(
+            lengths=partition_lengths(frame)))
         keep = [i for i, n in enumerate(raw.chunks[0]) if n]
         if not keep:
             raise ValueError(f"{path}: the table has a header but no rows")

@@ -88,8 +88,9 @@ def as_dask_array(X):
     """A 2-D Dask array of float rows, one chunk across the columns.
 
     Returns the array and the column names (``None`` unless a DataFrame with
-    string column names). Chunk sizes are computed if unknown (one pass over
-    the index, not the data).
+    string column names). A DataFrame's partition lengths come from
+    :func:`partition_lengths` (Parquet footers where Dask has them); an
+    array's unknown chunk sizes are computed (a pass over its chunks).
     """
     import dask.array as da
 
@@ -105,7 +106,7 @@ def as_dask_array(X):
             # (then refused by the first pass, as in memory); a mixed frame
             # would otherwise become an object array
             X = X.astype(np.complex128 if _has_complex(X) else np.float64)
-        X = X.to_dask_array(lengths=True)
+        X = X.to_dask_array(lengths=partition_lengths(X))
     if X.ndim != 2:
         raise ValueError(f"Expected a 2D array, got a {X.ndim}D Dask array.")
     if np.isnan(X.shape[0]):
@@ -118,6 +119,30 @@ def as_dask_array(X):
     if X.dtype not in (np.float32, np.float64):
         X = X.astype(np.float64)
     return X.rechunk({1: -1}), names
+
+
+def partition_lengths(frame):
+    """The rows of each partition of a Dask DataFrame, for ``to_dask_array``.
+
+    Where Dask knows them without reading a row (the row counts in Parquet
+    footers, partitions of an in-memory pandas frame), through column
+    selections and element-wise steps (``astype``, ``fillna``), they come from
+    there; otherwise ``True``: Dask counts them, a pass over the partitions
+    (every column's bytes, for Parquet). Measured on 2·10⁶ × 100 Parquet
+    rows in 12 files: 6 ms from the footers against 1.5 s for counting, a
+    whole read of the files (benchmarks/bench_out_of_core.py). The row counts
+    are public: n is public, and how the rows are split into files is a
+    function of how they are stored.
+    """
+    try:  # dask-expr's own lengths expression, simplified against the source
+        from dask.dataframe.dask_expr._expr import Lengths, Literal
+
+        known = Lengths(frame.expr).optimize(fuse=False)
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return True  # another Dask: count
+    if isinstance(known, Literal):
+        return tuple(int(length) for length in known.value)
+    return True
 
 
 def _has_complex(X):

@@ -216,3 +216,25 @@ def test_auto_bound_on_a_cluster_equals_numpy(client, data, name, shift):
             getattr(remote, attribute), getattr(local, attribute),
             rtol=1e-8, atol=1e-10, err_msg=attribute,
         )
+
+
+def test_parquet_row_counts_come_from_the_footers(tmp_path):
+    """Issue 24: turning a Dask DataFrame into rows needs each partition's
+    length; for Parquet files they are read from the footers (no pass over
+    the rows), through column choices and casts, and a frame Dask cannot
+    answer for is counted."""
+    pytest.importorskip("pyarrow")
+    from sklearn_dppca._dask import partition_lengths
+
+    rng = np.random.default_rng(0)
+    sizes = (300, 200, 250)
+    for i, size in enumerate(sizes):
+        pd.DataFrame(rng.normal(size=(size, 4)), columns=list("abcd")).to_parquet(
+            tmp_path / f"part-{i}.parquet")
+    frame = dd.read_parquet(str(tmp_path / "part-*.parquet"))
+    assert partition_lengths(frame) == sizes
+    assert partition_lengths(frame[["a", "c"]].astype("float32")) == sizes
+    assert partition_lengths(frame.map_partitions(lambda part: part[::2])) is True
+    local = PrivatePCA(2, data_norm=4.0, random_state=0).fit(frame.compute())
+    lazy = PrivatePCA(2, data_norm=4.0, random_state=0).fit(frame)
+    np.testing.assert_allclose(lazy.components_, local.components_, atol=1e-10)
