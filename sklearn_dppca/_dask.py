@@ -187,7 +187,7 @@ def map_reduce(X, function, *args, combine=None):
     name = f"dppca-chunk-{uuid.uuid4().hex}"
     chunks = X.to_delayed().ravel()
     parts = [
-        dask.delayed(function)(chunk, *args, dask_key_name=(name, i))
+        dask.delayed(_on_rows)(function, chunk, *args, dask_key_name=(name, i))
         for i, chunk in enumerate(chunks)
     ]
     if observer is None:
@@ -198,6 +198,20 @@ def map_reduce(X, function, *args, combine=None):
     if client is not None:
         return _reduce_on_client(client, parts, combine, observer)
     return _reduce_counting(parts, combine, name, observer)
+
+
+def _on_rows(function, chunk, *args):
+    """``function(chunk, *args)`` on a chunk in row-major order.
+
+    A partition read from Parquet (through pandas) is column-major; the
+    statistics read it row block by row block, and one copy of the chunk
+    costs less than a copy of every block (measured on 170 000 × 100: the
+    Gram 1.55 against 1.8 times a bare ``X.T @ X``, the clipped sum 0.62
+    against 0.73).
+    """
+    if isinstance(chunk, np.ndarray) and not chunk.flags.c_contiguous:
+        chunk = np.ascontiguousarray(chunk)
+    return function(chunk, *args)
 
 
 def _tree(parts, combine):
