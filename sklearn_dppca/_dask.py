@@ -183,8 +183,9 @@ def map_reduce(X, function, *args, combine=None):
 
     combine = combine or _add
     observer = _PARTITION_OBSERVER.get()
-    # one name per pass, unique on a scheduler shared with other clients
-    name = f"dppca-chunk-{uuid.uuid4().hex}"
+    # one name per pass, unique on a scheduler shared with other clients, that
+    # says what the pass computes (the dashboard's and a profiler's label)
+    name = f"dppca-{getattr(function, '__name__', 'chunk')}-{uuid.uuid4().hex}"
     chunks = X.to_delayed().ravel()
     parts = [
         dask.delayed(_on_rows)(function, chunk, *args, dask_key_name=(name, i))

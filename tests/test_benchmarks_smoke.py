@@ -296,3 +296,43 @@ def test_cov_oracle_split_and_bounds():
     assert row["oracle αΣ̂+βI"] <= row["ours"] * (1 + 1e-9)
     head, rows = bench.run(["wine"], [1.0], 2, 2, 0, log=lambda m: None)
     assert len(rows) == 1 and len(rows[0]) == len(head)
+
+
+# --- benchmarks/bench_out_of_core.py: fits on Parquet files (issue 24) -------
+def test_out_of_core_model_bounds_rows():
+    """The public divisor keeps all but ~0.2% of the model's rows within C = 1."""
+    bench = pytest.importorskip("bench_out_of_core")
+    for d in (8, 100):
+        std, mean, divisor = bench.model(d)
+        rows = (np.random.default_rng(0).standard_normal((20_000, d)) * std
+                + mean) / divisor
+        norms = np.linalg.norm(rows, axis=1)
+        assert np.mean(norms > 1.0) < 5e-3 and np.median(norms) > 0.3
+
+
+def test_out_of_core_tiny_run(tmp_path):
+    """A tiny run on a LocalCluster: passes counted from outside the package."""
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("distributed")
+    pytest.importorskip("dask.dataframe")
+    bench = pytest.importorskip("bench_out_of_core")
+    data, out = tmp_path / "data", tmp_path / "out"
+    result = bench.main(["--tiny", "--workers", "1", "--data-dir", str(data),
+                         "--out", str(out), "--pca-baseline", "svd_compressed"])
+    summary = result["summary"]
+    assert not any(row["errors"] for row in summary.values())
+    assert result["config"]["npartitions"] == 4
+    for name in ("read", "lengths", "Gram"):  # one read of each partition
+        assert summary[name]["passes_tasks"] == 1.0
+    assert summary["overhead"]["passes_tasks"] == 0.0
+    for name in ("PrivatePCA numeric", 'PrivatePCA "auto"', "CoherentPowerPCA"):
+        passes = summary[name]["passes_tasks"]
+        assert passes >= 1 and passes == int(passes)  # whole passes only
+        assert summary[name]["gram_passes"] >= 1
+    assert (summary["PrivatePCA numeric, array"]["passes_tasks"]
+            <= summary["PrivatePCA numeric"]["passes_tasks"])
+    if result["config"]["exact_probe"]:  # Linux: bytes read by the workers
+        assert summary["read"]["passes_bytes"] >= 1.0
+    assert "| PrivatePCA numeric |" in (out / "results.md").read_text()
+    assert (out / "results.json").exists()
+    assert not any(data.iterdir())  # without --keep the files are gone
