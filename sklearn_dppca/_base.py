@@ -47,6 +47,7 @@ from .privacy import (
     _keep_carried_default,
     _outside_stacklevel,
     _resolve_accountant,
+    _warn_if_not_private,
     _warn_leak,
     gdp_epsilon,
     gdp_mu,
@@ -293,7 +294,6 @@ class _BasePrivatePCA(
         # it was (_all_or_nothing); a fit refused or failing before its charge
         # is not charged.
         self._warn_solver_parameters()
-        exact = self.epsilon == math.inf  # the non-private fit: no noise
         X, data = self._validate_for_fit(X)
         engine = data  # before any progress wrapper
         n_samples, n_features = X.shape
@@ -357,19 +357,7 @@ class _BasePrivatePCA(
         # public values (and, for data_norm=None, the bound it released).
         if bounds.from_data:
             _warn_leak(self._data_norm_leak(self.data_norm_))
-        if exact:
-            _warn_leak(
-                "epsilon=inf is the non-private fit: no noise is added and the "
-                "released attributes are exact functions of the (clipped) data. "
-                "It was charged as infinite, which only an unlimited accountant "
-                "admits."
-            )
-        elif self.random_state is not None:
-            _warn_leak(
-                f"random_state={self.random_state!r} fixes the noise: anyone who "
-                "knows it can subtract the noise, and the fit is not private. Leave "
-                "random_state=None (operating-system entropy) for a private release."
-            )
+        _warn_if_not_private(self.epsilon, self.random_state)
         warn_if_one_feature_dominates(self)  # from released values only
         return X
 

@@ -46,7 +46,7 @@ from .privacy import (
     _carry_default,
     _keep_carried_default,
     _resolve_accountant,
-    _warn_leak,
+    _warn_if_not_private,
     gdp_epsilon,
     gdp_mu,
     private_computation,
@@ -467,19 +467,9 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
                 else reported_spend((gdp_epsilon(composed, self.delta), self.delta),
                                     self.epsilon)
             )
-        if shares and self.epsilon == math.inf:
-            _warn_leak(
-                "epsilon=inf is the non-private fit: no noise is added and the "
-                "released mean and scale are exact functions of the (clipped) "
-                "data. It was charged as infinite, which only an unlimited "
-                "accountant admits."
-            )
-        elif shares and self.random_state is not None:
-            _warn_leak(
-                f"random_state={self.random_state!r} fixes the noise: anyone who "
-                "knows it can subtract the noise, and the fit is not private. Leave "
-                "random_state=None (operating-system entropy) for a private release."
-            )
+        if shares:
+            _warn_if_not_private(self.epsilon, self.random_state,
+                                 "released mean and scale")
 
     def _release(self, Z, n, mus, rng, centre, width, free, d_free):
         """The noisy sums in box units, and the attributes from them."""

@@ -1494,6 +1494,24 @@ def _warn_leak(message):
     warnings.warn(message, PrivacyLeakWarning, stacklevel=_outside_stacklevel())
 
 
+def _warn_if_not_private(epsilon, random_state, released="released attributes"):
+    """After a fit: the :class:`PrivacyLeakWarning` of ``epsilon=inf`` (no
+    noise) or, failing that, of a fixed ``random_state`` (noise anyone can
+    subtract). ``released`` names what the fit released."""
+    if epsilon == math.inf:
+        _warn_leak(
+            f"epsilon=inf is the non-private fit: no noise is added and the "
+            f"{released} are exact functions of the (clipped) data. It was "
+            "charged as infinite, which only an unlimited accountant admits."
+        )
+    elif random_state is not None:
+        _warn_leak(
+            f"random_state={random_state!r} fixes the noise: anyone who "
+            "knows it can subtract the noise, and the fit is not private. Leave "
+            "random_state=None (operating-system entropy) for a private release."
+        )
+
+
 #: The process-wide silence of :func:`private_computation`: how many blocks
 #: are open (in any thread), and the ``catch_warnings`` the first one entered.
 _silence_lock = threading.Lock()
