@@ -615,10 +615,7 @@ def _norm_counts(X, centre, sq_edges, sq=None):
     """Rows per bin of ``‖x − centre‖`` (``centre`` None: of ``‖x‖``), the
     rows beyond the last edge in the last bin: :func:`_around`'s counts as
     the searches see them."""
-    around = _around(X, centre, sq_edges, sq=sq)
-    counts = around.counts[:-1].copy()
-    counts[-1] += around.counts[-1]
-    return counts
+    return _around(X, centre, sq_edges, sq=sq).searched()
 
 
 class Around(NamedTuple):
@@ -634,12 +631,17 @@ class Around(NamedTuple):
     units: np.ndarray  # (B + 1, d) Σ (x − c)/‖x − c‖ per bin, or (0,)
     fixed: np.ndarray  # (d,) Σ clip_radius(x − c) at a given radius, or (0,)
 
-    def cumulative(self):
-        """Rows in bins ``≤ j`` for ``j < B``; the last also holds the rows
-        beyond the grid (so it is ``n``): the searches' counts."""
+    def searched(self):
+        """Rows per bin ``j < B``, the last also holding the rows beyond the
+        grid: the bins the searches see."""
         counts = self.counts[:-1].copy()
         counts[-1] += self.counts[-1]
-        return np.cumsum(counts)
+        return counts
+
+    def cumulative(self):
+        """Rows in bins ``≤ j`` for ``j < B`` (the last is ``n``): the
+        searches' counts."""
+        return np.cumsum(self.searched())
 
     def clipped_sum(self, k, edges):
         """``Σ clip_{u_k}(x − c)``: exact post-processing of the bins.
