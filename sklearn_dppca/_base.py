@@ -332,8 +332,6 @@ class _BasePrivatePCA(
             # budget to our releases.
             mean, data_norm, self.mean_norm_, plan = bounds.release(plan, rng)
             data = bounds.data  # the rows clipped into the box, if any
-            if reported is not None:  # the box's (or moved) rows: still reported
-                data = reported.rebind(data)
             gram = data.gram(data_norm, mean)
             if not self._gram_in_namespace:
                 gram = _array_api.to_host(gram)  # the same array for NumPy and Dask
@@ -1131,12 +1129,11 @@ class _ReportedPasses:
       holds) is announced then, as "a pass over the rows": on Dask every pass
       is one reduction, so every one is counted.
     - ``progress.finished(passes, exact)``: at the end of the fit, the number
-      of passes announced, and whether that is all of them. It is not when a
-      step read rows in memory past this wrapper (the rows clipped into
-      ``bounds``, or moved to a far mean), or when the estimator's passes are
-      ``hidden`` (``CoherentPowerPCA(selection="repetition")``: their number
-      would tell the number of trials, which stays secret; they are announced
-      once, without a number, and their partitions are not reported).
+      of passes announced, and whether that is all of them. It is not when
+      the estimator's passes are ``hidden``
+      (``CoherentPowerPCA(selection="repetition")``: their number would tell
+      the number of trials, which stays secret; they are announced once,
+      without a number, and their partitions are not reported).
     """
 
     def __init__(self, data, progress, hidden=None):
@@ -1147,7 +1144,6 @@ class _ReportedPasses:
         self._hidden = hidden  # why the rows' passes are not reported, or None
         self._hiding = False
         self.passes = 0
-        self.exact = True
         self._fresh = False  # a pass announced whose partitions have not started
 
     def _say(self, what):
@@ -1169,17 +1165,15 @@ class _ReportedPasses:
             self._partitions(done, total)
 
     def rebind(self, data):
-        """This wrapper, now over ``data`` (the rows the norm bounds left)."""
-        if data is not self:
-            if not isinstance(data, ChunkedRows):  # in memory: a pass unseen
-                self.exact = False
-            self._data = self.engine = data
+        """This wrapper, now over ``data`` (the rows the norm bounds made: in
+        the box, or moved to a far mean; they announce their copy)."""
+        self._data = self.engine = data
         return self
 
     def finish(self):
         finished = getattr(self._progress, "finished", None)
         if finished is not None:
-            finished(self.passes, self.exact and not self._hiding)
+            finished(self.passes, not self._hiding)
 
     def announce(self, what):
         """A pass of a step outside this interface (the norm bounds)."""

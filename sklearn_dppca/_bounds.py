@@ -731,6 +731,13 @@ def _engine(data):
     return getattr(data, "engine", data)
 
 
+def _rebound(data, rows):
+    """``rows`` (an engine) under ``data``'s progress wrapper, if it has one,
+    so that the passes over the new rows are announced as the old ones'."""
+    rebind = getattr(data, "rebind", None)
+    return rows if rebind is None else rebind(rows)
+
+
 def _announce(data, what):
     """Tell the CLI's progress wrapper, if any, that a pass ``what`` starts
     (public words only: what the pass computes)."""
@@ -811,10 +818,11 @@ def _box_rows(data, lower, upper, centre):
     stays sparse when the translation is 0 and 0 lies in the box (only its
     stored entries change); otherwise it is densified.
     """
-    data = _engine(data)
-    X = data.X
-    if isinstance(data, ChunkedRows):
+    engine = _engine(data)
+    X = engine.X
+    if isinstance(engine, ChunkedRows):
         return ChunkedRows(X.clip(lower, upper) - centre.astype(X.dtype))
+    _announce(data, "the rows clipped into the box (one copy)")
     if hasattr(X, "tocsr"):
         if not centre.any() and (lower <= 0).all() and (upper >= 0).all():
             X = X.tocsr(copy=True)
@@ -1040,7 +1048,7 @@ class NormBounds:
                 "inputs yet: give data_norm (a number), or fit a NumPy array."
             )
         if self.box is not None:
-            data = _box_rows(data, *self.box, self.offset)
+            data = _rebound(data, _box_rows(data, *self.box, self.offset))
         self.data = data
         if self.auto:
             # the first pass: every row checked finite, and what the first
@@ -1223,9 +1231,10 @@ class NormBounds:
         engine = _engine(self.data)
         centre = np.asarray(mean, dtype=self.dtype)
         if isinstance(engine, ChunkedRows):
-            self.data = ChunkedRows(engine.X - centre)
+            self.data = _rebound(self.data, ChunkedRows(engine.X - centre))
         else:
-            self.data = InMemoryRows(_dense(engine.X) - centre)
+            _announce(self.data, "the rows moved to the private mean (one copy)")
+            self.data = _rebound(self.data, InMemoryRows(_dense(engine.X) - centre))
             if first_pass:
                 self.data.first_pass(data_norm, with_sum=False)
         self.offset = self.offset + centre.astype(np.float64)

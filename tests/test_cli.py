@@ -494,6 +494,19 @@ def test_passes_of_the_power_method_are_numbered_but_not_a_selections(
     assert json.loads(model.read_text())["reading"]["all_passes_counted"] is False
 
 
+def test_the_copy_into_the_box_is_a_counted_pass(data, tmp_path, capsys):
+    """In memory, the rows clipped into --bounds are a copy of the rows: a pass
+    like the others, announced and counted, so the count is complete."""
+    model = tmp_path / "m.json"
+    rc, _, err = run(capsys, *fit_args(data, model, "--bounds", -5, 5, "-v",
+                                       "--force"))
+    assert rc == 0, err
+    passes = [line for line in _progress_lines(err) if line.startswith("dppca: pass ")]
+    assert passes[0] == "dppca: pass 1: the rows clipped into the box (one copy)"
+    assert f"dppca: read the rows in {len(passes)} passes" in err
+    assert json.loads(model.read_text())["reading"]["all_passes_counted"] is True
+
+
 def test_estimator_verbose_output_leaves_stdout_to_the_model(data, capsys):
     rc, out, err = run(capsys, "fit", data, "-k", 2, "--epsilon", 1, "--delta", 1e-6,
                        "--data-norm", 3, "--estimator", "coherent",
