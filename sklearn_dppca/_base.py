@@ -40,7 +40,7 @@ from ._dask import (
 )
 from ._released import mean_in_box, warn_if_one_feature_dominates
 from ._stats import InMemoryRows
-from .noise import make_generator
+from .noise import dense_noise, make_generator, noise_scale
 from .privacy import (
     BudgetAccountant,
     _carry_default,
@@ -279,6 +279,10 @@ class _BasePrivatePCA(
         """
         return self._transform(self._fit(X))
 
+    # Whether the estimator's releases are of the Gram matrix alone, so that
+    # on many rows the rows are centred in one pass (NormBounds.pilot).
+    _pilot_centring = False
+
     def __getstate__(self):
         # With accountant=None, a limited default travels to worker processes.
         return _carry_default(self, super().__getstate__())
@@ -305,7 +309,7 @@ class _BasePrivatePCA(
         self._check_n_components(n_samples, n_features)
         # norm bounds ("auto", a box): their share is taken from the plan
         dtype = _array_api.numpy_dtype(X)
-        bounds = NormBounds(self, n_samples, n_features, dtype)
+        bounds = NormBounds(self, n_samples, n_features, dtype, engine)
         plan = bounds.plan(self._privacy_plan(n_samples, n_features))
         rng = make_generator(self.random_state)
         accountant = _resolve_accountant(self)
@@ -322,17 +326,23 @@ class _BasePrivatePCA(
         with private_computation(), reporting_partitions(
             None if reported is None else reported.partitions
         ):
-            # The first pass reads every row (and checks them all finite).
+            # The first pass reads every row (and checks them all finite) ...
+            # (with a pilot, the first rows; the covariance's pass reads all)
             bounds.read(data)
-            # ... and charge, atomically, before anything is released: a fit
-            # that fails on its data (NaN, inf) is not charged.
-            accountant.spend(**plan.charge, estimator=self)
-            # The bounds' searches (if "auto") and the private mean
-            # (docs/privacy.rst §5); with "auto" the plan may return unspent
-            # budget to our releases.
+            # ... and charge, atomically, before any value leaves the fit: a
+            # fit that fails on its data (NaN, inf) is not charged.
+            if not bounds.pilot:
+                accountant.spend(**plan.charge, estimator=self)
+            # The bounds' searches (if "auto") and the private mean, or with a
+            # pilot the centre (docs/privacy.rst §5); with "auto" the plan may
+            # return unspent budget to our releases.
             mean, data_norm, self.mean_norm_, plan = bounds.release(plan, rng)
             data = bounds.data  # the rows clipped into the box, if any
-            gram = data.gram(data_norm, mean)
+            if bounds.pilot:
+                gram, mean = self._centred_in_one_pass(
+                    data, n_samples, data_norm, mean, plan, rng, accountant)
+            else:
+                gram = data.gram(data_norm, mean)
             if not self._gram_in_namespace:
                 gram = _array_api.to_host(gram)  # the same array for NumPy and Dask
             vars(self).pop("clipped_fraction_", None)  # only "auto" releases it
@@ -358,6 +368,27 @@ class _BasePrivatePCA(
         _warn_if_not_private(self.epsilon, self.random_state)
         warn_if_one_feature_dominates(self)  # from released values only
         return X
+
+    def _centred_in_one_pass(self, data, n_samples, data_norm, centre, plan, rng,
+                             accountant):
+        """The Gram matrix and the mean from one pass over every row, around
+        the pilot's centre ``c`` (docs/privacy.rst §5, "Centring in one pass").
+
+        The pass sums ``y_i = clip_C(x_i − c)`` and ``y_i y_iᵀ``; the fit is
+        charged once it has read every row (and checked it finite), before
+        any value leaves it. ``Σ y_i`` is released with sensitivity ``2C`` at
+        ``μ_centring``: ``ȳ`` its release over ``n``, the mean is ``c + ȳ``
+        and the Gram matrix ``Σ y yᵀ − n ȳ ȳᵀ`` (``Σ (y − ȳ)(y − ȳ)ᵀ`` when
+        ``ȳ`` is exact). Subtracting the released ``n ȳ ȳᵀ`` before the
+        estimator adds its noise equals subtracting it from the noisy
+        release: post-processing.
+        """
+        gram, total = data.centred(data_norm, centre)
+        accountant.spend(**plan.charge, estimator=self)
+        sigma = noise_scale(2.0 * data_norm, plan.mus["centring"])
+        shift = (total + dense_noise(rng, total.shape[0], sigma)) / n_samples
+        gram -= n_samples * np.outer(shift, shift)
+        return gram, centre + shift
 
     def _warn_solver_parameters(self):
         """One UserWarning per fit naming scikit-learn solver parameters that
@@ -1191,6 +1222,18 @@ class _ReportedPasses:
     def gram(self, data_norm, mean):
         self._say("Gram matrix of the centred, clipped rows")
         return self._data.gram(data_norm, mean)
+
+    def centred(self, data_norm, centre):
+        self._say("Gram matrix and sum of the rows clipped around the centre"
+                  + ("" if self.passes else " (every value checked finite)"))
+        return self._data.centred(data_norm, centre)
+
+    def announce_part(self, what):
+        """A step that reads only some of the rows (the pilot's): said, not
+        counted as a pass over the rows, nor its partitions as a pass's."""
+        if not self._hiding:
+            self._progress(what)
+            self._fresh = True
 
     def rows(self, data_norm, mean):
         return _ReportedRows(self._data.rows(data_norm, mean), self)

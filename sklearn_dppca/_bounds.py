@@ -204,6 +204,33 @@ DROWNED = 0.25
 #: ``C²`` here, far below what would move a sensitivity.
 FAR_MEAN = 32.0
 
+#: One pass on many rows (docs/privacy.rst §5, "Centring in one pass"): on
+#: at least :data:`PILOT_FACTOR` times :func:`pilot_rows` rows, the centre the
+#: rows are clipped around is the private mean of the first ``pilot_rows``
+#: rows, and the covariance's pass also sums the clipped centred rows, whose
+#: release corrects the mean and the covariance. The pilot's rows: at least
+#: ``PILOT_MIN_ROWS``, and ``PILOT_SCALE √d / μ*`` so that the centre's noise,
+#: about ``2C√d / (μ_pilot n_pilot)``, stays below ``C/200`` (``μ_pilot =
+#: μ*/√20``), whatever ``d`` and ε: the correction's error term ``2n‖m −
+#: c‖‖e‖`` is then about 3% of the covariance noise's operator norm.
+PILOT_MIN_ROWS = 2**15
+PILOT_SCALE = 2000.0
+PILOT_FACTOR = 4
+#: With ``"auto"`` and a pilot, the share of ``μ*²`` of the mean's steps on the
+#: pilot rows (they set only the centre of the clipping, not ``mean_``).
+PILOT_MEAN_SHARE = 0.1
+
+
+def pilot_rows(n_samples, n_features, mu):
+    """How many first rows give the clipping centre, or ``None`` (all rows:
+    the mean is released from every row before the covariance's pass). A
+    function of public values only (``n``, ``d``, ``μ*``)."""
+    if not mu < math.inf:
+        return None
+    rows = max(PILOT_MIN_ROWS, math.ceil(PILOT_SCALE * math.sqrt(n_features) / mu))
+    return rows if PILOT_FACTOR * rows <= n_samples else None
+
+
 # The noise scales with data_norm² and sums of rows reach n·data_norm²: keep
 # both far from overflow (1.8e308 in float64; 3.4e38 for float32 attributes)
 # and from underflow: C², the noise σ = √2 C²/μ (μ < 1e6 for any ε < 1e11)
@@ -354,13 +381,14 @@ def auto_quantile(n_samples, n_features, mu, n_components):
     return max(DEFAULT_QUANTILE, 1.0 - share)
 
 
-def mean_step_count(n_samples, n_features, mu):
+def mean_step_count(n_samples, n_features, mu, share=AUTO_MEAN_SHARE):
     """How many steps the private mean takes with ``"auto"``: a function of
     public values only.
 
     A step at radius ``r`` releases the rows' clipped sum with noise of norm
     about ``κ r``, ``κ = 2√d / (μ_s n)`` (``μ_s`` a step's share of ``μ*``, here
-    ``μ* √(a/3)``, ``a`` = :data:`AUTO_MEAN_SHARE`), and the next step's radius
+    ``μ* √(a/3)``, ``a`` = ``share``, :data:`AUTO_MEAN_SHARE` or
+    :data:`PILOT_MEAN_SHARE`), and the next step's radius
     is about the distance left: each step brings a far centre a factor ``κ``
     closer. The fit takes enough steps to cover :data:`MEAN_REACH` decades,
     ``⌈MEAN_REACH / log₁₀(1/κ)⌉``, at least :data:`MIN_MEAN_STEPS` and at most
@@ -368,7 +396,7 @@ def mean_step_count(n_samples, n_features, mu):
     (2·10⁵ × 50 at ε = 1: ``κ ≈ 8·10⁻⁴``), all eight on a few hundred rows
     (wine at ε = 3: ``κ ≈ 0.16``).
     """
-    mu_step = mu * math.sqrt(AUTO_MEAN_SHARE / MIN_MEAN_STEPS)
+    mu_step = mu * math.sqrt(share / MIN_MEAN_STEPS)
     contraction = 2.0 * math.sqrt(n_features) / (mu_step * n_samples)
     if not contraction < 1.0:
         return len(MEAN_STEPS)
@@ -848,9 +876,11 @@ class NormBounds:
     dtype : numpy.dtype
         The data's dtype (its limits on a bound: :data:`MAX_DATA_NORM`,
         :data:`MIN_DATA_NORM`).
+    engine : InMemoryRows, ChunkedRows or other, optional
+        The rows' engine: a pilot (:func:`pilot_rows`) needs one of these two.
     """
 
-    def __init__(self, estimator, n_samples, n_features, dtype):
+    def __init__(self, estimator, n_samples, n_features, dtype, engine=None):
         self.limit, self.dtype = MAX_DATA_NORM[dtype.type], dtype
         # epsilon=inf (the non-private fit): no noise, and without a bound no
         # clipping at all
@@ -918,6 +948,17 @@ class NormBounds:
         self.recoveries = 0
         # data_norm=None without a box: the bound is the largest row norm
         self.from_data = False
+        # The centre from the first rows and the mean corrected in the
+        # covariance's pass (pilot_rows; set by plan() from μ*): an estimator
+        # whose releases are of the Gram matrix (_pilot_centring), centred,
+        # with a bound given or "auto", no box, a private fit.
+        self.pilot, self.n_mean = None, n_samples
+        self._may_pilot = (
+            self.center and self.box is None and not self.exact
+            and (self.auto or self.data_norm is not None)
+            and getattr(estimator, "_pilot_centring", False)
+            and isinstance(_engine(engine), (InMemoryRows, ChunkedRows))
+        )
 
     def plan(self, plan):
         """The subclass's plan with the searches' (and the steps') shares.
@@ -942,6 +983,15 @@ class NormBounds:
             (:meth:`_refuse_drowned`), and for a plan charged in Rényi DP.
         """
         self.mu_total = None
+        self.pilot = None
+        if self._may_pilot and "mu" in plan.charge:
+            self.pilot = pilot_rows(self.n_samples, self.n_features, plan.charge["mu"])
+        if self.pilot:  # the mean's share, halved: the pilot's and the correction's
+            mus = dict(plan.mus)
+            mus["mean"] = mus["centring"] = plan.mus["mean"] / math.sqrt(2.0)
+            plan = plan._replace(mus=mus)
+        # the private mean (or the mean's steps) of the pilot's rows, if any
+        self.n_mean = self.pilot or self.n_samples
         if not self.n_searches:
             return plan
         if "mu" not in plan.charge:
@@ -953,9 +1003,10 @@ class NormBounds:
                 "the repetition (e.g. fixed clip_radius and n_iter)."
             )
         mu_total = plan.charge["mu"]
+        mean_share = PILOT_MEAN_SHARE if self.pilot else AUTO_MEAN_SHARE
         if self.adaptive:  # public: n, d, μ*
-            steps = MEAN_STEPS[-mean_step_count(self.n_samples, self.n_features,
-                                                mu_total):]
+            steps = MEAN_STEPS[-mean_step_count(self.n_mean, self.n_features,
+                                                mu_total, mean_share):]
             self.mean_shares = tuple(w / sum(steps) for w in steps)
             self.n_searches = 1 + len(steps)
         if self.quantile_rule:  # public: n, d, μ*, n_components
@@ -963,7 +1014,7 @@ class NormBounds:
                                           getattr(self.estimator, "n_components", None))
         # a larger share for one search only (MAX_BOUND_SHARE)
         self.most_share = BOUND_BUDGET_SHARE if self.adaptive else MAX_BOUND_SHARE
-        searches = search_share(self.n_samples, self.n_searches, mu_total,
+        searches = search_share(self.n_mean, self.n_searches, mu_total,
                                 self.edges.shape[0], self.most_share)
         if searches is None:
             self._refuse_drowned(mu_total)
@@ -974,9 +1025,9 @@ class NormBounds:
             # the others' share (all of it for epsilon=inf, whose μ are inf)
             own = 1.0 - (plan.mus["mean"] / mu_total) ** 2 if math.isfinite(
                 mu_total) else 1.0
-            scale = math.sqrt((1.0 - share - AUTO_MEAN_SHARE) / own)
+            scale = math.sqrt((1.0 - share - mean_share) / own)
             mus = {k: m * scale for k, m in plan.mus.items()}
-            mus["mean"] = mu_total * math.sqrt(AUTO_MEAN_SHARE)
+            mus["mean"] = mu_total * math.sqrt(mean_share)
         else:
             mus = {k: m * math.sqrt(1.0 - share) for k, m in plan.mus.items()}
         # What the estimator's own releases (all but the mean, which this step
@@ -1049,16 +1100,22 @@ class NormBounds:
             )
         if self.box is not None:
             data = _rebound(data, _box_rows(data, *self.box, self.offset))
-        self.data = data
+        # all the rows; with a pilot the steps before the covariance's pass
+        # read only the first ones (every row is read and checked finite in
+        # that pass, before the charge: see _BasePrivatePCA._fit)
+        self.rows = self.data = data
+        if self.pilot:
+            self.data = _engine(data).head(self.pilot)
         if self.auto:
             # the first pass: every row checked finite, and what the first
             # step (the first mean step's search and sum, the box's sum, or
             # without centring the covariance's search) releases from
             box_sum = self.center and not self.adaptive
-            _announce(data, "row norms (every value checked finite)" + (
+            self._announce("row norms (every value checked finite)" + (
                 " and their sums per bin of the norm grid" if self.adaptive else
                 " and the sum for the private mean" if box_sum else ""))
-            self._around = _pass_around(data, None, self.edges, sums=self.adaptive,
+            self._around = _pass_around(self.data, None, self.edges,
+                                        sums=self.adaptive,
                                         radius=self.box_norm if box_sum else None)
             return
         if self.data_norm is None:
@@ -1073,6 +1130,10 @@ class NormBounds:
                 self.data_norm = largest if largest > 0.0 else 1.0
                 self.from_data = True
             check_data_norm_range(self.data_norm, self.dtype)
+        if self.pilot:
+            self._announce("row norms and the clipped sum for the centre")
+            self._total = self.data.first_pass(self.data_norm, with_sum=True)
+            return
         self._total = data.first_pass(self.data_norm, with_sum=self.center)
 
     def release(self, plan, rng):
@@ -1102,8 +1163,10 @@ class NormBounds:
                 # Σ clip(x_i) has L2 sensitivity 2·mean_norm (docs/privacy.rst §3)
                 sigma = noise_scale(2.0 * mean_norm, plan.mus["mean"])
                 noise = dense_noise(rng, self._total.shape[0], sigma)
-                mean = (self._total + noise) / n
-                mean = self._translate_if_far(mean, self.data_norm)
+                mean = (self._total + noise) / self.n_mean
+                self.data = self.rows  # the pilot's rows done with
+                mean = self._translate_if_far(mean, self.data_norm,
+                                              first_pass=not self.pilot)
             return mean, self.data_norm, mean_norm, plan
 
         mean, mean_norm, around, found = None, None, self._around, None
@@ -1115,9 +1178,12 @@ class NormBounds:
         self._around = None  # the statistics are not kept past the release
         # the search's estimate of the rows beyond C: post-processing
         self.clipped_fraction = float(np.clip(1.0 - count / n, 0.0, 1.0))
+        if self.pilot:  # the mean is corrected in the covariance's pass
+            mean_norm = data_norm
         if mean is not None:
             mean = self._translate_if_far(mean, data_norm, first_pass=False)
-        if isinstance(_engine(self.data), InMemoryRows):  # the Gram's first pass
+        if not self.pilot and isinstance(_engine(self.data), InMemoryRows):
+            # the Gram's first pass
             _announce(self.data, "row norms around the private mean")
             _engine(self.data).first_pass(data_norm, with_sum=self.center)
         return mean, data_norm, mean_norm, self._give_back(plan)
@@ -1154,12 +1220,12 @@ class NormBounds:
         Otherwise (with a box always) the norms around the final centre are
         counted in a pass of their own. Both are decided by released values.
         """
-        n, steps, around = self.n_samples, self.mean_shares, self._around
+        n, steps, around = self.n_mean, self.mean_shares, self._around
         mean = np.zeros(self.offset.shape[0])
         d, widest, calm, found = mean.shape[0], None, False, None
         for step, weight in enumerate(steps):
             if step:
-                _announce(self.data, "row norms around the private mean and their sums "
+                self._announce("row norms around the private mean and their sums "
                           f"per bin (mean step {step + 1} of at most {len(steps)})")
                 around = _pass_around(self.data, mean, self.edges, sums=True)
             if self.adaptive:
@@ -1184,10 +1250,25 @@ class NormBounds:
             if still and calm:
                 break
             calm = still
+        if self.pilot:  # the covariance's search counts every row
+            self.data = self.rows
+            _announce(self.data, "row norms around the centre (every value checked "
+                      "finite)")
+            return mean, radius, _pass_around(self.data, mean, self.edges), None
         if not self.adaptive or np.linalg.norm(mean - before) > STALE_MOVE * radius:
             _announce(self.data, "row norms around the private mean")
             return mean, radius, _pass_around(self.data, mean, self.edges), None
         return mean, radius, around, found
+
+    def _announce(self, what):
+        """:func:`_announce` of a pass over ``self.data``; over the pilot's
+        rows, said as such and not counted as a pass over the rows."""
+        if self.data is self.rows:
+            _announce(self.data, what)
+            return
+        announce = getattr(self.rows, "announce_part", None)
+        if announce is not None:
+            announce(f"the first {self.pilot} rows: {what}")
 
     def _give_back(self, plan):
         """``plan`` with the estimator's own releases given what this step did

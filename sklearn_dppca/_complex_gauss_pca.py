@@ -218,6 +218,10 @@ class ComplexGaussPCA(_BasePrivatePCA):
 
     _gram_in_namespace = True  # an Array API input's eigh runs on its device
 
+    # releases of the Gram matrix: centred in one pass on many rows
+    # (docs/privacy.rst §5)
+    _pilot_centring = True
+
     def _release(self, gram, rows, plan, rng, dtype):
         # Same sensitivity and σ as PrivatePCA (docs/privacy.rst §3, §6): the
         # real part of the Hermitian noise is its GOE kernel.

@@ -27,7 +27,14 @@ import uuid
 
 import numpy as np
 
-from ._stats import CentredRows, clipped_gram, max_row_norm, row_sq_norms
+from ._stats import (
+    CentredRows,
+    clipped_gram,
+    first_pass,
+    max_row_norm,
+    row_sq_norms,
+    unit_direction,
+)
 from ._stats import clipped_sum as _stats_clipped_sum
 
 
@@ -294,6 +301,13 @@ def _chunk_gram(chunk, data_norm, mean):
     return clipped_gram(chunk, data_norm, mean)[0]
 
 
+def _chunk_centred(chunk, data_norm, centre):
+    first = first_pass(chunk, data_norm, with_sum=False,
+                       direction=unit_direction(centre))
+    gram, _, total = clipped_gram(chunk, data_norm, centre, first, with_sum=True)
+    return gram, total
+
+
 def _chunk_products(chunk, data_norm, mean, W, radii):
     rows = CentredRows(chunk, data_norm, mean, row_sq_norms(chunk))
     return rows.clipped_products(W, radii)
@@ -348,6 +362,17 @@ class ChunkedRows:
 
     def rows(self, data_norm, mean):
         return DaskCentredRows(self.X, data_norm, mean)
+
+    def head(self, n_rows):
+        """The first ``n_rows`` rows, read once and kept (on the workers, or
+        in memory without a cluster): the steps that use them read only
+        them."""
+        return ChunkedRows(self.X[:n_rows].persist())
+
+    def centred(self, data_norm, centre):
+        """``(Σ y yᵀ, Σ y)``, ``y = clip_C(x − c)``: one pass (sensitivities
+        ``√2 C²`` and ``2C``)."""
+        return map_reduce(self.X, _chunk_centred, data_norm, centre)
 
 
 class DaskCentredRows:

@@ -206,6 +206,9 @@ class PrivatePCA(_BasePrivatePCA):
         self.accountant = accountant
 
     _gram_in_namespace = True  # an Array API input's eigh runs on its device
+    # releases of the Gram matrix: centred in one pass on many rows
+    # (docs/privacy.rst §5)
+    _pilot_centring = True
 
     def _release(self, gram, rows, plan, rng, dtype):
         # Frobenius sensitivity of Σ y yᵀ is √2 C² (docs/privacy.rst §3); the GOE

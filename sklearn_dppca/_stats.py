@@ -296,7 +296,7 @@ class FirstPass(NamedTuple):
     projections: Optional[np.ndarray]  # x_i · v for every row
 
 
-def first_pass(X, data_norm, sq_norms=None, with_sum=True):
+def first_pass(X, data_norm, sq_norms=None, with_sum=True, direction=None):
     """One pass over the rows: norms, the clipped sum and the raw Gram matrix.
 
     ``Σ clip_C(x_i)`` has L2 sensitivity ``2C`` under replacement of one row
@@ -315,6 +315,10 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True):
         Squared row norms of ``X`` if already known; computed otherwise.
     with_sum : bool, default=True
         Whether to compute ``Σ clip_C(x_i)``.
+    direction : ndarray of shape (n_features,), optional
+        A unit vector ``v`` for the projections ``x_i · v`` (the direction of
+        a centre already known); with ``with_sum`` and none given, the
+        direction of the clipped sum of the first rows.
 
     Returns
     -------
@@ -326,9 +330,9 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True):
     # x·v for a direction v near the private mean's, kept to tell, after the
     # mean is released, which rows the centring cannot clip without reading
     # them again (see clipped_gram). The clipped mean of the first rows gives v.
-    direction, projections = None, None
-    if with_sum:
-        direction, projections = _lead_direction(X, data_norm), np.empty(n)
+    if with_sum and direction is None:
+        direction = _lead_direction(X, data_norm)
+    projections = None if direction is None else np.empty(n)
     max_raw_sq = (_RAW_NORM_FACTOR * data_norm) ** 2
     n_threads = _n_threads(X)
     view = not sparse.issparse(X) and X.dtype == np.float64 and X.flags.c_contiguous
@@ -360,7 +364,7 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True):
                 if fix.size:
                     weight = (sq[fix] <= max_raw_sq) - scale[fix]  # False for inf
                     sums[1] += np.asarray(weight @ _dense(block[fix]))
-                if with_sum:
+                if direction is not None:
                     # rows too large for this product are re-read in clipped_gram
                     with np.errstate(over="ignore", invalid="ignore"):
                         projections[rows] = block @ direction
@@ -388,6 +392,14 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True):
     )
 
 
+def unit_direction(centre):
+    """``c/‖c‖``, or None for the origin: the projections that tell, from the
+    first pass, which rows clipping around ``c`` can touch (exactly:
+    ``‖x − c‖² = ‖x‖² − 2‖c‖ x·v + ‖c‖²``)."""
+    size = float(np.linalg.norm(centre))
+    return centre / size if size > 0.0 else None
+
+
 def _lead_direction(X, data_norm):
     """Unit vector along the clipped sum of the first rows (0 if that is 0)."""
     block = _as_float64(X[: max(_MIN_BLOCK_ROWS, _scan_rows(X.shape[1]))])
@@ -396,7 +408,7 @@ def _lead_direction(X, data_norm):
     return total / size if size > 0 else np.zeros(X.shape[1])
 
 
-def clipped_gram(X, data_norm, mean=None, first=None):
+def clipped_gram(X, data_norm, mean=None, first=None, with_sum=False):
     """``Σ y_i y_iᵀ`` with ``y_i = clip_C(x_i − m)``, and how many rows were clipped.
 
     Frobenius sensitivity ``√2 C²``: ``‖aaᵀ − bbᵀ‖_F² = ‖a‖⁴ + ‖b‖⁴ −
@@ -422,6 +434,9 @@ def clipped_gram(X, data_norm, mean=None, first=None):
         Public centre ``m`` (already released), or ``None`` for no centring.
     first : FirstPass, optional
         The result of :func:`first_pass` on ``X``; computed if not given.
+    with_sum : bool, default=False
+        Also return ``Σ y_i`` (sensitivity ``2C``), from the same corrections:
+        ``Σ s x − (Σ s) m`` with ``s`` the clipping scales.
 
     Returns
     -------
@@ -429,6 +444,8 @@ def clipped_gram(X, data_norm, mean=None, first=None):
         Symmetric, float64.
     n_clipped : int
         Rows whose norm exceeded ``data_norm`` (not released; for diagnostics).
+    total : ndarray of shape (n_features,)
+        ``Σ y_i``; only with ``with_sum``.
     """
     if first is None:
         first = first_pass(X, data_norm, with_sum=False)
@@ -487,7 +504,15 @@ def clipped_gram(X, data_norm, mean=None, first=None):
         u = first.total + sum(part.u for part in parts)
         weight_sum = first.count + sum(part.weight_sum for part in parts)
         gram -= np.outer(2.0 * u - weight_sum * mean, mean)
-    return _symmetric(gram), sum(part.n_clipped for part in parts)
+    result = _symmetric(gram), sum(part.n_clipped for part in parts)
+    if not with_sum:
+        return result
+    # Σ s x − (Σ s) m: the raw rows' sum and count, corrected on the rows read
+    # again as Σ w x is (_Corrections.add)
+    total = first.total + sum(part.v for part in parts)
+    if mean is not None:
+        total = total - (first.count + sum(part.scale_sum for part in parts)) * mean
+    return (*result, total)
 
 
 class _Corrections:
@@ -497,7 +522,7 @@ class _Corrections:
     a row inside the raw sum and clipped adds ``−(1 − w) x xᵀ``, a row left
     out of it (norm beyond ``8C``) adds ``+(s x)(s x)ᵀ``, never squaring ``s``
     alone; ``u`` and ``weight_sum`` gather the matching changes of ``Σ w x``
-    and ``Σ w``.
+    and ``Σ w``, ``v`` and ``scale_sum`` those of ``Σ s x`` and ``Σ s``.
 
     The rank-one updates are copied into one buffer per sign, of about 8 MiB
     and at least 1024 rows (at most an eighth of the rows to read, when there
@@ -511,6 +536,8 @@ class _Corrections:
         self.gram = None
         self.u = np.zeros(n_features)
         self.weight_sum = 0.0
+        self.v = np.zeros(n_features)
+        self.scale_sum = 0.0
         self.n_clipped = 0
         self.n_features = n_features
         limit = max(_RUN_BYTES // (8 * n_features), _MIN_CORRECTION_ROWS)
@@ -529,10 +556,14 @@ class _Corrections:
         self._update(rows[fix] * shrink[:, None], -1.0)
         self.u -= rows[fix].T @ (shrink * shrink)
         self.weight_sum -= float(np.sum(shrink * shrink))
+        self.v += rows[fix].T @ (scale[fix] - 1.0)
+        self.scale_sum += float(np.sum(scale[fix] - 1.0))
         scaled = rows[~inside] * scale[~inside, None]
         self._update(scaled, 1.0)
         self.u += scaled.T @ scale[~inside]
         self.weight_sum += float(np.sum(scale[~inside] ** 2))
+        self.v += scaled.sum(axis=0)
+        self.scale_sum += float(np.sum(scale[~inside]))
 
     def _update(self, rows, sign):
         """Buffer ``gram += sign · rowsᵀ rows``."""
@@ -748,6 +779,19 @@ class InMemoryRows:
 
     def gram(self, data_norm, mean):
         return clipped_gram(self.X, data_norm, mean, self.first)[0]
+
+    def head(self, n_rows):
+        """The first ``n_rows`` rows (a view)."""
+        return InMemoryRows(self.X[:n_rows])
+
+    def centred(self, data_norm, centre):
+        """``(Σ y yᵀ, Σ y)`` with ``y = clip_C(x − c)``, in one pass (every
+        row read and checked finite) and the re-reading of the clipped rows."""
+        self.first = first_pass(self.X, data_norm, self.sq_norms, with_sum=False,
+                                direction=unit_direction(centre))
+        gram, _, total = clipped_gram(self.X, data_norm, centre, self.first,
+                                      with_sum=True)
+        return gram, total
 
     def rows(self, data_norm, mean):
         return CentredRows(self.X, data_norm, mean, self.first.sq_norms)
