@@ -30,7 +30,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import _array_api
 from ._array_api import ArrayAPIRows, check_same_namespace
 from ._bounds import PARAMETER_CONSTRAINTS as _BOUND_CONSTRAINTS
-from ._bounds import NormBounds
+from ._bounds import PILOT_MISS, NormBounds, _engine
 from ._dask import (
     ChunkedRows,
     as_dask_array,
@@ -326,23 +326,24 @@ class _BasePrivatePCA(
         with private_computation(), reporting_partitions(
             None if reported is None else reported.partitions
         ):
-            # The first pass reads every row (and checks them all finite) ...
-            # (with a pilot, the first rows; the covariance's pass reads all)
-            bounds.read(data)
-            # ... and charge, atomically, before any value leaves the fit: a
-            # fit that fails on its data (NaN, inf) is not charged.
-            if not bounds.pilot:
-                accountant.spend(**plan.charge, estimator=self)
+            # Charge, atomically, once every row has been read (and checked
+            # finite) and before any value leaves the fit: a fit that fails on
+            # its data (NaN, inf) is not charged. The first pass reads every
+            # row; with a pilot (NormBounds.read) the first rows, and the
+            # charge follows the first pass over all of them.
+            bounds.read(data, functools.partial(accountant.spend, **plan.charge,
+                                                estimator=self))
             # The bounds' searches (if "auto") and the private mean, or with a
             # pilot the centre (docs/privacy.rst §5); with "auto" the plan may
             # return unspent budget to our releases.
             mean, data_norm, self.mean_norm_, plan = bounds.release(plan, rng)
             data = bounds.data  # the rows clipped into the box, if any
-            if bounds.pilot:
+            if "centring" in plan.mus:  # the numeric fit's pilot
                 gram, mean = self._centred_in_one_pass(
-                    data, n_samples, data_norm, mean, plan, rng, accountant)
+                    data, n_samples, data_norm, mean, plan, rng, bounds.charge)
             else:
                 gram = data.gram(data_norm, mean)
+            bounds.charge()  # made already: nothing is released before it
             if not self._gram_in_namespace:
                 gram = _array_api.to_host(gram)  # the same array for NumPy and Dask
             vars(self).pop("clipped_fraction_", None)  # only "auto" releases it
@@ -370,23 +371,41 @@ class _BasePrivatePCA(
         return X
 
     def _centred_in_one_pass(self, data, n_samples, data_norm, centre, plan, rng,
-                             accountant):
+                             charge):
         """The Gram matrix and the mean from one pass over every row, around
-        the pilot's centre ``c`` (docs/privacy.rst §5, "Centring in one pass").
+        the centre ``c`` of the first rows (docs/privacy.rst §5, "The first
+        rows").
 
-        The pass sums ``y_i = clip_C(x_i − c)`` and ``y_i y_iᵀ``; the fit is
-        charged once it has read every row (and checked it finite), before
-        any value leaves it. ``Σ y_i`` is released with sensitivity ``2C`` at
-        ``μ_centring``: ``ȳ`` its release over ``n``, the mean is ``c + ȳ``
-        and the Gram matrix ``Σ y yᵀ − n ȳ ȳᵀ`` (``Σ (y − ȳ)(y − ȳ)ᵀ`` when
-        ``ȳ`` is exact). Subtracting the released ``n ȳ ȳᵀ`` before the
-        estimator adds its noise equals subtracting it from the noisy
-        release: post-processing.
+        The pass sums ``y_i = clip_C(x_i − c)`` and ``y_i y_iᵀ``; then the fit
+        is charged. ``Σ y_i`` (sensitivity ``2C``) is released twice, each at
+        ``μ_centring`` with its own noise: the first release over ``n``,
+        ``ȳ₁``, decides. When ``‖ȳ₁‖ ≤ PILOT_MISS · C`` the second, ``ȳ₂``,
+        gives ``ȳ = (ȳ₁ + ȳ₂)/2`` (one release at ``√2 μ_centring``), the
+        mean is ``c + ȳ`` and the Gram matrix ``Σ y yᵀ − n ȳ ȳᵀ`` (``Σ (y −
+        ȳ)(y − ȳ)ᵀ`` were ``ȳ`` exact): subtracting the released ``n ȳ ȳᵀ``
+        before the estimator adds its noise is the same as subtracting it from
+        the noisy release, post-processing. Otherwise the first rows were not
+        like the others: a second pass computes both sums again around ``c' =
+        c + ȳ₁``, and the second release is of that sum. The choice is made
+        from ``ȳ₁`` and public values; the Gram matrix not kept is never
+        released.
         """
         gram, total = data.centred(data_norm, centre)
-        accountant.spend(**plan.charge, estimator=self)
+        charge()
         sigma = noise_scale(2.0 * data_norm, plan.mus["centring"])
-        shift = (total + dense_noise(rng, total.shape[0], sigma)) / n_samples
+        first = (total + dense_noise(rng, total.shape[0], sigma)) / n_samples
+        if np.linalg.norm(first) <= PILOT_MISS * data_norm:
+            second = (total + dense_noise(rng, total.shape[0], sigma)) / n_samples
+            shift = (first + second) / 2.0
+        else:
+            del gram
+            centre = centre + first
+            announce = getattr(data, "announce", None)
+            if announce is not None:
+                announce("Gram matrix and sum of the rows clipped around the "
+                         "corrected centre (the first rows' centre was off)")
+            gram, total = _engine(data).centred(data_norm, centre)
+            shift = (total + dense_noise(rng, total.shape[0], sigma)) / n_samples
         gram -= n_samples * np.outer(shift, shift)
         return gram, centre + shift
 

@@ -204,21 +204,43 @@ DROWNED = 0.25
 #: ``C²`` here, far below what would move a sensitivity.
 FAR_MEAN = 32.0
 
-#: One pass on many rows (docs/privacy.rst §5, "Centring in one pass"): on
-#: at least :data:`PILOT_FACTOR` times :func:`pilot_rows` rows, the centre the
-#: rows are clipped around is the private mean of the first ``pilot_rows``
-#: rows, and the covariance's pass also sums the clipped centred rows, whose
-#: release corrects the mean and the covariance. The pilot's rows: at least
-#: ``PILOT_MIN_ROWS``, and ``PILOT_SCALE √d / μ*`` so that the centre's noise,
-#: about ``2C√d / (μ_pilot n_pilot)``, stays below ``C/200`` (``μ_pilot =
-#: μ*/√20``), whatever ``d`` and ε: the correction's error term ``2n‖m −
-#: c‖‖e‖`` is then about 3% of the covariance noise's operator norm.
+#: Fewer passes on many rows (docs/privacy.rst §5, "The first rows"): on at
+#: least :data:`PILOT_FACTOR` times :func:`pilot_rows` rows, a centre comes
+#: from the first ``pilot_rows`` rows (their private mean, or with ``"auto"``
+#: the mean's early steps), read once. Their number: at least
+#: ``PILOT_MIN_ROWS``, and ``PILOT_SCALE √d / μ*``, so that the noise of the
+#: numeric fit's pilot mean, ``2C√d / (μ_pilot n_pilot)`` in norm with
+#: ``μ_pilot = μ* √(0.1 · PILOT_PART)``, stays below ``C/150`` whatever
+#: ``d`` and ε.
 PILOT_MIN_ROWS = 2**15
 PILOT_SCALE = 2000.0
 PILOT_FACTOR = 4
-#: With ``"auto"`` and a pilot, the share of ``μ*²`` of the mean's steps on the
-#: pilot rows (they set only the centre of the clipping, not ``mean_``).
-PILOT_MEAN_SHARE = 0.1
+#: The numeric fit's pilot mean takes this part of the mean's share; the sum
+#: of the clipped rows released from the covariance's pass takes the rest.
+PILOT_PART = 0.25
+#: The numeric fit keeps the covariance's pass (one pass in all) when the
+#: first release of the correction ``ȳ`` moves the centre by at most this
+#: fraction of the bound; otherwise the rows are read again around the
+#: corrected centre (the first rows were not like the others: rows ordered by
+#: a feature, say).
+PILOT_MISS = 0.05
+#: With ``"auto"`` and a pilot, the last mean steps, at most this many, run on
+#: every row: the first one moves the centre by at most ``STALE_MOVE`` of its
+#: radius when the first rows are like the others, and its pass then serves
+#: the covariance's search too.
+PILOT_FULL_STEPS = 2
+#: The steps on every row after the first rows' search for this quantile of
+#: the norms around the centre, not the median: when the first rows are not
+#: like the others (rows ordered by a feature, or by group), a median radius
+#: clips the rows far from the first rows' centre and the step moves only part
+#: of the way; on this many rows the larger radius's noise stays small (at most
+#: about a thousandth of it, :func:`pilot_rows`).
+PILOT_QUANTILE = 0.9
+#: A step on every row is the last when it moved the centre by at most this
+#: fraction of its radius: ``e ≤ r_{0.9}/16`` keeps the counts around the
+#: centre before it within the error :data:`STALE_MOVE` allows for a median
+#: radius whenever ``r_{0.9} ≤ 8 r_{0.5}``.
+PILOT_STALE = 1.0 / 16.0
 
 
 def pilot_rows(n_samples, n_features, mu):
@@ -381,14 +403,13 @@ def auto_quantile(n_samples, n_features, mu, n_components):
     return max(DEFAULT_QUANTILE, 1.0 - share)
 
 
-def mean_step_count(n_samples, n_features, mu, share=AUTO_MEAN_SHARE):
+def mean_step_count(n_samples, n_features, mu):
     """How many steps the private mean takes with ``"auto"``: a function of
     public values only.
 
     A step at radius ``r`` releases the rows' clipped sum with noise of norm
     about ``κ r``, ``κ = 2√d / (μ_s n)`` (``μ_s`` a step's share of ``μ*``, here
-    ``μ* √(a/3)``, ``a`` = ``share``, :data:`AUTO_MEAN_SHARE` or
-    :data:`PILOT_MEAN_SHARE`), and the next step's radius
+    ``μ* √(a/3)``, ``a`` = :data:`AUTO_MEAN_SHARE`), and the next step's radius
     is about the distance left: each step brings a far centre a factor ``κ``
     closer. The fit takes enough steps to cover :data:`MEAN_REACH` decades,
     ``⌈MEAN_REACH / log₁₀(1/κ)⌉``, at least :data:`MIN_MEAN_STEPS` and at most
@@ -396,7 +417,7 @@ def mean_step_count(n_samples, n_features, mu, share=AUTO_MEAN_SHARE):
     (2·10⁵ × 50 at ε = 1: ``κ ≈ 8·10⁻⁴``), all eight on a few hundred rows
     (wine at ε = 3: ``κ ≈ 0.16``).
     """
-    mu_step = mu * math.sqrt(share / MIN_MEAN_STEPS)
+    mu_step = mu * math.sqrt(AUTO_MEAN_SHARE / MIN_MEAN_STEPS)
     contraction = 2.0 * math.sqrt(n_features) / (mu_step * n_samples)
     if not contraction < 1.0:
         return len(MEAN_STEPS)
@@ -952,7 +973,7 @@ class NormBounds:
         # covariance's pass (pilot_rows; set by plan() from μ*): an estimator
         # whose releases are of the Gram matrix (_pilot_centring), centred,
         # with a bound given or "auto", no box, a private fit.
-        self.pilot, self.n_mean = None, n_samples
+        self.pilot, self.prefix_steps = None, 0
         self._may_pilot = (
             self.center and self.box is None and not self.exact
             and (self.auto or self.data_norm is not None)
@@ -986,12 +1007,14 @@ class NormBounds:
         self.pilot = None
         if self._may_pilot and "mu" in plan.charge:
             self.pilot = pilot_rows(self.n_samples, self.n_features, plan.charge["mu"])
-        if self.pilot:  # the mean's share, halved: the pilot's and the correction's
+        self.prefix_steps = 0
+        if self.pilot and not self.auto:
+            # the mean's share in three: the pilot mean's, and two releases
+            # of the sum of the clipped rows (μ each)
             mus = dict(plan.mus)
-            mus["mean"] = mus["centring"] = plan.mus["mean"] / math.sqrt(2.0)
+            mus["mean"] = plan.mus["mean"] * math.sqrt(PILOT_PART)
+            mus["centring"] = plan.mus["mean"] * math.sqrt((1.0 - PILOT_PART) / 2.0)
             plan = plan._replace(mus=mus)
-        # the private mean (or the mean's steps) of the pilot's rows, if any
-        self.n_mean = self.pilot or self.n_samples
         if not self.n_searches:
             return plan
         if "mu" not in plan.charge:
@@ -1003,10 +1026,13 @@ class NormBounds:
                 "the repetition (e.g. fixed clip_radius and n_iter)."
             )
         mu_total = plan.charge["mu"]
-        mean_share = PILOT_MEAN_SHARE if self.pilot else AUTO_MEAN_SHARE
         if self.adaptive:  # public: n, d, μ*
-            steps = MEAN_STEPS[-mean_step_count(self.n_mean, self.n_features,
-                                                mu_total, mean_share):]
+            count = mean_step_count(self.pilot or self.n_samples, self.n_features,
+                                    mu_total)
+            if self.pilot:  # the early steps on the first rows, then all rows
+                count = min(count + PILOT_FULL_STEPS, len(MEAN_STEPS))
+                self.prefix_steps = count - PILOT_FULL_STEPS
+            steps = MEAN_STEPS[-count:]
             self.mean_shares = tuple(w / sum(steps) for w in steps)
             self.n_searches = 1 + len(steps)
         if self.quantile_rule:  # public: n, d, μ*, n_components
@@ -1014,7 +1040,8 @@ class NormBounds:
                                           getattr(self.estimator, "n_components", None))
         # a larger share for one search only (MAX_BOUND_SHARE)
         self.most_share = BOUND_BUDGET_SHARE if self.adaptive else MAX_BOUND_SHARE
-        searches = search_share(self.n_mean, self.n_searches, mu_total,
+        searches = search_share(self.pilot or self.n_samples, self.n_searches,
+                                mu_total,
                                 self.edges.shape[0], self.most_share)
         if searches is None:
             self._refuse_drowned(mu_total)
@@ -1025,9 +1052,9 @@ class NormBounds:
             # the others' share (all of it for epsilon=inf, whose μ are inf)
             own = 1.0 - (plan.mus["mean"] / mu_total) ** 2 if math.isfinite(
                 mu_total) else 1.0
-            scale = math.sqrt((1.0 - share - mean_share) / own)
+            scale = math.sqrt((1.0 - share - AUTO_MEAN_SHARE) / own)
             mus = {k: m * scale for k, m in plan.mus.items()}
-            mus["mean"] = mu_total * math.sqrt(mean_share)
+            mus["mean"] = mu_total * math.sqrt(AUTO_MEAN_SHARE)
         else:
             mus = {k: m * math.sqrt(1.0 - share) for k, m in plan.mus.items()}
         # What the estimator's own releases (all but the mean, which this step
@@ -1082,15 +1109,34 @@ class NormBounds:
             f"epsilon of at least {epsilon:g}."
         )
 
-    def read(self, data):
-        """Read every row before the charge (the finiteness check included).
+    def read(self, data, charge):
+        """Read every row, then ``charge()`` (the fit's one charge).
 
         With a fixed bound this is the first pass of the statistics; with
-        ``"auto"`` a pass over the norms (whose value is never used). Runs
-        inside the fit's :func:`~sklearn_dppca.privacy.private_computation`,
-        so it warns nothing: for ``data_norm=None`` (not private) the base
-        warns after the fit.
+        ``"auto"`` a pass over the norms (whose value is never used). With a
+        pilot (:func:`pilot_rows`), only the first rows are read here, and
+        the charge is made (:meth:`charge`) once the first pass over every
+        row is done: by :meth:`release` with ``"auto"`` (its first step on
+        every row), by the estimator otherwise (the covariance's pass). In
+        every case every row is read and checked finite before the charge,
+        and the charge is made before any value leaves the fit, so a fit that
+        fails on its data (NaN, inf) is not charged. Runs inside the fit's
+        :func:`~sklearn_dppca.privacy.private_computation`, so it warns
+        nothing: for ``data_norm=None`` (not private) the base warns after
+        the fit.
         """
+        self._charge = charge
+        self._read(data)
+        if not self.pilot:
+            self.charge()
+
+    def charge(self):
+        """Make the fit's charge, once (later calls do nothing)."""
+        charge, self._charge = self._charge, None
+        if charge is not None:
+            charge()
+
+    def _read(self, data):
         if (self.auto or self.box is not None) and not isinstance(
             _engine(data), (InMemoryRows, ChunkedRows)
         ):
@@ -1163,7 +1209,7 @@ class NormBounds:
                 # Σ clip(x_i) has L2 sensitivity 2·mean_norm (docs/privacy.rst §3)
                 sigma = noise_scale(2.0 * mean_norm, plan.mus["mean"])
                 noise = dense_noise(rng, self._total.shape[0], sigma)
-                mean = (self._total + noise) / self.n_mean
+                mean = (self._total + noise) / (self.pilot or n)
                 self.data = self.rows  # the pilot's rows done with
                 mean = self._translate_if_far(mean, self.data_norm,
                                               first_pass=not self.pilot)
@@ -1172,18 +1218,15 @@ class NormBounds:
         mean, mean_norm, around, found = None, None, self._around, None
         if self.center:
             mean, mean_norm, around, found = self._mean_steps(plan, rng)
-        if found is None or self.quantile != self.mean_quantile:
+        if found is None:
             found = self._search(around, rng, self.quantile)
         data_norm, count = interpolate_bound(self.edges, found)
         self._around = None  # the statistics are not kept past the release
         # the search's estimate of the rows beyond C: post-processing
         self.clipped_fraction = float(np.clip(1.0 - count / n, 0.0, 1.0))
-        if self.pilot:  # the mean is corrected in the covariance's pass
-            mean_norm = data_norm
         if mean is not None:
             mean = self._translate_if_far(mean, data_norm, first_pass=False)
-        if not self.pilot and isinstance(_engine(self.data), InMemoryRows):
-            # the Gram's first pass
+        if isinstance(_engine(self.data), InMemoryRows):  # the Gram's first pass
             _announce(self.data, "row norms around the private mean")
             _engine(self.data).first_pass(data_norm, with_sum=self.center)
         return mean, data_norm, mean_norm, self._give_back(plan)
@@ -1220,16 +1263,26 @@ class NormBounds:
         Otherwise (with a box always) the norms around the final centre are
         counted in a pass of their own. Both are decided by released values.
         """
-        n, steps, around = self.n_mean, self.mean_shares, self._around
+        n, steps, around = self.pilot or self.n_samples, self.mean_shares, self._around
         mean = np.zeros(self.offset.shape[0])
         d, widest, calm, found = mean.shape[0], None, False, None
-        for step, weight in enumerate(steps):
-            if step:
+        step, quantile, stale = 0, self.mean_quantile, STALE_MOVE
+        while step < len(steps):
+            weight = steps[step]
+            if self.pilot and step >= self.prefix_steps and self.data is not self.rows:
+                # on to every row: the first pass over them, then the charge
+                self.data, n, widest = self.rows, self.n_samples, None
+                quantile, stale = PILOT_QUANTILE, PILOT_STALE
+                _announce(self.data, "row norms around the first rows' centre and "
+                          "their sums per bin (every value checked finite)")
+                around = _pass_around(self.data, mean, self.edges, sums=True)
+                self.charge()
+            elif step:
                 self._announce("row norms around the private mean and their sums "
-                          f"per bin (mean step {step + 1} of at most {len(steps)})")
+                               f"per bin (mean step {step + 1} of at most {len(steps)})")
                 around = _pass_around(self.data, mean, self.edges, sums=True)
             if self.adaptive:
-                found = self._search(around, rng, self.mean_quantile)
+                found = self._search(around, rng, quantile)
                 index = found.index
                 if widest is not None:  # at most twice (one octave) the widest
                     index = min(index, widest + BINS_PER_OCTAVE)
@@ -1246,19 +1299,22 @@ class NormBounds:
             move = total / n + dense_noise(rng, d, sigma)
             self._spent += mu**2
             mean = mean + (shrink_step(move, sigma) if self.adaptive else move)
-            still = move @ move <= STOP_RATIO * d * sigma**2
-            if still and calm:
-                break
-            calm = still
-        if self.pilot:  # the covariance's search counts every row
-            self.data = self.rows
-            _announce(self.data, "row norms around the centre (every value checked "
-                      "finite)")
-            return mean, radius, _pass_around(self.data, mean, self.edges), None
-        if not self.adaptive or np.linalg.norm(mean - before) > STALE_MOVE * radius:
+            step += 1
+            if self.data is not self.rows or not self.pilot:
+                still = move @ move <= STOP_RATIO * d * sigma**2
+                if still and calm:  # at the data: stop, or on to every row
+                    if not self.pilot:
+                        break
+                    step, still = self.prefix_steps, False
+                calm = still
+            elif np.linalg.norm(mean - before) <= stale * radius:
+                break  # a step on every row that moved little: the last
+        if not self.adaptive or np.linalg.norm(mean - before) > stale * radius:
             _announce(self.data, "row norms around the private mean")
             return mean, radius, _pass_around(self.data, mean, self.edges), None
-        return mean, radius, around, found
+        # the last step's counts serve the covariance's search; so does its
+        # search when it was for the same quantile
+        return mean, radius, around, found if quantile == self.quantile else None
 
     def _announce(self, what):
         """:func:`_announce` of a pass over ``self.data``; over the pilot's

@@ -675,8 +675,8 @@ def _clipped_rows(monkeypatch):
     seen = {}
     read = _bounds.NormBounds.read
 
-    def spy(bounds, data):
-        out = read(bounds, data)
+    def spy(bounds, data, charge):
+        out = read(bounds, data, charge)
         rows = bounds.data.X
         rows = rows.compute() if hasattr(rows, "compute") else rows
         rows = rows.toarray() if sparse.issparse(rows) else np.asarray(rows)
