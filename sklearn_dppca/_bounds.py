@@ -50,6 +50,26 @@ estimator imports it.
     which removes most of a step's noise when the centre is already at the
     data (:meth:`NormBounds._mean_steps`).
 
+The first rows (:func:`pilot_rows`)
+    On many rows (at least :data:`PILOT_FACTOR` times ``max(2^15, 2000 √d /
+    μ*)``, public) an estimator whose releases are of the Gram matrix
+    (``PrivatePCA``, ``ComplexGaussPCA``) takes its centre from the first
+    rows, read once and kept, so that the fit reads every row once with a
+    numeric bound and twice with ``"auto"``. With a numeric bound the first
+    rows' private mean is the centre ``c`` the rows are clipped around, and
+    the estimator's pass releases the sum of the clipped rows that corrects
+    the mean and the covariance (:meth:`_BasePrivatePCA._centred_in_one_pass`;
+    a second pass when the correction shows the first rows' centre was off,
+    :data:`PILOT_MISS`). With ``"auto"`` the early mean steps run on the first
+    rows and the last ones (:data:`PILOT_FULL_STEPS`, searching the
+    :data:`PILOT_QUANTILE` of the norms) on every row; the first of those is
+    the first pass over every row, the charge follows it, and its counts serve
+    the covariance's search when it moved the centre by at most
+    :data:`PILOT_STALE` of its radius. Which rows are the first and how many
+    is public; what the steps decide is from released values. The fit is
+    charged once every row has been read and checked finite, before any value
+    leaves it (:meth:`NormBounds.read`).
+
 ``bounds=(lower, upper)``
     Public per-feature ranges. Rows are clipped into the box (a per-feature
     clip is a fixed function of each row: post-processing of nothing private)
@@ -225,21 +245,25 @@ PILOT_PART = 0.25
 #: a feature, say).
 PILOT_MISS = 0.05
 #: With ``"auto"`` and a pilot, the last mean steps, at most this many, run on
-#: every row: the first one moves the centre by at most ``STALE_MOVE`` of its
-#: radius when the first rows are like the others, and its pass then serves
-#: the covariance's search too.
+#: every row. The first clips at twice the radius of the last step on the
+#: first rows (a public grid value chosen from their releases: its pass
+#: counts the norms and sums the clipped rows, nothing per bin); when the
+#: first rows are like the others it moves the centre by little, and its
+#: counts serve the covariance's search.
 PILOT_FULL_STEPS = 2
-#: The steps on every row after the first rows' search for this quantile of
-#: the norms around the centre, not the median: when the first rows are not
-#: like the others (rows ordered by a feature, or by group), a median radius
-#: clips the rows far from the first rows' centre and the step moves only part
-#: of the way; on this many rows the larger radius's noise stays small (at most
-#: about a thousandth of it, :func:`pilot_rows`).
-PILOT_QUANTILE = 0.9
+#: The second step on every row, if the first moved the centre by more,
+#: searches for this quantile of the norms around the centre, not the median:
+#: when the first rows are not like the others (rows ordered by a feature, or
+#: by group), a median radius clips the rows far from the first rows' centre
+#: and the step moves only part of the way; on this many rows the larger
+#: radius's noise stays small (at most about a thousandth of it,
+#: :func:`pilot_rows`).
+PILOT_QUANTILE = 0.99
 #: A step on every row is the last when it moved the centre by at most this
-#: fraction of its radius: ``e ≤ r_{0.9}/16`` keeps the counts around the
+#: fraction of its radius ``r``: ``e ≤ r/16`` keeps the counts around the
 #: centre before it within the error :data:`STALE_MOVE` allows for a median
-#: radius whenever ``r_{0.9} ≤ 8 r_{0.5}``.
+#: radius whenever ``r ≤ 8 r_{0.5}`` (``r`` twice the first rows' median, or
+#: the 0.9 quantile).
 PILOT_STALE = 1.0 / 16.0
 
 
@@ -630,14 +654,23 @@ def shrink_step(move, sigma):
 
 
 # ------------------------------------------------------- statistics of rows
-def _blocks(X, sq):
-    """``(block, ‖x‖² of its rows)`` over ``X``; norms from ``sq`` if given.
+def _blocks(X, sq, norms=True):
+    """``(block, ‖x‖² of its rows)`` over ``X``; norms from ``sq`` if given,
+    ``None`` if not asked for (``norms=False``).
 
     Blocks of a few megabytes (``_scan_rows``): the passes of the bounds
     centre every block into a temporary, which at that size stays in cache
-    (2× faster than 32 MB blocks at 2e5 × 50).
+    (2× faster than 32 MB blocks at 2e5 × 50). Blocks of a dense float64
+    array are views, in either layout (a column-major Dask partition is not
+    copied whole first).
     """
     step = _scan_rows(X.shape[1])
+    if isinstance(X, np.ndarray) and X.dtype == np.float64:
+        for a in range(0, X.shape[0], step):
+            part = X[a:a + step]
+            yield part, (sq[a:a + part.shape[0]] if sq is not None else
+                         _sq_norms(part) if norms else None)
+        return
     for start, stop, block in iter_blocks(X):
         for a in range(0, stop - start, step):
             part = block[a:a + step]
@@ -730,7 +763,9 @@ def _around(X, centre, sq_edges, sums=False, radius=None, sq=None):
     bin_sums = np.zeros((n_bins, d)) if sums else _NOTHING
     units = np.zeros((n_bins, d)) if sums else _NOTHING
     fixed = np.zeros(d) if radius is not None else _NOTHING
-    for block, block_sq in _blocks(X, sq):
+    # around a centre, the centred rows' norms (which check them finite too)
+    raw = centre is None or not centre.any()
+    for block, block_sq in _blocks(X, sq, norms=raw):
         rows, rows_sq = _centred_sq(block, block_sq, centre)
         counts += np.bincount(np.searchsorted(sq_edges, rows_sq), minlength=n_bins)
         if radius is not None:
@@ -747,15 +782,20 @@ def _around(X, centre, sq_edges, sums=False, radius=None, sq=None):
         if huge.size:  # ‖x − c‖² overflows: x/‖x‖ from the rescaled rows
             top, unit = _rescaled_norms(_dense(rows[huge]))
             scale[huge] = (1.0 / top) / (unit * (1.0 + _norm_margin(rows, rows_sq)))
-        m = rows_sq.shape[0]
-        members = sparse.csr_matrix((np.ones(m), (index, np.arange(m))),
-                                    shape=(n_bins, m))
-        bin_sums += np.asarray((members @ rows).todense() if sparse.issparse(rows)
-                               else members @ rows)
-        members.data = scale[members.indices]
-        units += np.asarray((members @ rows).todense() if sparse.issparse(rows)
-                            else members @ rows)
+        # per bin, Σ rows and Σ scale·rows: one product with the rows' bins
+        # (the few present in the block) and their scales
+        present, member = np.unique(index, return_inverse=True)
+        weights = np.zeros((2 * present.shape[0], rows_sq.shape[0]))
+        weights[member, np.arange(rows_sq.shape[0])] = 1.0
+        weights[present.shape[0] + member, np.arange(rows_sq.shape[0])] = scale
+        both = np.asarray(rows.T @ weights.T).T if sparse.issparse(rows) else (
+            weights @ rows)
+        bin_sums[present] += both[:present.shape[0]]
+        units[present] += both[present.shape[0]:]
     return Around(counts, bin_sums, units, fixed)
+
+
+_around.any_layout = True  # a column-major Dask partition is read as it is
 
 
 def _reduce(data, function, *args):
@@ -1262,26 +1302,39 @@ class NormBounds:
         the same quantile the last step's search is the covariance's too.
         Otherwise (with a box always) the norms around the final centre are
         counted in a pass of their own. Both are decided by released values.
+
+        With a pilot (:func:`pilot_rows`) the first ``prefix_steps`` steps
+        read the first rows only (and their stop moves on to the steps on
+        every row); the last steps read every row, search for
+        :data:`PILOT_QUANTILE` of the norms, the first of them makes the fit's
+        charge after its pass, and one that moved the centre by at most
+        :data:`PILOT_STALE` of its radius is the last.
         """
         n, steps, around = self.pilot or self.n_samples, self.mean_shares, self._around
         mean = np.zeros(self.offset.shape[0])
-        d, widest, calm, found = mean.shape[0], None, False, None
+        d, widest, calm, found, index = mean.shape[0], None, False, None, 0
         step, quantile, stale = 0, self.mean_quantile, STALE_MOVE
         while step < len(steps):
-            weight = steps[step]
+            weight, fixed = steps[step], None
             if self.pilot and step >= self.prefix_steps and self.data is not self.rows:
-                # on to every row: the first pass over them, then the charge
-                self.data, n, widest = self.rows, self.n_samples, None
+                # on to every row: the first pass over them (then the
+                # charge), its sum clipped at twice the last step's radius
+                self.data, n = self.rows, self.n_samples
                 quantile, stale = PILOT_QUANTILE, PILOT_STALE
+                fixed = min(index + BINS_PER_OCTAVE, self.edges.shape[0] - 1)
+                widest = None  # the next step's search, on every row, uncapped
                 _announce(self.data, "row norms around the first rows' centre and "
-                          "their sums per bin (every value checked finite)")
-                around = _pass_around(self.data, mean, self.edges, sums=True)
+                          "their clipped sum (every value checked finite)")
+                around = _pass_around(self.data, mean, self.edges,
+                                      radius=float(self.edges[fixed]))
                 self.charge()
             elif step:
-                self._announce("row norms around the private mean and their sums "
-                               f"per bin (mean step {step + 1} of at most {len(steps)})")
+                self._announce("row norms around the private mean and their sums per "
+                               f"bin (mean step {step + 1} of at most {len(steps)})")
                 around = _pass_around(self.data, mean, self.edges, sums=True)
-            if self.adaptive:
+            if fixed is not None:
+                radius, total, found = float(self.edges[fixed]), around.fixed, None
+            elif self.adaptive:
                 found = self._search(around, rng, quantile)
                 index = found.index
                 if widest is not None:  # at most twice (one octave) the widest
@@ -1300,7 +1353,7 @@ class NormBounds:
             self._spent += mu**2
             mean = mean + (shrink_step(move, sigma) if self.adaptive else move)
             step += 1
-            if self.data is not self.rows or not self.pilot:
+            if self.data is not self.rows or not self.pilot:  # not the pilot's
                 still = move @ move <= STOP_RATIO * d * sigma**2
                 if still and calm:  # at the data: stop, or on to every row
                     if not self.pilot:

@@ -34,6 +34,7 @@ from ._stats import (
     max_row_norm,
     row_sq_norms,
     unit_direction,
+    weighted_gram,
 )
 from ._stats import clipped_sum as _stats_clipped_sum
 
@@ -185,6 +186,13 @@ def map_reduce(X, function, *args, combine=None):
     results meet on the workers and only the final one reaches the driver.
     Under :func:`reporting_partitions`, the tree is the same (so is the
     result, bit for bit) and the partitions done are counted as they finish.
+
+    ``function`` runs in the task that makes its chunk (a blockwise map,
+    fused with the read of a Parquet partition): a chunk is never sent to
+    another worker, and a pass over files costs little more than Dask's own
+    reduction (``X.T @ X`` on 2·10⁶ × 100 in 12 files on two workers: 1.15 s
+    for this map and Dask's sum, 1.47 s with the read and the map in two tasks
+    each).
     """
     import dask
 
@@ -193,11 +201,9 @@ def map_reduce(X, function, *args, combine=None):
     # one name per pass, unique on a scheduler shared with other clients, that
     # says what the pass computes (the dashboard's and a profiler's label)
     name = f"dppca-{getattr(function, '__name__', 'chunk')}-{uuid.uuid4().hex}"
-    chunks = X.to_delayed().ravel()
-    parts = [
-        dask.delayed(_on_rows)(function, chunk, *args, dask_key_name=(name, i))
-        for i, chunk in enumerate(chunks)
-    ]
+    blocks = X.map_blocks(_on_block, function, *args, name=name, dtype=object,
+                          meta=np.empty((0, 0), dtype=object))
+    parts = list(blocks.to_delayed(optimize_graph=True).ravel())
     if observer is None:
         return dask.compute(_tree(parts, dask.delayed(combine)))[0]
     total = len(parts)
@@ -206,6 +212,11 @@ def map_reduce(X, function, *args, combine=None):
     if client is not None:
         return _reduce_on_client(client, parts, combine, observer)
     return _reduce_counting(parts, combine, name, observer)
+
+
+def _on_block(chunk, function, *args):
+    """:func:`_on_rows` as a blockwise map calls it."""
+    return _on_rows(function, chunk, *args)
 
 
 def _on_rows(function, chunk, *args):
@@ -217,7 +228,8 @@ def _on_rows(function, chunk, *args):
     Gram 1.55 against 1.8 times a bare ``X.T @ X``, the clipped sum 0.62
     against 0.73).
     """
-    if isinstance(chunk, np.ndarray) and not chunk.flags.c_contiguous:
+    if (isinstance(chunk, np.ndarray) and not chunk.flags.c_contiguous
+            and not getattr(function, "any_layout", False)):
         chunk = np.ascontiguousarray(chunk)
     return function(chunk, *args)
 
@@ -253,17 +265,19 @@ def _reduce_counting(parts, combine, name, observer):
     import dask
     from dask.callbacks import Callback
 
-    done = 0
+    done = set()
 
     def posttask(key, result, dsk, state, worker_id):
-        nonlocal done
-        if isinstance(key, tuple) and key[0] == name:
-            done += 1
-            observer(done, len(parts))
+        # a chunk's task, fused with the read that makes it (its name then
+        # ends with ours), or an alias of it: each chunk counted once
+        if isinstance(key, tuple) and str(key[0]).endswith(name) and (
+                key[1] not in done):
+            done.add(key[1])
+            observer(len(done), len(parts))
 
     with Callback(posttask=posttask):
         result = dask.compute(_tree(parts, dask.delayed(combine)))[0]
-    if done < len(parts):  # a scheduler that renamed the tasks (fused them)
+    if len(done) < len(parts):  # a scheduler that renamed the tasks otherwise
         observer(len(parts), len(parts))
     return result
 
@@ -297,15 +311,27 @@ def _chunk_max_norm(chunk):
     return max_row_norm(chunk, row_sq_norms(chunk))
 
 
-def _chunk_gram(chunk, data_norm, mean):
-    return clipped_gram(chunk, data_norm, mean)[0]
-
-
 def _chunk_centred(chunk, data_norm, centre):
-    first = first_pass(chunk, data_norm, with_sum=False,
-                       direction=unit_direction(centre))
+    """``(Σ y yᵀ, Σ y)`` of a chunk, ``y = clip_C(x − c)``: a dense chunk as
+    it is, in either layout (:func:`~sklearn_dppca._stats.weighted_gram`),
+    any other, or one with rows far out, row-major by blocks."""
+    result = weighted_gram(chunk, data_norm, centre)
+    if result is not None:
+        return result
+    if isinstance(chunk, np.ndarray) and not chunk.flags.c_contiguous:
+        chunk = np.ascontiguousarray(chunk)
+    direction = None if centre is None else unit_direction(centre)
+    first = first_pass(chunk, data_norm, with_sum=False, direction=direction)
     gram, _, total = clipped_gram(chunk, data_norm, centre, first, with_sum=True)
     return gram, total
+
+
+def _chunk_gram(chunk, data_norm, mean):
+    return _chunk_centred(chunk, data_norm, mean)[0]
+
+
+# a column-major partition is read as it is (no copy into row-major order)
+_chunk_gram.any_layout = _chunk_centred.any_layout = True
 
 
 def _chunk_products(chunk, data_norm, mean, W, radii):
@@ -366,8 +392,18 @@ class ChunkedRows:
     def head(self, n_rows):
         """The first ``n_rows`` rows, read once and kept (on the workers, or
         in memory without a cluster): the steps that use them read only
-        them."""
-        return ChunkedRows(self.X[:n_rows].persist())
+        them, and the later passes over every row read their chunks from
+        what is kept (the chunks, and so the sums, stay the same)."""
+        import dask.array as da
+
+        ends = np.cumsum(self.X.chunks[0])
+        end = int(ends[np.searchsorted(ends, n_rows)])  # the chunks holding them
+        kept = self.X[:end].persist()
+        if end < self.X.shape[0]:
+            self.X = da.concatenate([kept, self.X[end:]])
+        else:
+            self.X = kept
+        return ChunkedRows(kept[:n_rows])
 
     def centred(self, data_norm, centre):
         """``(Σ y yᵀ, Σ y)``, ``y = clip_C(x − c)``: one pass (sensitivities

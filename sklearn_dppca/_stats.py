@@ -400,6 +400,42 @@ def unit_direction(centre):
     return centre / size if size > 0.0 else None
 
 
+def weighted_gram(X, data_norm, centre):
+    """``(Σ y yᵀ, Σ y)``, ``y = clip_C(x − c)``, of a dense chunk of rows in
+    whole-array operations, or ``None`` if it does not apply.
+
+    For a dense float64 chunk in either contiguous layout (a Dask partition
+    read from Parquet is column-major), with no copy of it but one scaled
+    copy: the squared norms (the finiteness check), the clipping scales ``s``
+    around ``c`` (:func:`_clip_scales`, with its margin for round-off, so
+    every ``y`` has norm at most ``C``: sensitivities ``√2 C²`` and ``2C``)
+    and, with ``w = s²``, ``Σ y yᵀ = Σ w x xᵀ − u cᵀ − c uᵀ + (Σ w) c cᵀ``
+    (``u = Σ w x``; ``Σ w x xᵀ`` one syrk of the rows scaled by ``s``) and
+    ``Σ y = Σ s x − (Σ s) c``. The expansion errs by about ``1e-16 n (‖c‖ +
+    ‖x‖)²``, so it applies only when every row has ``‖x‖ ≤ 8C + ‖c‖``
+    (``‖c‖ ≤ 32C``, ``FAR_MEAN`` in ``_bounds``): otherwise ``None``, and
+    :func:`first_pass` and :func:`clipped_gram` leave the far rows out of
+    their raw sums. As fast whether few or half of the rows are clipped:
+    one Gram matrix, of the scaled rows.
+    """
+    if sparse.issparse(X) or X.dtype != np.float64 or not (
+            X.flags.c_contiguous or X.flags.f_contiguous):
+        return None
+    sq = _sq_norms(X)
+    reach = 0.0 if centre is None else float(np.linalg.norm(centre))
+    if not np.all(sq <= (_RAW_NORM_FACTOR * data_norm + reach) ** 2):
+        return None
+    scale = _clip_scales(X, sq, data_norm, centre)
+    scaled = X * scale[:, None]  # a copy in X's layout
+    gram = scaled.T @ scaled  # Σ w x xᵀ: syrk, either layout
+    total = scale @ X  # Σ s x
+    if centre is not None:
+        u = scale @ scaled  # Σ w x
+        gram -= np.outer(2.0 * u - (scale @ scale) * centre, centre)
+        total -= scale.sum() * centre
+    return _symmetric(gram), total
+
+
 def _lead_direction(X, data_norm):
     """Unit vector along the clipped sum of the first rows (0 if that is 0)."""
     block = _as_float64(X[: max(_MIN_BLOCK_ROWS, _scan_rows(X.shape[1]))])

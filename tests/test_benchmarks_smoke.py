@@ -336,3 +336,16 @@ def test_out_of_core_tiny_run(tmp_path):
     assert "| PrivatePCA numeric |" in (out / "results.md").read_text()
     assert (out / "results.json").exists()
     assert not any(data.iterdir())  # without --keep the files are gone
+
+
+# --- benchmarks/bench_first_rows.py: the first rows' centre (issue 24) -------
+def test_first_rows_cell_runs_both_designs():
+    """One cell: the fits with the first rows make one pass, those with every
+    row for the mean two, and both measure the same data."""
+    bench = pytest.importorskip("bench_first_rows")
+    X = bench.datasets(140_000)["iid"]
+    whole, whole_passes = bench.measure(X, 1.0, 3.0, 1, first_rows=False)
+    first, passes = bench.measure(X, 1.0, 3.0, 1, first_rows=True)
+    assert (whole_passes, passes) == (2, 1)
+    assert first[0] < 0.1 and whole[0] < 0.1  # sin θ
+    assert bench._bounds.PILOT_FACTOR == 4  # restored

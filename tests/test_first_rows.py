@@ -1,0 +1,240 @@
+"""The first rows (docs/privacy.rst §5): on many rows the centre the rows are
+clipped around comes from the first rows, so that the numeric fit reads every
+row once and ``data_norm="auto"`` twice; rows in an order the first rows do
+not represent cost a pass more, not the quality."""
+
+import math
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+
+from sklearn_dppca import CoherentPowerPCA, ComplexGaussPCA, PrivatePCA, _base, _bounds
+from sklearn_dppca._stats import (
+    _clip_scales,
+    _sq_norms,
+    clipped_gram,
+    first_pass,
+    weighted_gram,
+)
+from sklearn_dppca.noise import noise_scale
+from sklearn_dppca.privacy import BudgetAccountant, gdp_mu
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
+
+N, D, EPSILON = 140_000, 5, 2.0  # the first 32 768 rows give the centre
+N_CHUNKS = 10
+
+
+def _rows(order=None, seed=0):
+    """Rows of norm below 1 (the bound of the numeric fits) around 0.2."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, D)) * [0.2, 0.1, 0.05, 0.05, 0.05] + 0.2
+    if order == "sorted":  # ordered by a feature: the first rows sit apart
+        X = X[np.argsort(X[:, 0])]
+    return X
+
+
+def _fit(make, X, progress=None, **params):
+    estimator = make(**params).set_params(
+        epsilon=EPSILON, random_state=0, accountant=BudgetAccountant())
+    estimator._fit(X, progress=progress)
+    return estimator
+
+
+def _reads(make, X, **params):
+    """Reads of each chunk of a Dask array of ``X`` by one fit (synchronous
+    scheduler): the last chunk is read once per pass over every row, the
+    first also by the steps on the first rows."""
+    reads = np.zeros(N_CHUNKS, dtype=int)
+
+    def read(block, block_info=None):
+        if block_info is not None and block.shape[0]:
+            reads[block_info[0]["chunk-location"][0]] += 1
+        return block
+
+    lazy = da.from_array(X, chunks=(N // N_CHUNKS, D)).map_blocks(read, dtype=X.dtype)
+    lines = []
+    with dask.config.set(scheduler="synchronous"):
+        _fit(make, lazy, progress=lines.append, **params)
+    return reads, lines
+
+
+def test_how_many_first_rows_is_public():
+    mu = gdp_mu(EPSILON, 1e-6)
+    assert _bounds.pilot_rows(N, D, mu) == _bounds.PILOT_MIN_ROWS
+    assert _bounds.pilot_rows(_bounds.PILOT_FACTOR * 2**15 - 1, D, mu) is None
+    # more rows at a small epsilon or many features
+    assert _bounds.pilot_rows(10**9, 10_000, mu) == math.ceil(
+        _bounds.PILOT_SCALE * 100 / mu)
+    assert _bounds.pilot_rows(10**9, D, math.inf) is None  # epsilon=inf
+
+
+@pytest.mark.parametrize("make, auto, passes", [
+    (PrivatePCA, False, 1),
+    (PrivatePCA, True, 2),
+    (ComplexGaussPCA, False, 1),
+    (ComplexGaussPCA, True, 2),
+])
+def test_rows_in_any_order_are_read_once_or_twice(make, auto, passes):
+    """Issue 24: with the first rows' centre, the numeric fit reads every row
+    once (the Gram matrix and the sum that corrects the mean together) and
+    "auto" twice (its last mean step, whose counts serve the covariance's
+    search, and the Gram matrix); the chunks of the first rows are read
+    once, kept for the steps on them and for the passes over every row."""
+    params = dict(n_components=2, data_norm="auto" if auto else 1.0)
+    reads, lines = _reads(make, _rows(), **params)
+    first = -(-32768 // (N // N_CHUNKS))  # chunks holding the first rows
+    assert list(reads) == [1] * first + [passes] * (N_CHUNKS - first)
+    assert sum(line.startswith("pass ") for line in lines) == passes
+    assert any(line.startswith("the first 32768 rows: ") for line in lines)
+
+
+@pytest.mark.parametrize("auto, most", [(False, 2), (True, 4)])
+def test_rows_the_first_do_not_represent_cost_a_pass_not_the_quality(auto, most):
+    """Rows sorted by a feature: the first rows' centre is off. The numeric
+    fit sees it in its first release of the correction and reads the rows
+    again around the corrected centre; "auto"'s steps on every row move the
+    centre the rest of the way. The fit stays as good as one whose mean is
+    released from every row (no pilot)."""
+    X = _rows("sorted")
+    params = dict(n_components=2, data_norm="auto" if auto else 1.0)
+    reads, lines = _reads(PrivatePCA, X, **params)
+    assert 1 < reads[-1] <= most
+    if not auto:
+        assert "the first rows' centre was off" in lines[-1]
+    pilot = _fit(PrivatePCA, X, **params)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_bounds, "PILOT_FACTOR", math.inf)  # every row for the mean
+        whole = _fit(PrivatePCA, X, **params)
+    truth = np.cov(X.T)
+    for fit in (pilot, whole):
+        assert np.linalg.norm(fit.mean_ - X.mean(axis=0)) < 2e-3
+    error = [np.linalg.norm(fit.get_covariance() - truth) for fit in (pilot, whole)]
+    assert error[0] < 1.5 * error[1]
+
+
+def test_a_power_method_releases_no_gram_matrix_and_reads_every_row():
+    """CoherentPowerPCA's releases are products of the rows, not the Gram
+    matrix the correction applies to: its mean is released from every row."""
+    reads, _ = _reads(CoherentPowerPCA, _rows(), n_components=2, data_norm=1.0)
+    assert len(set(reads)) == 1
+
+
+@pytest.mark.parametrize("make", [PrivatePCA, ComplexGaussPCA])
+@pytest.mark.parametrize("data_norm", [1.0, "auto"])
+@pytest.mark.parametrize("order", [None, "sorted"])
+def test_chunks_release_what_memory_releases(make, data_norm, order):
+    """Issue 24, item 4: the same seed releases the same fit from a Dask
+    array and from memory, with the first rows' centre and after a miss."""
+    X = _rows(order)
+    params = dict(n_components=2, data_norm=data_norm)
+    local = _fit(make, X, **params)
+    with dask.config.set(scheduler="synchronous"):
+        lazy = _fit(make, da.from_array(X, chunks=(N // N_CHUNKS, D)), **params)
+    assert lazy.data_norm_ == local.data_norm_
+    for name in ("mean_", "components_", "explained_variance_", "noisy_variance_"):
+        np.testing.assert_allclose(getattr(lazy, name), getattr(local, name),
+                                   rtol=1e-8, atol=1e-12, err_msg=name)
+
+
+def test_the_releases_compose_to_the_charge(monkeypatch):
+    """The numeric fit's releases: the first rows' mean (sensitivity 2C at
+    μ* √(0.1 · 0.25)), the sum of the clipped rows twice (2C, μ* √(0.1 · 0.75
+    / 2) each), the Gram matrix and its trace (√2 C², μ* √0.9): Σ μ² = μ*²,
+    each σ the analytic calibration of its μ."""
+    sigmas = []
+    for module in (_base, _bounds):
+        real = module.dense_noise
+
+        def spy(rng, shape, sigma, real=real):
+            sigmas.append(sigma)
+            return real(rng, shape, sigma)
+
+        monkeypatch.setattr(module, "dense_noise", spy)
+    mus = {}
+    real_release = PrivatePCA._release
+
+    def release(self, gram, rows, plan, rng, dtype):
+        mus.update(plan.mus)
+        return real_release(self, gram, rows, plan, rng, dtype)
+
+    monkeypatch.setattr(PrivatePCA, "_release", release)
+    fit = _fit(PrivatePCA, _rows(), n_components=2, data_norm=1.0)
+    mu = gdp_mu(EPSILON, 1e-6)
+    assert mus["mean"] == pytest.approx(mu * math.sqrt(0.1 * 0.25))
+    assert mus["centring"] == pytest.approx(mu * math.sqrt(0.1 * 0.75 / 2))
+    assert mus["mean"] ** 2 + 2 * mus["centring"] ** 2 + mus["covariance"] ** 2 == (
+        pytest.approx(mu**2))
+    assert sigmas[0] == pytest.approx(noise_scale(2.0, mus["mean"]))
+    assert sigmas[1:3] == pytest.approx([noise_scale(2.0, mus["centring"])] * 2)
+    assert fit.privacy_spent_ == (EPSILON, 1e-6)
+
+
+@pytest.mark.parametrize("data_norm", [1.0, "auto"])
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_nan_past_the_first_rows_is_refused_before_the_charge(data_norm, chunked):
+    """Every row is read, and checked finite, before the charge: a NaN that
+    the steps on the first rows did not see fails the fit uncharged."""
+    X = _rows()
+    X[-3, 1] = np.nan
+    accountant = BudgetAccountant()
+    estimator = PrivatePCA(2, epsilon=EPSILON, data_norm=data_norm,
+                           accountant=accountant)
+    data = da.from_array(X, chunks=(N // N_CHUNKS, D)) if chunked else X
+    with pytest.raises(ValueError, match="NaN"):
+        with dask.config.set(scheduler="synchronous"):
+            estimator.fit(data)
+    assert tuple(accountant.spent) == (0.0, 0.0)
+
+
+def _adversarial_rows(centre, bound):
+    """Rows around ``centre``: at it, inside, exactly at the bound and a hair
+    past it, far out (beyond the raw Gram matrix's rows), and huge."""
+    rng = np.random.default_rng(5)
+    d = centre.shape[0]
+    unit = rng.normal(size=d)
+    unit /= np.linalg.norm(unit)
+    rows = [centre, centre + 0.5 * bound * unit, centre + bound * unit,
+            centre + bound * (1 + 1e-12) * unit, centre + 7.9 * bound * unit,
+            centre + 1e3 * bound * unit, np.full(d, 1e200)]
+    return np.vstack(rows + list(centre + 0.3 * bound * rng.normal(size=(200, d))))
+
+
+def _direct(X, bound, centre):
+    """``Σ clip_C(x − c)``, row by row, as the analysis states it."""
+    return sum(_clip_scales(row[None], _sq_norms(row[None]), bound, centre)[0]
+               * (row - centre) for row in X)
+
+
+@pytest.mark.parametrize("layout", ["C", "F"])
+@pytest.mark.parametrize("far", [0.0, 20.0])
+def test_the_clipped_sums_of_the_gram_pass_are_exact(layout, far):
+    """The Gram matrix's pass sums ``y = clip_C(x − c)`` and ``y yᵀ`` (every
+    ``y`` of norm at most C: sensitivities 2C and √2 C²), in row blocks
+    (:func:`clipped_gram`) or, for a dense chunk in either layout without
+    rows far out, in whole-array operations (:func:`weighted_gram`)."""
+    centre = np.linspace(-1.0, 1.0, 6) * far / 3
+    bound = 1.5
+    X = np.asarray(_adversarial_rows(centre, bound), order=layout)
+    rows = np.ascontiguousarray(X)
+    direction = centre / np.linalg.norm(centre) if far else None
+    first = first_pass(rows, bound, with_sum=False, direction=direction)
+    gram, _, total = clipped_gram(rows, bound, centre, first, with_sum=True)
+    np.testing.assert_allclose(total, _direct(X, bound, centre), rtol=1e-9,
+                               atol=1e-9 * bound)
+    assert weighted_gram(X, bound, centre) is None  # rows far out
+    with np.errstate(over="ignore"):
+        inside = X[np.linalg.norm(X - centre, axis=1) < 8 * bound]
+    fast_gram, fast_total = weighted_gram(inside, bound, centre)
+    slow_gram, _, slow_total = clipped_gram(np.ascontiguousarray(inside), bound,
+                                            centre, with_sum=True)
+    np.testing.assert_allclose(fast_total, _direct(inside, bound, centre),
+                               rtol=1e-9, atol=1e-9 * bound)
+    np.testing.assert_allclose(fast_gram, slow_gram, rtol=1e-9, atol=1e-9 * bound**2)
+    # one row replaced moves the sum by at most 2C
+    swapped = rows.copy()
+    swapped[0] = centre + 1e6 * bound
+    _, _, other = clipped_gram(swapped, bound, centre, with_sum=True)
+    assert np.linalg.norm(other - total) <= 2 * bound * (1 + 1e-9)
