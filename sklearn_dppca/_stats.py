@@ -405,18 +405,18 @@ def weighted_gram(X, data_norm, centre):
     whole-array operations, or ``None`` if it does not apply.
 
     For a dense float64 chunk in either contiguous layout (a Dask partition
-    read from Parquet is column-major), with no copy of it but one scaled
-    copy: the squared norms (the finiteness check), the clipping scales ``s``
-    around ``c`` (:func:`_clip_scales`, with its margin for round-off, so
-    every ``y`` has norm at most ``C``: sensitivities ``√2 C²`` and ``2C``)
-    and, with ``w = s²``, ``Σ y yᵀ = Σ w x xᵀ − u cᵀ − c uᵀ + (Σ w) c cᵀ``
-    (``u = Σ w x``; ``Σ w x xᵀ`` one syrk of the rows scaled by ``s``) and
-    ``Σ y = Σ s x − (Σ s) c``. The expansion errs by about ``1e-16 n (‖c‖ +
-    ‖x‖)²``, so it applies only when every row has ``‖x‖ ≤ 8C + ‖c‖``
-    (``‖c‖ ≤ 32C``, ``FAR_MEAN`` in ``_bounds``): otherwise ``None``, and
-    :func:`first_pass` and :func:`clipped_gram` leave the far rows out of
-    their raw sums. As fast whether few or half of the rows are clipped:
-    one Gram matrix, of the scaled rows.
+    read from Parquet is column-major), never copied whole: the squared
+    norms (the finiteness check), the clipping scales ``s`` around ``c``
+    (:func:`_clip_scales`, with its margin for round-off, so every ``y`` has
+    norm at most ``C``: sensitivities ``√2 C²`` and ``2C``) and, with ``w =
+    s²``, ``Σ y yᵀ = Σ w x xᵀ − u cᵀ − c uᵀ + (Σ w) c cᵀ`` (``u = Σ w x``)
+    and ``Σ y = Σ s x − (Σ s) c``. ``Σ w x xᵀ`` is ``Xᵀ X`` less ``(1 − w) x
+    xᵀ`` over the clipped rows when they are at most an eighth of the chunk,
+    and otherwise the Gram matrix of the rows scaled by ``s`` (one copy): one
+    syrk either way. The expansion errs by about ``1e-16 n (‖c‖ + ‖x‖)²``, so
+    it applies only when every row has ``‖x‖ ≤ 8C + ‖c‖`` (``‖c‖ ≤ 32C``,
+    ``FAR_MEAN`` in ``_bounds``): otherwise ``None``, and :func:`first_pass`
+    and :func:`clipped_gram` leave the far rows out of their raw sums.
     """
     if sparse.issparse(X) or X.dtype != np.float64 or not (
             X.flags.c_contiguous or X.flags.f_contiguous):
@@ -426,11 +426,17 @@ def weighted_gram(X, data_norm, centre):
     if not np.all(sq <= (_RAW_NORM_FACTOR * data_norm + reach) ** 2):
         return None
     scale = _clip_scales(X, sq, data_norm, centre)
-    scaled = X * scale[:, None]  # a copy in X's layout
-    gram = scaled.T @ scaled  # Σ w x xᵀ: syrk, either layout
-    total = scale @ X  # Σ s x
+    clipped = np.flatnonzero(scale < 1.0)
+    if 8 * clipped.size <= X.shape[0]:
+        gram = X.T @ X
+        if clipped.size:
+            rows = X[clipped] * np.sqrt(1.0 - scale[clipped] ** 2)[:, None]
+            gram -= rows.T @ rows
+    else:
+        scaled = X * scale[:, None]  # a copy in X's layout
+        gram = scaled.T @ scaled
+    total, u = np.stack([scale, scale * scale]) @ X  # Σ s x, Σ w x: one read
     if centre is not None:
-        u = scale @ scaled  # Σ w x
         gram -= np.outer(2.0 * u - (scale @ scale) * centre, centre)
         total -= scale.sum() * centre
     return _symmetric(gram), total

@@ -238,3 +238,29 @@ def test_the_clipped_sums_of_the_gram_pass_are_exact(layout, far):
     swapped[0] = centre + 1e6 * bound
     _, _, other = clipped_gram(swapped, bound, centre, with_sum=True)
     assert np.linalg.norm(other - total) <= 2 * bound * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("kind", ["opposite", "orthogonal"])
+def test_an_attack_on_the_first_row_measures_the_claimed_mu(kind):
+    """Neighbours that differ in the first row, which both the first rows'
+    centre and the covariance's pass read: the mean (``c + ȳ``, in which
+    ``c`` cancels) shifts by exactly the two releases of the clipped sum, and
+    the scatter matrix by the Gram matrix's release; neither beats its μ, and
+    no test beats ε."""
+    from sklearn_dppca.audit import (
+        audit,
+        mean_statistic,
+        neighbouring_datasets,
+        scatter_statistic,
+    )
+
+    epsilon, n_fits = 3.0, 300
+    X, Y = neighbouring_datasets(2**17, 3, kind=kind, scale=0.7)
+    estimator = PrivatePCA(epsilon=epsilon, delta=1e-6, data_norm=1.0)
+    assert _bounds.pilot_rows(2**17, 3, gdp_mu(epsilon, 1e-6))  # the first rows
+    statistic = mean_statistic(0) if kind == "opposite" else scatter_statistic
+    result = audit(estimator, X, Y, statistic, n_fits=n_fits, random_state=4)
+    assert result.epsilon_lower <= epsilon
+    share = 0.1 * 0.75 if kind == "opposite" else 0.9
+    expected = gdp_mu(epsilon, 1e-6) * math.sqrt(share)
+    assert abs(result.mu_estimate - expected) < 3 * math.sqrt(2.0 / n_fits)
