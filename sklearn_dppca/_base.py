@@ -398,7 +398,6 @@ class _BasePrivatePCA(
             second = (total + dense_noise(rng, total.shape[0], sigma)) / n_samples
             shift = (first + second) / 2.0
         else:
-            del gram
             centre = centre + first
             announce = getattr(data, "announce", None)
             if announce is not None:

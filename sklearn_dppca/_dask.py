@@ -29,6 +29,7 @@ import numpy as np
 
 from ._stats import (
     CentredRows,
+    chunk_task,
     clipped_gram,
     first_pass,
     max_row_norm,
@@ -231,7 +232,8 @@ def _on_rows(function, chunk, *args):
     if (isinstance(chunk, np.ndarray) and not chunk.flags.c_contiguous
             and not getattr(function, "any_layout", False)):
         chunk = np.ascontiguousarray(chunk)
-    return function(chunk, *args)
+    with chunk_task():  # blocks of a worker's size
+        return function(chunk, *args)
 
 
 def _tree(parts, combine):
