@@ -61,11 +61,12 @@ The first rows (:func:`pilot_rows`)
     the mean and the covariance (:meth:`_BasePrivatePCA._centred_in_one_pass`;
     a second pass when the correction shows the first rows' centre was off,
     :data:`PILOT_MISS`). With ``"auto"`` the early mean steps run on the first
-    rows and the last ones (:data:`PILOT_FULL_STEPS`, searching the
-    :data:`PILOT_QUANTILE` of the norms) on every row; the first of those is
-    the first pass over every row, the charge follows it, and its counts serve
+    rows and the last ones (at most :data:`PILOT_FULL_STEPS`) on every row:
+    the first of those clips at twice the last early step's radius, is the
+    first pass over every row (the charge follows it), and its counts serve
     the covariance's search when it moved the centre by at most
-    :data:`PILOT_STALE` of its radius. Which rows are the first and how many
+    :data:`PILOT_STALE` of its radius; otherwise a second searches for the
+    :data:`PILOT_QUANTILE` of the norms. Which rows are the first and how many
     is public; what the steps decide is from released values. The fit is
     charged once every row has been read and checked finite, before any value
     leaves it (:meth:`NormBounds.read`).
@@ -223,6 +224,11 @@ DROWNED = 0.25
 #: centring by ``‖x‖² − 2 x·m + ‖m‖²`` errs by about ``4·1e-16 ‖m‖²``, 1e-12 of
 #: ``C²`` here, far below what would move a sensitivity.
 FAR_MEAN = 32.0
+#: :func:`_around` takes the norms around a centre by expansion when the
+#: centre is within this many radii of the origin: the expansion's round-off,
+#: about ``1e-16 d (‖x‖ + ‖c‖)²``, then stays below ``1e-9 d`` of the radius²
+#: for the rows near it.
+EXPAND_REACH = 1e3
 
 #: Fewer passes on many rows (docs/privacy.rst §5, "The first rows"): on at
 #: least :data:`PILOT_FACTOR` times :func:`pilot_rows` rows, a centre comes
@@ -757,8 +763,21 @@ def _around(X, centre, sq_edges, sums=False, radius=None, sq=None):
     (:meth:`Around.clipped_sum`). Rows are centred explicitly
     (:func:`_centred_sq`). ``sq``: the rows' squared norms, computed (and the
     rows checked finite) if not given.
+
+    Counts and one clipped sum of a dense array around a centre within
+    :data:`EXPAND_REACH` radii of the origin (the first step on every row of
+    "The first rows") take the norms from ``‖x‖² − 2 x·c + ‖c‖²`` instead,
+    without centring a copy of each block: their round-off, about ``(d + 8)
+    ε (‖x‖ + ‖c‖)²``, is far below a grid step for the rows near the radius,
+    the sum's scales keep their margin for it (:func:`_clip_scales`), and a
+    count of rows in bins ``≤ j`` has sensitivity 1 however a row's bin is
+    computed.
     """
     n_bins, d = sq_edges.shape[0] + 1, X.shape[1]
+    if (not sums and radius is not None and centre is not None
+            and isinstance(X, np.ndarray)
+            and np.linalg.norm(centre) <= EXPAND_REACH * radius):
+        return _around_expanded(X, centre, sq_edges, radius, sq)
     counts = np.zeros(n_bins, dtype=np.int64)
     bin_sums = np.zeros((n_bins, d)) if sums else _NOTHING
     units = np.zeros((n_bins, d)) if sums else _NOTHING
@@ -793,6 +812,22 @@ def _around(X, centre, sq_edges, sums=False, radius=None, sq=None):
         bin_sums[present] += both[:present.shape[0]]
         units[present] += both[present.shape[0]:]
     return Around(counts, bin_sums, units, fixed)
+
+
+def _around_expanded(X, centre, sq_edges, radius, sq):
+    """:func:`_around`'s counts and ``Σ clip_radius(x − c)``, the norms
+    around ``c`` by expansion (no centred copy of the blocks)."""
+    counts = np.zeros(sq_edges.shape[0] + 1, dtype=np.int64)
+    fixed = np.zeros(X.shape[1])
+    for block, block_sq in _blocks(X, sq):
+        with np.errstate(over="ignore", invalid="ignore"):
+            rows_sq = np.maximum(block_sq - 2.0 * (block @ centre) + centre @ centre,
+                                 0.0)
+        counts += np.bincount(np.searchsorted(sq_edges, rows_sq),
+                              minlength=counts.shape[0])
+        scale = _clip_scales(block, block_sq, radius, centre)
+        fixed += scale @ block - scale.sum() * centre
+    return Around(counts, _NOTHING, _NOTHING, fixed)
 
 
 _around.any_layout = True  # a column-major Dask partition is read as it is

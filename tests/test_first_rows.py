@@ -264,3 +264,19 @@ def test_an_attack_on_the_first_row_measures_the_claimed_mu(kind):
     share = 0.1 * 0.75 if kind == "opposite" else 0.9
     expected = gdp_mu(epsilon, 1e-6) * math.sqrt(share)
     assert abs(result.mu_estimate - expected) < 3 * math.sqrt(2.0 / n_fits)
+
+
+def test_the_first_step_on_every_row_counts_as_the_explicit_centring(monkeypatch):
+    """The first step on every row takes its norms by expansion: the same
+    counts and clipped sum as the rows centred explicitly, far rows and rows
+    that overflow included (last bin; clipped to the radius)."""
+    rng = np.random.default_rng(2)
+    centre = np.full(6, 3.0)
+    X = centre + rng.normal(size=(5000, 6)) * np.logspace(-1, 1, 5000)[:, None]
+    X[:3] = np.array([1e200, 1e300, -1e250])[:, None]
+    edges = _bounds.norm_grid(_bounds.DEFAULT_NORM_RANGE)
+    expanded = _bounds._around(np.asfortranarray(X), centre, edges**2, radius=2.0)
+    monkeypatch.setattr(_bounds, "EXPAND_REACH", 0.0)
+    explicit = _bounds._around(X, centre, edges**2, radius=2.0)
+    np.testing.assert_array_equal(expanded.counts, explicit.counts)
+    np.testing.assert_allclose(expanded.fixed, explicit.fixed, rtol=1e-10)
