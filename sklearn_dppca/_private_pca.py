@@ -35,8 +35,12 @@ class PrivatePCA(_BasePrivatePCA):
     analytic (exact) calibration, not the textbook bound. With the scatter
     matrix the total ``Σ‖y_i‖²`` is released, with the same ``σ``: jointly
     the two still have sensitivity ``√2 C²`` (``‖aaᵀ − bbᵀ‖_F² + (‖a‖² −
-    ‖b‖²)² ≤ 2C⁴``), so the trace costs no budget. See
-    :ref:`privacy-accounting` to :ref:`privacy-estimators`.
+    ‖b‖²)² ≤ 2C⁴``), so the trace costs no budget. On many rows the centre
+    the rows are clipped around comes from the first rows, and the sum of the
+    clipped rows, released from the Gram matrix's pass, corrects the mean and
+    the scatter matrix: a numeric ``data_norm`` reads every row once,
+    ``"auto"`` twice, at the same total ``μ*`` (:ref:`privacy-first-rows`).
+    See :ref:`privacy-accounting` to :ref:`privacy-estimators`.
 
     Parameters
     ----------

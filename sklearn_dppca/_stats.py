@@ -426,46 +426,49 @@ def weighted_gram(X, data_norm, centre):
     ``None`` if it does not apply.
 
     For a dense float64 chunk in either contiguous layout (a Dask partition
-    read from Parquet is column-major), read once, a block of a few
-    megabytes at a time (views, no copy of the chunk): the squared norms (the
-    finiteness check), the clipping scales ``s`` around ``c``
+    read from Parquet is column-major), never copied whole: the squared
+    norms (the finiteness check) and the clipping scales ``s`` around ``c``
     (:func:`_clip_scales`, with its margin for round-off, so every ``y`` has
-    norm at most ``C``: sensitivities ``√2 C²`` and ``2C``) and, with ``w =
-    s²``, ``Σ y yᵀ = Σ w x xᵀ − u cᵀ − c uᵀ + (Σ w) c cᵀ`` (``u = Σ w x``)
-    and ``Σ y = Σ s x − (Σ s) c``. A block's ``Σ w x xᵀ`` is its Gram matrix
-    less ``(1 − w) x xᵀ`` over its clipped rows when they are at most an
-    eighth of it, and otherwise the Gram matrix of its rows scaled by ``s``:
-    one syrk either way. The expansion errs by about ``1e-16 n (‖c‖ + ‖x‖)²``,
-    so it applies only when every row has ``‖x‖ ≤ 8C + ‖c‖`` (``‖c‖ ≤ 32C``,
-    ``FAR_MEAN`` in ``_bounds``): otherwise ``None``, and :func:`first_pass`
-    and :func:`clipped_gram` leave the far rows out of their raw sums.
+    norm at most ``C``: sensitivities ``√2 C²`` and ``2C``) in whole-array
+    operations, then, with ``w = s²``, ``Σ y yᵀ = Σ w x xᵀ − u cᵀ − c uᵀ +
+    (Σ w) c cᵀ`` (``u = Σ w x``) and ``Σ y = Σ s x − (Σ s) c``. ``Σ w x xᵀ``
+    is ``Xᵀ X`` less ``(1 − w) x xᵀ`` over the clipped rows when they are at
+    most an eighth of the chunk (the sums likewise corrected), and otherwise
+    the Gram matrix of the rows scaled by ``s``, a block of a few megabytes
+    at a time: one syrk either way. The expansion errs by about ``1e-16 n
+    (‖c‖ + ‖x‖)²``, so it applies only when every row has ``‖x‖ ≤ 8C +
+    ‖c‖`` (``‖c‖ ≤ 32C``, ``FAR_MEAN`` in ``_bounds``): otherwise ``None``,
+    and :func:`first_pass` and :func:`clipped_gram` leave the far rows out of
+    their raw sums.
     """
     if sparse.issparse(X) or X.dtype != np.float64 or not (
             X.flags.c_contiguous or X.flags.f_contiguous):
         return None
-    d = X.shape[1]
+    n, d = X.shape
     reach = 0.0 if centre is None else float(np.linalg.norm(centre))
-    raw_sq = (_RAW_NORM_FACTOR * data_norm + reach) ** 2
-    gram, sums, weights = np.zeros((d, d)), np.zeros((2, d)), np.zeros(2)
-    for a, b in _ranges(0, X.shape[0], _scan_rows(d)):
-        block = X[a:b]
-        sq = _sq_norms(block)
-        if not np.all(sq <= raw_sq):
-            return None
-        scale = _clip_scales(block, sq, data_norm, centre)
-        clipped = np.flatnonzero(scale < 1.0)
-        if 8 * clipped.size <= block.shape[0]:
-            gram += block.T @ block
-            if clipped.size:
-                rows = block[clipped] * np.sqrt(1.0 - scale[clipped] ** 2)[:, None]
-                gram -= rows.T @ rows
-        else:
-            scaled = block * scale[:, None]  # a copy of the block
+    sq = _sq_norms(X)
+    if not np.all(sq <= (_RAW_NORM_FACTOR * data_norm + reach) ** 2):
+        return None
+    scale = _clip_scales(X, sq, data_norm, centre)
+    clipped = np.flatnonzero(scale < 1.0)
+    if 8 * clipped.size <= n:
+        gram = X.T @ X  # syrk, either layout
+        total = np.ones(n) @ X
+        u, weights = total.copy(), np.full(2, float(n))
+        if clipped.size:  # the few clipped rows, copied
+            rows, s = X[clipped], scale[clipped]
+            shrunk = rows * np.sqrt(1.0 - s * s)[:, None]
+            gram -= shrunk.T @ shrunk
+            change = np.stack([s - 1.0, s * s - 1.0])
+            total, u = np.stack([total, u]) + change @ rows
+            weights += change.sum(axis=1)
+    else:
+        gram, sums = np.zeros((d, d)), np.zeros((2, d))
+        for a, b in _ranges(0, n, _scan_rows(d)):
+            scaled = X[a:b] * scale[a:b, None]  # a copy of the block
             gram += scaled.T @ scaled
-        both = np.stack([scale, scale * scale])
-        sums += both @ block  # Σ s x, Σ w x
-        weights += both.sum(axis=1)  # Σ s, Σ w
-    total, u = sums
+            sums += np.stack([np.ones(b - a), scale[a:b]]) @ scaled  # Σ s x, Σ w x
+        (total, u), weights = sums, np.array([scale.sum(), scale @ scale])
     if centre is not None:
         gram -= np.outer(2.0 * u - weights[1] * centre, centre)
         total = total - weights[0] * centre

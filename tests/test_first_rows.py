@@ -226,13 +226,16 @@ def test_the_clipped_sums_of_the_gram_pass_are_exact(layout, far):
                                atol=1e-9 * bound)
     assert weighted_gram(X, bound, centre) is None  # rows far out
     with np.errstate(over="ignore"):
-        inside = X[np.linalg.norm(X - centre, axis=1) < 8 * bound]
-    fast_gram, fast_total = weighted_gram(inside, bound, centre)
-    slow_gram, _, slow_total = clipped_gram(np.ascontiguousarray(inside), bound,
-                                            centre, with_sum=True)
-    np.testing.assert_allclose(fast_total, _direct(inside, bound, centre),
-                               rtol=1e-9, atol=1e-9 * bound)
-    np.testing.assert_allclose(fast_gram, slow_gram, rtol=1e-9, atol=1e-9 * bound**2)
+        distance = np.linalg.norm(X - centre, axis=1)
+    for radius in (bound, bound / 4):  # a few rows clipped, then most
+        inside = X[distance < 8 * radius]
+        fast_gram, fast_total = weighted_gram(inside, radius, centre)
+        slow_gram, _, slow_total = clipped_gram(np.ascontiguousarray(inside), radius,
+                                                centre, with_sum=True)
+        np.testing.assert_allclose(fast_total, _direct(inside, radius, centre),
+                                   rtol=1e-9, atol=1e-9 * radius)
+        np.testing.assert_allclose(fast_gram, slow_gram, rtol=1e-9,
+                                   atol=1e-9 * radius**2)
     # one row replaced moves the sum by at most 2C
     swapped = rows.copy()
     swapped[0] = centre + 1e6 * bound
