@@ -311,3 +311,21 @@ def test_bar_on_a_terminal(verbose):
     progress("pass 1: x")
     progress.partitions(0, 1)
     assert quiet.getvalue() == ""
+
+
+def test_many_rows_read_once_from_the_cli(cluster, tmp_path, capsys):
+    """Issue 24 from the shell: on many rows the numeric fit reads every file
+    once; the steps on the first rows are said, not counted as passes."""
+    rng = np.random.default_rng(5)
+    folder = write_parts(tmp_path / "many", [
+        pd.DataFrame(rng.normal(size=(50_000, len(FEATURES))) * 0.1 + 0.2,
+                     columns=FEATURES) for _ in range(3)])
+    model = tmp_path / "many.json"
+    rc, _, err = run(capsys, "fit", folder, "--dask", "--scheduler",
+                     cluster.scheduler_address, "-k", "2", "--epsilon", "2",
+                     "--delta", "1e-6", "--seed", "0", "--data-norm", 1, "-v",
+                     "-o", model)
+    assert rc == 0, err
+    assert "dppca: the first 32768 rows: row norms and the clipped sum" in err
+    assert "read the rows in 1 pass" in err
+    assert json.loads(model.read_text())["reading"]["passes"] == 1
