@@ -395,11 +395,20 @@ class ChunkedRows:
         """The first ``n_rows`` rows, read once and kept (on the workers, or
         in memory without a cluster): the steps that use them read only
         them, and the later passes over every row read their chunks from
-        what is kept (the chunks, and so the sums, stay the same)."""
+        what is kept (the chunks, and so the sums, stay the same). On a
+        cluster, the first chunks are kept, one per worker thread if the
+        first rows take fewer: read together, while the first rows'
+        steps run, at most one chunk more per thread in memory."""
         import dask.array as da
 
         ends = np.cumsum(self.X.chunks[0])
-        end = int(ends[np.searchsorted(ends, n_rows)])  # the chunks holding them
+        held = np.searchsorted(ends, n_rows) + 1  # the chunks holding them
+        # on a cluster, as many chunks as it has threads are read at once
+        # (the threads would otherwise wait for the first rows), and kept
+        client = _active_client()
+        if client is not None:
+            held = max(held, min(sum(client.nthreads().values()), len(ends)))
+        end = int(ends[held - 1])
         kept = self.X[:end].persist()
         if end < self.X.shape[0]:
             self.X = da.concatenate([kept, self.X[end:]])

@@ -39,8 +39,8 @@ class PrivatePCA(_BasePrivatePCA):
     the rows are clipped around comes from the first rows, and the sum of the
     clipped rows, released from the Gram matrix's pass, corrects the mean and
     the scatter matrix: a numeric ``data_norm`` reads every row once,
-    ``"auto"`` twice, at the same total ``μ*`` (:ref:`privacy-first-rows`).
-    See :ref:`privacy-accounting` to :ref:`privacy-estimators`.
+    ``"auto"`` twice, at the same total ``μ*`` (:ref:`the first rows
+    <privacy-first-rows>`). See :ref:`privacy-accounting` to :ref:`privacy-estimators`.
 
     Parameters
     ----------
