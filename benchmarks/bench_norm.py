@@ -76,7 +76,7 @@ Run from the repository root (about a minute on two cores)::
 
     python benchmarks/bench_norm.py [--seeds 10] [--figure PATH] [--json PATH]
     python benchmarks/bench_norm.py --sweep
-    python benchmarks/bench_norm.py --speed
+    python benchmarks/bench_norm.py --speed [--rows 200000 --features 50]
     python benchmarks/bench_norm.py --robust [--seeds 200]  # about 10 minutes
     python benchmarks/bench_norm.py --covariance [--scaling max]  # 1-7 minutes each
     python benchmarks/bench_norm.py --datasets digits wine  # a subset
@@ -471,6 +471,10 @@ def main(argv=None):
     parser.add_argument("--json", metavar="PATH")
     parser.add_argument("--sweep", action="store_true")
     parser.add_argument("--speed", action="store_true")
+    parser.add_argument("--rows", type=int, default=200_000,
+                        help="--speed: rows (on many, the centre comes from the "
+                             "first rows: docs/privacy.rst §5)")
+    parser.add_argument("--features", type=int, default=50, help="--speed: columns")
     parser.add_argument("--robust", action="store_true",
                         help="count bounds far above the data (default 200 seeds)")
     parser.add_argument("--covariance", action="store_true",
@@ -494,7 +498,7 @@ def main(argv=None):
         sweep(args.seeds, args.datasets)
         return 0
     if args.speed:
-        speed()
+        speed(args.rows, args.features)
         return 0
     rows = measure(args.seeds, args.datasets)
     print_table(rows)
