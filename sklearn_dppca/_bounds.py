@@ -1253,7 +1253,7 @@ class NormBounds:
             check_data_norm_range(self.data_norm, self.dtype)
         if self.pilot:
             self._announce("row norms and the clipped sum for the centre")
-            self._total = self.data.first_pass(self.data_norm, with_sum=True)
+            self._total = self.data.clipped_sum(self.data_norm)
             return
         self._total = data.first_pass(self.data_norm, with_sum=self.center)
 

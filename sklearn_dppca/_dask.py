@@ -416,6 +416,10 @@ class ChunkedRows:
             self.X = kept
         return ChunkedRows(kept[:n_rows])
 
+    def clipped_sum(self, data_norm):
+        """``Σ clip_C(x_i)`` alone: the first rows' pass."""
+        return clipped_sum(self.X, data_norm)
+
     def centred(self, data_norm, centre):
         """``(Σ y yᵀ, Σ y)``, ``y = clip_C(x − c)``: one pass (sensitivities
         ``√2 C²`` and ``2C``)."""

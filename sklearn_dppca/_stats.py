@@ -842,7 +842,7 @@ class InMemoryRows:
     def __init__(self, X):
         self.X = X.tocsr() if sparse.issparse(X) else X
         self.sq_norms = None
-        self.first = None
+        self.first, self._first_norm = None, None
 
     def largest_norm(self):
         self.sq_norms = row_sq_norms(self.X)
@@ -850,6 +850,7 @@ class InMemoryRows:
 
     def first_pass(self, data_norm, with_sum):
         self.first = first_pass(self.X, data_norm, self.sq_norms, with_sum=with_sum)
+        self._first_norm = data_norm
         return self.first.clipped_sum
 
     def gram(self, data_norm, mean):
@@ -859,11 +860,19 @@ class InMemoryRows:
         """The first ``n_rows`` rows (a view)."""
         return InMemoryRows(self.X[:n_rows])
 
+    def clipped_sum(self, data_norm):
+        """``Σ clip_C(x_i)`` alone: the first rows' pass (no Gram matrix)."""
+        return np.asarray(clipped_sum(self.X, data_norm)).ravel()
+
     def centred(self, data_norm, centre):
         """``(Σ y yᵀ, Σ y)`` with ``y = clip_C(x − c)``, in one pass (every
-        row read and checked finite) and the re-reading of the clipped rows."""
-        self.first = first_pass(self.X, data_norm, self.sq_norms, with_sum=False,
-                                direction=unit_direction(centre))
+        row read and checked finite) and the re-reading of the clipped rows.
+        A second call at the same bound (around another centre) reuses the
+        first pass: its raw Gram matrix does not depend on the centre."""
+        if self.first is None or self._first_norm != data_norm:
+            self.first = first_pass(self.X, data_norm, self.sq_norms, with_sum=False,
+                                    direction=unit_direction(centre))
+            self._first_norm = data_norm
         gram, _, total = clipped_gram(self.X, data_norm, centre, self.first,
                                       with_sum=True)
         return gram, total
