@@ -1340,10 +1340,12 @@ class NormBounds:
 
         With a pilot (:func:`pilot_rows`) the first ``prefix_steps`` steps
         read the first rows only (and their stop moves on to the steps on
-        every row); the last steps read every row, search for
-        :data:`PILOT_QUANTILE` of the norms, the first of them makes the fit's
-        charge after its pass, and one that moved the centre by at most
-        :data:`PILOT_STALE` of its radius is the last.
+        every row); the last ones (at most :data:`PILOT_FULL_STEPS`) read
+        every row. The first of those clips at twice the last early step's
+        radius (its pass counts the norms and sums the clipped rows, nothing
+        per bin) and makes the fit's charge after its pass; a second searches
+        for :data:`PILOT_QUANTILE` of the norms; one that moved the centre by
+        at most :data:`PILOT_STALE` of its radius is the last.
         """
         n, steps, around = self.pilot or self.n_samples, self.mean_shares, self._around
         mean = np.zeros(self.offset.shape[0])

@@ -29,12 +29,10 @@ import numpy as np
 
 from ._stats import (
     CentredRows,
+    centred_sums,
     chunk_task,
-    clipped_gram,
-    first_pass,
     max_row_norm,
     row_sq_norms,
-    unit_direction,
     weighted_gram,
 )
 from ._stats import clipped_sum as _stats_clipped_sum
@@ -322,10 +320,7 @@ def _chunk_centred(chunk, data_norm, centre):
         return result
     if isinstance(chunk, np.ndarray) and not chunk.flags.c_contiguous:
         chunk = np.ascontiguousarray(chunk)
-    direction = None if centre is None else unit_direction(centre)
-    first = first_pass(chunk, data_norm, with_sum=False, direction=direction)
-    gram, _, total = clipped_gram(chunk, data_norm, centre, first, with_sum=True)
-    return gram, total
+    return centred_sums(chunk, data_norm, centre)
 
 
 def _chunk_gram(chunk, data_norm, mean):

@@ -414,11 +414,22 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True, direction=None):
 
 
 def unit_direction(centre):
-    """``c/‖c‖``, or None for the origin: the projections that tell, from the
-    first pass, which rows clipping around ``c`` can touch (exactly:
-    ``‖x − c‖² = ‖x‖² − 2‖c‖ x·v + ‖c‖²``)."""
-    size = float(np.linalg.norm(centre))
+    """``c/‖c‖``, or None for the origin (``centre`` 0 or None): the
+    projections that tell, from the first pass, which rows clipping around
+    ``c`` can touch (exactly: ``‖x − c‖² = ‖x‖² − 2‖c‖ x·v + ‖c‖²``)."""
+    size = 0.0 if centre is None else float(np.linalg.norm(centre))
     return centre / size if size > 0.0 else None
+
+
+def centred_sums(X, data_norm, centre, first=None):
+    """``(Σ y yᵀ, Σ y)``, ``y = clip_C(x − c)``, by row blocks: the first
+    pass (computed with the projections on ``c/‖c‖`` if not given), then
+    :func:`clipped_gram` (sensitivities ``√2 C²`` and ``2C``)."""
+    if first is None:
+        first = first_pass(X, data_norm, with_sum=False,
+                           direction=unit_direction(centre))
+    gram, _, total = clipped_gram(X, data_norm, centre, first, with_sum=True)
+    return gram, total
 
 
 def weighted_gram(X, data_norm, centre):
@@ -873,9 +884,7 @@ class InMemoryRows:
             self.first = first_pass(self.X, data_norm, self.sq_norms, with_sum=False,
                                     direction=unit_direction(centre))
             self._first_norm = data_norm
-        gram, _, total = clipped_gram(self.X, data_norm, centre, self.first,
-                                      with_sum=True)
-        return gram, total
+        return centred_sums(self.X, data_norm, centre, self.first)
 
     def rows(self, data_norm, mean):
         return CentredRows(self.X, data_norm, mean, self.first.sq_norms)
