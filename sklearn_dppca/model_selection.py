@@ -68,10 +68,12 @@ from .noise import make_generator
 from .preprocessing import PrivateStandardScaler
 from .privacy import (
     BudgetAccountant,
+    _carry_default,
+    _keep_carried_default,
+    _resolve_accountant,
     _warn_leak,
     gdp_epsilon,
     gdp_mu,
-    get_default_accountant,
     private_computation,
 )
 
@@ -854,6 +856,15 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
+    def __getstate__(self):
+        # With accountant=None, a limited default travels to worker processes
+        # (cross_val_score or joblib.Parallel with n_jobs > 1), as the
+        # estimators' does.
+        return _carry_default(self, super().__getstate__())
+
+    def __sklearn_clone__(self):
+        return _keep_carried_default(self, super().__sklearn_clone__())
+
     def _check_settings(self):
         """Refuse, before anything is read, what privacy forbids."""
         if self.scoring not in (None, SCORER_NAME):
@@ -907,7 +918,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         failed = [c for c in plan.candidates if c.error is not None]
         if failed and self.error_score == "raise":
             raise failed[0].error
-        accountant = self.accountant or get_default_accountant()
+        accountant = _resolve_accountant(self)
         accountant.check(plan.mu)  # refused before the data is read
         checked = self._validate_rows(X)
         # a DataFrame goes to the fits as it is, so that the refitted

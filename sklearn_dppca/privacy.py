@@ -652,11 +652,13 @@ class BudgetAccountant:
 
     def __enter__(self):
         # The block is the default in this thread or async task only (a
-        # context variable), and is recorded as open for the worker threads
-        # that have no block of their own (see get_default_accountant).
+        # context variable), and is recorded for the worker threads that have
+        # no block of their own, for good: work started inside the block may
+        # run after it exits (see get_default_accountant).
         block = _Block(self, _block.get())
-        with _default_lock:
-            _open_blocks.add(block)
+        if self is not _PRISTINE_DEFAULT:
+            with _default_lock:
+                _block_accountants.add(self)
         block.token = _block.set(block)
         return self
 
@@ -672,8 +674,6 @@ class BudgetAccountant:
             _block.reset(block.token)
         except ValueError:  # left in a copy of the context that entered it
             _block.set(block.previous)
-        with _default_lock:
-            _open_blocks.discard(block)
         return False
 
     def set_default(self):
@@ -1244,10 +1244,14 @@ _default_lock = threading.Lock()
 # tasks created inside it, asyncio.to_thread, contextvars.copy_context().run)
 # -- never in another thread's or task's code. A thread started any other way
 # begins with an empty context: such a worker (joblib's threading backend,
-# concurrent.futures, loky's thread that pickles estimators for its worker
-# processes) cannot tell which code handed it its work. It resolves the
-# default from every block open in the process and from the process-wide
-# default, and refuses when they disagree (get_default_accountant).
+# concurrent.futures, threading.Thread, loky's thread that pickles estimators
+# for its worker processes) cannot tell which code handed it its work, nor
+# when: a pool.submit() inside a block may run after the block has exited.
+# It resolves the default from every accountant whose block has been entered
+# in this process, open or exited, and from the process-wide default, and
+# refuses when they disagree (get_default_accountant). It never falls back to
+# the unlimited default while a limited block exists or has existed: an
+# over-count of a limited budget, never an under-count.
 class _Block:
     """One open ``with accountant:`` block (a node of its context's stack)."""
 
@@ -1261,8 +1265,10 @@ class _Block:
 
 #: The innermost block open in this thread or async task, or None.
 _block = contextvars.ContextVar("sklearn_dppca_accountant_block", default=None)
-#: Every block open in this process, in any thread or task (_default_lock).
-_open_blocks = set()
+#: The accountant of every block entered in this process, in any thread or
+#: task, open or exited, but the original unlimited default (_default_lock).
+#: Kept for the life of the process: work a block started can outlive it.
+_block_accountants = set()
 
 
 class _AmbiguousDefault(RuntimeError):
@@ -1274,8 +1280,9 @@ def _ambiguity(candidates):
     return _AmbiguousDefault(
         "Which accountant is the default here cannot be told, so nothing is "
         "charged: this thread has no `with accountant:` block of its own, and "
-        "it may be running work handed to it by any of the blocks open in "
-        f"other threads or tasks, or by code under the process-wide default "
+        "it may be running work handed to it by any of the blocks entered in "
+        "this process (open or exited: work started in a block can run after "
+        "it), or by code under the process-wide default "
         f"({names}). Fix: give the estimator its accountant "
         "(accountant=...); or enter the block inside the function the thread "
         "runs; or start the thread with the block's context "
@@ -1292,7 +1299,7 @@ def _current_default():
     if threading.current_thread() is threading.main_thread():
         return _default_accountant  # the main thread is nobody's worker
     with _default_lock:
-        candidates = {b.accountant for b in _open_blocks}
+        candidates = set(_block_accountants)
         candidates.add(_default_accountant)
     # The original unlimited default yields to any other candidate: charging
     # a limited budget for a fit that was not its own over-counts it, which is
@@ -1314,15 +1321,20 @@ def get_default_accountant():
     with :func:`set_default_accountant`.
 
     A thread other than the main one that has not entered a block itself —
-    a worker of joblib's threading backend, of a ``ThreadPoolExecutor``, or
-    the thread that sends estimators to joblib's worker processes — may be
-    running work started inside a block in another thread, and cannot know
-    which. It uses the accountant of the blocks open in the process if they
-    are all of one accountant (and the process-wide default is the original
-    unlimited one, or that same accountant), so that ``GridSearchCV(...,
-    n_jobs=2)`` inside ``with budget:`` charges every fit to ``budget``;
-    otherwise it raises :class:`RuntimeError` rather than guess, and no fit
-    is charged (:ref:`default-blocks`).
+    a worker of joblib's threading backend, of a ``ThreadPoolExecutor``, a
+    ``threading.Thread``, or the thread that sends estimators to joblib's
+    worker processes — may be running work started inside a block in
+    another thread, and cannot know which, nor whether that block has exited
+    since (``pool.submit(fit)`` inside ``with budget:``, run after it). It
+    uses the accountant of the blocks entered in the process, open or
+    exited, if they are all of one accountant (and the process-wide default
+    is the original unlimited one, or that same accountant), so that
+    ``GridSearchCV(..., n_jobs=2)`` inside ``with budget:`` charges every
+    fit to ``budget``; otherwise it raises :class:`RuntimeError` rather than
+    guess, and no fit is charged (:ref:`default-blocks`). It never falls
+    back to the unlimited default once a block of another accountant has
+    been entered: such a thread's fit is over-counted on that budget, never
+    left uncounted. Give it ``accountant=...`` to choose.
 
     An estimator pickled to a worker process (``GridSearchCV(...,
     n_jobs=2)``) carries the default it would be charged to: a ledger is
@@ -1446,12 +1458,8 @@ def _after_fork_in_child():
     global _process_id, _default_lock, _silence_lock
     _process_id = uuid.uuid4().hex
     _default_lock = threading.Lock()
-    # Only the forking thread is in the child: only its own blocks are open.
-    own, block = set(), _block.get()
-    while block is not None:
-        own.add(block)
-        block = block.previous
-    _open_blocks.intersection_update(own)
+    # The blocks entered before the fork stay recorded: the child may run
+    # work they started (its in-memory copies refuse charges, below).
     # Private computations open in other threads at the fork are not in the
     # child: only the forking thread's own blocks still count, and with none
     # the filters the first block found are restored.

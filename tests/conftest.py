@@ -1,6 +1,19 @@
 import numpy as np
 import pytest
 
+from sklearn_dppca import privacy
+
+
+@pytest.fixture(autouse=True)
+def _forget_accountant_blocks():
+    """Each test starts in a process where no ``with accountant:`` block has
+    been entered: a worker thread with no block of its own resolves its
+    default from every block entered in the process (get_default_accountant),
+    so one test's blocks would otherwise decide another's."""
+    yield
+    with privacy._default_lock:
+        privacy._block_accountants.clear()
+
 
 @pytest.fixture
 def planted():
