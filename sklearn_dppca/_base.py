@@ -326,11 +326,14 @@ class _BasePrivatePCA(
         with private_computation(), reporting_partitions(
             None if reported is None else reported.partitions
         ):
-            # Charge, atomically, once every row has been read (and checked
-            # finite) and before any value leaves the fit: a fit that fails on
-            # its data (NaN, inf) is not charged. The first pass reads every
-            # row; with a pilot (NormBounds.read) the first rows, and the
-            # charge follows the first pass over all of them.
+            # Charge, atomically, after the read and before the first
+            # release, so that nothing that depends on the rows leaves the
+            # fit uncharged (a progress line, an error, an interrupt, a
+            # budget race: concurrent fits on a budget for one cannot all
+            # pass this). The first pass reads every row and checks it
+            # finite, so a fit failing on its data (NaN, inf) is not charged;
+            # with a pilot (NormBounds.read) the first rows, and a Dask
+            # array's later rows are checked after the charge.
             bounds.read(data, functools.partial(accountant.spend, **plan.charge,
                                                 estimator=self))
             # The bounds' searches (if "auto") and the private mean, or with a
@@ -340,10 +343,9 @@ class _BasePrivatePCA(
             data = bounds.data  # the rows clipped into the box, if any
             if "centring" in plan.mus:  # the numeric fit's pilot
                 gram, mean = self._centred_in_one_pass(
-                    data, n_samples, data_norm, mean, plan, rng, bounds.charge)
+                    data, n_samples, data_norm, mean, plan, rng)
             else:
                 gram = data.gram(data_norm, mean)
-            bounds.charge()  # made already: nothing is released before it
             if not self._gram_in_namespace:
                 gram = _array_api.to_host(gram)  # the same array for NumPy and Dask
             vars(self).pop("clipped_fraction_", None)  # only "auto" releases it
@@ -370,14 +372,13 @@ class _BasePrivatePCA(
         warn_if_one_feature_dominates(self)  # from released values only
         return X
 
-    def _centred_in_one_pass(self, data, n_samples, data_norm, centre, plan, rng,
-                             charge):
+    def _centred_in_one_pass(self, data, n_samples, data_norm, centre, plan, rng):
         """The Gram matrix and the mean from one pass over every row, around
         the centre ``c`` of the first rows (docs/privacy.rst §5, "The first
         rows").
 
-        The pass sums ``y_i = clip_C(x_i − c)`` and ``y_i y_iᵀ``; then the fit
-        is charged. ``Σ y_i`` (sensitivity ``2C``) is released twice, each at
+        The pass sums ``y_i = clip_C(x_i − c)`` and ``y_i y_iᵀ``. ``Σ y_i``
+        (sensitivity ``2C``) is released twice, each at
         ``μ_centring`` with its own noise: the first release over ``n``,
         ``ȳ₁``, decides. When ``‖ȳ₁‖ ≤ PILOT_MISS · C`` the second, ``ȳ₂``,
         gives ``ȳ = (ȳ₁ + ȳ₂)/2`` (one release at ``√2 μ_centring``), the
@@ -391,7 +392,6 @@ class _BasePrivatePCA(
         released.
         """
         gram, total = data.centred(data_norm, centre)
-        charge()
         sigma = noise_scale(2.0 * data_norm, plan.mus["centring"])
         first = (total + dense_noise(rng, total.shape[0], sigma)) / n_samples
         if np.linalg.norm(first) <= PILOT_MISS * data_norm:

@@ -63,13 +63,14 @@ The first rows (:func:`pilot_rows`)
     :data:`PILOT_MISS`). With ``"auto"`` the early mean steps run on the first
     rows and the last ones (at most :data:`PILOT_FULL_STEPS`) on every row:
     the first of those clips at twice the last early step's radius, is the
-    first pass over every row (the charge follows it), and its counts serve
+    first pass over every row, and its counts serve
     the covariance's search when it moved the centre by at most
     :data:`PILOT_STALE` of its radius; otherwise a second searches for the
     :data:`PILOT_QUANTILE` of the norms. Which rows are the first and how many
     is public; what the steps decide is from released values. The fit is
-    charged once every row has been read and checked finite, before any value
-    leaves it (:meth:`NormBounds.read`).
+    charged once the first rows have been read, before their first release
+    and so before any value that depends on the rows leaves it
+    (:meth:`NormBounds.read`).
 
 ``bounds=(lower, upper)``
     Public per-feature ranges. Rows are clipped into the box (a per-feature
@@ -1185,31 +1186,31 @@ class NormBounds:
         )
 
     def read(self, data, charge):
-        """Read every row, then ``charge()`` (the fit's one charge).
+        """Read the rows, then ``charge()`` (the fit's one charge), before
+        any release.
 
         With a fixed bound this is the first pass of the statistics; with
-        ``"auto"`` a pass over the norms (whose value is never used). With a
-        pilot (:func:`pilot_rows`), only the first rows are read here, and
-        the charge is made (:meth:`charge`) once the first pass over every
-        row is done: by :meth:`release` with ``"auto"`` (its first step on
-        every row), by the estimator otherwise (the covariance's pass). In
-        every case every row is read and checked finite before the charge,
-        and the charge is made before any value leaves the fit, so a fit that
-        fails on its data (NaN, inf) is not charged. Runs inside the fit's
-        :func:`~sklearn_dppca.privacy.private_computation`, so it warns
-        nothing: for ``data_norm=None`` (not private) the base warns after
-        the fit.
+        ``"auto"`` a pass over the norms (whose value is never used). Both
+        read every row and check it finite, so a fit that fails on its data
+        (NaN, inf) is not charged. With a pilot (:func:`pilot_rows`), only
+        the first rows are read here, and the charge follows at once, before
+        their first release: a step on the first rows releases, and from it
+        on what the fit shows (the steps' progress lines, their number, an
+        error, an interrupt, a budget refusal) depends on the rows, so
+        nothing of it may come before the charge. In memory every value is
+        checked finite first (one cheap reduction), so a NaN there is still
+        refused uncharged; a Dask array's later rows are checked as they are
+        read, after the charge, and a fit failing there stays charged. Runs
+        inside the fit's :func:`~sklearn_dppca.privacy.private_computation`,
+        so it warns nothing: for ``data_norm=None`` (not private) the base
+        warns after the fit.
         """
-        self._charge = charge
         self._read(data)
-        if not self.pilot:
-            self.charge()
-
-    def charge(self):
-        """Make the fit's charge, once (later calls do nothing)."""
-        charge, self._charge = self._charge, None
-        if charge is not None:
-            charge()
+        if self.pilot:
+            finite = getattr(_engine(data), "check_finite", None)
+            if finite is not None:
+                finite()
+        charge()
 
     def _read(self, data):
         if (self.auto or self.box is not None) and not isinstance(
@@ -1222,8 +1223,7 @@ class NormBounds:
         if self.box is not None:
             data = _rebound(data, _box_rows(data, *self.box, self.offset))
         # all the rows; with a pilot the steps before the covariance's pass
-        # read only the first ones (every row is read and checked finite in
-        # that pass, before the charge: see _BasePrivatePCA._fit)
+        # read only the first ones (the charge follows their read: read())
         self.rows = self.data = data
         if self.pilot:
             self.data = _engine(data).head(self.pilot)
@@ -1343,7 +1343,7 @@ class NormBounds:
         every row); the last ones (at most :data:`PILOT_FULL_STEPS`) read
         every row. The first of those clips at twice the last early step's
         radius (its pass counts the norms and sums the clipped rows, nothing
-        per bin) and makes the fit's charge after its pass; a second searches
+        per bin); a second searches
         for :data:`PILOT_QUANTILE` of the norms; one that moved the centre by
         at most :data:`PILOT_STALE` of its radius is the last.
         """
@@ -1354,8 +1354,8 @@ class NormBounds:
         while step < len(steps):
             weight, fixed = steps[step], None
             if self.pilot and step >= self.prefix_steps and self.data is not self.rows:
-                # on to every row: the first pass over them (then the
-                # charge), its sum clipped at twice the last step's radius
+                # on to every row: the first pass over them, its sum
+                # clipped at twice the last step's radius
                 self.data, n = self.rows, self.n_samples
                 quantile, stale = PILOT_QUANTILE, PILOT_STALE
                 fixed = min(index + BINS_PER_OCTAVE, self.edges.shape[0] - 1)
@@ -1364,7 +1364,6 @@ class NormBounds:
                           "their clipped sum (every value checked finite)")
                 around = _pass_around(self.data, mean, self.edges,
                                       radius=float(self.edges[fixed]))
-                self.charge()
             elif step:
                 self._announce("row norms around the private mean and their sums per "
                                f"bin (mean step {step + 1} of at most {len(steps)})")

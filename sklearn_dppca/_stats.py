@@ -871,6 +871,14 @@ class InMemoryRows:
         """The first ``n_rows`` rows (a view)."""
         return InMemoryRows(self.X[:n_rows])
 
+    def check_finite(self):
+        """Refuse a NaN or infinite entry (scikit-learn's ``ValueError``):
+        one reduction over the values, entry by entry only where it is not
+        finite. For a fit charged before its first pass over every row."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            assert_all_finite(self.X.data if sparse.issparse(self.X) else self.X,
+                              input_name="X")
+
     def clipped_sum(self, data_norm):
         """``Σ clip_C(x_i)`` alone: the first rows' pass (no Gram matrix)."""
         return np.asarray(clipped_sum(self.X, data_norm)).ravel()

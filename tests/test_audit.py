@@ -148,3 +148,41 @@ def test_power_branch_of_the_default_never_beats_its_claim(monkeypatch):
     result = audit(est.set_params(random_state=None), X, Y, subspace_statistic,
                    n_fits=150, random_state=8)
     assert result.epsilon_lower <= EPSILON
+
+
+@pytest.mark.parametrize("data_norm", [1.0, "auto"])
+def test_failed_fits_on_neighbouring_first_rows_show_nothing_uncharged(data_norm):
+    """Issue 30, item 1: many fits on neighbouring first rows, each
+    interrupted at its first pass over every row (a user's Ctrl-C). What an
+    interrupted fit showed is a release unless it was charged: the statistic
+    is the number of progress lines an *uncharged* fit showed (−1 for a
+    charged one, whose output the accountant counts). Every fit that could
+    show a step of the first rows is charged, so the two samples agree and
+    the audit's lower bound on the ε of the uncharged failures is 0 (before,
+    they showed the mean steps, whose number is a release, uncharged)."""
+    from sklearn_dppca import BudgetAccountant
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(140_000, 4)) * 0.05 + 0.02  # the first 32 768 rows lead
+    X_prime = X.copy()
+    X_prime[0] = -10.0
+
+    def shown_uncharged(rows):
+        accountant, lines = BudgetAccountant(), []
+
+        def progress(line):
+            lines.append(line)
+            if line.startswith("pass 1"):
+                raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):
+            PrivatePCA(2, epsilon=EPSILON, data_norm=data_norm,
+                       accountant=accountant)._fit(rows, progress=progress)
+        return len(lines) if accountant.n_charges == 0 else -1
+
+    samples = [np.array([shown_uncharged(rows) for _ in range(60)])
+               for rows in (X, X_prime)]
+    assert clopper_pearson_epsilon(*samples, DELTA) == 0.0
+    # the charge follows the first rows' read, before their first release
+    # and so before the pass over every row
+    assert all(np.all(s == -1) for s in samples)

@@ -174,9 +174,13 @@ def test_the_releases_compose_to_the_charge(monkeypatch):
 
 @pytest.mark.parametrize("data_norm", [1.0, "auto"])
 @pytest.mark.parametrize("chunked", [False, True])
-def test_a_nan_past_the_first_rows_is_refused_before_the_charge(data_norm, chunked):
-    """Every row is read, and checked finite, before the charge: a NaN that
-    the steps on the first rows did not see fails the fit uncharged."""
+def test_a_nan_past_the_first_rows_fails_the_fit_charged_after_a_release(
+        data_norm, chunked):
+    """The fit is charged before the first rows' first release. In memory
+    every value is checked finite before it, so a NaN past the first rows
+    is refused uncharged; a Dask array's later rows are read after the
+    charge, and the fit that fails on them stays charged (issue 30, item 1:
+    before, it failed uncharged after showing the steps' lines)."""
     X = _rows()
     X[-3, 1] = np.nan
     accountant = BudgetAccountant()
@@ -186,7 +190,115 @@ def test_a_nan_past_the_first_rows_is_refused_before_the_charge(data_norm, chunk
     with pytest.raises(ValueError, match="NaN"):
         with dask.config.set(scheduler="synchronous"):
             estimator.fit(data)
-    assert tuple(accountant.spent) == (0.0, 0.0)
+    assert accountant.n_charges == (1 if chunked else 0)
+    assert not hasattr(estimator, "components_")
+
+
+class _Watch:
+    """A progress callable recording each line with whether the fit was
+    charged when it was shown; raises ``KeyboardInterrupt`` at line
+    ``stop`` (an interrupt at that moment)."""
+
+    def __init__(self, accountant, stop=None, barrier=None):
+        self.accountant, self.stop, self.barrier = accountant, stop, barrier
+        self.lines = []
+
+    def __call__(self, line):
+        self.lines.append((line, self.accountant.n_charges))
+        if self.barrier is not None and len(self.lines) == 1:
+            self.barrier.wait(30)  # every fit has passed check() here
+        if len(self.lines) == self.stop:
+            raise KeyboardInterrupt
+
+    def before_the_charge(self):
+        return [line for line, charged in self.lines if not charged]
+
+
+def _watched_fit(X, data_norm, chunked=False, stop=None, seed=None):
+    accountant = BudgetAccountant()
+    watch = _Watch(accountant, stop)
+    estimator = PrivatePCA(2, epsilon=EPSILON, data_norm=data_norm,
+                           accountant=accountant, random_state=seed)
+    data = da.from_array(X, chunks=(N // N_CHUNKS, D)) if chunked else X
+    with dask.config.set(scheduler="synchronous"):
+        try:
+            estimator._fit(data, progress=watch)
+        except KeyboardInterrupt:
+            pass
+    return watch, accountant.n_charges
+
+
+@pytest.mark.parametrize("data_norm", [1.0, "auto"])
+@pytest.mark.parametrize("chunked", [False, True])
+def test_nothing_that_depends_on_the_rows_is_shown_before_the_charge(
+        data_norm, chunked):
+    """Issue 30, item 1: the lines shown before the charge are the public
+    plan, the same on neighbouring first rows and for every seed; the first
+    rows' mean steps (how many ran is a release) come after it."""
+    X, X_prime = _rows(), _rows()
+    X_prime[0] = 1.0 / math.sqrt(D)  # the first row moved to the bound
+    seen = set()
+    for rows in (X, X_prime):
+        for seed in range(3):
+            watch, charges = _watched_fit(rows, data_norm, chunked, seed=seed)
+            assert charges == 1
+            seen.add(tuple(watch.before_the_charge()))
+    (public,) = seen
+    assert public and all(line.startswith("the first 32768 rows: ") for line in public)
+    assert not any("step" in line for line in public)
+
+
+@pytest.mark.parametrize("data_norm", [1.0, "auto"])
+def test_an_interrupt_leaves_a_fit_charged_once_it_could_have_shown_a_release(
+        data_norm):
+    """An interrupt before the charge finds only public lines shown and
+    charges nothing; one at any later line finds the fit charged (before:
+    an interrupt at "pass 1" came after the steps' lines, uncharged)."""
+    watch, _ = _watched_fit(_rows(), data_norm)
+    public = len(watch.before_the_charge())
+    assert not any("step" in line for line in watch.before_the_charge())
+    for stop in range(1, len(watch.lines) + 1):
+        interrupted, charges = _watched_fit(_rows(), data_norm, stop=stop)
+        assert charges == (0 if stop <= public else 1)
+        assert len(interrupted.lines) == stop
+
+
+def test_concurrent_fits_on_a_budget_for_one_release_once(monkeypatch):
+    """Issue 30, item 1: four fits that all pass check() together on a
+    budget for one: one is charged and releases; the other three are refused
+    at the charge, having shown only the public lines (before: all four
+    showed the first rows' steps)."""
+    import threading
+
+    from sklearn_dppca import BudgetExceededError
+
+    X = _rows()
+    accountant = BudgetAccountant(epsilon=EPSILON)
+    barrier = threading.Barrier(4)
+    watches = [_Watch(accountant, barrier=barrier) for _ in range(4)]
+    outcomes = [None] * 4
+
+    def fit(i):
+        try:
+            PrivatePCA(2, epsilon=EPSILON, data_norm="auto",
+                       accountant=accountant)._fit(X, progress=watches[i])
+            outcomes[i] = "released"
+        except BudgetExceededError:
+            outcomes[i] = "refused"
+
+    threads = [threading.Thread(target=fit, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["refused"] * 3 + ["released"]
+    assert accountant.n_charges == 1
+    public = {tuple(w.before_the_charge()) for w, o in zip(watches, outcomes)
+              if o == "released"}
+    assert not any("step" in line for lines in public for line in lines)
+    for watch, outcome in zip(watches, outcomes):
+        if outcome == "refused":
+            assert {tuple(line for line, _ in watch.lines)} == public
 
 
 def _adversarial_rows(centre, bound):
