@@ -1462,12 +1462,11 @@ def _after_fork_in_child():
     # work they started (its in-memory copies refuse charges, below).
     # Private computations open in other threads at the fork are not in the
     # child: only the forking thread's own blocks still count, and with none
-    # the filters the first block found are restored.
+    # the silencing filter is removed.
     _silence_lock = threading.Lock()
     _silence["depth"] = getattr(_own_silence, "depth", 0)
-    if not _silence["depth"] and _silence["catcher"] is not None:
-        catcher, _silence["catcher"] = _silence["catcher"], None
-        catcher.__exit__(None, None, None)
+    if not _silence["depth"] and _silence["filters"] is not None:
+        _lift_silence()
     for accountant in list(_in_memory):
         accountant._lock = threading.Lock()
         if accountant is not _PRISTINE_DEFAULT:
@@ -1521,10 +1520,49 @@ def _warn_if_not_private(epsilon, random_state, released="released attributes"):
 
 
 #: The process-wide silence of :func:`private_computation`: how many blocks
-#: are open (in any thread), and the ``catch_warnings`` the first one entered.
+#: are open (in any thread), and the filter list its filter was put in.
 _silence_lock = threading.Lock()
-_silence = {"depth": 0, "catcher": None}
+_silence = {"depth": 0, "filters": None}
 _own_silence = threading.local()  # the blocks open in this thread
+
+
+class _WhilePrivate:
+    """The message pattern of the silencing filter: it matches every
+    warning while a private computation is open in any thread of the
+    process, and none otherwise. The warnings machinery calls a filter's
+    ``match`` for each warning, so the filter holds no state of its own:
+    a copy of the filter list that another thread's ``catch_warnings``
+    saved and restores later cannot leave the process silenced, and one that
+    drops it mid-fit is covered by :func:`_drop_while_private`."""
+
+    def match(self, text):
+        return _silence["depth"] > 0
+
+    def __repr__(self):
+        return "<while a private computation runs>"
+
+
+_PRIVATE_FILTER = ("ignore", _WhilePrivate(), Warning, None, 0)
+
+
+#: ``warnings._showwarnmsg`` as the first private computation found it.
+_display = []
+
+
+def _drop_while_private(msg):
+    """``warnings._showwarnmsg`` from the first private computation on: drop
+    what is shown while one runs, pass the rest on. ``catch_warnings`` saves
+    and restores the filters and ``showwarning``, never this hook, so
+    another thread's block cannot lift it: it holds when that thread's
+    restored filter list has lost the silencing filter mid-fit."""
+    if _silence["depth"] > 0:
+        return
+    _display[0](msg)
+
+
+def _unfilter(filters):
+    while _PRIVATE_FILTER in filters:
+        filters.remove(_PRIVATE_FILTER)
 
 
 @contextlib.contextmanager
@@ -1541,21 +1579,27 @@ def private_computation():
     issued outside it (:ref:`privacy-warnings`).
     Exceptions still propagate.
 
-    The filter is process-wide (:func:`warnings.catch_warnings`), so worker
-    threads started inside the block are silenced too. Blocks open in several
-    threads at once (concurrent fits, a threaded search) share one filter: the
-    first to enter installs it and the last to leave restores the filters it
-    found. (Each entering its own ``catch_warnings`` would not nest across
-    threads: the first to leave would lift the filter under the others, and
-    the last would restore a silenced state for good.) NumPy's error state is
-    per thread and set in each.
+    The silence is process-wide, so worker threads started inside the block
+    are silenced too. Blocks open in several threads at once (concurrent
+    fits, a threaded search) share it: it holds while any is open. It is a
+    filter that matches while a block is open (:class:`_WhilePrivate`),
+    put first in the filter list by each block that finds it missing and
+    removed from the lists it was put in by the last block to leave, so the
+    filters are the user's again, exactly, after it; and a hook on the
+    warnings' display (:func:`_drop_while_private`) that no
+    ``catch_warnings`` restores. Another thread's ``catch_warnings`` entered
+    or left during a fit can neither lift the silence nor leave it behind.
+    NumPy's error state is per thread and set in each.
     """
     with _silence_lock:
+        if not _display:  # installed once, for the life of the process
+            _display.append(warnings._showwarnmsg)
+            warnings._showwarnmsg = _drop_while_private
+        if _PRIVATE_FILTER not in warnings.filters:
+            warnings.filters.insert(0, _PRIVATE_FILTER)
+            warnings._filters_mutated()
         if _silence["depth"] == 0:
-            catcher = warnings.catch_warnings()
-            catcher.__enter__()
-            warnings.simplefilter("ignore")
-            _silence["catcher"] = catcher
+            _silence["filters"] = warnings.filters
         _silence["depth"] += 1
         _own_silence.depth = getattr(_own_silence, "depth", 0) + 1
     try:
@@ -1566,5 +1610,14 @@ def private_computation():
             _own_silence.depth -= 1
             _silence["depth"] -= 1
             if _silence["depth"] == 0:
-                catcher, _silence["catcher"] = _silence["catcher"], None
-                catcher.__exit__(None, None, None)
+                _lift_silence()
+
+
+def _lift_silence():
+    """Remove the silencing filter from the list it was put in (which
+    another thread's ``catch_warnings`` may restore later) and from the
+    list in use now (``_silence_lock`` held)."""
+    _unfilter(_silence["filters"])
+    _unfilter(warnings.filters)
+    _silence["filters"] = None
+    warnings._filters_mutated()

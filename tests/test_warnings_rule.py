@@ -274,6 +274,89 @@ def test_concurrent_fits_are_silent_and_leave_the_filters_as_they_were():
     assert heard == [] and [str(w.message) for w in caught] == ["shown"]
 
 
+def _hold_catch_warnings(entered, leave):
+    with warnings.catch_warnings():
+        entered.set()
+        assert leave.wait(10)
+
+
+def test_another_threads_catch_warnings_left_mid_fit_does_not_lift_the_silence():
+    """Issue 30, item 5: a thread that entered catch_warnings before the
+    private computation and leaves it during it restores filters without
+    the silence (before: the warning below was shown)."""
+    before = list(warnings.filters)
+    entered, leave = threading.Event(), threading.Event()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        other = threading.Thread(target=_hold_catch_warnings, args=(entered, leave))
+        other.start()
+        assert entered.wait(10)
+        with private_computation():
+            leave.set()
+            other.join()
+            warnings.warn("inside, after the other thread left", UserWarning)
+        heard = list(caught)
+        warnings.warn("after", UserWarning)
+    assert heard == []
+    assert [str(w.message) for w in caught] == ["after"]
+    assert warnings.filters == before
+
+
+def test_another_threads_catch_warnings_left_after_the_fit_leaves_no_silence():
+    """Issue 30, item 5: a thread that entered catch_warnings during the
+    private computation and leaves it after restores the user's filters,
+    not a silenced list (before: every later warning was dropped)."""
+    before = list(warnings.filters)
+    entered, leave = threading.Event(), threading.Event()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        inside = list(warnings.filters)
+        other = threading.Thread(target=_hold_catch_warnings, args=(entered, leave))
+        with private_computation():
+            other.start()
+            assert entered.wait(10)
+        leave.set()
+        other.join()
+        assert warnings.filters == inside
+        warnings.warn("after", UserWarning)
+    assert [str(w.message) for w in caught] == ["after"]
+    assert warnings.filters == before
+
+
+@pytest.mark.skipif(da is None, reason="needs dask")
+def test_fits_stay_silent_while_another_thread_enters_and_leaves_catch_warnings():
+    """Four fits on the flagged neighbour through a user's warning step
+    while another thread keeps entering and leaving catch_warnings (as the
+    search's head check does): nothing is shown, and the filters are the
+    caller's afterwards."""
+    _, Y = neighbours(1e200)
+    lazy = as_input(Y, "dask").map_blocks(_flag_extremes, dtype=Y.dtype)
+    acc, stop = BudgetAccountant(), threading.Event()
+
+    def churn():
+        while not stop.is_set():
+            with warnings.catch_warnings():
+                warnings.simplefilter("default")
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        before = list(warnings.filters)
+        churner = threading.Thread(target=churn)
+        churner.start()
+        fits = [threading.Thread(target=PrivatePCA(2, data_norm=1.0,
+                                                   accountant=acc).fit,
+                                 args=(lazy,)) for _ in range(4)]
+        for t in fits:
+            t.start()
+        for t in fits:
+            t.join()
+        stop.set()
+        churner.join()
+        heard = list(caught)
+        assert warnings.filters == before
+    assert acc.n_charges == 4 and heard == []
+
+
 # ------------------------------------------ where the public warnings point
 def _leak_sites(call):
     """``(filename, lineno)`` of each PrivacyLeakWarning raised by ``call()``."""
