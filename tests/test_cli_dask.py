@@ -329,3 +329,47 @@ def test_many_rows_read_once_from_the_cli(cluster, tmp_path, capsys):
     assert "dppca: the first 32768 rows: row norms and the clipped sum" in err
     assert "read the rows in 1 pass" in err
     assert json.loads(model.read_text())["reading"]["passes"] == 1
+
+
+def test_many_rows_interrupted_or_failing_after_the_first_rows_stay_charged(
+        tmp_path, capsys, monkeypatch):
+    """Issue 30, item 1, from the shell: on many rows a fit is charged once
+    the first rows are read, before their first release. Ctrl-C at "pass 1"
+    (after the first rows' steps were shown) exits 130 and leaves the
+    charge; an infinite value in the last row exits 2, charged too (before:
+    both exited with the steps' lines shown and nothing charged). The lines
+    shown before the charge are the plan's only."""
+    from sklearn_dppca._cli_progress import PassProgress as Progress
+
+    rng = np.random.default_rng(5)
+    parts = [pd.DataFrame(rng.normal(size=(50_000, len(FEATURES))) * 0.1 + 0.2,
+                          columns=FEATURES) for _ in range(3)]
+    folder = write_parts(tmp_path / "many", parts)
+    ledger = tmp_path / "budget.db"
+    run(capsys, "ledger", "init", ledger, "--epsilon", 9, "--delta", 1e-6)
+    fit = ["fit", folder, "--dask", "-k", "2", "--epsilon", "1", "--delta",
+           "1e-6", "--data-norm", "auto", "--ledger", ledger, "-v",
+           "-o", tmp_path / "m.json"]
+    shown = []
+    original = Progress.__call__
+
+    def interrupt_at_pass_1(self, message):
+        shown.append((message, BudgetAccountant(path=ledger).n_charges))
+        original(self, message)
+        if message.startswith("pass 1"):
+            raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Progress, "__call__", interrupt_at_pass_1)
+        rc, _, err = run(capsys, *fit)
+    assert rc == 130 and "interrupted" in err
+    assert BudgetAccountant(path=ledger).n_charges == 1
+    before = [m for m, charges in shown if not charges]
+    assert before and not any("step" in m for m in before)
+    assert any("step" in m for m, charges in shown if charges)
+
+    parts[2].loc[49_999, "a"] = np.inf
+    write_parts(folder, parts)
+    rc, _, err = run(capsys, *fit)
+    assert rc == 2 and err.endswith("infinite values in column(s) 'a'\n"), err
+    assert BudgetAccountant(path=ledger).n_charges == 2
