@@ -435,8 +435,20 @@ class ArrayAPICentredRows:
         return total
 
 
-def fit_rows(estimator, X, xp, device):
-    """Validated ``X`` (float64 or float32, at least 2 rows) and its engine."""
+def nan_to_num(X):
+    """``numpy.nan_to_num`` of an Array API array, with its namespace's
+    functions, on its device and in its dtype: NaN → 0, ±inf → ± the dtype's
+    largest finite value. A new array; ``X`` is not modified."""
+    xp = array_api_compat.array_namespace(X)
+    top = xp.full_like(X, float(xp.finfo(X.dtype).max))
+    out = xp.where(xp.isnan(X), xp.zeros_like(X), X)
+    out = xp.where(out > top, top, out)
+    return xp.where(out < -top, -top, out)
+
+
+def fit_rows(estimator, X, xp, device, non_finite="raise"):
+    """Validated ``X`` (float64 or float32, at least 2 rows) and its engine;
+    with ``non_finite="clip"``, its values mapped by :func:`nan_to_num`."""
     X = validate_data(
         estimator,
         X,
@@ -444,6 +456,8 @@ def fit_rows(estimator, X, xp, device):
         ensure_min_samples=2,
         ensure_all_finite=False,  # checked by the first pass
     )
+    if non_finite == "clip":
+        X = nan_to_num(X)
     return X, ArrayAPIRows(X, xp, device)
 
 

@@ -177,6 +177,26 @@ SHARED_PARAMETER_DOCS = {
         (``μ* = gdp_mu(epsilon, delta)``; see :doc:`/bounds`). The private
         mean's steps aim at the median.
 """,
+    # what a NaN or infinite value in X does (every estimator)
+    "non_finite_parameter": """\
+    non_finite : {"raise", "clip"}, default="raise"
+        What a NaN or infinite value in ``X`` does. ``"raise"``: the fit is
+        refused with a ``ValueError`` naming it, before any charge (such a
+        dataset is outside the privacy model's domain of finite rows).
+        ``"clip"``: each value goes first through a fixed public map, exactly
+        :func:`numpy.nan_to_num` with its defaults (NaN → 0, ±inf → ± the
+        largest finite value of the dtype the fit computes in: float64, or
+        float32 for float32 input); then every row is clipped to
+        ``data_norm`` as any row is. The guarantee then holds for every
+        dataset: the neighbouring relation is on the raw rows, the map acts on
+        each row alone, and each mapped row still has norm at most ``C``
+        after clipping, so every sensitivity stands (:ref:`privacy-domain`).
+        ``transform`` and ``score`` map their rows the same way. ``X`` itself
+        is never modified: the fit maps a copy (a Dask array lazily, chunk by
+        chunk; an Array API array with its namespace's functions).
+        :class:`~sklearn_dppca.model_selection.PrivateGridSearchCV` fits a
+        private step that has steps before it in a Pipeline with ``"clip"``.
+""",
     # scikit-learn PCA's solver parameters, accepted and ignored
     "solver_parameters": """\
     copy, svd_solver, tol, iterated_power, n_oversamples, power_iteration_normalizer
@@ -188,6 +208,23 @@ SHARED_PARAMETER_DOCS = {
         calibrated for), and never modifies ``X``.
 """,
 }
+
+
+def map_non_finite(X):
+    """The public map of ``non_finite="clip"``: :func:`numpy.nan_to_num` of
+    every value (NaN → 0, ±inf → ± the dtype's largest finite value), on a
+    copy of validated ``X``, in its dtype: a Dask array lazily, chunk by
+    chunk; a sparse matrix's stored values; an Array API array with its
+    namespace's functions. ``X`` is never modified."""
+    if is_dask_collection(X):
+        return X.map_blocks(np.nan_to_num, dtype=X.dtype)
+    if hasattr(X, "tocsr"):  # SciPy sparse: the implicit zeros are finite
+        X = X.copy()
+        X.data = np.nan_to_num(X.data, copy=False)
+        return X
+    if _array_api.namespace(X) is not None:
+        return _array_api.nan_to_num(X)
+    return np.nan_to_num(X, copy=True)
 
 
 def fill_parameter_docs(cls):
@@ -215,6 +252,7 @@ class _BasePrivatePCA(
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "center": ["boolean"],
         "whiten": ["boolean"],
+        "non_finite": [StrOptions({"raise", "clip"})],
         "random_state": ["random_state", np.random.Generator],
         "accountant": [BudgetAccountant, None],
         **_BOUND_CONSTRAINTS,  # data_norm ("auto" too), bounds, norm_range, ...
@@ -436,6 +474,8 @@ class _BasePrivatePCA(
         Finiteness is checked by the first pass over the rows, which needs
         their norms anyway: one pass fewer than scikit-learn's check. A Dask
         collection is validated lazily (shape, dtype, names) and never loaded.
+        With ``non_finite="clip"`` the rows returned are :func:`map_non_finite`
+        of ``X``: the public map comes before anything else reads them.
         """
         if is_dask_collection(X):
             X, names = as_dask_array(X)
@@ -448,11 +488,14 @@ class _BasePrivatePCA(
             vars(self).pop("feature_names_in_", None)
             if names is not None:
                 self.feature_names_in_ = names
+            if self.non_finite == "clip":
+                X = map_non_finite(X)  # lazily, chunk by chunk
             return X, ChunkedRows(X)
         check_numeric_columns(X)
         namespace = _array_api.namespace(X)
         if namespace is not None:  # Array API dispatch: the statistics on X's device
-            return _array_api.fit_rows(self, X, *namespace)
+            return _array_api.fit_rows(self, X, *namespace,
+                                       non_finite=self.non_finite)
         X = validate_data(
             self,
             X,
@@ -461,6 +504,8 @@ class _BasePrivatePCA(
             ensure_min_samples=2,
             ensure_all_finite=False,
         )
+        if self.non_finite == "clip":
+            X = map_non_finite(X)
         return X, InMemoryRows(X)
 
     def _privacy_plan(self, n_samples, n_features):
@@ -607,7 +652,7 @@ class _BasePrivatePCA(
         """
         check_is_fitted(self)
         if is_dask_collection(X):  # lazily, chunk by chunk: a Dask array
-            return self._transform(self._check_dask_input(X))
+            return self._transform(self._mapped(self._check_dask_input(X)))
         check_numeric_columns(X)
         check_same_namespace(X, self, attribute="components_", method="transform")
         namespace = _array_api.namespace(X)
@@ -619,8 +664,19 @@ class _BasePrivatePCA(
             if namespace is None
             else _array_api.float_dtypes(*namespace),
             reset=False,
+            ensure_all_finite=self._finite_input(),
         )
-        return self._transform(X)
+        return self._transform(self._mapped(X))
+
+    def _finite_input(self):
+        """Whether validated input must be finite (``non_finite="raise"``);
+        with ``"clip"`` it is mapped by :meth:`_mapped` instead."""
+        return getattr(self, "non_finite", "raise") == "raise"
+
+    def _mapped(self, X):
+        """Validated ``X`` through the public map of ``non_finite="clip"``
+        (:func:`map_non_finite`), unchanged with ``"raise"``."""
+        return X if self._finite_input() else map_non_finite(X)
 
     def _check_dask_input(self, X):
         X, names = as_dask_array(X)
@@ -805,10 +861,12 @@ class _BasePrivatePCA(
                                  method="score_samples")
         namespace = _array_api.namespace(X)
         if namespace is None:
-            X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+            X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False,
+                              ensure_all_finite=self._finite_input())
         else:
             X = validate_data(self, X, dtype=_array_api.float_dtypes(*namespace),
-                              reset=False)
+                              reset=False, ensure_all_finite=self._finite_input())
+        X = self._mapped(X)
         _, variance, residual = self._floored_model()
         precision = self._host_precision()
         n_features, k = X.shape[1], variance.shape[0]

@@ -215,6 +215,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         Scale the projections to unit released variance. As in scikit-learn,
         it also changes the model of ``get_covariance``, ``get_precision``
         and ``score`` (see :meth:`get_covariance`), not the release.
+    %(non_finite_parameter)s
     copy, svd_solver
         scikit-learn :class:`~sklearn.decomposition.PCA`'s parameters, with
         its defaults and validation, accepted so that a ``PCA(...)`` call runs
@@ -362,6 +363,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         norm_quantile="auto",
         center=True,
         whiten=False,
+        non_finite="raise",
         copy=True,
         svd_solver="auto",
         clip_radius="auto",
@@ -384,6 +386,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         self.norm_quantile = norm_quantile
         self.center = center
         self.whiten = whiten
+        self.non_finite = non_finite
         self.copy = copy
         self.svd_solver = svd_solver
         self.clip_radius = clip_radius

@@ -84,6 +84,7 @@ class ComplexGaussPCA(_BasePrivatePCA):
         Scale the projections to unit released variance. As in scikit-learn,
         it also changes the model of ``get_covariance``, ``get_precision``
         and ``score`` (see :meth:`get_covariance`), not the release.
+    %(non_finite_parameter)s
     %(solver_parameters)s
     target : {"covariance", "subspace"}, default="covariance"
         ``"covariance"``: the components and variances of ``Ψ``, the real
@@ -187,6 +188,7 @@ class ComplexGaussPCA(_BasePrivatePCA):
         norm_quantile="auto",
         center=True,
         whiten=False,
+        non_finite="raise",
         copy=True,
         svd_solver="auto",
         tol=0.0,
@@ -206,6 +208,7 @@ class ComplexGaussPCA(_BasePrivatePCA):
         self.norm_quantile = norm_quantile
         self.center = center
         self.whiten = whiten
+        self.non_finite = non_finite
         self.copy = copy
         self.svd_solver = svd_solver
         self.tol = tol

@@ -55,6 +55,7 @@ class PrivatePCA(_BasePrivatePCA):
         Scale the projections to unit released variance. As in scikit-learn,
         it also changes the model of ``get_covariance``, ``get_precision``
         and ``score`` (see :meth:`get_covariance`), not the release.
+    %(non_finite_parameter)s
     %(solver_parameters)s
     random_state : None, int, RandomState or Generator, default=None
         Source of the noise. ``None`` draws from operating-system entropy; any
@@ -182,6 +183,7 @@ class PrivatePCA(_BasePrivatePCA):
         norm_quantile="auto",
         center=True,
         whiten=False,
+        non_finite="raise",
         copy=True,
         svd_solver="auto",
         tol=0.0,
@@ -200,6 +202,7 @@ class PrivatePCA(_BasePrivatePCA):
         self.norm_quantile = norm_quantile
         self.center = center
         self.whiten = whiten
+        self.non_finite = non_finite
         self.copy = copy
         self.svd_solver = svd_solver
         self.tol = tol

@@ -61,7 +61,12 @@ from sklearn.utils.validation import (
 )
 
 from . import _array_api
-from ._base import _all_or_nothing, _BasePrivatePCA, reported_spend
+from ._base import (
+    _all_or_nothing,
+    _BasePrivatePCA,
+    map_non_finite,
+    reported_spend,
+)
 from ._coherent_power_pca import CoherentPowerPCA
 from ._private_pca import PrivatePCA
 from .noise import make_generator
@@ -181,7 +186,7 @@ def captured_variance_score(estimator, X, y=None):
     score : float
     """
     prefix, _, step = _locate_private_step(estimator)
-    rows = _host(_before_step(estimator, prefix, X))
+    rows = _host(_before_step(estimator, prefix, X), step.non_finite)
     return float(np.mean(captured_variance_rows(
         rows, _host(step.mean_), _host(step.components_), step.data_norm_)))
 
@@ -718,6 +723,16 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         number: it bounds the score. A
         :class:`~sklearn_dppca.preprocessing.PrivateStandardScaler` is
         refused before the charge (a release of its own, outside the plan).
+        A ``FunctionTransformer``'s ``func`` must be a fixed function of each
+        row. A private step with steps before it is fitted (on every fold
+        and in the refit) with ``non_finite="clip"``, whatever it was given,
+        and ``best_estimator_`` keeps it: a value those steps make NaN or
+        infinite (``np.log`` of 0, a missing value no step fills) is mapped
+        by :func:`numpy.nan_to_num` and clipped to ``data_norm`` like any
+        row, in the fits and in the validation scores, never refused (a
+        refusal would tell neighbouring datasets apart). A private estimator
+        without such steps reads ``X`` itself: NaN in ``X`` is refused
+        before the charge unless it has ``non_finite="clip"``.
     param_grid : dict or list of dicts
         As for ``GridSearchCV``; values may be estimators (cloned). The
         grid may not set ``epsilon``, ``delta``, ``accountant`` or
@@ -986,8 +1001,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     def _validate_rows(self, X):
         """``X`` checked (numeric, at least 2 rows, no infinity); an Array API
         array stays in its namespace and on its device. Missing values (NaN)
-        pass here for a Pipeline's public fill (:func:`_check_heads` then
-        refuses, before the charge, any the private step would see)."""
+        pass here for a Pipeline's public fill or a step's ``non_finite=
+        "clip"`` (:func:`_check_heads` then refuses, before the charge, any a
+        bare step with ``non_finite="raise"`` would read)."""
         namespace = _array_api.namespace(X)
         if namespace is not None:
             return validate_data(self, X, ensure_min_samples=2,
@@ -1090,17 +1106,33 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
 # --------------------------------------------------------------------------
 # Executing the plan
 # --------------------------------------------------------------------------
+def _headed(candidate):
+    """Whether the candidate's private step has Pipeline steps before it.
+
+    Such a step is fitted with ``non_finite="clip"``, whatever it was given:
+    its input is the head's output, which a public per-row step (``np.log``
+    of 0, a missing value no step fills) can make non-finite for one row of
+    a neighbour and not the other. Refusing there would tell the two apart;
+    the fixed map of each value (``numpy.nan_to_num``) followed by the usual
+    clipping keeps every sensitivity (docs/privacy.rst, "Over which domain
+    the guarantee holds")."""
+    return bool(candidate.index)
+
+
 def _check_heads(plan, X, smallest_fold):
-    """Refuse, before the charge, rows that reach a candidate's private step
-    with NaN or infinity — missing values no step filled, or made by its
-    stateless steps (``np.log`` of 0, say) — and ranks above the features
-    those steps make: the fits would fail on them after the charge, a
-    failure that depends on the data."""
+    """Refuse, before the charge, NaN in ``X`` that a bare private step with
+    ``non_finite="raise"`` would read (outside its domain: the fit would
+    fail on it after the charge), and ranks above the features a head's
+    stateless steps make (public: from their parameters). A headed
+    candidate's step maps non-finite values instead (:func:`_headed`)."""
     checked = {}
     for cand in plan.candidates:
         if cand.error is not None:
             continue
         if not cand.index:  # the private step reads X itself
+            step = _locate_private_step(cand.estimator)[2]
+            if step.non_finite == "clip":
+                continue
             if "raw" not in checked and not _all_finite(X):
                 raise ValueError(
                     "Input X contains NaN: the private estimator needs finite "
@@ -1117,16 +1149,7 @@ def _check_heads(plan, X, smallest_fold):
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
                 Z = head.fit_transform(X)
-            if not _all_finite(Z):
-                raise ValueError(
-                    "Some rows reach the private estimator with NaN or infinity "
-                    "through the Pipeline's steps before it (missing values no "
-                    "step fills, or a step such as np.log of 0); the search was "
-                    "refused before it spent any budget. Make those steps finite "
-                    "on every row the data can hold; fill missing values with a "
-                    "public constant (SimpleImputer(strategy='constant', "
-                    "keep_empty_features=True))."
-                )
+            # Non-finite values in Z are not refused: the step maps them.
             checked[key] = Z.shape[1]
         step = _locate_private_step(cand.estimator)[2]
         step._check_n_components(smallest_fold, checked[key])
@@ -1135,10 +1158,13 @@ def _check_heads(plan, X, smallest_fold):
 def _fit_candidate(candidate, epsilon, delta, generator, X, y, full=False):
     """The candidate fitted at ``epsilon`` on a throwaway accountant (the
     search has paid for it); ``full``: with every component, to be truncated.
-    Its own ``privacy_spent_`` must be what was paid for."""
+    Its own ``privacy_spent_`` must be what was paid for. A private step with
+    steps before it is fitted with ``non_finite="clip"`` (:func:`_headed`)."""
     p = candidate.prefix
     settings = {p + "epsilon": epsilon, p + "delta": delta,
                 p + "accountant": BudgetAccountant(), p + "random_state": generator}
+    if _headed(candidate):
+        settings[p + "non_finite"] = "clip"
     if full:
         settings.update({p + "n_components": None, p + "whiten": False})
     fitted = clone(candidate.estimator).set_params(**settings).fit(X, y)
@@ -1165,7 +1191,8 @@ def _score_fold(X, y, train, test, plan, delta, seeds):
         fitted = _fit_candidate(cand, plan.fit_epsilons[g], delta, seeds[g],
                                 X_train, y_train, full=shared)
         step = _locate_private_step(fitted)[2]
-        rows = _host(_before_step(fitted, cand.prefix, X_val))
+        # the validation rows through the fit's own map of non-finite values
+        rows = _host(_before_step(fitted, cand.prefix, X_val), step.non_finite)
         if not shared:
             (c,) = members
             k[c] = step.n_components_
@@ -1238,13 +1265,35 @@ def _all_finite(Z):
     return bool(np.all(np.isfinite(values)))
 
 
-def _host(values):
-    """A NumPy float64 array of ``values`` (sparse, Array API or NumPy)."""
+def _host(values, non_finite="raise"):
+    """A NumPy float64 array of ``values`` (sparse, Array API or NumPy); with
+    ``non_finite="clip"``, mapped first as a private step with that setting
+    maps its input (:func:`~sklearn_dppca._base.map_non_finite`, in the
+    dtype the step computes in: float32 stays float32, others float64)."""
+    if non_finite == "clip":
+        values = _as_fit_input(values)
+        values = map_non_finite(values)
     if hasattr(values, "toarray"):
         values = values.toarray()
     if _array_api.namespace(values) is not None:
         values = _array_api.to_host(values)
     return np.asarray(values, dtype=np.float64)
+
+
+def _as_fit_input(values):
+    """``values`` as a private step validates them before its map: float32
+    or float64 (others become float64), NumPy unless sparse or Array API."""
+    namespace = _array_api.namespace(values)
+    if namespace is not None:
+        if _array_api.numpy_dtype(values) not in (np.float32, np.float64):
+            widest = _array_api.widest_float(*namespace).name
+            values = _array_api.astype(values, getattr(namespace[0], widest))
+        return values
+    if not hasattr(values, "tocsr"):
+        values = np.asarray(values)
+    if values.dtype not in (np.float32, np.float64):
+        values = values.astype(np.float64)
+    return values
 
 
 def _param_column(candidates, name):

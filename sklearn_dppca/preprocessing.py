@@ -93,6 +93,21 @@ def _per_feature(value, name, n_features, feature_names, pairs=False):
     return np.array(array)
 
 
+def _finite_map(factor, offset, given):
+    """``(factor, offset)`` of a public map, refused unless every factor is a
+    finite positive float64 number and every offset finite (a width or scale
+    near 0, or a range wider than float64 holds, overflows): public values,
+    checked at fit."""
+    if not (np.isfinite(factor).all() and (factor > 0).all()
+            and np.isfinite(offset).all()):
+        raise ValueError(
+            f"The map from {given} overflows float64: each feature's factor "
+            "(scale_) must be a finite positive number and its offset (min_) "
+            "finite."
+        )
+    return factor, offset
+
+
 class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Scale each feature by public knowledge: its range, or a centre and scale.
 
@@ -122,7 +137,9 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         pair for every feature; or a dict ``{feature name: (low, high)}``
         for a DataFrame (it may name more features than ``X`` has). Every
         ``low < high``. Values outside their range map outside
-        ``feature_range`` unless ``clip=True``.
+        ``feature_range`` unless ``clip=True``. Either way the map saturates:
+        an image beyond the dtype's range is its largest finite value, never
+        infinity.
     center, scale : float, sequence of float, dict or None, default=None
         Instead of ``ranges``: the output is ``(x − center) / scale`` (a
         missing one of the two is 0, respectively 1). Each ``scale > 0``.
@@ -221,8 +238,11 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                     f"feature_range must be a pair (min, max) with min < max; got "
                     f"{self.feature_range!r}."
                 )
-            self.scale_ = (b - a) / (high - low)
-            self.min_ = a - low * self.scale_
+            with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+                factor = (b - a) / (high - low)
+                offset = a - low * factor
+            self.scale_, self.min_ = _finite_map(factor, offset,
+                                                 "ranges and feature_range")
             return self
         if self.clip:
             raise ValueError("clip=True clips into feature_range: it needs ranges.")
@@ -232,12 +252,27 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                              names)
         if not (scale > 0).all():
             raise ValueError("scale: every scale must be positive.")
-        self.scale_ = 1.0 / scale
-        self.min_ = -center / scale
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            factor = 1.0 / scale
+            offset = -center / scale
+        self.scale_, self.min_ = _finite_map(factor, offset, "center and scale")
         return self
+
+    def _saturated(self, compute, X):
+        """``compute(X)`` in float64, saturated at ``X.dtype``'s largest finite
+        values: a finite value is never mapped to ±inf (NaN stays NaN)."""
+        with np.errstate(over="ignore"):
+            out = compute(X.astype(np.float64, copy=False))
+        big = np.finfo(X.dtype).max
+        np.clip(out, -big, big, out=out)
+        return out.astype(X.dtype, copy=False)
 
     def transform(self, X):
         """Scale ``X`` by the public map (missing values stay missing).
+
+        The map saturates: a finite value whose image lies beyond the dtype's
+        range becomes that dtype's largest finite value (of its sign), never
+        infinity, so the output is a finite function of each finite row.
 
         Parameters
         ----------
@@ -250,13 +285,14 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=FLOAT_DTYPES, reset=False,
                           ensure_all_finite="allow-nan")
-        X_new = X * self.scale_.astype(X.dtype) + self.min_.astype(X.dtype)
+        X_new = self._saturated(lambda Z: Z * self.scale_ + self.min_, X)
         if self.clip:
             np.clip(X_new, *self.feature_range, out=X_new)
         return X_new
 
     def inverse_transform(self, X):
-        """Undo :meth:`transform` (not the clipping of ``clip=True``).
+        """Undo :meth:`transform` (not the clipping of ``clip=True``),
+        saturating as :meth:`transform` does.
 
         Parameters
         ----------
@@ -269,7 +305,7 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=FLOAT_DTYPES, reset=False,
                           ensure_all_finite="allow-nan")
-        return (X - self.min_.astype(X.dtype)) / self.scale_.astype(X.dtype)
+        return self._saturated(lambda Z: (Z - self.min_) / self.scale_, X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

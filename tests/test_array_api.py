@@ -293,6 +293,34 @@ def test_bad_data_is_refused_before_the_charge():
     assert budget.n_charges == 0
 
 
+@pytest.mark.parametrize("ns", NAMESPACES)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_non_finite_clip_in_the_namespace(dtype, ns):
+    """non_finite="clip" maps the values with the namespace's own functions
+    (NaN → 0, ±inf → ±its dtype's largest value), on a copy: the same
+    release as NumPy's fit on np.nan_to_num of the rows."""
+    module = _module(ns)
+    X = data(400, 4).astype(dtype)
+    X[3, 1], X[9, 0], X[12] = np.nan, np.inf, -np.inf
+    est = same_seed(PrivatePCA(2, non_finite="clip"))
+    ref = same_seed(est).fit(np.nan_to_num(X))
+    with config_context(array_api_dispatch=True), np.errstate(over="ignore"):
+        Z = module.asarray(X)
+        other = same_seed(est).fit(Z)
+        projected = other.transform(Z)  # rows of ±max: beyond the dtype
+    np.testing.assert_array_equal(to_numpy(Z), X)  # not modified
+    tol = 1e-10 if dtype == "float64" else 2e-4
+    for name in ARRAYS:
+        scale = max(np.abs(getattr(ref, name)).max(), 1e-12)
+        np.testing.assert_allclose(to_numpy(getattr(other, name)),
+                                   getattr(ref, name), atol=tol * scale, err_msg=name)
+    finite = np.isfinite(X).all(axis=1) | np.isnan(X).any(axis=1)  # not ±max
+    with np.errstate(over="ignore"):
+        expected = ref.transform(np.nan_to_num(X))
+    np.testing.assert_allclose(to_numpy(projected)[finite], expected[finite],
+                               atol=tol)
+
+
 def test_data_norm_from_the_data_warns():
     X = data(300, 3)
     with config_context(array_api_dispatch=True):

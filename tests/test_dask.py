@@ -99,6 +99,29 @@ def test_lazy_errors(client):
         PrivatePCA(data_norm=1.0).fit(da.ones((10, 3), chunks=(5, 3)) * 1j)
 
 
+@pytest.mark.parametrize("name", ["private", "coherent-fixed"])
+def test_non_finite_clip_is_nan_to_num_chunk_by_chunk(name):
+    """non_finite="clip" on a Dask array maps each chunk lazily (np.nan_to_num)
+    and fits as NumPy does on the mapped rows; the default refuses."""
+    X, _ = make_planted(n=900, d=4, seed=8)
+    X[10, 1], X[500, 0], X[801] = np.nan, np.inf, -np.inf
+    before = X.copy()
+    lazy = da.from_array(X, chunks=(250, 4))
+    params = dict(data_norm=1.0, random_state=0)
+    remote = ESTIMATORS[name](non_finite="clip", **params).fit(lazy)
+    local = ESTIMATORS[name](**params).fit(np.nan_to_num(X))
+    for attribute in FITTED:
+        np.testing.assert_allclose(getattr(remote, attribute),
+                                   getattr(local, attribute),
+                                   rtol=1e-8, atol=1e-10, err_msg=attribute)
+    with np.errstate(over="ignore"):  # rows of ±max project beyond float64
+        np.testing.assert_allclose(remote.transform(lazy).compute(),
+                                   local.transform(np.nan_to_num(X)), atol=1e-9)
+    np.testing.assert_array_equal(X, before)
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        ESTIMATORS[name](**params).fit(lazy)
+
+
 def test_generated_blocks_are_never_materialised(client):
     """A fit on an array generated chunk by chunk (never in the client)."""
     rng = da.random.default_rng(0)

@@ -387,25 +387,68 @@ def test_default_coherent_and_a_ledger_see_one_charge(tmp_path):
 
 # ---------------------------------------- refusals before the charge (review)
 @pytest.mark.parametrize("bad", [0.0, -1.0])
-def test_search_fails_on_its_data_before_its_charge(bad):
-    """A stateless step may map a finite row to NaN or inf (np.log of 0 or of
-    a negative value). The search validates only the raw X before charging,
-    so the candidate fits then raise after the charge, and the exception
-    (NaN / infinity / none) is an exact function of the data. The error must
-    come before the charge, like the estimators' own finiteness check."""
+def test_a_head_that_makes_a_value_non_finite_is_not_refused(bad):
+    """Issue 30, 2: a stateless head may map a finite row to NaN or inf
+    (np.log of 0 or of a negative value: a zero income). The search released
+    for X > 0 but refused X' with one such entry, which told the neighbours
+    apart with probability 1. A headed candidate's private step is now fitted
+    with non_finite="clip" (a fixed map of each value), and its scores read
+    the rows through the same map: both neighbours fit, each charged once,
+    with finite released scores."""
     rng = np.random.default_rng(0)
     X = np.abs(rng.normal(size=(300, 4))) + 0.1
-    X[7, 0] = bad
-    pipe = Pipeline([("log", FunctionTransformer(np.log)),
-                     ("pca", PrivatePCA(data_norm=3.0))])
-    budget = BudgetAccountant(epsilon=10.0)
-    search = PrivateGridSearchCV(pipe, {"pca__n_components": [1, 2]}, epsilon=1.0,
-                                 accountant=budget)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # np.log's own warning
-        with pytest.raises(ValueError):
-            search.fit(X)
+    X_prime = X.copy()
+    X_prime[7, 0] = bad
+    for Z in (X, X_prime):
+        pipe = Pipeline([("log", FunctionTransformer(np.log)),
+                         ("pca", PrivatePCA(data_norm=2.0))])
+        budget = BudgetAccountant(epsilon=10.0)
+        search = PrivateGridSearchCV(pipe, {"pca__n_components": [1, 2]},
+                                     epsilon=1.0, accountant=budget)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # np.log's own warning
+            search.fit(Z)
+        assert budget.n_charges == 1
+        assert np.isfinite(search.cv_results_["released_test_score"]).all()
+        best = search.best_estimator_
+        assert best["pca"].non_finite == "clip"  # later refits map as the fits did
+        assert np.isfinite(best["pca"].components_).all()
+        assert pipe["pca"].non_finite == "raise"  # the user's estimator untouched
+
+
+def test_scores_of_rows_made_non_finite_stay_bounded():
+    """The scores read the head's rows through np.nan_to_num, as the fits do:
+    a row of ±finfo.max is clipped without NaN and scores at most C²."""
+    big = np.finfo(np.float64).max
+    rows = np.array([[big, -big, 0.0], [-big, -big, -big], [0.0, 0.0, 0.0]])
+    clipped = ms._clip_rows(rows, 2.0, np.array([0.5, -0.5, 1.0]))
+    assert np.isfinite(clipped).all()
+    np.testing.assert_allclose(np.linalg.norm(clipped[:2], axis=1), 2.0, rtol=1e-12)
+    scores = captured_variance_rows(rows, np.zeros(3), np.eye(3)[:2], 2.0)
+    assert np.isfinite(scores).all() and (scores <= 4.0).all()
+    np.testing.assert_allclose(scores[:2], [4.0, 4.0 * 2 / 3], rtol=1e-12)
+    inf_rows = np.array([[np.inf, -np.inf, np.nan]])
+    mapped = ms._host(inf_rows, non_finite="clip")
+    np.testing.assert_array_equal(mapped, [[big, -big, 0.0]])
+    assert np.isnan(ms._host(inf_rows)).any()  # only "clip" maps
+
+
+def test_a_bare_candidate_reads_nan_as_its_non_finite_says():
+    """A bare private estimator reads X itself: NaN in X is refused before
+    the charge with the default non_finite="raise" (outside its domain), and
+    mapped to 0 in the fits and the scores with non_finite="clip"."""
+    X, _ = neighbours_with(np.zeros(5))
+    X[3, 2] = np.nan
+    budget = BudgetAccountant()
+    grid = {"n_components": [1, 2]}
+    with pytest.raises(ValueError, match="contains NaN"):
+        PrivateGridSearchCV(PrivatePCA(data_norm=1.0), grid, cv=3,
+                            accountant=budget).fit(X)
     assert budget.n_charges == 0
+    search = PrivateGridSearchCV(PrivatePCA(data_norm=1.0, non_finite="clip"),
+                                 grid, cv=3, accountant=budget).fit(X)
+    assert budget.n_charges == 1
+    assert np.isfinite(search.cv_results_["released_test_score"]).all()
 
 
 def test_search_refuses_training_folds_that_repeat_a_row():

@@ -104,6 +104,44 @@ def test_public_scaler_keeps_missing_values_and_clips_on_request():
     assert PublicScaler((0, 1)).fit_transform(X.astype(np.float32)).dtype == np.float32
 
 
+def test_public_scaler_saturates_instead_of_overflowing():
+    """Issue 30, 2: a finite value the public map sends beyond the dtype's
+    range became inf, which the private step then refused on that neighbour
+    only. It saturates at the dtype's largest finite value; NaN stays NaN."""
+    scaler = PublicScaler([(0, 1e-3)] * 3).fit(np.zeros((2, 3)))
+    X = np.array([[1e306, -1e306, np.nan], [0.5e-3, 0.0, 1e-3]])
+    out = scaler.transform(X)
+    big = np.finfo(np.float64).max
+    assert out[0, 0] == big and out[0, 1] == -big and np.isnan(out[0, 2])
+    np.testing.assert_allclose(out[1], [0.5, 0.0, 1.0])
+    out32 = scaler.transform(np.array([[1e36, -1e36, 1.0]], dtype=np.float32))
+    big32 = np.finfo(np.float32).max
+    assert out32.dtype == np.float32 and out32[0].tolist() == [big32, -big32, 1000.0]
+    wide = PublicScaler([(0, 1e3)] * 3).fit(np.zeros((2, 3)))  # scale_ = 1e-3
+    back = wide.inverse_transform(np.array([[1e306, -1e306, np.nan]]))
+    assert back[0, 0] == big and back[0, 1] == -big and np.isnan(back[0, 2])
+    by_scale = PublicScaler(center=0.0, scale=1e-300).fit(np.zeros((2, 1)))
+    assert by_scale.transform(np.array([[1e10], [-1e10]])).ravel().tolist() == [
+        big, -big]
+
+
+def test_a_public_scaler_pipeline_fits_neighbours_it_saturates(people):
+    """Issue 30, 2: the pipeline fitted X but refused X' (one entry 1e306,
+    which the scaler overflowed to inf): a refusal that told the neighbours
+    apart with probability 1. Both fit now, each charged once."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1e-3, size=(200, 3))
+    X_prime = X.copy()
+    X_prime[7, 1] = 1e306
+    for Z in (X, X_prime):
+        budget = BudgetAccountant(epsilon=1.0)
+        pipe = make_pipeline(PublicScaler([(0, 1e-3)] * 3),
+                             PrivatePCA(2, data_norm=2.0, accountant=budget))
+        pipe.fit(Z)
+        assert budget.n_charges == 1
+        assert np.isfinite(pipe[-1].components_).all()
+
+
 @pytest.mark.parametrize("params, match", [
     ({}, "needs the features' public ranges"),
     ({"ranges": (0, 1), "scale": 2.0}, "not both"),
@@ -113,6 +151,10 @@ def test_public_scaler_keeps_missing_values_and_clips_on_request():
     ({"scale": [1.0, 0.0]}, "every scale must be positive"),
     ({"center": 1.0, "clip": True}, "it needs ranges"),
     ({"ranges": (0, np.inf)}, "must be finite"),
+    ({"ranges": (0, 1e-320)}, "overflows"),
+    ({"ranges": (-1e308, 1e308)}, "overflows"),
+    ({"scale": 1e-320}, "overflows"),
+    ({"center": 1e300, "scale": 1e-10}, "overflows"),
 ])
 def test_public_scaler_says_what_is_wrong(params, match):
     with pytest.raises(ValueError, match=match):
@@ -347,9 +389,9 @@ def test_the_search_refuses_data_dependent_steps_before_the_charge(
     assert budget.n_charges == 0
 
 
-def test_the_search_refuses_missing_values_no_step_fills(people):
-    """NaN reaching the private estimator is refused before the charge, with
-    what to do (a public constant fill)."""
+def test_the_search_refuses_missing_values_a_bare_estimator_reads(people):
+    """NaN in the X a bare private estimator reads (non_finite="raise") is
+    refused before the charge, with what to do (a public constant fill)."""
     X = people.copy()
     X[5, 0] = np.nan
     budget = BudgetAccountant(epsilon=5.0)
@@ -357,6 +399,12 @@ def test_the_search_refuses_missing_values_no_step_fills(people):
                                cv=2, accountant=budget)
     with pytest.raises(ValueError, match=r"contains NaN.*strategy='constant'"):
         bare.fit(X)
-    with pytest.raises(ValueError, match="missing values no step fills"):
-        _search(PublicScaler(RANGES)).set_params(accountant=budget).fit(X)
     assert budget.n_charges == 0
+    # Behind a head, the private step maps NaN to 0 (non_finite="clip", which
+    # the search sets on every headed candidate): no refusal that depends on
+    # the rows, one charge (issue 30, 2).
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        fitted = _search(PublicScaler(RANGES)).set_params(accountant=budget).fit(X)
+    assert budget.n_charges == 1
+    assert fitted.best_estimator_[-1].non_finite == "clip"

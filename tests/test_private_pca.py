@@ -465,6 +465,99 @@ def test_huge_finite_rows_are_clipped_not_refused(Est):
     assert np.all(np.isfinite(pca.components_)) and np.isfinite(pca.mean_).all()
 
 
+# ------------------------------------------- non_finite (issue 30, item 2)
+def _with_non_finite(X):
+    X = X.copy()
+    X[3, 1], X[8, 0], X[8, 2], X[11] = np.nan, np.inf, -np.inf, -np.inf
+    return X
+
+
+@pytest.mark.parametrize("Est", INTERFACE)
+def test_non_finite_raise_is_the_default_and_names_the_value(Est):
+    assert Est().non_finite == "raise"
+    acc = BudgetAccountant()
+    for bad, name in ((np.nan, "NaN"), (np.inf, "infinity"), (-np.inf, "infinity")):
+        with pytest.raises(ValueError, match=name):
+            Est(data_norm=1.0, accountant=acc).fit(with_value(bad, (17, 2)))
+    assert acc.n_charges == 0
+
+
+@pytest.mark.parametrize("Est", INTERFACE)
+def test_non_finite_clip_is_nan_to_num_before_the_fit(Est):
+    """non_finite="clip" is exactly np.nan_to_num of each value (NaN → 0,
+    ±inf → ±the dtype's largest value), then the usual clipping; the caller's
+    array is never modified, dense or sparse."""
+    X, _ = make_planted(300, 5, seed=4)
+    bad = _with_non_finite(X)
+    before = bad.copy()
+    acc = BudgetAccountant()
+    params = dict(n_components=2, data_norm=1.0, random_state=0)
+    clip = Est(**params, non_finite="clip", accountant=acc).fit(bad)
+    ref = Est(**params).fit(np.nan_to_num(bad))
+    np.testing.assert_array_equal(clip.components_, ref.components_)
+    np.testing.assert_array_equal(clip.mean_, ref.mean_)
+    np.testing.assert_array_equal(clip.explained_variance_, ref.explained_variance_)
+    np.testing.assert_array_equal(bad, before)  # NaN in the same places too
+    assert acc.n_charges == 1
+    with np.errstate(over="ignore"):  # rows of ±max project beyond float64
+        np.testing.assert_array_equal(clip.transform(bad),
+                                      ref.transform(np.nan_to_num(bad)))
+    for fmt in (sparse.csr_matrix, sparse.csc_matrix):
+        Z = fmt(bad)
+        data = Z.data.copy()
+        sp = Est(**params, non_finite="clip").fit(Z)
+        np.testing.assert_allclose(sp.components_, ref.components_, atol=1e-9)
+        np.testing.assert_array_equal(Z.data, data)
+    b32 = bad.astype(np.float32)
+    f32 = Est(**params, non_finite="clip").fit(b32)
+    ref32 = Est(**params).fit(np.nan_to_num(b32))  # float32's largest value
+    np.testing.assert_array_equal(f32.components_, ref32.components_)
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+@pytest.mark.parametrize("Est", INTERFACE)
+def test_non_finite_clip_row_of_inf_is_the_row_of_max_clipped_to_c(Est, sign):
+    """A row of ±inf becomes a row of ±finfo.max (its norm overflows, which
+    the rows engines measure safely) and is then clipped to data_norm like
+    any row: the same fit as that row, and as the row scaled to norm C."""
+    X, _ = make_planted(400, 4, seed=5)
+    inf, top, at_c = X.copy(), X.copy(), X.copy()
+    inf[9] = sign * np.inf
+    top[9] = sign * np.finfo(np.float64).max
+    at_c[9] = sign * 0.5  # norm 1 = data_norm: unchanged by the clipping
+    params = dict(n_components=2, data_norm=1.0, center=False, random_state=0)
+    fits = [Est(**params, non_finite="clip").fit(Z) for Z in (inf, top, at_c)]
+    for fit in fits[1:]:
+        np.testing.assert_allclose(fit.components_, fits[0].components_,
+                                   atol=1e-10)
+        np.testing.assert_allclose(fit.explained_variance_,
+                                   fits[0].explained_variance_, rtol=1e-10)
+
+
+def test_non_finite_clip_rows_are_clipped_to_the_bound_exactly():
+    """Sensitivity: a mapped row counts as a row of norm at most C. Without
+    noise (epsilon=inf) and without centring, the released scatter of a
+    dataset with a row of ±inf is that of the row scaled to norm C."""
+    X, _ = make_planted(200, 3, seed=6)
+    bad, clipped = X.copy(), X.copy()
+    bad[0] = [np.inf, -np.inf, np.nan]
+    clipped[0] = [2.0 / math.sqrt(2.0), -2.0 / math.sqrt(2.0), 0.0]  # C = 2
+    params = dict(n_components=3, epsilon=math.inf, data_norm=2.0, center=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        got = PrivatePCA(**params, non_finite="clip").fit(bad)
+        want = PrivatePCA(**params).fit(clipped)
+    np.testing.assert_allclose(got.explained_variance_, want.explained_variance_,
+                               rtol=1e-12)
+    np.testing.assert_allclose(np.abs(got.components_), np.abs(want.components_),
+                               atol=1e-10)
+
+
+def test_non_finite_is_validated():
+    with pytest.raises(InvalidParameterError, match="non_finite"):
+        PrivatePCA(data_norm=1.0, non_finite="zero").fit(GOOD)
+
+
 # ------------------------------------------------------------------ drop-in
 SOLVER_PARAMS = dict(
     copy=False, svd_solver="full", tol=1e-3, iterated_power=3, n_oversamples=20,
