@@ -942,7 +942,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         if y is not None:
             check_consistent_length(X, y)
             y = y if hasattr(y, "iloc") else np.asarray(y)
-        _check_heads(plan, X, min(len(train) for train, _ in splits))
+        _check_raw_rows(plan, X)
         if failed:
             warnings.warn(
                 f"{len(failed)} of the {len(plan.candidates)} candidates cannot "
@@ -968,6 +968,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         rng = make_generator(self.random_state)
         seeds = [rng.spawn(len(plan.groups)) for _ in splits]
         with private_computation():  # a warning here would depend on the rows
+            # After the charge: whatever the heads do on the rows (a user's
+            # function that fails on some value) is counted, not a refusal.
+            _check_heads(plan, X, min(len(train) for train, _ in splits))
             folds = Parallel(n_jobs=self.n_jobs, backend="threading")(
                 delayed(_score_fold)(X, y, train, test, plan, self.delta, seeds[f])
                 for f, (train, test) in enumerate(splits)
@@ -1002,8 +1005,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         """``X`` checked (numeric, at least 2 rows, no infinity); an Array API
         array stays in its namespace and on its device. Missing values (NaN)
         pass here for a Pipeline's public fill or a step's ``non_finite=
-        "clip"`` (:func:`_check_heads` then refuses, before the charge, any a
-        bare step with ``non_finite="raise"`` would read)."""
+        "clip"`` (:func:`_check_raw_rows` then refuses, before the charge, any
+        a bare step with ``non_finite="raise"`` would read)."""
         namespace = _array_api.namespace(X)
         if namespace is not None:
             return validate_data(self, X, ensure_min_samples=2,
@@ -1119,21 +1122,17 @@ def _headed(candidate):
     return bool(candidate.index)
 
 
-def _check_heads(plan, X, smallest_fold):
+def _check_raw_rows(plan, X):
     """Refuse, before the charge, NaN in ``X`` that a bare private step with
-    ``non_finite="raise"`` would read (outside its domain: the fit would
-    fail on it after the charge), and ranks above the features a head's
-    stateless steps make (public: from their parameters). A headed
-    candidate's step maps non-finite values instead (:func:`_headed`)."""
-    checked = {}
+    ``non_finite="raise"`` would read: outside its domain (a dataset with
+    NaN is no neighbour of the datasets the guarantee is about), and its fit
+    would fail on it after the charge. A candidate with steps before the
+    private one maps non-finite values instead (:func:`_headed`)."""
     for cand in plan.candidates:
-        if cand.error is not None:
-            continue
-        if not cand.index:  # the private step reads X itself
-            step = _locate_private_step(cand.estimator)[2]
-            if step.non_finite == "clip":
+        if cand.error is None and not cand.index:  # the step reads X itself
+            if _locate_private_step(cand.estimator)[2].non_finite == "clip":
                 continue
-            if "raw" not in checked and not _all_finite(X):
+            if not _all_finite(X):
                 raise ValueError(
                     "Input X contains NaN: the private estimator needs finite "
                     "rows. Fill missing values with a public constant in the "
@@ -1141,16 +1140,24 @@ def _check_heads(plan, X, smallest_fold):
                     "strategy='constant', fill_value=..., keep_empty_features="
                     "True). The search was refused before it spent any budget."
                 )
-            checked["raw"] = True
+            return
+
+
+def _check_heads(plan, X, smallest_fold):
+    """Refuse ranks above the features a candidate's head (its stateless
+    steps before the private one) makes, before any fit. Run after the
+    charge, inside the search's private computation: the heads read the
+    rows, so whatever they raise is a failure of a charged search, never a
+    refusal that spends nothing. Non-finite values they make are not
+    refused: the step maps them (:func:`_headed`)."""
+    checked = {}
+    for cand in plan.candidates:
+        if cand.error is not None or not cand.index:
             continue
         head = clone(Pipeline(cand.estimator.steps[:cand.index]))
         key = repr(sorted((n, repr(v)) for n, v in head.get_params().items()))
         if key not in checked:
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
-                warnings.simplefilter("ignore")
-                Z = head.fit_transform(X)
-            # Non-finite values in Z are not refused: the step maps them.
-            checked[key] = Z.shape[1]
+            checked[key] = head.fit_transform(X).shape[1]
         step = _locate_private_step(cand.estimator)[2]
         step._check_n_components(smallest_fold, checked[key])
 

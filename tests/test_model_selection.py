@@ -416,6 +416,36 @@ def test_a_head_that_makes_a_value_non_finite_is_not_refused(bad):
         assert pipe["pca"].non_finite == "raise"  # the user's estimator untouched
 
 
+def _no_zero_income(X):
+    """A user's per-row function that fails on some values."""
+    if np.any(X == 0):
+        raise ValueError("a zero income")
+    return np.log(X)
+
+
+def test_a_head_that_fails_on_some_rows_fails_the_search_charged():
+    """Issue 30, 1–2: the heads run on the rows after the search's charge, so
+    a user's function that raises on some value fails a charged search, not
+    a refusal that spends nothing on one neighbour and releases on the other
+    (before: X' was refused uncharged)."""
+    rng = np.random.default_rng(0)
+    X = np.abs(rng.normal(size=(300, 4))) + 0.1
+    X_prime = X.copy()
+    X_prime[7, 0] = 0.0
+    for Z, fails in ((X, False), (X_prime, True)):
+        pipe = make_pipeline(FunctionTransformer(_no_zero_income),
+                             PrivatePCA(data_norm=2.0))
+        budget = BudgetAccountant(epsilon=10.0)
+        search = PrivateGridSearchCV(pipe, {"privatepca__n_components": [1, 2]},
+                                     epsilon=1.0, accountant=budget)
+        if fails:
+            with pytest.raises(ValueError, match="a zero income"):
+                search.fit(Z)
+        else:
+            search.fit(Z)
+        assert budget.n_charges == 1
+
+
 def test_scores_of_rows_made_non_finite_stay_bounded():
     """The scores read the head's rows through np.nan_to_num, as the fits do:
     a row of ±finfo.max is clipped without NaN and scores at most C²."""
