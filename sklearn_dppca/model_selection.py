@@ -65,7 +65,7 @@ from ._base import _all_or_nothing, _BasePrivatePCA, reported_spend
 from ._coherent_power_pca import CoherentPowerPCA
 from ._private_pca import PrivatePCA
 from .noise import make_generator
-from .preprocessing import PrivateStandardScaler
+from .preprocessing import PrivateStandardScaler, PublicScaler
 from .privacy import (
     BudgetAccountant,
     _warn_leak,
@@ -466,16 +466,22 @@ def _locate_private_step(estimator):
     return name + "__", private[0], step
 
 
+#: The package's own transformers whose ``fit`` learns nothing from the rows
+#: (their output is a fixed function of each row and of their parameters).
+#: Matched by exact type: a subclass may learn in ``fit``.
+_STATELESS_TYPES = frozenset({PublicScaler})
+
+
 def _is_stateless(step):
     """A step whose fit learns nothing from the data that reaches its output:
-    ``None``, ``"passthrough"``, a ``FunctionTransformer``, a stateless
-    transformer of this package (``_dppca_stateless``, e.g.
-    :class:`~sklearn_dppca.preprocessing.PublicScaler`), or a public
-    constant fill (:func:`_is_constant_fill`)."""
+    ``None``, ``"passthrough"``, a ``FunctionTransformer`` (exactly that
+    class: a subclass may learn in ``fit``; its ``func`` must be a fixed
+    per-row function, which the search cannot check), one of the package's
+    own ``_STATELESS_TYPES`` (exact type), or a public constant fill
+    (:func:`_is_constant_fill`)."""
     if step is None or (isinstance(step, str) and step == "passthrough"):
         return True
-    return (isinstance(step, FunctionTransformer)
-            or getattr(type(step), "_dppca_stateless", False) is True
+    return (type(step) is FunctionTransformer or type(step) in _STATELESS_TYPES
             or _is_constant_fill(step))
 
 
@@ -492,9 +498,9 @@ def _is_constant_fill(step):
 
 #: The steps a search accepts beside the private estimator, for messages.
 _STATELESS_STEPS = (
-    "FunctionTransformer acting row by row, "
-    "sklearn_dppca.preprocessing.PublicScaler, SimpleImputer(strategy="
-    "'constant', keep_empty_features=True), 'passthrough', None"
+    "FunctionTransformer itself (not a subclass) with a fixed per-row func, "
+    "sklearn_dppca.preprocessing.PublicScaler (not a subclass), SimpleImputer("
+    "strategy='constant', keep_empty_features=True), 'passthrough', None"
 )
 
 
@@ -709,10 +715,15 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         :class:`~sklearn_dppca.ComplexGaussPCA`,
         :class:`~sklearn_dppca.CoherentPowerPCA`, or a Pipeline with one of
         them (or with a step the grid fills with one) and otherwise only
-        stateless steps (``FunctionTransformer`` acting row by row,
+        stateless steps (``FunctionTransformer``,
         :class:`~sklearn_dppca.preprocessing.PublicScaler`,
         ``SimpleImputer(strategy="constant", keep_empty_features=True)``,
-        ``"passthrough"``, ``None``). Its ``data_norm`` must be a public
+        ``"passthrough"``, ``None``), recognised by their exact class: a
+        subclass is refused (its ``fit`` may learn from the rows). A
+        ``FunctionTransformer``'s ``func`` must be a fixed per-row function:
+        it sees each row alone, with fixed ``kw_args``, and reads nothing
+        else from the data (the search cannot check this; ``func`` and
+        ``inverse_func`` are yours). Its ``data_norm`` must be a public
         number: it bounds the score. A
         :class:`~sklearn_dppca.preprocessing.PrivateStandardScaler` is
         refused before the charge (a release of its own, outside the plan).

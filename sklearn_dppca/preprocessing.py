@@ -170,9 +170,6 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         "feature_range": [tuple, list],
         "clip": ["boolean"],
     }
-    #: Read by PrivateGridSearchCV: ``fit`` learns nothing from the rows.
-    _dppca_stateless = True
-
     def __init__(self, ranges=None, *, center=None, scale=None,
                  feature_range=(0.0, 1.0), clip=False):
         self.ranges = ranges

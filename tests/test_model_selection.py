@@ -28,6 +28,7 @@ from sklearn_dppca.model_selection import (
     captured_variance_rows,
     floor_penalised_scores,
 )
+from sklearn_dppca.preprocessing import PublicScaler
 from sklearn_dppca.privacy import gdp_epsilon, gdp_mu
 
 from .conftest import make_planted
@@ -669,3 +670,53 @@ def test_pandas_in_and_out_without_a_feature_name_warning():
         Z = search.fit(X).transform(X)
     assert list(search.feature_names_in_) == list("abcd")
     assert list(Z.columns) == [f"privatepca{i}" for i in range(Z.shape[1])]
+
+
+# ------------------------------------------- issue 30: what counts as stateless
+class _LearnsTheMean(FunctionTransformer):
+    """A FunctionTransformer subclass whose fit learns the training mean."""
+
+    def fit(self, X, y=None):
+        super().fit(X, y)
+        self.mean_ = np.asarray(X).mean(axis=0)
+        return self
+
+    def transform(self, X):
+        return np.asarray(X) - self.mean_
+
+
+class _ClaimsToBeStateless(StandardScaler):
+    """Any class can set the attribute the search used to trust."""
+
+    _dppca_stateless = True
+
+
+class _SubScaler(PublicScaler):
+    """A subclass of the package's stateless scaler (may override fit)."""
+
+
+@pytest.mark.parametrize("step", [
+    _LearnsTheMean(),
+    _ClaimsToBeStateless(),
+    _SubScaler(center=0.0, scale=1.0),
+], ids=["FunctionTransformer subclass", "_dppca_stateless", "PublicScaler subclass"])
+def test_only_exact_stateless_types_stand_beside_the_private_step(step, data):
+    """Issue 30 §6: the stateless check is by exact type, from a registry the
+    package keeps, not by isinstance or an attribute anyone can set."""
+    budget = BudgetAccountant()
+    pipe = make_pipeline(step, PrivatePCA(data_norm=4.0))
+    search = PrivateGridSearchCV(pipe, {"privatepca__n_components": [1, 2]},
+                                 cv=3, accountant=budget)
+    with pytest.raises(ValueError, match="without privacy"):
+        search.fit(data[:300])
+    assert budget.n_charges == 0
+
+
+def test_exact_stateless_types_are_still_accepted(data):
+    budget = BudgetAccountant()
+    for step in (FunctionTransformer(np.tanh), PublicScaler(center=0.0, scale=2.0)):
+        pipe = make_pipeline(step, PrivatePCA(data_norm=4.0))
+        PrivateGridSearchCV(pipe, {"privatepca__n_components": [1, 2]}, cv=3,
+                            accountant=budget).fit(data[:300])
+    assert budget.n_charges == 2
+
