@@ -559,12 +559,47 @@ def _release_key(candidate, c):
         return ("own", c)
     ignored = {prefix + p for p in _POST_PROCESSING + _OWNED}
     params = candidate.estimator.get_params(deep=True)
-    return ("shared", tuple(sorted(
-        (name, type(value).__name__, repr(value)) for name, value in params.items()
-        # estimators and step lists: their parameters are listed on their own
-        if name not in ignored and not hasattr(value, "get_params")
-        and name != "steps"
-    )))
+    return ("shared", _value_key({
+        # estimators: their type (their parameters are listed on their own)
+        name: ("estimator", _type_name(value)) if _is_estimator(value) else value
+        for name, value in params.items()
+        if name not in ignored and name != "steps"  # the steps: by name, above
+    }))
+
+
+def _type_name(value):
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _is_estimator(value):
+    return hasattr(value, "get_params") and not isinstance(value, type)
+
+
+def _value_key(value):
+    """A hashable key equal for equal values, by value: ``repr`` abbreviates
+    arrays over 1000 values (two different ``bounds`` had one repr). Arrays
+    become their type, dtype, shape and bytes (object arrays: the keys of
+    their entries); tuples, lists and dicts the keys of their items;
+    estimators their type and the key of their parameters; anything else its
+    type and ``repr``. Unequal keys only split a release in two, never join
+    two."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.hasobject:
+            return ("ndarray", _type_name(value), "object", value.shape,
+                    tuple(_value_key(v) for v in value.ravel().tolist()))
+        return ("ndarray", _type_name(value), value.dtype.str, value.shape,
+                np.ascontiguousarray(value).tobytes())
+    if isinstance(value, (tuple, list)):
+        return (_type_name(value), tuple(_value_key(v) for v in value))
+    if isinstance(value, dict):
+        items = sorted(((_value_key(k), _value_key(v)) for k, v in value.items()),
+                       key=repr)
+        return (_type_name(value), tuple(items))
+    if _is_estimator(value):
+        return ("estimator", _type_name(value),
+                _value_key(value.get_params(deep=False)))
+    return (_type_name(value), repr(value))
 
 
 def _weights(fit_weights, grid):
@@ -1112,7 +1147,7 @@ def _check_heads(plan, X, smallest_fold):
             checked["raw"] = True
             continue
         head = clone(Pipeline(cand.estimator.steps[:cand.index]))
-        key = repr(sorted((n, repr(v)) for n, v in head.get_params().items()))
+        key = _value_key(head)  # by value: repr abbreviates large arrays
         if key not in checked:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")

@@ -720,3 +720,31 @@ def test_exact_stateless_types_are_still_accepted(data):
                             accountant=budget).fit(data[:300])
     assert budget.n_charges == 2
 
+
+# ------------------------------------------- issue 30: candidates grouped by value
+def test_candidates_are_grouped_by_value_not_by_repr():
+    """NumPy's repr abbreviates arrays over 1000 values: two bounds that differ
+    in one entry of 2 × 1500 had one repr and were fitted as one release."""
+    d = 1500
+    first = np.array([np.zeros(d), np.ones(d)])
+    second = first.copy()
+    second[1, 700] = 2.0
+    assert repr(first) == repr(second)
+    splits = list(KFold(3).split(np.zeros((30, 1))))
+    plan = PLAN_SEARCH(PrivatePCA(data_norm=1.0),
+                       {"bounds": [first, second, first.copy()],
+                        "n_components": [1, 2]},
+                       epsilon=1.0, delta=1e-6, splits=splits, n_samples=30,
+                       n_features=d)
+    by_bounds = {}
+    for members in plan.groups:
+        keys = {plan.candidates[c].params["bounds"][1, 700] for c in members}
+        assert len(keys) == 1
+        by_bounds.setdefault(keys.pop(), []).append(sorted(members))
+    assert sorted(by_bounds) == [1.0, 2.0]
+    assert len(plan.groups) == 2  # first and its equal copy share one release
+    assert sorted(len(m) for m in plan.groups) == [2, 4]
+    # the heads' cache (_check_heads) is keyed by value too
+    heads = [Pipeline([("scale", PublicScaler(center=b[1]))]) for b in (first, second)]
+    assert ms._value_key(heads[0]) != ms._value_key(heads[1])
+    assert ms._value_key(heads[0]) == ms._value_key(clone(heads[0]))
