@@ -62,9 +62,10 @@ from sklearn.utils.validation import (
 
 from . import _array_api
 from ._base import _all_or_nothing, _BasePrivatePCA, reported_spend
+from ._bounds import check_data_norm_range
 from ._coherent_power_pca import CoherentPowerPCA
 from ._private_pca import PrivatePCA
-from .noise import make_generator
+from .noise import dense_noise, make_generator, noise_scale
 from .preprocessing import PrivateStandardScaler, PublicScaler
 from .privacy import (
     BudgetAccountant,
@@ -246,8 +247,14 @@ def floor_penalised_scores(released, n_components, n_validation, floor,
     n_val = np.asarray(n_validation, dtype=np.float64)
     floor = np.broadcast_to(np.asarray(floor, dtype=np.float64), released.shape)
     expected = k * n_val * floor
-    spread = np.sqrt(2.0 * (n_val * floor**2).sum(axis=1)
-                     + 2.0 * released.shape[1] * selection_sigma**2)
+    # τ and σ are of order C²: their squares under- or overflow for C far
+    # from 1 (C = 1e-90: C⁴ = 0), so the spread is computed in units of the
+    # largest of them.
+    finite = np.abs(floor[np.isfinite(floor)])
+    unit = max(float(np.max(finite, initial=0.0)), float(selection_sigma))
+    unit = unit if 0.0 < unit < math.inf else 1.0
+    spread = unit * np.sqrt(2.0 * (n_val * (floor / unit) ** 2).sum(axis=1)
+                            + 2.0 * released.shape[1] * (selection_sigma / unit) ** 2)
     margin = (n_val / n_val.sum()) * (k.mean(axis=1) * z * spread)[:, None]
     return (released - expected - margin) / n_val, (expected + margin).sum(axis=1)
 
@@ -378,11 +385,22 @@ def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,
         fit_eps.append(eps_g)
     mu_sel = mu_total * math.sqrt(shares["selection"])
     # L2 sensitivity of the (candidate × fold) score matrix: a row is in one
-    # validation fold and moves candidate c's score there by at most C_c².
-    sensitivity = math.sqrt(sum(
-        _data_norm(candidates[c]) ** 4 for members in groups.values()
-        for c in members
-    ))
+    # validation fold and moves candidate c's score there by at most C_c²,
+    # so √(Σ_c C_c⁴) — computed as C_max² √(Σ_c (C_c/C_max)⁴), whose factors
+    # neither underflow nor overflow for any bound _candidate accepts (C⁴
+    # is 0 below C ≈ 1e-81: the scores would be released exactly).
+    norms = [_data_norm(candidates[c]) for members in groups.values()
+             for c in members]
+    largest = max(norms)
+    sensitivity = largest**2 * math.sqrt(sum((c / largest) ** 4 for c in norms))
+    try:  # a positive, finite, normal σ, or refused before any charge
+        selection_sigma = noise_scale(sensitivity, mu_sel)
+    except ValueError as error:
+        raise ValueError(
+            f"The search cannot calibrate the noise of its scores (data_norm "
+            f"up to {largest:.3g}, epsilon={epsilon}): {error} The search was "
+            "refused before it spent any budget."
+        ) from None
     mu_refit = mu_total * math.sqrt(shares.get("refit", 0.0))
     composed = math.sqrt(folds_per_row * sum(m * m for m in fit_mus)
                          + mu_sel**2 + mu_refit**2)
@@ -392,7 +410,7 @@ def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,
         shared=[key[0] == "shared" for key in groups],
         fit_mus=fit_mus,
         fit_epsilons=fit_eps,
-        selection_sigma=sensitivity / mu_sel,
+        selection_sigma=selection_sigma,
         refit_epsilon=gdp_epsilon(mu_refit, delta, tidy=False) if refit else None,
         mu=mu_total,
         spent=(gdp_epsilon(composed, delta), delta),
@@ -432,6 +450,9 @@ def _candidate(estimator, params, n_features, smallest_fold):
             "selection='gdp', or a fixed clip_radius and n_iter."
         )
     try:
+        # the fits refuse a bound whose square under- or overflows, on any
+        # data (float64's limits: the widest): a public failure
+        check_data_norm_range(float(data_norm), np.dtype(np.float64))
         for other in (est.steps if index is not None else [("", est)]):
             if hasattr(other[1], "_validate_params"):
                 other[1]._validate_params()
@@ -993,7 +1014,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 for f, (train, test) in enumerate(splits)
             )
             exact = np.stack([fold[0] for fold in folds], axis=1)
-            released = exact + rng.normal(0.0, plan.selection_sigma, exact.shape)
+            released = exact + dense_noise(rng, exact.shape, plan.selection_sigma)
             del exact  # never stored: only the noisy scores leave
             state = self._select(plan, released, folds, splits)
             if self.refit:
