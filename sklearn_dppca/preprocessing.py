@@ -283,9 +283,10 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
     ``[lower_j, upper_j]`` and put in box units, ``z_j = (x_j − c_j) / w_j``
     with ``c_j`` the midpoint and ``w_j = upper_j − lower_j`` the width,
     clipped into ``[−½, ½]`` as computed (rounding of ``c_j`` can push a
-    narrow box's ``z`` out by up to ½); the sums ``Σ_i z_i`` and ``Σ_i z_i²`` are released with Gaussian
-    noise of L2 sensitivities ``√d`` and ``√d / 4`` under the replacement
-    of one row (docs/privacy.rst, "The private standard scaler"), at GDP
+    narrow box's ``z`` out by up to ½); the sums ``Σ_i z_i`` and
+    ``Σ_i z_i²`` are released with Gaussian noise of L2 sensitivities
+    ``√d`` and ``√d / 4`` under the replacement of one row
+    (docs/privacy.rst, "The private standard scaler"), at GDP
     ``μ* √½`` each, which compose to exactly ``μ* = gdp_mu(epsilon,
     delta)``: the fit spends ``(epsilon, delta)`` and is charged once, before
     anything is released. ``mean_`` and ``var_`` are post-processing:
