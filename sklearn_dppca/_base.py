@@ -29,8 +29,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _array_api
 from ._array_api import ArrayAPIRows, check_same_namespace
+from ._bounds import MIN_DATA_NORM, PILOT_MISS, NormBounds, _engine
 from ._bounds import PARAMETER_CONSTRAINTS as _BOUND_CONSTRAINTS
-from ._bounds import PILOT_MISS, NormBounds, _engine
 from ._dask import (
     ChunkedRows,
     as_dask_array,
@@ -351,7 +351,9 @@ class _BasePrivatePCA(
         plan = bounds.plan(self._privacy_plan(n_samples, n_features))
         rng = make_generator(self.random_state)
         accountant = _resolve_accountant(self)
-        # Refuse an over-budget fit before the data is read ...
+        # Refuse a budget whose noise could underflow, and an over-budget
+        # fit, before the data is read ...
+        _refuse_uncalibrated(plan)
         accountant.check(**plan.charge)
         # From the first read of the rows to the end of the release, no
         # warning is shown: one raised there (an overflow on one extreme row,
@@ -932,6 +934,25 @@ class _BasePrivatePCA(
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         tags.array_api_support = True
         return tags
+
+
+#: The smallest sensitivity of any Gaussian release of the estimators, in
+#: data units: √2 C² (the covariance's) at the smallest bound float64 data
+#: accepts (``MIN_DATA_NORM``; 1e-200 for C²). The others are larger: 2C for
+#: sums of rows, 2R ≥ 2C for the bounds' steps (their grid starts at
+#: ``MIN_DATA_NORM``), √Q ≥ 1 for counts, √2 and 2R for CoherentPowerPCA's
+#: unit-ball releases (``clip_radius`` ≥ ``MIN_CLIP_RADIUS``).
+SMALLEST_SENSITIVITY = math.sqrt(2.0) * MIN_DATA_NORM[np.float64] ** 2
+
+
+def _refuse_uncalibrated(plan):
+    """Refuse, before the charge and from public values, a plan with a ``μ``
+    so large (``epsilon`` beyond about 1e215) that a release at
+    :data:`SMALLEST_SENSITIVITY` would draw with a noise scale below the
+    normal floats: it would be released exactly. :func:`noise_scale` raises
+    ``ValueError``, as it would again at the release."""
+    for mu in plan.mus.values():
+        noise_scale(SMALLEST_SENSITIVITY, mu)
 
 
 def reported_spend(spent, epsilon):

@@ -18,6 +18,9 @@ from .noise import dense_noise, goe_noise
 from .privacy import DEFAULT_ORDERS, gdp_epsilon, gdp_mu, rdp_to_epsilon, repeated_rdp
 
 #: Shares of μ*² (fixed R and T; exact GDP composition, docs/privacy.rst §2).
+#: Smallest ``clip_radius``: the power step's noise ``Δ R`` stays a normal
+#: number for every accepted budget (Δ ≥ 4e-108; _base.SMALLEST_SENSITIVITY).
+MIN_CLIP_RADIUS = 1e-100
 FIXED_SHARES = {"mean": 0.10, "init": 0.44, "power": 0.45, "count": 0.01}
 #: Shares of μ*² of the default automatic mode (``selection="gdp"``): the
 #: clipping test's two releases share "test"; "branch" is spent either by the
@@ -226,9 +229,10 @@ class CoherentPowerPCA(_BasePrivatePCA):
         here the iterations are ``n_iter`` and ``n_iter_max``.
     clip_radius : float or "auto", default="auto"
         The radius ``R`` (in unit-ball units, where a row's product
-        ``aᵀXB`` has norm about its leverage ``‖U_i‖``). ``"auto"``:
-        ``√(k/n)`` with ``selection="gdp"``, chosen from a grid with
-        ``"repetition"``.
+        ``aᵀXB`` has norm about its leverage ``‖U_i‖``), at least
+        ``1e-100`` (below, the noise ``∝ R`` would underflow: refused
+        before the charge). ``"auto"``: ``√(k/n)`` with
+        ``selection="gdp"``, chosen from a grid with ``"repetition"``.
     n_iter : int or "auto", default="auto"
         The number of power iterations ``T``; ``"auto"``: 2 with
         ``selection="gdp"``, chosen from a grid with ``"repetition"``.
@@ -448,6 +452,15 @@ class CoherentPowerPCA(_BasePrivatePCA):
         return budget_shares(FIXED_SHARES, self.center)
 
     def _privacy_plan(self, n_samples, n_features):
+        if self.clip_radius != "auto" and float(self.clip_radius) < MIN_CLIP_RADIUS:
+            # the power step's noise Δ·R (sensitivity 2R) would underflow
+            raise ValueError(
+                f"clip_radius={self.clip_radius!r} is below {MIN_CLIP_RADIUS:.0e}: "
+                "the power step's noise, proportional to it, would not be a "
+                "normal number (the release would be exact). Rows are in the "
+                "unit ball: use a radius near sqrt(n_components / n_samples), "
+                "or 'auto'."
+            )
         mode = self._mode()
         if mode == "fixed":  # exact GDP composition, as in the base
             return super()._privacy_plan(n_samples, n_features)

@@ -446,7 +446,10 @@ def weighted_gram(X, data_norm, centre):
     is ``Xᵀ X`` less ``(1 − w) x xᵀ`` over the clipped rows when they are at
     most an eighth of the chunk (the sums likewise corrected), and otherwise
     the Gram matrix of the rows scaled by ``s``, a block of a few megabytes
-    at a time: one syrk either way. The expansion errs by about ``1e-16 n
+    at a time: one syrk either way. The branch is a data-dependent path
+    kept for speed (either branch alone costs 14 % to 3× more on some data):
+    its time shows which ran, outside the threat model (docs/security.rst,
+    "Timing and resources"). The expansion errs by about ``1e-16 n
     (‖c‖ + ‖x‖)²``, so it applies only when every row has ``‖x‖ ≤ 8C +
     ‖c‖`` (``‖c‖ ≤ 32C``, ``FAR_MEAN`` in ``_bounds``): otherwise ``None``,
     and :func:`first_pass` and :func:`clipped_gram` leave the far rows out of

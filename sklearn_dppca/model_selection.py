@@ -67,10 +67,11 @@ from ._base import (
     map_non_finite,
     reported_spend,
 )
+from ._bounds import check_data_norm_range
 from ._coherent_power_pca import CoherentPowerPCA
 from ._private_pca import PrivatePCA
-from .noise import make_generator
-from .preprocessing import PrivateStandardScaler
+from .noise import dense_noise, make_generator, noise_scale
+from .preprocessing import PrivateStandardScaler, PublicScaler
 from .privacy import (
     BudgetAccountant,
     _carry_default,
@@ -253,8 +254,14 @@ def floor_penalised_scores(released, n_components, n_validation, floor,
     n_val = np.asarray(n_validation, dtype=np.float64)
     floor = np.broadcast_to(np.asarray(floor, dtype=np.float64), released.shape)
     expected = k * n_val * floor
-    spread = np.sqrt(2.0 * (n_val * floor**2).sum(axis=1)
-                     + 2.0 * released.shape[1] * selection_sigma**2)
+    # τ and σ are of order C²: their squares under- or overflow for C far
+    # from 1 (C = 1e-90: C⁴ = 0), so the spread is computed in units of the
+    # largest of them.
+    finite = np.abs(floor[np.isfinite(floor)])
+    unit = max(float(np.max(finite, initial=0.0)), float(selection_sigma))
+    unit = unit if 0.0 < unit < math.inf else 1.0
+    spread = unit * np.sqrt(2.0 * (n_val * (floor / unit) ** 2).sum(axis=1)
+                            + 2.0 * released.shape[1] * (selection_sigma / unit) ** 2)
     margin = (n_val / n_val.sum()) * (k.mean(axis=1) * z * spread)[:, None]
     return (released - expected - margin) / n_val, (expected + margin).sum(axis=1)
 
@@ -385,11 +392,22 @@ def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,
         fit_eps.append(eps_g)
     mu_sel = mu_total * math.sqrt(shares["selection"])
     # L2 sensitivity of the (candidate × fold) score matrix: a row is in one
-    # validation fold and moves candidate c's score there by at most C_c².
-    sensitivity = math.sqrt(sum(
-        _data_norm(candidates[c]) ** 4 for members in groups.values()
-        for c in members
-    ))
+    # validation fold and moves candidate c's score there by at most C_c²,
+    # so √(Σ_c C_c⁴) — computed as C_max² √(Σ_c (C_c/C_max)⁴), whose factors
+    # neither underflow nor overflow for any bound _candidate accepts (C⁴
+    # is 0 below C ≈ 1e-81: the scores would be released exactly).
+    norms = [_data_norm(candidates[c]) for members in groups.values()
+             for c in members]
+    largest = max(norms)
+    sensitivity = largest**2 * math.sqrt(sum((c / largest) ** 4 for c in norms))
+    try:  # a positive, finite, normal σ, or refused before any charge
+        selection_sigma = noise_scale(sensitivity, mu_sel)
+    except ValueError as error:
+        raise ValueError(
+            f"The search cannot calibrate the noise of its scores (data_norm "
+            f"up to {largest:.3g}, epsilon={epsilon}): {error} The search was "
+            "refused before it spent any budget."
+        ) from None
     mu_refit = mu_total * math.sqrt(shares.get("refit", 0.0))
     composed = math.sqrt(folds_per_row * sum(m * m for m in fit_mus)
                          + mu_sel**2 + mu_refit**2)
@@ -399,7 +417,7 @@ def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,
         shared=[key[0] == "shared" for key in groups],
         fit_mus=fit_mus,
         fit_epsilons=fit_eps,
-        selection_sigma=sensitivity / mu_sel,
+        selection_sigma=selection_sigma,
         refit_epsilon=gdp_epsilon(mu_refit, delta, tidy=False) if refit else None,
         mu=mu_total,
         spent=(gdp_epsilon(composed, delta), delta),
@@ -439,6 +457,9 @@ def _candidate(estimator, params, n_features, smallest_fold):
             "selection='gdp', or a fixed clip_radius and n_iter."
         )
     try:
+        # the fits refuse a bound whose square under- or overflows, on any
+        # data (float64's limits: the widest): a public failure
+        check_data_norm_range(float(data_norm), np.dtype(np.float64))
         for other in (est.steps if index is not None else [("", est)]):
             if hasattr(other[1], "_validate_params"):
                 other[1]._validate_params()
@@ -473,16 +494,22 @@ def _locate_private_step(estimator):
     return name + "__", private[0], step
 
 
+#: The package's own transformers whose ``fit`` learns nothing from the rows
+#: (their output is a fixed function of each row and of their parameters).
+#: Matched by exact type: a subclass may learn in ``fit``.
+_STATELESS_TYPES = frozenset({PublicScaler})
+
+
 def _is_stateless(step):
     """A step whose fit learns nothing from the data that reaches its output:
-    ``None``, ``"passthrough"``, a ``FunctionTransformer``, a stateless
-    transformer of this package (``_dppca_stateless``, e.g.
-    :class:`~sklearn_dppca.preprocessing.PublicScaler`), or a public
-    constant fill (:func:`_is_constant_fill`)."""
+    ``None``, ``"passthrough"``, a ``FunctionTransformer`` (exactly that
+    class: a subclass may learn in ``fit``; its ``func`` must be a fixed
+    per-row function, which the search cannot check), one of the package's
+    own ``_STATELESS_TYPES`` (exact type), or a public constant fill
+    (:func:`_is_constant_fill`)."""
     if step is None or (isinstance(step, str) and step == "passthrough"):
         return True
-    return (isinstance(step, FunctionTransformer)
-            or getattr(type(step), "_dppca_stateless", False) is True
+    return (type(step) is FunctionTransformer or type(step) in _STATELESS_TYPES
             or _is_constant_fill(step))
 
 
@@ -499,9 +526,9 @@ def _is_constant_fill(step):
 
 #: The steps a search accepts beside the private estimator, for messages.
 _STATELESS_STEPS = (
-    "FunctionTransformer acting row by row, "
-    "sklearn_dppca.preprocessing.PublicScaler, SimpleImputer(strategy="
-    "'constant', keep_empty_features=True), 'passthrough', None"
+    "FunctionTransformer itself (not a subclass) with a fixed per-row func, "
+    "sklearn_dppca.preprocessing.PublicScaler (not a subclass), SimpleImputer("
+    "strategy='constant', keep_empty_features=True), 'passthrough', None"
 )
 
 
@@ -560,12 +587,47 @@ def _release_key(candidate, c):
         return ("own", c)
     ignored = {prefix + p for p in _POST_PROCESSING + _OWNED}
     params = candidate.estimator.get_params(deep=True)
-    return ("shared", tuple(sorted(
-        (name, type(value).__name__, repr(value)) for name, value in params.items()
-        # estimators and step lists: their parameters are listed on their own
-        if name not in ignored and not hasattr(value, "get_params")
-        and name != "steps"
-    )))
+    return ("shared", _value_key({
+        # estimators: their type (their parameters are listed on their own)
+        name: ("estimator", _type_name(value)) if _is_estimator(value) else value
+        for name, value in params.items()
+        if name not in ignored and name != "steps"  # the steps: by name, above
+    }))
+
+
+def _type_name(value):
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _is_estimator(value):
+    return hasattr(value, "get_params") and not isinstance(value, type)
+
+
+def _value_key(value):
+    """A hashable key equal for equal values, by value: ``repr`` abbreviates
+    arrays over 1000 values (two different ``bounds`` had one repr). Arrays
+    become their type, dtype, shape and bytes (object arrays: the keys of
+    their entries); tuples, lists and dicts the keys of their items;
+    estimators their type and the key of their parameters; anything else its
+    type and ``repr``. Unequal keys only split a release in two, never join
+    two."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.hasobject:
+            return ("ndarray", _type_name(value), "object", value.shape,
+                    tuple(_value_key(v) for v in value.ravel().tolist()))
+        return ("ndarray", _type_name(value), value.dtype.str, value.shape,
+                np.ascontiguousarray(value).tobytes())
+    if isinstance(value, (tuple, list)):
+        return (_type_name(value), tuple(_value_key(v) for v in value))
+    if isinstance(value, dict):
+        items = sorted(((_value_key(k), _value_key(v)) for k, v in value.items()),
+                       key=repr)
+        return (_type_name(value), tuple(items))
+    if _is_estimator(value):
+        return ("estimator", _type_name(value),
+                _value_key(value.get_params(deep=False)))
+    return (_type_name(value), repr(value))
 
 
 def _weights(fit_weights, grid):
@@ -716,10 +778,15 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         :class:`~sklearn_dppca.ComplexGaussPCA`,
         :class:`~sklearn_dppca.CoherentPowerPCA`, or a Pipeline with one of
         them (or with a step the grid fills with one) and otherwise only
-        stateless steps (``FunctionTransformer`` acting row by row,
+        stateless steps (``FunctionTransformer``,
         :class:`~sklearn_dppca.preprocessing.PublicScaler`,
         ``SimpleImputer(strategy="constant", keep_empty_features=True)``,
-        ``"passthrough"``, ``None``). Its ``data_norm`` must be a public
+        ``"passthrough"``, ``None``), recognised by their exact class: a
+        subclass is refused (its ``fit`` may learn from the rows). A
+        ``FunctionTransformer``'s ``func`` must be a fixed per-row function:
+        it sees each row alone, with fixed ``kw_args``, and reads nothing
+        else from the data (the search cannot check this; ``func`` and
+        ``inverse_func`` are yours). Its ``data_norm`` must be a public
         number: it bounds the score. A
         :class:`~sklearn_dppca.preprocessing.PrivateStandardScaler` is
         refused before the charge (a release of its own, outside the plan).
@@ -976,7 +1043,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 for f, (train, test) in enumerate(splits)
             )
             exact = np.stack([fold[0] for fold in folds], axis=1)
-            released = exact + rng.normal(0.0, plan.selection_sigma, exact.shape)
+            released = exact + dense_noise(rng, exact.shape, plan.selection_sigma)
             del exact  # never stored: only the noisy scores leave
             state = self._select(plan, released, folds, splits)
             if self.refit:
@@ -1155,7 +1222,7 @@ def _check_heads(plan, X, smallest_fold):
         if cand.error is not None or not cand.index:
             continue
         head = clone(Pipeline(cand.estimator.steps[:cand.index]))
-        key = repr(sorted((n, repr(v)) for n, v in head.get_params().items()))
+        key = _value_key(head)  # by value: repr abbreviates large arrays
         if key not in checked:
             checked[key] = head.fit_transform(X).shape[1]
         step = _locate_private_step(cand.estimator)[2]

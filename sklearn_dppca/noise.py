@@ -58,10 +58,20 @@ def make_generator(random_state=None):
     )
 
 
+#: The smallest positive normal float64. A noise scale below it is subnormal
+#: (a few significant bits, or none) or 0: the draw would be (nearly) exact.
+TINY = float(np.finfo(np.float64).tiny)
+
+
 def _check_scale(sigma):
+    """``σ`` as a float: 0 (only the non-private fit's :func:`noise_scale`
+    gives it) or a positive, finite, normal number."""
     sigma = float(sigma)
-    if not sigma >= 0.0 or not np.isfinite(sigma):
-        raise ValueError(f"sigma must be finite and non-negative; got {sigma!r}.")
+    if not (sigma == 0.0 or TINY <= sigma < math.inf):
+        raise ValueError(
+            f"sigma must be 0 or a positive, finite, normal number (at least "
+            f"{TINY:.3g}); got {sigma!r}."
+        )
     return sigma
 
 
@@ -156,5 +166,32 @@ def gue_noise(rng, n_features, sigma):
 
 def noise_scale(sensitivity, mu):
     """``σ = s/μ`` of a Gaussian release, and 0 for the non-private ``μ = inf``
-    (``epsilon=inf``), whatever the sensitivity (``inf`` without clipping)."""
-    return 0.0 if mu == math.inf else sensitivity / mu
+    (``epsilon=inf``), whatever the sensitivity (``inf`` without clipping).
+
+    For a finite ``μ``, ``σ`` must be a positive, finite, normal float64
+    (at least :data:`TINY`): a quotient that underflows to 0 or to a
+    subnormal number would release the statistic (nearly) exactly, and one
+    that overflows would release nothing but noise. Such a ``σ`` raises
+    ``ValueError``, whatever computed the sensitivity (docs/privacy.rst,
+    "Randomness and floating point"). Callers whose sensitivity scales with
+    a power of the bound compute it in units that cannot underflow (for
+    example ``C_max² · √(Σ (C_c/C_max)⁴)``, not ``√(Σ C_c⁴)``).
+
+    Examples
+    --------
+    >>> from sklearn_dppca.noise import noise_scale
+    >>> noise_scale(2.0, 4.0), noise_scale(2.0, float("inf"))
+    (0.5, 0.0)
+    """
+    if mu == math.inf:
+        return 0.0
+    sigma = float(sensitivity) / float(mu)
+    if not TINY <= sigma < math.inf:
+        raise ValueError(
+            f"The noise scale sigma = sensitivity / mu = {sensitivity!r} / "
+            f"{mu!r} = {sigma!r} is not a positive, finite, normal number (at "
+            f"least {TINY:.3g}): the release would be exact, or all noise. "
+            "Rescale the data and its bound toward 1, or choose a less "
+            "extreme epsilon."
+        )
+    return sigma

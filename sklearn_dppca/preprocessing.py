@@ -187,9 +187,6 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         "feature_range": [tuple, list],
         "clip": ["boolean"],
     }
-    #: Read by PrivateGridSearchCV: ``fit`` learns nothing from the rows.
-    _dppca_stateless = True
-
     def __init__(self, ranges=None, *, center=None, scale=None,
                  feature_range=(0.0, 1.0), clip=False):
         self.ranges = ranges
@@ -319,11 +316,13 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
 
     :class:`~sklearn.preprocessing.StandardScaler` for private data, when no
     public scale is known. Each feature is clipped into its public range
-    ``[lower_j, upper_j]`` and put in box units, ``z_j = (x_j − c_j) / w_j ∈
-    [−½, ½]`` with ``c_j`` the midpoint and ``w_j = upper_j − lower_j`` the
-    width; the sums ``Σ_i z_i`` and ``Σ_i z_i²`` are released with Gaussian
-    noise of L2 sensitivities ``√d`` and ``√d / 4`` under the replacement
-    of one row (docs/privacy.rst, "The private standard scaler"), at GDP
+    ``[lower_j, upper_j]`` and put in box units, ``z_j = (x_j − c_j) / w_j``
+    with ``c_j`` the midpoint and ``w_j = upper_j − lower_j`` the width,
+    clipped into ``[−½, ½]`` as computed (rounding of ``c_j`` can push a
+    narrow box's ``z`` out by up to ½); the sums ``Σ_i z_i`` and
+    ``Σ_i z_i²`` are released with Gaussian noise of L2 sensitivities
+    ``√d`` and ``√d / 4`` under the replacement of one row
+    (docs/privacy.rst, "The private standard scaler"), at GDP
     ``μ* √½`` each, which compose to exactly ``μ* = gdp_mu(epsilon,
     delta)``: the fit spends ``(epsilon, delta)`` and is charged once, before
     anything is released. ``mean_`` and ``var_`` are post-processing:
@@ -476,7 +475,14 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
                           ensure_all_finite=False)
         n, d = X.shape
         lower, upper = check_box(self.bounds, d)
-        centre, width = (lower + upper) / 2.0, upper - lower
+        # halves first: l + u may overflow; the same value as fl((l + u)/2)
+        with np.errstate(over="ignore"):  # public values, refused below
+            centre, width = lower / 2.0 + upper / 2.0, upper - lower
+        if not np.isfinite(width).all():  # public: refused before the charge
+            raise ValueError(
+                "bounds: every width upper - lower must be a finite float64 "
+                "number; rescale the features."
+            )
         free = width > 0  # the features that carry information
         d_free = int(free.sum())
         shares = self._shares()
@@ -495,7 +501,20 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
             if shares:
                 accountant.spend(mu=mu_total, estimator=self)
             Z = (np.clip(X, lower, upper).astype(np.float64) - centre)[:, free]
-            Z /= width[free]  # box units: every entry in [−½, ½]
+            Z /= width[free]
+            # Box units, clipped into [−½, ½] after they are computed: c =
+            # fl((l + u)/2) rounds, and for a narrow box far from 0 it sits on
+            # a side (bounds (1, nextafter(1, 2)): c = 1, z ∈ {0, 1}), so the
+            # computed z can leave [−½, ½] by up to ½. After np.clip every
+            # computed z_j lies in [−½, ½] exactly (±½ are floats, and clip
+            # returns a bound or the value itself). Hence, for the values
+            # actually summed: |z_j − z'_j| ≤ 1, so Σ z has L2 sensitivity
+            # √d; and fl(z_j²) ∈ [0, ¼] (rounding is monotone and ¼ is a
+            # float), so |z_j² − z'_j²| ≤ ¼ and Σ z² has L2 sensitivity √d/4
+            # (docs/privacy.rst, "The private standard scaler"). The clip
+            # changes a value only where rounding pushed it out: at most a
+            # bias of such a narrow box's mean, never a larger sensitivity.
+            np.clip(Z, -0.5, 0.5, out=Z)
             self._release(Z, n, mus, rng, centre, width, free, d_free)
             self.n_samples_seen_ = n
             self.privacy_spent_ = (

@@ -524,3 +524,18 @@ def test_no_max_iter_so_n_iter_may_be_zero():
         warnings.simplefilter("ignore")
         fitted = est.set_params(data_norm=10.0).fit(X)
     assert fitted.n_iter_ == 0 and fitted.branch_ == "fallback"
+
+
+# ------------------------------------------- issue 30: noise that underflows
+@pytest.mark.parametrize("n_iter", [1, "auto"], ids=["fixed", "gdp"])
+def test_a_clip_radius_whose_noise_would_underflow_is_refused_before_the_charge(
+        n_iter):
+    """The power step's noise is Δ·R: a subnormal clip_radius made it 0 (an
+    exact release of Σ a Clip_R(aᵀXB)). Refused before any charge."""
+    budget = BudgetAccountant()
+    X = np.random.default_rng(0).normal(size=(200, 4)) * 0.2
+    pca = CoherentPowerPCA(1, data_norm=1.0, clip_radius=5e-324, n_iter=n_iter,
+                           epsilon=100.0, accountant=budget)
+    with pytest.raises(ValueError, match="clip_radius=5e-324 is below"):
+        pca.fit(X)
+    assert budget.n_charges == 0

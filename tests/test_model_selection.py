@@ -28,6 +28,7 @@ from sklearn_dppca.model_selection import (
     captured_variance_rows,
     floor_penalised_scores,
 )
+from sklearn_dppca.preprocessing import PublicScaler
 from sklearn_dppca.privacy import gdp_epsilon, gdp_mu
 
 from .conftest import make_planted
@@ -742,3 +743,142 @@ def test_pandas_in_and_out_without_a_feature_name_warning():
         Z = search.fit(X).transform(X)
     assert list(search.feature_names_in_) == list("abcd")
     assert list(Z.columns) == [f"privatepca{i}" for i in range(Z.shape[1])]
+
+
+# ------------------------------------------- issue 30: what counts as stateless
+class _LearnsTheMean(FunctionTransformer):
+    """A FunctionTransformer subclass whose fit learns the training mean."""
+
+    def fit(self, X, y=None):
+        super().fit(X, y)
+        self.mean_ = np.asarray(X).mean(axis=0)
+        return self
+
+    def transform(self, X):
+        return np.asarray(X) - self.mean_
+
+
+class _ClaimsToBeStateless(StandardScaler):
+    """Any class can set the attribute the search used to trust."""
+
+    _dppca_stateless = True
+
+
+class _SubScaler(PublicScaler):
+    """A subclass of the package's stateless scaler (may override fit)."""
+
+
+@pytest.mark.parametrize("step", [
+    _LearnsTheMean(),
+    _ClaimsToBeStateless(),
+    _SubScaler(center=0.0, scale=1.0),
+], ids=["FunctionTransformer subclass", "_dppca_stateless", "PublicScaler subclass"])
+def test_only_exact_stateless_types_stand_beside_the_private_step(step, data):
+    """Issue 30 §6: the stateless check is by exact type, from a registry the
+    package keeps, not by isinstance or an attribute anyone can set."""
+    budget = BudgetAccountant()
+    pipe = make_pipeline(step, PrivatePCA(data_norm=4.0))
+    search = PrivateGridSearchCV(pipe, {"privatepca__n_components": [1, 2]},
+                                 cv=3, accountant=budget)
+    with pytest.raises(ValueError, match="without privacy"):
+        search.fit(data[:300])
+    assert budget.n_charges == 0
+
+
+def test_exact_stateless_types_are_still_accepted(data):
+    budget = BudgetAccountant()
+    for step in (FunctionTransformer(np.tanh), PublicScaler(center=0.0, scale=2.0)):
+        pipe = make_pipeline(step, PrivatePCA(data_norm=4.0))
+        PrivateGridSearchCV(pipe, {"privatepca__n_components": [1, 2]}, cv=3,
+                            accountant=budget).fit(data[:300])
+    assert budget.n_charges == 2
+
+
+# ------------------------------------------- issue 30: candidates grouped by value
+def test_candidates_are_grouped_by_value_not_by_repr():
+    """NumPy's repr abbreviates arrays over 1000 values: two bounds that differ
+    in one entry of 2 × 1500 had one repr and were fitted as one release."""
+    d = 1500
+    first = np.array([np.zeros(d), np.ones(d)])
+    second = first.copy()
+    second[1, 700] = 2.0
+    assert repr(first) == repr(second)
+    splits = list(KFold(3).split(np.zeros((30, 1))))
+    plan = PLAN_SEARCH(PrivatePCA(data_norm=1.0),
+                       {"bounds": [first, second, first.copy()],
+                        "n_components": [1, 2]},
+                       epsilon=1.0, delta=1e-6, splits=splits, n_samples=30,
+                       n_features=d)
+    by_bounds = {}
+    for members in plan.groups:
+        keys = {plan.candidates[c].params["bounds"][1, 700] for c in members}
+        assert len(keys) == 1
+        by_bounds.setdefault(keys.pop(), []).append(sorted(members))
+    assert sorted(by_bounds) == [1.0, 2.0]
+    assert len(plan.groups) == 2  # first and its equal copy share one release
+    assert sorted(len(m) for m in plan.groups) == [2, 4]
+    # the heads' cache (_check_heads) is keyed by value too
+    heads = [Pipeline([("scale", PublicScaler(center=b[1]))]) for b in (first, second)]
+    assert ms._value_key(heads[0]) != ms._value_key(heads[1])
+    assert ms._value_key(heads[0]) == ms._value_key(clone(heads[0]))
+
+
+# ------------------------------------------- issue 30: score noise without underflow
+def test_score_noise_of_a_tiny_data_norm_is_exact_and_normal():
+    """Issue 30 §3: √(Σ C⁴) underflowed to 0 for C ≤ 1e-81, and the fold
+    scores were released exactly. In units of C_max² it is representable: σ
+    is the exact value to 1e-12, computed here in rational arithmetic."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(0)
+    C = 1e-90
+    X = rng.normal(size=(300, 4)) * [0.4, 0.3, 0.1, 0.1] * C
+    budget = BudgetAccountant()
+    fitted = PrivateGridSearchCV(PrivatePCA(data_norm=C), {"n_components": [1, 2]},
+                                 cv=3, accountant=budget).fit(X)
+    sigma = fitted.selection_sigma_
+    assert np.finfo(np.float64).tiny <= sigma < math.inf
+    mu_sel = gdp_mu(1.0, 1e-6) * math.sqrt(SEARCH_BUDGET_SHARES["selection"])
+    # two candidates share one release, each scored: Σ_c C_c⁴ = 2 C⁴
+    exact_sq = 2 * Fraction(C) ** 4 / Fraction(mu_sel) ** 2
+    assert abs(float(Fraction(sigma) ** 2 / exact_sq) - 1.0) < 2e-12
+    assert budget.n_charges == 1
+    # candidates of different C: σ = C_max² √(Σ (C_c/C_max)⁴) / μ_sel
+    splits = list(KFold(3).split(np.zeros((30, 1))))
+    norms = [1e-100, 3e-95, 1e-90]
+    plan = PLAN_SEARCH(PrivatePCA(), {"data_norm": norms}, epsilon=1.0,
+                       delta=1e-6, splits=splits, n_samples=30, n_features=4)
+    exact_sq = sum(Fraction(c) ** 4 for c in norms) / Fraction(mu_sel) ** 2
+    assert abs(float(Fraction(plan.selection_sigma) ** 2 / exact_sq) - 1.0) < 2e-12
+
+
+@pytest.mark.parametrize("estimator, epsilon", [
+    (PrivatePCA(data_norm=1e-200), 1.0),  # below the float64 bounds: C² is 0
+    (PrivatePCA(data_norm=1e200), 1.0),  # C⁴ and C² overflow
+    (PrivatePCA(data_norm=1e-100), 1e300),  # σ = C²/μ underflows
+])
+def test_a_search_whose_score_noise_is_not_normal_is_refused_before_its_charge(
+        estimator, epsilon):
+    budget = BudgetAccountant()
+    X = np.random.default_rng(0).normal(size=(60, 3)) * 1e-101
+    search = PrivateGridSearchCV(estimator, {"n_components": [1, 2]}, cv=3,
+                                 epsilon=epsilon, accountant=budget)
+    with pytest.raises(ValueError, match="data_norm|normal"):
+        search.fit(X)
+    assert budget.n_charges == 0
+
+
+@pytest.mark.parametrize("scale", [1e-180, 1e-300, 1e240])
+def test_the_floor_penalty_is_equivariant_in_scale(scale):
+    """Post-processing in units of C²: τ² and σ² underflowed (or
+    overflowed) and the penalty's margin vanished (or became inf)."""
+    rng = np.random.default_rng(1)
+    released = rng.uniform(50, 100, size=(3, 4))
+    k = np.array([[1] * 4, [2] * 4, [3] * 4])
+    n_val = np.array([20, 20, 20, 20])
+    floor = np.full(4, 0.3)
+    reference, penalty = floor_penalised_scores(released, k, n_val, floor, 2.0)
+    scaled, scaled_penalty = floor_penalised_scores(
+        released * scale, k, n_val, floor * scale, 2.0 * scale)
+    np.testing.assert_allclose(scaled / scale, reference, rtol=1e-12)
+    np.testing.assert_allclose(scaled_penalty / scale, penalty, rtol=1e-12)

@@ -13,7 +13,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sklearn_dppca.noise import dense_noise, goe_noise, gue_noise, make_generator
+from sklearn_dppca.noise import (
+    dense_noise,
+    goe_noise,
+    gue_noise,
+    make_generator,
+    noise_scale,
+)
 
 TAIL = 1e-6  # two-sided tail probability used for chi-square / F bounds
 
@@ -152,9 +158,11 @@ def test_dense_noise_zero_sigma():
 
 
 @pytest.mark.parametrize("kernel", ["dense", "goe", "gue"])
-@pytest.mark.parametrize("bad_sigma", [-1.0, float("nan"), float("inf")])
+@pytest.mark.parametrize("bad_sigma", [-1.0, float("nan"), float("inf"), 1e-310,
+                                       5e-324])
 def test_kernels_reject_bad_sigma(kernel, bad_sigma):
-    """Negative, NaN and infinite σ raise ValueError in every kernel."""
+    """Negative, NaN, infinite and subnormal σ raise ValueError in every
+    kernel (issue 30 §3: a subnormal σ is noise the analysis did not plan)."""
     rng = make_generator(0)
     with pytest.raises(ValueError):
         if kernel == "dense":
@@ -163,6 +171,29 @@ def test_kernels_reject_bad_sigma(kernel, bad_sigma):
             goe_noise(rng, 3, bad_sigma)
         else:
             gue_noise(rng, 3, bad_sigma)
+
+
+@pytest.mark.parametrize("sensitivity, mu", [
+    (1e-200, 1e200),  # underflows to 0
+    (1e-300, 1e10),  # subnormal
+    (1e240, 1e-100),  # overflows
+    (0.0, 1.0),
+    (math.nan, 1.0),
+])
+def test_noise_scale_refuses_a_scale_that_is_not_a_positive_normal_number(
+        sensitivity, mu):
+    """Issue 30 §3: a finite μ never gets σ = 0 or a subnormal σ (the release
+    would be exact, or its noise a few ulps): noise_scale raises."""
+    with pytest.raises(ValueError, match="normal"):
+        noise_scale(sensitivity, mu)
+
+
+def test_noise_scale_of_the_non_private_fit_and_of_the_extremes():
+    assert noise_scale(math.inf, math.inf) == 0.0
+    tiny = np.finfo(np.float64).tiny
+    assert noise_scale(tiny, 1.0) == tiny
+    assert noise_scale(math.sqrt(2.0) * 1e-200, 1e6) == pytest.approx(
+        math.sqrt(2.0) * 1e-206, rel=1e-15)
 
 
 # ==========================================================================

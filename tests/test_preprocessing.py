@@ -408,3 +408,52 @@ def test_the_search_refuses_missing_values_a_bare_estimator_reads(people):
         fitted = _search(PublicScaler(RANGES)).set_params(accountant=budget).fit(X)
     assert budget.n_charges == 1
     assert fitted.best_estimator_[-1].non_finite == "clip"
+
+
+# ------------------------------------------- issue 30: box units under rounding
+def _box_units(scaler, X, monkeypatch):
+    """The z's the scaler's release sums, as it computes them."""
+    seen = {}
+    release = PrivateStandardScaler._release
+
+    def spy(self, Z, *args):
+        seen["Z"] = Z.copy()
+        return release(self, Z, *args)
+
+    monkeypatch.setattr(PrivateStandardScaler, "_release", spy)
+    scaler.fit(X)
+    return seen["Z"]
+
+
+def test_private_scaler_box_units_stay_in_the_half_box_under_rounding(monkeypatch):
+    """Issue 30 §4: for narrow ranges far from 0, c = fl((l + u)/2) rounds to
+    a side and z reached 0 or 1 (bounds (1, nextafter(1, 2)): the squares'
+    μ was 0.67 against 0.167). The z's of adversarial rows are measured as
+    computed: in [−½, ½], and the sums' and squares' L2 sensitivities over
+    every pair of neighbouring rows at most √d and √d / 4."""
+    lower = np.array([1.0, 8.08, -3.0])
+    upper = np.array([np.nextafter(1.0, 2.0), 8.08 + 1e-12, 7.0])
+    rows = [lower, upper, lower - 1.0, upper + 1.0, (lower + upper) / 2,
+            np.nextafter(lower, upper), np.nextafter(upper, lower),
+            np.full(3, -1e300), np.full(3, 1e300)]
+    X = np.array([[r[j] for j in range(3)] for r in rows]
+                 + [[lower[0], upper[1], (lower[2] + upper[2]) / 2]])
+    scaler = PrivateStandardScaler(bounds=(lower, upper), epsilon=1.0,
+                                   accountant=BudgetAccountant())
+    Z = _box_units(scaler, X, monkeypatch)
+    assert Z.shape == X.shape
+    assert (np.abs(Z) <= 0.5).all()
+    d = Z.shape[1]
+    pairs = Z[:, None, :] - Z[None, :, :]
+    squares = (Z * Z)[:, None, :] - (Z * Z)[None, :, :]
+    assert np.linalg.norm(pairs, axis=2).max() <= math.sqrt(d)
+    assert np.linalg.norm(squares, axis=2).max() <= math.sqrt(d) / 4
+
+
+def test_private_scaler_refuses_a_width_that_overflows_before_the_charge():
+    budget = BudgetAccountant()
+    X = np.zeros((5, 2))
+    with pytest.raises(ValueError, match="finite float64"):
+        PrivateStandardScaler(bounds=([-1e308, 0.0], [1e308, 1.0]),
+                              accountant=budget).fit(X)
+    assert budget.n_charges == 0

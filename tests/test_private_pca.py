@@ -774,3 +774,20 @@ def test_data_norm_underflow_is_refused(Est, dtype, too_small, fine):
     )
     if dtype is np.float64:  # float32 data is fine at the float64 limit's scale
         Est(2, data_norm=1e-50).fit((GOOD * 1e-50).astype(np.float64))
+
+
+# ------------------------------------------- issue 30: noise that underflows
+@pytest.mark.parametrize("estimator", [
+    PrivatePCA(1, data_norm=1e-100, epsilon=1e300),
+    PrivatePCA(1, data_norm=1e-100, epsilon=1e300, center=False),
+    ComplexGaussPCA(1, data_norm=1e-100, epsilon=1e300),
+], ids=["PrivatePCA", "no centring", "ComplexGaussPCA"])
+def test_a_budget_whose_noise_would_underflow_is_refused_before_the_charge(
+        estimator):
+    """σ = √2 C²/μ* is 0 at C = 1e-100 and ε = 1e300: the covariance was
+    released exactly. Refused, from public values, before any charge."""
+    budget = BudgetAccountant()
+    X = np.random.default_rng(0).normal(size=(40, 3)) * 1e-101
+    with pytest.raises(ValueError, match="normal"):
+        clone(estimator).set_params(accountant=budget).fit(X)
+    assert budget.n_charges == 0
