@@ -273,6 +273,13 @@ class _BasePrivatePCA(
     #: Whether ``_release`` takes the Gram matrix of an Array API input in its
     #: namespace and on its device (else as a float64 NumPy array on the host).
     _gram_in_namespace = False
+    #: Whether ``svd_solver`` (and ``tol``, ``iterated_power``,
+    #: ``n_oversamples``, ``power_iteration_normalizer``) choose how the
+    #: released matrix is eigendecomposed (:meth:`_truncated_eigenpairs`);
+    #: otherwise they are accepted, ignored and warned.
+    _honours_svd_solver = False
+    #: Whether the release's noise is the GUE kernel (:func:`denoised_spectrum`).
+    _hermitian_noise = False
 
     def _hidden_passes(self):
         """Why the passes of ``_release`` over the rows must not be reported
@@ -456,19 +463,21 @@ class _BasePrivatePCA(
             f"{name}={params[name]!r}"
             for name, default in SKLEARN_SOLVER_DEFAULTS.items()
             if name in params and params[name] != default
+            and (name == "copy" or not self._honours_svd_solver)
         ]
-        if given:
-            warnings.warn(
-                f"{', '.join(given)} {'has' if len(given) == 1 else 'have'} no "
-                f"effect on {type(self).__name__}: a "
-                "private fit always eigendecomposes the whole noisy covariance "
-                "(the release its noise is calibrated for), so no solver choice "
-                "applies, and it never modifies X (copy is moot). These "
-                "parameters are accepted for drop-in compatibility with "
-                "sklearn.decomposition.PCA.",
-                UserWarning,
-                stacklevel=_outside_stacklevel(),
-            )
+        if not given:
+            return
+        why = ("it never modifies X (copy is moot)" if self._honours_svd_solver
+               else "a private fit runs its own noisy iterations, so no solver "
+               "choice applies, and it never modifies X (copy is moot)")
+        warnings.warn(
+            f"{', '.join(given)} {'has' if len(given) == 1 else 'have'} no "
+            f"effect on {type(self).__name__}: {why}. "
+            f"{'It is' if len(given) == 1 else 'They are'} accepted for "
+            "drop-in compatibility with sklearn.decomposition.PCA.",
+            UserWarning,
+            stacklevel=_outside_stacklevel(),
+        )
 
     def _validate_for_fit(self, X):
         """Validated ``X`` and the object that computes its statistics.
@@ -540,9 +549,97 @@ class _BasePrivatePCA(
         ``plan.mus`` maps each release to its GDP ``μ``.
         """
 
+    def _truncated_eigenpairs(self, noisy, sigma, trace, rng):
+        """The spectrum and top ``k`` eigenpairs of the released ``noisy``
+        matrix by a truncated solver (:meth:`_eigen_solver`), or ``None``
+        when every eigenpair is computed (``"full"``, or an Array API matrix,
+        eigendecomposed whole on its device).
+
+        Post-processing of the release: the components are the top ``k``
+        eigenvectors (to the solver's accuracy), and the spectrum's estimates
+        (:meth:`_spectrum`) take the other eigenvalues from ``tr M̂`` and
+        ``‖M̂‖_F²`` (:func:`denoised_spectrum`'s ``rest``). The randomized
+        range finder is shifted by ``−tr(M̂)/d``, the centre of the noise's
+        bulk: every eigenvalue the spectrum resolves (above the bulk's upper
+        edge) is then larger in modulus than any of the bulk's, and the
+        gaps that the power passes widen are the largest they can be.
+
+        Returns
+        -------
+        (spectrum, values, vectors) or None
+            ``values`` (k,) decreasing and ``vectors`` (d, k).
+        """
+        n, d = self.n_samples_, noisy.shape[0]
+        solver = self._eigen_solver(n, d)
+        if solver == "full" or not isinstance(noisy, np.ndarray):
+            return None
+        k = self._truncated_k(n, d)
+        trace_released = float(np.trace(noisy).real)
+        values, vectors = top_eigenpairs(
+            noisy, k, solver, rng, tol=self.tol,
+            iterated_power=self.iterated_power, n_oversamples=self.n_oversamples,
+            power_iteration_normalizer=self.power_iteration_normalizer,
+            shift=-trace_released / d)
+        values = values.real
+        rest = (d - k, trace_released - float(values.sum()),
+                float(np.vdot(noisy, noisy).real) - float(values @ values))
+        return self._spectrum(values, sigma, trace, rest), values, vectors
+
+    def _eigen_solver(self, n_samples, n_features):
+        """``"full"``, ``"randomized"`` or ``"arpack"``: how the released
+        matrix is eigendecomposed (post-processing: the release is the same).
+        ``svd_solver="auto"`` follows scikit-learn's rule on the public
+        shape: every eigenpair when the features are few (at most 1 000, with
+        ten times as many rows), the problem small (at most 500 either way)
+        or ``n_components`` not an integer below ``0.8 min(n, d)``; otherwise
+        the randomized top ``k``. ``"covariance_eigh"`` is ``"full"``."""
+        solver = self.svd_solver if self._honours_svd_solver else "full"
+        if solver == "auto":
+            k = self.n_components
+            if n_features <= 1_000 and n_samples >= 10 * n_features:
+                return "full"
+            if max(n_samples, n_features) <= 500 or not isinstance(k, Integral):
+                return "full"
+            smallest = min(n_samples, n_features)
+            return "randomized" if 1 <= k < 0.8 * smallest else "full"
+        return "full" if solver == "covariance_eigh" else solver
+
+    def _truncated_k(self, n_samples, n_features):
+        """The ``k`` of a truncated solver: ``n_components``, or for ``None``
+        scikit-learn's ``min(n, d)`` (``min(n, d) − 1`` with ARPACK)."""
+        k = self.n_components
+        if k is None:
+            k = min(n_samples, n_features)
+            if self._eigen_solver(n_samples, n_features) == "arpack":
+                k -= 1
+        return int(k)
+
     def _check_n_components(self, n_samples, n_features):
         # scikit-learn's errors (and its rule: 'mle' needs n_samples >= n_features)
         k = self.n_components
+        solver = self._eigen_solver(n_samples, n_features)
+        if solver != "full":  # a truncated solver: scikit-learn's rules for it
+            smallest = min(n_samples, n_features)
+            if isinstance(k, str):
+                raise ValueError(
+                    f"n_components={k!r} cannot be a string with "
+                    f"svd_solver={solver!r}"
+                )
+            k = self._truncated_k(n_samples, n_features)
+            if not (isinstance(self.n_components, Integral) or
+                    self.n_components is None) or not 1 <= k <= smallest:
+                raise ValueError(
+                    f"n_components={self.n_components!r} must be between 1 and "
+                    f"min(n_samples, n_features)={smallest} with "
+                    f"svd_solver={solver!r}"
+                )
+            if solver == "arpack" and k == smallest:
+                raise ValueError(
+                    f"n_components={k!r} must be strictly less than "
+                    f"min(n_samples, n_features)={smallest} with "
+                    f"svd_solver={solver!r}"
+                )
+            return
         if isinstance(k, str):  # 'mle'
             if n_samples < n_features:
                 raise ValueError(
@@ -569,7 +666,7 @@ class _BasePrivatePCA(
             "small share of the budget), or public bounds=(lower, upper)."
         )
 
-    def _spectrum(self, eigvals, sigma=0.0, trace=None):
+    def _spectrum(self, eigvals, sigma=0.0, trace=None, rest=None):
         """The number of components and the estimated spectrum of a release.
 
         Parameters
@@ -581,6 +678,11 @@ class _BasePrivatePCA(
         trace : (float, float) or None
             A separate release of the scatter matrix's trace and its noise's
             standard deviation, if the estimator makes one.
+        rest : (int, float, float) or None
+            With a truncated solver (:func:`top_eigenpairs`), ``eigvals`` are
+            the top ones and ``rest`` the count, sum and sum of squares of the
+            others (:func:`denoised_spectrum`); ``n_components`` is then an
+            integer.
 
         Returns
         -------
@@ -596,11 +698,11 @@ class _BasePrivatePCA(
             ``n < d`` the ``d − n`` smallest ranks are left out, as its
             ``min(n, d)`` singular values leave them out (``n`` is public).
         """
-        n, d = self.n_samples_, eigvals.shape[0]
+        n, d = self.n_samples_, eigvals.shape[0] + (0 if rest is None else rest[0])
         top = min(n, d)
         scale = n - 1
         explained, captured, resolved = denoised_spectrum(
-            eigvals, sigma, top, trace
+            eigvals, sigma, top, trace, rest, hermitian=self._hermitian_noise
         )
         explained, captured = explained / scale, captured / scale
         total = float(explained.sum())
@@ -1093,9 +1195,11 @@ def _non_increasing(values):
                           ) if blocks else np.empty(0)
 
 
-def _repulsion(lam, top):
+def _repulsion(lam, top, rest=None):
     """``Σ_{j≠i} 1/(λ_i − λ_j)`` for ``i < top``, in blocks of rows (an exact
-    tie contributes 0)."""
+    tie contributes 0). With ``rest = (count, sum, sum of squares)`` of the
+    eigenvalues not computed (a truncated solver), their part of the sum is
+    that of a semicircle with their mean and variance (:func:`_bulk_stieltjes`)."""
     out = np.empty(top)
     for start in range(0, top, 256):
         rows = slice(start, min(start + 256, top))
@@ -1103,7 +1207,30 @@ def _repulsion(lam, top):
         with np.errstate(divide="ignore"):
             inverse = np.where(gaps != 0.0, 1.0 / gaps, 0.0)
         out[rows] = inverse.sum(axis=1)
+    if rest is not None and rest[0] > 0:
+        out += _bulk_stieltjes(lam[:top], *rest)
     return out
+
+
+def _bulk_stieltjes(z, count, total, squares):
+    """``Σ_j 1/(z − λ_j)`` over ``count`` eigenvalues known only by their sum
+    and sum of squares: ``count`` times the Stieltjes transform of the
+    semicircle law of their mean ``b`` and variance ``v`` (radius ``R =
+    2√v``), ``2 (u − √(u² − R²)) / R²`` at ``u = z − b`` beyond the edge,
+    its principal value ``2u/R²`` inside. The noise's bulk is a semicircle
+    (the GOE's), widened a little by the data's small eigenvalues; its mean
+    and variance are exact, from ``tr M̂`` and ``‖M̂‖_F²``."""
+    mean = total / count
+    variance = max(squares / count - mean * mean, 0.0)
+    u = np.asarray(z, dtype=np.float64) - mean
+    if variance == 0.0:
+        with np.errstate(divide="ignore"):
+            return np.where(u != 0.0, count / u, 0.0)
+    radius_sq = 4.0 * variance
+    outside = np.abs(u) > math.sqrt(radius_sq)
+    root = np.sqrt(np.where(outside, u * u - radius_sq, 0.0))
+    inner = np.where(outside, u - np.sign(u) * root, u)
+    return count * 2.0 * inner / radius_sq
 
 
 #: Standard deviation of the Tracy–Widom law of the GOE (β = 1): the top
@@ -1115,7 +1242,7 @@ TRACY_WIDOM_SD = 1.2680
 RESOLVED_AT = 3.0
 
 
-def resolved_weights(lam, sigma):
+def resolved_weights(lam, sigma, rest=None):
     """How far each of ``lam`` (decreasing) stands out of the noise's bulk.
 
     The bulk of ``M + S`` (``S`` GOE, off-diagonal variance ``τ² = σ²/2``)
@@ -1130,25 +1257,31 @@ def resolved_weights(lam, sigma):
     weight of 0.05–0.07 then; 1 at three standard deviations beyond, which
     it reaches under 1% of the time.
 
+    With ``rest = (count, sum)`` of the eigenvalues not computed (a truncated
+    solver: ``lam`` is the top of the spectrum), those are in the bulk, and
+    at most the ``len(lam)`` computed ones can be counted above its edge.
+
     Returns
     -------
     weights : ndarray of shape (r,)
         For the ``r`` eigenvalues above the edge, in ``lam``'s order.
     """
     tau = sigma / math.sqrt(2.0)
+    count, total = (0, 0.0) if rest is None else rest[:2]
     k = 0
     while True:
-        bulk = lam[k:]
-        edge = bulk.mean() + 2.0 * math.sqrt(bulk.size) * tau
+        size = lam.shape[0] - k + count
+        edge = (lam[k:].sum() + total) / size + 2.0 * math.sqrt(size) * tau
         above = int(np.count_nonzero(lam > edge))
         if above <= k:
             break
         k = above
-    scale = RESOLVED_AT * TRACY_WIDOM_SD * bulk.size ** (-1.0 / 6.0) * tau
+    scale = RESOLVED_AT * TRACY_WIDOM_SD * size ** (-1.0 / 6.0) * tau
     return np.clip((lam[:k] - edge) / scale, 0.0, 1.0)
 
 
-def denoised_spectrum(eigvals, sigma, n_ranks, trace=None):
+def denoised_spectrum(eigvals, sigma, n_ranks, trace=None, rest=None,
+                      hermitian=False):
     """Estimates of the data's spectrum from a release ``M̂ = M + S``.
 
     ``S`` is the GOE (or GUE) kernel of :mod:`sklearn_dppca.noise`: diagonal
@@ -1185,9 +1318,21 @@ def denoised_spectrum(eigvals, sigma, n_ranks, trace=None):
         Its noise scale ``σ``.
     n_ranks : int
         Ranks estimated, ``m = min(n, d)`` (at most ``d``).
+    hermitian : bool, default=False
+        ``S`` is the GUE kernel: its off-diagonal entries have ``E|S_ij|² =
+        σ²`` (``σ²/2`` in the real part and in the imaginary part), so ``τ² =
+        σ²`` and the bulk's edge is at ``2√d σ``.
     trace : (float, float) or None
         A separate unbiased release of ``tr M`` and its noise's standard
         deviation.
+    rest : (int, float, float) or None
+        With a truncated solver, ``eigvals`` is the top of the spectrum, and
+        ``rest`` the count, sum and sum of squares of the other eigenvalues
+        (``tr M̂`` and ``‖M̂‖_F²`` less the computed ones': exact). The total
+        is then exact as before; the bulk's edge (:func:`resolved_weights`)
+        and the repulsion ``h_i`` take the others from these moments
+        (:func:`_bulk_stieltjes`), and at most ``len(eigvals)`` ranks have
+        estimates of their own.
 
     Returns
     -------
@@ -1200,20 +1345,30 @@ def denoised_spectrum(eigvals, sigma, n_ranks, trace=None):
     lam = np.sort(np.asarray(eigvals, dtype=np.float64))[::-1]
     if sigma == 0.0:
         values = np.maximum(lam[:n_ranks], 0.0)
+        if rest is not None and values.shape[0] < n_ranks:
+            # the ranks not computed share what the computed ones leave
+            level = max(rest[1], 0.0) / rest[0]
+            values = np.r_[values, np.full(n_ranks - values.shape[0], level)]
+            values = np.maximum(_non_increasing(values), 0.0)
         return values, values.copy(), n_ranks
-    # in units of σ (τ² = 1/2), so that nothing under- or overflows
+    # in units of σ (τ² = 1/2; the GUE's E|H_ij|² is σ², τ² = 1), so that
+    # nothing under- or overflows
+    tau_sq = 1.0 if hermitian else 0.5
     lam = lam / sigma
-    d = lam.shape[0]
-    estimates = [(float(lam.sum()), float(d))]  # (value, variance)
+    if rest is not None:
+        rest = (rest[0], rest[1] / sigma, rest[2] / sigma**2)
+    d = lam.shape[0] + (0 if rest is None else rest[0])
+    released = float(lam.sum()) + (0.0 if rest is None else rest[1])
+    estimates = [(released, float(d))]  # (value, variance)
     if trace is not None:
         estimates.append((trace[0] / sigma, (trace[1] / sigma) ** 2))
     precision = sum(1.0 / var for _, var in estimates)
     total = sum(value / var for value, var in estimates) / precision
-    weights = resolved_weights(lam, 1.0)[: n_ranks - 1]
+    weights = resolved_weights(lam, math.sqrt(2.0 * tau_sq), rest)[: n_ranks - 1]
     resolved = weights.shape[0]
-    repulsion = _repulsion(lam, resolved)
+    repulsion = _repulsion(lam, resolved, rest)
     lists = []
-    for factor in (0.5, 1.0):  # τ² and 2τ²: θ̂, then η̂
+    for factor in (tau_sq, 2.0 * tau_sq):  # τ² and 2τ²: θ̂, then η̂
         own = lam[:resolved] - factor * repulsion
         level = (total - weights @ own) / (n_ranks - weights.sum())
         top = level + weights * (own - level)
@@ -1237,6 +1392,72 @@ def _eigh(matrix):
     switching libraries costs a spinning thread pool (see ``_stats``).
     """
     return np.linalg.eigh(matrix)
+
+
+def top_eigenpairs(matrix, k, solver, rng, *, tol=0.0, iterated_power="auto",
+                   n_oversamples=10, power_iteration_normalizer="auto",
+                   shift=0.0):
+    """The ``k`` largest eigenpairs of a real symmetric or complex Hermitian
+    ``matrix``, by decreasing eigenvalue, without all of them.
+
+    ``solver="arpack"``: SciPy's ``eigsh`` (Lanczos) for the ``k`` largest
+    algebraic eigenvalues, to relative accuracy ``tol`` (0: machine
+    precision), from a start vector drawn from ``rng``. ``"randomized"``:
+    Halko, Martinsson & Tropp's range finder on ``matrix + shift·I`` with
+    ``k + n_oversamples`` columns and ``iterated_power`` passes of
+    ``(matrix + shift·I)²`` (``"auto"``: 7 when ``k`` is under a tenth of
+    ``d``, else 4; the normaliser between passes as in scikit-learn's
+    ``randomized_svd``: ``"auto"`` is none for at most 2 passes, else LU),
+    then the Rayleigh–Ritz eigenpairs of ``matrix`` in that range. A range
+    finder captures the eigenvalues largest in modulus: ``shift`` moves the
+    spectrum so that those are the largest algebraic ones (for a released
+    matrix: minus the centre of its noise's bulk). Memory: ``O(d (k + n_oversamples))`` beside ``matrix``; time
+    ``O(d² (k + n_oversamples))`` per pass.
+
+    Every input is a released matrix and public values, and ``rng`` is the
+    fit's generator after its noise: post-processing.
+    """
+    d = matrix.shape[0]
+    size = min(d, k + n_oversamples)
+    if k == 0:
+        return np.empty(0), np.empty((d, 0), dtype=matrix.dtype)
+    if solver == "arpack":
+        from scipy.sparse.linalg import eigsh
+
+        values, vectors = eigsh(matrix, k=k, which="LA", tol=tol,
+                                v0=rng.uniform(-1.0, 1.0, d).astype(matrix.dtype))
+    elif size >= d:  # the range is everything: every eigenpair, exactly
+        values, vectors = _eigh(matrix)
+        values, vectors = values[d - k:], vectors[:, d - k:]
+    else:
+        from scipy import linalg
+
+        n_iter = iterated_power
+        if n_iter == "auto":
+            n_iter = 7 if k < 0.1 * d else 4
+        normalizer = power_iteration_normalizer
+        if normalizer == "auto":
+            normalizer = "none" if n_iter <= 2 else "LU"
+
+        def apply(block):
+            return matrix @ block + shift * block
+
+        def normalise(block):
+            if normalizer == "LU":
+                return linalg.lu(block, permute_l=True, check_finite=False)[0]
+            if normalizer == "QR":
+                return linalg.qr(block, mode="economic", check_finite=False)[0]
+            return block
+
+        block = rng.standard_normal((d, size)).astype(matrix.dtype)
+        for _ in range(n_iter):  # passes of (M + sI)², as randomized_svd's
+            block = normalise(apply(normalise(apply(block))))
+        basis = linalg.qr(apply(block), mode="economic", check_finite=False)[0]
+        core = basis.conj().T @ (matrix @ basis)
+        values, small = _eigh((core + core.conj().T) / 2.0)
+        values, vectors = values[size - k:], basis @ small[:, size - k:]
+    order = np.argsort(values)[::-1]
+    return values[order], vectors[:, order]
 
 
 class _ReportedPasses:

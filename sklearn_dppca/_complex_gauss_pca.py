@@ -8,7 +8,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from . import _array_api
 from ._base import _BasePrivatePCA, _eigh, fill_parameter_docs, scatter_trace
-from .noise import dense_noise, gue_noise, noise_scale
+from .noise import add_gue_noise, dense_noise, gue_noise, noise_scale
 
 
 def hermitian_release(gram, sigma, rng):
@@ -19,6 +19,8 @@ def hermitian_release(gram, sigma, rng):
     independently of the data. ``H`` is drawn on the host and moved to the
     device of an Array API ``gram``.
     """
+    if isinstance(gram, np.ndarray):  # in place: no second d × d matrix
+        return add_gue_noise(rng, gram.astype(np.complex128), sigma)
     return _array_api.add_noise(gram, gue_noise(rng, gram.shape[0], sigma))
 
 
@@ -220,6 +222,8 @@ class ComplexGaussPCA(_BasePrivatePCA):
         self.accountant = accountant
 
     _gram_in_namespace = True  # an Array API input's eigh runs on its device
+    _honours_svd_solver = True  # the top k by a truncated solver, if chosen
+    _hermitian_noise = True  # the GUE kernel: τ² = σ² (denoised_spectrum)
 
     # releases of the Gram matrix: centred in one pass on many rows
     # (docs/privacy.rst §5)
@@ -235,7 +239,12 @@ class ComplexGaussPCA(_BasePrivatePCA):
         # (its release is Re M̂ and data-independent Im H; §6, "The trace").
         trace = (trace + float(dense_noise(rng, (), sigma)), sigma)
         n, d = self.n_samples_, noisy.shape[0]
-        if not isinstance(noisy, np.ndarray):
+        truncated = self._truncated_eigenpairs(noisy, sigma, trace, rng)
+        if truncated is not None:  # the top k by a truncated solver
+            spectrum, values, basis = truncated
+            k = spectrum.n_components
+            values, basis = values[::-1], basis[:, ::-1]  # increasing, as eigh's
+        elif not isinstance(noisy, np.ndarray):
             # Array API input: one full Hermitian eigh on its device (NumPy on
             # the host where the namespace has none), then the host's d × k
             eigvals, vectors = map(_array_api.to_host, _array_api.eigh(noisy))

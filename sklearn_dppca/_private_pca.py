@@ -6,7 +6,7 @@ import numpy as np
 
 from . import _array_api
 from ._base import _BasePrivatePCA, fill_parameter_docs, scatter_trace
-from .noise import dense_noise, goe_noise, noise_scale
+from .noise import add_goe_noise, dense_noise, goe_noise, noise_scale
 
 
 @fill_parameter_docs
@@ -213,6 +213,7 @@ class PrivatePCA(_BasePrivatePCA):
         self.accountant = accountant
 
     _gram_in_namespace = True  # an Array API input's eigh runs on its device
+    _honours_svd_solver = True  # the top k by a truncated solver, if chosen
     # releases of the Gram matrix: centred in one pass on many rows
     # (docs/privacy.rst §5)
     _pilot_centring = True
@@ -223,12 +224,20 @@ class PrivatePCA(_BasePrivatePCA):
         # The noise is drawn on the host and moved to the Gram matrix's device.
         sigma = noise_scale(math.sqrt(2.0) * rows.data_norm**2, plan.mus["covariance"])
         trace = scatter_trace(gram)
-        gram = _array_api.add_noise(gram, goe_noise(rng, gram.shape[0], sigma))
+        if isinstance(gram, np.ndarray):  # in place: no second d × d matrix
+            gram = add_goe_noise(rng, gram, sigma)
+        else:
+            gram = _array_api.add_noise(gram, goe_noise(rng, gram.shape[0], sigma))
         # The trace Σ‖y‖² with the same σ, drawn after the GOE kernel: jointly
         # with the scatter matrix still μ = √2 C² / σ, so free (§6, "The trace").
-        trace += float(dense_noise(rng, (), sigma))
-        eigvals, eigvecs = map(_array_api.to_host, _array_api.eigh(gram))
-        spectrum = self._spectrum(eigvals, sigma, (trace, sigma))
-        top = np.argsort(eigvals)[::-1][: spectrum.n_components]
-        noisy = eigvals[top] / (self.n_samples_ - 1)
-        self._set_components(eigvecs[:, top].T, noisy, spectrum, dtype)
+        trace = (trace + float(dense_noise(rng, (), sigma)), sigma)
+        truncated = self._truncated_eigenpairs(gram, sigma, trace, rng)
+        if truncated is None:  # every eigenpair
+            eigvals, eigvecs = map(_array_api.to_host, _array_api.eigh(gram))
+            spectrum = self._spectrum(eigvals, sigma, trace)
+            top = np.argsort(eigvals)[::-1][: spectrum.n_components]
+            values, vectors = eigvals[top], eigvecs[:, top]
+        else:
+            spectrum, values, vectors = truncated
+        noisy = values / (self.n_samples_ - 1)
+        self._set_components(vectors.T, noisy, spectrum, dtype)

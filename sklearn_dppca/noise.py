@@ -20,7 +20,14 @@ from numbers import Integral
 
 import numpy as np
 
-__all__ = ["dense_noise", "goe_noise", "gue_noise", "make_generator"]
+__all__ = [
+    "add_goe_noise",
+    "add_gue_noise",
+    "dense_noise",
+    "goe_noise",
+    "gue_noise",
+    "make_generator",
+]
 
 
 def make_generator(random_state=None):
@@ -195,3 +202,77 @@ def noise_scale(sensitivity, mu):
             "extreme epsilon."
         )
     return sigma
+
+
+#: Entries of the standard normal blocks drawn at a time by the in-place
+#: kernels (32 MiB of float64): their memory beyond the matrix itself.
+_BLOCK_ENTRIES = 1 << 22
+
+
+def _add_symmetric_blocks(rng, matrix, scale, sign):
+    """``matrix += scale · (G + sign · Gᵀ)`` in place, ``G`` of i.i.d. N(0, 1)
+    entries drawn row block by row block: the same stream as
+    ``rng.standard_normal((d, d))``, without a d × d array of it.
+
+    ``sign = 1``: a symmetric increment, ``−1``: antisymmetric. Entries
+    ``(i, j)`` and ``(j, i)`` receive the same two products in the same
+    order (``scale·G_ij`` at ``i``'s block, ``scale·G_ji`` at ``j``'s; the
+    block on the diagonal as one exactly (anti)symmetric sum), so an exactly
+    symmetric (antisymmetric) ``matrix`` stays so.
+    """
+    d = matrix.shape[0]
+    rows = max(1, _BLOCK_ENTRIES // max(d, 1))
+    for a in range(0, d, rows):
+        b = min(a + rows, d)
+        g = rng.standard_normal((b - a, d))
+        g *= scale
+        diagonal = g[:, a:b]
+        matrix[a:b, a:b] += diagonal + sign * diagonal.T
+        for cols in (slice(0, a), slice(b, d)):
+            part = g[:, cols]
+            matrix[a:b, cols] += part
+            if sign > 0:
+                matrix[cols, a:b] += part.T
+            else:
+                matrix[cols, a:b] -= part.T
+    return matrix
+
+
+def add_goe_noise(rng, matrix, sigma):
+    """Add the GOE kernel of :func:`goe_noise` to ``matrix``, in place.
+
+    The kernel is ``σ (G + Gᵀ)/2`` with ``G`` the same draws as
+    :func:`goe_noise`'s (row block by row block: at most 32 MiB beside
+    ``matrix``, never a second d × d array), so the result equals ``matrix +
+    goe_noise(rng, d, sigma)`` up to the rounding of the additions, and the
+    generator is left in the same state. Returns ``matrix``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_dppca.noise import add_goe_noise, goe_noise, make_generator
+    >>> M = add_goe_noise(make_generator(0), np.eye(3), 1.0)
+    >>> bool(np.allclose(M, np.eye(3) + goe_noise(make_generator(0), 3, 1.0)))
+    True
+    """
+    return _add_symmetric_blocks(rng, matrix, _check_scale(sigma) / 2.0, 1)
+
+
+def add_gue_noise(rng, matrix, sigma):
+    """Add the GUE kernel of :func:`gue_noise` to the complex ``matrix``, in
+    place (the real part as :func:`add_goe_noise`, then the imaginary part
+    from the next draws, as :func:`gue_noise` draws them). Returns
+    ``matrix``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_dppca.noise import add_gue_noise, gue_noise, make_generator
+    >>> M = add_gue_noise(make_generator(0), np.eye(3, dtype=complex), 1.0)
+    >>> bool(np.allclose(M, np.eye(3) + gue_noise(make_generator(0), 3, 1.0)))
+    True
+    """
+    scale = _check_scale(sigma) / 2.0
+    _add_symmetric_blocks(rng, matrix.real, scale, 1)
+    _add_symmetric_blocks(rng, matrix.imag, scale, -1)
+    return matrix

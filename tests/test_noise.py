@@ -327,3 +327,30 @@ def test_gue_imaginary_part_independent_of_real_part():
     im = H.imag[:, iu[0], iu[1]]
     cross = np.corrcoef(np.concatenate([re, im], axis=1), rowvar=False)[:15, 15:]
     assert np.max(np.abs(cross)) < 6.0 / math.sqrt(draws)
+
+
+@pytest.mark.parametrize("d, block", [(1, 1 << 22), (37, 1 << 22), (37, 50), (37, 7)])
+def test_in_place_kernels_are_the_dense_ones_without_a_second_matrix(d, block,
+                                                                    monkeypatch):
+    """add_goe_noise / add_gue_noise draw the same normals as goe_noise /
+    gue_noise, row block by row block, into the matrix itself: equal up to
+    the rounding of the additions, exactly symmetric (Hermitian), and the
+    generator left in the same state."""
+    from sklearn_dppca import noise
+    from sklearn_dppca.noise import add_goe_noise, add_gue_noise
+
+    monkeypatch.setattr(noise, "_BLOCK_ENTRIES", block)
+    base = np.arange(d * d, dtype=float).reshape(d, d)
+    base = base + base.T
+    rng_a, rng_b = make_generator(3), make_generator(3)
+    got = add_goe_noise(rng_a, base.copy(), 1.3)
+    want = base + goe_noise(rng_b, d, 1.3)
+    assert np.array_equal(got, got.T)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-12)
+    assert rng_a.standard_normal() == rng_b.standard_normal()
+    rng_a, rng_b = make_generator(4), make_generator(4)
+    got = add_gue_noise(rng_a, base.astype(complex), 0.7)
+    want = base + gue_noise(rng_b, d, 0.7)
+    assert np.array_equal(got, got.conj().T)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-12)
+    assert rng_a.standard_normal() == rng_b.standard_normal()
