@@ -197,15 +197,40 @@ SHARED_PARAMETER_DOCS = {
         :class:`~sklearn_dppca.model_selection.PrivateGridSearchCV` fits a
         private step that has steps before it in a Pipeline with ``"clip"``.
 """,
-    # scikit-learn PCA's solver parameters, accepted and ignored
+    # scikit-learn PCA's solver parameters: how the release is eigendecomposed
     "solver_parameters": """\
-    copy, svd_solver, tol, iterated_power, n_oversamples, power_iteration_normalizer
-        scikit-learn :class:`~sklearn.decomposition.PCA`'s solver parameters,
-        with its defaults and validated as it validates them, so that a
-        ``PCA(...)`` call runs unchanged. They have no effect, and a
-        non-default value raises a ``UserWarning`` at fit: a private fit always
-        eigendecomposes the whole noisy covariance (the release its noise is
-        calibrated for), and never modifies ``X``.
+    svd_solver : {"auto", "full", "covariance_eigh", "arpack", "randomized"}, \
+default="auto"
+        How the released (noisy) matrix is eigendecomposed: post-processing,
+        so the release, its noise and its cost in budget are the same for
+        every value (:ref:`privacy-solvers`). ``"full"`` and
+        ``"covariance_eigh"``: every eigenpair (LAPACK). ``"arpack"``: the
+        top ``n_components`` by SciPy's Lanczos ``eigsh``. ``"randomized"``:
+        the top ``n_components`` by a randomized range finder (Halko et al.):
+        ``O(d² k)`` time and ``O(d k)`` memory beside the matrix, instead of
+        ``O(d³)``. ``"auto"``: scikit-learn's rule on the public shape —
+        ``"full"`` for at most 1 000 features with ten times as many rows, for
+        a problem of at most 500 either way, or for ``n_components`` that is
+        not an integer; otherwise ``"randomized"`` when ``n_components`` is
+        below ``0.8 min(n_samples, n_features)``. With a truncated solver,
+        ``n_components`` must be an integer (``None``: ``min(n_samples,
+        n_features)``, minus one with ARPACK), as scikit-learn requires, and
+        the spectrum's attributes take the eigenvalues not computed from the
+        released matrix's trace and Frobenius norm.
+    tol : float, default=0.0
+        ``"arpack"``'s relative accuracy (0: machine precision).
+    iterated_power : int or "auto", default="auto"
+        ``"randomized"``'s power passes (``"auto"``: 7 when ``n_components``
+        is under a tenth of the features, else 4).
+    n_oversamples : int, default=10
+        ``"randomized"``'s extra columns beyond ``n_components``.
+    power_iteration_normalizer : {"auto", "QR", "LU", "none"}, default="auto"
+        ``"randomized"``'s normaliser between passes (``"auto"``: none for
+        at most 2 passes, else LU), as in scikit-learn's ``randomized_svd``.
+    copy : bool, default=True
+        Accepted for drop-in compatibility with scikit-learn's ``PCA``; a fit
+        never modifies ``X``, so ``copy=False`` has no effect (a
+        ``UserWarning`` says so).
 """,
 }
 
@@ -352,6 +377,8 @@ class _BasePrivatePCA(
                 data, progress, hidden=self._hidden_passes()
             )
         self._check_n_components(n_samples, n_features)
+        if self._honours_svd_solver:  # as scikit-learn's PCA records it
+            self._fit_svd_solver = self._eigen_solver(n_samples, n_features)
         # norm bounds ("auto", a box): their share is taken from the plan
         dtype = _array_api.numpy_dtype(X)
         bounds = NormBounds(self, n_samples, n_features, dtype, engine)
@@ -571,7 +598,7 @@ class _BasePrivatePCA(
         """
         n, d = self.n_samples_, noisy.shape[0]
         solver = self._eigen_solver(n, d)
-        if solver == "full" or not isinstance(noisy, np.ndarray):
+        if solver not in ("randomized", "arpack") or not isinstance(noisy, np.ndarray):
             return None
         k = self._truncated_k(n, d)
         trace_released = float(np.trace(noisy).real)
@@ -586,23 +613,25 @@ class _BasePrivatePCA(
         return self._spectrum(values, sigma, trace, rest), values, vectors
 
     def _eigen_solver(self, n_samples, n_features):
-        """``"full"``, ``"randomized"`` or ``"arpack"``: how the released
-        matrix is eigendecomposed (post-processing: the release is the same).
+        """How the released matrix is eigendecomposed (post-processing: the
+        release is the same), by scikit-learn's names: ``"covariance_eigh"``
+        and ``"full"`` compute every eigenpair (the same LAPACK call here),
+        ``"randomized"`` and ``"arpack"`` the top ``k``.
         ``svd_solver="auto"`` follows scikit-learn's rule on the public
-        shape: every eigenpair when the features are few (at most 1 000, with
-        ten times as many rows), the problem small (at most 500 either way)
-        or ``n_components`` not an integer below ``0.8 min(n, d)``; otherwise
-        the randomized top ``k``. ``"covariance_eigh"`` is ``"full"``."""
+        shape: ``"covariance_eigh"`` when the features are few (at most 1 000,
+        with ten times as many rows), ``"full"`` when the problem is small (at
+        most 500 either way) or ``n_components`` is not an integer below
+        ``0.8 min(n, d)``, otherwise ``"randomized"``."""
         solver = self.svd_solver if self._honours_svd_solver else "full"
         if solver == "auto":
             k = self.n_components
             if n_features <= 1_000 and n_samples >= 10 * n_features:
-                return "full"
+                return "covariance_eigh"
             if max(n_samples, n_features) <= 500 or not isinstance(k, Integral):
                 return "full"
             smallest = min(n_samples, n_features)
             return "randomized" if 1 <= k < 0.8 * smallest else "full"
-        return "full" if solver == "covariance_eigh" else solver
+        return solver
 
     def _truncated_k(self, n_samples, n_features):
         """The ``k`` of a truncated solver: ``n_components``, or for ``None``
@@ -618,7 +647,7 @@ class _BasePrivatePCA(
         # scikit-learn's errors (and its rule: 'mle' needs n_samples >= n_features)
         k = self.n_components
         solver = self._eigen_solver(n_samples, n_features)
-        if solver != "full":  # a truncated solver: scikit-learn's rules for it
+        if solver in ("randomized", "arpack"):  # scikit-learn's rules for them
             smallest = min(n_samples, n_features)
             if isinstance(k, str):
                 raise ValueError(
@@ -1411,8 +1440,9 @@ def top_eigenpairs(matrix, k, solver, rng, *, tol=0.0, iterated_power="auto",
     then the Rayleigh–Ritz eigenpairs of ``matrix`` in that range. A range
     finder captures the eigenvalues largest in modulus: ``shift`` moves the
     spectrum so that those are the largest algebraic ones (for a released
-    matrix: minus the centre of its noise's bulk). Memory: ``O(d (k + n_oversamples))`` beside ``matrix``; time
-    ``O(d² (k + n_oversamples))`` per pass.
+    matrix: minus the centre of its noise's bulk). Memory: ``O(d (k +
+    n_oversamples))`` beside ``matrix``; time ``O(d² (k + n_oversamples))``
+    per pass.
 
     Every input is a released matrix and public values, and ``rng`` is the
     fit's generator after its noise: post-processing.

@@ -411,8 +411,8 @@ class Draws:
 
         monkeypatch.setattr(_bounds, "dense_noise", bounds_noise)
         monkeypatch.setattr(_bounds, "noise_scale", scale_spy)
-        for module, name, kind in [(ppca, "goe_noise", "covariance"),
-                                   (cgp, "gue_noise", "covariance"),
+        for module, name, kind in [(ppca, "add_goe_noise", "covariance"),
+                                   (cgp, "add_gue_noise", "covariance"),
                                    (cpp, "goe_noise", "goe"),
                                    (cpp, "dense_noise", "dense")]:
             monkeypatch.setattr(module, name, self._spy(getattr(module, name), kind))

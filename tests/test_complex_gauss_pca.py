@@ -6,7 +6,7 @@ from scipy import stats
 
 from sklearn_dppca import ComplexGaussPCA, PrivatePCA
 from sklearn_dppca._complex_gauss_pca import hermitian_release, real_rank_k
-from sklearn_dppca.noise import goe_noise, make_generator
+from sklearn_dppca.noise import add_goe_noise, goe_noise, make_generator
 
 from .conftest import make_planted
 from .test_private_pca import principal_sin, released_matrix, symmetric_coordinates
@@ -32,8 +32,10 @@ def test_real_part_is_exactly_the_goe_kernel():
     coords = []
     for seed in range(30):
         hermitian = hermitian_release(np.zeros((12, 12)), sigma, make_generator(seed))
-        real = goe_noise(make_generator(seed), 12, sigma)
+        real = add_goe_noise(make_generator(seed), np.zeros((12, 12)), sigma)
         np.testing.assert_array_equal(hermitian.real, real)
+        np.testing.assert_allclose(real, goe_noise(make_generator(seed), 12, sigma),
+                                   rtol=1e-12, atol=1e-14)
         coords.append(symmetric_coordinates(hermitian.real) / sigma)
     z = np.concatenate(coords)
     assert stats.kstest(z, "norm").pvalue > 1e-3

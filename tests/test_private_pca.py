@@ -566,7 +566,9 @@ SOLVER_PARAMS = dict(
 
 
 @pytest.mark.parametrize("Est", ESTIMATORS)
-def test_sklearn_solver_parameters_are_stored_and_warned_once(Est, planted):
+def test_sklearn_solver_parameters_are_stored_and_only_copy_is_warned(Est, planted):
+    """Issue 31: svd_solver and its parameters choose how the released matrix
+    is eigendecomposed (post-processing); copy has no effect and is warned."""
     X, _ = planted
     pca = Est(2, data_norm=1.0, **SOLVER_PARAMS)
     assert {k: pca.get_params()[k] for k in SOLVER_PARAMS} == SOLVER_PARAMS
@@ -574,20 +576,15 @@ def test_sklearn_solver_parameters_are_stored_and_warned_once(Est, planted):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         pca.fit(X)
-    user = [w for w in caught if w.category is UserWarning]
-    assert len(user) == 1
-    message = str(user[0].message)
-    for name, value in SOLVER_PARAMS.items():
-        assert f"{name}={value!r}" in message
-    assert "no effect" in message and "never modifies X" in message
-    # no effect indeed: the same release as with the defaults
-    default = Est(2, data_norm=1.0, random_state=0).fit(X)
-    with pytest.warns(UserWarning, match="svd_solver='arpack' has no effect"):
-        changed = Est(2, data_norm=1.0, random_state=0, svd_solver="arpack").fit(X)
-    np.testing.assert_array_equal(changed.components_, default.components_)
+    user = [str(w.message) for w in caught if w.category is UserWarning]
+    assert len(user) == 1 and user[0].startswith("copy=False has no effect")
+    assert "never modifies X" in user[0]
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
-        Est(2, data_norm=1.0, svd_solver="auto", tol=0.0, copy=True).fit(X)
+        for solver in ("auto", "full", "covariance_eigh", "arpack", "randomized"):
+            Est(2, data_norm=1.0, svd_solver=solver, tol=0.0, copy=True,
+                iterated_power=2, n_oversamples=3,
+                power_iteration_normalizer="none").fit(X)
 
 
 def test_coherent_power_takes_copy_and_svd_solver():
@@ -791,3 +788,74 @@ def test_a_budget_whose_noise_would_underflow_is_refused_before_the_charge(
     with pytest.raises(ValueError, match="normal"):
         clone(estimator).set_params(accountant=budget).fit(X)
     assert budget.n_charges == 0
+
+
+# ------------------------------------------- issue 31: the truncated solvers
+def _spiked(n=3000, d=600, seed=0, spikes=(12.0, 9.0, 7.0)):
+    rng = np.random.default_rng(seed)
+    basis = np.linalg.qr(rng.normal(size=(d, 3)))[0]
+    X = rng.normal(size=(n, 3)) * spikes @ basis.T
+    X += 0.2 * rng.normal(size=(n, d))
+    return X / np.linalg.norm(X, axis=1).max(), basis
+
+
+@pytest.mark.parametrize("Est", [PrivatePCA, ComplexGaussPCA])
+@pytest.mark.parametrize("solver", ["randomized", "arpack"])
+def test_a_truncated_solver_eigendecomposes_the_same_release(Est, solver,
+                                                              monkeypatch):
+    """The top k of the same noisy matrix, without every eigenpair: the
+    components agree with the full solver's, the total variance is exact,
+    and the spectrum's estimates from tr M̂ and ‖M̂‖_F agree with those from
+    every eigenvalue. (Spikes well above the noise's edge: one near it
+    converges slowly in the randomized range finder, as in scikit-learn.)"""
+    X, basis = _spiked()
+    full = Est(3, epsilon=4.0, data_norm=1.0, svd_solver="full",
+               random_state=0).fit(X)
+    real_eigh = np.linalg.eigh
+
+    def no_full_eigh(matrix, *args, **kwargs):
+        assert matrix.shape[0] < X.shape[1], "every eigenpair was computed"
+        return real_eigh(matrix, *args, **kwargs)
+
+    monkeypatch.setattr(np.linalg, "eigh", no_full_eigh)
+    monkeypatch.setattr(np.linalg, "eigvalsh", no_full_eigh)
+    part = Est(3, epsilon=4.0, data_norm=1.0, svd_solver=solver,
+               random_state=0).fit(X)
+    assert part._fit_svd_solver == solver
+    # ARPACK converges to the same eigenpairs; the range finder to within
+    # what its passes resolve, far below the noise's own error
+    gap = principal_sin(part.components_, full.components_.T)
+    assert gap < (1e-6 if solver == "arpack" else 0.1)
+    assert principal_sin(part.components_, basis) <= (
+        principal_sin(full.components_, basis) + 0.01)
+    assert part.total_variance_ == pytest.approx(full.total_variance_, rel=1e-9)
+    np.testing.assert_allclose(part.explained_variance_, full.explained_variance_,
+                               rtol=1e-2)
+    assert part.noise_variance_ == pytest.approx(full.noise_variance_, rel=1e-2)
+
+
+@pytest.mark.parametrize("solver", ["randomized", "arpack"])
+@pytest.mark.parametrize("n_components", ["mle", 0.5, 0])
+def test_a_truncated_solver_refuses_what_scikit_learn_refuses(solver, n_components):
+    """scikit-learn's rules, before any charge."""
+    X, _ = _spiked(n=200, d=20)
+    budget = BudgetAccountant()
+    with pytest.raises(ValueError, match=f"svd_solver='{solver}'"):
+        PrivatePCA(n_components, data_norm=1.0, svd_solver=solver,
+                   accountant=budget).fit(X)
+    with pytest.raises(ValueError, match="strictly less than"):
+        PrivatePCA(20, data_norm=1.0, svd_solver="arpack", accountant=budget).fit(X)
+    assert budget.n_charges == 0
+
+
+def test_auto_takes_the_randomized_top_k_on_wide_data():
+    """scikit-learn's rule: 2 000 × 1 000 with k = 3 is randomized, and as
+    good as every eigenpair."""
+    X, basis = _spiked(n=2000, d=1000, spikes=(30.0, 24.0, 20.0))
+    pca = PrivatePCA(3, epsilon=10.0, data_norm=1.0, random_state=0).fit(X)
+    assert pca._fit_svd_solver == "randomized"
+    full = PrivatePCA(3, epsilon=10.0, data_norm=1.0, random_state=0,
+                      svd_solver="full").fit(X)
+    assert principal_sin(full.components_, basis) < 0.5
+    assert principal_sin(pca.components_, basis) <= (
+        principal_sin(full.components_, basis) + 0.01)

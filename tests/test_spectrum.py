@@ -32,8 +32,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarnin
 @pytest.mark.parametrize("center", [False, True])
 @pytest.mark.parametrize(
     "Est, module, kernel",
-    [(PrivatePCA, private_module, "goe_noise"),
-     (ComplexGaussPCA, complex_module, "gue_noise")],
+    [(PrivatePCA, private_module, "add_goe_noise"),
+     (ComplexGaussPCA, complex_module, "add_gue_noise")],
     ids=["private", "complex"],
 )
 def test_trace_is_released_with_the_covariance_sigma(monkeypatch, Est, module,
@@ -44,9 +44,9 @@ def test_trace_is_released_with_the_covariance_sigma(monkeypatch, Est, module,
     drawn, seen = {}, {}
     real_kernel, real_dense = getattr(module, kernel), module.dense_noise
 
-    def kernel_spy(rng, d, sigma):
+    def kernel_spy(rng, matrix, sigma):
         drawn["kernel"] = sigma
-        return real_kernel(rng, d, sigma)
+        return real_kernel(rng, matrix, sigma)
 
     def dense_spy(rng, shape, sigma):
         assert "kernel" in drawn  # drawn after the covariance's noise
@@ -56,9 +56,9 @@ def test_trace_is_released_with_the_covariance_sigma(monkeypatch, Est, module,
 
     real_spectrum = Est._spectrum
 
-    def spectrum_spy(self, eigvals, sigma=0.0, trace=None):
+    def spectrum_spy(self, eigvals, sigma=0.0, trace=None, rest=None):
         seen.update(sigma=sigma, trace=trace)
-        return real_spectrum(self, eigvals, sigma, trace)
+        return real_spectrum(self, eigvals, sigma, trace, rest)
 
     monkeypatch.setattr(module, kernel, kernel_spy)
     monkeypatch.setattr(module, "dense_noise", dense_spy)
@@ -357,3 +357,22 @@ def test_power_method_reports_the_same_kind_of_spectrum():
                              n_iter=1, random_state=0).fit(X)
     np.testing.assert_allclose(exact.explained_variance_,
                                PCA(3).fit(X).explained_variance_, rtol=1e-2)
+
+
+@pytest.mark.parametrize("Est", [PrivatePCA, ComplexGaussPCA])
+def test_the_gue_bulk_is_twice_as_wide_as_the_goes(Est):
+    """The GUE kernel's off-diagonal entries have E|H_ij|² = σ² (σ²/2 in each
+    part), so its bulk's edge is at 2√d σ, not the GOE's √(2d) σ. Taken for a
+    GOE, ComplexGaussPCA counted the noise beyond √(2d) σ as resolved
+    spikes: on 2 000 × 400 rows its total variance came out 15 times the
+    data's. Both estimators' totals now agree with the data's."""
+    rng = np.random.default_rng(0)
+    basis = np.linalg.qr(rng.normal(size=(400, 3)))[0]
+    X = rng.normal(size=(2000, 3)) * [5.0, 4.0, 3.0] @ basis.T
+    X += 0.3 * rng.normal(size=X.shape)
+    X /= np.linalg.norm(X, axis=1).max()
+    truth = np.trace(np.cov(X, rowvar=False))
+    fit = Est(3, epsilon=5.0, data_norm=1.0, random_state=1).fit(X)
+    assert fit.total_variance_ == pytest.approx(truth, rel=0.05)
+    sk = np.linalg.eigvalsh(np.cov(X, rowvar=False))[::-1]
+    assert fit.noise_variance_ == pytest.approx(sk[3:].mean(), rel=0.5)

@@ -170,9 +170,9 @@ def test_public_warnings_keep_their_place_and_number(name):
     now refused there: tests/test_bounds.py.)"""
     X, Y = neighbours(1e200)
     make = FACTORIES[name]
-    caught = shown(make, Y, data_norm="auto", random_state=0, svd_solver="full")
+    caught = shown(make, Y, data_norm="auto", random_state=0, copy=False)
     assert [c for c, _ in caught] == [UserWarning, PrivacyLeakWarning]
-    assert "svd_solver='full' has no effect" in caught[0][1]
+    assert "copy=False has no effect" in caught[0][1]
     assert caught[1][1].startswith("random_state=0 fixes the noise")
     with warnings.catch_warnings(record=True) as record, np.errstate(all="warn"):
         warnings.simplefilter("always")
