@@ -39,7 +39,7 @@ from ._dask import (
     reporting_partitions,
 )
 from ._released import mean_in_box, warn_if_one_feature_dominates
-from ._stats import InMemoryRows
+from ._stats import InMemoryRows, add_outer
 from .noise import dense_noise, make_generator, noise_scale
 from .privacy import (
     BudgetAccountant,
@@ -479,7 +479,10 @@ class _BasePrivatePCA(
                          "corrected centre (the first rows' centre was off)")
             gram, total = _engine(data).centred(data_norm, centre)
             shift = (total + dense_noise(rng, total.shape[0], sigma)) / n_samples
-        gram -= n_samples * np.outer(shift, shift)
+        forget = getattr(_engine(data), "forget_raw_gram", None)
+        if forget is not None:  # no further pass: one d × d matrix from here
+            forget()
+        add_outer(gram, shift, shift, -float(n_samples))  # in place
         return gram, centre + shift
 
     def _warn_solver_parameters(self):

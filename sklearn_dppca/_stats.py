@@ -20,6 +20,7 @@ the throughput of both on two cores.
 """
 
 import contextvars
+import functools
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
@@ -27,7 +28,7 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
-from scipy import sparse
+from scipy import linalg, sparse
 from sklearn.utils import assert_all_finite
 from threadpoolctl import ThreadpoolController  # a scikit-learn dependency
 
@@ -47,6 +48,11 @@ _RUN_BYTES = 8 * 2**20
 _RUN_ROWS_PER_FEATURE = 16
 # Less data than this is read in the calling thread alone (see _n_threads).
 _MIN_PARALLEL_BYTES = 128 * 2**20
+#: A d × d float64 matrix of at least this size makes the passes "wide": one
+#: thread of ours (BLAS's own threads do the products), so that no thread
+#: holds d × d accumulators of its own, and the corrections are added to the
+#: Gram matrix itself (at most two d × d matrices at once: see clipped_gram).
+_WIDE_BYTES = 32 * 2**20
 # Corrections of the raw Gram matrix are applied in syrk calls of at least
 # this many rows (and about _RUN_BYTES), from a buffer of that size.
 _MIN_CORRECTION_ROWS = 1024
@@ -248,6 +254,8 @@ def _n_threads(X):
     n, d = X.shape
     if sparse.issparse(X) or 8 * n * d < _MIN_PARALLEL_BYTES:
         return 1
+    if 8 * d * d >= _WIDE_BYTES:  # each thread would hold two d × d matrices
+        return 1
     return max(1, min(_SINGLE_THREADED_BLAS.n_threads(), n))
 
 
@@ -405,7 +413,7 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True, direction=None):
     return FirstPass(
         sq_norms=sq_norms,
         clipped_sum=sums[0] if with_sum else None,
-        gram=sum(part[1] for part in parts),  # clipped_gram symmetrises it
+        gram=_added([part[1] for part in parts]),  # clipped_gram symmetrises it
         total=sums[0] + sums[1],
         count=sum(part[2] for part in parts),
         direction=direction,
@@ -484,7 +492,7 @@ def weighted_gram(X, data_norm, centre):
             sums += np.stack([np.ones(b - a), scale[a:b]]) @ scaled  # Σ s x, Σ w x
         (total, u), weights = sums, np.array([scale.sum(), scale @ scale])
     if centre is not None:
-        gram -= np.outer(2.0 * u - weights[1] * centre, centre)
+        add_outer(gram, 2.0 * u - weights[1] * centre, centre, -1.0)
         total = total - weights[0] * centre
     return _symmetric(gram), total
 
@@ -560,8 +568,8 @@ def clipped_gram(X, data_norm, mean=None, first=None, with_sum=False):
 
     scan_rows = _scan_rows(d)
 
-    def correct(start, stop):
-        corrections = _Corrections(d, stop - start)
+    def correct(start, stop, target=None):
+        corrections = _Corrections(d, stop - start, target)
         raw = sq[start:stop] <= max_raw_sq
         candidate = maybe_clipped(start, stop) | ~raw
         for a, b in _ranges(start, stop, _block_rows(d)):
@@ -582,17 +590,21 @@ def clipped_gram(X, data_norm, mean=None, first=None, with_sum=False):
         corrections.flush()
         return corrections
 
-    parts = _map_ranges(correct, X.shape[0], _n_threads(X))
     gram = first.gram.copy()  # first.gram stays as it was
+    n_threads = _n_threads(X)
+    # one thread: its corrections go into the copy itself (no third d × d)
+    target = gram if n_threads == 1 else None
+    parts = _map_ranges(functools.partial(correct, target=target), X.shape[0],
+                        n_threads)
     for part in parts:
-        if part.gram is not None:
+        if part.gram is not None and part.gram is not gram:
             gram += part.gram
     if mean is not None:
         # Σ w (x − m)(x − m)ᵀ = Σ w x xᵀ − a mᵀ − m aᵀ with a = u − (W/2) m, the
         # symmetric part of Σ w x xᵀ − 2 a mᵀ, taken below
         u = first.total + sum(part.u for part in parts)
         weight_sum = first.count + sum(part.weight_sum for part in parts)
-        gram -= np.outer(2.0 * u - weight_sum * mean, mean)
+        add_outer(gram, 2.0 * u - weight_sum * mean, mean, -1.0)
     result = _symmetric(gram), sum(part.n_clipped for part in parts)
     if not with_sum:
         return result
@@ -621,8 +633,8 @@ class _Corrections:
     is something to add.
     """
 
-    def __init__(self, n_features, n_rows):
-        self.gram = None
+    def __init__(self, n_features, n_rows, target=None):
+        self.gram = target  # a d × d matrix to add to, or None: made when needed
         self.u = np.zeros(n_features)
         self.weight_sum = 0.0
         self.v = np.zeros(n_features)
@@ -684,6 +696,12 @@ class _Corrections:
             return
         rows = self.buffers[sign][: self.sizes[sign]]
         self.sizes[sign] = 0
+        if self.gram is not None and self.gram.flags.c_contiguous:
+            # into the matrix itself: Gᵀ is Fortran-ordered, and BLAS adds
+            # sign · rowsᵀ rows (symmetric) to it in place
+            linalg.blas.dgemm(sign, rows, rows, beta=1.0, c=self.gram.T,
+                              trans_a=True, overwrite_c=True)
+            return
         product = rows.T @ rows  # syrk
         if sign < 0:
             np.negative(product, out=product)
@@ -699,10 +717,37 @@ class _Corrections:
 
 
 def _symmetric(matrix):
-    """``(A + Aᵀ)/2`` (a new array): exactly symmetric, as addition commutes."""
-    matrix = matrix + matrix.T
-    matrix *= 0.5
+    """``(A + Aᵀ)/2``, in place, a band of rows at a time (no second d × d
+    array): exactly symmetric, as addition commutes (each pair gets the
+    same value)."""
+    d = matrix.shape[0]
+    rows = max(1, _RUN_BYTES // (8 * max(d, 1)))
+    for a in range(0, d, rows):
+        b = min(a + rows, d)
+        band = matrix[a:b, a:] + matrix[a:, a:b].T
+        band *= 0.5
+        matrix[a:b, a:] = band
+        matrix[a:, a:b] = band.T
     return matrix
+
+
+def add_outer(matrix, x, y, alpha=1.0):
+    """``matrix += alpha · x yᵀ``, in place, a band of rows at a time (no d × d
+    temporary). Returns ``matrix``."""
+    d = matrix.shape[0]
+    rows = max(1, _RUN_BYTES // (8 * max(d, 1)))
+    for a in range(0, d, rows):
+        b = min(a + rows, d)
+        matrix[a:b] += np.outer(alpha * x[a:b], y)
+    return matrix
+
+
+def _added(matrices):
+    """The sum of a list of arrays, into the first (no copy of one alone)."""
+    total = matrices[0]
+    for other in matrices[1:]:
+        total += other
+    return total
 
 
 def _gram(rows, out):
@@ -868,7 +913,16 @@ class InMemoryRows:
         return self.first.clipped_sum
 
     def gram(self, data_norm, mean):
-        return clipped_gram(self.X, data_norm, mean, self.first)[0]
+        gram = clipped_gram(self.X, data_norm, mean, self.first)[0]
+        self.forget_raw_gram()  # the fit's last use of it
+        return gram
+
+    def forget_raw_gram(self):
+        """Free the first pass's raw Gram matrix once no statistic needs it,
+        so that the release holds one d × d matrix, not two."""
+        if self.first is not None:
+            self.first = self.first._replace(gram=None)
+            self._first_norm = None
 
     def head(self, n_rows):
         """The first ``n_rows`` rows (a view)."""

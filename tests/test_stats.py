@@ -7,6 +7,7 @@ import pytest
 from scipy import sparse
 from threadpoolctl import threadpool_info
 
+from sklearn_dppca import _stats
 from sklearn_dppca._stats import (
     clipped_gram,
     clipped_sum,
@@ -296,3 +297,44 @@ def test_clipped_rows_have_true_norm_at_most_the_bound(dtype, far):
     # a margin of about γ(1 + far)², not a different bound
     gamma = (d + 8) * np.finfo(dtype).eps
     assert scales.min() > 1 - 8 * gamma * (1 + far) ** 2
+
+
+# ------------------------------------- issue 31: d x d matrices, at most two
+def test_symmetric_and_outer_updates_work_in_place():
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(301, 301))
+    expected = (A + A.T) / 2.0
+    out = _stats._symmetric(A)
+    assert out is A and np.array_equal(A, A.T)
+    np.testing.assert_allclose(A, expected, rtol=0, atol=1e-15)
+    x, y = rng.normal(size=(2, 301))
+    before = A.copy()
+    assert _stats.add_outer(A, x, y, -3.0) is A
+    np.testing.assert_allclose(A, before - 3.0 * np.outer(x, y), rtol=1e-14,
+                               atol=1e-14)
+
+
+@pytest.mark.parametrize("center", [True, False])
+def test_a_wide_fit_holds_about_two_d_by_d_matrices(center):
+    """The Gram matrix of 600 × 2 500 rows (50 MB) and its release: the raw
+    Gram matrix and the centred one during the Gram pass (the corrections
+    added into it, the symmetrisation in place), then one matrix with its
+    noise added in place and the top k by the randomized solver (before:
+    above four)."""
+    import tracemalloc
+
+    from sklearn_dppca import PrivatePCA
+
+    rng = np.random.default_rng(0)
+    n, d = 600, 2500
+    X = rng.normal(size=(n, d))
+    bound = float(np.linalg.norm(X, axis=1).max())
+    PrivatePCA(5, data_norm=bound).fit(X[:, :50])  # imports, outside the count
+    tracemalloc.start()
+    try:
+        pca = PrivatePCA(5, data_norm=bound, center=center).fit(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert pca._fit_svd_solver == "randomized"
+    assert peak <= 3.0 * 8 * d * d
