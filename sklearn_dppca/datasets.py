@@ -18,6 +18,7 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
+from scipy import sparse as _sparse
 from sklearn import datasets as _sk_datasets
 from sklearn.utils import Bunch
 
@@ -29,6 +30,7 @@ __all__ = [
     "load_digits_for_pca",
     "load_real_dataset",
     "make_coherent_low_rank",
+    "make_genotypes",
 ]
 
 # Rows per block when generating: about 32 MiB of float64.
@@ -316,6 +318,209 @@ def make_coherent_low_rank(
         n_signal_rows=n_signal_rows,
     )
     return X, components, info
+
+
+def _genotype_norm_bound(n_variants, fst, maf_range):
+    """Public bound on a genotype row's norm, from the model's parameters.
+
+    A row's squared norm is a sum of ``d`` i.i.d. terms ``g²`` (each variant
+    draws its own ancestral and population frequency), so it is close to
+    normal with mean ``d E[g²]`` and variance ``d Var(g²)``. With ``q`` a
+    population frequency, ``E[q] = m₁``, ``E[q²] = m₂ + F (m₁ − m₂)`` (``m₁``,
+    ``m₂`` the moments of the uniform ancestral frequency), and given ``q``,
+    ``E[g²] = 2q + 2q²``, ``E[g⁴] = 2q + 14q²``. The bound is the mean plus
+    four standard deviations, capped by the hard bound ``2√d``.
+    """
+    low, high = maf_range
+    m1 = (low + high) / 2.0
+    m2 = (low * low + low * high + high * high) / 3.0
+    q1, q2 = m1, m2 + fst * (m1 - m2)
+    second = 2.0 * q1 + 2.0 * q2
+    fourth = 2.0 * q1 + 14.0 * q2
+    variance = max(fourth - second**2, 0.0)
+    sq_bound = n_variants * second + 4.0 * math.sqrt(n_variants * variance)
+    return float(min(math.sqrt(sq_bound), 2.0 * math.sqrt(n_variants)))
+
+
+def make_genotypes(
+    n_samples=1000,
+    n_variants=20_000,
+    n_populations=3,
+    *,
+    fst=0.05,
+    maf_range=(0.05, 0.5),
+    sparse=False,
+    dtype=np.float64,
+    return_info=False,
+    random_state=None,
+):
+    """A simulated genotype matrix of a few populations (Balding–Nichols).
+
+    Each entry is the number of copies (0, 1 or 2) of variant ``j``'s
+    minor allele carried by sample ``i``, drawn under the Balding–Nichols
+    model of population structure:
+
+    - each variant's ancestral allele frequency is
+      ``p_j ~ Uniform(maf_range)``;
+    - each population ``k`` drifts from it:
+      ``p_kj ~ Beta(p_j (1 − F)/F, (1 − p_j)(1 − F)/F)`` with ``F = fst``,
+      so that ``E[p_kj] = p_j`` and ``Var(p_kj) = F p_j (1 − p_j)``;
+    - each sample belongs to one population, the populations balanced (their
+      sizes differ by at most one, in a random order of the rows), and its
+      genotype is ``x_ij ~ Binomial(2, p_kj)``, independently over ``i`` and
+      ``j`` given the frequencies.
+
+    The populations' mean genotypes differ by ``≈ √(8 F d E[p(1−p)])``
+    between two populations, against a within-population spread of about
+    ``√(2 p(1−p))`` along any direction, so the top ``n_populations − 1``
+    principal components separate them once ``F d`` is large: genotype PCA,
+    the classic privacy-sensitive use of PCA on wide data.
+
+    Parameters
+    ----------
+    n_samples : int, default=1000
+        Number of samples (rows), at least ``n_populations``.
+    n_variants : int, default=20_000
+        Number of variants (columns).
+    n_populations : int, default=3
+        Number of populations.
+    fst : float, default=0.05
+        Fixation index ``F`` in ``(0, 1)``: how far the populations' allele
+        frequencies drift from the ancestral ones (0.05 is typical of
+        continental human populations; smaller values are harder to
+        separate).
+    maf_range : tuple of two floats, default=(0.05, 0.5)
+        ``(low, high)`` with ``0 < low ≤ high ≤ 0.5``: the range of the
+        ancestral minor-allele frequencies.
+    sparse : bool, default=False
+        Return ``X`` as a :class:`scipy.sparse.csr_matrix`, as genotype
+        matrices are often stored (most entries are 0 at rare variants). The
+        values are the same as with ``sparse=False`` for the same
+        ``random_state``.
+    dtype : float dtype, default=np.float64
+        Floating-point dtype of ``X``; the values 0, 1 and 2 are exact in
+        any. ``np.float32`` halves the memory.
+    return_info : bool, default=False
+        Also return a :class:`~sklearn.utils.Bunch` describing the model.
+    random_state : None, int, numpy.random.RandomState or numpy.random.Generator
+        Randomness of the construction; an int makes it deterministic.
+
+    Returns
+    -------
+    X : ndarray or csr_matrix of shape (n_samples, n_variants)
+        The genotypes, with values in ``{0, 1, 2}``.
+    populations : ndarray of shape (n_samples,), int
+        The population ``0 … n_populations − 1`` of each sample.
+    info : Bunch
+        Only when ``return_info=True``, with
+
+        - ``ancestral_frequencies`` : ndarray of shape (n_variants,), ``p_j``;
+        - ``population_frequencies`` : ndarray of shape (n_populations,
+          n_variants), ``p_kj``;
+        - ``data_norm`` : float, a **public** bound on the rows' norms,
+          computed from ``n_variants``, ``fst`` and ``maf_range`` only (not
+          from the draw): the mean of a row's squared norm plus four of its
+          standard deviations (a sum of ``d`` i.i.d. terms, close to normal,
+          so a row exceeds it with probability about ``3·10⁻⁵``), capped by
+          the hard bound ``2√d``. Pass it as the estimators' ``data_norm``.
+
+    Raises
+    ------
+    ValueError
+        If a parameter is out of range.
+
+    Notes
+    -----
+    Time and memory are ``O(n d)``: the rows are drawn in blocks of about
+    32 MB, one uniform number per entry compared with the cumulative
+    probabilities ``(1 − p)²`` and ``1 − p²`` of the genotypes 0 and 1, and
+    written straight into ``X``. With ``sparse=True`` each block is
+    converted to CSR before the next is drawn, so no dense ``n × d`` array
+    is formed; the blocks are stacked at the end (the stored values and
+    indices twice, briefly). At the default ``maf_range`` about 46% of the
+    entries are non-zero, so a CSR matrix is larger than the dense array;
+    it pays off with ``maf_range`` near 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.decomposition import PCA
+    >>> from sklearn_dppca.datasets import make_genotypes
+    >>> X, populations = make_genotypes(300, 2000, random_state=0)
+    >>> X.shape, sorted(np.unique(X).tolist())
+    ((300, 2000), [0.0, 1.0, 2.0])
+    >>> np.bincount(populations).tolist()
+    [100, 100, 100]
+
+    The top two principal components separate the populations:
+
+    >>> Z = PCA(2).fit_transform(X)
+    >>> centres = np.array([Z[populations == k].mean(axis=0) for k in range(3)])
+    >>> nearest = np.argmin(((Z[:, None, :] - centres) ** 2).sum(axis=2), axis=1)
+    >>> float(np.mean(nearest == populations))
+    1.0
+    """
+    n = _check_int(n_samples, "n_samples", 1)
+    d = _check_int(n_variants, "n_variants", 1)
+    n_pop = _check_int(n_populations, "n_populations", 1)
+    if n_pop > n:
+        raise ValueError(
+            f"n_populations must be at most n_samples={n}; got {n_populations!r}."
+        )
+    fst = _check_real(fst, "fst", 0.0, 1.0, low_open=True, high_open=True)
+    try:
+        low, high = maf_range
+        low = _check_real(low, "maf_range[0]", 0.0, 0.5, low_open=True)
+        high = _check_real(high, "maf_range[1]", low, 0.5)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            "maf_range must be a pair (low, high) with 0 < low ≤ high ≤ 0.5; "
+            f"got {maf_range!r}."
+        ) from exc
+    if not isinstance(sparse, (bool, np.bool_)):
+        raise ValueError(f"sparse must be a bool; got {sparse!r}.")
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        dtype = None
+    if dtype is None or not np.issubdtype(dtype, np.floating):
+        raise ValueError(f"dtype must be a floating-point dtype; got {dtype!r}.")
+    rng = make_generator(random_state)
+
+    populations = rng.permutation(np.arange(n) % n_pop)
+    ancestral = rng.uniform(low, high, size=d)
+    scale = (1.0 - fst) / fst
+    frequencies = rng.beta(ancestral * scale, (1.0 - ancestral) * scale,
+                           size=(n_pop, d))
+    # x ≥ 1 when u ≥ P(x = 0) = (1 − p)², x = 2 when u ≥ P(x ≤ 1) = 1 − p².
+    at_least_one = (1.0 - frequencies) ** 2
+    two = 1.0 - frequencies**2
+
+    step = max(1, _BLOCK_BYTES // (8 * d))
+    X = None if sparse else np.empty((n, d), dtype=dtype)
+    blocks = []
+    for start in range(0, n, step):
+        stop = min(start + step, n)
+        labels = populations[start:stop]
+        u = rng.random((stop - start, d))
+        threshold = at_least_one[labels]
+        block = np.empty((stop - start, d), dtype=dtype) if sparse else X[start:stop]
+        np.greater_equal(u, threshold, out=block)
+        np.take(two, labels, axis=0, out=threshold)
+        block += u >= threshold
+        if sparse:
+            blocks.append(_sparse.csr_matrix(block))
+    if sparse:
+        X = _sparse.vstack(blocks, format="csr", dtype=dtype)
+        del blocks
+    if not return_info:
+        return X, populations
+    info = Bunch(
+        ancestral_frequencies=ancestral,
+        population_frequencies=frequencies,
+        data_norm=_genotype_norm_bound(d, fst, (low, high)),
+    )
+    return X, populations, info
 
 
 # --------------------------------------------------------------------------

@@ -1,11 +1,12 @@
-"""Smoke test of benchmarks/evaluate.py, peers.py, bench_coherent.py and
-bench_complex.py (a few seconds).
+"""Smoke test of benchmarks/evaluate.py, peers.py, bench_coherent.py,
+bench_complex.py and the other scripts (a few seconds each).
 
 Runs the runner's core on a tiny synthetic dataset with 2 seeds, without
 diffprivlib, the timing scan or figures, and checks the textbook baseline's
 calibration.
 """
 
+import json
 import math
 import sys
 import warnings
@@ -22,8 +23,10 @@ peers = pytest.importorskip("peers")
 
 from sklearn.utils import Bunch  # noqa: E402
 
+import sklearn_dppca  # noqa: E402
 from sklearn_dppca import BudgetAccountant, PrivacyLeakWarning, PrivatePCA  # noqa: E402
 from sklearn_dppca.datasets import make_coherent_low_rank  # noqa: E402
+from sklearn_dppca.metrics import principal_angle_sin  # noqa: E402
 from sklearn_dppca.privacy import gdp_epsilon  # noqa: E402
 
 
@@ -349,3 +352,79 @@ def test_first_rows_cell_runs_both_designs():
     assert (whole_passes, passes) == (2, 1)
     assert first[0] < 0.1 and whole[0] < 0.1  # sin θ
     assert bench._bounds.PILOT_FACTOR == 4  # restored
+
+
+# --- benchmarks/bench_wide.py: wide and sparse data (issue 31) ---------------
+def test_wide_cases_and_public_norm_bounds():
+    """The cases' shapes and public data_norm: about 1% of the spiked rows
+    beyond it, no CSR or genotype row (the bounds come from the models)."""
+    bench = pytest.importorskip("bench_wide")
+    for name, (kind, shapes) in bench.CASES.items():
+        X, meta = bench.make_case(name, "tiny", seed=0)
+        assert X.shape == shapes["tiny"][:2] and meta["sparse"] == (kind == "csr")
+        norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel()
+                        if meta["sparse"] else np.einsum("ij,ij->i", X, X))
+        beyond = np.mean(norms > meta["data_norm"])
+        assert beyond < (0.05 if kind == "spiked" else 1e-12)
+    X, meta = bench.make_case("dense-2k", "quick", seed=0)
+    beyond = np.mean(np.linalg.norm(X, axis=1) > meta["data_norm"])
+    assert 0.002 < beyond < 0.03
+    reference = bench.reference_components(X, 10)
+    top = np.linalg.eigh(np.cov(X.T))[1][:, ::-1][:, :10].T
+    assert principal_angle_sin(reference, top) < 1e-8
+    for name in bench.ESTIMATORS:
+        solvers = bench.accepted_solvers(getattr(sklearn_dppca, name))
+        assert solvers[0] == "auto" and "randomized" in solvers
+
+
+def test_wide_tiny_run(tmp_path, capsys):
+    bench = pytest.importorskip("bench_wide")
+    out = tmp_path / "wide.json"
+    result = bench.main(["--tiny", "--cases", "dense-2k,csr-0.1pct", "--epsilons",
+                         "1", "--ks", "2", "--solvers", "auto,randomized",
+                         "--param", "not_a_parameter=1", "--out", str(out)])
+    table = capsys.readouterr().out
+    rows = result["results"]
+    assert json.loads(out.read_text())["config"]["ks"] == [2]
+    for case in ("dense-2k", "csr-0.1pct"):
+        cells = [r for r in rows if r["case"] == case]
+        names = [(r["estimator"], r["svd_solver"]) for r in cells]
+        expected = {("PCA auto", None), ("PCA randomized", None)}
+        expected |= {(e, s) for e in bench.ESTIMATORS for s in ("auto", "randomized")}
+        if case.startswith("csr"):
+            expected.add(("TruncatedSVD", None))
+        assert set(names) == expected and len(names) == len(expected)
+        for r in cells:
+            if r["estimator"] == "PCA randomized" and case.startswith("csr"):
+                continue  # scikit-learn may refuse sparse input here
+            assert r["status"] == "ok", r
+            assert r["time_s"] > 0 and r["peak_bytes"] >= 0
+            assert 0.0 <= r["sin_theta"] <= 1.0
+            if r["estimator"] in bench.ESTIMATORS:
+                assert r["params_skipped"] == ["not_a_parameter"]
+        auto = next(r for r in cells if r["estimator"] == "PCA auto")
+        assert auto["time_ratio"] == 1.0
+        if case == "dense-2k":  # an exact solver: the reference itself
+            assert auto["sin_theta"] < 1e-6
+    assert "| PrivatePCA | auto" in table and "| TruncatedSVD |" in table
+    assert "data_norm = " in table
+
+
+def test_wide_limits_are_reported_not_fatal(tmp_path):
+    """A fit past its time or memory reads "timeout" / "out of memory", and the
+    next fit runs in a new worker."""
+    bench = pytest.importorskip("bench_wide")
+    X, meta = bench.make_case("dense-2k", "tiny", seed=0)
+    bench.write_case(tmp_path / "case", X, bench.reference_components(X, 2), meta)
+    cell = dict(estimator="PrivatePCA", svd_solver="auto", epsilon=1.0, k=2,
+                case="dense-2k", seed=0, params={})
+    quiet = lambda message: None  # noqa: E731
+    (late,) = bench.run_case(tmp_path / "case", [cell], 1e-3, 20e9, quiet)
+    assert late["status"] == "timeout"
+    # 3 000 features: PrivatePCA's d × d matrices (72 MB each) exceed 10 MB
+    wide = np.random.default_rng(0).standard_normal((40, 3000)) / 60
+    bench.write_case(tmp_path / "wide", wide, np.eye(2, 3000), dict(data_norm=1.0))
+    (starved,) = bench.run_case(tmp_path / "wide", [cell], 60, 1e7, quiet)
+    assert starved["status"].startswith("out of memory")
+    (ok,) = bench.run_case(tmp_path / "case", [cell], 60, 20e9, quiet)
+    assert ok["status"] == "ok"

@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from scipy import sparse
+from sklearn.decomposition import PCA
 
 from sklearn_dppca.datasets import (
     REAL_DATASETS,
@@ -9,6 +11,7 @@ from sklearn_dppca.datasets import (
     load_digits_for_pca,
     load_real_dataset,
     make_coherent_low_rank,
+    make_genotypes,
 )
 from sklearn_dppca.metrics import coherence, principal_angle_sin
 
@@ -186,6 +189,103 @@ def test_invalid_parameters(kwargs, match):
 def test_smallest_coherence_is_accepted():
     X, _, info = generate(coherence=np.sqrt(K / N))
     assert info.n_signal_rows == N
+
+
+# --------------------------------------------------------------------------
+# make_genotypes
+# --------------------------------------------------------------------------
+def test_genotypes_shapes_values_and_balanced_labels():
+    X, populations = make_genotypes(301, 500, 3, random_state=0)
+    assert isinstance(X, np.ndarray) and X.shape == (301, 500)
+    assert X.dtype == np.float64
+    assert set(np.unique(X).tolist()) == {0.0, 1.0, 2.0}
+    assert populations.shape == (301,)
+    assert sorted(np.bincount(populations).tolist()) == [100, 100, 101]
+    assert not np.array_equal(populations, np.sort(populations))  # random order
+    X32, _ = make_genotypes(50, 40, 2, dtype=np.float32, random_state=0)
+    assert X32.dtype == np.float32
+
+
+def test_genotypes_deterministic_for_an_int_seed():
+    a = make_genotypes(200, 300, random_state=42)
+    b = make_genotypes(200, 300, random_state=42)
+    c = make_genotypes(200, 300, random_state=43)
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])
+    assert not np.array_equal(a[0], c[0])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_genotypes_sparse_equals_dense(dtype):
+    # 3 000 columns: several row blocks, so the blocks are stacked in order
+    dense, labels = make_genotypes(1200, 3000, 4, random_state=1, dtype=dtype)
+    csr, labels_csr = make_genotypes(1200, 3000, 4, sparse=True, random_state=1,
+                                     dtype=dtype)
+    assert sparse.issparse(csr) and csr.format == "csr" and csr.dtype == dtype
+    np.testing.assert_array_equal(csr.toarray(), dense)
+    np.testing.assert_array_equal(labels_csr, labels)
+    assert csr.nnz == np.count_nonzero(dense)
+
+
+def test_genotypes_follow_the_balding_nichols_model():
+    fst, maf_range = 0.1, (0.1, 0.4)
+    X, populations, info = make_genotypes(
+        3000, 4000, 2, fst=fst, maf_range=maf_range, return_info=True,
+        random_state=0)
+    p, freqs = info.ancestral_frequencies, info.population_frequencies
+    assert p.shape == (4000,) and freqs.shape == (2, 4000)
+    assert maf_range[0] <= p.min() and p.max() <= maf_range[1]
+    # drift: Var(p_kj − p_j) = F p_j (1 − p_j), averaged over the variants
+    drift = np.mean((freqs - p) ** 2) / np.mean(p * (1 - p))
+    assert drift == pytest.approx(fst, rel=0.1)
+    # Binomial(2, p_kj): each population's mean genotype is 2 p_kj
+    for k in range(2):
+        mean = X[populations == k].mean(axis=0)
+        assert np.abs(mean - 2 * freqs[k]).mean() < 0.03
+
+
+def test_genotypes_public_norm_bound():
+    X, _, info = make_genotypes(2000, 3000, return_info=True, random_state=0)
+    norms = np.linalg.norm(X, axis=1)
+    # the bound is a model quantity: mean + 4 sd of the squared norm
+    assert norms.max() <= info.data_norm < 1.1 * norms.max()
+    assert info.data_norm <= 2 * np.sqrt(3000)
+    # the same parameters give the same bound, whatever the draw
+    other = make_genotypes(10, 3000, return_info=True, random_state=5)[2]
+    assert other.data_norm == info.data_norm
+
+
+def test_genotypes_populations_separate_in_the_top_two_components():
+    X, populations = make_genotypes(300, 2000, 3, fst=0.05, random_state=0)
+    Z = PCA(2, svd_solver="full").fit_transform(X)
+    centres = np.array([Z[populations == k].mean(axis=0) for k in range(3)])
+    nearest = np.argmin(((Z[:, None, :] - centres) ** 2).sum(axis=2), axis=1)
+    assert np.mean(nearest == populations) >= 0.95
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(n_samples=0), "n_samples"),
+        (dict(n_variants=0), "n_variants"),
+        (dict(n_populations=0), "n_populations"),
+        (dict(n_samples=2, n_populations=3), "n_populations"),
+        (dict(fst=0.0), "fst"),
+        (dict(fst=1.0), "fst"),
+        (dict(maf_range=(0.0, 0.5)), "maf_range"),
+        (dict(maf_range=(0.3, 0.2)), "maf_range"),
+        (dict(maf_range=(0.1, 0.6)), "maf_range"),
+        (dict(maf_range=0.1), "maf_range"),
+        (dict(sparse="yes"), "sparse"),
+        (dict(dtype=np.int8), "dtype"),
+        (dict(random_state="seed"), "random_state"),
+    ],
+)
+def test_genotypes_invalid_parameters(kwargs, match):
+    params = dict(n_samples=30, n_variants=20, random_state=0)
+    params.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        make_genotypes(**params)
 
 
 # --------------------------------------------------------------------------
