@@ -11,9 +11,11 @@ the same worker process:
   ``data_norm``, ``random_state=seed``, a fresh unlimited
   ``BudgetAccountant``, and every ``svd_solver`` value the estimator's
   parameter validation accepts (read from its ``_parameter_constraints``).
-  The value is passed through as is and printed: today the estimators accept
-  it and ignore it (they warn; the table marks such cells ``(ignored)``),
-  so the script measures the new paths once they land. ``--param
+  The value is passed through as is and printed: ``PrivatePCA`` and
+  ``ComplexGaussPCA`` eigendecompose their release with it (the solver
+  ``"auto"`` chose is printed, from ``_fit_svd_solver``);
+  ``CoherentPowerPCA`` ignores it (it warns; the table marks such cells
+  ``(ignored)``). ``--param
   NAME=VALUE`` passes a further parameter, only to estimators whose
   ``get_params()`` has it (so the script runs on code that lacks it);
 

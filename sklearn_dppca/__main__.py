@@ -1011,7 +1011,7 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("dppca: interrupted", file=sys.stderr)
         return 130
-    except (ValueError, TypeError, OSError, ImportError) as exc:
+    except (ValueError, TypeError, OSError, ImportError, MemoryError) as exc:
         # BudgetExceededError, pandas' parser errors and scikit-learn's
         # InvalidParameterError are all ValueErrors.
         return _error(exc)

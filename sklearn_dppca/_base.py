@@ -10,6 +10,7 @@ and the probabilistic-PCA ``score``. A subclass writes only ``_release``.
 
 import functools
 import math
+import os
 import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
@@ -66,6 +67,20 @@ SKLEARN_SOLVER_DEFAULTS = {
     "n_oversamples": 10,
     "power_iteration_normalizer": "auto",
 }
+#: Share of the machine's memory that a fit's ``d × d`` matrices may take
+#: (``_check_memory``): beyond it the fit is refused before any charge.
+MEMORY_SHARE = 0.8
+
+
+def physical_memory():
+    """Bytes of this machine's physical memory, or None where it cannot be
+    told (a public fact about the machine, not about the data)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
 #: Relative tolerance within which privacy_spent_ reports the request: the
 #: accountant's own tolerance (a plan that composes exactly differs from the
 #: request by the round-off of the ε ↔ μ conversions only).
@@ -377,6 +392,7 @@ class _BasePrivatePCA(
                 data, progress, hidden=self._hidden_passes()
             )
         self._check_n_components(n_samples, n_features)
+        self._check_memory(n_samples, n_features)
         if self._honours_svd_solver:  # as scikit-learn's PCA records it
             self._fit_svd_solver = self._eigen_solver(n_samples, n_features)
         # norm bounds ("auto", a box): their share is taken from the plan
@@ -614,6 +630,42 @@ class _BasePrivatePCA(
         rest = (d - k, trace_released - float(values.sum()),
                 float(np.vdot(noisy, noisy).real) - float(values @ values))
         return self._spectrum(values, sigma, trace, rest), values, vectors
+
+    def _memory_needed(self, n_samples, n_features):
+        """Bytes of the fit's ``d × d`` matrices at their peak, from public
+        values: two float64 matrices in the Gram pass (the raw one and the
+        centred one), then the release — one matrix with a truncated solver,
+        three with every eigenpair (LAPACK's copy and the eigenvectors); a
+        complex release doubles that part."""
+        d = n_features
+        solver = self._eigen_solver(n_samples, d)
+        release = 1 if solver in ("randomized", "arpack") else 3
+        if self._hermitian_noise:
+            release = 2 * release + 1  # complex matrices, beside the real Gram
+        return 8 * d * d * max(2, release)
+
+    def _check_memory(self, n_samples, n_features):
+        """Refuse, before the data is read and before any charge, a fit whose
+        ``d × d`` matrices cannot fit in this machine's memory
+        (:data:`MEMORY_SHARE` of it): it would otherwise run out of memory
+        part-way, after its charge."""
+        total = physical_memory()
+        needed = self._memory_needed(n_samples, n_features)
+        if total is None or needed <= MEMORY_SHARE * total:
+            return
+        gib = 2.0**30
+        raise MemoryError(
+            f"{type(self).__name__} on {n_features} features needs about "
+            f"{needed / gib:.3g} GiB for its {n_features} × {n_features} "
+            f"matrices, more than {MEMORY_SHARE:.0%} of this machine's "
+            f"{total / gib:.3g} GiB. The fit was refused before reading the "
+            "data or spending any budget. A truncated solver "
+            "(svd_solver='randomized', the default on wide data with an "
+            "integer n_components) needs two such matrices, every eigenpair "
+            "three or four; with fewer features (a public selection of "
+            "them) the matrices shrink as d². Every estimator here forms "
+            "these matrices: a path without them is not there yet."
+        )
 
     def _eigen_solver(self, n_samples, n_features):
         """How the released matrix is eigendecomposed (post-processing: the

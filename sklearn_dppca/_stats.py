@@ -699,8 +699,11 @@ class _Corrections:
         if self.gram is not None and self.gram.flags.c_contiguous:
             # into the matrix itself: Gᵀ is Fortran-ordered, and BLAS adds
             # sign · rowsᵀ rows (symmetric) to it in place
-            linalg.blas.dgemm(sign, rows, rows, beta=1.0, c=self.gram.T,
-                              trans_a=True, overwrite_c=True)
+            target = self.gram.T
+            out = linalg.blas.dgemm(sign, rows, rows, beta=1.0, c=target,
+                                    trans_a=True, overwrite_c=True)
+            if not np.shares_memory(out, target):  # BLAS worked on a copy
+                target[...] = out
             return
         product = rows.T @ rows  # syrk
         if sign < 0:

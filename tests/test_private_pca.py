@@ -859,3 +859,30 @@ def test_auto_takes_the_randomized_top_k_on_wide_data():
     assert principal_sin(full.components_, basis) < 0.5
     assert principal_sin(pca.components_, basis) <= (
         principal_sin(full.components_, basis) + 0.01)
+
+
+@pytest.mark.parametrize("Est", [PrivatePCA, ComplexGaussPCA, FixedPower])
+def test_a_fit_whose_matrices_cannot_fit_is_refused_before_the_charge(Est,
+                                                                      monkeypatch):
+    """Issue 31, item 4: the d × d matrices' memory is known from public
+    values before the data is read; a fit that could not hold them is
+    refused then, not out of memory after its charge."""
+    from sklearn_dppca import _base
+
+    X, _ = _spiked(n=200, d=40)
+    budget = BudgetAccountant()
+    est = Est(2, data_norm=1.0, accountant=budget)
+    needed = est._memory_needed(*X.shape)
+    assert needed >= 2 * 8 * 40 * 40
+    monkeypatch.setattr(_base, "physical_memory", lambda: needed)
+    with pytest.raises(MemoryError, match="refused before reading the data"):
+        est.fit(X)
+    assert budget.n_charges == 0
+    monkeypatch.setattr(_base, "physical_memory", lambda: 2 * needed)
+    est.fit(X)
+    assert budget.n_charges == 1
+    # a truncated solver needs fewer of them
+    wide = PrivatePCA(5, svd_solver="randomized")
+    assert wide._memory_needed(2000, 5000) == 2 * 8 * 5000**2
+    assert PrivatePCA(5, svd_solver="full")._memory_needed(2000, 5000) == (
+        3 * 8 * 5000**2)
