@@ -136,17 +136,17 @@ SOLVERS = ("auto", "full", "covariance_eigh", "arpack", "randomized")
 DELTA = 1e-6
 #: name: (kind, {size: shape}); a CSR shape is (n, d, density).
 CASES = {
-    "dense-2k": ("spiked", {"full": (2000, 5000), "quick": (1000, 500),
+    "dense-2k": ("spiked", {"full": (2000, 5000), "quick": (1000, 400),
                             "tiny": (200, 60)}),
-    "dense-10k": ("spiked", {"full": (10_000, 20_000), "quick": (2000, 700),
+    "dense-10k": ("spiked", {"full": (10_000, 20_000), "quick": (2000, 500),
                              "tiny": (300, 80)}),
     "csr-1pct": ("csr", {"full": (100_000, 20_000, 0.01),
-                         "quick": (5000, 500, 0.04),
+                         "quick": (5000, 400, 0.04),
                          "tiny": (500, 100, 0.05)}),
     "csr-0.1pct": ("csr", {"full": (100_000, 100_000, 0.001),
-                           "quick": (5000, 600, 0.02),
+                           "quick": (5000, 500, 0.02),
                            "tiny": (500, 120, 0.05)}),
-    "genotypes": ("genotypes", {"full": (10_000, 20_000), "quick": (1000, 700),
+    "genotypes": ("genotypes", {"full": (10_000, 20_000), "quick": (1000, 500),
                                 "tiny": (200, 100)}),
 }
 #: Spiked model: 10 spikes from 4 to 2, then 40 from 1 to 0.5; noise τ² = 1/d.
@@ -649,7 +649,9 @@ def markdown(meta, results):
     lines = [case_header(meta), "", head, "|" + "---|" * 9]
     for r in results:
         solver = r["svd_solver"] or ""
-        if r["estimator"].startswith("PCA"):
+        if r["estimator"] == "TruncatedSVD":
+            solver = "(algorithm=randomized)"
+        elif r["estimator"].startswith("PCA"):
             solver = r["estimator"].split()[1]
             if r.get("fit_svd_solver") and r["fit_svd_solver"] != solver:
                 solver += f" → {r['fit_svd_solver']}"
