@@ -78,7 +78,14 @@ and the peak is ``ru_maxrss`` after the fit minus ``ru_maxrss`` once the data
 is loaded: an upper bound of the same quantity when loading peaked lower.
 Timing is wall time (``time.perf_counter``) of ``fit`` alone, one fit per
 cell, in the same process for every cell of a case (unless a worker had to
-be replaced), with the library's default BLAS threads.
+be replaced). Every fit runs with **one BLAS thread** by default
+(``--blas-threads 1``; 0 keeps the library default), as in
+``evaluate.py``: on a 2-core machine shared with other jobs, a descheduled
+second BLAS thread stalls every BLAS call (one ``ComplexGaussPCA`` fit on
+1 000 × 500 took from 0.16 s to 16 s two-threaded under load, 0.4 s
+single-threaded), so multi-threaded times there mostly measure the other
+load. The ratios are then per-core costs; on a dedicated machine,
+``--blas-threads 0`` measures what a default ``PCA()`` user sees.
 
 **Limits.** Each fit runs under ``--timeout`` seconds (default 300) and
 ``--memory-limit`` GB (default 20): the worker sets ``RLIMIT_AS`` to its
@@ -131,17 +138,17 @@ SOLVERS = ("auto", "full", "covariance_eigh", "arpack", "randomized")
 DELTA = 1e-6
 #: name: (kind, {size: shape}); a CSR shape is (n, d, density).
 CASES = {
-    "dense-2k": ("spiked", {"full": (2000, 5000), "quick": (1000, 500),
+    "dense-2k": ("spiked", {"full": (2000, 5000), "quick": (1000, 400),
                             "tiny": (200, 60)}),
-    "dense-10k": ("spiked", {"full": (10_000, 20_000), "quick": (2000, 700),
+    "dense-10k": ("spiked", {"full": (10_000, 20_000), "quick": (2000, 500),
                              "tiny": (300, 80)}),
     "csr-1pct": ("csr", {"full": (100_000, 20_000, 0.01),
-                         "quick": (5000, 500, 0.04),
+                         "quick": (5000, 400, 0.04),
                          "tiny": (500, 100, 0.05)}),
     "csr-0.1pct": ("csr", {"full": (100_000, 100_000, 0.001),
-                           "quick": (5000, 600, 0.02),
+                           "quick": (5000, 500, 0.02),
                            "tiny": (500, 120, 0.05)}),
-    "genotypes": ("genotypes", {"full": (10_000, 20_000), "quick": (1000, 700),
+    "genotypes": ("genotypes", {"full": (10_000, 20_000), "quick": (1000, 500),
                                 "tiny": (200, 100)}),
 }
 #: Spiked model: 10 spikes from 4 to 2, then 40 from 1 to 0.5; noise τ² = 1/d.
@@ -473,12 +480,16 @@ def run_cell(X, reference, cell, data_norm, memory_limit, fresh_baseline):
     return result
 
 
-def worker_main(folder, memory_limit):
+def worker_main(folder, memory_limit, blas_threads):
     """The hidden ``--worker`` mode: one JSON line per cell on stdin, one
     result per line on the original stdout (stray prints go to stderr)."""
     out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
     warnings.simplefilter("ignore")
+    if blas_threads > 0:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=blas_threads)  # for the worker's lifetime
     X, reference, meta = read_case(Path(folder))
     _warm_up()
     _trim_heap()
@@ -498,13 +509,14 @@ def worker_main(folder, memory_limit):
 class Worker:
     """A ``--worker`` child process that holds one case's data."""
 
-    def __init__(self, folder, memory_limit, start_timeout):
+    def __init__(self, folder, memory_limit, start_timeout, blas_threads=1):
         self.log_path = Path(folder) / "worker.log"
         self.stderr = open(self.log_path, "ab")
         env = dict(os.environ, **MALLOC_ENV)
         self.proc = subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), "--worker", str(folder),
-             "--memory-limit", repr(memory_limit / 1e9)],
+             "--memory-limit", repr(memory_limit / 1e9),
+             "--blas-threads", str(blas_threads)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
             env=env)
         self.buffer = b""
@@ -572,7 +584,7 @@ class Worker:
         self.stderr.close()
 
 
-def run_case(folder, cells, timeout, memory_limit, progress=log):
+def run_case(folder, cells, timeout, memory_limit, progress=log, blas_threads=1):
     """Run ``cells`` on the case saved in ``folder``; a new worker replaces
     one that timed out or died, and, where the high-water mark cannot be
     reset, each fit gets its own."""
@@ -582,7 +594,7 @@ def run_case(folder, cells, timeout, memory_limit, progress=log):
     try:
         for i, cell in enumerate(cells):
             if worker is None or not worker.alive:
-                worker = Worker(folder, memory_limit, start_timeout)
+                worker = Worker(folder, memory_limit, start_timeout, blas_threads)
             result = dict(cell, **worker.fit(cell, timeout))
             results.append(result)
             progress(f"  [{i + 1}/{len(cells)}] {describe(cell)}: "
@@ -639,7 +651,9 @@ def markdown(meta, results):
     lines = [case_header(meta), "", head, "|" + "---|" * 9]
     for r in results:
         solver = r["svd_solver"] or ""
-        if r["estimator"].startswith("PCA"):
+        if r["estimator"] == "TruncatedSVD":
+            solver = "(algorithm=randomized)"
+        elif r["estimator"].startswith("PCA"):
             solver = r["estimator"].split()[1]
             if r.get("fit_svd_solver") and r["fit_svd_solver"] != solver:
                 solver += f" → {r['fit_svd_solver']}"
@@ -710,6 +724,9 @@ def parse_args(argv):
                         help="seconds per fit (default: %(default)s)")
     parser.add_argument("--memory-limit", type=float, default=20.0,
                         help="GB of address space per fit (default: %(default)s)")
+    parser.add_argument("--blas-threads", type=int, default=1,
+                        help="BLAS threads of every fit (default: 1; 0 keeps the "
+                        "library default)")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the data and of the estimators")
     parser.add_argument("--out", metavar="FILE.json", help="also write the results")
@@ -732,14 +749,16 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(argv)
     if args.worker:
-        return worker_main(args.worker, args.memory_limit)
+        return worker_main(args.worker, args.memory_limit, args.blas_threads)
     from bench_fit import environment, print_environment
 
     env = environment()
     print_environment(env)
     config = {key: value for key, value in vars(args).items() if key != "worker"}
+    threads = args.blas_threads or "the library default"
     print(f"size: {args.size}; ε ∈ {args.epsilons}, k ∈ {args.ks}, δ = {DELTA:g}; "
-          f"per fit: {args.timeout:g} s, {args.memory_limit / 1e9:g} GB; "
+          f"per fit: {args.timeout:g} s, {args.memory_limit / 1e9:g} GB, "
+          f"BLAS threads: {threads}; "
           "peak = resident high-water mark of the fit above the resident size "
           "before it\n", flush=True)
     metas, results = [], []
@@ -755,7 +774,8 @@ def main(argv=None):
             gc.collect()
             log(f"{name}: data and reference in {time.perf_counter() - started:.1f}s")
             cells = make_cells(meta, args)
-            case_results = run_case(folder, cells, args.timeout, args.memory_limit)
+            case_results = run_case(folder, cells, args.timeout, args.memory_limit,
+                                    blas_threads=args.blas_threads)
             add_ratios(case_results)
             shutil.rmtree(folder, ignore_errors=True)
             print(markdown(meta, case_results) + "\n", flush=True)
