@@ -218,7 +218,7 @@ SHARED_PARAMETER_DOCS = {
 default="auto"
         How the released (noisy) matrix is eigendecomposed: post-processing,
         so the release, its noise and its cost in budget are the same for
-        every value (:ref:`privacy-solvers`). ``"full"`` and
+        every value (:ref:`solvers <privacy-solvers>`). ``"full"`` and
         ``"covariance_eigh"``: every eigenpair (LAPACK). ``"arpack"``: the
         top ``n_components`` by SciPy's Lanczos ``eigsh``. ``"randomized"``:
         the top ``n_components`` by a randomized range finder (Halko et al.):
