@@ -1465,7 +1465,7 @@ def _after_fork_in_child():
     # the silencing filter is removed.
     _silence_lock = threading.Lock()
     _silence["depth"] = getattr(_own_silence, "depth", 0)
-    if not _silence["depth"] and _silence["filters"] is not None:
+    if not _silence["depth"] and _silence["filters"]:
         _lift_silence()
     for accountant in list(_in_memory):
         accountant._lock = threading.Lock()
@@ -1520,9 +1520,9 @@ def _warn_if_not_private(epsilon, random_state, released="released attributes"):
 
 
 #: The process-wide silence of :func:`private_computation`: how many blocks
-#: are open (in any thread), and the filter list its filter was put in.
+#: are open (in any thread), and the filter lists its filter was put in.
 _silence_lock = threading.Lock()
-_silence = {"depth": 0, "filters": None}
+_silence = {"depth": 0, "filters": []}
 _own_silence = threading.local()  # the blocks open in this thread
 
 
@@ -1598,8 +1598,7 @@ def private_computation():
         if _PRIVATE_FILTER not in warnings.filters:
             warnings.filters.insert(0, _PRIVATE_FILTER)
             warnings._filters_mutated()
-        if _silence["depth"] == 0:
-            _silence["filters"] = warnings.filters
+            _silence["filters"].append(warnings.filters)
         _silence["depth"] += 1
         _own_silence.depth = getattr(_own_silence, "depth", 0) + 1
     try:
@@ -1614,10 +1613,11 @@ def private_computation():
 
 
 def _lift_silence():
-    """Remove the silencing filter from the list it was put in (which
+    """Remove the silencing filter from every list it was put in (which
     another thread's ``catch_warnings`` may restore later) and from the
     list in use now (``_silence_lock`` held)."""
-    _unfilter(_silence["filters"])
+    for filters in _silence["filters"]:
+        _unfilter(filters)
     _unfilter(warnings.filters)
-    _silence["filters"] = None
+    _silence["filters"] = []
     warnings._filters_mutated()
