@@ -56,9 +56,10 @@ from .privacy import (
 )
 
 #: scikit-learn PCA's solver parameters, accepted for drop-in use, with their
-#: defaults. A private fit always eigendecomposes the whole noisy covariance
-#: (the release the noise is calibrated for) and never modifies ``X``, so
-#: none of them has an effect; a non-default value is warned at fit.
+#: defaults. A fit never modifies ``X``, so ``copy`` has no effect; the others
+#: choose how the release is eigendecomposed where the estimator honours them
+#: (``_honours_svd_solver``). A non-default value without effect is warned at
+#: fit.
 SKLEARN_SOLVER_DEFAULTS = {
     "copy": True,
     "svd_solver": "auto",
