@@ -61,9 +61,23 @@ def preconditioner(H, floor):
 
 def projection_gap(X, Y):
     """``‖XXᵀ − YYᵀ‖₂`` for orthonormal ``X, Y`` of equal rank: the sine of the
-    largest principal angle, ``√(1 − σ_min(XᵀY)²)``."""
-    smallest = np.linalg.svd(X.T @ Y, compute_uv=False).min()
-    return math.sqrt(max(0.0, 1.0 - min(1.0, float(smallest)) ** 2))
+    largest principal angle, the largest singular value of ``Y − X(XᵀY)``
+    (not ``√(1 − σ_min(XᵀY)²)``, whose cancellation returns 0 for close
+    subspaces that differ)."""
+    return min(1.0, float(np.linalg.norm(Y - X @ (X.T @ Y), 2)))
+
+
+def decision_sensitivity(X, init, n_samples):
+    """L2 sensitivity of the go/no-go statistic ``D = tr(XᵀGX) − tr(initᵀG
+    init)`` as computed: ``2‖P_T − P_0‖₂`` (:func:`projection_gap`) plus twice
+    a bound on the round-off of the computed ``D``, ``4 (d + 2) k n ε``
+    (each trace is at most ``k n`` in absolute terms, and each of its
+    entries sums ``d + 2`` rounded products), so that a neighbour's
+    different round-off is covered by the noise too: a decision between
+    close subspaces is never noiseless."""
+    d, k = X.shape
+    roundoff = 4.0 * (d + 2) * k * n_samples * np.finfo(np.float64).eps
+    return 2.0 * (projection_gap(X, init) + roundoff)
 
 
 def warm_start_estimate(eigvals, k, noise_norm):
@@ -650,8 +664,9 @@ class CoherentPowerPCA(_BasePrivatePCA):
             self._say(2, f"power iteration {step + 1} of {n_iter}")
         # Go/no-go: D = Σ a_iᵀ(P_T − P_0)a_i. Replacing a by b moves it by
         # aᵀMa − bᵀMb ∈ [λ_min(M) − λ_max(M), λ_max(M) − λ_min(M)], M = P_T − P_0,
-        # ‖a‖, ‖b‖ ≤ 1: at most 2‖P_T − P_0‖₂, public given the released X.
-        sensitivity = 2.0 * projection_gap(X, init)
+        # ‖a‖, ‖b‖ ≤ 1: at most 2‖P_T − P_0‖₂, public given the released X,
+        # plus the computed D's round-off (decision_sensitivity).
+        sensitivity = decision_sensitivity(X, init, self.n_samples_)
         gain = np.trace(X.T @ unit_gram @ X) - np.trace(init.T @ unit_gram @ init)
         gain += dense_noise(rng, (), sensitivity / mus["decision"])
         if gain > 0:

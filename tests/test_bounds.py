@@ -416,13 +416,13 @@ class Draws:
                                    (cpp, "goe_noise", "goe"),
                                    (cpp, "dense_noise", "dense")]:
             monkeypatch.setattr(module, name, self._spy(getattr(module, name), kind))
-        gap = cpp.projection_gap
+        decision = cpp.decision_sensitivity
 
-        def gap_spy(X, Y):
-            self.gaps.append(gap(X, Y))
+        def decision_spy(X, Y, n):
+            self.gaps.append(decision(X, Y, n))
             return self.gaps[-1]
 
-        monkeypatch.setattr(cpp, "projection_gap", gap_spy)
+        monkeypatch.setattr(cpp, "decision_sensitivity", decision_spy)
         self.recoveries = 0
         release = _bounds.NormBounds.release
 
@@ -463,7 +463,7 @@ class Draws:
         steps = [sigma for shape, sigma in rest if shape != ()]
         total += sum((2 * math.sqrt(k / n) / sigma) ** 2 for sigma in steps)
         decisions = [sigma for shape, sigma in rest if shape == ()]
-        total += sum((2 * gap / sigma) ** 2 for gap, sigma in zip(self.gaps, decisions))
+        total += sum((s / sigma) ** 2 for s, sigma in zip(self.gaps, decisions))
         assert len(decisions) == len(self.gaps) <= 1
         return total
 

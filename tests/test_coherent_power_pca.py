@@ -168,6 +168,21 @@ def test_go_no_go_sensitivity_is_twice_the_projection_gap():
             assert abs(a @ M @ a - b @ M @ b) <= 2 * gap + 1e-12
 
 
+def test_the_go_no_go_gap_of_close_subspaces_is_not_rounded_to_zero():
+    """Issue 30, item 3 (audit): √(1 − σ_min²) cancels to 0 for subspaces
+    1e-9 apart, and the decision was then released without noise; the
+    residual's norm keeps the angle, and the sensitivity adds the computed
+    statistic's round-off bound, so it is never 0."""
+    rng = np.random.default_rng(0)
+    X0 = np.linalg.qr(rng.normal(size=(50, 3)))[0]
+    XT = np.linalg.qr(X0 + 1e-9 * rng.normal(size=(50, 3)))[0]
+    assert projection_gap(XT, X0) == pytest.approx(
+        np.linalg.norm(XT @ XT.T - X0 @ X0.T, 2), rel=1e-3)
+    assert projection_gap(XT, X0) > 1e-10
+    assert projection_gap(X0, X0) < 1e-15
+    assert cpp.decision_sensitivity(X0, X0, 1000) > 0.0
+
+
 def test_warm_start_estimate_solves_its_equation():
     eigvals = np.array([10.0, 9.0, 4.0, 1.0])
     s0 = warm_start_estimate(eigvals, 2, noise_norm=2.0)
@@ -250,8 +265,9 @@ def test_drawn_noise_is_calibrated_to_exactly_the_budget(monkeypatch, data, bran
         R = math.sqrt(k / n)
         # two iterations, then the go/no-go: 2‖P_T − P_0‖₂, from the released
         # spans (components_ spans the final iterate)
-        gap = projection_gap(est.components_.T.astype(float), est.init_components_.T)
-        sens += [2 * R, 2 * R, 2 * gap]
+        gap = cpp.decision_sensitivity(est.components_.T.astype(float),
+                                       est.init_components_.T, n)
+        sens += [2 * R, 2 * R, gap]
         assert len(calls) == 6
     else:
         sens += [math.sqrt(2.0)]
