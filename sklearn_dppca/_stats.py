@@ -401,10 +401,10 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True, direction=None):
             n_included = int(np.count_nonzero(included))
             count += n_included
             if n_included == len(included):
-                gram += _gram(run, product)
+                _add_gram(gram, run, product)
             else:  # copy the included rows a block at a time, not the run
                 for a, b in _ranges(0, len(included), _block_rows(d)):
-                    gram += _gram(run[a:b][included[a:b]], product)
+                    _add_gram(gram, run[a:b][included[a:b]], product)
             del run, block  # a copied run is freed before the next is made
         return sums, gram, count
 
@@ -753,13 +753,28 @@ def _added(matrices):
     return total
 
 
-def _gram(rows, out):
-    """``rowsᵀ rows`` into ``out`` (dense rows: NumPy's syrk, no copy)."""
+def _add_gram(gram, rows, buffer):
+    """``gram += rowsᵀ rows``. Dense rows: NumPy's syrk into ``buffer``, then
+    added. Sparse rows: the sparse product's stored entries added into
+    ``gram`` where they fall (a CSR product has no duplicate entries), never
+    a dense copy of it: on wide sparse data each run's product would
+    otherwise be written out whole, ``d²`` entries, to add a few."""
     if sparse.issparse(rows):
-        out[...] = (rows.T @ rows).toarray()
-    else:
-        np.matmul(rows.T, rows, out=out)
-    return out
+        product = rows.T @ rows
+        if product.format not in ("csr", "csc"):
+            product = product.tocsr()
+        # CSR: indptr runs over rows; CSC: over columns, which for this
+        # symmetric product is its transpose, the same matrix (to round-off,
+        # which the symmetrisation averages): no conversion either way
+        if product.nnz:
+            d = product.shape[1]
+            starts = np.repeat(np.arange(product.shape[0], dtype=np.int64) * d,
+                               np.diff(product.indptr))
+            gram.reshape(-1)[starts + product.indices] += product.data
+        return gram
+    np.matmul(rows.T, rows, out=buffer)
+    gram += buffer
+    return gram
 
 
 class CentredRows:
