@@ -832,6 +832,12 @@ def test_a_truncated_solver_eigendecomposes_the_same_release(Est, solver,
     np.testing.assert_allclose(part.explained_variance_, full.explained_variance_,
                                rtol=1e-2)
     assert part.noise_variance_ == pytest.approx(full.noise_variance_, rel=1e-2)
+    np.testing.assert_allclose(part.explained_variance_ratio_,
+                               full.explained_variance_ratio_, rtol=1e-2)
+    # the model the spectrum defines: the same to the solver's accuracy
+    cov_full, cov_part = full.get_covariance(), part.get_covariance()
+    assert np.linalg.norm(cov_part - cov_full) <= 0.05 * np.linalg.norm(cov_full)
+    assert part.score(X) == pytest.approx(full.score(X), rel=1e-2)
 
 
 @pytest.mark.parametrize("solver", ["randomized", "arpack"])
