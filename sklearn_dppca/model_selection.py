@@ -790,8 +790,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         number: it bounds the score. A
         :class:`~sklearn_dppca.preprocessing.PrivateStandardScaler` is
         refused before the charge (a release of its own, outside the plan).
-        A ``FunctionTransformer``'s ``func`` must be a fixed function of each
-        row. A private step with steps before it is fitted (on every fold
+        A private step with steps before it is fitted (on every fold
         and in the refit) with ``non_finite="clip"``, whatever it was given,
         and ``best_estimator_`` keeps it: a value those steps make NaN or
         infinite (``np.log`` of 0, a missing value no step fills) is mapped

@@ -475,7 +475,8 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
                           ensure_all_finite=False)
         n, d = X.shape
         lower, upper = check_box(self.bounds, d)
-        # halves first: l + u may overflow; the same value as fl((l + u)/2)
+        # halves first: l + u may overflow (the midpoint to rounding; the box
+        # units are clipped into [−½, ½] below, whatever it rounds to)
         with np.errstate(over="ignore"):  # public values, refused below
             centre, width = lower / 2.0 + upper / 2.0, upper - lower
         if not np.isfinite(width).all():  # public: refused before the charge
