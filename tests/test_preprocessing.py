@@ -222,9 +222,12 @@ def test_private_scaler_sensitivities_are_attained():
         assert delta == pytest.approx(math.sqrt(d) / (4 if which else 1)), replaced
 
 
+@pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
 def test_private_scaler_is_close_and_charged_once(people):
+    # a fixed seed: unseeded, the bounds below failed 30 times in 2 000 fits
     budget = BudgetAccountant(epsilon=2.0)
-    est = PrivateStandardScaler(bounds=tuple(np.array(RANGES).T), accountant=budget)
+    est = PrivateStandardScaler(bounds=tuple(np.array(RANGES).T), accountant=budget,
+                                random_state=0)
     est.fit(people)
     assert budget.n_charges == 1
     assert budget.spent[0] == pytest.approx(1.0, rel=1e-9)
