@@ -14,7 +14,7 @@ from ._base import (
     budget_shares,
     fill_parameter_docs,
 )
-from .noise import dense_noise, goe_noise
+from .noise import add_goe_noise, dense_noise, goe_noise
 from .privacy import DEFAULT_ORDERS, gdp_epsilon, gdp_mu, rdp_to_epsilon, repeated_rdp
 
 #: Shares of μ*² (fixed R and T; exact GDP composition, docs/privacy.rst §2).
@@ -559,10 +559,12 @@ class CoherentPowerPCA(_BasePrivatePCA):
         n, d = self.n_samples_, gram.shape[0]
         k = self.n_components or min(n, d)
         scale = rows.data_norm**2
-        unit_gram = gram / scale  # Σ a aᵀ, rows in the unit ball
-        # 1. Initialisation: PrivatePCA's release (sensitivity √2, unit units).
+        unit_gram = gram  # Σ a aᵀ, rows in the unit ball (in place: the
+        unit_gram /= scale  # fit has no further use for the Gram matrix)
+        # 1. Initialisation: PrivatePCA's release (sensitivity √2, unit units),
+        # its noise added in place to a copy (no d × d noise array)
         sigma_init = math.sqrt(2.0) / plan.mus["init"]
-        released = unit_gram + goe_noise(rng, d, sigma_init)
+        released = add_goe_noise(rng, unit_gram.copy(), sigma_init)
         eigvals, eigvecs = _eigh(released)
         order = np.argsort(eigvals)[::-1]
         eigvals, init = eigvals[order], eigvecs[:, order[:k]]
@@ -646,9 +648,13 @@ class CoherentPowerPCA(_BasePrivatePCA):
         if not go:
             # Fallback: a second release of G, weighted with M̂ by precision
             # (σ² = 2/μ²): together one release of μ² = μ_init² + μ_fallback².
-            second = unit_gram + goe_noise(rng, d, math.sqrt(2.0) / mus["fallback"])
+            combined = add_goe_noise(rng, unit_gram.copy(),
+                                     math.sqrt(2.0) / mus["fallback"])
             w_init, w_fb = mus["init"] ** 2, mus["fallback"] ** 2
-            combined = (w_init * released + w_fb * second) / (w_init + w_fb)
+            # (w_init M̂ + w_fb M̂₂)/(w_init + w_fb), in place in M̂₂'s array
+            combined *= w_fb / w_init
+            combined += released
+            combined *= w_init / (w_init + w_fb)
             values, vectors = _eigh(combined)
             order = np.argsort(values)[::-1]
             return (vectors[:, order[:k]], combined, values[order], "fallback",

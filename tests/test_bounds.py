@@ -414,6 +414,7 @@ class Draws:
         for module, name, kind in [(ppca, "add_goe_noise", "covariance"),
                                    (cgp, "add_gue_noise", "covariance"),
                                    (cpp, "goe_noise", "goe"),
+                                   (cpp, "add_goe_noise", "goe"),
                                    (cpp, "dense_noise", "dense")]:
             monkeypatch.setattr(module, name, self._spy(getattr(module, name), kind))
         decision = cpp.decision_sensitivity

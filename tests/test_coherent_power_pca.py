@@ -216,6 +216,7 @@ def record_noise(monkeypatch):
     """Record (kind, σ) of every noise draw of the estimator module."""
     calls = []
     real_dense, real_goe = cpp.dense_noise, cpp.goe_noise
+    real_add_goe = cpp.add_goe_noise
 
     def dense(rng, shape, sigma):
         calls.append(("dense", float(sigma)))
@@ -225,8 +226,13 @@ def record_noise(monkeypatch):
         calls.append(("goe", float(sigma)))
         return real_goe(rng, d, sigma)
 
+    def add_goe(rng, matrix, sigma):  # the d × d releases, in place
+        calls.append(("goe", float(sigma)))
+        return real_add_goe(rng, matrix, sigma)
+
     monkeypatch.setattr(cpp, "dense_noise", dense)
     monkeypatch.setattr(cpp, "goe_noise", goe)
+    monkeypatch.setattr(cpp, "add_goe_noise", add_goe)
     return calls
 
 
