@@ -68,6 +68,8 @@ SKLEARN_SOLVER_DEFAULTS = {
     "n_oversamples": 10,
     "power_iteration_normalizer": "auto",
 }
+#: The ``svd_solver`` values that compute the top ``k`` eigenpairs only.
+TRUNCATED_SOLVERS = ("randomized", "arpack")
 #: Share of the machine's memory that a fit's ``d × d`` matrices may take
 #: (``_check_memory``): beyond it the fit is refused before any charge.
 MEMORY_SHARE = 0.8
@@ -618,7 +620,7 @@ class _BasePrivatePCA(
         """
         n, d = self.n_samples_, noisy.shape[0]
         solver = self._eigen_solver(n, d)
-        if solver not in ("randomized", "arpack") or not isinstance(noisy, np.ndarray):
+        if solver not in TRUNCATED_SOLVERS or not isinstance(noisy, np.ndarray):
             return None
         k = self._truncated_k(n, d)
         trace_released = float(np.trace(noisy).real)
@@ -640,7 +642,7 @@ class _BasePrivatePCA(
         complex release doubles that part."""
         d = n_features
         solver = self._eigen_solver(n_samples, d)
-        release = 1 if solver in ("randomized", "arpack") else 3
+        release = 1 if solver in TRUNCATED_SOLVERS else 3
         if self._hermitian_noise:
             release = 2 * release + 1  # complex matrices, beside the real Gram
         return 8 * d * d * max(2, release)
@@ -703,7 +705,7 @@ class _BasePrivatePCA(
         # scikit-learn's errors (and its rule: 'mle' needs n_samples >= n_features)
         k = self.n_components
         solver = self._eigen_solver(n_samples, n_features)
-        if solver in ("randomized", "arpack"):  # scikit-learn's rules for them
+        if solver in TRUNCATED_SOLVERS:  # scikit-learn's rules for them
             smallest = min(n_samples, n_features)
             if isinstance(k, str):
                 raise ValueError(

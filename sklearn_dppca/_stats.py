@@ -719,14 +719,17 @@ class _Corrections:
             self._apply(sign)
 
 
+def _bands(d):
+    """Row bands ``(a, b)`` of a ``d × d`` matrix, of about ``_RUN_BYTES``
+    each: the temporaries of the in-place updates below."""
+    return _ranges(0, d, max(1, _RUN_BYTES // (8 * max(d, 1))))
+
+
 def _symmetric(matrix):
     """``(A + Aᵀ)/2``, in place, a band of rows at a time (no second d × d
     array): exactly symmetric, as addition commutes (each pair gets the
     same value)."""
-    d = matrix.shape[0]
-    rows = max(1, _RUN_BYTES // (8 * max(d, 1)))
-    for a in range(0, d, rows):
-        b = min(a + rows, d)
+    for a, b in _bands(matrix.shape[0]):
         band = matrix[a:b, a:] + matrix[a:, a:b].T
         band *= 0.5
         matrix[a:b, a:] = band
@@ -737,10 +740,7 @@ def _symmetric(matrix):
 def add_outer(matrix, x, y, alpha=1.0):
     """``matrix += alpha · x yᵀ``, in place, a band of rows at a time (no d × d
     temporary). Returns ``matrix``."""
-    d = matrix.shape[0]
-    rows = max(1, _RUN_BYTES // (8 * max(d, 1)))
-    for a in range(0, d, rows):
-        b = min(a + rows, d)
+    for a, b in _bands(matrix.shape[0]):
         matrix[a:b] += np.outer(alpha * x[a:b], y)
     return matrix
 
