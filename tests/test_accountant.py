@@ -429,37 +429,35 @@ def _fit_search(search, X):
     return search.fit(X)
 
 
+def _search():
+    """A private search whose accountant is the default (a fresh one each)."""
+    from sklearn_dppca.model_selection import PrivateGridSearchCV
+
+    return PrivateGridSearchCV(pca(), GRID, epsilon=1.0, cv=3)
+
+
 def test_searches_sent_to_worker_processes_charge_the_default(X, original, tmp_path):
     """PrivateGridSearchCV carries a limited default into worker processes as
     the estimators do (before: charged each worker's unlimited default)."""
     from sklearn.model_selection import cross_val_score
 
-    from sklearn_dppca.model_selection import PrivateGridSearchCV
-
-    def search():
-        return PrivateGridSearchCV(pca(), GRID, epsilon=1.0, cv=3)
-
     ledger = BudgetAccountant(epsilon=50.0, path=tmp_path / "l.db")
     with ledger:
         joblib.Parallel(n_jobs=2)(
-            joblib.delayed(_fit_search)(search(), X) for _ in range(4))
+            joblib.delayed(_fit_search)(_search(), X) for _ in range(4))
         assert ledger.n_charges == 4
-        cross_val_score(search(), X, cv=3, n_jobs=2)
+        cross_val_score(_search(), X, cv=3, n_jobs=2)
     assert ledger.n_charges == 7
 
 
 def test_searches_in_worker_processes_refuse_an_in_memory_default(X, original):
     """A limited in-memory default cannot be charged from a worker process:
     refused there, not lost to the worker's own unlimited default."""
-    from sklearn_dppca.model_selection import PrivateGridSearchCV
-
-    def search():
-        return PrivateGridSearchCV(pca(), GRID, epsilon=1.0, cv=3)
 
     limited = BudgetAccountant(epsilon=50.0)
     with limited, pytest.raises(RuntimeError, match="copy in another process"):
         joblib.Parallel(n_jobs=2)(
-            joblib.delayed(_fit_search)(search(), X) for _ in range(2))
+            joblib.delayed(_fit_search)(_search(), X) for _ in range(2))
     assert limited.n_charges == 0
 
 
