@@ -40,8 +40,8 @@ from ._dask import (
     reporting_partitions,
 )
 from ._released import mean_in_box, warn_if_one_feature_dominates
-from ._stats import InMemoryRows, add_outer
-from .noise import dense_noise, make_generator, noise_scale
+from ._stats import ImplicitScatter, InMemoryRows, _block_rows, add_outer
+from .noise import IMPLICIT_BLOCK, dense_noise, make_generator, noise_scale
 from .privacy import (
     BudgetAccountant,
     _carry_default,
@@ -70,8 +70,9 @@ SKLEARN_SOLVER_DEFAULTS = {
 }
 #: The ``svd_solver`` values that compute the top ``k`` eigenpairs only.
 TRUNCATED_SOLVERS = ("randomized", "arpack")
-#: Share of the machine's memory that a fit's ``d × d`` matrices may take
-#: (``_check_memory``): beyond it the fit is refused before any charge.
+#: Share of the machine's memory that a fit may take with
+#: ``memory_limit="auto"`` (``_check_memory``): beyond it the fit is refused
+#: before any charge.
 MEMORY_SHARE = 0.8
 
 
@@ -82,6 +83,48 @@ def physical_memory():
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):
         return None
+
+
+def matrix_free_faster(n_samples, n_features, size, power_passes, chunked):
+    """Whether the matrix-free path is predicted faster than the dense one,
+    from public values: the shape, the solver's block ``size = k +
+    n_oversamples`` and passes, and whether the rows are a Dask array.
+
+    A model of both costs (:data:`PATH_COSTS`, seconds measured on two cores
+    with ``benchmarks/bench_wide.py``; their ratios are what matter). Dense:
+    the Gram matrix (``n d²``), its noise (``d²``) and the randomized
+    solver's ``2·power_passes + 2`` products with it (``d² size`` each).
+    Matrix-free, per product: a pass over the rows (``n d size``), the
+    kernel redrawn (``d²``) and multiplied (``d² size``). Sparse rows are
+    costed as dense (their density is not public). A Dask array's pass also
+    reads its chunks again: there the dense path is kept unless memory
+    forces the other.
+    """
+    if chunked:
+        return False
+    n, d = float(n_samples), float(n_features)
+    products = 2 * power_passes + 2
+    cost = PATH_COSTS
+    dense = (cost["gram"] * n * d * d + cost["draws"] * d * d
+             + products * cost["product"] * d * d * size)
+    free = products * (cost["pass"] * n * d * size + cost["draws"] * d * d / 2
+                       + cost["product"] * d * d * size)
+    return free < dense
+
+
+#: Seconds per unit of :func:`matrix_free_faster`'s terms, measured on two
+#: cores: the Gram matrix per ``n d²``, normal draws per entry of the
+#: kernel, a product with a ``d × d`` matrix per ``d² size``, and a pass of
+#: products with the rows per ``n d size``.
+PATH_COSTS = {"gram": 1.45e-11, "draws": 4e-9, "product": 7e-11, "pass": 2.2e-10}
+
+
+def _kernel_threads(n_features):
+    """Threads drawing the implicit kernel's blocks (``ImplicitGOE``): every
+    core when there are at least two blocks' rows of them."""
+    from joblib import cpu_count
+
+    return cpu_count() if n_features >= 2 * IMPLICIT_BLOCK else 1
 
 
 #: Relative tolerance within which privacy_spent_ reports the request: the
@@ -215,6 +258,16 @@ SHARED_PARAMETER_DOCS = {
         :class:`~sklearn_dppca.model_selection.PrivateGridSearchCV` fits a
         private step that has steps before it in a Pipeline with ``"clip"``.
 """,
+    # the memory a fit may take (every estimator)
+    "memory_parameter": """\
+    memory_limit : float or "auto", default="auto"
+        Bytes the fit's largest arrays may take, estimated from public values
+        (the shape and the parameters) before the data is read. A fit that
+        needs more is refused with a ``MemoryError`` before any charge,
+        naming a path that fits, rather than running out of memory part-way
+        after its charge. ``"auto"``: 80% of this machine's physical memory
+        (no check where it cannot be told).
+""",
     # scikit-learn PCA's solver parameters: how the release is eigendecomposed
     "solver_parameters": """\
     svd_solver : {"auto", "full", "covariance_eigh", "arpack", "randomized"}, \
@@ -312,6 +365,7 @@ class _BasePrivatePCA(
         ],
         "n_oversamples": [Interval(Integral, 1, None, closed="left")],
         "power_iteration_normalizer": [StrOptions({"auto", "QR", "LU", "none"})],
+        "memory_limit": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
     }
     #: Whether ``_release`` takes the Gram matrix of an Array API input in its
     #: namespace and on its device (else as a float64 NumPy array on the host).
@@ -395,9 +449,13 @@ class _BasePrivatePCA(
                 data, progress, hidden=self._hidden_passes()
             )
         self._check_n_components(n_samples, n_features)
-        self._check_memory(n_samples, n_features)
         if self._honours_svd_solver:  # as scikit-learn's PCA records it
             self._fit_svd_solver = self._eigen_solver(n_samples, n_features)
+        # dense or matrix-free, from public values (the shape, the solver,
+        # the engine, the memory limit); the memory it needs checked
+        self._fit_path = self._path(n_samples, n_features, engine)
+        engine.with_gram = self._fit_path == "dense"
+        self._check_memory(n_samples, n_features)
         # norm bounds ("auto", a box): their share is taken from the plan
         dtype = _array_api.numpy_dtype(X)
         bounds = NormBounds(self, n_samples, n_features, dtype, engine)
@@ -437,15 +495,19 @@ class _BasePrivatePCA(
             if "centring" in plan.mus:  # the numeric fit's pilot
                 gram, mean = self._centred_in_one_pass(
                     data, n_samples, data_norm, mean, plan, rng)
+            elif self._fit_path == "matrix_free":  # never formed (_release)
+                gram = None
             else:
                 gram = data.gram(data_norm, mean)
-            if not self._gram_in_namespace:
+            if not self._gram_in_namespace and gram is not None:
                 gram = _array_api.to_host(gram)  # the same array for NumPy and Dask
             vars(self).pop("clipped_fraction_", None)  # only "auto" releases it
             if bounds.clipped_fraction is not None:
                 self.clipped_fraction_ = bounds.clipped_fraction
             self.data_norm_ = data_norm
             self.n_samples_ = n_samples
+            if "path" in self._parameter_constraints:  # PrivatePCA's
+                self.path_ = self._fit_path
             self.mean_ = (
                 bounds.offset if mean is None else bounds.offset + mean
             ).astype(dtype, copy=False)
@@ -620,27 +682,58 @@ class _BasePrivatePCA(
         """
         n, d = self.n_samples_, noisy.shape[0]
         solver = self._eigen_solver(n, d)
-        if solver not in TRUNCATED_SOLVERS or not isinstance(noisy, np.ndarray):
+        implicit = isinstance(noisy, ImplicitScatter)
+        if solver not in TRUNCATED_SOLVERS or not (
+                implicit or isinstance(noisy, np.ndarray)):
             return None
         k = self._truncated_k(n, d)
-        trace_released = float(np.trace(noisy).real)
+        trace_released = noisy.trace() if implicit else float(np.trace(noisy).real)
         values, vectors = top_eigenpairs(
             noisy, k, solver, rng, tol=self.tol,
             iterated_power=self.iterated_power, n_oversamples=self.n_oversamples,
             power_iteration_normalizer=self.power_iteration_normalizer,
             shift=-trace_released / d)
         values = values.real
-        rest = (d - k, trace_released - float(values.sum()),
-                float(np.vdot(noisy, noisy).real) - float(values @ values))
+        if implicit:  # Hutchinson's estimate from the range finder's first product
+            squares = noisy.rest_squares(vectors)
+        else:
+            squares = float(np.vdot(noisy, noisy).real) - float(values @ values)
+        rest = (d - k, trace_released - float(values.sum()), squares)
         return self._spectrum(values, sigma, trace, rest), values, vectors
 
-    def _memory_needed(self, n_samples, n_features):
-        """Bytes of the fit's ``d × d`` matrices at their peak, from public
-        values: two float64 matrices in the Gram pass (the raw one and the
-        centred one), then the release — one matrix with a truncated solver,
-        three with every eigenpair (LAPACK's copy and the eigenvectors); a
-        complex release doubles that part."""
+    def _path(self, n_samples, n_features, engine):
+        """``"dense"``: the release is a ``d × d`` matrix (every estimator
+        here but :class:`PrivatePCA` on its matrix-free path)."""
+        return "dense"
+
+    def _memory_limit(self):
+        """Bytes a fit may take (``memory_limit``), or None where the
+        machine's memory cannot be told (no check)."""
+        limit = getattr(self, "memory_limit", "auto")
+        if limit != "auto":
+            return float(limit)
+        total = physical_memory()
+        return None if total is None else MEMORY_SHARE * total
+
+    def _memory_needed(self, n_samples, n_features, path=None):
+        """Bytes of the fit's largest arrays at their peak, from public values.
+
+        Dense: its ``d × d`` matrices — two float64 matrices in the Gram pass
+        (the raw one and the centred one), then the release: one matrix with
+        a truncated solver, three with every eigenpair (LAPACK's copy and the
+        eigenvectors); a complex release doubles that part. Matrix-free:
+        about twelve ``d × p`` blocks of the solver and the products
+        (``p = k + n_oversamples``), one per thread drawing the kernel and
+        its block (at most ``1024²``), and a block of rows
+        (:class:`ImplicitScatter`).
+        """
         d = n_features
+        if (path or getattr(self, "_fit_path", "dense")) == "matrix_free":
+            p = self._truncated_k(n_samples, d) + self.n_oversamples
+            threads = _kernel_threads(d)
+            rows = min(n_samples, _block_rows(d)) * (d + p)
+            kernel = min(IMPLICIT_BLOCK, d) ** 2
+            return 8 * (d * p * (12 + threads) + threads * kernel + rows)
         solver = self._eigen_solver(n_samples, d)
         release = 1 if solver in TRUNCATED_SOLVERS else 3
         if self._hermitian_noise:
@@ -648,26 +741,40 @@ class _BasePrivatePCA(
         return 8 * d * d * max(2, release)
 
     def _check_memory(self, n_samples, n_features):
-        """Refuse, before the data is read and before any charge, a fit whose
-        ``d × d`` matrices cannot fit in this machine's memory
-        (:data:`MEMORY_SHARE` of it): it would otherwise run out of memory
-        part-way, after its charge."""
-        total = physical_memory()
+        """Refuse, before the data is read and before any charge, a fit
+        whose arrays cannot fit in ``memory_limit`` (by default
+        :data:`MEMORY_SHARE` of this machine's memory): it would otherwise
+        run out of memory part-way, after its charge. The message names the
+        path that fits, if one does."""
+        limit = self._memory_limit()
         needed = self._memory_needed(n_samples, n_features)
-        if total is None or needed <= MEMORY_SHARE * total:
+        if limit is None or needed <= limit:
             return
         gib = 2.0**30
+        d = n_features
+        what = (f"its {d} × {d} matrices" if self._fit_path == "dense"
+                else f"the blocks of its matrix-free solver")
+        limit_text = (f"memory_limit={self.memory_limit!r}"
+                      if getattr(self, "memory_limit", "auto") != "auto"
+                      else f"{MEMORY_SHARE:.0%} of this machine's memory")
         raise MemoryError(
-            f"{type(self).__name__} on {n_features} features needs about "
-            f"{needed / gib:.3g} GiB for its {n_features} × {n_features} "
-            f"matrices, more than {MEMORY_SHARE:.0%} of this machine's "
-            f"{total / gib:.3g} GiB. The fit was refused before reading the "
-            "data or spending any budget. A truncated solver "
-            "(svd_solver='randomized', the default on wide data with an "
-            "integer n_components) needs two such matrices, every eigenpair "
-            "three or four; with fewer features (a public selection of "
-            "them) the matrices shrink as d². Every estimator here forms "
-            "these matrices: a path without them is not there yet."
+            f"{type(self).__name__} on {d} features needs about "
+            f"{needed / gib:.3g} GiB for {what}, more than {limit_text} "
+            f"({limit / gib:.3g} GiB). The fit was refused before reading the "
+            "data or spending any budget. "
+            + (self._matrix_free_advice(n_samples, n_features)
+               if self._fit_path == "dense" else
+               "Fewer features (a public selection of them) or fewer "
+               "components shrink it.")
+        )
+
+    def _matrix_free_advice(self, n_samples, n_features):
+        """What the dense path's refusal advises: the matrix-free path."""
+        return (
+            "PrivatePCA(n_components=k, svd_solver='randomized', "
+            "path='matrix_free') never forms a d × d matrix (its memory grows "
+            "as d·k); with fewer features (a public selection of them) the "
+            "matrices shrink as d²."
         )
 
     def _eigen_solver(self, n_samples, n_features):
@@ -1671,6 +1778,10 @@ class _ReportedRows:
     def clipped_products(self, *args, **kwargs):
         self._pass("power-method products of the clipped rows")
         return self._rows.clipped_products(*args, **kwargs)
+
+    def sq_norm_sum(self):
+        self._pass("sum of the squared norms of the clipped rows (the trace)")
+        return self._rows.sq_norm_sum()
 
     def clipped_energy(self, *args, **kwargs):
         self._pass("clipped energy along the initial components (the test "

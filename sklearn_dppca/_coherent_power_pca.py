@@ -271,6 +271,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         Print progress to standard error: only public values (the stage of
         the fit, passes over the data) and, at the end, what was released
         (the branch, ``R``, ``T``). Never a trial count or a score.
+    %(memory_parameter)s
     random_state : None, int, RandomState or Generator, default=None
         Source of the noise; any fixed seed makes the fit not private (warned).
     accountant : BudgetAccountant or None, default=None
@@ -392,6 +393,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         failure_prob=0.1,
         n_jobs=None,
         verbose=0,
+        memory_limit="auto",
         random_state=None,
         accountant=None,
     ):
@@ -415,6 +417,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         self.failure_prob = failure_prob
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.memory_limit = memory_limit
         self.random_state = random_state
         self.accountant = accountant
 

@@ -93,6 +93,7 @@ class ComplexGaussPCA(_BasePrivatePCA):
         rank-k covariance approximation. ``"subspace"``: the span of the top-k
         eigenvectors of ``Re(V̂_k V̂_k*)``, with the principal axes and
         variances of the real part of the release within that span.
+    %(memory_parameter)s
     random_state : None, int, RandomState or Generator, default=None
         Source of the noise. ``None`` draws from operating-system entropy; a
         fixed seed makes the fit not private (a warning says so).
@@ -198,6 +199,7 @@ class ComplexGaussPCA(_BasePrivatePCA):
         n_oversamples=10,
         power_iteration_normalizer="auto",
         target="covariance",
+        memory_limit="auto",
         random_state=None,
         accountant=None,
     ):
@@ -218,6 +220,7 @@ class ComplexGaussPCA(_BasePrivatePCA):
         self.n_oversamples = n_oversamples
         self.power_iteration_normalizer = power_iteration_normalizer
         self.target = target
+        self.memory_limit = memory_limit
         self.random_state = random_state
         self.accountant = accountant
 

@@ -341,6 +341,10 @@ def _chunk_energy(chunk, data_norm, mean, W, radii):
     return rows.clipped_energy(W, radii)
 
 
+def _chunk_sq_norm_sum(chunk, data_norm, mean):
+    return CentredRows(chunk, data_norm, mean, row_sq_norms(chunk)).sq_norm_sum()
+
+
 def max_norm(X):
     """Largest row norm (the non-private estimate of ``data_norm``)."""
     return map_reduce(X, _chunk_max_norm, combine=max)
@@ -365,6 +369,8 @@ class ChunkedRows:
     def __init__(self, X):
         self.X = X
         self._gram = None  # (data_norm, Σ clip(x) clip(x)ᵀ) from the first pass
+        #: False on the matrix-free path: no pass forms a d × d matrix.
+        self.with_gram = True
 
     def largest_norm(self):
         return max_norm(self.X)
@@ -372,6 +378,9 @@ class ChunkedRows:
     def first_pass(self, data_norm, with_sum):
         if with_sum:
             return clipped_sum(self.X, data_norm)
+        if not self.with_gram:  # a pass that reads (and checks) every row
+            max_norm(self.X)
+            return None
         # Without centring the Gram matrix needs no private mean: the pass
         # that reads (and checks) every row before the charge computes it, so
         # the fit reads the rows once. Nothing is released before the charge.
@@ -409,7 +418,9 @@ class ChunkedRows:
             self.X = da.concatenate([kept, self.X[end:]])
         else:
             self.X = kept
-        return ChunkedRows(kept[:n_rows])
+        head = ChunkedRows(kept[:n_rows])
+        head.with_gram = self.with_gram
+        return head
 
     def clipped_sum(self, data_norm):
         """``Σ clip_C(x_i)`` alone: the first rows' pass."""
@@ -434,6 +445,10 @@ class DaskCentredRows:
         return map_reduce(
             self.X, _chunk_products, self.data_norm, self.mean, W, np.asarray(radii)
         )
+
+    def sq_norm_sum(self):
+        """One Dask reduction of ``Σ ‖a_i‖²`` (see CentredRows)."""
+        return map_reduce(self.X, _chunk_sq_norm_sum, self.data_norm, self.mean)
 
     def clipped_energy(self, W, radii):
         """One Dask reduction of ``q(R)`` (see CentredRows)."""

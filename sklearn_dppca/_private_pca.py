@@ -4,9 +4,20 @@ import math
 
 import numpy as np
 
+from sklearn.utils._param_validation import StrOptions
+
 from . import _array_api
-from ._base import _BasePrivatePCA, fill_parameter_docs, scatter_trace
-from .noise import add_goe_noise, dense_noise, goe_noise, noise_scale
+from ._base import (
+    _BasePrivatePCA,
+    _kernel_threads,
+    fill_parameter_docs,
+    matrix_free_faster,
+    scatter_trace,
+)
+from ._bounds import _engine
+from ._dask import ChunkedRows
+from ._stats import ImplicitScatter, InMemoryRows
+from .noise import ImplicitGOE, add_goe_noise, dense_noise, goe_noise, noise_scale
 
 
 @fill_parameter_docs
@@ -57,6 +68,21 @@ class PrivatePCA(_BasePrivatePCA):
         and ``score`` (see :meth:`get_covariance`), not the release.
     %(non_finite_parameter)s
     %(solver_parameters)s
+    path : {"auto", "dense", "matrix_free"}, default="auto"
+        How the released matrix ``M̂`` is held; the release, its noise and
+        its cost in budget are the same (:ref:`solvers <privacy-solvers>`).
+        ``"dense"``: the scatter matrix and the noise are formed (``d × d``
+        float64, twice at the peak). ``"matrix_free"``: neither is; the
+        randomized solver multiplies ``M̂`` by its ``d × p`` blocks, each
+        product one pass over the rows and the GOE kernel redrawn by blocks
+        from a secret key (``p = n_components + n_oversamples``; memory
+        ``O(d p)`` beyond a block of rows; ``2·iterated_power + 2`` passes
+        over the rows after the bounds', and one for the trace). It needs
+        ``svd_solver="randomized"`` (or ``"auto"`` choosing it) and is not
+        available for Array API inputs. ``"auto"``: matrix-free where the
+        dense path would exceed ``memory_limit``, or would be slower by a
+        model of both costs on the public shape (:doc:`/scaling`).
+    %(memory_parameter)s
     random_state : None, int, RandomState or Generator, default=None
         Source of the noise. ``None`` draws from operating-system entropy; any
         fixed seed makes the noise predictable and the fit not private (a
@@ -126,6 +152,8 @@ class PrivatePCA(_BasePrivatePCA):
         Only with ``data_norm="auto"``: the private search's estimate of the
         fraction of centred rows beyond ``data_norm_`` (post-processing of
         its released counts, biased low); never the exact fraction.
+    path_ : {"dense", "matrix_free"}
+        The path the fit took (``path``, resolved).
     privacy_spent_ : tuple of float
         ``(epsilon, delta)`` spent by the fit, recomputed from the composed
         GDP parameter of its releases; the request itself when they agree to
@@ -190,6 +218,8 @@ class PrivatePCA(_BasePrivatePCA):
         iterated_power="auto",
         n_oversamples=10,
         power_iteration_normalizer="auto",
+        path="auto",
+        memory_limit="auto",
         random_state=None,
         accountant=None,
     ):
@@ -209,16 +239,69 @@ class PrivatePCA(_BasePrivatePCA):
         self.iterated_power = iterated_power
         self.n_oversamples = n_oversamples
         self.power_iteration_normalizer = power_iteration_normalizer
+        self.path = path
+        self.memory_limit = memory_limit
         self.random_state = random_state
         self.accountant = accountant
 
+    _parameter_constraints: dict = {
+        **_BasePrivatePCA._parameter_constraints,
+        "path": [StrOptions({"auto", "dense", "matrix_free"})],
+    }
     _gram_in_namespace = True  # an Array API input's eigh runs on its device
     _honours_svd_solver = True  # the top k by a truncated solver, if chosen
-    # releases of the Gram matrix: centred in one pass on many rows
-    # (docs/privacy.rst §5)
-    _pilot_centring = True
+
+    @property
+    def _pilot_centring(self):
+        # releases of the Gram matrix: centred in one pass on many rows
+        # (docs/privacy.rst §5); the matrix-free path centres on the mean
+        return getattr(self, "_fit_path", "dense") == "dense"
+
+    def _matrix_free_obstacle(self, n_samples, n_features, engine):
+        """Why the matrix-free path cannot run this fit, or None."""
+        solver = self._eigen_solver(n_samples, n_features)
+        if solver != "randomized":
+            return (f"needs svd_solver='randomized' (this fit's solver is "
+                    f"{solver!r}: every eigenpair, or ARPACK's one vector at a "
+                    "time, would need M̂ whole or a pass per vector)")
+        size = self._truncated_k(n_samples, n_features) + self.n_oversamples
+        if size >= n_features:
+            return (f"needs n_components + n_oversamples = {size} below "
+                    f"n_features = {n_features}")
+        if not isinstance(_engine(engine), (InMemoryRows, ChunkedRows)):
+            return "is not available for Array API inputs (give a NumPy array)"
+        return None
+
+    def _path(self, n_samples, n_features, engine):
+        """The path, from public values only: the shape, the solver's
+        parameters, the kind of input and the memory limit."""
+        obstacle = self._matrix_free_obstacle(n_samples, n_features, engine)
+        if self.path == "matrix_free":
+            if obstacle is not None:
+                raise ValueError(f"path='matrix_free' {obstacle}.")
+            return "matrix_free"
+        if self.path == "dense" or obstacle is not None:
+            return "dense"
+        limit = self._memory_limit()
+        if limit is not None and self._memory_needed(
+                n_samples, n_features, "dense") > limit:
+            return "matrix_free"
+        size = self._truncated_k(n_samples, n_features) + self.n_oversamples
+        faster = matrix_free_faster(n_samples, n_features, size,
+                                    self._power_passes(n_features),
+                                    isinstance(_engine(engine), ChunkedRows))
+        return "matrix_free" if faster else "dense"
+
+    def _power_passes(self, n_features):
+        """Passes of the randomized range finder (``iterated_power``)."""
+        if self.iterated_power != "auto":
+            return self.iterated_power
+        k = self.n_components
+        return 7 if k < 0.1 * n_features else 4
 
     def _release(self, gram, rows, plan, rng, dtype):
+        if gram is None:
+            return self._release_matrix_free(rows, plan, rng, dtype)
         # Frobenius sensitivity of Σ y yᵀ is √2 C² (docs/privacy.rst §3); the GOE
         # kernel's coordinates are i.i.d. N(0, σ²), so μ = √2 C² / σ (§4).
         # The noise is drawn on the host and moved to the Gram matrix's device.
@@ -239,5 +322,21 @@ class PrivatePCA(_BasePrivatePCA):
             values, vectors = eigvals[top], eigvecs[:, top]
         else:
             spectrum, values, vectors = truncated
+        noisy = values / (self.n_samples_ - 1)
+        self._set_components(vectors.T, noisy, spectrum, dtype)
+
+    def _release_matrix_free(self, rows, plan, rng, dtype):
+        """The dense path's release, ``M̂ = Σ y yᵀ + S`` with the same ``σ``
+        and the same trace release, held as an operator
+        (:class:`~sklearn_dppca._stats.ImplicitScatter`): the randomized
+        solver sees only products ``M̂ V`` (post-processing)."""
+        d = self.n_features_in_
+        sigma = noise_scale(math.sqrt(2.0) * rows.data_norm**2, plan.mus["covariance"])
+        noise = ImplicitGOE(rng, d, sigma, n_threads=_kernel_threads(d))
+        exact_trace = rows.data_norm**2 * rows.sq_norm_sum()
+        trace = (exact_trace + float(dense_noise(rng, (), sigma)), sigma)
+        released = ImplicitScatter(rows, noise, exact_trace)
+        spectrum, values, vectors = self._truncated_eigenpairs(
+            released, sigma, trace, rng)
         noisy = values / (self.n_samples_ - 1)
         self._set_components(vectors.T, noisy, spectrum, dtype)

@@ -325,7 +325,8 @@ class FirstPass(NamedTuple):
     projections: Optional[np.ndarray]  # x_i · v for every row
 
 
-def first_pass(X, data_norm, sq_norms=None, with_sum=True, direction=None):
+def first_pass(X, data_norm, sq_norms=None, with_sum=True, direction=None,
+               with_gram=True):
     """One pass over the rows: norms, the clipped sum and the raw Gram matrix.
 
     ``Σ clip_C(x_i)`` has L2 sensitivity ``2C`` under replacement of one row
@@ -348,6 +349,9 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True, direction=None):
         A unit vector ``v`` for the projections ``x_i · v`` (the direction of
         a centre already known); with ``with_sum`` and none given, the
         direction of the clipped sum of the first rows.
+    with_gram : bool, default=True
+        Whether to compute the raw Gram matrix (``gram`` is None otherwise:
+        the matrix-free path never forms a ``d × d`` matrix).
 
     Returns
     -------
@@ -374,8 +378,10 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True, direction=None):
     scan_rows = _scan_rows(d)
 
     def scan(start, stop):
-        sums, gram, count = np.zeros((2, d)), np.zeros((d, d)), 0
-        product = np.empty((d, d))
+        sums, count = np.zeros((2, d)), 0
+        gram = product = None
+        if with_gram:
+            gram, product = np.zeros((d, d)), np.empty((d, d))
         for run_start, run_stop in _ranges(start, stop, run_rows):
             run = _as_float64(X[run_start:run_stop])  # a view of float64 rows
             step = scan_rows if not sparse.issparse(run) else run.shape[0]
@@ -400,7 +406,9 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True, direction=None):
             included = sq_norms[run_start:run_stop] <= max_raw_sq
             n_included = int(np.count_nonzero(included))
             count += n_included
-            if n_included == len(included):
+            if not with_gram:
+                pass
+            elif n_included == len(included):
                 _add_gram(gram, run, product)
             else:  # copy the included rows a block at a time, not the run
                 for a, b in _ranges(0, len(included), _block_rows(d)):
@@ -413,7 +421,8 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True, direction=None):
     return FirstPass(
         sq_norms=sq_norms,
         clipped_sum=sums[0] if with_sum else None,
-        gram=_added([part[1] for part in parts]),  # clipped_gram symmetrises it
+        # clipped_gram symmetrises it
+        gram=_added([part[1] for part in parts]) if with_gram else None,
         total=sums[0] + sums[1],
         count=sum(part[2] for part in parts),
         direction=direction,
@@ -832,6 +841,37 @@ class CentredRows:
             total += np.minimum(sq[:, None], radii**2).sum(axis=0)
         return total
 
+    def sq_norm_sum(self):
+        """``Σ_i ‖a_i‖²``, one pass: the trace of ``Σ a aᵀ`` (each term in
+        ``[0, 1]``), exact and released only with noise.
+
+        ``‖a_i‖² = t_i² ‖x_i − m‖²`` with the clipping scales ``t_i`` and
+        ``‖x_i − m‖² = ‖x_i‖² − 2 x_i·m + ‖m‖²`` from the stored norms (no
+        copy of a block); rows where that overflows are measured on their
+        own, rescaled. Each term is capped at 1 against round-off, so the
+        sum's sensitivity is 1 whatever the rounding.
+        """
+        total = 0.0
+        centre = self.mean
+        for start, stop, block in iter_blocks(self.X):
+            sq = self.sq_norms[start:stop]
+            unit = _clip_scales(block, sq, self.data_norm, centre) / self.data_norm
+            with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+                if centre is not None:
+                    sq = np.maximum(sq - 2.0 * np.asarray(block @ centre).ravel()
+                                    + centre @ centre, 0.0)
+                terms = unit * unit * sq
+            bad = np.flatnonzero(~np.isfinite(terms))
+            if bad.size:  # ‖x‖² overflowed: rescaled, row by row
+                rows = _dense(block[bad])
+                if centre is not None:
+                    rows = rows - centre
+                top, norms = _rescaled_norms(rows)
+                with np.errstate(under="ignore"):
+                    terms[bad] = (unit[bad] * top * norms) ** 2
+            total += float(np.minimum(terms, 1.0).sum())
+        return total
+
     def clipped_products(self, W, radii, n_jobs=None):
         """``Σ_i a_i Clip_{R_j}(a_iᵀ W_j)`` for several trials ``j`` in one pass.
 
@@ -920,13 +960,16 @@ class InMemoryRows:
         self.X = X.tocsr() if sparse.issparse(X) else X
         self.sq_norms = None
         self.first, self._first_norm = None, None
+        #: False on the matrix-free path: no pass forms a d × d matrix.
+        self.with_gram = True
 
     def largest_norm(self):
         self.sq_norms = row_sq_norms(self.X)
         return max_row_norm(self.X, self.sq_norms)
 
     def first_pass(self, data_norm, with_sum):
-        self.first = first_pass(self.X, data_norm, self.sq_norms, with_sum=with_sum)
+        self.first = first_pass(self.X, data_norm, self.sq_norms, with_sum=with_sum,
+                                with_gram=self.with_gram)
         self._first_norm = data_norm
         return self.first.clipped_sum
 
@@ -944,7 +987,9 @@ class InMemoryRows:
 
     def head(self, n_rows):
         """The first ``n_rows`` rows (a view)."""
-        return InMemoryRows(self.X[:n_rows])
+        head = InMemoryRows(self.X[:n_rows])
+        head.with_gram = self.with_gram
+        return head
 
     def check_finite(self):
         """Refuse a NaN or infinite entry (scikit-learn's ``ValueError``):
@@ -971,3 +1016,57 @@ class InMemoryRows:
 
     def rows(self, data_norm, mean):
         return CentredRows(self.X, data_norm, mean, self.first.sq_norms)
+
+
+class ImplicitScatter:
+    """``M̂ = Σ y yᵀ + S`` as an operator: the release of the dense path,
+    never formed (the matrix-free path; docs/privacy.rst, "Solvers").
+
+    ``M̂ V = C² Σ a_i (a_iᵀ V) + S V``: one pass over the rows
+    (``clipped_products`` without clipping, so on every engine: NumPy,
+    sparse, Dask) and the kernel ``S``
+    (:class:`~sklearn_dppca.noise.ImplicitGOE`), redrawn by blocks. ``M̂``
+    has the law of the dense path's release and every product is a function
+    of it: the solver's use of it is post-processing. Memory ``O(d p)``
+    beyond a block of rows and the kernel's blocks.
+
+    Parameters
+    ----------
+    rows : CentredRows or DaskCentredRows (or their progress wrapper)
+    noise : ImplicitGOE
+    scatter_trace : float
+        ``Σ ‖y_i‖²`` (exact): with ``noise.trace()``, ``tr M̂``.
+    """
+
+    def __init__(self, rows, noise, scatter_trace):
+        self.rows, self.noise = rows, noise
+        self.shape, self.dtype = noise.shape, np.dtype(np.float64)
+        self.scatter_trace = float(scatter_trace)
+        self._first = None  # (V, M̂ V) of the first product: see rest_squares
+
+    def __matmul__(self, V):
+        V = np.ascontiguousarray(V, dtype=np.float64)
+        products, _ = self.rows.clipped_products(V[:, None, :], np.array([np.inf]))
+        threads = self.noise.n_threads > 1
+        with _SINGLE_THREADED_BLAS if threads else nullcontext():
+            out = self.noise @ V
+        out += self.rows.data_norm**2 * products[:, 0, :]
+        if self._first is None:
+            self._first = (V, out.copy())
+        return out
+
+    def trace(self):
+        """``tr M̂ = Σ ‖y_i‖² + tr S``."""
+        return self.scatter_trace + self.noise.trace()
+
+    def rest_squares(self, vectors):
+        """``Σ λ²`` over the eigenvalues of ``M̂`` whose eigenvectors are
+        orthogonal to ``vectors`` (``d × k``, orthonormal, from a solver):
+        Hutchinson's estimate ``‖(I − P) M̂ Ω‖_F² / p`` from the first
+        product, unbiased when that product was of ``p`` standard normal
+        columns ``Ω`` (the randomized range finder's first) and ``P`` spans
+        eigenvectors. On a rest dominated by the noise's bulk its relative
+        error is about ``√(2 / (p d))``."""
+        omega, product = self._first
+        residual = product - vectors @ (vectors.T @ product)
+        return float(np.vdot(residual, residual)) / omega.shape[1]

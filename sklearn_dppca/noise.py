@@ -16,11 +16,13 @@ This module imports nothing from the estimators.
 """
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral
 
 import numpy as np
 
 __all__ = [
+    "ImplicitGOE",
     "add_goe_noise",
     "add_gue_noise",
     "dense_noise",
@@ -276,3 +278,118 @@ def add_gue_noise(rng, matrix, sigma):
     _add_symmetric_blocks(rng, matrix.real, scale, 1)
     _add_symmetric_blocks(rng, matrix.imag, scale, -1)
     return matrix
+
+
+#: Side of the square blocks in which :class:`ImplicitGOE` draws its kernel
+#: (8 MiB of float64 each).
+IMPLICIT_BLOCK = 1024
+
+
+class ImplicitGOE:
+    """The GOE kernel of :func:`goe_noise`, never held whole: ``S @ V`` by blocks.
+
+    ``S`` is a fixed ``d × d`` matrix with the law of ``goe_noise(rng, d,
+    σ)`` (diagonal entries N(0, σ²), off-diagonal ones N(0, σ²/2), exactly
+    symmetric), defined by a 256-bit key drawn from ``rng`` at construction:
+    its ``b × b`` block ``(i, j)``, ``i ≤ j``, is drawn from a generator
+    seeded by the key and ``(i, j)`` alone, ``σ (G + Gᵀ)/2`` on the diagonal
+    and ``σ G/√2`` above it (the block below is its transpose). Every product
+    redraws the blocks it needs, so ``S`` is the same matrix in every
+    product, whatever the order or the threads, and memory is ``O(d·p)``
+    beside ``n_threads`` blocks. Time: ``d²/2`` normal draws and ``2 d² p``
+    flops per product with ``V`` of ``p`` columns.
+
+    The key is as secret as the rest of the fit's generator: whoever knows
+    it knows ``S`` (the module's warning on fixed seeds applies).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The fit's generator; one draw (the key) is taken from it.
+    n_features : int
+    sigma : float
+    block : int, default=IMPLICIT_BLOCK
+        Side of the blocks (public: part of the definition of ``S``).
+    n_threads : int, default=1
+        Threads drawing blocks in a product (each with its own output, summed
+        at the end); the result does not depend on it beyond rounding.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_dppca.noise import ImplicitGOE, make_generator
+    >>> S = ImplicitGOE(make_generator(0), 5, 1.0, block=2)
+    >>> dense = S @ np.eye(5)
+    >>> bool(np.allclose(dense, dense.T)), bool(np.allclose(S @ dense, dense @ dense))
+    (True, True)
+    """
+
+    def __init__(self, rng, n_features, sigma, block=IMPLICIT_BLOCK, n_threads=1):
+        self.sigma = _check_scale(sigma)
+        self.shape = (int(n_features), int(n_features))
+        self.dtype = np.dtype(np.float64)
+        self.block = int(block)
+        self.n_threads = max(1, int(n_threads))
+        self._key = [int(word) for word in rng.integers(0, 2**63, size=4)]
+        self._trace = None
+
+    def _draw(self, i, j, buffer=None):
+        """Block ``(i, j)``, ``i ≤ j``, of ``S`` (into ``buffer``, a C-contiguous
+        float64 array of ``block²`` entries, if given: no fresh pages)."""
+        d, b = self.shape[0], self.block
+        shape = (min(b, d - i * b), min(b, d - j * b))
+        g = None if buffer is None else buffer[: shape[0] * shape[1]].reshape(shape)
+        seed = np.random.SeedSequence(self._key, spawn_key=(i, j))
+        g = np.random.Generator(np.random.SFC64(seed)).standard_normal(shape, out=g)
+        if i == j:
+            g += g.T.copy()  # exactly symmetric
+            g *= self.sigma / 2.0
+        else:
+            g *= self.sigma / math.sqrt(2.0)
+        return g
+
+    def _pairs(self):
+        m = -(-self.shape[0] // self.block)
+        return [(i, j) for i in range(m) for j in range(i, m)]
+
+    def __matmul__(self, V):
+        V = np.asarray(V, dtype=np.float64)
+        vector = V.ndim == 1
+        V = V.reshape(self.shape[0], -1)
+        if self.sigma == 0.0:  # the non-private fit's kernel: nothing drawn
+            self._trace = 0.0
+            return np.zeros(V.shape).ravel() if vector else np.zeros(V.shape)
+        b = self.block
+        pairs = self._pairs()
+        parts = min(self.n_threads, len(pairs))
+
+        def work(part):
+            out, trace = np.zeros_like(V), 0.0
+            buffer = np.empty(b * b)
+            for i, j in pairs[part::parts]:
+                g = self._draw(i, j, buffer)
+                rows, cols = slice(i * b, i * b + g.shape[0]), slice(j * b, j * b + g.shape[1])
+                out[rows] += g @ V[cols]
+                if i != j:
+                    out[cols] += g.T @ V[rows]
+                else:
+                    trace += float(np.trace(g))
+            return out, trace
+
+        if parts == 1:
+            results = [work(0)]
+        else:
+            with ThreadPoolExecutor(parts) as pool:
+                results = list(pool.map(work, range(parts)))
+        self._trace = sum(r[1] for r in results)
+        out = sum(r[0] for r in results)
+        return out.ravel() if vector else out
+
+    def trace(self):
+        """``tr S`` (from the diagonal blocks alone if no product has run)."""
+        if self.sigma == 0.0:
+            return 0.0
+        if self._trace is None:
+            m = -(-self.shape[0] // self.block)
+            self._trace = sum(float(np.trace(self._draw(i, i))) for i in range(m))
+        return self._trace

@@ -1,0 +1,271 @@
+"""The matrix-free path (issue 31): PrivatePCA's release held as an operator.
+
+``M̂ = Σ y yᵀ + S`` is never formed: the randomized solver multiplies it by
+``d × p`` blocks, one pass over the rows and the GOE kernel redrawn by blocks
+from a secret key (``ImplicitGOE``). The tests check the kernel's law, the
+operator against the dense matrices it stands for, the release's calibration
+(μ recovered from the materialised release), an audit, the same answer on
+NumPy, CSR and Dask, the path's choice and the memory it needs.
+"""
+
+import math
+import tracemalloc
+import warnings
+
+import numpy as np
+import pytest
+from scipy import sparse
+
+from sklearn_dppca import BudgetAccountant, PrivatePCA
+from sklearn_dppca._base import matrix_free_faster
+from sklearn_dppca._stats import (
+    CentredRows,
+    ImplicitScatter,
+    clipped_gram,
+    first_pass,
+)
+from sklearn_dppca.audit import audit, neighbouring_datasets, subspace_statistic
+from sklearn_dppca.metrics import principal_angle_sin
+from sklearn_dppca.noise import ImplicitGOE, make_generator
+from sklearn_dppca.privacy import gdp_mu
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
+
+
+def spiked(n, d, k=3, seed=0):
+    """Rows ``Σ √λ_j z_j v_j + noise``, norms about 1 (a public bound of 1.5)."""
+    rng = np.random.default_rng(seed)
+    basis = np.linalg.qr(rng.standard_normal((d, k)))[0]
+    lam = np.linspace(0.3, 0.15, k)
+    X = rng.standard_normal((n, k)) * np.sqrt(lam) @ basis.T
+    X += rng.standard_normal((n, d)) * math.sqrt(0.2 / d)
+    return X + 0.5 / math.sqrt(d), basis
+
+
+def mf(k=3, **params):
+    params.setdefault("accountant", BudgetAccountant())
+    return PrivatePCA(k, svd_solver="randomized", path="matrix_free", **params)
+
+
+# --- the kernel ---------------------------------------------------------------
+def test_the_implicit_kernel_has_the_goe_law_and_is_one_matrix():
+    sigma = 2.5
+    S = ImplicitGOE(make_generator(0), 1500, sigma, block=256, n_threads=2)
+    dense = S @ np.eye(1500)
+    assert np.array_equal(dense, dense.T)
+    assert math.isclose(np.trace(dense), S.trace(), rel_tol=1e-9, abs_tol=1e-9)
+    # the same matrix whatever the threads, and in every product
+    one = ImplicitGOE(make_generator(0), 1500, sigma, block=256, n_threads=1)
+    V = np.random.default_rng(1).standard_normal((1500, 4))
+    assert np.allclose(one @ V, dense @ V)
+    assert np.allclose(S @ V[:, 0], dense @ V[:, 0])
+    # σ recovered from each part: the diagonal N(0, σ²), the rest N(0, σ²/2)
+    # (the coordinates of goe_noise; μ = s/σ for sensitivity s)
+    upper = dense[np.triu_indices(1500, 1)]
+    assert abs(dense.diagonal().std() / sigma - 1.0) < 4 * math.sqrt(0.5 / 1500)
+    assert abs(upper.std() * math.sqrt(2.0) / sigma - 1.0) < 4 * math.sqrt(
+        0.5 / upper.size)
+    assert abs(upper.mean()) < 4 * sigma / math.sqrt(2.0 * upper.size)
+    # blocks are independent: neighbouring blocks uncorrelated
+    assert abs(np.corrcoef(dense[:256, 256:512].ravel(),
+                           dense[:256, 512:768].ravel())[0, 1]) < 0.02
+    # another key, another matrix; σ = 0, none
+    other = ImplicitGOE(make_generator(1), 1500, sigma, block=256) @ V
+    assert not np.allclose(other, dense @ V)
+    assert not np.any(ImplicitGOE(make_generator(0), 30, 0.0) @ V[:30])
+
+
+def test_the_operator_is_the_dense_release():
+    """``M̂ V`` from a pass over the rows and the kernel equals ``(G + S) V``
+    with ``G`` the dense path's clipped, centred Gram matrix."""
+    X, _ = spiked(300, 40)
+    X[:5] *= 4.0  # some rows clipped
+    mean = X.mean(axis=0) + 0.01
+    first = first_pass(X, 1.5, with_sum=False)
+    gram = clipped_gram(X, 1.5, mean, first)[0]
+    rows = CentredRows(X, 1.5, mean, first.sq_norms)
+    noise = ImplicitGOE(make_generator(3), 40, 0.7, block=16)
+    released = ImplicitScatter(rows, noise, 2.25 * rows.sq_norm_sum())
+    matrix = gram + noise @ np.eye(40)
+    V = np.random.default_rng(0).standard_normal((40, 6))
+    assert np.allclose(released @ V, matrix @ V)
+    assert math.isclose(released.trace(), np.trace(matrix), rel_tol=1e-10)
+    # Hutchinson's rest: Σ λ² beyond the top eigenvectors, from the first product
+    values, vectors = np.linalg.eigh(matrix)
+    top = vectors[:, -3:]
+    exact = float(values[:-3] @ values[:-3])
+    wide = ImplicitScatter(rows, noise, 0.0)
+    wide @ np.random.default_rng(5).standard_normal((40, 200))
+    assert abs(wide.rest_squares(top) / exact - 1.0) < 0.15
+
+
+# --- the release --------------------------------------------------------------
+class Materialised(PrivatePCA):
+    """Keeps the released matrix ``M̂`` of a matrix-free fit, materialised
+    (after the fit's own solver: the solver's first product stays its own)."""
+
+    def _truncated_eigenpairs(self, noisy, sigma, trace, rng):
+        result = super()._truncated_eigenpairs(noisy, sigma, trace, rng)
+        if isinstance(noisy, ImplicitScatter):
+            self.released_ = noisy @ np.eye(noisy.shape[0])
+            self.exact_ = noisy.rows.data_norm ** 2 * clipped_gram(
+                noisy.rows.X, noisy.rows.data_norm, noisy.rows.mean)[0]
+        return result
+
+
+def test_the_release_is_calibrated_to_its_share():
+    """μ recovered from the draw: ``(M̂ − G)`` has the GOE law with ``σ =
+    √2 C² / μ_cov``, ``μ_cov = √0.9 μ*``."""
+    X, _ = spiked(2000, 1200)
+    est = Materialised(3, epsilon=1.0, delta=1e-6, data_norm=1.5,
+                       svd_solver="randomized", path="matrix_free",
+                       accountant=BudgetAccountant(), random_state=0).fit(X)
+    assert est.path_ == "matrix_free"
+    noise = est.released_ - est.exact_
+    assert np.allclose(noise, noise.T, atol=1e-9)
+    sigma = noise[np.triu_indices(1200, 1)].std() * math.sqrt(2.0)
+    mu = math.sqrt(2.0) * 1.5**2 / sigma
+    expected = gdp_mu(1.0, 1e-6) * math.sqrt(0.9)
+    assert abs(mu / expected - 1.0) < 0.01
+
+
+def test_an_audit_of_the_matrix_free_release_finds_no_more_than_its_claim():
+    """Black-box audits at ε = 1: the materialised release's Gaussian test
+    measures the covariance's μ (sharp), and the released components'
+    threshold test stays under the claim."""
+    X, Y = neighbouring_datasets(2000, 3, kind="orthogonal", scale=0.7)
+    params = dict(epsilon=1.0, delta=1e-5, data_norm=1.0, svd_solver="randomized",
+                  n_oversamples=1, path="matrix_free")
+
+    def scatter(est):
+        return float(est.released_[0, 0] - est.released_[1, 1]) / math.sqrt(2.0)
+
+    scatter.gaussian = True  # a Gaussian release: its test estimates μ
+    n_fits = 400
+    result = audit(Materialised(1, **params), X, Y, scatter, n_fits=n_fits,
+                   random_state=7)
+    assert result.epsilon_lower <= 1.0
+    expected = gdp_mu(1.0, 1e-5) * math.sqrt(0.9)
+    assert abs(result.mu_estimate - expected) < 3 * math.sqrt(2.0 / n_fits)
+    X, Y = neighbouring_datasets(300, 3, kind="orthogonal", scale=0.3)
+    result = audit(PrivatePCA(1, **params), X, Y, subspace_statistic, n_fits=300,
+                   random_state=8)
+    assert result.epsilon_lower <= 1.0
+
+
+def test_the_paths_agree_in_accuracy_and_spectrum():
+    """The same mechanism: over seeds, the matrix-free fit's error and
+    spectrum match the dense path's with the same solver."""
+    X, basis = spiked(3000, 600, k=3, seed=2)
+    errors, spectra = {}, {}
+    for path in ("dense", "matrix_free"):
+        fits = [PrivatePCA(3, epsilon=2.0, data_norm=1.5, svd_solver="randomized",
+                           path=path, random_state=seed,
+                           accountant=BudgetAccountant()).fit(X)
+                for seed in range(4)]
+        assert {fit.path_ for fit in fits} == {path}
+        errors[path] = np.mean([principal_angle_sin(f.components_, basis.T)
+                                for f in fits])
+        spectra[path] = np.mean([np.r_[f.explained_variance_, f.noise_variance_,
+                                       f.total_variance_] for f in fits], axis=0)
+    assert errors["dense"] < 0.5
+    assert abs(errors["matrix_free"] - errors["dense"]) < 0.05
+    assert np.allclose(spectra["matrix_free"], spectra["dense"], rtol=0.05)
+
+
+def test_numpy_csr_and_dask_give_the_same_fit():
+    da = pytest.importorskip("dask.array")
+    X, _ = spiked(1500, 300, seed=4)
+    X[X < 0.02] = 0.0  # sparse enough to be stored so
+    fits = []
+    for data in (X, sparse.csr_matrix(X), da.from_array(X, chunks=(400, 300))):
+        est = mf(epsilon=1.0, data_norm=1.5, random_state=11).fit(data)
+        assert est.path_ == "matrix_free"
+        fits.append(est)
+    for other in fits[1:]:
+        assert np.allclose(other.components_, fits[0].components_, atol=1e-8)
+        assert np.allclose(other.explained_variance_, fits[0].explained_variance_)
+        assert np.allclose(other.mean_, fits[0].mean_)
+
+
+def test_float32_and_auto_bounds_run_matrix_free():
+    X, basis = spiked(4000, 300, seed=5)
+    est = mf(epsilon=2.0, data_norm="auto", random_state=0).fit(X.astype(np.float32))
+    assert est.path_ == "matrix_free"
+    assert est.components_.dtype == np.float32
+    assert principal_angle_sin(est.components_, basis.T) < 0.6
+
+
+def test_passes_are_those_stated():
+    """``2·iterated_power + 2`` products and one trace pass after the bounds."""
+    X, _ = spiked(500, 100)
+    seen = []
+    mf(epsilon=1.0, data_norm=1.5, iterated_power=3, random_state=0)._fit(
+        X, progress=seen.append)
+    products = [line for line in seen if "products" in line]
+    traces = [line for line in seen if "trace" in line]
+    assert len(products) == 2 * 3 + 2 and len(traces) == 1
+
+
+# --- choosing the path, and memory ------------------------------------------
+def test_matrix_free_needs_the_randomized_solver_and_refuses_uncharged():
+    X, _ = spiked(200, 30)
+    for params in ({"svd_solver": "full"}, {"svd_solver": "arpack"},
+                   {"n_components": 25}):
+        budget = BudgetAccountant()
+        params = {"n_components": 3, "svd_solver": "randomized", **params}
+        est = PrivatePCA(data_norm=1.5, path="matrix_free", accountant=budget,
+                         **params)
+        with pytest.raises(ValueError, match="path='matrix_free' needs"):
+            est.fit(X)
+        assert budget.n_charges == 0
+    with pytest.raises(ValueError, match="path"):
+        PrivatePCA(path="sparse").fit(X)
+
+
+def test_auto_takes_the_matrix_free_path_where_the_dense_one_does_not_fit():
+    X, _ = spiked(300, 3000)
+    dense_bytes = PrivatePCA(3, svd_solver="randomized")._memory_needed(
+        300, 3000, "dense")
+    est = PrivatePCA(3, epsilon=1.0, data_norm=1.5, svd_solver="randomized",
+                     memory_limit=dense_bytes - 1, accountant=BudgetAccountant(),
+                     random_state=0).fit(X)
+    assert est.path_ == "matrix_free"
+    # forced dense: refused before the charge, naming the path that fits
+    budget = BudgetAccountant()
+    with pytest.raises(MemoryError, match="path='matrix_free'"):
+        PrivatePCA(3, data_norm=1.5, svd_solver="randomized", path="dense",
+                   memory_limit=dense_bytes - 1, accountant=budget).fit(X)
+    # a limit below even the matrix-free blocks: refused, uncharged
+    with pytest.raises(MemoryError, match="matrix-free solver"):
+        mf(data_norm=1.5, memory_limit=1e4, accountant=budget).fit(X)
+    assert budget.n_charges == 0
+    # with room, the dense path on a small problem
+    est = PrivatePCA(3, epsilon=1.0, data_norm=1.5, svd_solver="randomized",
+                     accountant=BudgetAccountant(), random_state=0).fit(X[:, :200])
+    assert est.path_ == "dense"
+
+
+def test_the_cost_model_chooses_from_public_values():
+    assert not matrix_free_faster(20_000, 2_000, 20, 7, chunked=False)
+    assert not matrix_free_faster(2_000, 5_000, 20, 7, chunked=False)
+    assert matrix_free_faster(10_000, 20_000, 20, 7, chunked=False)
+    assert matrix_free_faster(100_000, 100_000, 20, 7, chunked=False)
+    assert not matrix_free_faster(100_000, 100_000, 20, 7, chunked=True)
+
+
+def test_memory_grows_as_d_k_not_d_squared():
+    """Traced peak of a matrix-free fit at d = 4 000: a fraction of one
+    d × d matrix (128 MB), and of the dense path's two."""
+    X, _ = spiked(600, 4000, seed=6)
+    est = mf(5, epsilon=1.0, data_norm=1.5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tracemalloc.start()
+        est.fit(X)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert est.path_ == "matrix_free"
+    assert peak < 0.3 * 8 * 4000**2
+    # the estimate, from public values, bounds it and is not d²
+    assert peak < est._memory_needed(600, 4000) < 0.4 * 8 * 4000**2
