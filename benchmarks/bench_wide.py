@@ -133,6 +133,8 @@ from scipy import sparse
 ESTIMATORS = ("PrivatePCA", "ComplexGaussPCA", "CoherentPowerPCA")
 BASELINES = ("PCA auto", "PCA randomized", "TruncatedSVD")
 REFERENCE = "PCA auto"
+#: PrivatePCA's paths (its ``path`` parameter).
+PATHS = ("auto", "dense", "matrix_free")
 #: scikit-learn's PCA solvers, in the order the table lists them.
 SOLVERS = ("auto", "full", "covariance_eigh", "arpack", "randomized")
 DELTA = 1e-6
@@ -350,16 +352,20 @@ def make_cells(meta, args):
         for name in BASELINES:
             if name == "TruncatedSVD" and not meta["sparse"]:
                 continue
-            cells.append(dict(estimator=name, svd_solver=None, epsilon=math.inf,
-                              k=k))
+            cells.append(dict(estimator=name, svd_solver=None, path=None,
+                              epsilon=math.inf, k=k))
         for name in args.estimators:
             solvers = accepted_solvers(getattr(sklearn_dppca, name))
             if args.solvers:
                 solvers = [s for s in solvers if s in args.solvers] or solvers[:1]
+            paths = [None]
+            if "path" in getattr(sklearn_dppca, name)().get_params():
+                paths = args.paths
             for solver in solvers:
-                for eps in args.epsilons:
-                    cells.append(dict(estimator=name, svd_solver=solver,
-                                      epsilon=eps, k=k))
+                for path in paths:
+                    for eps in args.epsilons:
+                        cells.append(dict(estimator=name, svd_solver=solver,
+                                          path=path, epsilon=eps, k=k))
     for cell in cells:
         cell.update(case=meta["name"], seed=args.seed, params=args.param)
     return cells
@@ -419,6 +425,8 @@ def make_estimator(cell, data_norm):
     extra = dict(cell["params"])
     if cell["svd_solver"] is not None:
         extra["svd_solver"] = cell["svd_solver"]
+    if cell.get("path") is not None:
+        extra["path"] = cell["path"]
     applied = {key: value for key, value in extra.items() if key in known}
     est.set_params(**applied)
     return est, {"params_skipped": sorted(set(extra) - set(applied))}
@@ -477,6 +485,8 @@ def run_cell(X, reference, cell, data_norm, memory_limit, fresh_baseline):
     chosen = getattr(est, "_fit_svd_solver", None)
     if isinstance(chosen, str):
         result["fit_svd_solver"] = chosen
+    if isinstance(getattr(est, "path_", None), str):
+        result["fit_path"] = est.path_
     return result
 
 
@@ -609,6 +619,8 @@ def run_case(folder, cells, timeout, memory_limit, progress=log, blas_threads=1)
 
 def describe(cell):
     solver = "" if cell["svd_solver"] is None else f" svd_solver={cell['svd_solver']}"
+    if cell.get("path") is not None:
+        solver += f" path={cell['path']}"
     eps = "" if math.isinf(cell["epsilon"]) else f" ε={cell['epsilon']:g}"
     return f"{cell['estimator']}{solver}{eps} k={cell['k']}"
 
@@ -659,6 +671,10 @@ def markdown(meta, results):
                 solver += f" → {r['fit_svd_solver']}"
         elif r.get("solver_ignored"):
             solver += " (ignored)"
+        if r.get("path") is not None:
+            solver += f", path={r['path']}"
+            if r.get("fit_path") and r["fit_path"] != r["path"]:
+                solver += f" → {r['fit_path']}"
         name = r["estimator"].split()[0]
         eps = "∞" if math.isinf(r["epsilon"]) else f"{r['epsilon']:g}"
         if r["status"] == "ok":
@@ -714,6 +730,9 @@ def parse_args(argv):
     parser.add_argument("--solvers", nargs="+", default=None, metavar="NAME,...",
                         help="only these svd_solver values (default: every "
                         "value each estimator accepts)")
+    parser.add_argument("--paths", nargs="+", default=["auto"], metavar="NAME,...",
+                        help="PrivatePCA's path values (default: auto; the "
+                        "table shows what it chose)")
     parser.add_argument("--epsilons", nargs="+", default=["1,3"], metavar="E,...")
     parser.add_argument("--ks", nargs="+", default=None, metavar="K,...",
                         help="default: 10,50 (tiny: 2,4)")
@@ -740,6 +759,7 @@ def parse_args(argv):
     args.estimators = _names(args.estimators, ESTIMATORS, "estimator")
     args.solvers = None if args.solvers is None else _names(args.solvers, SOLVERS,
                                                             "svd_solver")
+    args.paths = _names(args.paths, PATHS, "path")
     args.epsilons = _numbers(args.epsilons, float)
     args.ks = _numbers(args.ks or ["2,4" if args.tiny else "10,50"], int)
     args.param = dict(args.param)

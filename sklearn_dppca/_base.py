@@ -40,7 +40,13 @@ from ._dask import (
     reporting_partitions,
 )
 from ._released import mean_in_box, warn_if_one_feature_dominates
-from ._stats import ImplicitScatter, InMemoryRows, _block_rows, add_outer
+from ._stats import (
+    ImplicitScatter,
+    InMemoryRows,
+    _block_rows,
+    add_outer,
+    kernel_threads,
+)
 from .noise import IMPLICIT_BLOCK, dense_noise, make_generator, noise_scale
 from .privacy import (
     BudgetAccountant,
@@ -85,20 +91,25 @@ def physical_memory():
         return None
 
 
-def matrix_free_faster(n_samples, n_features, size, power_passes, chunked):
+def matrix_free_faster(n_samples, n_features, size, power_passes, chunked,
+                       cached=0.0):
     """Whether the matrix-free path is predicted faster than the dense one,
-    from public values: the shape, the solver's block ``size = k +
-    n_oversamples`` and passes, and whether the rows are a Dask array.
+    or at most :data:`MATRIX_FREE_SLOWDOWN` times slower (it saves the
+    dense path's two ``d × d`` matrices), from public values: the shape, the
+    solver's block ``size = k + n_oversamples`` and passes, whether the rows
+    are a Dask array, and the fraction ``cached`` of the kernel's blocks
+    kept in memory once drawn.
 
     A model of both costs (:data:`PATH_COSTS`, seconds measured on two cores
     with ``benchmarks/bench_wide.py``; their ratios are what matter). Dense:
     the Gram matrix (``n d²``), its noise (``d²``) and the randomized
     solver's ``2·power_passes + 2`` products with it (``d² size`` each).
-    Matrix-free, per product: a pass over the rows (``n d size``), the
-    kernel redrawn (``d²``) and multiplied (``d² size``). Sparse rows are
-    costed as dense (their density is not public). A Dask array's pass also
-    reads its chunks again: there the dense path is kept unless memory
-    forces the other.
+    Matrix-free, per product: a pass over the rows (``n d size``) and a
+    product with the kernel (``d² size``), whose blocks not kept are drawn
+    again (``d²/2`` draws in all the first time). Sparse rows are costed as
+    dense (their density is not public). A Dask array's pass also reads its
+    chunks again: there the dense path is kept unless memory forces the
+    other.
     """
     if chunked:
         return False
@@ -107,24 +118,28 @@ def matrix_free_faster(n_samples, n_features, size, power_passes, chunked):
     cost = PATH_COSTS
     dense = (cost["gram"] * n * d * d + cost["draws"] * d * d
              + products * cost["product"] * d * d * size)
-    free = products * (cost["pass"] * n * d * size + cost["draws"] * d * d / 2
-                       + cost["product"] * d * d * size)
-    return free < dense
+    draws = cost["draws"] * d * d / 2 * (1 + (products - 1) * (1.0 - cached))
+    free = draws + products * (cost["pass"] * n * d * size
+                               + cost["product"] * d * d * size)
+    return free < MATRIX_FREE_SLOWDOWN * dense
 
 
+#: How much slower than the dense path the matrix-free one may be predicted
+#: and still be chosen for its memory (``O(d k)`` and the kernel's cache,
+#: against ``2 d²``).
+MATRIX_FREE_SLOWDOWN = 1.5
 #: Seconds per unit of :func:`matrix_free_faster`'s terms, measured on two
 #: cores: the Gram matrix per ``n d²``, normal draws per entry of the
 #: kernel, a product with a ``d × d`` matrix per ``d² size``, and a pass of
 #: products with the rows per ``n d size``.
 PATH_COSTS = {"gram": 1.45e-11, "draws": 4e-9, "product": 7e-11, "pass": 2.2e-10}
-
-
-def _kernel_threads(n_features):
-    """Threads drawing the implicit kernel's blocks (``ImplicitGOE``): every
-    core when there are at least two blocks' rows of them."""
-    from joblib import cpu_count
-
-    return cpu_count() if n_features >= 2 * IMPLICIT_BLOCK else 1
+#: Share of ``memory_limit`` the matrix-free path may fill with the kernel's
+#: blocks, kept once drawn (at most the ``4 d²`` bytes of the blocks on and
+#: above the diagonal): later products multiply them instead of drawing
+#: them again (4.7× faster per product at d = 5 000).
+KERNEL_CACHE_SHARE = 0.125
+#: The kernel's cache where the machine's memory cannot be told.
+DEFAULT_KERNEL_CACHE = 2**30
 
 
 #: Relative tolerance within which privacy_spent_ reports the request: the
@@ -365,7 +380,8 @@ class _BasePrivatePCA(
         ],
         "n_oversamples": [Interval(Integral, 1, None, closed="left")],
         "power_iteration_normalizer": [StrOptions({"auto", "QR", "LU", "none"})],
-        "memory_limit": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "memory_limit": [Interval(Real, 0, None, closed="neither"),
+                         StrOptions({"auto"})],
     }
     #: Whether ``_release`` takes the Gram matrix of an Array API input in its
     #: namespace and on its device (else as a float64 NumPy array on the host).
@@ -715,6 +731,16 @@ class _BasePrivatePCA(
         total = physical_memory()
         return None if total is None else MEMORY_SHARE * total
 
+    def _kernel_cache(self, n_features):
+        """Bytes of the implicit kernel's blocks kept once drawn: all of them
+        (``4 d²`` bytes) if they fit in :data:`KERNEL_CACHE_SHARE` of
+        ``memory_limit``, else that share."""
+        limit = self._memory_limit()
+        share = DEFAULT_KERNEL_CACHE if limit is None else KERNEL_CACHE_SHARE * limit
+        d = n_features
+        half = 8 * (d * d + d * min(IMPLICIT_BLOCK, d)) / 2  # blocks i ≤ j
+        return int(min(half, share))
+
     def _memory_needed(self, n_samples, n_features, path=None):
         """Bytes of the fit's largest arrays at their peak, from public values.
 
@@ -724,16 +750,18 @@ class _BasePrivatePCA(
         eigenvectors); a complex release doubles that part. Matrix-free:
         about twelve ``d × p`` blocks of the solver and the products
         (``p = k + n_oversamples``), one per thread drawing the kernel and
-        its block (at most ``1024²``), and a block of rows
-        (:class:`ImplicitScatter`).
+        its block (at most ``1024²``), a block of rows
+        (:class:`ImplicitScatter`) and the kernel's cache
+        (:meth:`_kernel_cache`).
         """
         d = n_features
         if (path or getattr(self, "_fit_path", "dense")) == "matrix_free":
             p = self._truncated_k(n_samples, d) + self.n_oversamples
-            threads = _kernel_threads(d)
+            threads = kernel_threads(d)
             rows = min(n_samples, _block_rows(d)) * (d + p)
             kernel = min(IMPLICIT_BLOCK, d) ** 2
-            return 8 * (d * p * (12 + threads) + threads * kernel + rows)
+            return (8 * (d * p * (12 + threads) + threads * kernel + rows)
+                    + self._kernel_cache(d))
         solver = self._eigen_solver(n_samples, d)
         release = 1 if solver in TRUNCATED_SOLVERS else 3
         if self._hermitian_noise:
@@ -753,7 +781,7 @@ class _BasePrivatePCA(
         gib = 2.0**30
         d = n_features
         what = (f"its {d} × {d} matrices" if self._fit_path == "dense"
-                else f"the blocks of its matrix-free solver")
+                else "the blocks of its matrix-free solver")
         limit_text = (f"memory_limit={self.memory_limit!r}"
                       if getattr(self, "memory_limit", "auto") != "auto"
                       else f"{MEMORY_SHARE:.0%} of this machine's memory")

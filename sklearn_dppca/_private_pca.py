@@ -3,20 +3,18 @@
 import math
 
 import numpy as np
-
 from sklearn.utils._param_validation import StrOptions
 
 from . import _array_api
 from ._base import (
     _BasePrivatePCA,
-    _kernel_threads,
     fill_parameter_docs,
     matrix_free_faster,
     scatter_trace,
 )
 from ._bounds import _engine
 from ._dask import ChunkedRows
-from ._stats import ImplicitScatter, InMemoryRows
+from ._stats import ImplicitScatter, InMemoryRows, kernel_threads
 from .noise import ImplicitGOE, add_goe_noise, dense_noise, goe_noise, noise_scale
 
 
@@ -287,9 +285,11 @@ class PrivatePCA(_BasePrivatePCA):
                 n_samples, n_features, "dense") > limit:
             return "matrix_free"
         size = self._truncated_k(n_samples, n_features) + self.n_oversamples
+        half = 4.0 * n_features * (n_features + 1)
         faster = matrix_free_faster(n_samples, n_features, size,
                                     self._power_passes(n_features),
-                                    isinstance(_engine(engine), ChunkedRows))
+                                    isinstance(_engine(engine), ChunkedRows),
+                                    min(1.0, self._kernel_cache(n_features) / half))
         return "matrix_free" if faster else "dense"
 
     def _power_passes(self, n_features):
@@ -332,7 +332,8 @@ class PrivatePCA(_BasePrivatePCA):
         solver sees only products ``M̂ V`` (post-processing)."""
         d = self.n_features_in_
         sigma = noise_scale(math.sqrt(2.0) * rows.data_norm**2, plan.mus["covariance"])
-        noise = ImplicitGOE(rng, d, sigma, n_threads=_kernel_threads(d))
+        noise = ImplicitGOE(rng, d, sigma, n_threads=kernel_threads(d),
+                            cache_bytes=self._kernel_cache(d))
         exact_trace = rows.data_norm**2 * rows.sq_norm_sum()
         trace = (exact_trace + float(dense_noise(rng, (), sigma)), sigma)
         released = ImplicitScatter(rows, noise, exact_trace)

@@ -259,6 +259,18 @@ def _n_threads(X):
     return max(1, min(_SINGLE_THREADED_BLAS.n_threads(), n))
 
 
+def kernel_threads(n_features):
+    """Threads drawing the implicit kernel's blocks
+    (:class:`~sklearn_dppca.noise.ImplicitGOE`): as many as BLAS would use
+    (its limit, e.g. threadpoolctl's, is respected), when there are at least
+    two blocks' rows."""
+    from .noise import IMPLICIT_BLOCK
+
+    if n_features < 2 * IMPLICIT_BLOCK:
+        return 1
+    return max(1, _SINGLE_THREADED_BLAS.n_threads())
+
+
 def _map_ranges(function, n_rows, n_threads):
     """``[function(start, stop), ...]`` over ``n_threads`` contiguous row ranges.
 
@@ -938,13 +950,17 @@ class CentredRows:
         # threads of ours, if any, each with a single-threaded BLAS (two-threaded
         # BLAS in two threads measured 1.3× slower than one thread)
         threads = effective_n_jobs(n_jobs) > 1
+        # each block's d × (trials · k) sum added as it comes (never one per
+        # block held at once: n / 2048 of them on many rows)
+        total, counts = np.zeros((d, n_trials * k)), np.zeros(n_trials, dtype=int)
         with _SINGLE_THREADED_BLAS if threads else nullcontext():
-            parts = Parallel(n_jobs=n_jobs, prefer="threads")(
-                delayed(one_block)(*item) for item in iter_blocks(self.X)
-            )
+            for part, count in Parallel(n_jobs=n_jobs, prefer="threads",
+                                        return_as="generator")(
+                    delayed(one_block)(*item) for item in iter_blocks(self.X)):
+                total += part
+                counts += count
         self._unit_scales = units  # complete: kept for the next call
-        products = sum(p[0] for p in parts).reshape(d, n_trials, k)
-        return products, sum(p[1] for p in parts)
+        return total.reshape(d, n_trials, k), counts
 
 
 class InMemoryRows:

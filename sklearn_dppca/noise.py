@@ -313,6 +313,11 @@ class ImplicitGOE:
     n_threads : int, default=1
         Threads drawing blocks in a product (each with its own output, summed
         at the end); the result does not depend on it beyond rounding.
+    cache_bytes : int, default=0
+        Memory for blocks kept once drawn (the first ones, up to this many
+        bytes): later products only multiply them. The same matrix either
+        way; at most ``4 d²`` bytes are ever needed (the blocks on and above
+        the diagonal).
 
     Examples
     --------
@@ -324,7 +329,8 @@ class ImplicitGOE:
     (True, True)
     """
 
-    def __init__(self, rng, n_features, sigma, block=IMPLICIT_BLOCK, n_threads=1):
+    def __init__(self, rng, n_features, sigma, block=IMPLICIT_BLOCK, n_threads=1,
+                 cache_bytes=0):
         self.sigma = _check_scale(sigma)
         self.shape = (int(n_features), int(n_features))
         self.dtype = np.dtype(np.float64)
@@ -332,12 +338,29 @@ class ImplicitGOE:
         self.n_threads = max(1, int(n_threads))
         self._key = [int(word) for word in rng.integers(0, 2**63, size=4)]
         self._trace = None
+        # the first blocks (in the order of _pairs) whose float64 entries fit
+        # in cache_bytes are kept once drawn: the same values, drawn once
+        self._cache, self._cacheable = {}, set()
+        used = 0
+        for i, j in self._pairs():
+            size = 8 * self._block_shape(i)[0] * self._block_shape(j)[0]
+            if used + size > cache_bytes:
+                break
+            self._cacheable.add((i, j))
+            used += size
+
+    def _block_shape(self, i):
+        return (min(self.block, self.shape[0] - i * self.block),)
 
     def _draw(self, i, j, buffer=None):
         """Block ``(i, j)``, ``i ≤ j``, of ``S`` (into ``buffer``, a C-contiguous
         float64 array of ``block²`` entries, if given: no fresh pages)."""
         d, b = self.shape[0], self.block
         shape = (min(b, d - i * b), min(b, d - j * b))
+        if (i, j) in self._cache:
+            return self._cache[i, j]
+        if (i, j) in self._cacheable:
+            buffer = None  # a fresh array, kept
         g = None if buffer is None else buffer[: shape[0] * shape[1]].reshape(shape)
         seed = np.random.SeedSequence(self._key, spawn_key=(i, j))
         g = np.random.Generator(np.random.SFC64(seed)).standard_normal(shape, out=g)
@@ -346,6 +369,8 @@ class ImplicitGOE:
             g *= self.sigma / 2.0
         else:
             g *= self.sigma / math.sqrt(2.0)
+        if (i, j) in self._cacheable:
+            self._cache[i, j] = g  # one thread per block: no race
         return g
 
     def _pairs(self):
@@ -368,7 +393,8 @@ class ImplicitGOE:
             buffer = np.empty(b * b)
             for i, j in pairs[part::parts]:
                 g = self._draw(i, j, buffer)
-                rows, cols = slice(i * b, i * b + g.shape[0]), slice(j * b, j * b + g.shape[1])
+                rows = slice(i * b, i * b + g.shape[0])
+                cols = slice(j * b, j * b + g.shape[1])
                 out[rows] += g @ V[cols]
                 if i != j:
                     out[cols] += g.T @ V[rows]

@@ -248,7 +248,10 @@ def test_auto_takes_the_matrix_free_path_where_the_dense_one_does_not_fit():
 
 def test_the_cost_model_chooses_from_public_values():
     assert not matrix_free_faster(20_000, 2_000, 20, 7, chunked=False)
-    assert not matrix_free_faster(2_000, 5_000, 20, 7, chunked=False)
+    assert matrix_free_faster(2_000, 5_000, 20, 7, chunked=False)
+    # the kernel's cache makes the products cheaper: more shapes qualify
+    assert not matrix_free_faster(600, 4_000, 20, 7, chunked=False)
+    assert matrix_free_faster(600, 4_000, 20, 7, chunked=False, cached=1.0)
     assert matrix_free_faster(10_000, 20_000, 20, 7, chunked=False)
     assert matrix_free_faster(100_000, 100_000, 20, 7, chunked=False)
     assert not matrix_free_faster(100_000, 100_000, 20, 7, chunked=True)
@@ -256,9 +259,11 @@ def test_the_cost_model_chooses_from_public_values():
 
 def test_memory_grows_as_d_k_not_d_squared():
     """Traced peak of a matrix-free fit at d = 4 000: a fraction of one
-    d × d matrix (128 MB), and of the dense path's two."""
+    d × d matrix (128 MB), and of the dense path's two; the kernel's cache
+    is a share of ``memory_limit``."""
     X, _ = spiked(600, 4000, seed=6)
-    est = mf(5, epsilon=1.0, data_norm=1.5, random_state=0)
+    # a limit whose share for the kernel's cache is 12.5 MB (of its 64 MB)
+    est = mf(5, epsilon=1.0, data_norm=1.5, random_state=0, memory_limit=1e8)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tracemalloc.start()
@@ -266,6 +271,5 @@ def test_memory_grows_as_d_k_not_d_squared():
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
     assert est.path_ == "matrix_free"
-    assert peak < 0.3 * 8 * 4000**2
     # the estimate, from public values, bounds it and is not d²
-    assert peak < est._memory_needed(600, 4000) < 0.4 * 8 * 4000**2
+    assert peak < est._memory_needed(600, 4000) < 0.5 * 8 * 4000**2
