@@ -97,9 +97,14 @@ reads ``out of memory (killed)``, one that exits on a failed allocation
 (OpenBLAS does, under ``RLIMIT_AS``) ``out of memory (its message)``, any
 other death ``crashed (...)``. The
 limit is on address space, which is at least the resident size, so a fit is
-stopped no later than its resident memory reaches it. Today ``PrivatePCA``
-at ``d = 10⁵`` asks for a dense ``10⁵ × 10⁵`` float64 matrix (80 GB): that
-cell reads ``out of memory`` and the run goes on.
+stopped no later than its resident memory reaches it. At ``d = 10⁵`` a dense
+``10⁵ × 10⁵`` float64 matrix takes 80 GB: ``ComplexGaussPCA`` and
+``CoherentPowerPCA`` are refused there (``MemoryError`` before any charge,
+read as ``out of memory``) and the run goes on; ``PrivatePCA`` takes its
+matrix-free path.
+
+``--paths`` lists ``PrivatePCA``'s ``path`` values to run (default
+``auto``); the table shows the path ``auto`` chose (``path_``).
 
 Run from the repository root with the package installed::
 
@@ -107,6 +112,8 @@ Run from the repository root with the package installed::
     nice python benchmarks/bench_wide.py --out wide.json  # full size: many hours
     python benchmarks/bench_wide.py --cases genotypes,csr-1pct \\
         --estimators PrivatePCA --epsilons 1 --ks 10 --param new_parameter=value
+    python benchmarks/bench_wide.py --cases dense-2k --estimators PrivatePCA \
+        --paths dense,matrix_free                         # both paths
     python benchmarks/bench_wide.py --tiny                # smoke test size
 """
 

@@ -126,8 +126,11 @@ def matrix_free_faster(n_samples, n_features, size, power_passes, chunked,
 
 #: How much slower than the dense path the matrix-free one may be predicted
 #: and still be chosen for its memory (``O(d k)`` and the kernel's cache,
-#: against ``2 d²``).
-MATRIX_FREE_SLOWDOWN = 1.5
+#: against ``2 d²``). The model's constants are two-threaded, where the
+#: dense path's BLAS gains most: on 2 000 × 5 000 with one thread, predicted
+#: 0.95 (k = 10) and 1.53 (k = 50) measured 0.46 and 0.75; on 20 000 × 2 000
+#: with two, predicted 2.3 measured 2.9 (dense kept).
+MATRIX_FREE_SLOWDOWN = 1.6
 #: Seconds per unit of :func:`matrix_free_faster`'s terms, measured on two
 #: cores: the Gram matrix per ``n d²``, normal draws per entry of the
 #: kernel, a product with a ``d × d`` matrix per ``d² size``, and a pass of

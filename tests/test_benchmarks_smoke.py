@@ -410,6 +410,18 @@ def test_wide_tiny_run(tmp_path, capsys):
     assert "data_norm = " in table
 
 
+def test_wide_runs_each_path(capsys):
+    bench = pytest.importorskip("bench_wide")
+    result = bench.main(["--tiny", "--cases", "dense-2k", "--epsilons", "1",
+                         "--ks", "2", "--solvers", "randomized", "--estimators",
+                         "PrivatePCA", "--paths", "auto,dense,matrix_free"])
+    cells = [r for r in result["results"] if r["estimator"] == "PrivatePCA"]
+    assert [r["path"] for r in cells] == ["auto", "dense", "matrix_free"]
+    assert [r["fit_path"] for r in cells[1:]] == ["dense", "matrix_free"]
+    assert all(r["status"] == "ok" for r in cells)
+    assert "path=matrix_free" in capsys.readouterr().out
+
+
 def test_wide_limits_are_reported_not_fatal(tmp_path):
     """A fit past its time or memory reads "timeout" / "out of memory", and the
     next fit runs in a new worker."""
