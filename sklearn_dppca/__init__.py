@@ -26,7 +26,10 @@ from . import model_selection, preprocessing  # noqa: F401  (explicit imports)
 from ._coherent_power_pca import CoherentPowerPCA
 from ._complex_gauss_pca import ComplexGaussPCA
 from ._private_pca import PrivatePCA
+from ._released import NoisyReleaseWarning
 from .privacy import BudgetAccountant, BudgetExceededError, PrivacyLeakWarning
+
+NoisyReleaseWarning.__module__ = __name__  # documented and imported from here
 
 __version__ = "0.1.0"
 
@@ -35,6 +38,7 @@ __all__ = [
     "BudgetExceededError",
     "CoherentPowerPCA",
     "ComplexGaussPCA",
+    "NoisyReleaseWarning",
     "PrivacyLeakWarning",
     "PrivatePCA",
     "__version__",

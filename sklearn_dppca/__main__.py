@@ -407,7 +407,7 @@ def fit_command(args):
         require_pandas,
         save_model,
     )
-    from ._released import FeatureScaleWarning
+    from ._released import FeatureScaleWarning, NoisyReleaseWarning
     from .privacy import PrivacyLeakWarning
 
     require_pandas("fit")
@@ -467,28 +467,33 @@ def fit_command(args):
                     lazy.name_bad_values(exc)
                 raise ValueError(in_flags(str(exc))) from exc
     _verbose(args, progress.summary())
-    leaks, seen = [], set()
+    leaks, noisy, seen = [], [], set()
     for w in caught:
         message = str(w.message)
-        if issubclass(w.category, FeatureScaleWarning):  # fitted on an array
-            message = re.sub(r"\bfeature (\d+) \(",
-                             lambda m: f"{names[int(m.group(1))]!r} (", message)
+        if issubclass(w.category, (FeatureScaleWarning, NoisyReleaseWarning)):
+            # fitted on an array: the columns' names
+            message = re.sub(r"\bfeature (\d+)\b",
+                             lambda m: f"{names[int(m.group(1))]!r}", message)
         if message in seen:
             continue
         seen.add(message)
         if issubclass(w.category, PrivacyLeakWarning):
             leaks.append(message)
+        elif issubclass(w.category, (FeatureScaleWarning, NoisyReleaseWarning)):
+            noisy.append(message)
         _warn(in_flags(message))
     # public values: how the rows were read (partitions: fixed by the files)
     reading = {"passes": progress.passes, "all_passes_counted": progress.exact,
                "partitions": None if lazy is None else lazy.partitions}
-    save_model(model_to_dict(estimator, names, leaks, preprocessing, reading),
-               args.output)
+    save_model(model_to_dict(estimator, names, leaks, preprocessing, reading,
+                             release_warnings=noisy), args.output)
     eps, delta = estimator.privacy_spent_
     where = "standard output" if args.output == "-" else args.output
     _say(args, f"done: n_components_={estimator.n_components_}, "
                f"spent epsilon={eps:.6g} at delta={delta:g}"
-               f"{'' if not leaks else ' (NOT private, see warnings)'}; "
+               f"{'' if not leaks else ' (NOT private, see warnings)'}"
+               f"{' (mostly noise or one feature, see warnings)' if noisy else ''}"
+               "; "
                f"model written to {where}")
     _report_ledger(args, ledger)
     return 0

@@ -39,7 +39,12 @@ from ._dask import (
     is_dask_collection,
     reporting_partitions,
 )
-from ._released import mean_in_box, warn_if_one_feature_dominates
+from ._released import (
+    mean_in_box,
+    warn_if_mean_projected,
+    warn_if_noise_dominated,
+    warn_if_one_feature_dominates,
+)
 from ._stats import (
     ImplicitScatter,
     InMemoryRows,
@@ -530,7 +535,8 @@ class _BasePrivatePCA(
             self.mean_ = (
                 bounds.offset if mean is None else bounds.offset + mean
             ).astype(dtype, copy=False)
-            self.mean_ = mean_in_box(self.mean_, bounds)  # post-processing
+            noisy_mean = self.mean_
+            self.mean_ = projected_mean = mean_in_box(self.mean_, bounds)
             rows = data.rows(data_norm, mean)
             self._release(gram, rows, plan, rng, dtype)
             if isinstance(engine, ArrayAPIRows):  # attributes in X's namespace
@@ -543,7 +549,11 @@ class _BasePrivatePCA(
         if bounds.from_data:
             _warn_leak(self._data_norm_leak(self.data_norm_))
         _warn_if_not_private(self.epsilon, self.random_state)
-        warn_if_one_feature_dominates(self)  # from released values only
+        # from released values and public noise scales only
+        if math.isfinite(self.epsilon):
+            warn_if_noise_dominated(self)
+            warn_if_mean_projected(self, noisy_mean, projected_mean)
+        warn_if_one_feature_dominates(self)
         return X
 
     def _centred_in_one_pass(self, data, n_samples, data_norm, centre, plan, rng):
@@ -966,6 +976,7 @@ class _BasePrivatePCA(
         self.noisy_variance_ = np.asarray(noisy, dtype=np.float64)[order].astype(dtype)
         self.total_variance_ = total
         self.noise_variance_ = spectrum.noise_variance
+        self.n_resolved_ = min(int(spectrum.n_resolved), k)
 
     # ------------------------------------------------------------ transform
     def transform(self, X):

@@ -53,7 +53,8 @@ COMMON_ATTRIBUTES = (
 #: own releases, the de-noised spectrum's; absent from models written before
 #: them).
 OPTIONAL_ATTRIBUTES = ("mean_norm_", "clipped_fraction_", "captured_variance_",
-                       "total_variance_", "noisy_variance_")
+                       "total_variance_", "noisy_variance_", "n_resolved_",
+                       "path_")
 #: Further released attributes, by estimator class name.
 EXTRA_ATTRIBUTES = {
     "PrivatePCA": (),
@@ -388,7 +389,7 @@ def _json_parameters(estimator):
 
 
 def model_to_dict(estimator, feature_names, privacy_warnings=(),
-                  preprocessing=None, reading=None):
+                  preprocessing=None, reading=None, release_warnings=()):
     """The released model of a fitted estimator, as a JSON-ready dict.
 
     Parameters
@@ -413,6 +414,11 @@ def model_to_dict(estimator, feature_names, privacy_warnings=(),
         ``{"passes": the passes over the rows counted, "all_passes_counted":
         whether that is all of them, "partitions": the Dask partitions, or
         None in memory}``. Written as ``"reading"``; readers ignore it.
+    release_warnings : sequence of str
+        The fit's warnings about its release's usefulness
+        (:class:`~sklearn_dppca.NoisyReleaseWarning`,
+        :class:`~sklearn_dppca.preprocessing.FeatureScaleWarning`), from
+        released values only; written as ``"release_warnings"``.
 
     Returns
     -------
@@ -435,6 +441,7 @@ def model_to_dict(estimator, feature_names, privacy_warnings=(),
         "feature_names": [str(f) for f in feature_names],
         "attributes": {a: _json_value(getattr(estimator, a)) for a in names},
         "privacy_warnings": [one_line(w) for w in privacy_warnings],
+        "release_warnings": [one_line(w) for w in release_warnings],
     }
     if reading is not None:
         model["reading"] = _json_value(reading)
@@ -473,6 +480,7 @@ class ReleasedModel:
         self.feature_names = list(model["feature_names"])
         self.attributes = model["attributes"]
         self.privacy_warnings = list(model.get("privacy_warnings", []))
+        self.release_warnings = list(model.get("release_warnings", []))
         self.whiten = bool(self.parameters.get("whiten", False))
         self.components_ = np.asarray(self.attributes["components_"], dtype=np.float64)
         self.mean_ = np.asarray(self.attributes["mean_"], dtype=np.float64)

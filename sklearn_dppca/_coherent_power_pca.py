@@ -316,7 +316,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         sensitivity 1) and rounded; the exact count is never stored. ``None``
         (not released) in the automatic modes.
     mean_, n_components_, n_samples_, data_norm_, privacy_spent_ : as in PrivatePCA
-    mean_norm_, clipped_fraction_ : as in PrivatePCA
+    mean_norm_, clipped_fraction_, n_resolved_ : as in PrivatePCA
     n_features_in_, feature_names_in_ : as in PrivatePCA
 
     See Also

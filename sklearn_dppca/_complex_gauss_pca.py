@@ -135,7 +135,7 @@ class ComplexGaussPCA(_BasePrivatePCA):
         number), as in PrivatePCA.
     data_norm_ : float
         Norm bound used.
-    mean_norm_, clipped_fraction_ : as in PrivatePCA
+    mean_norm_, clipped_fraction_, n_resolved_ : as in PrivatePCA
     privacy_spent_ : tuple of float
         ``(epsilon, delta)`` spent by the fit.
     n_features_in_ : int

@@ -150,6 +150,12 @@ class PrivatePCA(_BasePrivatePCA):
         Only with ``data_norm="auto"``: the private search's estimate of the
         fraction of centred rows beyond ``data_norm_`` (post-processing of
         its released counts, biased low); never the exact fraction.
+    n_resolved_ : int
+        How many of the ``n_components_`` released eigenvalues stand above
+        the edge of the noise's spectrum (computed from released values and
+        the public noise scale; :ref:`noisy-release-warning`): the components
+        beyond them are close to random directions, and a
+        :class:`~sklearn_dppca.NoisyReleaseWarning` says so.
     path_ : {"dense", "matrix_free"}
         The path the fit took (``path``, resolved).
     privacy_spent_ : tuple of float

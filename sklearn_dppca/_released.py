@@ -5,9 +5,13 @@ Functions the shared fit (``_base._fit``) calls once its release is made:
 - :func:`mean_in_box` projects the released mean into the public box of
   ``bounds=``: a mean outside a feature's public range is never reported.
 - :func:`warn_if_one_feature_dominates` warns, from released values only,
-  when one feature's released variance dwarfs the others' (features on
-  different scales), and points to the scalers of
-  :mod:`sklearn_dppca.preprocessing`.
+  when one feature's released variance dwarfs the others' or when the top
+  component is one feature (features on different scales), and points to
+  the scalers of :mod:`sklearn_dppca.preprocessing`.
+- :func:`warn_if_noise_dominated` warns when released components do not
+  stand out of the noise's known spectrum, and :func:`warn_if_mean_projected`
+  when the private mean fell outside the public ranges: the release is then
+  mostly noise, and the message names the knob to turn.
 
 Nothing here reads the data.
 """
@@ -16,6 +20,18 @@ import math
 import warnings
 
 import numpy as np
+
+
+class NoisyReleaseWarning(UserWarning):
+    """Part of a fit's release is mostly noise.
+
+    Issued after a fit, from its released values and public noise scales
+    only (post-processing; the rules are in :ref:`noisy-release-warning`):
+    released components whose eigenvalues do not stand out of the noise's
+    spectrum, or a private mean that fell outside the public ranges. The
+    message names what to change: a tighter ``data_norm`` or scaled
+    features, more ``epsilon``, fewer components.
+    """
 
 
 def mean_in_box(mean, bounds):
@@ -48,6 +64,83 @@ def mean_in_box(mean, bounds):
     return np.clip(mean, lower, upper).astype(mean.dtype, copy=False)
 
 
+#: How to put features on a common scale (the CLI rewords it in its flags).
+SCALE_ADVICE = (
+    "by their public ranges with sklearn_dppca.preprocessing.PublicScaler (no "
+    "budget), or privately with sklearn_dppca.preprocessing."
+    "PrivateStandardScaler (a charge of its own)"
+)
+
+
+def _feature_names(estimator, indices):
+    names = getattr(estimator, "feature_names_in_", None)
+    return ", ".join(repr(str(names[j])) if names is not None else f"feature {j}"
+                     for j in indices)
+
+
+def warn_if_mean_projected(estimator, released, projected):
+    """Warn (:class:`NoisyReleaseWarning`) when :func:`mean_in_box` moved
+    the released mean of some features onto their public ranges: every row
+    lies in the box, so the noise alone put the mean outside, and those
+    features' means are mostly noise at this budget. ``released`` and
+    ``projected`` are the mean before and after the projection (released
+    values)."""
+    from .privacy import _outside_stacklevel
+
+    moved = np.flatnonzero(np.asarray(released) != np.asarray(projected))
+    if moved.size == 0:
+        return
+    shown = _feature_names(estimator, moved[:5]) + (
+        f" and {moved.size - 5} more" if moved.size > 5 else "")
+    warnings.warn(
+        f"The private mean of {moved.size} of {released.shape[0]} features "
+        f"({shown}) fell outside their public ranges and was projected onto "
+        "them: the noise of the mean is larger than those ranges, so their "
+        "means, and the centring of the components along them, are mostly "
+        f"noise. Put the features on a common scale {SCALE_ADVICE}, tighten "
+        "the bounds, or spend more epsilon. (Computed from released values "
+        "only.)",
+        NoisyReleaseWarning,
+        stacklevel=_outside_stacklevel(),
+    )
+
+
+def warn_if_noise_dominated(estimator):
+    """Warn (:class:`NoisyReleaseWarning`) when some of the kept components'
+    released eigenvalues do not stand above the edge of the noise's bulk.
+
+    ``n_resolved_`` (from the released spectrum and the public noise scale:
+    the eigenvalues above ``b + 2√d τ``, the bulk's centre ``b`` plus the
+    semicircle's radius of the GOE kernel with off-diagonal standard
+    deviation ``τ = σ/√2``; docs/privacy.rst, "The spectrum") counts those
+    that do. A component below the edge is, to first order, a random
+    direction in the bulk: on pure noise the top eigenvalue crosses the
+    edge 9–19% of the time, so the rule misses a noise-only release at most
+    that often and never fires on a component three Tracy–Widom standard
+    deviations beyond the edge.
+    """
+    from .privacy import _outside_stacklevel
+
+    k, resolved = estimator.n_components_, getattr(estimator, "n_resolved_", None)
+    if resolved is None or k == 0 or resolved >= k:
+        return
+    which = ("none of them does" if resolved == 0 else "only the first does"
+             if resolved == 1 else f"only the first {resolved} do")
+    warnings.warn(
+        f"{k - resolved} of the {k} released components do not stand out of "
+        f"the noise ({which}): their released eigenvalues lie within the "
+        "noise's spectrum, so they are close to random directions. The "
+        "noise grows as the square of the norm bound and shrinks as n times "
+        f"epsilon: give a tighter data_norm (the bound used: "
+        f"{estimator.data_norm_:.4g}) or put the features on a common scale "
+        f"{SCALE_ADVICE}, spend more epsilon (now {estimator.epsilon:g}), or "
+        f"keep n_components={max(resolved, 1)}. (Computed from released "
+        "values and the public noise scale only.)",
+        NoisyReleaseWarning,
+        stacklevel=_outside_stacklevel(),
+    )
+
+
 class FeatureScaleWarning(UserWarning):
     """One feature's released variance dwarfs most others'.
 
@@ -57,6 +150,17 @@ class FeatureScaleWarning(UserWarning):
     beside an age and a 1–5 score. Scale the features to a common scale
     first (:mod:`sklearn_dppca.preprocessing`).
     """
+
+
+#: The component rule: the top component, above the noise's edge, explains at
+#: least this share of the released total ...
+TOP_COMPONENT_SHARE = 0.95
+#: ... and puts at least this share of its squared loadings on one feature
+#: (a loading of 0.95): the covariance is then mostly one feature's variance.
+#: The noise flattens the released diagonal that DOMINANCE_RATIO reads (at
+#: ε ≤ 10 on a census table whose population column is 1e6 times the others'
+#: variance, that rule stayed silent); a resolved component is not flattened.
+ONE_FEATURE_LOADING = 0.9
 
 
 #: The warning's ratio: the largest released per-feature variance must exceed
@@ -118,17 +222,42 @@ def noise_scale_of_variances(estimator):
     return float(estimator.data_norm_) ** 2 * math.sqrt(d) / (n * mu)
 
 
+def _one_feature_component(estimator):
+    """The feature that the first released component is, or None: that
+    component stands above the noise (``n_resolved_ ≥ 1``, and its variance
+    above :data:`NOISE_MARGIN` times the noise scale, as for the first
+    rule), explains at least :data:`TOP_COMPONENT_SHARE` of the released
+    total and puts at least :data:`ONE_FEATURE_LOADING` of its squared
+    loadings on one feature."""
+    from . import _array_api
+
+    if getattr(estimator, "n_resolved_", 0) < 1 or estimator.n_components_ < 1:
+        return None
+    ratio = float(_array_api.to_host(estimator.explained_variance_ratio_)[0])
+    variance = float(_array_api.to_host(estimator.explained_variance_)[0])
+    first = np.abs(_array_api.to_host(estimator.components_)[0]) ** 2
+    j = int(np.argmax(first))
+    if (ratio >= TOP_COMPONENT_SHARE and first[j] >= ONE_FEATURE_LOADING
+            and variance > NOISE_MARGIN * noise_scale_of_variances(estimator)):
+        return j
+    return None
+
+
 def warn_if_one_feature_dominates(estimator):
     """Warn (:class:`FeatureScaleWarning`) when one feature dominates.
 
-    From released values only, after the fit's release: with ``v`` the
+    From released values only, after the fit's release, by either of two
+    rules. First, with ``v`` the
     released per-feature variances (:func:`released_variances`), it fires
     when ``max v`` exceeds :data:`DOMINANCE_RATIO` (1000) times the lower
     median of ``v`` (the ``⌈d/2⌉``-th smallest: at least half the features
     are 1000 times smaller) and :data:`NOISE_MARGIN` (50) times the noise
     scale ``τ`` (:func:`noise_scale_of_variances`), so that a release of
-    noise alone never fires it. Not for one feature. The message names the
-    feature(s) and points to :mod:`sklearn_dppca.preprocessing`.
+    noise alone never fires it. Second, when the first component is one
+    feature (:func:`_one_feature_component`): the noise flattens the
+    released diagonal, not a component standing above it. Not for one
+    feature. The message names the feature(s) and points to
+    :mod:`sklearn_dppca.preprocessing`.
     """
     from .privacy import _outside_stacklevel
 
@@ -139,24 +268,28 @@ def warn_if_one_feature_dominates(estimator):
     top = float(v.max())
     median = float(np.sort(v)[(d - 1) // 2])
     tau = noise_scale_of_variances(estimator)
-    if not (top > DOMINANCE_RATIO * median and top > NOISE_MARGIN * tau):
-        return
     names = getattr(estimator, "feature_names_in_", None)
-    big = np.argsort(v)[::-1]
-    big = [j for j in big[:3] if v[j] > DOMINANCE_RATIO * median]
-    named = ", ".join(
-        (repr(str(names[j])) if names is not None else f"feature {j}")
-        + f" ({v[j]:.3g})" for j in big
-    )
+    if top > DOMINANCE_RATIO * median and top > NOISE_MARGIN * tau:
+        big = np.argsort(v)[::-1]
+        big = [j for j in big[:3] if v[j] > DOMINANCE_RATIO * median]
+        named = ", ".join(
+            (repr(str(names[j])) if names is not None else f"feature {j}")
+            + f" ({v[j]:.3g})" for j in big
+        )
+        why = (f"the released variance of {named} is more than "
+               f"{DOMINANCE_RATIO:g} times that of most features (median "
+               f"{median:.3g})")
+    else:
+        first = _one_feature_component(estimator)
+        if first is None:
+            return
+        why = (f"the first component is {_feature_names(estimator, [first])} "
+               "alone and explains nearly all the released variance")
     warnings.warn(
-        f"One feature dominates the fit: the released variance of {named} "
-        f"is more than {DOMINANCE_RATIO:g} times that of most features "
-        f"(median {median:.3g}), so the components follow it whatever the "
-        "others do. If the features are on different scales, put them on a "
-        "common one before the fit: by their public ranges with "
-        "sklearn_dppca.preprocessing.PublicScaler (no budget), or privately "
-        "with sklearn_dppca.preprocessing.PrivateStandardScaler (a charge of "
-        "its own). (Computed from released values only.)",
+        f"One feature dominates the fit: {why}, so the components follow it "
+        "whatever the others do. If the features are on different scales, put "
+        f"them on a common one before the fit: {SCALE_ADVICE}. (Computed from "
+        "released values only.)",
         FeatureScaleWarning,
         stacklevel=_outside_stacklevel(),
     )

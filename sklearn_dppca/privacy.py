@@ -80,7 +80,7 @@ class PrivacyLeakWarning(UserWarning):
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
     ...     _ = PrivatePCA(2, data_norm=None).fit(X)  # bound read from the data
-    >>> [w.category.__name__ for w in caught]
+    >>> [w.category.__name__ for w in caught if w.category is PrivacyLeakWarning]
     ['PrivacyLeakWarning']
     """
 

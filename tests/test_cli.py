@@ -51,6 +51,13 @@ def data(tmp_path):
     return path
 
 
+def noise_warning(line):
+    """A NoisyReleaseWarning's line: the second component of this small
+    table is noise at these budgets (a diagnostic of the release itself,
+    tested in tests/test_release_warnings.py)."""
+    return "do not stand out of the noise" in line
+
+
 def run(capsys, *argv):
     rc = main([str(a) for a in argv])
     out, err = capsys.readouterr()
@@ -99,15 +106,18 @@ def test_model_json_holds_exactly_the_released_attributes(name, data, tmp_path, 
     saved = json.loads(model.read_text())
     assert set(saved) == {"format", "format_version", "sklearn_dppca_version",
                           "estimator", "parameters", "feature_names", "attributes",
-                          "privacy_warnings", "reading"}
+                          "privacy_warnings", "release_warnings", "reading"}
     assert saved["format_version"] == 1
     # how the rows were read, public values (coherent: also in each of its
     # two power iterations)
     assert saved["reading"] == {"passes": 4 if name == "coherent" else 2,
                                 "all_passes_counted": True, "partitions": None}
     assert saved["estimator"] == CASES[name][1].__name__
-    spectrum = {"captured_variance_", "total_variance_", "noisy_variance_"}
-    assert set(saved["attributes"]) == COMMON | EXTRA[name] | {"mean_norm_"} | spectrum
+    spectrum = {"captured_variance_", "total_variance_", "noisy_variance_",
+                "n_resolved_"}
+    path = {"path_"} if name == "private" else set()
+    assert set(saved["attributes"]) == (COMMON | EXTRA[name] | {"mean_norm_"}
+                                        | spectrum | path)
     assert "accountant" not in saved["parameters"]
     assert saved["parameters"]["random_state"] is None
     assert saved["feature_names"] == FEATURES
@@ -134,7 +144,8 @@ def test_fixed_seed_and_estimated_norm_warn_that_the_fit_is_not_private(
     rc, _, err = run(capsys, "fit", data, "-k", 2, "--epsilon", 1, "--delta", 1e-6,
                      "--estimate-data-norm", "--seed", 3, "-o", model)
     assert rc == 0
-    warnings = [line for line in err.splitlines() if line.startswith("dppca: warning:")]
+    warnings = [line for line in err.splitlines()
+                if line.startswith("dppca: warning:") and not noise_warning(line)]
     assert len(warnings) == 2
     assert all("not" in w.lower() and "private" in w.lower() for w in warnings)
     saved = json.loads(model.read_text())
@@ -159,7 +170,7 @@ def test_columns_select_numeric_ones_and_transform_ignores_extras(tmp_path, caps
 
 def test_quiet_and_stdout(data, tmp_path, capsys):
     rc, out, err = run(capsys, *fit_args(data, "-", "-q"))
-    assert rc == 0 and err == ""
+    assert rc == 0 and all(noise_warning(line) for line in err.splitlines())
     model = tmp_path / "m.json"
     model.write_text(out)
     rc, out, err = run(capsys, "transform", model, data, "-o", "-", "-q")
@@ -352,7 +363,8 @@ def test_warnings_name_the_flags_not_the_python_parameters(data, tmp_path, capsy
     rc, _, err = run(capsys, "fit", data, "-k", 2, "--epsilon", 1, "--delta", 1e-6,
                      "--estimate-data-norm", "--seed", 3, "-o", tmp_path / "m.json")
     assert rc == 0
-    warned = [line for line in err.splitlines() if line.startswith("dppca: warning:")]
+    warned = [line for line in err.splitlines()
+              if line.startswith("dppca: warning:") and not noise_warning(line)]
     largest = np.linalg.norm(make_frame().to_numpy(), axis=1).max()
     assert warned == [
         f"dppca: warning: --estimate-data-norm set the bound to the largest row "
@@ -434,7 +446,8 @@ def test_verbose_reports_reading_and_each_pass_with_public_values_only(
     ]
     # Without -v: the start and end lines only.
     rc, _, err = run(capsys, *fit_args(data, tmp_path / "m3.json"))
-    assert [line.split(" ")[1] for line in err.splitlines()] == ["fitting", "done:"]
+    assert [line.split(" ")[1] for line in err.splitlines()
+            if not noise_warning(line)] == ["fitting", "done:"]
 
 
 def test_transform_verbose_reports_reading(data, tmp_path, capsys):

@@ -128,13 +128,19 @@ def test_a_dominating_column_is_warned_in_the_flags_words(tmp_path, capsys):
     name and the CLI's way out (--scale with --bounds FILE)."""
     table = tmp_path / "t.csv"
     make_table(n=20_000).to_csv(table, index=False)
-    rc, _, err = run(capsys, *fit(table, tmp_path / "m.json", "--data-norm", "auto"))
+    model = tmp_path / "m.json"
+    rc, _, err = run(capsys, *fit(table, model, "--data-norm", "auto"))
     assert rc == 0, err
-    warning = [line for line in err.splitlines() if "warning:" in line]
+    warning = [line for line in err.splitlines() if "warning:" in line
+               and "dominates" in line]
     assert len(warning) == 1
     assert "the released variance of 'income'" in warning[0]
     assert "--scale and --bounds FILE" in warning[0]
     assert "sklearn_dppca.preprocessing" not in warning[0]
+    # kept with the model, beside the noise's (component 2 is noise here)
+    saved = json.loads(model.read_text())["release_warnings"]
+    assert any("dominates" in w for w in saved)
+    assert any("do not stand out of the noise" in w for w in saved)
 
 
 def test_a_damaged_scale_is_refused(files, tmp_path, capsys):

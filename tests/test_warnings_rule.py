@@ -30,9 +30,11 @@ from sklearn_dppca import (
     BudgetExceededError,
     CoherentPowerPCA,
     ComplexGaussPCA,
+    NoisyReleaseWarning,
     PrivacyLeakWarning,
     PrivatePCA,
 )
+from sklearn_dppca.preprocessing import FeatureScaleWarning
 from sklearn_dppca.privacy import private_computation
 
 try:
@@ -77,13 +79,19 @@ def _flag_extremes(block):
 
 def shown(make, X, **params):
     """The fit's warnings as ``(category, message)``, with every filter at
-    "always" and NumPy set to warn on every floating-point error."""
+    "always" and NumPy set to warn on every floating-point error; the
+    diagnostics of the release itself (NoisyReleaseWarning,
+    FeatureScaleWarning) are left out: they are computed from released
+    values after the release (post-processing, and may differ between
+    neighbours as the release does; tests/test_release_warnings.py checks
+    them against the released attributes alone)."""
     params = {"epsilon": EPSILON, **params}
     with warnings.catch_warnings(record=True) as caught, np.errstate(all="warn"):
         warnings.simplefilter("always")
         est = make(accountant=BudgetAccountant(), **params).fit(X)
     assert np.isfinite(est.components_).all()
-    return [(w.category, str(w.message)) for w in caught]
+    return [(w.category, str(w.message)) for w in caught
+            if not issubclass(w.category, (NoisyReleaseWarning, FeatureScaleWarning))]
 
 
 def fit_strictly(make, X, **params):
@@ -91,6 +99,8 @@ def fit_strictly(make, X, **params):
     floating-point error: it must not raise."""
     with warnings.catch_warnings(), np.errstate(all="raise"):
         warnings.simplefilter("error")
+        for diagnostic in (NoisyReleaseWarning, FeatureScaleWarning):  # see shown
+            warnings.simplefilter("ignore", diagnostic)
         est = make(epsilon=EPSILON, accountant=BudgetAccountant(), **params).fit(X)
     assert np.isfinite(est.components_).all()
     return est
@@ -178,6 +188,8 @@ def test_public_warnings_keep_their_place_and_number(name):
         warnings.simplefilter("always")
         est = make(epsilon=EPSILON, accountant=BudgetAccountant(),
                    random_state=0).fit(X)
+    record = [w for w in record if not issubclass(
+        w.category, (NoisyReleaseWarning, FeatureScaleWarning))]  # see shown
     leaks = [str(w.message) for w in record]
     assert [w.category for w in record] == [PrivacyLeakWarning] * 2
     assert leaks[0].startswith("data_norm is None, so it was set to the largest "
@@ -195,6 +207,8 @@ def test_a_public_warning_raised_as_an_error_leaves_the_fit_undone():
     fitted = est.components_.copy()
     with warnings.catch_warnings(), np.errstate(all="raise"):
         warnings.simplefilter("error")
+        for diagnostic in (NoisyReleaseWarning, FeatureScaleWarning):  # see shown
+            warnings.simplefilter("ignore", diagnostic)
         with pytest.raises(PrivacyLeakWarning, match="random_state=0"):
             est.set_params(random_state=0).fit(Y)
     assert acc.n_charges == 2
@@ -242,7 +256,8 @@ def test_private_computations_in_threads_share_one_silence():
             t.start()
         for t in threads:
             t.join()
-        heard = list(caught)
+        heard = [w for w in caught if not issubclass(
+            w.category, (NoisyReleaseWarning, FeatureScaleWarning))]  # see shown
         assert warnings.filters == inside
     assert heard == []
     assert warnings.filters == before
@@ -268,10 +283,12 @@ def test_concurrent_fits_are_silent_and_leave_the_filters_as_they_were():
         for t in threads:
             t.join()
         assert warnings.filters == before
-        heard = list(caught)
+        heard = [w for w in caught if not issubclass(
+            w.category, (NoisyReleaseWarning, FeatureScaleWarning))]  # see shown
         warnings.warn("shown", UserWarning)  # outside any fit: shown again
     assert acc.n_charges == 8
-    assert heard == [] and [str(w.message) for w in caught] == ["shown"]
+    assert heard == []
+    assert [str(w.message) for w in caught][-1:] == ["shown"]
 
 
 def _hold_catch_warnings(entered, leave):
@@ -295,7 +312,8 @@ def test_another_threads_catch_warnings_left_mid_fit_does_not_lift_the_silence()
             leave.set()
             other.join()
             warnings.warn("inside, after the other thread left", UserWarning)
-        heard = list(caught)
+        heard = [w for w in caught if not issubclass(
+            w.category, (NoisyReleaseWarning, FeatureScaleWarning))]  # see shown
         warnings.warn("after", UserWarning)
     assert heard == []
     assert [str(w.message) for w in caught] == ["after"]
@@ -352,7 +370,8 @@ def test_fits_stay_silent_while_another_thread_enters_and_leaves_catch_warnings(
             t.join()
         stop.set()
         churner.join()
-        heard = list(caught)
+        heard = [w for w in caught if not issubclass(
+            w.category, (NoisyReleaseWarning, FeatureScaleWarning))]  # see shown
         assert warnings.filters == before
     assert acc.n_charges == 4 and heard == []
 
