@@ -485,8 +485,15 @@ def fit_command(args):
     # public values: how the rows were read (partitions: fixed by the files)
     reading = {"passes": progress.passes, "all_passes_counted": progress.exact,
                "partitions": None if lazy is None else lazy.partitions}
-    save_model(model_to_dict(estimator, names, leaks, preprocessing, reading,
-                             release_warnings=noisy), args.output)
+    model = model_to_dict(estimator, names, leaks, preprocessing, reading,
+                          release_warnings=noisy)
+    if args.bounds:  # the public box the rows were clipped into, per column
+        lower, upper = _per_column(bounds, names)
+        model["bounds"] = {"lower": np.asarray(lower).tolist(),
+                           "upper": np.asarray(upper).tolist()}
+        if args.scale:
+            model["in_original_units"] = _in_original_units(estimator, scale)
+    save_model(model, args.output)
     eps, delta = estimator.privacy_spent_
     where = "standard output" if args.output == "-" else args.output
     _say(args, f"done: n_components_={estimator.n_components_}, "
@@ -666,7 +673,10 @@ def _read_bounds(values, names):
     missing = [str(n) for n in names if n not in frame.columns]
     if missing:
         raise ValueError(f"--bounds {values[0]}: no bounds for the columns "
-                         f"{quote_names(missing)}")
+                         f"{quote_names(missing)}. Give their ranges in the "
+                         "file, or fit only the columns it covers with "
+                         "--columns NAME,NAME,... (a label column, for one, "
+                         "is not a feature)")
     if frame.shape[0] != 2:
         raise ValueError(f"--bounds {values[0]}: expected two rows (lower, upper), "
                          f"got {frame.shape[0]}")
@@ -701,6 +711,16 @@ def _scale_by_bounds(X, bounds, names):
     scaler = PublicScaler(list(zip(lower, upper))).fit(np.zeros((1, len(names))))
     scale = {"lower": lower.tolist(), "upper": upper.tolist()}
     return _map_rows(scaler.transform, X, len(names)), (0.0, 1.0), scale
+
+
+def _in_original_units(estimator, scale):
+    """``--scale``: the released ``mean_`` mapped back from [0, 1] to each
+    column's public range (post-processing), as the model reports it beside
+    the scaled one."""
+    lower, upper = (np.asarray(scale[side], dtype=np.float64)
+                    for side in ("lower", "upper"))
+    return {"mean_": (lower + np.asarray(estimator.mean_, dtype=np.float64)
+                      * (upper - lower)).tolist()}
 
 
 def _map_rows(function, X, n_columns):

@@ -905,6 +905,35 @@ def check_box(bounds, n_features):
     return lower, upper
 
 
+def box_radius(lower, upper, center):
+    """``(c, R)``: the centre the rows of the box ``[lower, upper]`` (arrays
+    of the data's dtype, :func:`inward_box`) are translated by, the box's
+    midpoint or 0 without centring (float64), and ``R``, a bound on the norm
+    of every translated row: ``‖max(|lower − c|, |upper − c|)‖`` computed in
+    the dtype, as the rows are (``|fl(x − c)| ≤ max(|fl(lower − c)|,
+    |fl(upper − c)|)`` for every ``x`` in the box: rounding is monotone)."""
+    dtype = lower.dtype
+    centre = np.zeros_like(lower)
+    if center:
+        centre = ((lower.astype(np.float64) + upper) / 2.0).astype(dtype)
+    with np.errstate(over="ignore"):
+        reach = np.maximum(np.abs(lower - centre), np.abs(upper - centre))
+    reach = reach.astype(np.float64)
+    top = float(reach.max())  # ‖reach‖ without overflow
+    return centre.astype(np.float64), top * float(np.linalg.norm(reach / top))
+
+
+def public_box_norm(bounds, n_features, center):
+    """The norm bound that ``bounds=(lower, upper)`` implies for a fit on
+    ``n_features`` columns, from public values only: the largest of
+    :func:`box_radius` over the dtypes a fit computes in (float32, float64),
+    so that it bounds the fit's own ``data_norm_`` whatever the data's
+    dtype."""
+    lower, upper = check_box(bounds, n_features)
+    return max(box_radius(*inward_box(lower, upper, dtype), center)[1]
+               for dtype in (np.float32, np.float64))
+
+
 def inward_box(lower, upper, dtype):
     """``(lower, upper)`` as arrays of ``dtype``, rounded inward.
 
@@ -996,19 +1025,8 @@ class NormBounds:
         if self.box is not None:
             # the box and its centre in the data's dtype, the box rounded
             # inward: the rows are clipped and translated in that dtype
-            self.box = lower, upper = inward_box(*self.box, dtype)
-            centre = np.zeros_like(lower)
-            if self.center:
-                centre = ((lower.astype(np.float64) + upper) / 2.0).astype(dtype)
-            self.offset = centre.astype(np.float64)
-            # |fl(x − c)| ≤ max(|fl(lower − c)|, |fl(upper − c)|) for every x in
-            # [lower, upper]: rounding is monotone, and these are computed in
-            # the dtype, as the rows are
-            with np.errstate(over="ignore"):
-                reach = np.maximum(np.abs(lower - centre), np.abs(upper - centre))
-            reach = reach.astype(np.float64)
-            top = float(reach.max())  # ‖reach‖ without overflow
-            self.box_norm = top * float(np.linalg.norm(reach / top))
+            self.box = inward_box(*self.box, dtype)
+            self.offset, self.box_norm = box_radius(*self.box, self.center)
             if self.data_norm is None:  # the box's radius is a bound in use
                 check_data_norm_range(self.box_norm, self.dtype)
         self.edges = None

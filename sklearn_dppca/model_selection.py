@@ -67,7 +67,7 @@ from ._base import (
     map_non_finite,
     reported_spend,
 )
-from ._bounds import check_data_norm_range
+from ._bounds import check_data_norm_range, public_box_norm
 from ._coherent_power_pca import CoherentPowerPCA
 from ._private_pca import PrivatePCA
 from .noise import dense_noise, make_generator, noise_scale
@@ -277,6 +277,7 @@ class Candidate(NamedTuple):
     prefix: str  # "" or "<step name>__" of the private step
     index: object  # the private step's position in a Pipeline, or None
     error: object = None  # the public reason it cannot be fitted, or None
+    data_norm: float = None  # the public bound of its rows (_public_norm)
 
 
 class SearchPlan(NamedTuple):
@@ -441,13 +442,16 @@ def _candidate(estimator, params, n_features, smallest_fold):
         for name, other in est.steps:
             if other is not step and not _is_stateless(other):
                 raise ValueError(_refused_step(name, other))
-    data_norm = step.data_norm
-    if not (isinstance(data_norm, Real) and not isinstance(data_norm, bool)
-            and 0 < data_norm < math.inf):
+    heads = [] if index is None else [other for _, other in est.steps[:index]]
+    data_norm = _public_norm(step, n_features, heads)
+    if isinstance(data_norm, ValueError):  # bounds invalid: a public failure
+        return Candidate(params, est, prefix, index, data_norm)
+    if data_norm is None:
         raise ValueError(
-            f"The private estimator's data_norm={data_norm!r} must be a public "
-            "positive number for a private search: it bounds each row's score "
-            "by data_norm²."
+            f"The private estimator's data_norm={step.data_norm!r} must be a "
+            "public positive number, or None with public bounds=(lower, "
+            "upper) (the box's radius is then the bound), for a private "
+            "search: it bounds each row's score by data_norm²."
         )
     if isinstance(step, CoherentPowerPCA) and step._mode() == "repetition":
         raise ValueError(
@@ -467,8 +471,8 @@ def _candidate(estimator, params, n_features, smallest_fold):
         step._check_n_components(smallest_fold,
                                  n_features if not index else smallest_fold)
     except (InvalidParameterError, ValueError, TypeError) as error:
-        return Candidate(params, est, prefix, index, error)
-    return Candidate(params, est, prefix, index)
+        return Candidate(params, est, prefix, index, error, data_norm)
+    return Candidate(params, est, prefix, index, None, data_norm)
 
 
 def _locate_private_step(estimator):
@@ -571,8 +575,43 @@ def _refused_step(name, step):
     )
 
 
+def _public_norm(step, n_features, heads=()):
+    """The public norm bound of a private step: its numeric ``data_norm``, or
+    with ``data_norm=None`` and ``bounds`` the box's radius
+    (:func:`~sklearn_dppca._bounds.public_box_norm`), or the ``ValueError``
+    of invalid bounds; ``None`` otherwise.
+    Scalar bounds need the step's number of features: ``n_features`` when
+    every step before it keeps the columns (a ``PublicScaler``,
+    ``"passthrough"``, a constant fill), else refused (a
+    ``FunctionTransformer`` may change them: give arrays)."""
+    data_norm = step.data_norm
+    if isinstance(data_norm, Real) and not isinstance(data_norm, bool):
+        return float(data_norm) if 0 < data_norm < math.inf else None
+    bounds = getattr(step, "bounds", None)
+    if data_norm is not None or bounds is None:
+        return None
+    sides = [np.asarray(side, dtype=np.float64) for side in bounds]
+    sized = [side.size for side in sides if side.ndim > 0]
+    keeps = all(h is None or (isinstance(h, str) and h == "passthrough")
+                or type(h) in _STATELESS_TYPES or _is_constant_fill(h)
+                for h in heads)
+    if sized:
+        n_features = sized[0]
+    elif not keeps:
+        raise ValueError(
+            "The private estimator's bounds are scalars after a step that may "
+            "change the number of columns (a FunctionTransformer): give "
+            "bounds=(lower, upper) as arrays of its number of features, so "
+            "that the box's radius, the scores' bound, is public."
+        )
+    try:
+        return public_box_norm(bounds, n_features, step.center)
+    except ValueError as error:  # returned: the candidate keeps it
+        return error
+
+
 def _data_norm(candidate):
-    return float(_locate_private_step(candidate.estimator)[2].data_norm)
+    return candidate.data_norm
 
 
 def _release_key(candidate, c):

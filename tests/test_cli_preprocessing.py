@@ -181,3 +181,34 @@ def test_fill_missing_mid_fills_the_middle_of_each_public_range(
     assert run(capsys, "transform", model, holes, "-o", out)[0] == 0
     np.testing.assert_allclose(pd.read_csv(out).to_numpy(), pipe.transform(filled),
                                rtol=1e-12, atol=1e-12)
+
+
+def test_the_model_keeps_the_box_and_the_mean_in_original_units(files, tmp_path,
+                                                                 capsys):
+    """Issue 32: with --bounds the model keeps the box its rows were clipped
+    into; with --scale also the mean mapped back to each column's range."""
+    table, ranges = files
+    plain, scaled = tmp_path / "plain.json", tmp_path / "scaled.json"
+    assert run(capsys, *fit(table, plain, "--bounds", ranges))[0] == 0
+    saved = json.loads(plain.read_text())
+    assert saved["bounds"] == {"lower": list(LOWER), "upper": list(UPPER)}
+    assert "in_original_units" not in saved
+    assert run(capsys, *fit(table, scaled, "--bounds", ranges, "--scale"))[0] == 0
+    saved = json.loads(scaled.read_text())
+    assert saved["bounds"] == {"lower": [0.0] * 3, "upper": [1.0] * 3}
+    mean = np.asarray(saved["attributes"]["mean_"])
+    original = np.asarray(saved["in_original_units"]["mean_"])
+    np.testing.assert_allclose(
+        original, np.asarray(LOWER) + mean * (np.asarray(UPPER) - LOWER))
+    assert (np.asarray(LOWER) <= original).all() and (original <= UPPER).all()
+
+
+def test_a_bounds_file_missing_a_column_points_to_columns(files, tmp_path,
+                                                          capsys):
+    table, ranges = files
+    frame = make_table()
+    frame["vote"] = 1.0
+    frame.to_csv(table, index=False)
+    rc, _, err = run(capsys, *fit(table, tmp_path / "m.json", "--bounds", ranges))
+    assert rc == 2
+    assert "no bounds for the columns 'vote'" in err and "--columns" in err

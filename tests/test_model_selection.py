@@ -882,3 +882,41 @@ def test_the_floor_penalty_is_equivariant_in_scale(scale):
         released * scale, k, n_val, floor * scale, 2.0 * scale)
     np.testing.assert_allclose(scaled / scale, reference, rtol=1e-12)
     np.testing.assert_allclose(scaled_penalty / scale, penalty, rtol=1e-12)
+
+
+# ------------------------------------------- a public box instead of data_norm
+def test_a_pipeline_into_a_public_box_is_searched():
+    """Issue 32: the docs' recipe, a PublicScaler into the unit cube and
+    PrivatePCA(bounds=(0, 1)), was refused ("data_norm=None must be a public
+    positive number"). The box is public and so is its radius: the scores'
+    bound is that radius (√d/2 around the cube's centre)."""
+    rng = np.random.default_rng(0)
+    folds = list(KFold(5).split(np.zeros((3000, 1))))
+    X = rng.uniform(size=(3000, 4)) * [10.0, 5.0, 3.0, 1.0]
+    ranges = [(0, 10), (0, 5), (0, 3), (0, 1)]
+    budget = BudgetAccountant(epsilon=2.0)
+    pipe = make_pipeline(PublicScaler(ranges), PrivatePCA(bounds=(0, 1)))
+    search = PrivateGridSearchCV(pipe, {"privatepca__n_components": [1, 2]},
+                                 epsilon=2.0, accountant=budget, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        search.fit(X)
+    assert budget.n_charges == 1
+    assert search.best_estimator_[-1].data_norm_ == pytest.approx(1.0)  # √4 / 2
+    plan = ms.plan_search(pipe, {"privatepca__n_components": [1, 2]}, epsilon=2.0,
+                       delta=1e-6, splits=folds, n_samples=3000, n_features=4)
+    assert [c.data_norm for c in plan.candidates] == [pytest.approx(1.0)] * 2
+    # scalar bounds after a step that may change the columns: refused, naming
+    # the fix; arrays of the step's width are accepted
+    sqrt = make_pipeline(FunctionTransformer(np.sqrt), PrivatePCA(bounds=(0, 4)))
+    with pytest.raises(ValueError, match="give bounds=.lower, upper. as arrays"):
+        ms.plan_search(sqrt, {"privatepca__n_components": [1]}, epsilon=2.0,
+                    delta=1e-6, splits=folds, n_samples=3000, n_features=4)
+    sqrt.set_params(privatepca__bounds=(np.zeros(4), np.full(4, 4.0)))
+    plan = ms.plan_search(sqrt, {"privatepca__n_components": [1]}, epsilon=2.0,
+                       delta=1e-6, splits=folds, n_samples=3000, n_features=4)
+    assert plan.candidates[0].data_norm == pytest.approx(4.0)  # ‖(2, 2, 2, 2)‖
+    # neither a number nor a box: the message names both
+    with pytest.raises(ValueError, match=r"or None with public bounds"):
+        ms.plan_search(PrivatePCA(), {"n_components": [1]}, epsilon=2.0, delta=1e-6,
+                    splits=folds, n_samples=3000, n_features=4)

@@ -460,3 +460,24 @@ def test_private_scaler_refuses_a_width_that_overflows_before_the_charge():
         PrivateStandardScaler(bounds=([-1e308, 0.0], [1e308, 1.0]),
                               accountant=budget).fit(X)
     assert budget.n_charges == 0
+
+
+def test_the_documented_composition_of_scaler_and_pca():
+    """docs/choosing.rst and docs/privacy.rst quote these totals (issue 32:
+    they said "about 0.93")."""
+    from sklearn.pipeline import make_pipeline
+
+    from sklearn_dppca import BudgetAccountant, PrivatePCA
+    from sklearn_dppca.preprocessing import PrivateStandardScaler
+
+    X = np.random.default_rng(0).normal(size=(5000, 4))
+    for scaler_epsilon, total in ((0.3, 0.774), (0.4, 0.823)):
+        budget = BudgetAccountant()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            make_pipeline(
+                PrivateStandardScaler(bounds=(-5, 5), epsilon=scaler_epsilon,
+                                      accountant=budget),
+                PrivatePCA(3, epsilon=0.7, bounds=(-3, 3), accountant=budget),
+            ).fit(X)
+        assert round(budget.spent.epsilon, 3) == total
