@@ -43,6 +43,9 @@ extensions = [
     "sphinx.ext.intersphinx",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
+    # MathJax served from the built docs' _static/, not a CDN: the formulas
+    # render offline (a closed research network)
+    "sphinx-mathjax-offline",
 ]
 
 templates_path = ["_templates"]

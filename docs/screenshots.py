@@ -13,12 +13,12 @@ browser download is not needed) and Pillow (a matplotlib dependency), which
 shrinks each picture to a 256-colour PNG of at most ``--max-kb``.
 
 The pages are shot from a temporary copy of the build, which is left as it
-is. The pages load MathJax from a CDN: offline, formulas would show as their
-LaTeX source, so where a local MathJax is installed (Debian:
-``apt-get install libjs-mathjax fonts-mathjax``, or ``--mathjax FILE``) the
-copies load it instead. A page named ``page.html#anchor`` is shown from that
-anchor on. ``--pages`` shoots other pages (to check the whole site by eye)
-into ``--out``::
+is, with the network off (Chromium resolves no host): the build serves its
+own MathJax (``sphinx-mathjax-offline``, in ``_static/mathjax``), so the
+formulas render offline as a reader on a closed network sees them, and a
+page that still loads a script from the network is refused. A page named
+``page.html#anchor`` is shown from that anchor on. ``--pages`` shoots other
+pages (to check the whole site by eye) into ``--out``::
 
     .venv/bin/python docs/screenshots.py docs/_build/html --out /tmp/shots \
         --pages privacy.html api.html
@@ -44,9 +44,20 @@ PAGES = {
 }
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
-LOCAL_MATHJAX = Path("/usr/share/javascript/mathjax/MathJax.js")
-#: Sphinx's MathJax ``<script>`` (``sphinx.ext.mathjax``, any version).
-MATHJAX_SCRIPT = re.compile(r'<script[^>]*src="https://[^"]*mathjax[^"]*"[^>]*>')
+#: A ``<script>`` loaded from the network (a CDN's MathJax, for one).
+REMOTE_SCRIPT = re.compile(r'<script[^>]*\ssrc="(?:https?:)?//[^"]*"[^>]*>')
+
+
+def remote_scripts(html):
+    """The ``<script>`` tags of a page that load from the network: none in an
+    offline build.
+
+    >>> remote_scripts('<script defer src="_static/mathjax/tex-chtml.js">')
+    []
+    >>> remote_scripts('<script src="https://cdn.example/mathjax.js">')
+    ['<script src="https://cdn.example/mathjax.js">']
+    """
+    return REMOTE_SCRIPT.findall(html)
 
 
 def find_browser(name=None):
@@ -73,25 +84,22 @@ document.addEventListener("DOMContentLoaded", function () {
 """
 
 
-def prepared_copy(html_dir, pages, mathjax):
+def prepared_copy(html_dir, pages):
     """A temporary copy of ``html_dir`` whose ``pages`` (``page.html`` or
-    ``page.html#anchor``) load ``mathjax`` (a path, or None to keep the
-    page's own) and start at their anchor."""
+    ``page.html#anchor``) start at their anchor; a page that loads a script
+    from the network is refused (offline, it would not render)."""
     tmp = Path(tempfile.mkdtemp(prefix="dppca-screenshots-"))
     copy = tmp / "html"
     shutil.copytree(html_dir, copy)
-    if mathjax is None:
-        src = None
-    elif mathjax.name == "MathJax.js":  # MathJax 2 (Debian's libjs-mathjax)
-        src = f"{mathjax.as_uri()}?config=TeX-AMS-MML_HTMLorMML"
-    else:  # MathJax 3 or 4: a combined component such as tex-mml-chtml.js
-        src = mathjax.as_uri()
     for page in pages:
         name, _, anchor = page.partition("#")
         path = copy / name
         text = path.read_text(encoding="utf-8")
-        if src is not None:
-            text = MATHJAX_SCRIPT.sub(f'<script defer src="{src}">', text)
+        remote = remote_scripts(text)
+        if remote:
+            shutil.rmtree(tmp, ignore_errors=True)
+            sys.exit(f"screenshots: {name} loads scripts from the network, "
+                     f"which an offline reader cannot: {', '.join(remote)}")
         if anchor:
             text = text.replace("</head>", SKIP_TO_ANCHOR % anchor + "</head>", 1)
         path.write_text(text, encoding="utf-8")
@@ -103,6 +111,8 @@ def shoot(browser, url, out, width, height):
         browser, "--headless", "--no-sandbox", "--disable-gpu",
         "--hide-scrollbars", "--allow-file-access-from-files",
         "--force-device-scale-factor=1", f"--window-size={width},{height}",
+        # the network off: no host resolves, as on a closed network
+        "--host-resolver-rules=MAP * ~NOTFOUND",
         # time for MathJax and the theme's scripts to finish
         "--virtual-time-budget=30000", f"--screenshot={out}", url,
     ]
@@ -133,9 +143,6 @@ def main(argv=None):
     parser.add_argument("--height", type=int, default=1600)
     parser.add_argument("--max-kb", type=int, default=300)
     parser.add_argument("--browser", help="the Chromium executable")
-    parser.add_argument("--mathjax", type=Path, default=None,
-                        help=f"a local MathJax (default: {LOCAL_MATHJAX}, if "
-                        "installed); 'none' keeps the page's own")
     args = parser.parse_args(argv)
 
     html_dir = args.html_dir.resolve()
@@ -153,15 +160,7 @@ def main(argv=None):
         sys.exit(f"screenshots: not in the build: {', '.join(missing)}")
     browser = find_browser(args.browser)
 
-    mathjax = args.mathjax
-    if mathjax is None and LOCAL_MATHJAX.is_file():
-        mathjax = LOCAL_MATHJAX
-    if mathjax is None or str(mathjax) == "none":
-        mathjax = None
-        print("screenshots: no local MathJax: offline, formulas show as "
-              "LaTeX source", file=sys.stderr)
-    tmp, html_dir = prepared_copy(html_dir, set(pages.values()),
-                                  mathjax and mathjax.resolve())
+    tmp, html_dir = prepared_copy(html_dir, set(pages.values()))
     args.out.mkdir(parents=True, exist_ok=True)
     try:
         for name, page in pages.items():

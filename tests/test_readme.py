@@ -142,3 +142,21 @@ def test_screenshot_script_names_the_pages_it_keeps():
     spec.loader.exec_module(module)
     assert sorted(module.PAGES) == sorted(SCREENSHOTS)
     assert module.PAGES["landing"] == "index.html"
+
+
+def test_the_docs_serve_their_own_mathjax():
+    """Issue 32: the formulas render offline. The build bundles MathJax
+    (sphinx-mathjax-offline, in the docs extra), and the screenshot script
+    refuses a page that loads a script from the network."""
+    import importlib.util
+
+    conf = (ROOT / "docs" / "conf.py").read_text()
+    assert '"sphinx-mathjax-offline"' in conf
+    assert "sphinx-mathjax-offline" in (ROOT / "pyproject.toml").read_text()
+    spec = importlib.util.spec_from_file_location(
+        "screenshots", ROOT / "docs" / "screenshots.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.remote_scripts('<script src="_static/mathjax/tex-chtml.js">') == []
+    cdn = '<script defer="defer" src="https://cdn.jsdelivr.net/npm/mathjax@3">'
+    assert module.remote_scripts(cdn) == [cdn]
