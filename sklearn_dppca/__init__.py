@@ -26,10 +26,11 @@ from . import model_selection, preprocessing  # noqa: F401  (explicit imports)
 from ._coherent_power_pca import CoherentPowerPCA
 from ._complex_gauss_pca import ComplexGaussPCA
 from ._private_pca import PrivatePCA
-from ._released import NoisyReleaseWarning
+from ._released import NoisyReleaseWarning, SolverParameterWarning
 from .privacy import BudgetAccountant, BudgetExceededError, PrivacyLeakWarning
 
-NoisyReleaseWarning.__module__ = __name__  # documented and imported from here
+# documented and imported from here
+NoisyReleaseWarning.__module__ = SolverParameterWarning.__module__ = __name__
 
 __version__ = "0.1.0"
 
@@ -41,5 +42,6 @@ __all__ = [
     "NoisyReleaseWarning",
     "PrivacyLeakWarning",
     "PrivatePCA",
+    "SolverParameterWarning",
     "__version__",
 ]

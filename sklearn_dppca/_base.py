@@ -11,6 +11,7 @@ and the probabilistic-PCA ``score``. A subclass writes only ``_release``.
 import functools
 import math
 import os
+import re
 import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
@@ -40,6 +41,7 @@ from ._dask import (
     reporting_partitions,
 )
 from ._released import (
+    SolverParameterWarning,
     mean_in_box,
     warn_if_mean_projected,
     warn_if_noise_dominated,
@@ -329,6 +331,34 @@ default="auto"
 }
 
 
+#: scikit-learn's refusal of a NaN or infinite value, and what to do about it
+#: (the same constant text whatever the data: it adds nothing to the error).
+_NON_FINITE_ERROR = re.compile(r"contains (NaN|infinity)")
+NON_FINITE_HINT = (
+    "A missing or infinite value is outside the privacy model's domain: "
+    "impute it first with a public constant (sklearn.impute.SimpleImputer("
+    "strategy='constant', keep_empty_features=True), which "
+    "PrivateGridSearchCV accepts in a Pipeline; dppca fit --fill-missing), or "
+    "pass non_finite='clip' (NaN becomes 0, ±inf the largest finite value, "
+    "before the rows are clipped)."
+)
+
+
+def _refuse_fit_params(estimator, params):
+    """Refuse fit parameters (``sample_weight``, ...) with the reason."""
+    if not params:
+        return
+    raise TypeError(
+        f"{type(estimator).__name__}.fit takes no {', '.join(sorted(params))}: "
+        "every row is one person and counts once. A weight would scale a "
+        "row's contribution, and with it the sensitivity the noise is "
+        "calibrated to (a weight of w multiplies it by w), so a weighted fit "
+        "is not private under this analysis (nor is a row repeated: one "
+        "person counted twice). Select rows by a public rule before the fit "
+        "instead."
+    )
+
+
 def map_non_finite(X):
     """The public map of ``non_finite="clip"``: :func:`numpy.nan_to_num` of
     every value (NaN → 0, ±inf → ± the dtype's largest finite value), on a
@@ -409,7 +439,7 @@ class _BasePrivatePCA(
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, **params):
         """Fit the model on ``X`` privately.
 
         Parameters
@@ -418,17 +448,22 @@ class _BasePrivatePCA(
             Training data; one row per person. Never modified.
         y : Ignored
             Not used, present for API consistency by convention.
+        **params
+            None is accepted: ``sample_weight`` and other fit parameters are
+            refused with a ``TypeError`` that says why (before the data is
+            read).
 
         Returns
         -------
         self : object
             The fitted estimator.
         """
+        _refuse_fit_params(self, params)
         self._fit(X)
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit_transform(self, X, y=None):
+    def fit_transform(self, X, y=None, **params):
         """Fit the model on ``X`` and return ``X`` projected on it.
 
         The projection of the training rows is the rows themselves seen
@@ -439,10 +474,14 @@ class _BasePrivatePCA(
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : Ignored
 
+        **params
+            Refused, as by :meth:`fit`.
+
         Returns
         -------
         X_new : ndarray of shape (n_samples, n_components_)
         """
+        _refuse_fit_params(self, params)
         return self._transform(self._fit(X))
 
     # Whether the estimator's releases are of the Gram matrix alone, so that
@@ -509,8 +548,13 @@ class _BasePrivatePCA(
             # finite, so a fit failing on its data (NaN, inf) is not charged;
             # with a pilot (NormBounds.read) the first rows, and a Dask
             # array's later rows are checked after the charge.
-            bounds.read(data, functools.partial(accountant.spend, **plan.charge,
-                                                estimator=self))
+            try:
+                bounds.read(data, functools.partial(accountant.spend,
+                                                    **plan.charge, estimator=self))
+            except ValueError as error:  # NaN or inf: say what to do
+                if not _NON_FINITE_ERROR.search(str(error)):
+                    raise
+                raise ValueError(f"{error} {NON_FINITE_HINT}") from error
             # The bounds' searches (if "auto") and the private mean, or with a
             # pilot the centre (docs/privacy.rst §5); with "auto" the plan may
             # return unspent budget to our releases.
@@ -615,7 +659,7 @@ class _BasePrivatePCA(
             f"effect on {type(self).__name__}: {why}. "
             f"{'It is' if len(given) == 1 else 'They are'} accepted for "
             "drop-in compatibility with sklearn.decomposition.PCA.",
-            UserWarning,
+            SolverParameterWarning,
             stacklevel=_outside_stacklevel(),
         )
 

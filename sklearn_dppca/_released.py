@@ -22,6 +22,17 @@ import warnings
 import numpy as np
 
 
+class SolverParameterWarning(UserWarning):
+    """A scikit-learn ``PCA`` parameter given a value that has no effect here.
+
+    Issued before the data is read, from the parameters alone: ``copy=False``
+    (a fit never modifies ``X``), and for ``CoherentPowerPCA`` the solver
+    parameters (it runs its own noisy iterations). A class of its own, so
+    that code ported from ``PCA`` can filter it:
+    ``warnings.simplefilter("ignore", SolverParameterWarning)``.
+    """
+
+
 class NoisyReleaseWarning(UserWarning):
     """Part of a fit's release is mostly noise.
 

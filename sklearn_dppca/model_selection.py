@@ -1046,7 +1046,11 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         X = X if hasattr(X, "iloc") else checked
         if y is not None:
             check_consistent_length(X, y)
-            y = y if hasattr(y, "iloc") else np.asarray(y)
+            # as it is where it can be indexed (a Series, an Array API array
+            # on its device): the private estimators ignore y
+            if not (hasattr(y, "iloc") or hasattr(y, "__array_namespace__")
+                    or isinstance(y, np.ndarray)):
+                y = np.asarray(y)
         _check_raw_rows(plan, X)
         if failed:
             warnings.warn(

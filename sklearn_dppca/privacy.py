@@ -482,10 +482,32 @@ class Budget(NamedTuple):
     Budget(epsilon=1.0, delta=1e-06)
     >>> Budget(1.0, 1e-6) == (1.0, 1e-6)
     True
+
+    Order is that of guarantees, coordinate by coordinate (diffprivlib's):
+    ``a >= b`` when ``a`` is at least ``b`` in both ``ε`` and ``δ``, not the
+    lexicographic order of tuples, under which a spend of ``(1.0, 1e-6)``
+    would be ``>= (0.5, 1.0)``:
+
+    >>> Budget(1.0, 1e-6) >= (0.5, 1.0), Budget(1.0, 1e-6) >= (0.5, 1e-7)
+    (False, True)
     """
 
     epsilon: float
     delta: float
+
+    def __ge__(self, other):
+        eps, delta = other
+        return self.epsilon >= eps and self.delta >= delta
+
+    def __le__(self, other):
+        eps, delta = other
+        return self.epsilon <= eps and self.delta <= delta
+
+    def __gt__(self, other):
+        return self >= other and tuple(self) != tuple(other)
+
+    def __lt__(self, other):
+        return self <= other and tuple(self) != tuple(other)
 
 
 class BudgetAccountant:

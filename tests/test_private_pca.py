@@ -22,6 +22,7 @@ from sklearn_dppca import (
     ComplexGaussPCA,
     PrivacyLeakWarning,
     PrivatePCA,
+    SolverParameterWarning,
 )
 from sklearn_dppca._base import MEAN_BUDGET_SHARE
 from sklearn_dppca._stats import clipped_gram, first_pass
@@ -576,11 +577,11 @@ def test_sklearn_solver_parameters_are_stored_and_only_copy_is_warned(Est, plant
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         pca.fit(X)
-    user = [str(w.message) for w in caught if w.category is UserWarning]
+    user = [str(w.message) for w in caught if w.category is SolverParameterWarning]
     assert len(user) == 1 and user[0].startswith("copy=False has no effect")
     assert "never modifies X" in user[0]
     with warnings.catch_warnings():
-        warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("error", SolverParameterWarning)
         for solver in ("auto", "full", "covariance_eigh", "arpack", "randomized"):
             Est(2, data_norm=1.0, svd_solver=solver, tol=0.0, copy=True,
                 iterated_power=2, n_oversamples=3,

@@ -1,0 +1,73 @@
+"""What a user porting code from scikit-learn or diffprivlib meets (issue 32,
+item 3's smaller gaps): each refusal says why, and each warning has a class."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from sklearn_dppca import (
+    BudgetAccountant,
+    CoherentPowerPCA,
+    ComplexGaussPCA,
+    PrivatePCA,
+    SolverParameterWarning,
+)
+from sklearn_dppca.model_selection import PrivateGridSearchCV
+from sklearn_dppca.privacy import Budget
+
+ESTIMATORS = [PrivatePCA, ComplexGaussPCA, CoherentPowerPCA]
+
+
+def test_budgets_compare_as_guarantees():
+    """diffprivlib's order: coordinate by coordinate. As tuples, a spend of
+    (1.0, 1e-6) compared >= (0.5, 1.0)."""
+    spent = Budget(1.0, 1e-6)
+    assert not spent >= (0.5, 1.0)
+    assert spent >= (0.5, 1e-7) and spent >= (1.0, 1e-6)
+    assert spent <= (1.0, 1e-6) and not spent > (1.0, 1e-6)
+    assert spent < (2.0, 1e-5) and not spent < (2.0, 1e-7)
+    assert spent == (1.0, 1e-6)
+
+
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_a_solver_parameter_without_effect_has_its_own_class(Est):
+    X = np.random.default_rng(0).normal(size=(200, 4)) / 4
+    with pytest.warns(SolverParameterWarning, match="copy=False"):
+        Est(2, data_norm=1.0, copy=False, accountant=BudgetAccountant()).fit(X)
+    assert issubclass(SolverParameterWarning, UserWarning)
+
+
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_sample_weight_is_refused_with_its_reason(Est):
+    X = np.random.default_rng(0).normal(size=(200, 4)) / 4
+    budget = BudgetAccountant()
+    est = Est(2, data_norm=1.0, accountant=budget)
+    for method in (est.fit, est.fit_transform):
+        with pytest.raises(TypeError, match="takes no sample_weight: every row "
+                           "is one person"):
+            method(X, sample_weight=np.ones(200))
+    assert budget.n_charges == 0
+
+
+def test_a_nan_points_to_the_imputer_and_non_finite():
+    X = np.random.default_rng(0).normal(size=(200, 4)) / 4
+    X[7, 2] = np.nan
+    budget = BudgetAccountant()
+    with pytest.raises(ValueError, match="contains NaN.*SimpleImputer.*"
+                       "non_finite='clip'"):
+        PrivatePCA(2, data_norm=1.0, accountant=budget).fit(X)
+    assert budget.n_charges == 0  # refused before the charge, as before
+
+
+def test_the_search_leaves_y_as_it_is():
+    """y is never used; a list is turned into an array, an array kept (a
+    device array is not converted to NumPy)."""
+    X = np.random.default_rng(0).normal(size=(300, 4)) / 4
+    search = PrivateGridSearchCV(PrivatePCA(data_norm=1.0), {"n_components": [1]},
+                                 epsilon=2.0, accountant=BudgetAccountant())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        search.fit(X, list(range(300)))
+        search.fit(X, np.arange(300))
+    assert search.best_params_ == {"n_components": 1}
