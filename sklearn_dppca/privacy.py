@@ -528,9 +528,9 @@ class BudgetAccountant:
     **In memory** (``path=None``), the record lives as long as the process.
     The accountant is shared, never copied, by :func:`copy.deepcopy` and so by
     :func:`sklearn.base.clone`: a ``GridSearchCV`` or ``cross_val_score``
-    charges every fit to it. A copy in another process (unpickled in a joblib
-    worker, or inherited by a forked child) cannot report back, so it refuses
-    to be charged.
+    charges every fit to it. A copy (unpickled in a joblib worker, or with
+    an estimator pickled and loaded again, or inherited by a forked child)
+    cannot report back, so it refuses to be charged.
 
     **On a ledger** (``path="budget.db"``), every charge is a row of an
     append-only, hash-chained SQLite file that survives restarts and is
@@ -831,14 +831,16 @@ class BudgetAccountant:
     def _refuse_if_detached(self):
         if self._detached:
             raise RuntimeError(
-                "This BudgetAccountant is a copy in another process (unpickled "
-                "in a joblib worker, e.g. GridSearchCV or cross_val_score with "
-                "n_jobs > 1, or inherited by a forked child): charges to it would "
-                "never reach the original, so it refuses them. Fix: use a "
-                "ledger, BudgetAccountant(epsilon, delta, path='budget.db'), "
-                "whose copies charge the same file (also as the default "
-                "accountant); or n_jobs=1; or "
-                "joblib.parallel_config(backend='threading')."
+                "This BudgetAccountant is a copy: it was unpickled (in a "
+                "joblib worker, e.g. GridSearchCV or cross_val_score with "
+                "n_jobs > 1, or with the estimator that holds it, pickled and "
+                "loaded again, in this process or another) or inherited by a "
+                "forked child. Charges to it would never reach the original, "
+                "so it refuses them. Fix: use a ledger, BudgetAccountant("
+                "epsilon, delta, path='budget.db'), whose copies charge the "
+                "same file (also as the default accountant); give the loaded "
+                "estimator its accountant again (set_params(accountant=...)); "
+                "or n_jobs=1; or joblib.parallel_config(backend='threading')."
             )
 
     def check(self, *release, mu=None, rdp=None, epsilon=None, delta=None):

@@ -350,7 +350,7 @@ def test_process_workers_charge_the_block_of_the_thread_that_sent_them(X, origin
                 search.fit(X)
     # an in-memory accountant cannot be charged from another process: every
     # worker refuses, naming the fix, rather than charge its own default
-    assert "copy in another process" in str(caught.value)
+    assert "This BudgetAccountant is a copy" in str(caught.value)
     assert limited.n_charges == 0
 
 
@@ -455,7 +455,7 @@ def test_searches_in_worker_processes_refuse_an_in_memory_default(X, original):
     refused there, not lost to the worker's own unlimited default."""
 
     limited = BudgetAccountant(epsilon=50.0)
-    with limited, pytest.raises(RuntimeError, match="copy in another process"):
+    with limited, pytest.raises(RuntimeError, match="This BudgetAccountant is a copy"):
         joblib.Parallel(n_jobs=2)(
             joblib.delayed(_fit_search)(_search(), X) for _ in range(2))
     assert limited.n_charges == 0
@@ -664,7 +664,7 @@ def test_in_memory_releases_survive_pickling_and_reset():
     acc.spend(0.3)
     copy = pickle.loads(pickle.dumps(acc))
     assert copy.spent == acc.spent and len(copy) == 2
-    with pytest.raises(RuntimeError, match="copy in another process"):
+    with pytest.raises(RuntimeError, match="This BudgetAccountant is a copy"):
         copy.spend(0.1, 0.0)
     acc.reset()
     assert acc.spent == (0.0, 0.0) and len(acc) == 0

@@ -71,3 +71,21 @@ def test_the_search_leaves_y_as_it_is():
         search.fit(X, list(range(300)))
         search.fit(X, np.arange(300))
     assert search.best_params_ == {"n_components": 1}
+
+
+def test_a_reloaded_estimators_copy_says_what_it_is():
+    """Issue 32: refitting an unpickled model in the same process said "a copy
+    in another process"."""
+    import pickle
+
+    X = np.random.default_rng(0).normal(size=(200, 4)) / 4
+    budget = BudgetAccountant(epsilon=5.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = PrivatePCA(2, data_norm=1.0, accountant=budget).fit(X)
+        again = pickle.loads(pickle.dumps(est))
+        with pytest.raises(RuntimeError, match="pickled and loaded again, in "
+                           "this process or another.*set_params"):
+            again.fit(X)
+        again.set_params(accountant=budget).fit(X)
+    assert budget.n_charges == 2
