@@ -1154,11 +1154,20 @@ class _BasePrivatePCA(
     def _floored_model(self):
         """:meth:`_model` with its variances floored.
 
-        Floors at machine precision relative to the largest variance keep the
-        precision finite when released variances are 0. Component variances
-        are at least the residual one, as in the model.
+        A residual of 0 (the de-noising clamps it there on few rows at small
+        ε) becomes the released total's share per remaining direction,
+        ``(total_variance_ − Σ variances) / (d − k)``, released values; then
+        floors at machine precision relative to the largest variance keep
+        the precision finite when released variances are 0. Component
+        variances are at least the residual one, as in the model.
         """
         components, variance, residual = self._model()
+        k, d = components.shape
+        total = getattr(self, "total_variance_", None)
+        if residual <= 0.0 and total is not None and d > k:
+            # a residual the de-noising clamped to 0 (few rows, small ε):
+            # the released total's share per remaining direction instead
+            residual = max((float(total) - float(variance.sum())) / (d - k), 0.0)
         scale = max(float(variance.max(initial=0.0)), residual)
         floor = np.finfo(np.float64).eps * scale if scale > 0 else 1.0
         residual = max(residual, floor)

@@ -89,3 +89,19 @@ def test_a_reloaded_estimators_copy_says_what_it_is():
             again.fit(X)
         again.set_params(accountant=budget).fit(X)
     assert budget.n_charges == 2
+
+
+def test_a_residual_clamped_to_zero_leaves_the_score_finite():
+    """Issue 32: CoherentPowerPCA(2) at ε = 1 on 30 × 10 rows released
+    noise_variance_ = 0 and scored −3e15 (the precision's floor was machine
+    precision). The model's residual is then the released total's share."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 10))
+    X /= np.linalg.norm(X, axis=1).max()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = CoherentPowerPCA(2, epsilon=1.0, data_norm=1.0, random_state=0,
+                               accountant=BudgetAccountant()).fit(X)
+    assert est.noise_variance_ == 0.0  # as released
+    assert -100.0 < est.score(X) < 0.0
+    assert np.isfinite(est.get_precision()).all()
