@@ -581,7 +581,8 @@ class BudgetAccountant:
     2.623
     """
 
-    def __init__(self, epsilon=None, delta=None, *, path=None, label=None):
+    def __init__(self, epsilon=None, delta=None, *, path=None, label=None,
+                 spent_budget=None):
         if label is not None and not isinstance(label, str):
             raise TypeError(f"label must be a string or None; got {label!r}.")
         self.label = label
@@ -590,12 +591,16 @@ class BudgetAccountant:
         self._ledger = None
         if path is not None:
             self._open_ledger(path, epsilon, delta)
-            return
-        self._epsilon = _check_budget(math.inf if epsilon is None else epsilon)
-        self._delta = _check_budget_delta(1e-6 if delta is None else delta)
-        self._totals = _Totals.empty()
-        self._charges = []
-        _in_memory.add(self)
+        else:
+            self._epsilon = _check_budget(math.inf if epsilon is None else epsilon)
+            self._delta = _check_budget_delta(1e-6 if delta is None else delta)
+            self._totals = _Totals.empty()
+            self._charges = []
+            _in_memory.add(self)
+        # diffprivlib's spent_budget: releases already made, charged now as
+        # releases of your own (a spend over the budget refuses, as spend does)
+        for pair in spent_budget or ():
+            self.spend(*pair)
 
     def _open_ledger(self, path, epsilon, delta):
         header = None
@@ -678,7 +683,7 @@ class BudgetAccountant:
         # no block of their own, for good: work started inside the block may
         # run after it exits (see get_default_accountant).
         block = _Block(self, _block.get())
-        if self is not _PRISTINE_DEFAULT:
+        if self not in _pristine_defaults:
             with _default_lock:
                 _block_accountants.add(self)
         block.token = _block.set(block)
@@ -705,6 +710,16 @@ class BudgetAccountant:
         """
         set_default_accountant(self)
         return self
+
+    @staticmethod
+    def pop_default():
+        """The process-wide default accountant, replaced by a fresh unlimited
+        one (``diffprivlib``'s idiom; see :func:`set_default_accountant`).
+
+        Inside a ``with accountant:`` block that block's accountant stays
+        the default until it exits; this pops the process-wide one.
+        """
+        return _pop_default()
 
     @staticmethod
     def load_default(accountant=None):
@@ -1257,6 +1272,9 @@ def _describe(estimator, label):
 _default_accountant = BudgetAccountant()
 #: The process's own unlimited default: never carried to other processes.
 _PRISTINE_DEFAULT = _default_accountant
+#: Every unlimited default the process made for itself (the original, and
+#: those pop_default put in its place): none is carried to other processes.
+_pristine_defaults = weakref.WeakSet([_default_accountant])
 _default_lock = threading.Lock()
 
 
@@ -1328,10 +1346,13 @@ def _current_default():
     # The original unlimited default yields to any other candidate: charging
     # a limited budget for a fit that was not its own over-counts it, which is
     # safe; charging the unlimited one for a limited block's fit is not.
-    candidates.discard(_PRISTINE_DEFAULT)
+    pristine = [c for c in candidates if c in _pristine_defaults]
+    candidates.difference_update(pristine)
     if len(candidates) > 1:
         raise _ambiguity(candidates)
-    return candidates.pop() if candidates else _PRISTINE_DEFAULT
+    if candidates:
+        return candidates.pop()
+    return pristine[0] if pristine else _PRISTINE_DEFAULT
 
 
 def get_default_accountant():
@@ -1410,6 +1431,17 @@ def set_default_accountant(accountant):
     return previous
 
 
+def _pop_default():
+    """The process-wide default, replaced by a fresh unlimited one that is the
+    process's own untouched default from now on (never carried to workers)."""
+    global _default_accountant
+    fresh = BudgetAccountant()
+    _pristine_defaults.add(fresh)
+    with _default_lock:
+        previous, _default_accountant = _default_accountant, fresh
+    return previous
+
+
 # --------------------------------------------------------------------------
 # The default accountant across processes
 # --------------------------------------------------------------------------
@@ -1439,7 +1471,7 @@ def _carry_default(estimator, state):
         except _AmbiguousDefault as exc:
             state[_CARRIED] = _CarriedDefault(_process_id, None, str(exc))
             return state
-        if default is not _PRISTINE_DEFAULT:
+        if default not in _pristine_defaults:
             state[_CARRIED] = _CarriedDefault(_process_id, default)
         elif _foreign_carried(estimator) is not None:  # pass it on
             state[_CARRIED] = vars(estimator)[_CARRIED]
@@ -1465,7 +1497,7 @@ def _resolve_accountant(estimator):
     if estimator.accountant is not None:
         return estimator.accountant
     default = _current_default()
-    if default is _PRISTINE_DEFAULT:
+    if default in _pristine_defaults:
         carried = _foreign_carried(estimator)
         if carried is not None:
             if carried.refusal is not None:
@@ -1493,7 +1525,7 @@ def _after_fork_in_child():
         _lift_silence()
     for accountant in list(_in_memory):
         accountant._lock = threading.Lock()
-        if accountant is not _PRISTINE_DEFAULT:
+        if accountant not in _pristine_defaults:
             accountant._detached = True
 
 

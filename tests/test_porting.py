@@ -105,3 +105,22 @@ def test_a_residual_clamped_to_zero_leaves_the_score_finite():
     assert est.noise_variance_ == 0.0  # as released
     assert -100.0 < est.score(X) < 0.0
     assert np.isfinite(est.get_precision()).all()
+
+
+def test_diffprivlib_accountant_idioms_port():
+    """spent_budget= charges the given releases at once; pop_default()
+    returns the process-wide default and leaves a fresh unlimited one."""
+    from sklearn_dppca.privacy import get_default_accountant, set_default_accountant
+
+    acc = BudgetAccountant(2.0, 1e-6, spent_budget=[(0.5, 0.0), (0.25, 1e-7)])
+    assert len(acc) == 2 and acc.spent.epsilon == pytest.approx(0.75)
+    with pytest.raises(Exception, match="budget"):
+        BudgetAccountant(1.0, 1e-6, spent_budget=[(2.0, 0.0)])
+    original = get_default_accountant()
+    try:
+        mine = BudgetAccountant(5.0).set_default()
+        assert BudgetAccountant.pop_default() is mine
+        fresh = get_default_accountant()
+        assert fresh is not mine and fresh.epsilon == float("inf") and len(fresh) == 0
+    finally:
+        set_default_accountant(original)
