@@ -714,7 +714,8 @@ class BudgetAccountant:
     @staticmethod
     def pop_default():
         """The process-wide default accountant, replaced by a fresh unlimited
-        one (``diffprivlib``'s idiom; see :func:`set_default_accountant`).
+        one (``diffprivlib``'s idiom; see
+        :func:`~sklearn_dppca.privacy.set_default_accountant`).
 
         Inside a ``with accountant:`` block that block's accountant stays
         the default until it exits; this pops the process-wide one.
