@@ -343,20 +343,20 @@ class ImplicitGOE:
         self._cache, self._cacheable = {}, set()
         used = 0
         for i, j in self._pairs():
-            size = 8 * self._block_shape(i)[0] * self._block_shape(j)[0]
+            size = 8 * self._side(i) * self._side(j)
             if used + size > cache_bytes:
                 break
             self._cacheable.add((i, j))
             used += size
 
-    def _block_shape(self, i):
-        return (min(self.block, self.shape[0] - i * self.block),)
+    def _side(self, i):
+        """Rows of block row ``i`` (the last one may be short)."""
+        return min(self.block, self.shape[0] - i * self.block)
 
     def _draw(self, i, j, buffer=None):
         """Block ``(i, j)``, ``i ≤ j``, of ``S`` (into ``buffer``, a C-contiguous
         float64 array of ``block²`` entries, if given: no fresh pages)."""
-        d, b = self.shape[0], self.block
-        shape = (min(b, d - i * b), min(b, d - j * b))
+        shape = (self._side(i), self._side(j))
         if (i, j) in self._cache:
             return self._cache[i, j]
         if (i, j) in self._cacheable:
