@@ -28,6 +28,7 @@ import math
 from numbers import Real
 
 import numpy as np
+from scipy import sparse
 from sklearn.base import (
     BaseEstimator,
     OneToOneFeatureMixin,
@@ -129,6 +130,12 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     bounds=(0, 1))`` clips every row into the unit cube, centres on its
     middle and bounds every row by ``√d / 2``.
 
+    Sparse input (CSR or CSC) is taken where the map sends 0 to 0 — ranges
+    from 0 onto a ``feature_range`` from 0, or ``center=0`` — and stays
+    sparse in its format: only the stored values are scaled. A map that
+    would fill every implicit zero refuses it with a ``TypeError`` (densify
+    ``X`` first if that is what you want).
+
     Parameters
     ----------
     ranges : sequence of (low, high), one (low, high) pair, dict or None, \
@@ -209,7 +216,15 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         self : object
         """
-        X = validate_data(self, X, dtype=FLOAT_DTYPES, ensure_all_finite="allow-nan")
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES,
+                          ensure_all_finite="allow-nan")
+        if sparse.issparse(X) and not self._keeps_zero():
+            raise TypeError(
+                "PublicScaler takes sparse input only where its public map "
+                "keeps 0 at 0 (ranges from 0 with feature_range from 0, or "
+                "center=0): this one would fill every implicit zero. Densify "
+                "X (X.toarray()) or choose such a map."
+            )
         d = X.shape[1]
         names = getattr(self, "feature_names_in_", None)
         by_range = self.ranges is not None
@@ -255,6 +270,37 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.scale_, self.min_ = _finite_map(factor, offset, "center and scale")
         return self
 
+    def _keeps_zero(self):
+        """Whether the public map sends 0 to 0 for every feature, from the
+        parameters alone (a sparse matrix then stays sparse); False where
+        they cannot tell (a dict by feature name, invalid values)."""
+        try:
+            if self.ranges is not None:
+                if isinstance(self.ranges, dict):
+                    pairs = np.asarray(list(self.ranges.values()), dtype=np.float64)
+                else:
+                    pairs = np.asarray(self.ranges, dtype=np.float64)
+                low, high = pairs.reshape(-1, 2).T
+                a, b = (float(v) for v in self.feature_range)
+                offset = a - low * (b - a) / (high - low)
+                inside = a <= 0.0 <= b or not self.clip
+                return bool(np.all(offset == 0.0)) and inside
+            return self.center is None or bool(
+                np.all(np.asarray(self.center, dtype=np.float64) == 0.0))
+        except (TypeError, ValueError, ZeroDivisionError):
+            return False
+
+    def _sparse_map(self, X, compute):
+        """``compute`` (a map of values with 0 ↦ 0) on the stored values of
+        a CSR or CSC ``X``, column by column; the format is kept."""
+        X = X.copy()
+        if X.format == "csr":
+            columns = X.indices
+        else:
+            columns = np.repeat(np.arange(X.shape[1]), np.diff(X.indptr))
+        X.data = compute(X.data, columns)
+        return X
+
     def _saturated(self, compute, X):
         """``compute(X)`` in float64, saturated at ``X.dtype``'s largest finite
         values: a finite value is never mapped to ±inf (NaN stays NaN)."""
@@ -280,8 +326,13 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         X_new : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=FLOAT_DTYPES, reset=False,
-                          ensure_all_finite="allow-nan")
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES,
+                          reset=False, ensure_all_finite="allow-nan")
+        if sparse.issparse(X):  # the map keeps 0 (fit checked): the values only
+            def values(data, columns):
+                out = self._saturated(lambda Z: Z * self.scale_[columns], data)
+                return np.clip(out, *self.feature_range) if self.clip else out
+            return self._sparse_map(X, values)
         X_new = self._saturated(lambda Z: Z * self.scale_ + self.min_, X)
         if self.clip:
             np.clip(X_new, *self.feature_range, out=X_new)
@@ -300,13 +351,17 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         X_original : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=FLOAT_DTYPES, reset=False,
-                          ensure_all_finite="allow-nan")
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES,
+                          reset=False, ensure_all_finite="allow-nan")
+        if sparse.issparse(X):
+            return self._sparse_map(X, lambda data, columns: self._saturated(
+                lambda Z: Z / self.scale_[columns], data))
         return self._saturated(lambda Z: (Z - self.min_) / self.scale_, X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        tags.input_tags.sparse = self._keeps_zero()
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 

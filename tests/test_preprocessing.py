@@ -481,3 +481,29 @@ def test_the_documented_composition_of_scaler_and_pca():
                 PrivatePCA(3, epsilon=0.7, bounds=(-3, 3), accountant=budget),
             ).fit(X)
         assert round(budget.spent.epsilon, 3) == total
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_public_scaler_keeps_sparse_input_sparse_where_its_map_keeps_zero(fmt):
+    """Issue 32: codes and counts arrive as sparse matrices. A public map
+    that sends 0 to 0 (ranges from 0, center=0) scales the stored values
+    only; one that would fill every zero refuses sparse input, saying so."""
+    from scipy import sparse as sp
+
+    X = sp.random(60, 4, density=0.3, format=fmt, random_state=0) * 10
+    for scaler in (PublicScaler([(0, 10), (0, 5), (0, 20), (0, 1)], clip=True),
+                   PublicScaler(center=0.0, scale=[2.0, 4.0, 1.0, 8.0])):
+        scaler.fit(X)
+        assert scaler.__sklearn_tags__().input_tags.sparse
+        out = scaler.transform(X)
+        assert sp.issparse(out) and out.format == fmt and out.nnz == X.nnz
+        np.testing.assert_allclose(out.toarray(), scaler.transform(X.toarray()))
+        back = scaler.inverse_transform(out)
+        np.testing.assert_allclose(back.toarray(),
+                                   scaler.inverse_transform(out.toarray()))
+    assert X.nnz and not (X.data == 0).any()  # the caller's matrix untouched
+    for scaler in (PublicScaler((-1, 1)), PublicScaler(center=1.0, scale=2.0),
+                   PublicScaler((0, 10), feature_range=(1, 2), clip=True)):
+        assert not scaler.__sklearn_tags__().input_tags.sparse
+        with pytest.raises(TypeError, match="sparse input only where"):
+            scaler.fit(X)
