@@ -419,7 +419,11 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
     delta : float, default=1e-6
         Privacy parameter ``δ`` in (0, 1).
     with_mean : bool, default=True
-        Centre the output on ``mean_``.
+        Centre the output on ``mean_``. ``False`` takes sparse input (CSR or
+        CSC) and keeps it sparse, as scikit-learn's ``StandardScaler``: the
+        statistics count each column's implicit zeros without densifying
+        ``X``, and ``transform`` scales the stored values only. Centring a
+        sparse ``X`` is refused before the charge.
     with_std : bool, default=True
         Scale the output by ``scale_``. With ``with_std=False`` only the
         sum is released, with the whole budget; with neither, nothing is
@@ -526,8 +530,14 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
                 "per-feature ranges, known without looking at the data. Without "
                 "any, scale by public knowledge (PublicScaler) instead."
             )
-        X = validate_data(self, X, dtype=FLOAT_DTYPES, ensure_min_samples=2,
-                          ensure_all_finite=False)
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES,
+                          ensure_min_samples=2, ensure_all_finite=False)
+        if sparse.issparse(X) and self.with_mean:  # public: refused uncharged
+            raise ValueError(
+                "Cannot center sparse matrices: pass with_mean=False (centring "
+                "would fill every implicit zero), as with scikit-learn's "
+                "StandardScaler, or densify X."
+            )
         n, d = X.shape
         lower, upper = check_box(self.bounds, d)
         # halves first: l + u may overflow (the midpoint to rounding; the box
@@ -551,27 +561,14 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         if shares:  # refuse an over-budget fit before the data is read
             accountant.check(mu=mu_total)
         with private_computation():
-            if not np.isfinite(X).all():
+            values = X.data if sparse.issparse(X) else X
+            if not np.isfinite(values).all():
                 raise ValueError("Input X contains NaN or infinity: "
                                  "PrivateStandardScaler needs finite rows.")
             if shares:
                 accountant.spend(mu=mu_total, estimator=self)
-            Z = (np.clip(X, lower, upper).astype(np.float64) - centre)[:, free]
-            Z /= width[free]
-            # Box units, clipped into [−½, ½] after they are computed: c =
-            # fl((l + u)/2) rounds, and for a narrow box far from 0 it sits on
-            # a side (bounds (1, nextafter(1, 2)): c = 1, z ∈ {0, 1}), so the
-            # computed z can leave [−½, ½] by up to ½. After np.clip every
-            # computed z_j lies in [−½, ½] exactly (±½ are floats, and clip
-            # returns a bound or the value itself). Hence, for the values
-            # actually summed: |z_j − z'_j| ≤ 1, so Σ z has L2 sensitivity
-            # √d; and fl(z_j²) ∈ [0, ¼] (rounding is monotone and ¼ is a
-            # float), so |z_j² − z'_j²| ≤ ¼ and Σ z² has L2 sensitivity √d/4
-            # (docs/privacy.rst, "The private standard scaler"). The clip
-            # changes a value only where rounding pushed it out: at most a
-            # bias of such a narrow box's mean, never a larger sensitivity.
-            np.clip(Z, -0.5, 0.5, out=Z)
-            self._release(Z, n, mus, rng, centre, width, free, d_free)
+            sums, squares = _box_sums(X, lower, upper, centre, width, free)
+            self._release(sums, squares, n, mus, rng, centre, width, free, d_free)
             self.n_samples_seen_ = n
             self.privacy_spent_ = (
                 (0.0, 0.0) if not shares
@@ -582,7 +579,7 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
             _warn_if_not_private(self.epsilon, self.random_state,
                                  "released mean and scale")
 
-    def _release(self, Z, n, mus, rng, centre, width, free, d_free):
+    def _release(self, sums, squares, n, mus, rng, centre, width, free, d_free):
         """The noisy sums in box units, and the attributes from them."""
         self.mean_ = self.var_ = self.scale_ = None
         if "sum" not in mus:
@@ -590,7 +587,7 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         # Σ z_i: every entry of z in [−½, ½], so one row moves each
         # coordinate by at most 1 — L2 sensitivity √d.
         sigma_sum = noise_scale(math.sqrt(d_free), mus["sum"])
-        total = Z.sum(axis=0) + dense_noise(rng, d_free, sigma_sum)
+        total = sums + dense_noise(rng, d_free, sigma_sum)
         m = np.clip(total / n, -0.5, 0.5)  # the box holds the mean
         mean = centre.copy()
         mean[free] += width[free] * m
@@ -599,7 +596,7 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
             return
         # Σ z_i²: every entry of z² in [0, ¼] — L2 sensitivity √d / 4.
         sigma_sq = noise_scale(math.sqrt(d_free) / 4.0, mus["squares"])
-        squares = (Z * Z).sum(axis=0) + dense_noise(rng, d_free, sigma_sq)
+        squares = squares + dense_noise(rng, d_free, sigma_sq)
         # largest variance of values in [−½, ½] with mean m: ¼ − m²
         var_z = np.clip(squares / n - m * m, 0.0, 0.25 - m * m)
         var = np.zeros_like(centre)
@@ -622,11 +619,26 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         X_new : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=FLOAT_DTYPES, reset=False, copy=True)
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES,
+                          reset=False, copy=True)
+        if sparse.issparse(X):
+            return self._scale_stored(X, np.divide)
         if self.with_mean:
             X -= self.mean_.astype(X.dtype)
         if self.with_std:
             X /= self.scale_.astype(X.dtype)
+        return X
+
+    def _scale_stored(self, X, operation):
+        """A sparse ``X`` (a copy) with its stored values divided or
+        multiplied by ``scale_``: only ``with_mean=False`` keeps it sparse."""
+        if self.with_mean:
+            raise ValueError("Cannot center sparse matrices: this scaler was "
+                             "fitted with with_mean=True.")
+        if self.with_std:
+            columns = (X.indices if X.format == "csr" else
+                       np.repeat(np.arange(X.shape[1]), np.diff(X.indptr)))
+            X.data = operation(X.data, self.scale_[columns].astype(X.dtype))
         return X
 
     def inverse_transform(self, X):
@@ -641,7 +653,10 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         X_original : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=FLOAT_DTYPES, reset=False, copy=True)
+        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES,
+                          reset=False, copy=True)
+        if sparse.issparse(X):
+            return self._scale_stored(X, np.multiply)
         if self.with_std:
             X *= self.scale_.astype(X.dtype)
         if self.with_mean:
@@ -651,4 +666,45 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        tags.input_tags.sparse = not self.with_mean  # as StandardScaler's
         return tags
+
+def _box_units(values, lower, upper, centre, width):
+    """``clip((clip(x, l, u) − c) / w, −½, ½)``: values in box units."""
+    z = (np.clip(values, lower, upper).astype(np.float64) - centre) / width
+    return np.clip(z, -0.5, 0.5, out=z)
+
+
+def _box_sums(X, lower, upper, centre, width, free):
+    """``(Σ z, Σ z²)`` per free feature, ``z`` the rows in box units
+    (:func:`_box_units`), exact (released only with noise). A sparse ``X``
+    is never densified: each column's implicit zeros are one value ``z₀``
+    counted ``n − nnz`` times.
+
+    Box units are clipped into ``[−½, ½]`` after they are computed:
+    ``c = fl((l + u)/2)`` rounds, and for a narrow box far from 0 it sits on
+    a side (bounds ``(1, nextafter(1, 2))``: ``c = 1``, ``z ∈ {0, 1}``), so
+    the computed ``z`` can leave ``[−½, ½]`` by up to ½. After the clip
+    every computed ``z_j`` lies in ``[−½, ½]`` exactly (±½ are floats, and
+    clip returns a bound or the value itself). Hence, for the values
+    actually summed, ``|z_j − z'_j| ≤ 1``, so ``Σ z`` has L2 sensitivity
+    ``√d``; and ``fl(z_j²) ∈ [0, ¼]`` (rounding is monotone and ¼ is a
+    float), so ``Σ z²`` has L2 sensitivity ``√d/4`` (docs/privacy.rst, "The
+    private standard scaler"). The clip changes a value only where rounding
+    pushed it out: at most a bias of such a narrow box's mean, never a
+    larger sensitivity. A sparse column's ``(n − nnz) z₀`` is the sum of
+    that many equal values in ``[−½, ½]``: the same bound.
+    """
+    box = [side[free] for side in (lower, upper, centre, width)]
+    if not sparse.issparse(X):
+        Z = _box_units(X[:, free], *box)
+        return Z.sum(axis=0), (Z * Z).sum(axis=0)
+    X = X.tocsc()[:, np.flatnonzero(free)]
+    counts = np.diff(X.indptr)
+    columns = np.repeat(np.arange(X.shape[1]), counts)
+    z = _box_units(X.data, *(side[columns] for side in box))
+    zero = _box_units(np.zeros_like(box[0]), *box)
+    implicit = X.shape[0] - counts
+    sums = np.bincount(columns, z, X.shape[1]) + implicit * zero
+    squares = np.bincount(columns, z * z, X.shape[1]) + implicit * zero * zero
+    return sums, squares

@@ -416,14 +416,16 @@ def test_the_search_refuses_missing_values_a_bare_estimator_reads(people):
 # ------------------------------------------- issue 30: box units under rounding
 def _box_units(scaler, X, monkeypatch):
     """The z's the scaler's release sums, as it computes them."""
+    from sklearn_dppca import preprocessing
+
     seen = {}
-    release = PrivateStandardScaler._release
+    units = preprocessing._box_units
 
-    def spy(self, Z, *args):
-        seen["Z"] = Z.copy()
-        return release(self, Z, *args)
+    def spy(*args):
+        seen["Z"] = units(*args)
+        return seen["Z"]
 
-    monkeypatch.setattr(PrivateStandardScaler, "_release", spy)
+    monkeypatch.setattr(preprocessing, "_box_units", spy)
     scaler.fit(X)
     return seen["Z"]
 
@@ -507,3 +509,34 @@ def test_public_scaler_keeps_sparse_input_sparse_where_its_map_keeps_zero(fmt):
         assert not scaler.__sklearn_tags__().input_tags.sparse
         with pytest.raises(TypeError, match="sparse input only where"):
             scaler.fit(X)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_private_scaler_takes_sparse_rows_without_centring(fmt):
+    """Issue 32: with with_mean=False (as scikit-learn's StandardScaler) a
+    sparse X is never densified: each column's implicit zeros are one value
+    counted n − nnz times. The release equals the dense fit's under one
+    seed; centring a sparse X is refused before the charge."""
+    from scipy import sparse as sp
+
+    X = sp.random(3000, 5, density=0.2, format=fmt, random_state=1) * 10
+    fits = []
+    for data in (X, X.toarray()):
+        budget = BudgetAccountant()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fits.append(PrivateStandardScaler(bounds=(-5, 20), epsilon=1.0,
+                                              with_mean=False, random_state=0,
+                                              accountant=budget).fit(data))
+        assert budget.n_charges == 1
+    np.testing.assert_allclose(fits[0].scale_, fits[1].scale_)
+    np.testing.assert_allclose(fits[0].mean_, fits[1].mean_)
+    out = fits[0].transform(X)
+    assert sp.issparse(out) and out.format == fmt and out.nnz == X.nnz
+    np.testing.assert_allclose(out.toarray(), fits[1].transform(X.toarray()))
+    np.testing.assert_allclose(fits[0].inverse_transform(out).toarray(), X.toarray())
+    assert fits[0].__sklearn_tags__().input_tags.sparse
+    budget = BudgetAccountant()
+    with pytest.raises(ValueError, match="Cannot center sparse matrices"):
+        PrivateStandardScaler(bounds=(-5, 20), accountant=budget).fit(X)
+    assert budget.n_charges == 0
