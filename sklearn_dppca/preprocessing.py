@@ -60,6 +60,16 @@ __all__ = ["FeatureScaleWarning", "PrivateStandardScaler", "PublicScaler"]
 FeatureScaleWarning.__module__ = __name__
 
 
+def _into(X, values, copy):
+    """``values`` (an array shaped like ``X``), written into ``X`` itself
+    when ``copy`` is false (a transform in place, as scikit-learn's scalers
+    do with ``copy=False``)."""
+    if copy:
+        return values
+    X[...] = values
+    return X
+
+
 def _per_feature(value, name, n_features, feature_names, pairs=False):
     """``value`` (a number or pair, a sequence of them, or a dict by feature
     name) as a float array of shape ``(n_features,)``, or ``(n_features, 2)``
@@ -154,6 +164,11 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Where ``ranges`` are mapped to (``min < max``). Only with ``ranges``.
     clip : bool, default=False
         With ``ranges``: clip the output into ``feature_range``.
+    copy : bool, default=True
+        ``False``: ``transform`` and ``inverse_transform`` write into ``X``
+        where they can (a float array of the fitted dtype, or a sparse
+        matrix's values), as scikit-learn's scalers do; ``transform(X,
+        copy=...)`` overrides it for one call.
 
     Attributes
     ----------
@@ -193,14 +208,17 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         "scale": ["array-like", dict, Real, None],
         "feature_range": [tuple, list],
         "clip": ["boolean"],
+        "copy": ["boolean"],
     }
+
     def __init__(self, ranges=None, *, center=None, scale=None,
-                 feature_range=(0.0, 1.0), clip=False):
+                 feature_range=(0.0, 1.0), clip=False, copy=True):
         self.ranges = ranges
         self.center = center
         self.scale = scale
         self.feature_range = feature_range
         self.clip = clip
+        self.copy = copy
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -292,8 +310,8 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     def _sparse_map(self, X, compute):
         """``compute`` (a map of values with 0 ↦ 0) on the stored values of
-        a CSR or CSC ``X``, column by column; the format is kept."""
-        X = X.copy()
+        a CSR or CSC ``X`` (already copied if asked), column by column; the
+        format is kept."""
         if X.format == "csr":
             columns = X.indices
         else:
@@ -310,7 +328,7 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         np.clip(out, -big, big, out=out)
         return out.astype(X.dtype, copy=False)
 
-    def transform(self, X):
+    def transform(self, X, copy=None):
         """Scale ``X`` by the public map (missing values stay missing).
 
         The map saturates: a finite value whose image lies beyond the dtype's
@@ -319,15 +337,18 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        copy : bool or None, default=None
+            ``None``: the ``copy`` parameter.
 
         Returns
         -------
-        X_new : ndarray of shape (n_samples, n_features)
+        X_new : {ndarray, sparse matrix} of shape (n_samples, n_features)
         """
         check_is_fitted(self)
+        copy = self.copy if copy is None else copy
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES,
-                          reset=False, ensure_all_finite="allow-nan")
+                          reset=False, ensure_all_finite="allow-nan", copy=copy)
         if sparse.issparse(X):  # the map keeps 0 (fit checked): the values only
             def values(data, columns):
                 out = self._saturated(lambda Z: Z * self.scale_[columns], data)
@@ -336,27 +357,31 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         X_new = self._saturated(lambda Z: Z * self.scale_ + self.min_, X)
         if self.clip:
             np.clip(X_new, *self.feature_range, out=X_new)
-        return X_new
+        return _into(X, X_new, copy)
 
-    def inverse_transform(self, X):
+    def inverse_transform(self, X, copy=None):
         """Undo :meth:`transform` (not the clipping of ``clip=True``),
         saturating as :meth:`transform` does.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        copy : bool or None, default=None
+            ``None``: the ``copy`` parameter.
 
         Returns
         -------
-        X_original : ndarray of shape (n_samples, n_features)
+        X_original : {ndarray, sparse matrix} of shape (n_samples, n_features)
         """
         check_is_fitted(self)
+        copy = self.copy if copy is None else copy
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES,
-                          reset=False, ensure_all_finite="allow-nan")
+                          reset=False, ensure_all_finite="allow-nan", copy=copy)
         if sparse.issparse(X):
             return self._sparse_map(X, lambda data, columns: self._saturated(
                 lambda Z: Z / self.scale_[columns], data))
-        return self._saturated(lambda Z: (Z - self.min_) / self.scale_, X)
+        return _into(X, self._saturated(lambda Z: (Z - self.min_) / self.scale_, X),
+                     copy)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -433,6 +458,11 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         :class:`~sklearn_dppca.PrivacyLeakWarning` says so).
     accountant : BudgetAccountant or None, default=None
         Budget charged before the fit; ``None``: the default accountant.
+    copy : bool, default=True
+        ``False``: ``transform`` and ``inverse_transform`` write into ``X``
+        where they can, as scikit-learn's ``StandardScaler``;
+        ``transform(X, copy=...)`` overrides it for one call. The fit never
+        modifies ``X``.
 
     Attributes
     ----------
@@ -479,10 +509,11 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         "with_std": ["boolean"],
         "random_state": ["random_state", np.random.Generator],
         "accountant": [BudgetAccountant, None],
+        "copy": ["boolean"],
     }
 
     def __init__(self, bounds=None, *, epsilon=1.0, delta=1e-6, with_mean=True,
-                 with_std=True, random_state=None, accountant=None):
+                 with_std=True, random_state=None, accountant=None, copy=True):
         self.bounds = bounds
         self.epsilon = epsilon
         self.delta = delta
@@ -490,6 +521,7 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         self.with_std = with_std
         self.random_state = random_state
         self.accountant = accountant
+        self.copy = copy
 
     def __getstate__(self):
         # With accountant=None, a limited default travels to worker processes.
@@ -607,20 +639,22 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         scale = np.sqrt(np.maximum(var, floor))
         self.scale_ = np.where(scale > 0, scale, 1.0)
 
-    def transform(self, X):
+    def transform(self, X, copy=None):
         """Standardise ``X`` with the released mean and scale.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        copy : bool or None, default=None
+            ``None``: the ``copy`` parameter.
 
         Returns
         -------
-        X_new : ndarray of shape (n_samples, n_features)
+        X_new : {ndarray, sparse matrix} of shape (n_samples, n_features)
         """
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES,
-                          reset=False, copy=True)
+                          reset=False, copy=self.copy if copy is None else copy)
         if sparse.issparse(X):
             return self._scale_stored(X, np.divide)
         if self.with_mean:
@@ -641,20 +675,22 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
             X.data = operation(X.data, self.scale_[columns].astype(X.dtype))
         return X
 
-    def inverse_transform(self, X):
+    def inverse_transform(self, X, copy=None):
         """Undo :meth:`transform`.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        copy : bool or None, default=None
+            ``None``: the ``copy`` parameter.
 
         Returns
         -------
-        X_original : ndarray of shape (n_samples, n_features)
+        X_original : {ndarray, sparse matrix} of shape (n_samples, n_features)
         """
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES,
-                          reset=False, copy=True)
+                          reset=False, copy=self.copy if copy is None else copy)
         if sparse.issparse(X):
             return self._scale_stored(X, np.multiply)
         if self.with_std:

@@ -540,3 +540,32 @@ def test_private_scaler_takes_sparse_rows_without_centring(fmt):
     with pytest.raises(ValueError, match="Cannot center sparse matrices"):
         PrivateStandardScaler(bounds=(-5, 20), accountant=budget).fit(X)
     assert budget.n_charges == 0
+
+
+def test_scalers_transform_in_place_with_copy_false():
+    """Issue 32: scikit-learn's scalers take copy= (and transform(X, copy=)):
+    False writes into X where it can; the default copies."""
+    from scipy import sparse as sp
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 10, size=(500, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        private = PrivateStandardScaler(bounds=(0, 10), epsilon=1.0, random_state=0,
+                                        accountant=BudgetAccountant()).fit(X)
+    for scaler in (PublicScaler((0, 10)).fit(X), private):
+        expected = scaler.transform(X)
+        same = X.copy()
+        out = scaler.transform(same, copy=False)
+        assert out is same and np.allclose(same, expected)
+        back = scaler.inverse_transform(out, copy=False)
+        assert back is same and np.allclose(back, X)
+        kept = X.copy()
+        scaler.set_params(copy=False)
+        assert scaler.transform(kept) is kept
+        scaler.set_params(copy=True)
+        assert scaler.transform(kept) is not kept
+    S = sp.random(50, 3, density=0.3, format="csr", random_state=0) * 10
+    scaler = PublicScaler((0, 10)).fit(S)
+    out = scaler.transform(S, copy=False)
+    assert out.data is S.data or np.shares_memory(out.data, S.data)
