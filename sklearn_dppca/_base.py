@@ -54,7 +54,13 @@ from ._stats import (
     add_outer,
     kernel_threads,
 )
-from .noise import IMPLICIT_BLOCK, dense_noise, make_generator, noise_scale
+from .noise import (
+    IMPLICIT_BLOCK,
+    dense_noise,
+    kernel_bytes,
+    make_generator,
+    noise_scale,
+)
 from .privacy import (
     BudgetAccountant,
     _carry_default,
@@ -782,7 +788,7 @@ class _BasePrivatePCA(
     def _memory_limit(self):
         """Bytes a fit may take (``memory_limit``), or None where the
         machine's memory cannot be told (no check)."""
-        limit = getattr(self, "memory_limit", "auto")
+        limit = self.memory_limit
         if limit != "auto":
             return float(limit)
         total = physical_memory()
@@ -794,9 +800,7 @@ class _BasePrivatePCA(
         ``memory_limit``, else that share."""
         limit = self._memory_limit()
         share = DEFAULT_KERNEL_CACHE if limit is None else KERNEL_CACHE_SHARE * limit
-        d = n_features
-        half = 8 * (d * d + d * min(IMPLICIT_BLOCK, d)) / 2  # blocks i ≤ j
-        return int(min(half, share))
+        return int(min(kernel_bytes(n_features), share))
 
     def _memory_needed(self, n_samples, n_features, path=None):
         """Bytes of the fit's largest arrays at their peak, from public values.
@@ -840,7 +844,7 @@ class _BasePrivatePCA(
         what = (f"its {d} × {d} matrices" if self._fit_path == "dense"
                 else "the blocks of its matrix-free solver")
         limit_text = (f"memory_limit={self.memory_limit!r}"
-                      if getattr(self, "memory_limit", "auto") != "auto"
+                      if self.memory_limit != "auto"
                       else f"{MEMORY_SHARE:.0%} of this machine's memory")
         raise MemoryError(
             f"{type(self).__name__} on {d} features needs about "
@@ -1683,6 +1687,15 @@ def _eigh(matrix):
     return np.linalg.eigh(matrix)
 
 
+def power_passes(iterated_power, k, d):
+    """The randomized range finder's passes: ``iterated_power``, or for
+    ``"auto"`` scikit-learn's rule, 7 when ``k`` is under a tenth of ``d``,
+    else 4."""
+    if iterated_power != "auto":
+        return iterated_power
+    return 7 if k < 0.1 * d else 4
+
+
 def top_eigenpairs(matrix, k, solver, rng, *, tol=0.0, iterated_power="auto",
                    n_oversamples=10, power_iteration_normalizer="auto",
                    shift=0.0):
@@ -1722,9 +1735,7 @@ def top_eigenpairs(matrix, k, solver, rng, *, tol=0.0, iterated_power="auto",
     else:
         from scipy import linalg
 
-        n_iter = iterated_power
-        if n_iter == "auto":
-            n_iter = 7 if k < 0.1 * d else 4
+        n_iter = power_passes(iterated_power, k, d)
         normalizer = power_iteration_normalizer
         if normalizer == "auto":
             normalizer = "none" if n_iter <= 2 else "LU"

@@ -10,12 +10,20 @@ from ._base import (
     _BasePrivatePCA,
     fill_parameter_docs,
     matrix_free_faster,
+    power_passes,
     scatter_trace,
 )
 from ._bounds import _engine
 from ._dask import ChunkedRows
 from ._stats import ImplicitScatter, InMemoryRows, kernel_threads
-from .noise import ImplicitGOE, add_goe_noise, dense_noise, goe_noise, noise_scale
+from .noise import (
+    ImplicitGOE,
+    add_goe_noise,
+    dense_noise,
+    goe_noise,
+    kernel_bytes,
+    noise_scale,
+)
 
 
 @fill_parameter_docs
@@ -290,20 +298,13 @@ class PrivatePCA(_BasePrivatePCA):
         if limit is not None and self._memory_needed(
                 n_samples, n_features, "dense") > limit:
             return "matrix_free"
-        size = self._truncated_k(n_samples, n_features) + self.n_oversamples
-        half = 4.0 * n_features * (n_features + 1)
-        faster = matrix_free_faster(n_samples, n_features, size,
-                                    self._power_passes(n_features),
+        k = self._truncated_k(n_samples, n_features)
+        cached = self._kernel_cache(n_features) / kernel_bytes(n_features)
+        faster = matrix_free_faster(n_samples, n_features, k + self.n_oversamples,
+                                    power_passes(self.iterated_power, k, n_features),
                                     isinstance(_engine(engine), ChunkedRows),
-                                    min(1.0, self._kernel_cache(n_features) / half))
+                                    min(1.0, cached))
         return "matrix_free" if faster else "dense"
-
-    def _power_passes(self, n_features):
-        """Passes of the randomized range finder (``iterated_power``)."""
-        if self.iterated_power != "auto":
-            return self.iterated_power
-        k = self.n_components
-        return 7 if k < 0.1 * n_features else 4
 
     def _release(self, gram, rows, plan, rng, dtype):
         if gram is None:

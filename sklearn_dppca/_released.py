@@ -279,14 +279,11 @@ def warn_if_one_feature_dominates(estimator):
     top = float(v.max())
     median = float(np.sort(v)[(d - 1) // 2])
     tau = noise_scale_of_variances(estimator)
-    names = getattr(estimator, "feature_names_in_", None)
     if top > DOMINANCE_RATIO * median and top > NOISE_MARGIN * tau:
         big = np.argsort(v)[::-1]
         big = [j for j in big[:3] if v[j] > DOMINANCE_RATIO * median]
-        named = ", ".join(
-            (repr(str(names[j])) if names is not None else f"feature {j}")
-            + f" ({v[j]:.3g})" for j in big
-        )
+        named = ", ".join(f"{_feature_names(estimator, [j])} ({v[j]:.3g})"
+                          for j in big)
         why = (f"the released variance of {named} is more than "
                f"{DOMINANCE_RATIO:g} times that of most features (median "
                f"{median:.3g})")

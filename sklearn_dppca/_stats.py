@@ -418,11 +418,9 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True, direction=None,
             included = sq_norms[run_start:run_stop] <= max_raw_sq
             n_included = int(np.count_nonzero(included))
             count += n_included
-            if not with_gram:
-                pass
-            elif n_included == len(included):
+            if with_gram and n_included == len(included):
                 _add_gram(gram, run, product)
-            else:  # copy the included rows a block at a time, not the run
+            elif with_gram:  # copy the included rows a block at a time, not the run
                 for a, b in _ranges(0, len(included), _block_rows(d)):
                     _add_gram(gram, run[a:b][included[a:b]], product)
             del run, block  # a copied run is freed before the next is made

@@ -285,6 +285,15 @@ def add_gue_noise(rng, matrix, sigma):
 IMPLICIT_BLOCK = 1024
 
 
+def kernel_bytes(n_features, block=IMPLICIT_BLOCK):
+    """Bytes of the float64 blocks on and above the diagonal of a ``d × d``
+    :class:`ImplicitGOE` (all that is ever drawn, and all a full cache
+    holds): ``8 (d² + Σ_i b_i²) / 2`` with ``b_i`` the block rows' sides."""
+    d, b = int(n_features), int(block)
+    full, last = divmod(d, b)
+    return 4 * (d * d + full * b * b + last * last)
+
+
 class ImplicitGOE:
     """The GOE kernel of :func:`goe_noise`, never held whole: ``S @ V`` by blocks.
 

@@ -273,3 +273,12 @@ def test_memory_grows_as_d_k_not_d_squared():
     assert est.path_ == "matrix_free"
     # the estimate, from public values, bounds it and is not d²
     assert peak < est._memory_needed(600, 4000) < 0.5 * 8 * 4000**2
+
+
+def test_n_components_none_with_the_randomized_solver_chooses_a_path():
+    """The path's model read the "auto" passes from n_components, None here
+    (a TypeError); it uses the solver's k, as the solver does."""
+    X, _ = spiked(100, 300)
+    est = PrivatePCA(None, epsilon=1.0, data_norm=1.5, svd_solver="randomized",
+                     accountant=BudgetAccountant(), random_state=0).fit(X)
+    assert est.path_ in ("dense", "matrix_free") and est.n_components_ == 100
