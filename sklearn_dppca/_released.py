@@ -137,8 +137,9 @@ def warn_if_noise_dominated(estimator):
         return
     which = ("none of them does" if resolved == 0 else "only the first does"
              if resolved == 1 else f"only the first {resolved} do")
+    verb = "does" if k - resolved == 1 else "do"
     warnings.warn(
-        f"{k - resolved} of the {k} released components do not stand out of "
+        f"{k - resolved} of the {k} released components {verb} not stand out of "
         f"the noise ({which}): their released eigenvalues lie within the "
         "noise's spectrum, so they are close to random directions. The "
         "noise grows as the square of the norm bound and shrinks as n times "

@@ -790,7 +790,7 @@ class BudgetAccountant:
     def _total(self, totals):
         """:class:`Budget` of everything in ``totals`` (see above)."""
         if totals.mu_sq == 0.0 and not totals.has_rdp:  # the fits cost nothing
-            user_delta = -math.expm1(totals.keep_user)
+            user_delta = -math.expm1(totals.keep_user) + 0.0  # not -0.0
             fit_delta = self._delta if totals.n_fits else 0.0
             return Budget(totals.eps_user, max(user_delta, fit_delta))
         eps = self._fits_epsilon(totals, self._fits_delta(totals.keep_user))
@@ -1271,10 +1271,10 @@ def _describe(estimator, label):
 
 
 _default_accountant = BudgetAccountant()
-#: The process's own unlimited default: never carried to other processes.
+#: The process's own unlimited default: never charged from other processes.
 _PRISTINE_DEFAULT = _default_accountant
 #: Every unlimited default the process made for itself (the original, and
-#: those pop_default put in its place): none is carried to other processes.
+#: those pop_default put in its place): none is charged from other processes.
 _pristine_defaults = weakref.WeakSet([_default_accountant])
 _default_lock = threading.Lock()
 
@@ -1452,14 +1452,30 @@ def _pop_default():
 # the original carries it (a ledger as its path, an in-memory one as a copy
 # that refuses charges; where the default cannot be told, a refusal), and a
 # worker whose own default is the original uses the carried one, also for
-# clones made there.
+# clones made there. An untouched default travels as a mark that refuses in
+# the sender's descendants, whose charges its spent could not show.
 _CARRIED = "_carried_default_accountant"
 
 
 class _CarriedDefault(NamedTuple):
     origin: str  # _process_id of the process that pickled the estimator
-    accountant: BudgetAccountant  # None with a refusal
+    accountant: BudgetAccountant  # None with a refusal or an untouched default
     refusal: str = None  # why the default could not be told where pickled
+    untouched_in: int = None  # pid whose untouched default it was
+
+
+def _ancestors():
+    """Process ids above this one: the parent and, where ``/proc`` tells,
+    its own ancestors (a Dask nanny's worker, a pool inside a pool)."""
+    pid = os.getppid()
+    while pid > 1:
+        yield pid
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat:
+                # pid (comm) state ppid ...: comm may hold spaces and ')'
+                pid = int(stat.read().rpartition(b")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            return
 
 
 def _carry_default(estimator, state):
@@ -1472,10 +1488,14 @@ def _carry_default(estimator, state):
         except _AmbiguousDefault as exc:
             state[_CARRIED] = _CarriedDefault(_process_id, None, str(exc))
             return state
+        carried = _foreign_carried(estimator)
         if default not in _pristine_defaults:
             state[_CARRIED] = _CarriedDefault(_process_id, default)
-        elif _foreign_carried(estimator) is not None:  # pass it on
-            state[_CARRIED] = vars(estimator)[_CARRIED]
+        elif carried is not None and carried.untouched_in is None:
+            state[_CARRIED] = carried  # pass on what this process received
+        else:  # its spend could not be seen here: refused in our workers
+            state[_CARRIED] = _CarriedDefault(
+                _process_id, None, untouched_in=os.getpid())
     return state
 
 
@@ -1506,7 +1526,24 @@ def _resolve_accountant(estimator):
                     "Where this estimator was sent from, its default "
                     f"accountant could not be told: {carried.refusal}"
                 )
-            return carried.accountant
+            if carried.untouched_in is None:
+                return carried.accountant
+            if carried.untouched_in in _ancestors():
+                raise RuntimeError(
+                    f"This {type(estimator).__name__} was sent to a worker "
+                    f"process by process {carried.untouched_in}, where it "
+                    "would be charged to the default accountant: this "
+                    "worker's charge could not be seen there, so "
+                    "get_default_accountant().spent would under-report the "
+                    "spend. Give it an accountant with a ledger file, which "
+                    "every worker charges (accountant=BudgetAccountant("
+                    "epsilon, delta, path='budget.db'), or "
+                    "set_default_accountant of one), or run the workers as "
+                    "threads (with joblib.parallel_config(backend="
+                    "'threading'): ...) or with n_jobs=1."
+                )
+            # Unpickled in a later, unrelated process (a saved model): its
+            # own default is the one its user reads.
     return default
 
 

@@ -55,7 +55,7 @@ def noise_warning(line):
     """A NoisyReleaseWarning's line: the second component of this small
     table is noise at these budgets (a diagnostic of the release itself,
     tested in tests/test_release_warnings.py)."""
-    return "do not stand out of the noise" in line
+    return "not stand out of the noise" in line
 
 
 def run(capsys, *argv):

@@ -642,13 +642,40 @@ def test_explicit_in_memory_accountant_refuses_in_workers(X):
     assert acc.n_charges == 0
 
 
-def test_unlimited_original_default_is_per_process(X):
-    """Nothing is carried while the default is the original unlimited one."""
-    est = pickle.loads(pickle.dumps(pca()))
-    assert "_carried_default_accountant" not in vars(est)
+def test_untouched_default_refuses_in_worker_processes(X):
+    """Issue 32: with the original unlimited default, loky workers charged
+    their own defaults and the parent's ``spent`` showed only the refit. Now
+    every worker fit refuses, naming the fix, and nothing is charged."""
     before = get_default_accountant().n_charges
-    est.fit(X)
-    assert get_default_accountant().n_charges == before + 1
+    search = GridSearchCV(pca(epsilon=1.0), GRID, cv=2, n_jobs=2,
+                          error_score="raise")
+    with pytest.raises(RuntimeError, match="sent to a worker process") as caught:
+        search.fit(X)
+    assert "path='budget.db'" in str(caught.value)
+    assert "backend='threading'" in str(caught.value)
+    assert get_default_accountant().n_charges == before
+
+
+def test_untouched_default_is_per_process_outside_workers(X):
+    """In this process, or unpickled in a process that is not a descendant of
+    the one that pickled it (a saved model loaded later), the estimator
+    charges that process's own default; in a descendant it refuses."""
+    from sklearn_dppca.privacy import _CARRIED, _CarriedDefault
+
+    est = pickle.loads(pickle.dumps(pca()))
+    before = get_default_accountant().n_charges
+    est.fit(X)  # same process: charged here
+    vars(est)[_CARRIED] = _CarriedDefault("elsewhere", None,
+                                          untouched_in=os.getpid())
+    est.fit(X)  # from a process that is not an ancestor: charged here
+    assert get_default_accountant().n_charges == before + 2
+    vars(est)[_CARRIED] = _CarriedDefault("elsewhere", None,
+                                          untouched_in=os.getppid())
+    with pytest.raises(RuntimeError, match="sent to a worker process"):
+        est.fit(X)
+    with pytest.raises(RuntimeError, match="sent to a worker process"):
+        clone(est).fit(X)  # a clone made in the worker keeps the refusal
+    assert get_default_accountant().n_charges == before + 2
 
 
 def test_carried_default_is_ignored_in_its_own_process(X):

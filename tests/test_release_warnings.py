@@ -7,6 +7,7 @@ count beside small scales), fitted the three ways a new user does and the
 way the warnings advise.
 """
 
+import re
 import types
 import warnings
 
@@ -66,7 +67,7 @@ def test_a_huge_norm_bound_warns_that_components_are_noise(seed):
                                  random_state=seed), survey())
     noise = [m for c, m in caught if c is NoisyReleaseWarning]
     assert len(noise) == 1
-    assert "of the 3 released components do not stand out" in noise[0]
+    assert re.search(r"of the 3 released components (do|does) not stand out", noise[0])
     for knob in ("tighter data_norm", "PublicScaler", "more epsilon",
                  "n_components="):
         assert knob in noise[0]
@@ -194,4 +195,4 @@ def test_the_cli_keeps_the_warnings_with_the_model(tmp_path, capsys):
 
     saved = json.loads(model.read_text())
     assert len(saved["privacy_warnings"]) == 1  # the fixed seed's
-    assert any("do not stand out" in w for w in saved["release_warnings"])
+    assert any("not stand out" in w for w in saved["release_warnings"])
