@@ -949,7 +949,8 @@ class _BasePrivatePCA(
             "small share of the budget), or public bounds=(lower, upper)."
         )
 
-    def _spectrum(self, eigvals, sigma=0.0, trace=None, rest=None):
+    def _spectrum(self, eigvals, sigma=0.0, trace=None, rest=None,
+                  precision=np.float64):
         """The number of components and the estimated spectrum of a release.
 
         Parameters
@@ -966,6 +967,9 @@ class _BasePrivatePCA(
             the top ones and ``rest`` the count, sum and sum of squares of the
             others (:func:`denoised_spectrum`); ``n_components`` is then an
             integer.
+        precision : dtype, default=float64
+            The float the eigenvalues were computed in ('mle' counts those
+            below its round-off as zero).
 
         Returns
         -------
@@ -994,12 +998,21 @@ class _BasePrivatePCA(
             k = top
         elif isinstance(k, str):  # 'mle', on the released eigenvalues
             released = np.sort(np.maximum(eigvals, 0.0))[::-1] / scale
-            k = minka_dimension(released, n)
+            # zero to round-off: float64's, or d unit round-offs of a matrix
+            # computed in float32 on a device (a rank that is zero in exact
+            # arithmetic must not count, whatever the namespace)
+            eps = np.finfo(precision).eps
+            k = minka_dimension(released, n, 1e-15 if eps <= 1e-15 else d * eps)
         elif not isinstance(k, Integral):  # variance fraction
             ratio = explained / total if total > 0 else np.zeros_like(explained)
             k = int(np.searchsorted(np.cumsum(ratio), k, side="right")) + 1
             k = min(k, n, d)
         noise_variance = float(captured[k:top].mean()) if k < top else 0.0
+        if k < top and noise_variance <= 0.0:
+            # clamped to 0 by the de-noising (few rows, small ε): the
+            # estimated total's share per remaining rank instead, as the
+            # model of score() takes it (post-processing of the same values)
+            noise_variance = max((total - float(captured[:k].sum())) / (top - k), 0.0)
         return Spectrum(k, explained, captured, total, noise_variance, resolved)
 
     def _set_components(self, components, noisy, spectrum, dtype):
@@ -1360,7 +1373,7 @@ def reported_spend(spent, epsilon):
     return (eps, delta)
 
 
-def minka_log_evidence(spectrum, n_samples):
+def minka_log_evidence(spectrum, n_samples, relative_zero=1e-15):
     """Minka's Laplace approximation of ``log p(X | k)`` for every rank ``k``.
 
     T. P. Minka, "Automatic choice of dimensionality for PCA", NIPS 2000,
@@ -1383,6 +1396,9 @@ def minka_log_evidence(spectrum, n_samples):
     spectrum : ndarray of shape (d,)
         Variances in decreasing order, non-negative.
     n_samples : int
+    relative_zero : float, default=1e-15
+        Variances below ``relative_zero · λ_1`` count as zero: round-off of
+        the precision the spectrum was computed in.
 
     Returns
     -------
@@ -1395,7 +1411,7 @@ def minka_log_evidence(spectrum, n_samples):
     out = np.full(d, -np.inf)
     if d < 2 or not lam[0] > 0.0:
         return out
-    tiny = 1e-15 * lam[0]
+    tiny = relative_zero * lam[0]
     ranks = np.arange(1, d)  # k = 1 .. d − 1
     i = np.arange(1, d)
     log_pu = np.cumsum(gammaln((d - i + 1) / 2.0) - (d - i + 1) / 2.0 * math.log(np.pi))
@@ -1430,7 +1446,7 @@ def minka_log_evidence(spectrum, n_samples):
     return out
 
 
-def minka_dimension(spectrum, n_samples):
+def minka_dimension(spectrum, n_samples, relative_zero=1e-15):
     """The rank of highest Minka evidence (:func:`minka_log_evidence`).
 
     ``n_components='mle'``. On a private fit the spectrum is the released
@@ -1449,7 +1465,7 @@ def minka_dimension(spectrum, n_samples):
         In ``[1, d − 1]``, or 0 when no rank can be scored (``d = 1`` or a
         zero spectrum), as scikit-learn chooses.
     """
-    return int(np.argmax(minka_log_evidence(spectrum, n_samples)))
+    return int(np.argmax(minka_log_evidence(spectrum, n_samples, relative_zero)))
 
 
 def scatter_trace(gram):

@@ -251,7 +251,8 @@ class ComplexGaussPCA(_BasePrivatePCA):
             # Array API input: one full Hermitian eigh on its device (NumPy on
             # the host where the namespace has none), then the host's d × k
             eigvals, vectors = map(_array_api.to_host, _array_api.eigh(noisy))
-            spectrum = self._spectrum(eigvals, sigma, trace)
+            spectrum = self._spectrum(eigvals, sigma, trace,
+                                      precision=_array_api.numpy_dtype(noisy))
             k = spectrum.n_components
             values, basis = eigvals[d - k :], vectors[:, d - k :]
             if self.target == "subspace":

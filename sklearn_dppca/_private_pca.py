@@ -324,7 +324,8 @@ class PrivatePCA(_BasePrivatePCA):
         truncated = self._truncated_eigenpairs(gram, sigma, trace, rng)
         if truncated is None:  # every eigenpair
             eigvals, eigvecs = map(_array_api.to_host, _array_api.eigh(gram))
-            spectrum = self._spectrum(eigvals, sigma, trace)
+            spectrum = self._spectrum(eigvals, sigma, trace,
+                                      precision=_array_api.numpy_dtype(gram))
             top = np.argsort(eigvals)[::-1][: spectrum.n_components]
             values, vectors = eigvals[top], eigvecs[:, top]
         else:

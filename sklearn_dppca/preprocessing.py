@@ -26,6 +26,7 @@ A fit whose released variances show one feature dominating issues a
 
 import math
 from numbers import Real
+from typing import NamedTuple
 
 import numpy as np
 from scipy import sparse
@@ -38,7 +39,9 @@ from sklearn.base import (
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import FLOAT_DTYPES, check_is_fitted, validate_data
 
-from ._base import _all_or_nothing, reported_spend
+from . import _array_api
+from ._array_api import check_same_namespace
+from ._base import _all_or_nothing, _refuse_fit_params, reported_spend
 from ._bounds import check_box
 from ._released import FeatureScaleWarning
 from .noise import dense_noise, make_generator, noise_scale
@@ -63,11 +66,50 @@ FeatureScaleWarning.__module__ = __name__
 def _into(X, values, copy):
     """``values`` (an array shaped like ``X``), written into ``X`` itself
     when ``copy`` is false (a transform in place, as scikit-learn's scalers
-    do with ``copy=False``)."""
-    if copy:
+    do with ``copy=False``; an Array API array gets the new array)."""
+    if copy or not isinstance(X, np.ndarray):
         return values
     X[...] = values
     return X
+
+
+def _validate(estimator, X, *, reset, **params):
+    """``validate_data`` in float64 or float32: NumPy's, or under
+    ``array_api_dispatch`` the namespace's own dtypes (on ``X``'s device)."""
+    where = _array_api.namespace(X)
+    dtype = FLOAT_DTYPES if where is None else _array_api.float_dtypes(*where)
+    return validate_data(estimator, X, accept_sparse=("csr", "csc"), dtype=dtype,
+                         reset=reset, **params)
+
+
+def _to_namespace(estimator, X):
+    """The fitted float arrays of ``estimator`` (NumPy, public or released)
+    moved to ``X``'s namespace and device, as scikit-learn's scalers keep
+    them under ``array_api_dispatch``: float64, or float32 on a device
+    without float64. Nothing for NumPy input."""
+    where = _array_api.namespace(X)
+    if where is None:
+        return
+    wide = _array_api.widest_float(*where)
+    for name, value in list(vars(estimator).items()):
+        if (name.endswith("_") and isinstance(value, np.ndarray)
+                and value.dtype.kind == "f"):
+            setattr(estimator, name, _array_api.like(value, X, dtype=wide))
+
+
+def _in_namespace(values, X):
+    """A fitted float array in ``X``'s namespace and precision: the
+    attributes of a NumPy fit are NumPy, of an Array API fit that namespace."""
+    if isinstance(X, np.ndarray) or sparse.issparse(X):
+        return values.astype(X.dtype, copy=False)
+    return _array_api.astype(values, X.dtype)
+
+
+def _saturate(xp, out, dtype):
+    """``out`` (computed wider) clipped to ``dtype``'s largest finite values
+    and cast to ``dtype``: a finite value never becomes ±inf (NaN stays)."""
+    big = float(xp.finfo(dtype).max)
+    return _array_api.astype(xp.clip(out, -big, big), dtype)
 
 
 def _per_feature(value, name, n_features, feature_names, pairs=False):
@@ -234,8 +276,7 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         self : object
         """
-        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES,
-                          ensure_all_finite="allow-nan")
+        X = _validate(self, X, reset=True, ensure_all_finite="allow-nan")
         if sparse.issparse(X) and not self._keeps_zero():
             raise TypeError(
                 "PublicScaler takes sparse input only where its public map "
@@ -273,6 +314,7 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 offset = a - low * factor
             self.scale_, self.min_ = _finite_map(factor, offset,
                                                  "ranges and feature_range")
+            _to_namespace(self, X)
             return self
         if self.clip:
             raise ValueError("clip=True clips into feature_range: it needs ranges.")
@@ -286,6 +328,7 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             factor = 1.0 / scale
             offset = -center / scale
         self.scale_, self.min_ = _finite_map(factor, offset, "center and scale")
+        _to_namespace(self, X)
         return self
 
     def _keeps_zero(self):
@@ -300,7 +343,8 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                     pairs = np.asarray(self.ranges, dtype=np.float64)
                 low, high = pairs.reshape(-1, 2).T
                 a, b = (float(v) for v in self.feature_range)
-                offset = a - low * (b - a) / (high - low)
+                with np.errstate(all="ignore"):  # a map refused at fit
+                    offset = a - low * (b - a) / (high - low)
                 inside = a <= 0.0 <= b or not self.clip
                 return bool(np.all(offset == 0.0)) and inside
             return self.center is None or bool(
@@ -320,13 +364,15 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return X
 
     def _saturated(self, compute, X):
-        """``compute(X)`` in float64, saturated at ``X.dtype``'s largest finite
-        values: a finite value is never mapped to ±inf (NaN stays NaN)."""
+        """``compute(X)`` in float64 (an Array API device's widest float),
+        saturated at ``X.dtype``'s largest finite values: a finite value is
+        never mapped to ±inf (NaN stays NaN)."""
+        xp = _array_api.module_of(X)
+        wide = (np.float64 if xp is np else
+                getattr(xp, _array_api.widest_float(*_array_api.namespace(X)).name))
         with np.errstate(over="ignore"):
-            out = compute(X.astype(np.float64, copy=False))
-        big = np.finfo(X.dtype).max
-        np.clip(out, -big, big, out=out)
-        return out.astype(X.dtype, copy=False)
+            out = compute(_array_api.astype(X, wide))
+        return _saturate(xp, out, X.dtype)
 
     def transform(self, X, copy=None):
         """Scale ``X`` by the public map (missing values stay missing).
@@ -347,8 +393,7 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         copy = self.copy if copy is None else copy
-        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES,
-                          reset=False, ensure_all_finite="allow-nan", copy=copy)
+        X = self._checked(X, copy, "transform")
         if sparse.issparse(X):  # the map keeps 0 (fit checked): the values only
             def values(data, columns):
                 out = self._saturated(lambda Z: Z * self.scale_[columns], data)
@@ -356,8 +401,14 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             return self._sparse_map(X, values)
         X_new = self._saturated(lambda Z: Z * self.scale_ + self.min_, X)
         if self.clip:
-            np.clip(X_new, *self.feature_range, out=X_new)
+            X_new = _array_api.module_of(X_new).clip(X_new, *self.feature_range)
         return _into(X, X_new, copy)
+
+    def _checked(self, X, copy, method):
+        """``X`` validated for ``method``, in the namespace of the fit."""
+        X = _validate(self, X, reset=False, ensure_all_finite="allow-nan", copy=copy)
+        check_same_namespace(X, self, attribute="scale_", method=method)
+        return X
 
     def inverse_transform(self, X, copy=None):
         """Undo :meth:`transform` (not the clipping of ``clip=True``),
@@ -375,8 +426,7 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         copy = self.copy if copy is None else copy
-        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES,
-                          reset=False, ensure_all_finite="allow-nan", copy=copy)
+        X = self._checked(X, copy, "inverse_transform")
         if sparse.issparse(X):
             return self._sparse_map(X, lambda data, columns: self._saturated(
                 lambda Z: Z / self.scale_[columns], data))
@@ -388,6 +438,7 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         tags.input_tags.allow_nan = True
         tags.input_tags.sparse = self._keeps_zero()
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        tags.array_api_support = True
         return tags
 
 
@@ -537,33 +588,69 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         return {"sum": 1.0} if self.with_mean else {}
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, **params):
         """Release the private mean and standard deviation of ``X``.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            One row per person; finite (a NaN or infinite entry is refused
-            before the charge).
+            One row per person, at least two; finite (a NaN or infinite
+            entry is refused before the charge).
         y : Ignored
+        **params
+            ``sample_weight`` and other fit parameters are refused with a
+            ``TypeError`` that says why.
 
         Returns
         -------
         self : object
         """
-        self._fit(X)
+        _refuse_fit_params(self, params)
+        self._fit(X, first=True)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y=None, **params):
+        """Add the batch ``X`` to the released statistics (one charge).
+
+        Each call releases the batch's noisy sums as :meth:`fit` does, at
+        ``(epsilon, delta)``, charged before the release: calls compose as
+        that many fits (the accountant cannot know that the batches hold
+        different people, so it does not assume it). The attributes are
+        post-processing of the sums released so far: ``mean_`` and
+        ``var_`` are those of all the batches' rows, and ``scale_``'s floor
+        is the standard deviation of the summed noise. The first call fixes
+        ``n_features_in_``, and with a seed the noise continues one stream
+        across the calls; :meth:`fit` starts afresh.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            One batch of rows (one row is a batch too: its release is as
+            private as a larger one's).
+        y : Ignored
+        **params
+            Refused, as by :meth:`fit`.
+
+        Returns
+        -------
+        self : object
+        """
+        _refuse_fit_params(self, params)
+        first = not hasattr(self, "n_samples_seen_")
+        self._fit(X, first=first, min_samples=1)
         return self
 
     @_all_or_nothing
-    def _fit(self, X):
+    def _fit(self, X, first, min_samples=2):
         if self.bounds is None:
             raise ValueError(
                 "PrivateStandardScaler needs bounds=(lower, upper): public "
                 "per-feature ranges, known without looking at the data. Without "
                 "any, scale by public knowledge (PublicScaler) instead."
             )
-        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES,
-                          ensure_min_samples=2, ensure_all_finite=False)
+        X = _validate(self, X, reset=first, ensure_min_samples=min_samples,
+                      ensure_all_finite=False)
         if sparse.issparse(X) and self.with_mean:  # public: refused uncharged
             raise ValueError(
                 "Cannot center sparse matrices: pass with_mean=False (centring "
@@ -582,60 +669,77 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
                 "number; rescale the features."
             )
         free = width > 0  # the features that carry information
-        d_free = int(free.sum())
         shares = self._shares()
         mu_total = gdp_mu(self.epsilon, self.delta)
         mus = {k: mu_total * math.sqrt(w) for k, w in shares.items()}
-        # exact GDP composition of the releases: μ* (or nothing)
-        composed = math.sqrt(sum(m * m for m in mus.values()))
-        rng = make_generator(self.random_state)
+        if first:
+            self._rng_ = make_generator(self.random_state)
+            self._released_ = _ReleasedSums.empty(int(free.sum()))
         accountant = _resolve_accountant(self)
         if shares:  # refuse an over-budget fit before the data is read
             accountant.check(mu=mu_total)
         with private_computation():
-            values = X.data if sparse.issparse(X) else X
-            if not np.isfinite(values).all():
+            xp = _array_api.module_of(X.data if sparse.issparse(X) else X)
+            if not bool(xp.all(xp.isfinite(X.data if sparse.issparse(X) else X))):
                 raise ValueError("Input X contains NaN or infinity: "
                                  "PrivateStandardScaler needs finite rows.")
             if shares:
                 accountant.spend(mu=mu_total, estimator=self)
             sums, squares = _box_sums(X, lower, upper, centre, width, free)
-            self._release(sums, squares, n, mus, rng, centre, width, free, d_free)
-            self.n_samples_seen_ = n
+            released = self._released_.add(
+                self._release(sums, squares, mus), n, mu_total ** 2 if shares else 0.0)
+            self._released_ = released
+            self._set_attributes(centre, width, free)
+            _to_namespace(self, X)
+            # exact GDP composition of every call's releases: √(Σ μ*²)
+            composed = math.sqrt(released.mu_sq)
             self.privacy_spent_ = (
-                (0.0, 0.0) if not shares
+                (0.0, 0.0) if composed == 0.0
                 else reported_spend((gdp_epsilon(composed, self.delta), self.delta),
-                                    self.epsilon)
+                                    self.epsilon if released.calls == 1 else math.nan)
             )
         if shares:
             _warn_if_not_private(self.epsilon, self.random_state,
                                  "released mean and scale")
 
-    def _release(self, sums, squares, n, mus, rng, centre, width, free, d_free):
-        """The noisy sums in box units, and the attributes from them."""
-        self.mean_ = self.var_ = self.scale_ = None
+    def _release(self, sums, squares, mus):
+        """The batch's noisy sums in box units (``None`` where not released)
+        and the variance of the noise on the sum of squares."""
+        d_free, rng = sums.shape[0], self._rng_
         if "sum" not in mus:
-            return
+            return None, None, 0.0
         # Σ z_i: every entry of z in [−½, ½], so one row moves each
         # coordinate by at most 1 — L2 sensitivity √d.
         sigma_sum = noise_scale(math.sqrt(d_free), mus["sum"])
-        total = sums + dense_noise(rng, d_free, sigma_sum)
-        m = np.clip(total / n, -0.5, 0.5)  # the box holds the mean
+        sums = sums + dense_noise(rng, d_free, sigma_sum)
+        if "squares" not in mus:
+            return sums, None, 0.0
+        # Σ z_i²: every entry of z² in [0, ¼] — L2 sensitivity √d / 4.
+        sigma_sq = noise_scale(math.sqrt(d_free) / 4.0, mus["squares"])
+        return sums, squares + dense_noise(rng, d_free, sigma_sq), sigma_sq ** 2
+
+    def _set_attributes(self, centre, width, free):
+        """``mean_``, ``var_``, ``scale_`` and ``n_samples_seen_`` from the
+        sums released so far (post-processing)."""
+        released = self._released_
+        n = self.n_samples_seen_ = released.n
+        self.mean_ = self.var_ = self.scale_ = None
+        if released.sums is None:
+            return
+        m = np.clip(released.sums / n, -0.5, 0.5)  # the box holds the mean
         mean = centre.copy()
         mean[free] += width[free] * m
         self.mean_ = mean
-        if "squares" not in mus:
+        if released.squares is None:
             return
-        # Σ z_i²: every entry of z² in [0, ¼] — L2 sensitivity √d / 4.
-        sigma_sq = noise_scale(math.sqrt(d_free) / 4.0, mus["squares"])
-        squares = squares + dense_noise(rng, d_free, sigma_sq)
         # largest variance of values in [−½, ½] with mean m: ¼ − m²
-        var_z = np.clip(squares / n - m * m, 0.0, 0.25 - m * m)
+        var_z = np.clip(released.squares / n - m * m, 0.0, 0.25 - m * m)
         var = np.zeros_like(centre)
         var[free] = width[free] ** 2 * var_z
         self.var_ = var
         floor = np.zeros_like(centre)
-        floor[free] = width[free] ** 2 * sigma_sq / n  # sd of the noise on var
+        # the standard deviation of the noise on var
+        floor[free] = width[free] ** 2 * math.sqrt(released.noise_var) / n
         scale = np.sqrt(np.maximum(var, floor))
         self.scale_ = np.where(scale > 0, scale, 1.0)
 
@@ -652,15 +756,21 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         -------
         X_new : {ndarray, sparse matrix} of shape (n_samples, n_features)
         """
-        check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES,
-                          reset=False, copy=self.copy if copy is None else copy)
+        X = self._checked(X, copy, "transform")
         if sparse.issparse(X):
             return self._scale_stored(X, np.divide)
         if self.with_mean:
-            X -= self.mean_.astype(X.dtype)
+            X -= _in_namespace(self.mean_, X)
         if self.with_std:
-            X /= self.scale_.astype(X.dtype)
+            X /= _in_namespace(self.scale_, X)
+        return X
+
+    def _checked(self, X, copy, method):
+        """``X`` validated for ``method``, in the namespace of the fit."""
+        check_is_fitted(self)
+        X = _validate(self, X, reset=False, copy=self.copy if copy is None else copy)
+        if self.mean_ is not None:
+            check_same_namespace(X, self, attribute="mean_", method=method)
         return X
 
     def _scale_stored(self, X, operation):
@@ -688,22 +798,44 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         -------
         X_original : {ndarray, sparse matrix} of shape (n_samples, n_features)
         """
-        check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES,
-                          reset=False, copy=self.copy if copy is None else copy)
+        X = self._checked(X, copy, "inverse_transform")
         if sparse.issparse(X):
             return self._scale_stored(X, np.multiply)
         if self.with_std:
-            X *= self.scale_.astype(X.dtype)
+            X *= _in_namespace(self.scale_, X)
         if self.with_mean:
-            X += self.mean_.astype(X.dtype)
+            X += _in_namespace(self.mean_, X)
         return X
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         tags.input_tags.sparse = not self.with_mean  # as StandardScaler's
+        tags.array_api_support = True
         return tags
+
+
+class _ReleasedSums(NamedTuple):
+    """The noisy box-unit sums released by a scaler's calls, summed."""
+    sums: np.ndarray  # None when not released
+    squares: np.ndarray  # None when not released
+    noise_var: float  # variance of the noise summed into ``squares``
+    n: int  # rows seen (public)
+    calls: int  # fits and partial fits
+    mu_sq: float  # Σ μ² of the releases
+
+    @classmethod
+    def empty(cls, d_free):
+        return cls(np.zeros(d_free), np.zeros(d_free), 0.0, 0, 0, 0.0)
+
+    def add(self, release, n, mu_sq):
+        sums, squares, noise_var = release
+        return _ReleasedSums(
+            None if sums is None else self.sums + sums,
+            None if squares is None else self.squares + squares,
+            self.noise_var + noise_var, self.n + n, self.calls + 1,
+            self.mu_sq + mu_sq)
+
 
 def _box_units(values, lower, upper, centre, width):
     """``clip((clip(x, l, u) − c) / w, −½, ½)``: values in box units."""
@@ -732,6 +864,15 @@ def _box_sums(X, lower, upper, centre, width, free):
     that many equal values in ``[−½, ½]``: the same bound.
     """
     box = [side[free] for side in (lower, upper, centre, width)]
+    xp = np if sparse.issparse(X) else _array_api.module_of(X)
+    if xp is not np:  # on the device, in its widest float; d-vectors back
+        wide = _array_api.widest_float(*_array_api.namespace(X))
+        columns = xp.asarray(np.flatnonzero(free), device=_array_api.namespace(X)[1])
+        values = xp.take(_array_api.astype(X, getattr(xp, wide.name)), columns, axis=1)
+        low, high, mid, span = (_array_api.like(side, X, dtype=wide) for side in box)
+        Z = xp.clip((xp.clip(values, low, high) - mid) / span, -0.5, 0.5)
+        return (_array_api.to_host(xp.sum(Z, axis=0)),
+                _array_api.to_host(xp.sum(Z * Z, axis=0)))
     if not sparse.issparse(X):
         Z = _box_units(X[:, free], *box)
         return Z.sum(axis=0), (Z * Z).sum(axis=0)

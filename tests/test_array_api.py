@@ -26,6 +26,7 @@ from sklearn_dppca._array_api import ArrayAPIRows, namespace
 from sklearn_dppca._stats import CentredRows, row_sq_norms
 from sklearn_dppca.audit import audit, neighbouring_datasets, scatter_statistic
 from sklearn_dppca.noise import goe_noise, make_generator
+from sklearn_dppca.preprocessing import PrivateStandardScaler, PublicScaler
 from sklearn_dppca.privacy import gdp_mu
 
 xps = pytest.importorskip("array_api_strict")
@@ -142,8 +143,11 @@ def test_same_release_as_numpy(est, dtype, ns):
 
 
 @pytest.mark.parametrize(
-    "est", [PrivatePCA(), ComplexGaussPCA(), CoherentPowerPCA()],
-    ids=["private", "complex", "coherent"],
+    "est", [PrivatePCA(), ComplexGaussPCA(), CoherentPowerPCA(),
+            PublicScaler((0, 1)), PublicScaler(center=0.5, scale=2.0, copy=False),
+            PrivateStandardScaler((-10, 10))],
+    ids=["private", "complex", "coherent", "public-scaler", "public-scaler-centre",
+         "private-scaler"],
 )
 @pytest.mark.parametrize(
     "ns, device, dtype",
@@ -429,3 +433,43 @@ def test_private_grid_search_on_array_api_input(name):
 
 def namespace_of(array):
     return type(array).__module__.partition(".")[0]
+
+
+@pytest.mark.parametrize("ns", NAMESPACES)
+def test_scalers_release_what_numpy_releases(ns):
+    """Issue 32: a GPU pipeline broke at its first step. The scalers take the
+    namespace's arrays, compute the box sums on its device, release the same
+    values as a NumPy fit with the same seed, and transform there."""
+    module = _module(ns)
+    X = data() * 10.0
+    steps = [PublicScaler((-10, 10)),
+             PrivateStandardScaler((-10, 10), epsilon=2.0, random_state=7)]
+    for step in steps:
+        ref = clone(step).fit(X)
+        with config_context(array_api_dispatch=True):
+            other = clone(step).fit(module.asarray(X))
+            Z = other.transform(module.asarray(X))
+            back = other.inverse_transform(Z)
+        for name in ("scale_", "mean_", "min_"):
+            if getattr(ref, name, None) is not None:
+                np.testing.assert_allclose(to_numpy(getattr(other, name)),
+                                           getattr(ref, name), rtol=1e-12)
+        np.testing.assert_allclose(to_numpy(Z), ref.transform(X), rtol=1e-10)
+        np.testing.assert_allclose(to_numpy(back), X, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("ns", NAMESPACES)
+@pytest.mark.parametrize("est", [PrivatePCA, ComplexGaussPCA])
+def test_mle_choice_is_the_numpy_one_in_float32(est, ns):
+    """Issue 32: on PyTorch float32, 'mle' kept one component more than
+    NumPy. Two variances that are zero in exact arithmetic came out of the
+    float32 eigensolver at 6e-8 of the largest; 'mle' now counts variances
+    below the computing float's round-off as zero."""
+    from sklearn.datasets import make_classification
+
+    module = _module(ns)
+    X = make_classification(random_state=42)[0].astype(np.float32)
+    ref = est("mle", epsilon=math.inf, data_norm=10.0).fit(X)
+    with config_context(array_api_dispatch=True):
+        other = est("mle", epsilon=math.inf, data_norm=10.0).fit(module.asarray(X))
+    assert other.n_components_ == ref.n_components_ == 18

@@ -94,7 +94,8 @@ def test_a_reloaded_estimators_copy_says_what_it_is():
 def test_a_residual_clamped_to_zero_leaves_the_score_finite():
     """Issue 32: CoherentPowerPCA(2) at ε = 1 on 30 × 10 rows released
     noise_variance_ = 0 and scored −3e15 (the precision's floor was machine
-    precision). The model's residual is then the released total's share."""
+    precision). A residual the de-noising clamps to 0 is now the estimated
+    total's share per remaining rank, in noise_variance_ and the model."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 10))
     X /= np.linalg.norm(X, axis=1).max()
@@ -102,7 +103,9 @@ def test_a_residual_clamped_to_zero_leaves_the_score_finite():
         warnings.simplefilter("ignore")
         est = CoherentPowerPCA(2, epsilon=1.0, data_norm=1.0, random_state=0,
                                accountant=BudgetAccountant()).fit(X)
-    assert est.noise_variance_ == 0.0  # as released
+    d, k = X.shape[1], 2
+    share = (est.total_variance_ - est.captured_variance_.sum()) / (d - k)
+    assert est.noise_variance_ == pytest.approx(share, rel=1e-12) and share > 0
     assert -100.0 < est.score(X) < 0.0
     assert np.isfinite(est.get_precision()).all()
 

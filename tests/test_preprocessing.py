@@ -20,6 +20,7 @@ from sklearn_dppca import (
     PrivatePCA,
 )
 from sklearn_dppca.model_selection import PrivateGridSearchCV
+from sklearn_dppca.noise import noise_scale
 from sklearn_dppca.preprocessing import PrivateStandardScaler, PublicScaler
 from sklearn_dppca.privacy import gdp_epsilon, gdp_mu
 
@@ -569,3 +570,65 @@ def test_scalers_transform_in_place_with_copy_false():
     scaler = PublicScaler((0, 10)).fit(S)
     out = scaler.transform(S, copy=False)
     assert out.data is S.data or np.shares_memory(out.data, S.data)
+
+
+def test_private_scaler_partial_fit_composes_its_calls(people):
+    """partial_fit (diffprivlib's scaler has it): each call is a charge of
+    its own, the attributes are those of all the rows seen, and the floor of
+    ``scale_`` is the summed noise's standard deviation."""
+    bounds = tuple(np.array(RANGES).T)
+    with pytest.warns(PrivacyLeakWarning, match="epsilon=inf"):
+        whole = PrivateStandardScaler(bounds=bounds, epsilon=math.inf).fit(people)
+        batches = PrivateStandardScaler(bounds=bounds, epsilon=math.inf)
+        for batch in np.array_split(people, 3):
+            batches.partial_fit(batch)
+    np.testing.assert_allclose(batches.mean_, whole.mean_, rtol=1e-12)
+    np.testing.assert_allclose(batches.var_, whole.var_, rtol=1e-9)
+    assert batches.n_samples_seen_ == people.shape[0]
+
+    budget = BudgetAccountant()
+    est = PrivateStandardScaler(bounds=bounds, epsilon=0.5, accountant=budget)
+    for batch in np.array_split(people, 4):
+        est.partial_fit(batch)
+    mu = gdp_mu(0.5, 1e-6)
+    assert budget.n_charges == 4
+    assert est.privacy_spent_[0] == pytest.approx(gdp_epsilon(2 * mu, 1e-6), rel=1e-9)
+    assert budget.spent[0] == pytest.approx(est.privacy_spent_[0], rel=1e-9)
+    widths = np.ptp(np.array(RANGES), axis=1)
+    assert (np.abs(est.mean_ - whole.mean_) < 0.05 * widths).all()
+    # the floor: four calls' noise on Σz², each σ_Q² at μ*/√2
+    sigma_q = noise_scale(math.sqrt(3) / 4, mu / math.sqrt(2))
+    assert est._released_.noise_var == pytest.approx(4 * sigma_q**2, rel=1e-12)
+
+    est.fit(people)  # fit starts afresh
+    assert est.n_samples_seen_ == people.shape[0] and est._released_.calls == 1
+    assert est.privacy_spent_ == (0.5, 1e-6)
+    with pytest.raises(ValueError, match="features"):
+        est.partial_fit(people[:, :2])
+    assert est.n_samples_seen_ == people.shape[0]  # a refused call changes nothing
+
+
+def test_private_scaler_partial_fit_with_a_seed_continues_one_stream(people):
+    bounds = tuple(np.array(RANGES).T)
+    with pytest.warns(PrivacyLeakWarning):
+        est = PrivateStandardScaler(bounds=bounds, random_state=0,
+                                    accountant=BudgetAccountant())
+        est.partial_fit(people)
+        first = est._released_.sums.copy()
+        est.partial_fit(people)
+    # a second, independent noise draw: not twice the first release
+    assert not np.allclose(est._released_.sums, 2 * first)
+
+
+def test_private_scaler_refuses_sample_weight_and_takes_one_row_batches(people):
+    bounds = tuple(np.array(RANGES).T)
+    budget = BudgetAccountant()
+    est = PrivateStandardScaler(bounds=bounds, accountant=budget)
+    for method in (est.fit, est.partial_fit):
+        with pytest.raises(TypeError, match="takes no sample_weight: every row"):
+            method(people, sample_weight=np.ones(len(people)))
+    assert budget.n_charges == 0
+    with pytest.raises(ValueError, match="minimum of 2"):
+        est.fit(people[:1])
+    est.partial_fit(people[:1])  # a batch of one row is a release like any
+    assert est.n_samples_seen_ == 1 and budget.n_charges == 1

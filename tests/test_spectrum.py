@@ -56,9 +56,9 @@ def test_trace_is_released_with_the_covariance_sigma(monkeypatch, Est, module,
 
     real_spectrum = Est._spectrum
 
-    def spectrum_spy(self, eigvals, sigma=0.0, trace=None, rest=None):
+    def spectrum_spy(self, eigvals, sigma=0.0, trace=None, rest=None, **kwargs):
         seen.update(sigma=sigma, trace=trace)
-        return real_spectrum(self, eigvals, sigma, trace, rest)
+        return real_spectrum(self, eigvals, sigma, trace, rest, **kwargs)
 
     monkeypatch.setattr(module, kernel, kernel_spy)
     monkeypatch.setattr(module, "dense_noise", dense_spy)
@@ -126,9 +126,9 @@ def test_joint_sensitivity_is_the_covariance_alone():
 class TracePCA(PrivatePCA):
     """PrivatePCA keeping its released trace for the audit's statistic."""
 
-    def _spectrum(self, eigvals, sigma=0.0, trace=None):
+    def _spectrum(self, eigvals, sigma=0.0, trace=None, **kwargs):
         self.released_trace_ = trace[0]
-        return super()._spectrum(eigvals, sigma, trace)
+        return super()._spectrum(eigvals, sigma, trace, **kwargs)
 
 
 def diagonal_plus_trace(estimator):
