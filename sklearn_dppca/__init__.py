@@ -20,9 +20,11 @@ These modules are imported explicitly, not from here:
   eigengap and spread, and bundled real datasets scaled for private PCA.
 - :mod:`sklearn_dppca.preprocessing` — features put on a common scale, by
   their public ranges (no budget) or privately.
+- :mod:`sklearn_dppca.linear_model` — private supervised heads (a linear
+  discriminant classifier, ridge regression) for the end of a pipeline.
 """
 
-from . import model_selection, preprocessing  # noqa: F401  (explicit imports)
+from . import linear_model, model_selection, preprocessing  # noqa: F401  (explicit imports)
 from ._coherent_power_pca import CoherentPowerPCA
 from ._complex_gauss_pca import ComplexGaussPCA
 from ._private_pca import PrivatePCA

@@ -311,7 +311,7 @@ class AuditResult:
 
 
 def audit(estimator, X, X_prime, statistic, n_fits=500, delta=None, alpha=0.05,
-          random_state=None):
+          random_state=None, y=None, y_prime=None):
     """Fit ``estimator`` ``n_fits`` times on each dataset and bound ε from below.
 
     Parameters
@@ -333,6 +333,9 @@ def audit(estimator, X, X_prime, statistic, n_fits=500, delta=None, alpha=0.05,
         One minus the confidence of each bound.
     random_state : int or None
         Seeds of the fits (drawn from one ``SeedSequence``).
+    y, y_prime : array-like or None, default=None
+        Labels of ``X`` and ``X_prime``, for a supervised estimator (the
+        neighbours then differ in one row *and* its label).
 
     Returns
     -------
@@ -359,13 +362,13 @@ def audit(estimator, X, X_prime, statistic, n_fits=500, delta=None, alpha=0.05,
     values = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)  # seeded by design
-        for data, offset in ((X, 0), (X_prime, n_fits)):
+        for data, labels, offset in ((X, y, 0), (X_prime, y_prime, n_fits)):
             column = []
             for i in range(n_fits):
                 fit = clone(estimator).set_params(
                     random_state=int(seeds[offset + i]), accountant=BudgetAccountant()
                 )
-                column.append(statistic(fit.fit(data)))
+                column.append(statistic(fit.fit(data, labels)))
             values.append(np.asarray(column))
     samples, samples_prime = values
     eps_threshold = clopper_pearson_epsilon(samples, samples_prime, delta, alpha)

@@ -29,6 +29,13 @@ the plan:
 3. **Choice.** Post-processing of the noisy scores and of the released
    spectra: the floor-penalised score of :func:`floor_penalised_scores`.
 4. **Refit** of the chosen candidate on all rows at ``μ_refit``.
+
+Candidates that end in a private supervised head
+(:mod:`sklearn_dppca.linear_model`) are searched with the same shares and
+bounded, noisy accuracy, balanced accuracy, squared-error or R² scores.
+:func:`private_cross_validate` and :func:`private_cross_val_score` are
+scikit-learn's ``cross_validate`` and ``cross_val_score`` with noisy scores:
+a search of one candidate without a refit.
 """
 
 import math
@@ -61,6 +68,7 @@ from sklearn.utils.validation import (
 )
 
 from . import _array_api
+from . import _supervised_search as _supervised
 from ._base import (
     _all_or_nothing,
     _BasePrivatePCA,
@@ -92,6 +100,8 @@ __all__ = [
     "captured_variance_score",
     "floor_penalised_scores",
     "plan_search",
+    "private_cross_val_score",
+    "private_cross_validate",
 ]
 
 #: Fractions of ``μ*²`` of the search: the candidate fits on the training
@@ -428,14 +438,7 @@ def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,
 def _candidate(estimator, params, n_features, smallest_fold):
     """``Candidate`` for one grid point: refused (raise) if it cannot be made
     private, kept with ``error`` if it fails for a public reason."""
-    owned = [p for p in params if p.rpartition("__")[2] in _OWNED]
-    if owned:
-        raise ValueError(
-            f"param_grid may not set {owned}: the search sets epsilon, delta, "
-            "the accountant and the random state of every fit. Its own epsilon "
-            "is the budget of the whole search; to give some candidates more of "
-            "the fits' share than others, use fit_weights."
-        )
+    _refuse_owned(params)
     est = clone(estimator).set_params(**clone(params, safe=False))
     prefix, index, step = _locate_private_step(est)
     if index is not None:
@@ -473,6 +476,18 @@ def _candidate(estimator, params, n_features, smallest_fold):
     except (InvalidParameterError, ValueError, TypeError) as error:
         return Candidate(params, est, prefix, index, error, data_norm)
     return Candidate(params, est, prefix, index, None, data_norm)
+
+
+def _refuse_owned(params):
+    """Refuse a grid point that sets what the search sets on every fit."""
+    owned = [p for p in params if p.rpartition("__")[2] in _OWNED]
+    if owned:
+        raise ValueError(
+            f"param_grid may not set {owned}: the search sets epsilon, delta, "
+            "the accountant and the random state of every fit. Its own epsilon "
+            "is the budget of the whole search; to give some candidates more of "
+            "the fits' share than others, use fit_weights."
+        )
 
 
 def _locate_private_step(estimator):
@@ -764,18 +779,20 @@ def _resolve_cv(cv, n_samples):
 # --------------------------------------------------------------------------
 # The search
 # --------------------------------------------------------------------------
-def _refitted_has(attr):
+def _refitted_has(*attrs):
     """``available_if`` check: the refitted estimator (or, before ``fit``,
-    the estimator) has ``attr``, and the search refits."""
+    the estimator) has one of ``attrs``, and the search refits."""
 
     def check(self):
         if not self.refit:
             raise AttributeError(
                 f"This {type(self).__name__} was initialised with refit=False: "
-                f"{attr} is available only after refitting on the best "
+                f"{attrs[0]} is available only after refitting on the best "
                 "parameters. Set refit=True (or a callable) to use it."
             )
-        getattr(getattr(self, "best_estimator_", self.estimator), attr)
+        inner = getattr(self, "best_estimator_", self.estimator)
+        if not any(hasattr(inner, attr) for attr in attrs):
+            getattr(inner, attrs[0])  # its AttributeError
         return True
 
     return check
@@ -985,8 +1002,21 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     def __sklearn_clone__(self):
         return _keep_carried_default(self, super().__sklearn_clone__())
 
-    def _check_settings(self):
+    def _check_settings(self, supervised=False):
         """Refuse, before anything is read, what privacy forbids."""
+        if self.return_train_score:
+            raise ValueError(
+                "return_train_score=True is not supported: train scores are not "
+                "released. A row is in K − 1 training folds, so they would need "
+                "a share of the budget of their own at K − 1 times the "
+                "validation scores' sensitivity, for a number that only "
+                "measures overfitting."
+            )
+        if supervised:
+            if isinstance(self.refit, str) and self.refit not in _supervised.SCORERS:
+                raise ValueError(f"refit={self.refit!r} names no scorer of this "
+                                 "search: use True, False, its scoring or a callable.")
+            return
         if self.scoring not in (None, SCORER_NAME):
             raise ValueError(
                 f"scoring={self.scoring!r} is not supported: a private selection "
@@ -1001,14 +1031,6 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             raise ValueError(
                 f"refit={self.refit!r} names no scorer of this search: use "
                 f"True, False, {SCORER_NAME!r} or a callable on cv_results_."
-            )
-        if self.return_train_score:
-            raise ValueError(
-                "return_train_score=True is not supported: train scores are not "
-                "released. A row is in K − 1 training folds, so they would need "
-                "a share of the budget of their own at K − 1 times the "
-                "validation scores' sensitivity, for a number that only "
-                "measures overfitting."
             )
 
     # ------------------------------------------------------------------ fit
@@ -1028,9 +1050,12 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         -------
         self : object
         """
-        self._check_settings()
+        supervised = _supervised.is_supervised(self.estimator, self.param_grid)
+        self._check_settings(supervised)
         n_samples, n_features = _shape(X)
         splits = _resolve_cv(self.cv, n_samples)
+        if supervised:
+            return self._fit_supervised(X, y, splits, n_samples, n_features)
         plan = plan_search(self.estimator, self.param_grid, epsilon=self.epsilon,
                            delta=self.delta, splits=splits, n_samples=n_samples,
                            n_features=n_features,
@@ -1110,6 +1135,54 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.privacy_spent_ = reported_spend(plan.spent, self.epsilon)
         return self
 
+    def _fit_supervised(self, X, y, splits, n_samples, n_features):
+        """The search over supervised candidates (every fitted step private;
+        :mod:`sklearn_dppca._supervised_search`)."""
+        plan = _supervised.plan_supervised_search(
+            self.estimator, self.param_grid, epsilon=self.epsilon, delta=self.delta,
+            splits=splits, n_samples=n_samples, n_features=n_features,
+            scoring=self.scoring, refit=bool(self.refit), fit_weights=self.fit_weights)
+        failed = [c for c in plan.candidates if c.error is not None]
+        if failed and self.error_score == "raise":
+            raise failed[0].error
+        accountant = _resolve_accountant(self)
+        accountant.check(plan.mu)  # refused before the data is read
+        checked = self._validate_rows(X)
+        X = X if hasattr(X, "iloc") else checked
+        y = _supervised.check_labels(plan, y, n_samples)
+        reads_x = [c for c in plan.candidates
+                   if c.error is None and not isinstance(c.estimator, Pipeline)
+                   or c.error is None and c.estimator.steps[0][1] is c.private[0][1]]
+        if reads_x and not _all_finite(X):
+            raise ValueError(
+                "Input X contains NaN: the private steps need finite rows. Fill "
+                "missing values with a public constant in the Pipeline. The "
+                "search was refused before it spent any budget.")
+        if failed:
+            warnings.warn(
+                f"{len(failed)} of the {len(plan.candidates)} candidates cannot "
+                f"be fitted; their scores are set to {self.error_score!r} and "
+                "they get no budget:\n"
+                + "\n".join(f"{c.params}: {c.error!r}" for c in failed),
+                FitFailedWarning)
+        if self.verbose > 0:
+            print(f"Fitting {len(splits)} folds for each of {len(plan.candidates)} "
+                  f"candidates: scoring={plan.scoring!r} released with noise "
+                  f"sigma={plan.selection_sigma:.6g}.")
+        accountant.spend(plan.mu)  # the whole search, once
+        if self.random_state is not None:
+            _warn_leak(
+                f"random_state={self.random_state!r} fixes the noise of the whole "
+                "search: it is not private. Leave random_state=None."
+            )
+        rng = make_generator(self.random_state)
+        vars(self).update(_supervised.run(self, plan, X, y, splits, rng, accountant))
+        self.multimetric_ = False
+        self.n_splits_ = len(splits)
+        self.selection_sigma_ = plan.selection_sigma
+        self.privacy_spent_ = reported_spend(plan.spent, self.epsilon)
+        return self
+
     def _validate_rows(self, X):
         """``X`` checked (numeric, at least 2 rows, no infinity); an Array API
         array stays in its namespace and on its device. Missing values (NaN)
@@ -1140,15 +1213,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         scores[failed] = self.error_score
         results = _results(plan.candidates, scores, released.sum(axis=1), penalty,
                            k.mean(axis=1), (n_val * floor).sum())
-        if callable(self.refit):
-            best = self.refit(results)
-            if not isinstance(best, Integral):
-                raise TypeError(f"best_index_ returned is not an integer: {best!r}.")
-            if not 0 <= best < len(plan.candidates):
-                raise IndexError(f"best_index_ index out of bounds: {best} for "
-                                 f"{len(plan.candidates)} candidates.")
-        else:
-            best = int(np.argmin(results["rank_test_score"]))
+        best = _best_index(self.refit, results, len(plan.candidates))
         state = {"cv_results_": results, "best_index_": int(best),
                  "best_params_": plan.candidates[best].params}
         if not callable(self.refit):
@@ -1178,14 +1243,41 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         """``fit(X, y)``, then ``transform(X)`` with the refitted estimator."""
         return self.fit(X, y).transform(X)
 
-    @available_if(_refitted_has("transform"))
+    @available_if(_refitted_has("transform", "predict"))
     def score(self, X, y=None):
-        """``scorer_(best_estimator_, X)``: the mean captured variance of the
-        rows of ``X`` (your own rows, read exactly)."""
+        """``scorer_(best_estimator_, X, y)``: the mean captured variance of
+        the rows of ``X``, or the supervised search's score (your own rows,
+        read exactly)."""
         check_is_fitted(self, "best_estimator_")
+        if not hasattr(self.best_estimator_, "transform"):
+            return self.scorer_(self.best_estimator_, X, y)
         X = validate_data(self, X, reset=False, accept_sparse=("csr", "csc"),
                           dtype=None, ensure_all_finite=False)
         return self.scorer_(self.best_estimator_, X, y)
+
+    @available_if(_refitted_has("predict"))
+    def predict(self, X):
+        """``best_estimator_.predict(X)``."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict(X)
+
+    @available_if(_refitted_has("predict_proba"))
+    def predict_proba(self, X):
+        """``best_estimator_.predict_proba(X)``."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict_proba(X)
+
+    @available_if(_refitted_has("decision_function"))
+    def decision_function(self, X):
+        """``best_estimator_.decision_function(X)``."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.decision_function(X)
+
+    @property
+    def classes_(self):
+        """``best_estimator_.classes_``."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.classes_
 
     @available_if(_refitted_has("score_samples"))
     def score_samples(self, X):
@@ -1431,6 +1523,32 @@ def _param_column(candidates, name):
 
 def _results(candidates, scores, released, penalty, mean_k, floor_sum):
     """``cv_results_`` from released values only."""
+    results = _ranked_results(candidates, scores)
+    results["released_test_score"] = released
+    results["floor_penalty"] = penalty
+    results["mean_n_components"] = mean_k
+    results["floor_per_component"] = np.full(len(candidates), floor_sum)
+    return results
+
+
+def _best_index(refit, results, n_candidates):
+    """The chosen candidate: the best rank, or a callable ``refit``'s pick
+    from ``cv_results_`` (post-processing of released values), checked."""
+    if not callable(refit):
+        return int(np.argmin(results["rank_test_score"]))
+    best = refit(results)
+    if not isinstance(best, Integral):
+        raise TypeError(f"best_index_ returned is not an integer: {best!r}.")
+    if not 0 <= best < n_candidates:
+        raise IndexError(f"best_index_ index out of bounds: {best} for "
+                         f"{n_candidates} candidates.")
+    return int(best)
+
+
+def _ranked_results(candidates, scores):
+    """``GridSearchCV``'s ``cv_results_`` keys from released fold scores:
+    ``params``, ``param_<name>``, ``split<i>_test_score``, their mean,
+    standard deviation and rank."""
     results = {"params": [c.params for c in candidates]}
     for name in sorted({p for c in candidates for p in c.params}):
         results[f"param_{name}"] = _param_column(candidates, name)
@@ -1444,8 +1562,135 @@ def _results(candidates, scores, released, penalty, mean_k, floor_sum):
     else:  # NaN ranks last, as in GridSearchCV
         rank = rankdata(-np.nan_to_num(means, nan=np.nanmin(means) - 1), "min")
     results["rank_test_score"] = rank.astype(np.int32)
-    results["released_test_score"] = released
-    results["floor_penalty"] = penalty
-    results["mean_n_components"] = mean_k
-    results["floor_per_component"] = np.full(len(candidates), floor_sum)
     return results
+
+
+# --------------------------------------------------------------------------
+# Cross-validation without a search
+# --------------------------------------------------------------------------
+def private_cross_validate(estimator, X, y=None, *, groups=None, scoring=None,
+                           cv=5, n_jobs=None, verbose=0, params=None,
+                           pre_dispatch="2*n_jobs", return_train_score=False,
+                           return_estimator=False, return_indices=False,
+                           error_score=np.nan, epsilon=1.0, delta=1e-6,
+                           accountant=None, random_state=None):
+    """:func:`~sklearn.model_selection.cross_validate` with private scores.
+
+    scikit-learn's ``cross_validate`` returns each fold's exact validation
+    score: a release of the validation rows without noise. This is the same
+    call, plus the budget, and every fold fit and every score is private:
+    it runs a :class:`PrivateGridSearchCV` of the one candidate
+    ``estimator`` without a refit, so the fold fits and the noisy fold
+    scores compose exactly to ``(epsilon, delta)``, charged once. The
+    scores are the search's bounded ones: the captured variance of a
+    private transformer, or the accuracy, balanced accuracy, negative mean
+    squared error or R² of a pipeline ending in a private head
+    (``scoring``).
+
+    Parameters
+    ----------
+    estimator : estimator
+        As :class:`PrivateGridSearchCV` accepts it.
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,), default=None
+        Labels, for a supervised pipeline.
+    groups : None
+        Refused unless None: folds are chosen without the data (give ``cv``
+        as public index pairs instead).
+    scoring : str or None, default=None
+        A bounded score of the search; ``None``: its default.
+    cv : int, KFold or iterable of (train, test), default=5
+    n_jobs : int or None, default=None
+        Folds fitted in parallel threads.
+    verbose : int, default=0
+    params : None
+        Refused unless None (fit parameters: ``sample_weight`` would change
+        the sensitivity).
+    pre_dispatch : ignored
+    return_train_score : False
+        Refused: train scores are not released.
+    return_estimator : False
+        Refused: the fold models are fitted inside the search and not kept
+        (fit the estimator on all rows for a model).
+    return_indices : bool, default=False
+        Return the folds' indices (public).
+    error_score : "raise" or float, default=np.nan
+    epsilon, delta : float
+        The budget of the whole cross-validation.
+    accountant : BudgetAccountant or None, default=None
+        Charged once; ``None``: the default accountant.
+    random_state : None, int, RandomState or Generator, default=None
+        Source of the noise; a fixed seed is not private.
+
+    Returns
+    -------
+    scores : dict
+        ``test_score`` (the released score of each fold), ``privacy_spent``
+        and, with ``return_indices``, ``indices`` (``{"train": [...],
+        "test": [...]}``). There is no ``fit_time`` or ``score_time``: how
+        long a fit takes depends on the data and is not released.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn_dppca import BudgetAccountant, PrivatePCA
+    >>> from sklearn_dppca.linear_model import PrivateLDA
+    >>> from sklearn_dppca.model_selection import private_cross_validate
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 2, 20_000)
+    >>> X = rng.normal(size=(20_000, 4)) * 0.3 + y[:, None] * [0.6, 0, 0, 0]
+    >>> pipe = make_pipeline(PrivatePCA(2, data_norm=2.0),
+    ...                      PrivateLDA([0, 1], data_norm=2.0))
+    >>> result = private_cross_validate(pipe, X, y, cv=3, epsilon=3.0,
+    ...                                 accountant=BudgetAccountant())
+    >>> bool(np.all(result["test_score"] > 0.7))
+    True
+    """
+    if groups is not None:
+        raise ValueError(
+            "groups is not supported: the folds must be chosen without the "
+            "data. Give cv as public (train, test) index pairs instead.")
+    if params:
+        raise TypeError(
+            f"params={params!r} is not supported: fit parameters such as "
+            "sample_weight change a row's contribution and so the sensitivity.")
+    if return_estimator:
+        raise ValueError(
+            "return_estimator=True is not supported: the fold models are fitted "
+            "inside the private cross-validation and not kept. Fit the "
+            "estimator on all rows (its own charge) for a model.")
+    search = PrivateGridSearchCV(
+        estimator, {}, scoring=scoring, cv=cv, epsilon=epsilon, delta=delta,
+        refit=False, error_score=error_score,
+        return_train_score=return_train_score, verbose=verbose,
+        accountant=accountant, random_state=random_state, n_jobs=n_jobs,
+    ).fit(X, y)
+    scores = np.array([search.cv_results_[f"split{f}_test_score"][0]
+                       for f in range(search.n_splits_)])
+    result = {"test_score": scores, "privacy_spent": search.privacy_spent_}
+    if return_indices:
+        splits = _resolve_cv(cv, _shape(X)[0])
+        result["indices"] = {"train": [np.asarray(t) for t, _ in splits],
+                             "test": [np.asarray(t) for _, t in splits]}
+    return result
+
+
+def private_cross_val_score(estimator, X, y=None, *, groups=None, scoring=None,
+                            cv=5, n_jobs=None, verbose=0, params=None,
+                            pre_dispatch="2*n_jobs", error_score=np.nan,
+                            epsilon=1.0, delta=1e-6, accountant=None,
+                            random_state=None):
+    """:func:`~sklearn.model_selection.cross_val_score` with private scores:
+    the ``test_score`` of :func:`private_cross_validate` (same parameters).
+
+    Returns
+    -------
+    scores : ndarray of shape (n_splits,)
+        The released score of each fold.
+    """
+    return private_cross_validate(
+        estimator, X, y, groups=groups, scoring=scoring, cv=cv, n_jobs=n_jobs,
+        verbose=verbose, params=params, pre_dispatch=pre_dispatch,
+        error_score=error_score, epsilon=epsilon, delta=delta,
+        accountant=accountant, random_state=random_state)["test_score"]

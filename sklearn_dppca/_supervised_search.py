@@ -1,0 +1,400 @@
+"""The private search over supervised pipelines: its plan and its execution.
+
+:class:`~sklearn_dppca.model_selection.PrivateGridSearchCV` runs this when
+its candidates end in a private head of :mod:`sklearn_dppca.linear_model`
+(a bare head, or a Pipeline of stateless steps, at most one private
+transformer and the head). Every fitted step is then private, and the
+validation scores are bounded statistics released with noise:
+
+=========================  ==================================  ==============
+scoring                    per fold, per candidate (shared)    sensitivity
+=========================  ==================================  ==============
+``accuracy``               correct predictions                 1
+``balanced_accuracy``      correct per class (rows per class)  √2 (√2)
+``neg_mean_squared_error`` Σ (p − t)², labels in bound units   4
+``r2``                     Σ (p − t)² (Σ t, Σ t²)              4 (√5)
+=========================  ==================================  ==============
+
+``t`` and ``p`` are the label and the prediction clipped into the public
+label bounds and put in their units (``[−1, 1]``). A row is in one
+validation fold, where replacing it (row and label) moves each candidate's
+block by at most the sensitivity above and the shared block by its own, so
+the whole released score matrix has L2 sensitivity ``√(m s_c² + s_0²)``
+over ``m`` candidates (docs/privacy.rst, "Supervised search").
+"""
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import clone
+from sklearn.metrics import get_scorer
+from sklearn.model_selection import ParameterGrid
+from sklearn.pipeline import Pipeline
+from sklearn.utils import _safe_indexing
+from sklearn.utils._param_validation import InvalidParameterError
+from sklearn.utils.validation import check_consistent_length, column_or_1d
+
+from . import model_selection as _search
+from ._base import _BasePrivatePCA
+from ._coherent_power_pca import CoherentPowerPCA
+from .linear_model import PrivateLDA, _PrivateHead
+from .noise import dense_noise, noise_scale
+from .privacy import BudgetAccountant, gdp_epsilon, gdp_mu, private_computation
+
+#: The bounded scores of a supervised search, with the sensitivity of a
+#: candidate's block and of the fold's shared block (see the module).
+SCORERS = {
+    "accuracy": (1.0, 0.0),
+    "balanced_accuracy": (math.sqrt(2.0), math.sqrt(2.0)),
+    "neg_mean_squared_error": (4.0, 0.0),
+    "r2": (4.0, math.sqrt(5.0)),
+}
+
+
+def final_head(estimator):
+    """The private head ending ``estimator`` (bare or a Pipeline's last
+    step), or ``None``."""
+    if isinstance(estimator, _PrivateHead):
+        return estimator
+    if isinstance(estimator, Pipeline) and estimator.steps:
+        last = estimator.steps[-1][1]
+        return last if isinstance(last, _PrivateHead) else None
+    return None
+
+
+def is_supervised(estimator, param_grid):
+    """Whether the search's first candidate ends in a private head."""
+    grid = list(ParameterGrid(param_grid))
+    if not grid:
+        return final_head(estimator) is not None
+    first = clone(estimator).set_params(**clone(grid[0], safe=False))
+    return final_head(first) is not None
+
+
+class Candidate(NamedTuple):
+    """One grid point of a supervised search, cloned and checked."""
+
+    params: dict
+    estimator: object  # unfitted
+    private: list  # (prefix, step) of every private step, the head last
+    error: object = None  # a public reason it cannot be fitted
+
+
+class SupervisedPlan(NamedTuple):
+    """What a supervised search releases and what it costs."""
+
+    candidates: list
+    scoring: str
+    labels: object  # the public label domain: classes, or (mid, half)
+    fit_epsilons: list  # per candidate: {prefix: ε of that step's fold fits}
+    refit_mus: list  # per candidate: μ of each private step in the refit
+    selection_sigma: float
+    mu: float
+    spent: tuple
+
+
+def _private_steps(est, n_features, smallest):
+    """``(prefix, step)`` of the private steps of a candidate, checked: one
+    head last, at most one private transformer, stateless steps otherwise
+    (raise); a public failure of a step's parameters is returned."""
+    if isinstance(est, _PrivateHead):
+        steps, named = [("", est)], [("", est)]
+    else:
+        steps = [(name + "__", step) for name, step in est.steps]
+        named = []
+        for (prefix, step), (name, _) in zip(steps, est.steps):
+            if isinstance(step, (_PrivateHead, _BasePrivatePCA)):
+                named.append((prefix, step))
+            elif not _search._is_stateless(step):
+                raise ValueError(_search._refused_step(name, step))
+        transformers = [s for _, s in named if isinstance(s, _BasePrivatePCA)]
+        if len(named) - len(transformers) != 1 or len(transformers) > 1:
+            raise ValueError(
+                "A supervised Pipeline in a private search holds one private "
+                "head, as its last step, and at most one private transformer "
+                "(PrivatePCA, ComplexGaussPCA, CoherentPowerPCA) before it; "
+                f"this one holds {len(named) - len(transformers)} head(s) and "
+                f"{len(transformers)} transformer(s)."
+            )
+    for prefix, step in named:
+        if isinstance(step, CoherentPowerPCA) and step._mode() == "repetition":
+            raise ValueError(
+                "CoherentPowerPCA with selection='repetition' is accounted in "
+                "Rényi DP: it cannot be composed exactly in the search's budget."
+            )
+        if isinstance(step, _BasePrivatePCA):
+            norm = _search._public_norm(step, n_features)
+            if norm is None:
+                raise ValueError(
+                    f"The private step's data_norm={step.data_norm!r} must be a "
+                    "public positive number (or None with public bounds) in a "
+                    "private search."
+                )
+        elif step.data_norm is None:
+            raise ValueError(
+                f"{type(step).__name__}'s data_norm must be a public positive "
+                "number in a private search: it bounds its input rows."
+            )
+    try:
+        for _, step in named:
+            step._validate_params()
+            if isinstance(step, _BasePrivatePCA):
+                # the features are public where the step reads X's columns
+                reads_x = steps[0][1] is step
+                step._check_n_components(smallest, n_features if reads_x else smallest)
+            elif isinstance(step, PrivateLDA):
+                step._declared()
+            else:
+                step._label_box()
+    except (InvalidParameterError, ValueError, TypeError) as error:
+        return named, error
+    return named, None
+
+
+def _label_domain(candidates):
+    """The candidates' one public label domain (their heads must agree)."""
+    domains = set()
+    for cand in candidates:
+        head = cand.private[-1][1]
+        if isinstance(head, PrivateLDA):
+            domains.add(("classes", tuple(head._declared().tolist())))
+        else:
+            domains.add(("bounds", head._label_box()))
+    if len(domains) != 1:
+        raise ValueError(
+            "Every candidate's head must declare the same labels (classes, or "
+            "y_bounds) and be of one kind: the released scores are computed "
+            f"on that public label domain; found {sorted(domains, key=repr)}."
+        )
+    kind, value = domains.pop()
+    return np.asarray(value) if kind == "classes" else value
+
+
+def plan_supervised_search(estimator, param_grid, *, epsilon, delta, splits,
+                           n_samples, n_features, scoring=None, refit=True,
+                           fit_weights=None):
+    """The privacy analysis of a supervised search, from public values only.
+
+    Budget shares are the search's (:data:`~sklearn_dppca.model_selection.
+    SEARCH_BUDGET_SHARES`): candidate ``c`` fits on each training fold at
+    ``μ_c² = s_fits μ*² ω_c / (r Σ ω)`` (``r`` the most training folds a row
+    is in), shared equally among its ``p_c`` private steps (each at
+    ``μ_c/√p_c``); the score matrix gets ``μ_sel² = s_sel μ*²``; the refit
+    ``s_refit μ*²``, shared among the chosen candidate's private steps. They
+    compose to ``μ*²``: one charge.
+
+    Returns
+    -------
+    plan : SupervisedPlan
+    """
+    folds_per_row = _search._check_splits(splits, n_samples)
+    smallest = min(len(train) for train, _ in splits)
+    grid = list(ParameterGrid(param_grid))
+    candidates = []
+    for params in grid:
+        _search._refuse_owned(params)
+        est = clone(estimator).set_params(**clone(params, safe=False))
+        if final_head(est) is None:
+            raise ValueError(
+                "Every candidate of a supervised search must end in a private "
+                f"head; {params} does not."
+            )
+        private, error = _private_steps(est, n_features, smallest)
+        candidates.append(Candidate(params, est, private, error))
+    ok = [c for c in candidates if c.error is None]
+    if not ok:
+        raise ValueError(
+            f"All the {len(grid)} candidates fail for the reasons below, before "
+            "any budget was spent:\n"
+            + "\n".join(sorted({repr(c.error) for c in candidates})))
+    labels = _label_domain(ok)
+    classifier = isinstance(ok[0].private[-1][1], PrivateLDA)
+    scoring = scoring or ("accuracy" if classifier else "r2")
+    if scoring not in SCORERS or classifier != (scoring in ("accuracy",
+                                                            "balanced_accuracy")):
+        allowed = (("accuracy", "balanced_accuracy") if classifier
+                   else ("neg_mean_squared_error", "r2"))
+        raise ValueError(
+            f"scoring={scoring!r} is not a bounded score of this search's "
+            f"{'classifier' if classifier else 'regressor'}: use one of "
+            f"{allowed}, each released with noise of a known sensitivity."
+        )
+    weights = _search._weights(fit_weights, grid)
+    shares = dict(_search.SEARCH_BUDGET_SHARES)
+    if not refit:
+        shares.pop("refit")
+    total = sum(shares.values())
+    shares = {name: w / total for name, w in shares.items()}
+    mu_total = gdp_mu(epsilon, delta)
+    weight_sum = sum(weights[c] for c, cand in enumerate(candidates)
+                     if cand.error is None)
+    fit_epsilons, refit_mus = [], []
+    mu_refit = mu_total * math.sqrt(shares.get("refit", 0.0))
+    for c, cand in enumerate(candidates):
+        if cand.error is not None:
+            fit_epsilons.append(None)
+            refit_mus.append(None)
+            continue
+        mu_c = math.sqrt(shares["fits"] * mu_total**2 * weights[c]
+                         / (folds_per_row * weight_sum))
+        per_step = mu_c / math.sqrt(len(cand.private))
+        eps = gdp_epsilon(per_step, delta, tidy=False)
+        if not (eps > 0 and math.isclose(gdp_mu(eps, delta), per_step, rel_tol=1e-9)):
+            raise ValueError(
+                f"The candidates' share of epsilon={epsilon} is too small to "
+                "calibrate one fit; raise epsilon or shrink the grid.")
+        fit_epsilons.append({prefix: eps for prefix, _ in cand.private})
+        refit_mus.append(mu_refit / math.sqrt(len(cand.private)))
+    s_cand, s_shared = SCORERS[scoring]
+    sensitivity = math.sqrt(len(ok) * s_cand**2 + s_shared**2)
+    mu_sel = mu_total * math.sqrt(shares["selection"])
+    selection_sigma = noise_scale(sensitivity, mu_sel)
+    composed = math.sqrt(
+        folds_per_row * sum(sum(gdp_mu(e, delta) ** 2 for e in eps.values())
+                            for eps in fit_epsilons if eps is not None)
+        + mu_sel**2 + mu_refit**2)
+    return SupervisedPlan(candidates, scoring, labels, fit_epsilons, refit_mus,
+                          selection_sigma, mu_total, (gdp_epsilon(composed, delta),
+                                                      delta))
+
+
+def check_labels(plan, y, n_samples):
+    """``y`` as a 1-d array, refused before the charge when it is missing,
+    of the wrong length, or outside the public label domain (the heads
+    would refuse it in every fit)."""
+    if y is None:
+        raise ValueError("A supervised search needs y: the labels of the rows.")
+    y = column_or_1d(y, warn=True)
+    check_consistent_length(np.empty((n_samples, 0)), y)
+    if isinstance(plan.labels, np.ndarray):
+        if not np.isin(y, plan.labels).all():
+            raise ValueError(
+                f"y holds labels outside classes={plan.labels.tolist()!r}: "
+                "declare every label. The search was refused before it spent "
+                "any budget.")
+        return y
+    try:
+        y = y.astype(np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("A regression search needs numeric labels y.") from None
+    if not np.isfinite(y).all():
+        raise ValueError("y contains NaN or infinity. The search was refused "
+                         "before it spent any budget.")
+    return y
+
+
+def fit_candidate(cand, epsilons, delta, generator, X, y):
+    """``cand`` fitted with each private step at its ``ε`` on a throwaway
+    accountant (the search has paid)."""
+    settings = {}
+    for prefix, _ in cand.private:
+        settings.update({prefix + "epsilon": epsilons[prefix],
+                         prefix + "delta": delta,
+                         prefix + "accountant": BudgetAccountant(),
+                         prefix + "random_state": generator})
+    return clone(cand.estimator).set_params(**settings).fit(X, y)
+
+
+def fold_statistics(plan, y_true, predictions):
+    """Exact statistics of one validation fold: ``(m, b)`` per candidate
+    (NaN rows for failed ones) and the shared ``(s,)``."""
+    if plan.scoring in ("accuracy", "balanced_accuracy"):
+        classes = plan.labels
+        true = np.searchsorted(classes, y_true)
+        blocks = []
+        for pred in predictions:
+            if pred is None:
+                blocks.append(None)
+                continue
+            right = np.asarray(pred) == np.asarray(y_true)
+            if plan.scoring == "accuracy":
+                blocks.append(np.array([right.sum()], dtype=float))
+            else:
+                blocks.append(np.bincount(true[right], minlength=classes.shape[0])
+                              .astype(float))
+        shared = (np.bincount(true, minlength=classes.shape[0]).astype(float)
+                  if plan.scoring == "balanced_accuracy" else np.empty(0))
+    else:
+        mid, half = plan.labels
+        t = np.clip((np.asarray(y_true, dtype=float) - mid) / half, -1.0, 1.0)
+        blocks = [None if pred is None else np.array([np.sum(
+            (np.clip((np.asarray(pred, dtype=float) - mid) / half, -1.0, 1.0)
+             - t) ** 2)]) for pred in predictions]
+        shared = (np.array([t.sum(), (t * t).sum()]) if plan.scoring == "r2"
+                  else np.empty(0))
+    width = next(b.shape[0] for b in blocks if b is not None)
+    per_candidate = np.stack([np.full(width, np.nan) if b is None else b
+                              for b in blocks])
+    return per_candidate, shared
+
+
+def fold_scores(plan, per_candidate, shared, n_val):
+    """Each candidate's score on one fold, from the *released* statistics."""
+    if plan.scoring == "accuracy":
+        return np.clip(per_candidate[:, 0] / n_val, 0.0, 1.0)
+    if plan.scoring == "balanced_accuracy":
+        counts = np.maximum(shared, 1.0)
+        return np.clip(per_candidate / counts, 0.0, 1.0).mean(axis=1)
+    mid, half = plan.labels
+    sse = np.maximum(per_candidate[:, 0], 0.0)
+    if plan.scoring == "neg_mean_squared_error":
+        return -(half**2) * sse / n_val
+    spread = shared[1] - shared[0] ** 2 / n_val  # Σ (t − t̄)², released
+    return 1.0 - sse / max(spread, plan.selection_sigma)
+
+
+def _score_fold(plan, X, y, train, test, delta, seeds):
+    X_train, X_val = _search._take(X, train), _search._take(X, test)
+    y_train, y_val = _safe_indexing(y, train), _safe_indexing(y, test)
+    predictions = []
+    for c, cand in enumerate(plan.candidates):
+        if cand.error is not None:
+            predictions.append(None)
+            continue
+        fitted = fit_candidate(cand, plan.fit_epsilons[c], delta, seeds[c],
+                               X_train, y_train)
+        predictions.append(fitted.predict(X_val))
+    return fold_statistics(plan, y_val, predictions)
+
+
+def run(search, plan, X, y, splits, rng, accountant):
+    """Execute ``plan`` (after its charge) and return the search's state."""
+    seeds = [rng.spawn(len(plan.candidates)) for _ in splits]
+    with private_computation():
+        folds = Parallel(n_jobs=search.n_jobs, backend="threading")(
+            delayed(_score_fold)(plan, X, y, train, test, search.delta, seeds[f])
+            for f, (train, test) in enumerate(splits))
+        n_val = np.array([len(test) for _, test in splits], dtype=float)
+        scores = np.empty((len(plan.candidates), len(splits)))
+        for f, (per_candidate, shared) in enumerate(folds):
+            noisy = per_candidate + dense_noise(rng, per_candidate.shape,
+                                                plan.selection_sigma)
+            noisy_shared = shared + dense_noise(rng, shared.shape, plan.selection_sigma)
+            scores[:, f] = fold_scores(plan, noisy, noisy_shared, n_val[f])
+        del folds  # the exact statistics never leave
+        failed = [c.error is not None for c in plan.candidates]
+        scores[failed] = search.error_score
+        results = _search._ranked_results(plan.candidates, scores)
+        best = _search._best_index(search.refit, results, len(plan.candidates))
+        state = {"cv_results_": results, "best_index_": best,
+                 "best_params_": plan.candidates[best].params}
+        if not callable(search.refit):
+            state["best_score_"] = float(results["mean_test_score"][best])
+        if search.refit:
+            cand = plan.candidates[best]
+            if cand.error is not None:
+                raise ValueError(f"The candidate to refit, {cand.params}, cannot "
+                                 f"be fitted: {cand.error!r}.")
+            eps = gdp_epsilon(plan.refit_mus[best], search.delta, tidy=False)
+            fitted = fit_candidate(cand, {p: eps for p, _ in cand.private},
+                                   search.delta, rng.spawn(1)[0], X, y)
+            for prefix, step in cand.private:  # later refits charge the search's
+                fitted.set_params(**{prefix + "accountant": search.accountant,
+                                     prefix + "random_state": step.random_state})
+            state["best_estimator_"] = fitted
+    state["scorer_"] = get_scorer(plan.scoring)
+    state["fit_epsilons_"] = plan.fit_epsilons
+    return state
+

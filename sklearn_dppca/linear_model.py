@@ -1,0 +1,586 @@
+"""Private supervised heads: linear models from one noisy Gram release.
+
+A supervised pipeline scales, reduces with a private PCA and fits a
+classifier or a regressor. The head's fit reads the rows *and the labels*,
+so it must be private too. Both heads here release one statistic, the
+scatter matrix of *augmented* rows, with the symmetric Gaussian (GOE) noise
+PrivatePCA's covariance gets, and compute everything else from it:
+
+- :class:`PrivateLDA`, a linear discriminant classifier (binary and
+  multiclass): the augmented row is ``(x, g₁, g_t·e_y)`` with ``e_y`` the
+  one-hot label, so the release holds ``Σ x xᵀ``, the class sums
+  ``Σ_{y=c} x`` and the class counts;
+- :class:`PrivateRidge`, ridge regression: the augmented row is ``(x, g₁,
+  g_t·t)`` with ``t ∈ [−1, 1]`` the label clipped into its public bounds and
+  put in their units, so the release holds ``Σ x xᵀ``, ``Σ x``, ``Σ x t``
+  and ``Σ t``.
+
+Rows are clipped to norm ``data_norm = C``, and ``g₁ = w₁C``, ``g_t = w_t C``
+are fixed weights, so an augmented row has norm at most ``R = C√(1 + w₁² +
+w_t²)`` and the release has Frobenius sensitivity ``√2 R²`` under the
+replacement of one row and its label (docs/privacy.rst, "Supervised
+heads"). This is *sufficient-statistics perturbation* (Vu & Slavković 2009;
+Foulds et al. 2016; Wang 2018 for linear regression), with the covariance's
+exact analytic calibration: the fit spends ``(epsilon, delta)``, charged
+once before the release.
+"""
+
+import math
+import sys
+from numbers import Real
+
+import numpy as np
+from scipy import sparse
+from sklearn.base import (
+    BaseEstimator,
+    ClassifierMixin,
+    RegressorMixin,
+    _fit_context,
+)
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+
+from ._base import _all_or_nothing, _refuse_fit_params, reported_spend
+from ._stats import _clip_scales, _sq_norms, iter_blocks
+from .noise import add_goe_noise, make_generator, noise_scale
+from .privacy import (
+    BudgetAccountant,
+    _carry_default,
+    _keep_carried_default,
+    _resolve_accountant,
+    _warn_if_not_private,
+    _warn_leak,
+    gdp_epsilon,
+    gdp_mu,
+    private_computation,
+)
+
+__all__ = ["PrivateLDA", "PrivateRidge"]
+
+#: The edge of the GOE noise's spectrum, ``2σ√D``, times this is the ridge
+#: of ``alpha="auto"``: the released Gram matrix plus it is positive definite
+#: but for a chance of about ``e^{-D}`` (Tracy–Widom).
+AUTO_RIDGE_EDGES = 1.0
+
+
+def _augmented_gram(X, targets, data_norm, weights):
+    """``Σ a aᵀ`` of the augmented rows ``a = (clip_C(x), w₁C, w_t C·t)``, exact.
+
+    ``targets`` is ``(n, m)`` with every row of norm at most 1 (one-hot
+    labels, or a label in ``[−1, 1]``), ``weights = (w₁, w_t)``. The rows are
+    clipped with the package's round-off margin (``_clip_scales``), so every
+    computed clipped row has a true norm at most ``C`` and ``‖a‖² ≤ C²(1 +
+    w₁² + w_t²)``. Blocks of rows: memory
+    ``O((d + m)²)`` beside ``X``.
+    """
+    n, d = X.shape
+    g_one, g_label = (w * data_norm for w in weights)
+    width = d + 1 + targets.shape[1]
+    gram = np.zeros((width, width))
+    for start, stop, block in iter_blocks(X):
+        scales = _clip_scales(block, _sq_norms(block), data_norm)
+        rows = np.empty((stop - start, width))
+        rows[:, :d] = block * scales[:, None]
+        rows[:, d] = g_one
+        rows[:, d + 1:] = g_label * targets[start:stop]
+        gram += rows.T @ rows
+    return gram
+
+
+class _PrivateHead(BaseEstimator):
+    """What both heads share: the parameters, the checks, the one release.
+
+    ``_weights = (w₁, w_t)``: the augmented row is ``(x, w₁C, w_t C·t)``.
+    They set how the noise is shared among the blocks of the release (the
+    signal of a block grows with its weight, the noise of every block with
+    ``1 + w₁² + w_t²``); measured on breast_cancer, wine, digits and
+    diabetes at ε = 1 and 3 (docs/supervised.rst, "How the heads were
+    chosen").
+    """
+
+    _parameter_constraints: dict = {
+        "data_norm": [Interval(Real, 0, None, closed="neither"), None],
+        "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
+        "epsilon": [Interval(Real, 0, math.inf, closed="right")],
+        "delta": [Interval(Real, 0, 1, closed="neither")],
+        "random_state": ["random_state", np.random.Generator],
+        "accountant": [BudgetAccountant, None],
+    }
+
+    def __getstate__(self):
+        # With accountant=None, a limited default travels to worker processes.
+        return _carry_default(self, super().__getstate__())
+
+    def __sklearn_clone__(self):
+        return _keep_carried_default(self, super().__sklearn_clone__())
+
+    def _targets(self, y):
+        """``(targets, extra)``: labels as rows of norm ≤ 1, checked (raise
+        before the charge); ``extra`` is what the attributes need."""
+        raise NotImplementedError
+
+    def _rows(self, X, y, reset=True):
+        if self.data_norm is None:
+            raise ValueError(
+                f"{type(self).__name__} needs data_norm: a public bound on the "
+                "norm of its input rows, known without looking at the data "
+                "(rows beyond it are clipped). After a PrivatePCA, its own "
+                "data_norm bounds the centred rows it projects; after a "
+                "PublicScaler to [0, 1], sqrt(n_features)."
+            )
+        if sparse.issparse(X):
+            raise TypeError(
+                f"{type(self).__name__} takes dense rows: densify X, or put a "
+                "PrivatePCA (which takes sparse rows) before it."
+            )
+        return validate_data(self, X, y, reset=reset, dtype=np.float64,
+                             ensure_min_samples=2, y_numeric=False)
+
+    @_all_or_nothing
+    def _fit(self, X, y):
+        X, y = self._rows(X, y)
+        n, d = X.shape
+        mu = gdp_mu(self.epsilon, self.delta)
+        accountant = _resolve_accountant(self)
+        rng = make_generator(self.random_state)
+        # ‖a‖² ≤ R² = C² + g₁² + g_t²: Frobenius sensitivity √2 R² of Σ a aᵀ
+        # (docs/privacy.rst, "Supervised heads")
+        reach = 1.0 + sum(w * w for w in self._weights)
+        sigma = noise_scale(math.sqrt(2.0) * reach * self.data_norm**2, mu)
+        accountant.check(mu=mu)  # refused before the data is read
+        with private_computation():
+            if not np.isfinite(X).all():
+                raise ValueError("Input X contains NaN or infinity: "
+                                 f"{type(self).__name__} needs finite rows.")
+            targets, extra = self._targets(y)  # labels checked before the charge
+            accountant.spend(mu=mu, estimator=self)
+            gram = _augmented_gram(X, targets, self.data_norm, self._weights)
+            released = add_goe_noise(rng, gram, sigma)
+            self._set_model(released, sigma, n, d, extra)
+            self.n_samples_ = n
+            self.noise_scale_ = sigma
+            self.privacy_spent_ = reported_spend(
+                (gdp_epsilon(mu, self.delta), self.delta), self.epsilon)
+        _warn_if_not_private(self.epsilon, self.random_state, "released coefficients")
+
+    def _ridge(self, sigma, n_dims, n_rows):
+        """The ridge added to the released Gram block, in its units."""
+        if self.alpha != "auto":
+            return float(self.alpha)
+        return AUTO_RIDGE_EDGES * 2.0 * sigma * math.sqrt(n_dims)
+
+    def _decision(self, X):
+        check_is_fitted(self)
+        _warn_if_scored_exactly(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return X @ self.coef_.T + self.intercept_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = True
+        tags.input_tags.sparse = False
+        return tags
+
+
+#: Modules of scikit-learn that score an estimator's predictions on held-out
+#: rows and return the exact scores.
+_EXACT_SCORING = ("sklearn.model_selection._validation",
+                  "sklearn.model_selection._search",
+                  "sklearn.model_selection._classification_threshold")
+
+
+def _warn_if_scored_exactly(head):
+    """The :class:`~sklearn_dppca.PrivacyLeakWarning` of a head whose
+    predictions scikit-learn's cross-validation is scoring: its fold fits
+    are private, but the scores it returns are exact functions of the
+    validation rows and labels (the way a fixed ``random_state`` is
+    warned of)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_globals.get("__name__", "") in _EXACT_SCORING:
+            _warn_leak(
+                f"scikit-learn's cross-validation is scoring this "
+                f"{type(head).__name__} on validation rows: the scores it "
+                "returns are exact functions of those rows and labels, not "
+                "private. Use sklearn_dppca.model_selection's "
+                "private_cross_val_score, private_cross_validate or "
+                "PrivateGridSearchCV, which release noisy bounded scores."
+            )
+            return
+        frame = frame.f_back
+
+
+def _regularised(matrix, ridge):
+    """``(values, vectors)`` of ``sym(M)₊ + ridge·I``: the released matrix's
+    negative eigenvalues (noise) clamped at 0, then the ridge
+    (post-processing); every value positive."""
+    values, vectors = np.linalg.eigh((matrix + matrix.T) / 2.0)
+    values = np.maximum(values, 0.0) + ridge
+    return np.maximum(values, np.finfo(float).tiny * max(1.0, values.max())), vectors
+
+
+def _solve(values, vectors, rhs):
+    """``(V diag(values) Vᵀ)⁻¹ rhs`` for a vector or the columns of a matrix."""
+    inverse = 1.0 / (values if rhs.ndim == 1 else values[:, None])
+    return vectors @ (inverse * (vectors.T @ rhs))
+
+
+class PrivateLDA(ClassifierMixin, _PrivateHead):
+    """Linear discriminant analysis with a private fit.
+
+    :class:`~sklearn.discriminant_analysis.LinearDiscriminantAnalysis` for
+    private rows and labels: a linear classifier, binary or multiclass, that
+    puts the head on a private pipeline (``PublicScaler → PrivatePCA →
+    PrivateLDA``). The fit releases one matrix — the scatter matrix of the
+    rows clipped to norm ``data_norm``, augmented with a constant and the
+    one-hot label — with Gaussian noise, and computes the class counts, the
+    class means, the pooled within-class covariance and the discriminant from
+    it: ``(epsilon, delta)``-DP under the replacement of one row and its
+    label, charged once (see :ref:`privacy-supervised-heads`).
+
+    Read more in the :ref:`User Guide <supervised>`.
+
+    Parameters
+    ----------
+    classes : array-like of shape (n_classes,)
+        The labels, public and known in advance (at least two). They are
+        not learned from ``y``: the set of labels present would tell
+        whether anyone has a rare one. A label of ``y`` outside them is
+        refused before the charge.
+    data_norm : float
+        Public bound on the norm of the input rows; rows beyond it are
+        clipped. Required.
+    epsilon : float, default=1.0
+        Privacy parameter ``ε > 0`` of the fit; ``float("inf")`` is the
+        non-private fit (a :class:`~sklearn_dppca.PrivacyLeakWarning`).
+    delta : float, default=1e-6
+        Privacy parameter ``δ`` in (0, 1).
+    alpha : float or "auto", default="auto"
+        Ridge added to the released within-class scatter matrix (its
+        negative eigenvalues, noise, are first clamped at 0). ``"auto"``:
+        the edge of the noise's spectrum, ``2σ√(d + n_classes + 1)``, so the
+        matrix is well conditioned whatever the noise drew.
+    random_state : None, int, RandomState or Generator, default=None
+        Source of the noise; a fixed seed makes the fit not private.
+    accountant : BudgetAccountant or None, default=None
+        Budget charged before the fit; ``None``: the default accountant.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        ``classes``, sorted.
+    class_count_ : ndarray of shape (n_classes,)
+        Released (noisy) rows per class, at least 1 and summing to ``n``.
+    priors_ : ndarray of shape (n_classes,)
+        ``class_count_ / n``.
+    means_ : ndarray of shape (n_classes, n_features)
+        Released class means of the clipped rows.
+    covariance_ : ndarray of shape (n_features, n_features)
+        Released pooled within-class covariance, with the ridge.
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    noise_scale_ : float
+        ``σ`` of the release.
+    privacy_spent_ : tuple of float
+    n_samples_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+
+    See Also
+    --------
+    PrivateRidge : The regressor from the same release.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_dppca import BudgetAccountant
+    >>> from sklearn_dppca.linear_model import PrivateLDA
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 2, 20_000)
+    >>> X = rng.normal(size=(20_000, 3)) * 0.3 + y[:, None] * [0.5, 0.0, 0.0]
+    >>> clf = PrivateLDA(classes=[0, 1], data_norm=2.0, epsilon=1.0,
+    ...                  accountant=BudgetAccountant()).fit(X, y)
+    >>> bool(clf.score(X, y) > 0.75)
+    True
+    """
+
+    _parameter_constraints: dict = {
+        **_PrivateHead._parameter_constraints,
+        "classes": ["array-like", None],
+    }
+    # the class sums and counts matter most: a light constant, a heavy label
+    _weights = (0.2, 1.2)
+
+    def __init__(self, classes=None, *, data_norm=None, epsilon=1.0, delta=1e-6,
+                 alpha="auto", random_state=None, accountant=None):
+        self.classes = classes
+        self.data_norm = data_norm
+        self.epsilon = epsilon
+        self.delta = delta
+        self.alpha = alpha
+        self.random_state = random_state
+        self.accountant = accountant
+
+    def _declared(self):
+        if self.classes is None:
+            raise ValueError(
+                "PrivateLDA needs classes=[...]: the labels, known in advance. "
+                "They are not learned from y, where the labels present would "
+                "tell whether anyone has a rare one."
+            )
+        classes = np.unique(np.asarray(self.classes))
+        if classes.shape[0] < 2 or np.asarray(self.classes).ndim != 1:
+            raise ValueError("classes must list at least two distinct labels.")
+        return classes
+
+    def _targets(self, y):
+        classes = self._declared()
+        y = column_or_1d(y, warn=True)
+        try:
+            index = np.searchsorted(classes, y)
+            known = (index < classes.shape[0]) & (
+                classes[np.minimum(index, classes.shape[0] - 1)] == y)
+        except TypeError:  # labels of another type than the classes
+            known = np.zeros(y.shape[0], dtype=bool)
+        if not known.all():
+            kind = type_of_target(y)
+            if kind.startswith("continuous"):
+                raise ValueError(
+                    f"Unknown label type: {kind}. PrivateLDA is a classifier: "
+                    "for a numeric target use PrivateRidge. Nothing was spent."
+                )
+            raise ValueError(
+                "y holds labels outside classes="
+                f"{classes.tolist()!r}: declare every label in classes. "
+                "Nothing was spent."
+            )
+        targets = np.zeros((y.shape[0], classes.shape[0]))
+        targets[np.arange(y.shape[0]), index] = 1.0
+        return targets, classes
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, **params):
+        """Release the class statistics of ``(X, y)`` and the discriminant.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            One row per person, finite.
+        y : array-like of shape (n_samples,)
+            Labels, each in ``classes``.
+        **params
+            ``sample_weight`` and other fit parameters are refused with a
+            ``TypeError`` that says why.
+
+        Returns
+        -------
+        self : object
+        """
+        _refuse_fit_params(self, params)
+        self._declared()  # public: refused before anything is read
+        self._fit(X, y)
+        return self
+
+    def _set_model(self, released, sigma, n, d, extra):
+        """Post-processing of the release (docs/privacy.rst)."""
+        self.classes_ = extra
+        K = extra.shape[0]
+        g_one, g_label = (w * self.data_norm for w in self._weights)
+        labels = slice(d + 1, d + 1 + K)
+        # two noisy copies of n_c: the diagonal, g_t² n_c + N(0, σ²), and the
+        # constant's row, g₁ g_t n_c + N(0, σ²/2), weighed by their inverse
+        # variances; then Σ n_c = n (public), each at least 1
+        w_diag, w_row = g_label**4, 2.0 * (g_one * g_label) ** 2
+        counts = (w_diag * np.diag(released)[labels] / g_label**2
+                  + w_row * released[d, labels] / (g_one * g_label)) / (w_diag + w_row)
+        counts = np.maximum(counts + (n - counts.sum()) / K, 1.0)
+        counts *= n / counts.sum()
+        sums = released[:d, labels] / g_label  # (d, K): Σ_{y=c} x
+        means = (sums / counts).T
+        within = released[:d, :d] - (sums / counts) @ sums.T
+        values, vectors = _regularised(within, self._ridge(sigma, d + 1 + K, n))
+        # the ridge shrinks the shape, not the scale: rescaled to the released
+        # trace, so the likelihood keeps its units beside log π_c
+        total = max(float(np.trace(within)), float(values.sum()) * 1e-3)
+        values = values * (total / values.sum()) / max(n - K, 1)  # Σ̂
+        self.covariance_ = (vectors * values) @ vectors.T
+        coef = _solve(values, vectors, means.T).T  # (K, d): Σ̂⁻¹ μ_c
+        intercept = -0.5 * np.einsum("kd,kd->k", means, coef) + np.log(counts / n)
+        if K == 2:
+            coef, intercept = coef[1:] - coef[:1], intercept[1:] - intercept[:1]
+        self.class_count_, self.priors_, self.means_ = counts, counts / n, means
+        self.coef_, self.intercept_ = coef, intercept
+
+    def decision_function(self, X):
+        """Discriminant scores: ``(n_samples,)`` for two classes (positive for
+        ``classes_[1]``), else ``(n_samples, n_classes)``."""
+        scores = self._decision(X)
+        return scores.ravel() if self.classes_.shape[0] == 2 else scores
+
+    def predict_proba(self, X):
+        """Class probabilities of the discriminant model (its softmax)."""
+        scores = self._decision(X)
+        if self.classes_.shape[0] == 2:
+            scores = np.hstack([np.zeros_like(scores), scores])
+        scores = scores - scores.max(axis=1, keepdims=True)
+        proba = np.exp(scores)
+        return proba / proba.sum(axis=1, keepdims=True)
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        return np.log(self.predict_proba(X))
+
+    def predict(self, X):
+        """The class of highest discriminant."""
+        scores = self._decision(X)
+        if self.classes_.shape[0] == 2:
+            return self.classes_[(scores.ravel() > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True
+        return tags
+
+
+class PrivateRidge(RegressorMixin, _PrivateHead):
+    """Ridge regression with a private fit.
+
+    :class:`~sklearn.linear_model.Ridge` for private rows and labels. The
+    fit releases one matrix — the scatter matrix of the rows clipped to norm
+    ``data_norm``, augmented with a constant and the label clipped into
+    ``y_bounds`` (in their units) — with Gaussian noise, and solves the
+    normal equations from it: ``(epsilon, delta)``-DP under the replacement
+    of one row and its label, charged once (see
+    :ref:`privacy-supervised-heads`). Predictions are clipped into
+    ``y_bounds``.
+
+    Read more in the :ref:`User Guide <supervised>`.
+
+    Parameters
+    ----------
+    y_bounds : (float, float)
+        Public bounds ``(low, high)`` of the label; labels beyond them are
+        clipped. Required.
+    data_norm : float
+        Public bound on the norm of the input rows; rows beyond it are
+        clipped. Required.
+    epsilon : float, default=1.0
+    delta : float, default=1e-6
+    alpha : float or "auto", default="auto"
+        Ridge added to the released (centred) Gram matrix of the rows, after
+        its negative eigenvalues (noise) are clamped at 0. ``"auto"``: the
+        edge of the noise's spectrum, ``2σ√(d + 2)``.
+    random_state : None, int, RandomState or Generator, default=None
+    accountant : BudgetAccountant or None, default=None
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    noise_scale_ : float
+    privacy_spent_ : tuple of float
+    n_samples_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+
+    See Also
+    --------
+    PrivateLDA : The classifier from the same release.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_dppca import BudgetAccountant
+    >>> from sklearn_dppca.linear_model import PrivateRidge
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(20_000, 2))
+    >>> y = 2 * X[:, 0] - X[:, 1] + rng.normal(0, 0.1, 20_000)
+    >>> reg = PrivateRidge(y_bounds=(-4, 4), data_norm=1.5, epsilon=1.0,
+    ...                    accountant=BudgetAccountant()).fit(X, y)
+    >>> bool(reg.score(X, y) > 0.9)
+    True
+    """
+
+    _parameter_constraints: dict = {
+        **_PrivateHead._parameter_constraints,
+        "y_bounds": [tuple, list, None],
+    }
+    _weights = (0.3, 0.7)
+
+    def __init__(self, y_bounds=None, *, data_norm=None, epsilon=1.0, delta=1e-6,
+                 alpha="auto", random_state=None, accountant=None):
+        self.y_bounds = y_bounds
+        self.data_norm = data_norm
+        self.epsilon = epsilon
+        self.delta = delta
+        self.alpha = alpha
+        self.random_state = random_state
+        self.accountant = accountant
+
+    def _label_box(self):
+        try:
+            low, high = (float(v) for v in self.y_bounds)
+        except (TypeError, ValueError):
+            low = high = math.nan
+        if not (math.isfinite(low) and math.isfinite(high) and low < high
+                and math.isfinite(high - low)):
+            raise ValueError(
+                "PrivateRidge needs y_bounds=(low, high): public finite bounds "
+                "of the label, low < high, known without looking at the data "
+                f"(labels beyond them are clipped); got {self.y_bounds!r}."
+            )
+        return low / 2.0 + high / 2.0, (high - low) / 2.0
+
+    def _targets(self, y):
+        try:
+            y = column_or_1d(y, warn=True).astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError("PrivateRidge needs numeric labels y.") from None
+        if not np.isfinite(y).all():
+            raise ValueError("y contains NaN or infinity: PrivateRidge needs "
+                             "finite labels. Nothing was spent.")
+        mid, half = self._label_box()
+        t = np.clip((np.clip(y, mid - half, mid + half) - mid) / half, -1.0, 1.0)
+        return t[:, None], (mid, half)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, **params):
+        """Release the statistics of ``(X, y)`` and solve for the coefficients.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Numeric labels; clipped into ``y_bounds``.
+        **params
+            Refused, as by :class:`PrivateLDA`'s ``fit``.
+
+        Returns
+        -------
+        self : object
+        """
+        _refuse_fit_params(self, params)
+        self._label_box()  # public: refused before anything is read
+        self._fit(X, y)
+        return self
+
+    def _set_model(self, released, sigma, n, d, extra):
+        """Post-processing of the release (docs/privacy.rst)."""
+        mid, half = extra
+        g_one, g_label = (w * self.data_norm for w in self._weights)
+        gram, sum_x = released[:d, :d], released[:d, d] / g_one
+        xt = released[:d, d + 1] / g_label
+        sum_t = released[d, d + 1] / (g_one * g_label)
+        # centred normal equations: (G − s sᵀ/n + λ) w = Σ x t − s Σt / n
+        centred = gram - np.outer(sum_x, sum_x) / n
+        values, vectors = _regularised(centred, self._ridge(sigma, d + 2, n))
+        w = _solve(values, vectors, xt - sum_x * sum_t / n)
+        self.coef_ = half * w
+        self.intercept_ = float(mid + half * (sum_t - sum_x @ w) / n)
+
+    def predict(self, X):
+        """Predictions, clipped into ``y_bounds``."""
+        mid, half = self._label_box()
+        return np.clip(self._decision(X), mid - half, mid + half)

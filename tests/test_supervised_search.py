@@ -1,0 +1,217 @@
+"""The private search and cross-validation of supervised pipelines: one
+charge for everything released, calibrated noisy scores, and the refusals."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import KFold, cross_val_score
+from sklearn.pipeline import Pipeline, make_pipeline
+
+import sklearn_dppca._supervised_search as supervised
+from sklearn_dppca import BudgetAccountant, PrivacyLeakWarning, PrivatePCA
+from sklearn_dppca.linear_model import PrivateLDA, PrivateRidge
+from sklearn_dppca.model_selection import (
+    PrivateGridSearchCV,
+    private_cross_val_score,
+    private_cross_validate,
+)
+from sklearn_dppca.preprocessing import PrivateStandardScaler, PublicScaler
+from sklearn_dppca.privacy import gdp_mu
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
+
+
+def classes_data(n=6000, d=6, seed=0):
+    """Two classes apart along the first two of d features; the rest noise."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    X = rng.normal(size=(n, d)) * 0.25
+    X[:, 0] += 0.5 * y
+    X[:, 1] -= 0.4 * y
+    return X, y
+
+
+def pipe(classes=(0, 1)):
+    return Pipeline([("scale", PublicScaler(center=0.0, scale=1.0)),
+                     ("pca", PrivatePCA(data_norm=2.0)),
+                     ("lda", PrivateLDA(list(classes), data_norm=2.0))])
+
+
+GRID = {"pca__n_components": [1, 2, 4]}
+
+
+def test_one_charge_equals_everything_the_search_released(monkeypatch):
+    """Every fold fit's μ (each private step), the score matrix's μ (its
+    sensitivity over its σ) and the refit's compose to the charge μ*."""
+    fits, noise = [], []
+    real_fit, real_noise = supervised.fit_candidate, supervised.dense_noise
+
+    def fit_spy(cand, epsilons, delta, generator, X, y):
+        fits.append((len(y), [gdp_mu(e, delta) for e in epsilons.values()]))
+        return real_fit(cand, epsilons, delta, generator, X, y)
+
+    def noise_spy(rng, shape, sigma):
+        noise.append((shape, sigma))
+        return real_noise(rng, shape, sigma)
+
+    monkeypatch.setattr(supervised, "fit_candidate", fit_spy)
+    monkeypatch.setattr(supervised, "dense_noise", noise_spy)
+    X, y = classes_data()
+    budget = BudgetAccountant()
+    search = PrivateGridSearchCV(pipe(), GRID, cv=3, epsilon=2.0,
+                                 accountant=budget).fit(X, y)
+    assert budget.n_charges == 1
+    assert budget.spent[0] == pytest.approx(2.0, rel=1e-9)
+    n = len(y)
+    fold_fits = [mus for rows, mus in fits if rows < n]
+    (refit,) = [mus for rows, mus in fits if rows == n]
+    assert len(fold_fits) == 3 * 3 and all(len(m) == 2 for m in fold_fits)
+    # a row is in 2 of the 3 training folds: the fold fits compose 2/3 of
+    # their sum; the scores: the matrix's sensitivity √m over its σ
+    sigma = search.selection_sigma_
+    assert {s for _, s in noise} == {sigma}
+    mu_scores = math.sqrt(3 * 1.0**2) / sigma
+    total = (2 / 3 * sum(m * m for mus in fold_fits for m in mus)
+             + mu_scores**2 + sum(m * m for m in refit))
+    assert math.sqrt(total) == pytest.approx(gdp_mu(2.0, 1e-6), rel=1e-9)
+
+
+@pytest.mark.parametrize("scoring, labels", [
+    ("accuracy", np.array([0, 1, 2])),
+    ("balanced_accuracy", np.array([0, 1, 2])),
+    ("neg_mean_squared_error", (0.0, 2.0)),
+    ("r2", (0.0, 2.0)),
+])
+def test_score_statistics_have_their_stated_sensitivity(scoring, labels):
+    """Replacing one validation row (and its label) moves the released
+    statistics by at most √(m s_c² + s_0²); a worst case attains it."""
+    plan = supervised.SupervisedPlan([None, None], scoring, labels, [], [],
+                                     1.0, 1.0, (1.0, 1e-6))
+    s_cand, s_shared = supervised.SCORERS[scoring]
+    bound = math.sqrt(2 * s_cand**2 + s_shared**2)
+    rng = np.random.default_rng(0)
+    classify = isinstance(labels, np.ndarray)
+    values = labels if classify else np.linspace(-2.0, 4.0, 7)
+    worst = 0.0
+    for _ in range(300):
+        y = rng.choice(values, 20)
+        preds = [rng.choice(values, 20), rng.choice(values, 20)]
+        y2 = y.copy()
+        y2[0] = rng.choice(values)
+        preds2 = [p.copy() for p in preds]
+        for p in preds2:
+            p[0] = rng.choice(values)
+        a = supervised.fold_statistics(plan, y, preds)
+        b = supervised.fold_statistics(plan, y2, preds2)
+        diff = np.concatenate([(a[0] - b[0]).ravel(), a[1] - b[1]])
+        worst = max(worst, float(np.linalg.norm(diff)))
+    assert worst <= bound + 1e-12
+    if scoring in ("accuracy", "neg_mean_squared_error"):
+        assert worst == pytest.approx(bound)  # attained by a worst pair
+
+
+def test_the_search_chooses_and_refits_privately():
+    X, y = classes_data(seed=1)
+    budget = BudgetAccountant()
+    search = PrivateGridSearchCV(pipe(), GRID, cv=3, epsilon=4.0,
+                                 accountant=budget).fit(X, y)
+    assert search.best_params_["pca__n_components"] in GRID["pca__n_components"]
+    assert search.cv_results_["mean_test_score"].max() > 0.85
+    assert search.score(X, y) > 0.85
+    assert search.predict(X[:5]).shape == (5,)
+    assert search.predict_proba(X[:5]).shape == (5, 2)
+    assert list(search.classes_) == [0, 1]
+    best = search.best_estimator_
+    assert best.named_steps["lda"].accountant is budget  # later refits: the search's
+    assert best.named_steps["pca"].accountant is budget
+    results = search.cv_results_
+    assert set(results) >= {"params", "mean_test_score", "rank_test_score",
+                            "split0_test_score", "param_pca__n_components"}
+    assert budget.n_charges == 1
+
+
+def test_a_bare_head_and_a_regressor_are_searched():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(5000, 3))
+    y = X @ [1.0, -1.0, 0.5] + rng.normal(0, 0.1, 5000)
+    budget = BudgetAccountant()
+    search = PrivateGridSearchCV(PrivateRidge((-3, 3), data_norm=2.0),
+                                 {"alpha": [0.0, "auto"]}, cv=3, epsilon=3.0,
+                                 accountant=budget).fit(X, y)
+    assert search.scorer_._score_func.__name__ == "r2_score"
+    assert search.cv_results_["mean_test_score"].max() > 0.8
+    mse = PrivateGridSearchCV(PrivateRidge((-3, 3), data_norm=2.0),
+                              {"alpha": [0.0, "auto"]}, cv=3, epsilon=3.0,
+                              scoring="neg_mean_squared_error",
+                              accountant=budget).fit(X, y)
+    assert mse.best_score_ < 0
+    assert budget.n_charges == 2
+
+
+@pytest.mark.parametrize("estimator, grid, y, match", [
+    (make_pipeline(PrivatePCA(2, data_norm=2.0), LogisticRegression()), {},
+     "ok", "PrivateLDA|fitted on the data without privacy"),
+    (make_pipeline(PrivateStandardScaler((-3, 3)), PrivateLDA([0, 1], data_norm=2.0)),
+     {}, "ok", "private release of its own"),
+    (pipe(), {"lda__epsilon": [1.0]}, "ok", "may not set"),
+    (pipe(), {}, None, "needs y"),
+    (pipe(), {}, "three", "outside classes"),
+    (pipe(), {"lda__classes": [[0, 1], [0, 1, 2]]}, "ok", "same labels"),
+    (make_pipeline(PrivateLDA([0, 1], data_norm=1.0),
+                   PrivateLDA([0, 1], data_norm=1.0)), {}, "ok", "one private head"),
+])
+def test_refusals_come_before_the_charge(estimator, grid, y, match):
+    X, labels = classes_data(600)
+    if isinstance(y, str):
+        y = labels if y == "ok" else np.where(labels == 0, 0, 2)
+    budget = BudgetAccountant()
+    with pytest.raises((ValueError, TypeError), match=match):
+        PrivateGridSearchCV(estimator, grid, cv=3, accountant=budget).fit(X, y)
+    assert budget.n_charges == 0
+
+
+def test_scoring_must_be_a_bounded_score_of_the_head():
+    X, y = classes_data(600)
+    budget = BudgetAccountant()
+    for scoring in ("r2", "roc_auc", "neg_log_loss"):
+        with pytest.raises(ValueError, match="not a bounded score"):
+            PrivateGridSearchCV(pipe(), GRID, scoring=scoring, cv=3,
+                                accountant=budget).fit(X, y)
+    assert budget.n_charges == 0
+
+
+def test_private_cross_validation_is_one_charge_of_noisy_scores():
+    X, y = classes_data(seed=2)
+    budget = BudgetAccountant()
+    model = pipe().set_params(pca__n_components=2)
+    scores = private_cross_val_score(model, X, y, cv=KFold(4), epsilon=3.0,
+                                     accountant=budget)
+    assert scores.shape == (4,) and (scores > 0.8).all()
+    result = private_cross_validate(model, X, y, cv=3, epsilon=3.0,
+                                    accountant=budget, return_indices=True,
+                                    scoring="balanced_accuracy")
+    assert set(result) == {"test_score", "privacy_spent", "indices"}
+    assert result["privacy_spent"] == (3.0, 1e-6)
+    assert budget.n_charges == 2
+    for params, match in [({"groups": np.zeros(len(y))}, "groups"),
+                          ({"params": {"sample_weight": np.ones(len(y))}}, "params"),
+                          ({"return_estimator": True}, "return_estimator"),
+                          ({"return_train_score": True}, "return_train_score")]:
+        with pytest.raises((ValueError, TypeError), match=match):
+            private_cross_validate(model, X, y, accountant=budget, **params)
+    assert budget.n_charges == 2
+
+
+def test_sklearn_cross_val_score_says_its_scores_are_not_private():
+    X, y = classes_data(900)
+    model = make_pipeline(PrivatePCA(2, data_norm=2.0, accountant=BudgetAccountant()),
+                          PrivateLDA([0, 1], data_norm=2.0,
+                                     accountant=BudgetAccountant()))
+    with pytest.warns(PrivacyLeakWarning, match="scores it returns are exact"):
+        cross_val_score(model, X, y, cv=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        model.fit(X, y).predict(X)  # your own predictions: no warning
