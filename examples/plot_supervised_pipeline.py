@@ -19,7 +19,9 @@ pipeline without privacy.
 # the rows *and the labels*. The scaler maps the public pixel range
 # (0 to 16) and learns nothing. The heads need public bounds:
 # ``data_norm`` for their input rows and, for the classifier, the labels
-# it may meet (``classes``).
+# it may meet (``classes``). The PCA's bound is the radius of the unit
+# box around its centre (sqrt(64)/2 = 4); the head sees the projected,
+# centred rows, far shorter: half of it.
 import warnings
 
 import matplotlib.pyplot as plt
@@ -51,7 +53,7 @@ X_train, X_test, y_train, y_test = train_test_split(
 pipe = Pipeline([
     ("scale", PublicScaler(ranges=(0, 16))),
     ("pca", PrivatePCA(data_norm=4.0)),
-    ("lda", PrivateLDA(classes=list(range(10)), data_norm=4.0)),
+    ("lda", PrivateLDA(classes=list(range(10)), data_norm=2.0)),
 ])
 grid = {"pca__n_components": [5, 10, 20, 30]}
 

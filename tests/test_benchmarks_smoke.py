@@ -440,3 +440,16 @@ def test_wide_limits_are_reported_not_fatal(tmp_path):
     assert starved["status"].startswith("out of memory")
     (ok,) = bench.run_case(tmp_path / "case", [cell], 60, 20e9, quiet)
     assert ok["status"] == "ok"
+
+
+def test_bench_supervised_quick_tables(capsys, tmp_path):
+    import bench_supervised
+
+    bench_supervised.main(["--no-diffprivlib", "--seeds", "1", "--search-seeds",
+                           "1", "--datasets", "wine", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "| wine | 3 |" in out and "picks within 0.02" in out
+    rows = (tmp_path / "results.csv").read_text().splitlines()
+    assert len(rows) == 1 + 1 + 3 * 2  # header, not private, 3 ε × 2 of ours
+    bench_supervised.main(["--seeds", "1", "--search-seeds", "1", "--datasets",
+                           "wine", "--dpl-from", str(tmp_path / "results.csv")])
