@@ -107,6 +107,7 @@ __all__ = [
     "TextbookGaussPCA",
     "diffprivlib_runner",
     "run_diffprivlib",
+    "run_diffprivlib_pipeline",
     "textbook_mu",
 ]
 
@@ -400,3 +401,274 @@ def run_diffprivlib(python, arrays, fits, *, timeout_s, group_budget_s=None,
             r["components"] = np.asarray(r["components"])
     return results, out["versions"], None
 
+
+
+# --------------------------------------------------------------------------
+# 3. diffprivlib's private pipeline (StandardScaler -> PCA -> LogisticRegression)
+# --------------------------------------------------------------------------
+def _diffprivlib_pipeline_worker(job_path):
+    """Run in the peer environment: fit diffprivlib's private pipeline per job.
+
+    Imports only the standard library, NumPy, scikit-learn's ``Pipeline`` and
+    diffprivlib. The job (JSON) lists, per pipeline fit, the ``.npy`` files of
+    ``X_train``, ``y_train``, ``X_test``, ``y_test``, ``lower``, ``upper`` and
+    the scalars ``epsilon``, ``seed``, ``n_components``, ``data_norm``; and a
+    per-fit time limit ``timeout_s``. Writes one result per job (JSON) to
+    ``job["out"]``.
+    """
+    import json as _json
+    import signal
+    import time as _time
+    import warnings
+
+    import numpy as _np
+
+    with open(job_path) as f:
+        job = _json.load(f)
+    out = {"versions": {}, "results": []}
+    try:
+        import diffprivlib
+        import sklearn
+        from diffprivlib import BudgetAccountant
+        from diffprivlib.models import PCA as DPPCA
+        from diffprivlib.models import LogisticRegression as DPLogisticRegression
+        from diffprivlib.models import StandardScaler as DPStandardScaler
+        from sklearn.pipeline import Pipeline
+    except Exception as exc:  # noqa: BLE001 - reported to the parent
+        out["error"] = f"import failed: {type(exc).__name__}: {exc}"
+        with open(job["out"], "w") as f:
+            _json.dump(out, f)
+        return
+    out["versions"] = {"diffprivlib": diffprivlib.__version__,
+                       "sklearn": sklearn.__version__, "numpy": _np.__version__}
+    # diffprivlib 0.6.6's LogisticRegression.__init__ passes multi_class='ovr'
+    # to scikit-learn's, which no longer takes it (removed in 1.8). Its fit is
+    # its own (one-vs-rest objective perturbation); scikit-learn only supplies
+    # decision_function/predict/score, which ignore multi_class. So, only
+    # where the keyword is gone, scikit-learn's __init__ is wrapped to drop it.
+    import functools
+    import inspect as _inspect
+
+    from sklearn.linear_model import LogisticRegression as _SkLR
+    if "multi_class" not in _inspect.signature(_SkLR.__init__).parameters:
+        _sk_init = _SkLR.__init__
+
+        @functools.wraps(_sk_init)
+        def _init(self, *args, multi_class=None, **kwargs):
+            _sk_init(self, *args, **kwargs)
+
+        _SkLR.__init__ = _init
+        out["versions"]["lr_multi_class_shim"] = True
+
+    class _Timeout(Exception):
+        pass
+
+    def _alarm(signum, frame):
+        raise _Timeout()
+
+    signal.signal(signal.SIGALRM, _alarm)
+
+    def _pipeline(epsilon, seed, k, data_norm, bounds, accountant):
+        # diffprivlib's "Pipelines" notebook: scaler -> PCA(centered=True) ->
+        # LR, the same data_norm for PCA and LR, epsilon split in three.
+        # PCA gets no bounds: with centered=True it computes no mean, so
+        # diffprivlib ignores them.
+        e = epsilon / 3.0
+        return Pipeline([
+            ("scaler", DPStandardScaler(epsilon=e, bounds=bounds,
+                                        random_state=seed, accountant=accountant)),
+            ("pca", DPPCA(k, epsilon=e, data_norm=data_norm, centered=True,
+                          random_state=seed, accountant=accountant)),
+            ("lr", DPLogisticRegression(epsilon=e, data_norm=data_norm,
+                                        random_state=seed, accountant=accountant)),
+        ])
+
+    # Warm-up on a tiny problem (lazy imports, first BLAS call).
+    rng = _np.random.default_rng(0)
+    Xw = rng.uniform(-1.0, 1.0, size=(60, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _pipeline(1.0, 0, 2, 2.0, (-_np.ones(4), _np.ones(4)),
+                  BudgetAccountant()).fit(Xw, (Xw[:, 0] > 0).astype(int))
+
+    limit = float(job["timeout_s"])
+    cache = {}
+
+    def _load(p):
+        if p not in cache:
+            cache[p] = _np.load(p, allow_pickle=False)
+        return cache[p]
+
+    for spec in job["jobs"]:
+        rec = {"accuracy": None, "fit_seconds": None, "error": None,
+               "warnings": [], "epsilon_spent": None}
+        start = None
+        try:
+            X_train, y_train, X_test, y_test, lower, upper = (
+                _load(spec[name]) for name in
+                ("X_train", "y_train", "X_test", "y_test", "lower", "upper"))
+            accountant = BudgetAccountant()
+            pipe = _pipeline(float(spec["epsilon"]), int(spec["seed"]),
+                             int(spec["n_components"]), float(spec["data_norm"]),
+                             (lower, upper), accountant)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                for cat in (DeprecationWarning, PendingDeprecationWarning,
+                            FutureWarning):  # library housekeeping, not the fit's
+                    warnings.simplefilter("ignore", cat)
+                signal.setitimer(signal.ITIMER_REAL, limit)
+                start = _time.perf_counter()
+                pipe.fit(X_train, y_train)
+                rec["fit_seconds"] = _time.perf_counter() - start
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            seen = []
+            for w in caught:
+                text = f"{w.category.__name__}: {w.message}"
+                if text not in seen:
+                    seen.append(text)
+            rec["warnings"] = seen
+            rec["epsilon_spent"] = float(accountant.total()[0])
+            rec["accuracy"] = float(pipe.score(X_test, y_test))
+        except _Timeout:
+            rec["error"] = f"timeout: fit took over {limit:g} s"
+        except Exception as exc:  # noqa: BLE001 - reported to the parent
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            rec["error"] = f"{type(exc).__name__}: {exc}"
+        out["results"].append(rec)
+    with open(job["out"], "w") as f:
+        _json.dump(out, f)
+
+
+def run_diffprivlib_pipeline(python, jobs, *, timeout_s=600, log=print):
+    """Fit diffprivlib's canonical private pipeline in its environment.
+
+    The pipeline is the one of diffprivlib's "Pipelines" notebook:
+    ``Pipeline([StandardScaler(bounds=bounds, epsilon=ε/3),
+    PCA(n_components, centered=True, data_norm=C, epsilon=ε/3),
+    LogisticRegression(data_norm=C, epsilon=ε/3)])`` from
+    ``diffprivlib.models``, with a fresh ``diffprivlib.BudgetAccountant`` per
+    job and ``random_state=seed`` for all three. Pure ε-DP composes
+    additively, so the pipeline is ε-DP in total. The scaler clips each
+    feature to ``bounds`` when fitting; the PCA (given data already centred by
+    the scaler, so it spends nothing on a mean and ignores bounds) clips the
+    scaled rows to norm ``C``; the projected rows then have norm at most
+    ``C``, and the logistic regression clips them to ``C`` again (and, for
+    its intercept, treats the augmented rows as of norm ``√(C² + 1)``).
+
+    All jobs run in one subprocess of the peer environment, with one BLAS
+    thread; the data go there as ``.npy`` files.
+
+    Parameters
+    ----------
+    python : path-like
+        Interpreter from :func:`diffprivlib_runner`.
+    jobs : list of dict
+        Keys ``X_train``, ``y_train``, ``X_test``, ``y_test`` (NumPy arrays),
+        ``epsilon`` (float, the WHOLE pipeline's budget), ``seed`` (int),
+        ``n_components`` (int), ``bounds`` (tuple ``(lower, upper)`` of
+        per-feature arrays or scalars: public ranges of X) and ``data_norm``
+        (float: public norm bound of the PCA's and the regression's inputs,
+        in the scaler's standard units).
+    timeout_s : float
+        Time limit of one pipeline fit (reported as that job's error).
+    log : callable
+        Progress and failure messages.
+
+    Returns
+    -------
+    results : list of dict
+        One per job, in order: ``{"accuracy": float, "fit_seconds": float,
+        "error": str or None}`` (``accuracy`` and ``fit_seconds`` are NaN
+        when ``error`` is set), plus ``"warnings"`` (list of str: the
+        distinct warnings diffprivlib raised during the fit) and
+        ``"epsilon_spent"`` (the job's accountant's total ε, or NaN).
+        Deprecation and future warnings are left out of ``"warnings"``.
+    """
+    def _failed(reason):
+        return [{"accuracy": math.nan, "fit_seconds": math.nan, "error": reason,
+                 "warnings": [], "epsilon_spent": math.nan} for _ in jobs]
+
+    jobs = list(jobs)
+    if not jobs:
+        return []
+    if python is None:
+        return _failed("diffprivlib is unavailable (no peer environment)")
+    source = inspect.getsource(_diffprivlib_pipeline_worker)
+    code = source + "\nimport sys\n_diffprivlib_pipeline_worker(sys.argv[1])\n"
+    with tempfile.TemporaryDirectory(prefix="dppca-peer-pipe-") as tmp:
+        saved = {}  # (id(array), dtype) -> path: jobs sharing an array share its file
+        keep = []  # keep the originals alive while their ids are keys
+
+        def _save(a, dtype=None):
+            key = (id(a), dtype)
+            if key not in saved:
+                arr = np.asarray(a) if dtype is None else np.asarray(a, dtype=dtype)
+                if arr.dtype == object:
+                    raise TypeError("object arrays cannot be sent to diffprivlib; "
+                                    "use numeric or string labels")
+                path = os.path.join(tmp, f"a{len(saved)}.npy")
+                np.save(path, np.ascontiguousarray(arr), allow_pickle=False)
+                saved[key] = path
+                keep.append(a)
+            return saved[key]
+
+        specs = []
+        try:
+            for job in jobs:
+                lower, upper = job["bounds"]
+                specs.append({
+                    "X_train": _save(job["X_train"], np.float64),
+                    "y_train": _save(job["y_train"]),
+                    "X_test": _save(job["X_test"], np.float64),
+                    "y_test": _save(job["y_test"]),
+                    "lower": _save(lower, np.float64),
+                    "upper": _save(upper, np.float64),
+                    "epsilon": float(job["epsilon"]), "seed": int(job["seed"]),
+                    "n_components": int(job["n_components"]),
+                    "data_norm": float(job["data_norm"]),
+                })
+        except (KeyError, TypeError, ValueError) as exc:
+            reason = f"bad job: {type(exc).__name__}: {exc}"
+            log(f"diffprivlib pipeline: {reason}")
+            return _failed(reason)
+        out_path = os.path.join(tmp, "out.json")
+        job_path = os.path.join(tmp, "job.json")
+        with open(job_path, "w") as f:
+            json.dump({"jobs": specs, "timeout_s": float(timeout_s),
+                       "out": out_path}, f)
+        budget = 120.0 + len(jobs) * (float(timeout_s) + 5.0)
+        env = dict(os.environ, PYTHONHASHSEED="0")
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            env[var] = "1"
+        log(f"diffprivlib pipeline: {len(jobs)} fit(s) in {python} ...")
+        try:
+            # -I: isolated mode, so the peer never imports this checkout's modules.
+            done = subprocess.run([str(python), "-I", "-c", code, job_path],
+                                  capture_output=True, text=True, timeout=budget,
+                                  env=env)
+        except subprocess.TimeoutExpired:
+            reason = f"the diffprivlib subprocess ran over {budget:.0f} s"
+            log(f"diffprivlib pipeline: {reason}")
+            return _failed(reason)
+        if done.returncode != 0 or not os.path.exists(out_path):
+            tail = done.stderr.strip().splitlines()[-2:]
+            reason = "the diffprivlib subprocess failed: " + " | ".join(tail)
+            log(f"diffprivlib pipeline: {reason}")
+            return _failed(reason)
+        with open(out_path) as f:
+            out = json.load(f)
+    if "error" in out:
+        log(f"diffprivlib pipeline: {out['error']}")
+        return _failed(out["error"])
+    results = []
+    for rec in out["results"]:
+        for key in ("accuracy", "fit_seconds", "epsilon_spent"):
+            rec[key] = math.nan if rec.get(key) is None else float(rec[key])
+        results.append(rec)
+    if len(results) != len(jobs):  # cannot happen; guard the one-per-job contract
+        return _failed("the diffprivlib subprocess returned "
+                       f"{len(results)} results for {len(jobs)} jobs")
+    errors = sum(r["error"] is not None for r in results)
+    log(f"diffprivlib pipeline: done ({out['versions']}); "
+        f"{len(results) - errors} ok, {errors} failed")
+    return results
