@@ -1143,3 +1143,25 @@ def test_one_search_on_few_rows_takes_the_share_that_keeps_it_afloat(monkeypatch
         PrivatePCA(epsilon=0.575, delta=1e-6, data_norm="auto", accountant=acc,
                    ).fit(X)
     assert acc.n_charges == 1
+
+
+def test_per_bin_sums_by_runs_equal_the_indicator_product():
+    """The dense per-bin sums (rows sorted by bin, summed by runs) equal the
+    sparse path's product with the bins' indicator matrix."""
+    from scipy import sparse
+
+    from sklearn_dppca._bounds import _add_bin_sums
+
+    rng = np.random.default_rng(0)
+    rows = rng.normal(size=(500, 7))
+    index = rng.integers(0, 12, 500)
+    scale = rng.uniform(0, 1, 500)
+    dense = [np.zeros((13, 7)), np.zeros((13, 7))]
+    _add_bin_sums(rows, index, scale, *dense)
+    product = [np.zeros((13, 7)), np.zeros((13, 7))]
+    _add_bin_sums(sparse.csr_matrix(rows), index, scale, *product)
+    for a, b in zip(dense, product):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    exact = np.zeros((13, 7))
+    np.add.at(exact, index, rows)
+    np.testing.assert_allclose(dense[0], exact, rtol=1e-12, atol=1e-12)
