@@ -120,22 +120,22 @@ class _PrivateHead(BaseEstimator):
         before the charge); ``extra`` is what the attributes need."""
         raise NotImplementedError
 
-    def _rows(self, X, y, reset=True):
+    def _rows(self, X, y):
         if self.data_norm is None:
             raise ValueError(
                 f"{type(self).__name__} needs data_norm: a public bound on the "
                 "norm of its input rows, known without looking at the data "
-                "(rows beyond it are clipped). After a PrivatePCA, its own "
-                "data_norm bounds the centred rows it projects; after a "
-                "PublicScaler to [0, 1], sqrt(n_features)."
+                "(rows beyond it are clipped). After a PrivatePCA, about half "
+                "of its data_norm (the projected, centred rows are short); "
+                "after a PublicScaler to [0, 1], sqrt(n_features) / 2."
             )
         if sparse.issparse(X):
             raise TypeError(
                 f"{type(self).__name__} takes dense rows: densify X, or put a "
                 "PrivatePCA (which takes sparse rows) before it."
             )
-        return validate_data(self, X, y, reset=reset, dtype=np.float64,
-                             ensure_min_samples=2, y_numeric=False)
+        return validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2,
+                             y_numeric=False)
 
     @_all_or_nothing
     def _fit(self, X, y):
@@ -164,7 +164,7 @@ class _PrivateHead(BaseEstimator):
                 (gdp_epsilon(mu, self.delta), self.delta), self.epsilon)
         _warn_if_not_private(self.epsilon, self.random_state, "released coefficients")
 
-    def _ridge(self, sigma, n_dims, n_rows):
+    def _ridge(self, sigma, n_dims):
         """The ridge added to the released Gram block, in its units."""
         if self.alpha != "auto":
             return float(self.alpha)
@@ -399,7 +399,7 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
         sums = released[:d, labels] / g_label  # (d, K): Σ_{y=c} x
         means = (sums / counts).T
         within = released[:d, :d] - (sums / counts) @ sums.T
-        values, vectors = _regularised(within, self._ridge(sigma, d + 1 + K, n))
+        values, vectors = _regularised(within, self._ridge(sigma, d + 1 + K))
         # the ridge shrinks the shape, not the scale: rescaled to the released
         # trace, so the likelihood keeps its units beside log π_c
         total = max(float(np.trace(within)), float(values.sum()) * 1e-3)
@@ -575,7 +575,7 @@ class PrivateRidge(RegressorMixin, _PrivateHead):
         sum_t = released[d, d + 1] / (g_one * g_label)
         # centred normal equations: (G − s sᵀ/n + λ) w = Σ x t − s Σt / n
         centred = gram - np.outer(sum_x, sum_x) / n
-        values, vectors = _regularised(centred, self._ridge(sigma, d + 2, n))
+        values, vectors = _regularised(centred, self._ridge(sigma, d + 2))
         w = _solve(values, vectors, xt - sum_x * sum_t / n)
         self.coef_ = half * w
         self.intercept_ = float(mid + half * (sum_t - sum_x @ w) / n)
