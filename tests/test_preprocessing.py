@@ -587,7 +587,8 @@ def test_private_scaler_partial_fit_composes_its_calls(people):
     assert batches.n_samples_seen_ == people.shape[0]
 
     budget = BudgetAccountant()
-    est = PrivateStandardScaler(bounds=bounds, epsilon=0.5, accountant=budget)
+    est = PrivateStandardScaler(bounds=bounds, epsilon=0.5, accountant=budget,
+                                random_state=0)
     for batch in np.array_split(people, 4):
         est.partial_fit(batch)
     mu = gdp_mu(0.5, 1e-6)
