@@ -586,7 +586,10 @@ def _refused_step(name, step):
         "training fold would reach the scores and the refit without noise, and "
         "a supervised final step makes a row's effect on the scores unbounded. "
         f"Only stateless steps ({_STATELESS_STEPS}) may stand beside the "
-        "private estimator, in the estimator and in every grid value."
+        "private estimator, in the estimator and in every grid value. For a "
+        "classifier or a regressor, end the Pipeline in a private head "
+        "(sklearn_dppca.linear_model.PrivateLDA or PrivateRidge): the search "
+        "then scores it with noisy accuracy or R²."
     )
 
 
