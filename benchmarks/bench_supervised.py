@@ -108,7 +108,7 @@ def load(name):
 def ours(lower, upper, classes, k, epsilon, seed, head_only=False):
     d = lower.shape[0]
     norm = math.sqrt(d) / 2.0
-    scaler = PublicScaler(ranges=np.column_stack([lower, upper]), clip=True)
+    scaler = PublicScaler(ranges=(lower, upper), clip=True)
     if head_only:
         return Pipeline([("scale", scaler), ("lda", PrivateLDA(
             classes, data_norm=norm, epsilon=epsilon, random_state=seed,

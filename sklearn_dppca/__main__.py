@@ -708,7 +708,7 @@ def _scale_by_bounds(X, bounds, names):
         raise ValueError(f"--scale: the range of column(s) {quote_names(empty)} "
                          "is empty (lower >= upper): nothing to scale by")
     # stateless: fitted on the ranges alone (a row of zeros gives d)
-    scaler = PublicScaler(list(zip(lower, upper))).fit(np.zeros((1, len(names))))
+    scaler = PublicScaler((lower, upper)).fit(np.zeros((1, len(names))))
     scale = {"lower": lower.tolist(), "upper": upper.tolist()}
     return _map_rows(scaler.transform, X, len(names)), (0.0, 1.0), scale
 

@@ -250,12 +250,15 @@ SHARED_PARAMETER_DOCS = {
         Between ``1e-100`` and ``1e120`` for float64 data, ``1e-15`` and
         ``1e15`` for float32.
         How to choose it, and ``epsilon`` and ``delta``: :ref:`choosing`.
-    bounds : (lower, upper) or None, default=None
-        Public per-feature ranges, scalars or arrays of length n_features.
-        Rows are clipped into the box; the private mean is the box's midpoint
-        plus a private mean of the residuals, projected into the box (a
-        ``mean_`` outside a feature's public range is never reported), and
-        ``data_norm=None`` means the box's radius around that midpoint.
+    bounds : (lower, upper), dict or None, default=None
+        Public per-feature ranges: ``(lower, upper)``, two scalars or two
+        arrays of length n_features, or a dict ``{feature name: (low,
+        high)}`` for a DataFrame (the one spelling of every public bound of
+        the package, :ref:`public-bounds-spelling`). Rows are clipped into
+        the box; the private mean is the box's midpoint plus a private mean
+        of the residuals, projected into the box (a ``mean_`` outside a
+        feature's public range is never reported), and ``data_norm=None``
+        means the box's radius around that midpoint.
     norm_range : (float, float), default=(1e-8, 1e12)
         ``(low, high)``, ``0 < low < high``: the public grid of candidate
         bounds of ``data_norm="auto"`` (four per octave). Norms beyond it

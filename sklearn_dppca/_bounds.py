@@ -99,6 +99,7 @@ charge of ``μ*``.
 """
 
 import math
+import warnings
 from numbers import Integral, Real
 from typing import NamedTuple
 
@@ -887,29 +888,73 @@ def _announce(data, what):
 
 
 # -------------------------------------------------------------- the box
-def check_box(bounds, n_features):
-    """``(lower, upper)`` as float arrays of length ``n_features``, checked."""
-    if bounds is None:
-        return None
+def parse_box(bounds, n_features, feature_names=None, name="bounds",
+              pairs_deprecated=False):
+    """``(lower, upper)`` float arrays of length ``n_features`` from the one
+    spelling of public bounds the package takes everywhere:
+
+    - ``(lower, upper)``: two numbers (broadcast) or arrays of length
+      ``n_features``. A pair always means lower and upper, whatever the
+      number of features;
+    - a dict ``{feature name: (low, high)}``, for ``X`` with feature names
+      (it may name more features than ``X`` has).
+
+    Anything else is an error, never a guess. ``pairs_deprecated``: one
+    ``(low, high)`` pair per feature, ``PublicScaler``'s former spelling, is
+    still read, with a ``FutureWarning`` that says how to write it (with two
+    features a pair of pairs is ``(lower, upper)``).
+    """
+    if isinstance(bounds, dict):
+        if feature_names is None:
+            raise ValueError(
+                f"{name} is a dict by feature name, but X has no feature names: "
+                f"fit a DataFrame with string column names, or give {name}="
+                "(lower, upper) in the order of the columns."
+            )
+        missing = [str(f) for f in feature_names if f not in bounds]
+        if missing:
+            raise ValueError(f"{name} gives no (low, high) for the feature(s) "
+                             f"{missing}.")
+        try:
+            pairs = np.asarray([bounds[f] for f in feature_names], dtype=np.float64)
+        except (TypeError, ValueError):
+            pairs = None
+        if pairs is None or pairs.shape != (n_features, 2):
+            raise ValueError(f"{name}: every value of the dict must be one "
+                             f"(low, high) pair; got {bounds!r}.")
+        return pairs[:, 0].copy(), pairs[:, 1].copy()
     try:
         pair = [np.asarray(side, dtype=np.float64) for side in bounds]
     except (TypeError, ValueError):
         pair = None
-    if pair is None or len(pair) != 2:
-        raise ValueError(
-            "bounds must be a pair (lower, upper) of numbers or of arrays of "
-            f"length n_features, got {bounds!r}."
-        )
-    lower, upper = (np.broadcast_to(side.ravel() if side.ndim else side,
-                                    (n_features,)).copy()
-                    if side.ndim == 0 or side.size == n_features else None
-                    for side in pair)
-    if lower is None or upper is None:
-        raise ValueError(
-            f"bounds: lower and upper must be scalars or have length "
-            f"n_features={n_features}; got shapes {pair[0].shape} and "
-            f"{pair[1].shape}."
-        )
+    if pair is not None and len(pair) == 2 and all(
+            side.ndim == 0 or side.size == n_features for side in pair):
+        return tuple(np.broadcast_to(side.ravel() if side.ndim else side,
+                                     (n_features,)).copy() for side in pair)
+    if (pairs_deprecated and pair is not None and len(pair) == n_features
+            and all(side.shape == (2,) for side in pair)):
+        pairs = np.stack(pair)
+        warnings.warn(
+            f"{name} as one (low, high) pair per feature is deprecated: give "
+            f"{name}=(lower, upper), the lows and the highs, as every bounds "
+            f"of the package takes them: {name}=({pairs[:, 0].tolist()}, "
+            f"{pairs[:, 1].tolist()}); or a dict by feature name. With two "
+            "features a pair of pairs already means (lower, upper).",
+            FutureWarning, stacklevel=4)
+        return pairs[:, 0].copy(), pairs[:, 1].copy()
+    raise ValueError(
+        f"{name} must be (lower, upper) — two numbers, or two arrays of length "
+        f"n_features={n_features} — or a dict {{feature name: (low, high)}}; "
+        f"got {bounds!r}."
+    )
+
+
+def check_box(bounds, n_features, feature_names=None):
+    """``(lower, upper)`` of :func:`parse_box`, checked (``None`` for no
+    bounds)."""
+    if bounds is None:
+        return None
+    lower, upper = parse_box(bounds, n_features, feature_names)
     if not (np.isfinite(lower).all() and np.isfinite(upper).all()):
         raise ValueError("bounds must be finite.")
     if (lower > upper).any() or not (lower < upper).any():
@@ -938,13 +983,13 @@ def box_radius(lower, upper, center):
     return centre.astype(np.float64), top * float(np.linalg.norm(reach / top))
 
 
-def public_box_norm(bounds, n_features, center):
+def public_box_norm(bounds, n_features, center, feature_names=None):
     """The norm bound that ``bounds=(lower, upper)`` implies for a fit on
     ``n_features`` columns, from public values only: the largest of
     :func:`box_radius` over the dtypes a fit computes in (float32, float64),
     so that it bounds the fit's own ``data_norm_`` whatever the data's
     dtype."""
-    lower, upper = check_box(bounds, n_features)
+    lower, upper = check_box(bounds, n_features, feature_names)
     return max(box_radius(*inward_box(lower, upper, dtype), center)[1]
                for dtype in (np.float32, np.float64))
 
@@ -1034,7 +1079,8 @@ class NormBounds:
         self.data_norm = None if self.auto or data_norm is None else float(data_norm)
         if self.data_norm is not None:
             check_data_norm_range(self.data_norm, self.dtype)
-        self.box = check_box(getattr(estimator, "bounds", None), n_features)
+        self.box = check_box(getattr(estimator, "bounds", None), n_features,
+                             getattr(estimator, "feature_names_in_", None))
         self.offset = np.zeros(n_features)
         self.box_norm = None
         if self.box is not None:

@@ -608,6 +608,14 @@ def _public_norm(step, n_features, heads=()):
     bounds = getattr(step, "bounds", None)
     if data_norm is not None or bounds is None:
         return None
+    if isinstance(bounds, dict):
+        # by feature name: the box of every feature it names bounds the box
+        # of those the step will see (a radius over more features is larger)
+        try:
+            return public_box_norm(bounds, len(bounds), step.center,
+                                   feature_names=list(bounds))
+        except ValueError as error:
+            return error
     sides = [np.asarray(side, dtype=np.float64) for side in bounds]
     sized = [side.size for side in sides if side.ndim > 0]
     keeps = all(h is None or (isinstance(h, str) and h == "passthrough")

@@ -42,7 +42,7 @@ from sklearn.utils.validation import FLOAT_DTYPES, check_is_fitted, validate_dat
 from . import _array_api
 from ._array_api import check_same_namespace
 from ._base import _all_or_nothing, _refuse_fit_params, reported_spend
-from ._bounds import check_box
+from ._bounds import check_box, parse_box
 from ._released import FeatureScaleWarning
 from .noise import dense_noise, make_generator, noise_scale
 from .privacy import (
@@ -112,11 +112,9 @@ def _saturate(xp, out, dtype):
     return _array_api.astype(xp.clip(out, -big, big), dtype)
 
 
-def _per_feature(value, name, n_features, feature_names, pairs=False):
-    """``value`` (a number or pair, a sequence of them, or a dict by feature
-    name) as a float array of shape ``(n_features,)``, or ``(n_features, 2)``
-    with ``pairs``."""
-    width = (2,) if pairs else ()
+def _per_feature(value, name, n_features, feature_names):
+    """``value`` (a number, a sequence of them, or a dict by feature name) as
+    a float array of shape ``(n_features,)``."""
     if isinstance(value, dict):
         if feature_names is None:
             raise ValueError(
@@ -132,14 +130,12 @@ def _per_feature(value, name, n_features, feature_names, pairs=False):
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         array = None
-    if array is not None and array.shape == width:  # one for every feature
-        array = np.broadcast_to(array, (n_features, *width))
-    if array is None or array.shape != (n_features, *width):
-        what = "(low, high) pairs" if pairs else "numbers"
+    if array is not None and array.shape == ():  # one for every feature
+        array = np.broadcast_to(array, (n_features,))
+    if array is None or array.shape != (n_features,):
         raise ValueError(
-            f"{name} must be {'one (low, high) pair' if pairs else 'a number'}, "
-            f"{n_features} {what} (one per feature), or a dict of them by "
-            f"feature name; got {value!r}."
+            f"{name} must be a number, {n_features} numbers (one per feature), "
+            f"or a dict of them by feature name; got {value!r}."
         )
     if not np.isfinite(array).all():
         raise ValueError(f"{name} must be finite; got {value!r}.")
@@ -190,12 +186,15 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     Parameters
     ----------
-    ranges : sequence of (low, high), one (low, high) pair, dict or None, \
-            default=None
-        The public range of each feature, in the order of the columns; one
-        pair for every feature; or a dict ``{feature name: (low, high)}``
-        for a DataFrame (it may name more features than ``X`` has). Every
-        ``low < high``. Values outside their range map outside
+    ranges : (lower, upper), dict or None, default=None
+        The public range of each feature, spelled as every ``bounds`` of the
+        package: ``(lower, upper)``, two numbers (the same range for every
+        feature) or two arrays of length ``n_features`` (the lows, then the
+        highs: a pair always means lower and upper), or a dict ``{feature
+        name: (low, high)}`` for a DataFrame (it may name more features than
+        ``X`` has). Every ``low < high``. One ``(low, high)`` pair per feature,
+        the former spelling, is read with a ``FutureWarning`` that says how
+        to write it. Values outside their range map outside
         ``feature_range`` unless ``clip=True``. Either way the map saturates:
         an image beyond the dtype's range is its largest finite value, never
         infinity.
@@ -237,7 +236,7 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     >>> from sklearn_dppca import PrivatePCA
     >>> from sklearn_dppca.preprocessing import PublicScaler
     >>> X = np.array([[52_000.0, 31.0, 4.0], [18_000.0, 77.0, 2.0]])
-    >>> scaler = PublicScaler([(0, 500_000), (18, 90), (1, 5)])
+    >>> scaler = PublicScaler(([0, 18, 1], [500_000, 90, 5]))
     >>> scaler.fit_transform(X).round(3)
     array([[0.104, 0.181, 0.75 ],
            [0.036, 0.819, 0.25 ]])
@@ -297,7 +296,10 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 "known without looking at the data."
             )
         if by_range:
-            low, high = _per_feature(self.ranges, "ranges", d, names, pairs=True).T
+            low, high = parse_box(self.ranges, d, names, name="ranges",
+                                  pairs_deprecated=True)
+            if not (np.isfinite(low).all() and np.isfinite(high).all()):
+                raise ValueError("ranges must be finite.")
             if not (low < high).all():
                 raise ValueError("ranges: every low must be below its high.")
             try:
@@ -338,10 +340,14 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         try:
             if self.ranges is not None:
                 if isinstance(self.ranges, dict):
-                    pairs = np.asarray(list(self.ranges.values()), dtype=np.float64)
-                else:
-                    pairs = np.asarray(self.ranges, dtype=np.float64)
-                low, high = pairs.reshape(-1, 2).T
+                    low, high = np.asarray(list(self.ranges.values()),
+                                           dtype=np.float64).reshape(-1, 2).T
+                else:  # (lower, upper), or the deprecated pairs
+                    sides = [np.asarray(v, dtype=np.float64) for v in self.ranges]
+                    if len(sides) == 2:
+                        low, high = sides
+                    else:
+                        low, high = np.stack(sides).reshape(-1, 2).T
                 a, b = (float(v) for v in self.feature_range)
                 with np.errstate(all="ignore"):  # a map refused at fit
                     offset = a - low * (b - a) / (high - low)
@@ -482,9 +488,10 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
 
     Parameters
     ----------
-    bounds : (lower, upper)
-        Public per-feature ranges, as the estimators' ``bounds``: scalars or
-        arrays of length ``n_features``, every ``lower ≤ upper``. Required.
+    bounds : (lower, upper) or dict
+        Public per-feature ranges, as the estimators' ``bounds``: two scalars
+        or two arrays of length ``n_features``, or a dict ``{feature name:
+        (low, high)}`` for a DataFrame; every ``lower ≤ upper``. Required.
         A feature with ``lower = upper`` is that constant (no noise, no
         budget). Rows are clipped into the box; choose it from domain
         knowledge, never from the data.
@@ -658,7 +665,8 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
                 "StandardScaler, or densify X."
             )
         n, d = X.shape
-        lower, upper = check_box(self.bounds, d)
+        lower, upper = check_box(self.bounds, d,
+                                 getattr(self, "feature_names_in_", None))
         # halves first: l + u may overflow (the midpoint to rounding; the box
         # units are clipped into [−½, ½] below, whatever it rounds to)
         with np.errstate(over="ignore"):  # public values, refused below

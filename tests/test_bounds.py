@@ -758,8 +758,8 @@ def test_inward_box_rounding():
 
 
 @pytest.mark.parametrize("bad, match", [
-    ((1, 2, 3), "pair"),
-    ((np.zeros(2), np.ones(3)), "length"),
+    ((1, 2, 3), r"\(lower, upper\)"),
+    ((np.zeros(2), np.ones(3)), "n_features"),
     ((1.0, 0.0), "lower must be <="),
     ((1.0, 1.0), "at least one feature"),
     ((0.0, math.inf), "finite"),

@@ -50,7 +50,7 @@ def test_scale_maps_each_column_by_its_bounds_and_transform_applies_it(
     assert saved["format_version"] == 2
     assert saved["preprocessing"] == {"scale": {"lower": LOWER, "upper": UPPER}}
     X = make_table().to_numpy()
-    pipe = make_pipeline(PublicScaler(list(zip(LOWER, UPPER))),
+    pipe = make_pipeline(PublicScaler((LOWER, UPPER)),
                          PrivatePCA(2, epsilon=2.0, delta=1e-6, bounds=(0.0, 1.0),
                                     random_state=3, accountant=BudgetAccountant()))
     with pytest.warns(PrivacyLeakWarning):  # the fixed seed
@@ -103,7 +103,7 @@ def test_missing_values_say_what_to_do_and_fill_missing_fills_them(
     saved = json.loads(model.read_text())
     assert saved["preprocessing"]["fill_missing"] == 3.0
     filled = frame.fillna(3.0).to_numpy()
-    pipe = make_pipeline(PublicScaler(list(zip(LOWER, UPPER))),
+    pipe = make_pipeline(PublicScaler((LOWER, UPPER)),
                          PrivatePCA(2, epsilon=2.0, bounds=(0.0, 1.0), random_state=1,
                                     accountant=BudgetAccountant()))
     with pytest.warns(PrivacyLeakWarning):
@@ -172,7 +172,7 @@ def test_fill_missing_mid_fills_the_middle_of_each_public_range(
     middle = [(lo + hi) / 2 for lo, hi in zip(LOWER, UPPER)]
     assert json.loads(model.read_text())["preprocessing"]["fill_missing"] == middle
     filled = frame.fillna(dict(zip(COLUMNS, middle))).to_numpy()
-    pipe = make_pipeline(PublicScaler(list(zip(LOWER, UPPER))),
+    pipe = make_pipeline(PublicScaler((LOWER, UPPER)),
                          PrivatePCA(2, epsilon=2.0, bounds=(0.0, 1.0), random_state=2,
                                     accountant=BudgetAccountant()))
     with pytest.warns(PrivacyLeakWarning):

@@ -893,7 +893,7 @@ def test_a_pipeline_into_a_public_box_is_searched():
     rng = np.random.default_rng(0)
     folds = list(KFold(5).split(np.zeros((3000, 1))))
     X = rng.uniform(size=(3000, 4)) * [10.0, 5.0, 3.0, 1.0]
-    ranges = [(0, 10), (0, 5), (0, 3), (0, 1)]
+    ranges = (0, [10, 5, 3, 1])
     budget = BudgetAccountant(epsilon=2.0)
     pipe = make_pipeline(PublicScaler(ranges), PrivatePCA(bounds=(0, 1)))
     search = PrivateGridSearchCV(pipe, {"privatepca__n_components": [1, 2]},

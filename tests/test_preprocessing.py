@@ -26,6 +26,7 @@ from sklearn_dppca.privacy import gdp_epsilon, gdp_mu
 
 RANGES = [(0.0, 500_000.0), (18.0, 90.0), (1.0, 5.0)]
 NAMES = ["income", "age", "satisfaction"]
+BOX = tuple(np.array(RANGES).T)  # (lower, upper)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +42,7 @@ def people():
 
 # ------------------------------------------------------------ PublicScaler
 def test_public_scaler_maps_each_public_range_onto_feature_range(people):
-    scaler = PublicScaler(RANGES).fit(people)
+    scaler = PublicScaler(BOX).fit(people)
     lows, highs = np.array(RANGES).T
     expected = (people - lows) / (highs - lows)
     np.testing.assert_allclose(scaler.transform(people), expected)
@@ -50,7 +51,7 @@ def test_public_scaler_maps_each_public_range_onto_feature_range(people):
     np.testing.assert_allclose(scaler.transform(people), ends.transform(people))
     np.testing.assert_allclose(scaler.inverse_transform(scaler.transform(people)),
                                people)
-    wide = PublicScaler(RANGES, feature_range=(-1, 1)).fit_transform(people)
+    wide = PublicScaler(BOX, feature_range=(-1, 1)).fit_transform(people)
     np.testing.assert_allclose(wide, 2 * expected - 1)
     one = PublicScaler((0, 10)).fit_transform(np.array([[5.0, 10.0], [0.0, 2.5]]))
     np.testing.assert_allclose(one, [[0.5, 1.0], [0.0, 0.25]])
@@ -61,8 +62,8 @@ def test_public_scaler_learns_nothing_from_the_rows(people):
     shape give the same scaler, and no accountant is charged."""
     budget = BudgetAccountant(epsilon=1.0)
     with budget:
-        a = PublicScaler(RANGES).fit(people)
-        b = PublicScaler(RANGES).fit(np.zeros_like(people))
+        a = PublicScaler(BOX).fit(people)
+        b = PublicScaler(BOX).fit(np.zeros_like(people))
     assert budget.n_charges == 0
     for name in ("scale_", "min_", "n_features_in_"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
@@ -84,10 +85,11 @@ def test_public_scaler_by_feature_name_with_set_output(people):
     scaler = PublicScaler(ranges).set_output(transform="pandas").fit(frame)
     out = scaler.transform(frame)
     assert isinstance(out, pd.DataFrame) and list(out.columns) == NAMES
-    np.testing.assert_allclose(out.to_numpy(), PublicScaler(RANGES).fit_transform(
+    np.testing.assert_allclose(out.to_numpy(), PublicScaler(BOX).fit_transform(
         people))
     assert list(scaler.get_feature_names_out()) == NAMES
-    with pytest.raises(ValueError, match=r"no value for the feature\(s\) \['age'\]"):
+    with pytest.raises(ValueError,
+                       match=r"no \(low, high\) for the feature\(s\) \[.age.\]"):
         PublicScaler({"income": (0, 1), "satisfaction": (1, 5)}).fit(frame)
     with pytest.raises(ValueError, match="X has no feature names"):
         PublicScaler(dict(zip(NAMES, RANGES))).fit(people)
@@ -97,9 +99,9 @@ def test_public_scaler_by_feature_name_with_set_output(people):
 
 def test_public_scaler_keeps_missing_values_and_clips_on_request():
     X = np.array([[np.nan, 12.0], [5.0, -1.0]])
-    out = PublicScaler([(0, 10), (0, 10)]).fit_transform(X)
+    out = PublicScaler((0, 10)).fit_transform(X)
     assert np.isnan(out[0, 0]) and out[0, 1] == pytest.approx(1.2)
-    clipped = PublicScaler([(0, 10), (0, 10)], clip=True).fit_transform(X)
+    clipped = PublicScaler((0, 10), clip=True).fit_transform(X)
     np.testing.assert_allclose(clipped[0, 1:], [1.0])
     np.testing.assert_allclose(clipped[1], [0.5, 0.0])
     assert PublicScaler((0, 1)).fit_transform(X.astype(np.float32)).dtype == np.float32
@@ -109,7 +111,7 @@ def test_public_scaler_saturates_instead_of_overflowing():
     """Issue 30, 2: a finite value the public map sends beyond the dtype's
     range became inf, which the private step then refused on that neighbour
     only. It saturates at the dtype's largest finite value; NaN stays NaN."""
-    scaler = PublicScaler([(0, 1e-3)] * 3).fit(np.zeros((2, 3)))
+    scaler = PublicScaler((0, 1e-3)).fit(np.zeros((2, 3)))
     X = np.array([[1e306, -1e306, np.nan], [0.5e-3, 0.0, 1e-3]])
     out = scaler.transform(X)
     big = np.finfo(np.float64).max
@@ -118,7 +120,7 @@ def test_public_scaler_saturates_instead_of_overflowing():
     out32 = scaler.transform(np.array([[1e36, -1e36, 1.0]], dtype=np.float32))
     big32 = np.finfo(np.float32).max
     assert out32.dtype == np.float32 and out32[0].tolist() == [big32, -big32, 1000.0]
-    wide = PublicScaler([(0, 1e3)] * 3).fit(np.zeros((2, 3)))  # scale_ = 1e-3
+    wide = PublicScaler((0, 1e3)).fit(np.zeros((2, 3)))  # scale_ = 1e-3
     back = wide.inverse_transform(np.array([[1e306, -1e306, np.nan]]))
     assert back[0, 0] == big and back[0, 1] == -big and np.isnan(back[0, 2])
     by_scale = PublicScaler(center=0.0, scale=1e-300).fit(np.zeros((2, 1)))
@@ -136,7 +138,7 @@ def test_a_public_scaler_pipeline_fits_neighbours_it_saturates(people):
     X_prime[7, 1] = 1e306
     for Z in (X, X_prime):
         budget = BudgetAccountant(epsilon=1.0)
-        pipe = make_pipeline(PublicScaler([(0, 1e-3)] * 3),
+        pipe = make_pipeline(PublicScaler((0, 1e-3)),
                              PrivatePCA(2, data_norm=2.0, accountant=budget))
         pipe.fit(Z)
         assert budget.n_charges == 1
@@ -147,7 +149,7 @@ def test_a_public_scaler_pipeline_fits_neighbours_it_saturates(people):
     ({}, "needs the features' public ranges"),
     ({"ranges": (0, 1), "scale": 2.0}, "not both"),
     ({"ranges": [(0, 1), (2, 1)]}, "every low must be below its high"),
-    ({"ranges": [(0, 1)] * 3}, r"one per feature"),
+    ({"ranges": [(0, 1)] * 3}, r"must be \(lower, upper\)"),
     ({"ranges": (0, 1), "feature_range": (1, 0)}, "min < max"),
     ({"scale": [1.0, 0.0]}, "every scale must be positive"),
     ({"center": 1.0, "clip": True}, "it needs ranges"),
@@ -359,18 +361,18 @@ def test_the_search_accepts_the_public_scaler_and_a_constant_fill(people):
                          keep_empty_features=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
-        fitted = _search(fill, PublicScaler(RANGES)).fit(X)
+        fitted = _search(fill, PublicScaler(BOX)).fit(X)
     assert fitted.best_params_["privatepca__n_components"] in (1, 2)
     middle = SimpleImputer(strategy="constant", fill_value=0.5,
                            keep_empty_features=True)  # after the scaler: mid-range
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
-        scaled = _search(PublicScaler(RANGES), middle).fit(X)
+        scaled = _search(PublicScaler(BOX), middle).fit(X)
     inner = scaled.best_estimator_[:-1].transform(X)
     assert (inner[::7, 2] == 0.5).all() and np.isfinite(inner).all()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
-        _search(PublicScaler(RANGES),
+        _search(PublicScaler(BOX),
                 grid={"publicscaler__feature_range": [(0, 1), (-1, 1)]}).fit(people)
 
 
@@ -409,7 +411,7 @@ def test_the_search_refuses_missing_values_a_bare_estimator_reads(people):
     # the rows, one charge (issue 30, 2).
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
-        fitted = _search(PublicScaler(RANGES)).set_params(accountant=budget).fit(X)
+        fitted = _search(PublicScaler(BOX)).set_params(accountant=budget).fit(X)
     assert budget.n_charges == 1
     assert fitted.best_estimator_[-1].non_finite == "clip"
 
@@ -494,7 +496,7 @@ def test_public_scaler_keeps_sparse_input_sparse_where_its_map_keeps_zero(fmt):
     from scipy import sparse as sp
 
     X = sp.random(60, 4, density=0.3, format=fmt, random_state=0) * 10
-    for scaler in (PublicScaler([(0, 10), (0, 5), (0, 20), (0, 1)], clip=True),
+    for scaler in (PublicScaler((0, [10, 5, 20, 1]), clip=True),
                    PublicScaler(center=0.0, scale=[2.0, 4.0, 1.0, 8.0])):
         scaler.fit(X)
         assert scaler.__sklearn_tags__().input_tags.sparse
@@ -633,3 +635,33 @@ def test_private_scaler_refuses_sample_weight_and_takes_one_row_batches(people):
         est.fit(people[:1])
     est.partial_fit(people[:1])  # a batch of one row is a release like any
     assert est.n_samples_seen_ == 1 and budget.n_charges == 1
+
+
+def test_one_spelling_of_public_bounds():
+    """Issue 35: (lower, upper) means lower and upper everywhere, also for
+    PublicScaler with two features; the former one-pair-per-feature
+    spelling warns with the way to write it; a dict by feature name is taken
+    by the estimators' bounds too; ambiguous input is an error."""
+    X = np.array([[0.5, 2.5], [1.5, 2.0]])
+    scaler = PublicScaler(([0, 1], [2, 3])).fit(X)  # f1 in [0, 2], f2 in [1, 3]
+    np.testing.assert_allclose(scaler.transform(X), [[0.25, 0.75], [0.75, 0.5]])
+    with pytest.warns(FutureWarning, match=r"ranges=\(\[0.0, 18.0, 1.0\], "
+                      r"\[500000.0, 90.0, 5.0\]\)"):
+        old = PublicScaler(RANGES).fit(np.zeros((2, 3)))
+    new = PublicScaler(BOX).fit(np.zeros((2, 3)))
+    np.testing.assert_allclose(old.scale_, new.scale_)
+    with pytest.raises(ValueError, match=r"must be \(lower, upper\)"):
+        PublicScaler([(0, 1), (2, 3), (4, 5)]).fit(np.zeros((2, 2)))
+    frame = pd.DataFrame(np.random.default_rng(0).uniform(0, 1, (500, 2)),
+                         columns=["a", "b"])
+    by_name = {"b": (0, 1), "a": (0, 1), "unused": (0, 5)}
+    budget = BudgetAccountant()
+    named = PrivatePCA(1, bounds=by_name, random_state=0, accountant=budget).fit(frame)
+    plain = PrivatePCA(1, bounds=(0, 1), random_state=0, accountant=budget).fit(frame)
+    np.testing.assert_allclose(named.components_, plain.components_)
+    assert named.data_norm_ == plain.data_norm_
+    with pytest.raises(ValueError, match="X has no feature names"):
+        PrivatePCA(1, bounds=by_name, accountant=budget).fit(frame.to_numpy())
+    scaler = PrivateStandardScaler(bounds=by_name, random_state=0,
+                                   accountant=budget).fit(frame)
+    assert scaler.mean_.shape == (2,)
