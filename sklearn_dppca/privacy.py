@@ -9,7 +9,8 @@ mechanism (Balle & Wang 2018), provides the Rényi-DP helpers used by the
 random-length private selection, and keeps a :class:`BudgetAccountant` that
 estimators charge before they release anything. An accountant keeps its
 charges in memory or, given a ``path``, in a ledger file shared by processes
-and restarts (stored by ``sklearn_dppca._ledger``; the accounting is here).
+and restarts (stored by ``sklearn_dppca._ledger``; the accounting is here,
+its mathematics in ``sklearn_dppca._accounting``).
 
 This module imports nothing from the estimators.
 """
@@ -33,9 +34,18 @@ from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
-from scipy.optimize import brentq
-from scipy.special import log_ndtr
 
+from . import _accounting
+from ._accounting import (  # the mathematics; the accountant is here
+    _check_nonnegative,
+    calibrate_gaussian,
+    gaussian_rdp,
+    gdp_delta,
+    gdp_epsilon,
+    gdp_mu,
+    rdp_to_epsilon,
+    repeated_rdp,
+)
 from ._ledger import (
     Ledger,
     LedgerError,
@@ -44,6 +54,15 @@ from ._ledger import (
     float_text,
     params_text,
 )
+
+#: Rényi orders used by :class:`BudgetAccountant` and the RDP helpers.
+DEFAULT_ORDERS = _accounting.DEFAULT_ORDERS
+
+# documented and imported from here
+for _function in (calibrate_gaussian, gaussian_rdp, gdp_delta, gdp_epsilon, gdp_mu,
+                  rdp_to_epsilon, repeated_rdp):
+    _function.__module__ = __name__
+del _function
 
 __all__ = [
     "Budget",
@@ -105,335 +124,6 @@ class BudgetExceededError(ValueError):
     >>> issubclass(BudgetExceededError, ValueError)
     True
     """
-
-
-#: Rényi orders used by :class:`BudgetAccountant` and the RDP helpers.
-DEFAULT_ORDERS = np.concatenate(
-    [1.0 + np.geomspace(1e-3, 1.0, 60, endpoint=False), np.geomspace(2.0, 1e6, 340)]
-)
-
-
-# --------------------------------------------------------------------------
-# Input checks shared by the public functions
-# --------------------------------------------------------------------------
-def _check_delta(delta):
-    if not isinstance(delta, Real) or not 0.0 < delta < 1.0:
-        raise ValueError(f"delta must be a real number in (0, 1); got {delta!r}.")
-    return float(delta)
-
-
-def _check_nonnegative(value, name, allow_inf=True):
-    ok = isinstance(value, Real) and not math.isnan(value) and value >= 0.0
-    if ok and not allow_inf:
-        ok = math.isfinite(value)
-    if not ok:
-        kind = "a non-negative real number" + ("" if allow_inf else " (finite)")
-        raise ValueError(f"{name} must be {kind}; got {value!r}.")
-    return float(value)
-
-
-# --------------------------------------------------------------------------
-# Gaussian differential privacy
-# --------------------------------------------------------------------------
-def _log1mexp(x):
-    """``log(1 - exp(x))`` for ``x < 0``, accurate on both sides of ``-ln 2``."""
-    if x > -math.log(2.0):
-        return math.log(-math.expm1(x))
-    return math.log1p(-math.exp(x))
-
-
-def _log_gdp_delta(mu, epsilon):
-    """``log δ(ε; μ)`` of docs/privacy.rst §2, evaluated in log space.
-
-    ``δ = Φ(a) - e^ε Φ(b)`` with ``a = -ε/μ + μ/2`` and ``b = a - μ``. Writing
-    ``δ = Φ(a) (1 - exp(ε + log Φ(b) - log Φ(a)))`` avoids the overflow of
-    ``e^ε`` and the underflow of ``Φ`` far in the tails.
-    """
-    if mu == 0.0 or epsilon == math.inf:
-        return -math.inf
-    if mu == math.inf:
-        return 0.0
-    a = -epsilon / mu + mu / 2.0
-    log_phi_a = float(log_ndtr(a))
-    log_phi_b = float(log_ndtr(a - mu))
-    x = epsilon + log_phi_b - log_phi_a
-    if not x < 0.0:  # δ underflows: the second term rounds to the first
-        return -math.inf
-    return log_phi_a + _log1mexp(x)
-
-
-def gdp_delta(mu, epsilon):
-    """Smallest ``δ`` such that a ``μ``-GDP mechanism is ``(ε, δ)``-DP.
-
-    ``δ(ε; μ) = Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2)`` (Dong, Roth & Su 2022,
-    Corollary 2.13), computed in log space so that it is accurate for
-    ``ε`` from ``1e-3`` to ``1e7``.
-
-    Parameters
-    ----------
-    mu : float
-        GDP parameter, ``μ ≥ 0``.
-    epsilon : float
-        Privacy parameter, ``ε ≥ 0`` (may be ``inf``).
-
-    Returns
-    -------
-    delta : float
-
-    Examples
-    --------
-    >>> from sklearn_dppca.privacy import gdp_delta
-    >>> round(gdp_delta(1.0, 1.0), 6)
-    0.126937
-    """
-    mu = _check_nonnegative(mu, "mu")
-    epsilon = _check_nonnegative(epsilon, "epsilon")
-    return math.exp(_log_gdp_delta(mu, epsilon))
-
-
-def gdp_epsilon(mu, delta, *, tidy=True):
-    """Smallest ``ε`` such that a ``μ``-GDP mechanism is ``(ε, δ)``-DP.
-
-    Solves ``δ(ε; μ) = δ`` for ``ε`` with a bracketed root-finder on
-    ``log δ`` (``δ(ε; μ)`` decreases in ``ε``).
-
-    Parameters
-    ----------
-    mu : float
-        GDP parameter, ``μ ≥ 0``.
-    delta : float
-        Target ``δ`` in ``(0, 1)``.
-    tidy : bool, default=True
-        Report the value at 12 significant digits where that is a guarantee
-        too (no float artefact: ``ε = 1`` comes back as ``1.0``). ``False``
-        gives the root itself, for an ``ε`` that is converted back to ``μ``
-        to calibrate noise (the tidy value may be a hair larger).
-
-    Returns
-    -------
-    epsilon : float
-        ``0.0`` when ``δ(0; μ) ≤ δ`` already, ``inf`` when ``μ`` is infinite.
-
-    Examples
-    --------
-    >>> from sklearn_dppca.privacy import gdp_epsilon, gdp_mu
-    >>> round(gdp_epsilon(gdp_mu(1.0, 1e-6), 1e-6), 9)
-    1.0
-    """
-    mu = _check_nonnegative(mu, "mu")
-    delta = _check_delta(delta)
-    if mu == math.inf:
-        return math.inf
-    log_target = math.log(delta)
-    if _log_gdp_delta(mu, 0.0) <= log_target:
-        return 0.0
-
-    def excess(eps):
-        return max(_log_gdp_delta(mu, eps), -1e300) - log_target
-
-    hi = max(1.0, mu * mu / 2.0 + 10.0 * mu)
-    while excess(hi) > 0.0:
-        hi *= 2.0
-    root = brentq(excess, 0.0, hi, xtol=1e-300, rtol=1e-14, maxiter=500)
-    if not tidy:
-        return root
-    # The root carries the round-off of the ε → μ → ε round trip (1 comes back
-    # as 1.0000000000000022). The same value at 12 significant digits is
-    # returned where it is a guarantee too: above the root (δ(ε; μ) decreases
-    # in ε: never less than spent), or below it where δ(ε; μ) ≤ δ still holds
-    # to the precision of its evaluation (a relative 1e-12 in δ, the accuracy
-    # the root itself has).
-    short = float(f"{root:.12g}")
-    return short if short >= root or excess(short) <= 1e-12 else root
-
-
-def gdp_mu(epsilon, delta):
-    """The ``μ`` of the Gaussian-DP curve through ``(ε, δ)``.
-
-    A mechanism is ``(ε, δ)``-DP for exactly those Gaussian mechanisms with
-    ``s/σ ≤ gdp_mu(ε, δ)``. Solves ``δ(ε; μ) = δ`` by a bracketed root-finder
-    on ``log μ`` (:ref:`privacy-accounting`).
-
-    Parameters
-    ----------
-    epsilon : float
-        ``ε ≥ 0``; ``inf`` gives ``inf``.
-    delta : float
-        ``δ`` in ``(0, 1)``.
-
-    Returns
-    -------
-    mu : float
-
-    Examples
-    --------
-    >>> from sklearn_dppca.privacy import gdp_mu
-    >>> round(1 / gdp_mu(1.0, 1e-6), 2)  # σ of the analytic Gaussian mechanism
-    4.22
-    """
-    epsilon = _check_nonnegative(epsilon, "epsilon")
-    delta = _check_delta(delta)
-    if epsilon == math.inf:
-        return math.inf
-    log_target = math.log(delta)
-
-    def excess(log_mu):
-        return max(_log_gdp_delta(math.exp(log_mu), epsilon), -1e300) - log_target
-
-    # μ grows like ε / sqrt(2 ln(1/δ)) for small ε and like sqrt(2ε) for large ε.
-    guess = math.log(max(epsilon / math.sqrt(2.0 * math.log(1.25 / delta)), 1e-12))
-    lo, hi = guess - 1.0, guess + 1.0
-    while excess(lo) > 0.0:
-        lo -= 2.0
-    while excess(hi) < 0.0:
-        hi += 2.0
-    return math.exp(brentq(excess, lo, hi, xtol=1e-15, rtol=1e-15, maxiter=500))
-
-
-def calibrate_gaussian(epsilon, delta, sensitivity=1.0):
-    """Standard deviation of the exact (analytic) Gaussian mechanism.
-
-    ``σ = sensitivity / gdp_mu(ε, δ)``: the smallest noise for which adding
-    ``N(0, σ² I)`` to a statistic of L2 sensitivity ``sensitivity`` is
-    ``(ε, δ)``-DP (Balle & Wang 2018). Valid for every ``ε > 0``, unlike the
-    textbook ``s sqrt(2 ln(1.25/δ)) / ε``.
-
-    Parameters
-    ----------
-    epsilon : float
-        ``ε ≥ 0``.
-    delta : float
-        ``δ`` in ``(0, 1)``.
-    sensitivity : float, default=1.0
-        L2 sensitivity of the released statistic, ``≥ 0``.
-
-    Returns
-    -------
-    sigma : float
-
-    Examples
-    --------
-    >>> from sklearn_dppca.privacy import calibrate_gaussian
-    >>> round(calibrate_gaussian(1.0, 1e-6, sensitivity=2 ** 0.5), 3)
-    5.975
-    """
-    sensitivity = _check_nonnegative(sensitivity, "sensitivity", allow_inf=False)
-    return sensitivity / gdp_mu(epsilon, delta)
-
-
-# --------------------------------------------------------------------------
-# Rényi differential privacy
-# --------------------------------------------------------------------------
-def _check_orders(orders):
-    orders = np.asarray(orders, dtype=float)
-    if orders.ndim != 1 or orders.size == 0 or not np.all(orders > 1.0):
-        raise ValueError("orders must be a non-empty 1-D array of Rényi orders > 1.")
-    return orders
-
-
-def gaussian_rdp(mu, orders=DEFAULT_ORDERS):
-    """RDP curve of a ``μ``-GDP Gaussian release: ``ε(λ) = λ μ² / 2``.
-
-    Parameters
-    ----------
-    mu : float
-        ``s / σ`` of the release.
-    orders : array-like of float, default=DEFAULT_ORDERS
-        Rényi orders ``λ > 1``.
-
-    Returns
-    -------
-    rdp : ndarray of shape (len(orders),)
-
-    Examples
-    --------
-    >>> from sklearn_dppca.privacy import gaussian_rdp
-    >>> gaussian_rdp(1.0, [2.0, 4.0])
-    array([1., 2.])
-    """
-    mu = _check_nonnegative(mu, "mu", allow_inf=False)
-    return _check_orders(orders) * (mu * mu / 2.0)
-
-
-def rdp_to_epsilon(rdp, delta, orders=DEFAULT_ORDERS):
-    """Convert an RDP curve to ``(ε, δ)``-DP with the improved conversion.
-
-    ``ε = min_λ [ε_RDP(λ) + ln(1 - 1/λ) - (ln δ + ln λ)/(λ - 1)]``
-    (Canonne, Kamath & Steinke 2020; Asoodeh et al. 2020).
-
-    Parameters
-    ----------
-    rdp : array-like of shape (len(orders),)
-        RDP guarantees ``ε_RDP(λ)`` at ``orders``.
-    delta : float
-        Target ``δ`` in ``(0, 1)``.
-    orders : array-like of float, default=DEFAULT_ORDERS
-
-    Returns
-    -------
-    epsilon : float
-        Non-negative.
-    order : float
-        The order that attains the minimum.
-
-    Examples
-    --------
-    >>> from sklearn_dppca.privacy import gaussian_rdp, rdp_to_epsilon
-    >>> eps, order = rdp_to_epsilon(gaussian_rdp(0.5), 1e-6)
-    >>> round(eps, 2)
-    2.42
-    """
-    delta = _check_delta(delta)
-    orders = _check_orders(orders)
-    rdp = np.asarray(rdp, dtype=float)
-    if rdp.shape != orders.shape:
-        raise ValueError("rdp and orders must have the same shape.")
-    eps = rdp + np.log1p(-1.0 / orders) - (math.log(delta) + np.log(orders)) / (
-        orders - 1.0
-    )
-    i = int(np.nanargmin(eps))
-    return max(float(eps[i]), 0.0), float(orders[i])
-
-
-def repeated_rdp(rdp, theta, orders=DEFAULT_ORDERS):
-    """RDP of running a mechanism a ``Geometric(θ)`` number of times.
-
-    Papernot & Steinke (2022), Theorem 2 with ``η = 1``: if one trial is
-    ``(λ, ε_Q(λ))``-RDP, running ``K ~ Geometric(θ)`` trials
-    (``P[K = k] = θ (1 - θ)^{k-1}``) and releasing only the best is
-    ``(λ, ε'(λ))``-RDP with ``ε'(λ) = ε_Q(λ) + min_{λ̂} [2 (1 - 1/λ̂) ε_Q(λ̂) +
-    2 ln(1/θ)/λ̂] + ln(1/θ)/(λ - 1)``. The minimum runs over ``orders`` and
-    ``λ̂ = 1`` (where the bracket is ``2 ln(1/θ)``).
-
-    Parameters
-    ----------
-    rdp : array-like of shape (len(orders),)
-        RDP curve ``ε_Q`` of one trial.
-    theta : float
-        Stopping probability in ``(0, 1]``.
-    orders : array-like of float, default=DEFAULT_ORDERS
-
-    Returns
-    -------
-    rdp : ndarray of shape (len(orders),)
-
-    Examples
-    --------
-    >>> from sklearn_dppca.privacy import gaussian_rdp, repeated_rdp
-    >>> one = gaussian_rdp(0.1)
-    >>> bool((repeated_rdp(one, 0.1) > one).all())
-    True
-    """
-    orders = _check_orders(orders)
-    rdp = np.asarray(rdp, dtype=float)
-    if rdp.shape != orders.shape:
-        raise ValueError("rdp and orders must have the same shape.")
-    if not isinstance(theta, Real) or not 0.0 < theta <= 1.0:
-        raise ValueError(f"theta must be in (0, 1]; got {theta!r}.")
-    log_inv = -math.log(theta)
-    hat = 2.0 * (1.0 - 1.0 / orders) * rdp + 2.0 * log_inv / orders
-    best_hat = min(float(np.min(hat)), 2.0 * log_inv)
-    return rdp + best_hat + log_inv / (orders - 1.0)
 
 
 # --------------------------------------------------------------------------
