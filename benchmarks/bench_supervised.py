@@ -147,7 +147,7 @@ def reused_diffprivlib(path, datasets, seeds):
     return rows
 
 
-def run_accuracy(datasets, seeds, dpl_python, dpl_timeout, log):
+def run_accuracy(datasets, seeds, dpl_python, dpl_timeout, log, checkpoint=None):
     rows, jobs = [], []
     for name in datasets:
         X, y, lower, upper = load(name)
@@ -172,15 +172,20 @@ def run_accuracy(datasets, seeds, dpl_python, dpl_timeout, log):
                         bounds=(lower, upper), data_norm=math.sqrt(X.shape[1]),
                         _key=(name, eps, seed)))
         log(f"{name}: ours done")
-    if jobs:
-        log(f"diffprivlib: {len(jobs)} pipeline fits ...")
-        keys = [job.pop("_key") for job in jobs]
-        results = peers.run_diffprivlib_pipeline(dpl_python, jobs,
+    for name in datasets:  # one subprocess per dataset, its rows kept as it ends
+        batch = [job for job in jobs if job["_key"][0] == name]
+        if not batch:
+            continue
+        log(f"diffprivlib on {name}: {len(batch)} pipeline fits ...")
+        keys = [job.pop("_key") for job in batch]
+        results = peers.run_diffprivlib_pipeline(dpl_python, batch,
                                                  timeout_s=dpl_timeout, log=log)
-        for (name, eps, seed), res in zip(keys, results):
+        for (_, eps, seed), res in zip(keys, results):
             rows.append(dict(dataset=name, method="diffprivlib", epsilon=eps,
                              seed=seed, accuracy=res["accuracy"],
                              seconds=res["fit_seconds"], error=res.get("error")))
+        if checkpoint is not None:
+            checkpoint(rows)
     return rows
 
 
@@ -294,8 +299,10 @@ def main(argv=None):
         if dpl_python is None:
             log(f"diffprivlib unavailable: {info.get('reason')}")
     with threadpool_limits(limits=1, user_api="blas"):
+        checkpoint = None if args.out is None else (
+            lambda rows: write_rows(args.out, rows))
         rows = run_accuracy(datasets, range(args.seeds), dpl_python,
-                            args.dpl_timeout, log)
+                            args.dpl_timeout, log, checkpoint)
         if args.dpl_from is not None:
             rows += reused_diffprivlib(args.dpl_from, datasets, range(args.seeds))
         search = run_search(datasets, range(args.search_seeds), log)
@@ -306,14 +313,19 @@ def main(argv=None):
     print("\n## The private choice of k\n")
     print(search_table(search))
     if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        with open(args.out / "results.csv", "w", newline="") as f:
-            fields = ["dataset", "method", "epsilon", "seed", "accuracy",
-                      "seconds", "error"]
-            writer = csv.DictWriter(f, fieldnames=fields)
-            writer.writeheader()
-            for r in rows:
-                writer.writerow({k: r.get(k) for k in fields})
+        write_rows(args.out, rows)
+
+
+def write_rows(out, rows):
+    """``out/results.csv``, one row per fit."""
+    out.mkdir(parents=True, exist_ok=True)
+    fields = ["dataset", "method", "epsilon", "seed", "accuracy", "seconds",
+              "error"]
+    with open(out / "results.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        for r in rows:
+            writer.writerow({k: r.get(k) for k in fields})
 
 
 if __name__ == "__main__":
