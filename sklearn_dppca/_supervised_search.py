@@ -132,10 +132,11 @@ def _private_steps(est, n_features, smallest):
                     "public positive number (or None with public bounds) in a "
                     "private search."
                 )
-        elif step.data_norm is None:
+        elif step.data_norm is None and step.bounds is None:
             raise ValueError(
-                f"{type(step).__name__}'s data_norm must be a public positive "
-                "number in a private search: it bounds its input rows."
+                f"{type(step).__name__} needs data_norm (a public positive "
+                "number) or bounds in a private search: they bound its input "
+                "rows."
             )
     try:
         for _, step in named:

@@ -42,6 +42,7 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from ._base import _all_or_nothing, _refuse_fit_params, reported_spend
+from ._bounds import box_radius, check_box
 from ._stats import _clip_scales, _sq_norms, iter_blocks
 from .noise import add_goe_noise, make_generator, noise_scale
 from .privacy import (
@@ -101,6 +102,7 @@ class _PrivateHead(BaseEstimator):
 
     _parameter_constraints: dict = {
         "data_norm": [Interval(Real, 0, None, closed="neither"), None],
+        "bounds": ["array-like", dict, None],
         "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "epsilon": [Interval(Real, 0, math.inf, closed="right")],
         "delta": [Interval(Real, 0, 1, closed="neither")],
@@ -121,13 +123,14 @@ class _PrivateHead(BaseEstimator):
         raise NotImplementedError
 
     def _rows(self, X, y):
-        if self.data_norm is None:
+        if self.data_norm is None and self.bounds is None:
             raise ValueError(
-                f"{type(self).__name__} needs data_norm: a public bound on the "
-                "norm of its input rows, known without looking at the data "
-                "(rows beyond it are clipped). After a PrivatePCA, about half "
-                "of its data_norm (the projected, centred rows are short); "
-                "after a PublicScaler to [0, 1], sqrt(n_features) / 2."
+                f"{type(self).__name__} needs data_norm or bounds: a public bound "
+                "on the norm of its input rows, or their public per-feature "
+                "ranges (lower, upper), known without looking at the data (rows "
+                "beyond are clipped). After a PrivatePCA, about half of its "
+                "data_norm (the projected, centred rows are short); after a "
+                "PublicScaler to [0, 1], bounds=(0, 1)."
             )
         if sparse.issparse(X):
             raise TypeError(
@@ -137,17 +140,31 @@ class _PrivateHead(BaseEstimator):
         return validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2,
                              y_numeric=False)
 
+    def _box(self, n_features):
+        """``(lower, upper, centre, C)``: with ``bounds``, the box, its
+        midpoint (the rows are clipped into the box and translated by it:
+        public maps, absorbed by the intercept) and the radius around it or
+        ``data_norm`` if smaller; else no box and ``data_norm``."""
+        if self.bounds is None:
+            return None, None, np.zeros(n_features), float(self.data_norm)
+        lower, upper = check_box(self.bounds, n_features,
+                                 getattr(self, "feature_names_in_", None))
+        centre, radius = box_radius(lower, upper, True)
+        norm = radius if self.data_norm is None else min(radius, self.data_norm)
+        return lower, upper, centre, float(norm)
+
     @_all_or_nothing
     def _fit(self, X, y):
         X, y = self._rows(X, y)
         n, d = X.shape
+        lower, upper, centre, data_norm = self._box(d)
         mu = gdp_mu(self.epsilon, self.delta)
         accountant = _resolve_accountant(self)
         rng = make_generator(self.random_state)
         # ‖a‖² ≤ R² = C² + g₁² + g_t²: Frobenius sensitivity √2 R² of Σ a aᵀ
         # (docs/privacy.rst, "Supervised heads")
         reach = 1.0 + sum(w * w for w in self._weights)
-        sigma = noise_scale(math.sqrt(2.0) * reach * self.data_norm**2, mu)
+        sigma = noise_scale(math.sqrt(2.0) * reach * data_norm**2, mu)
         accountant.check(mu=mu)  # refused before the data is read
         with private_computation():
             if not np.isfinite(X).all():
@@ -155,9 +172,16 @@ class _PrivateHead(BaseEstimator):
                                  f"{type(self).__name__} needs finite rows.")
             targets, extra = self._targets(y)  # labels checked before the charge
             accountant.spend(mu=mu, estimator=self)
-            gram = _augmented_gram(X, targets, self.data_norm, self._weights)
+            if lower is not None:  # into the public box, around its midpoint
+                X = np.clip(X, lower, upper) - centre
+            gram = _augmented_gram(X, targets, data_norm, self._weights)
             released = add_goe_noise(rng, gram, sigma)
+            self.data_norm_ = data_norm
             self._set_model(released, sigma, n, d, extra)
+            # the model of translated rows, as one of the rows themselves
+            self.intercept_ = self.intercept_ - self.coef_ @ centre
+            if hasattr(self, "means_"):
+                self.means_ = self.means_ + centre
             self.n_samples_ = n
             self.noise_scale_ = sigma
             self.privacy_spent_ = reported_spend(
@@ -248,9 +272,18 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
         not learned from ``y``: the set of labels present would tell
         whether anyone has a rare one. A label of ``y`` outside them is
         refused before the charge.
-    data_norm : float
+    data_norm : float or None, default=None
         Public bound on the norm of the input rows; rows beyond it are
-        clipped. Required.
+        clipped. ``None`` with ``bounds``: the box's radius around its
+        midpoint.
+    bounds : (lower, upper), dict or None, default=None
+        Public per-feature ranges of the input rows (after a
+        :class:`~sklearn_dppca.preprocessing.PublicScaler` to ``[0, 1]``:
+        ``(0, 1)``). Rows are clipped into the box and translated by its
+        midpoint, public maps the intercept absorbs, so the norm bound is the
+        box's radius around it (``√d/2`` for the unit box) unless
+        ``data_norm`` is smaller. One of ``data_norm`` and ``bounds`` is
+        required.
     epsilon : float, default=1.0
         Privacy parameter ``ε > 0`` of the fit; ``float("inf")`` is the
         non-private fit (a :class:`~sklearn_dppca.PrivacyLeakWarning`).
@@ -282,6 +315,8 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
     intercept_ : ndarray of shape (1,) or (n_classes,)
     noise_scale_ : float
         ``σ`` of the release.
+    data_norm_ : float
+        The norm bound the rows were clipped to (public).
     privacy_spent_ : tuple of float
     n_samples_ : int
     n_features_in_ : int
@@ -312,10 +347,11 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
     # the class sums and counts matter most: a light constant, a heavy label
     _weights = (0.2, 1.2)
 
-    def __init__(self, classes=None, *, data_norm=None, epsilon=1.0, delta=1e-6,
-                 alpha="auto", random_state=None, accountant=None):
+    def __init__(self, classes=None, *, data_norm=None, bounds=None, epsilon=1.0,
+                 delta=1e-6, alpha="auto", random_state=None, accountant=None):
         self.classes = classes
         self.data_norm = data_norm
+        self.bounds = bounds
         self.epsilon = epsilon
         self.delta = delta
         self.alpha = alpha
@@ -386,7 +422,7 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
         """Post-processing of the release (docs/privacy.rst)."""
         self.classes_ = extra
         K = extra.shape[0]
-        g_one, g_label = (w * self.data_norm for w in self._weights)
+        g_one, g_label = (w * self.data_norm_ for w in self._weights)
         labels = slice(d + 1, d + 1 + K)
         # two noisy copies of n_c: the diagonal, g_t² n_c + N(0, σ²), and the
         # constant's row, g₁ g_t n_c + N(0, σ²/2), weighed by their inverse
@@ -463,9 +499,18 @@ class PrivateRidge(RegressorMixin, _PrivateHead):
     y_bounds : (float, float)
         Public bounds ``(low, high)`` of the label; labels beyond them are
         clipped. Required.
-    data_norm : float
+    data_norm : float or None, default=None
         Public bound on the norm of the input rows; rows beyond it are
-        clipped. Required.
+        clipped. ``None`` with ``bounds``: the box's radius around its
+        midpoint.
+    bounds : (lower, upper), dict or None, default=None
+        Public per-feature ranges of the input rows (after a
+        :class:`~sklearn_dppca.preprocessing.PublicScaler` to ``[0, 1]``:
+        ``(0, 1)``). Rows are clipped into the box and translated by its
+        midpoint, public maps the intercept absorbs, so the norm bound is the
+        box's radius around it (``√d/2`` for the unit box) unless
+        ``data_norm`` is smaller. One of ``data_norm`` and ``bounds`` is
+        required.
     epsilon : float, default=1.0
     delta : float, default=1e-6
     alpha : float or "auto", default="auto"
@@ -480,6 +525,7 @@ class PrivateRidge(RegressorMixin, _PrivateHead):
     coef_ : ndarray of shape (n_features,)
     intercept_ : float
     noise_scale_ : float
+    data_norm_ : float
     privacy_spent_ : tuple of float
     n_samples_ : int
     n_features_in_ : int
@@ -509,10 +555,11 @@ class PrivateRidge(RegressorMixin, _PrivateHead):
     }
     _weights = (0.3, 0.7)
 
-    def __init__(self, y_bounds=None, *, data_norm=None, epsilon=1.0, delta=1e-6,
-                 alpha="auto", random_state=None, accountant=None):
+    def __init__(self, y_bounds=None, *, data_norm=None, bounds=None, epsilon=1.0,
+                 delta=1e-6, alpha="auto", random_state=None, accountant=None):
         self.y_bounds = y_bounds
         self.data_norm = data_norm
+        self.bounds = bounds
         self.epsilon = epsilon
         self.delta = delta
         self.alpha = alpha
@@ -569,7 +616,7 @@ class PrivateRidge(RegressorMixin, _PrivateHead):
     def _set_model(self, released, sigma, n, d, extra):
         """Post-processing of the release (docs/privacy.rst)."""
         mid, half = extra
-        g_one, g_label = (w * self.data_norm for w in self._weights)
+        g_one, g_label = (w * self.data_norm_ for w in self._weights)
         gram, sum_x = released[:d, :d], released[:d, d] / g_one
         xt = released[:d, d + 1] / g_label
         sum_t = released[d, d + 1] / (g_one * g_label)

@@ -254,3 +254,27 @@ def test_audits_of_the_heads_stay_below_epsilon():
     result = audit(PrivateRidge((-3, 3), data_norm=1.0, epsilon=1.0), X, X_prime,
                    fitted_value, n_fits=300, random_state=1, y=yr, y_prime=yr_prime)
     assert result.epsilon_lower < 1.0
+
+
+def test_a_public_box_bounds_the_rows_around_its_midpoint():
+    """bounds=(lower, upper): rows clipped into the box and translated by its
+    midpoint (absorbed by the intercept), the norm bound the box's radius
+    around it — the same model as data_norm on pre-translated rows."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 5000)
+    X = np.clip(rng.normal(0.5, 0.15, size=(5000, 4)) + 0.2 * y[:, None], 0, 1)
+    boxed = PrivateLDA([0, 1], bounds=(0, 1), random_state=3,
+                       accountant=BudgetAccountant()).fit(X, y)
+    assert boxed.data_norm_ == pytest.approx(1.0)  # √4 / 2
+    moved = PrivateLDA([0, 1], data_norm=1.0, random_state=3,
+                       accountant=BudgetAccountant()).fit(X - 0.5, y)
+    np.testing.assert_allclose(boxed.coef_, moved.coef_, rtol=1e-9)
+    np.testing.assert_allclose(boxed.decision_function(X),
+                               moved.decision_function(X - 0.5), rtol=1e-9,
+                               atol=1e-9)
+    np.testing.assert_allclose(boxed.means_, moved.means_ + 0.5, rtol=1e-12)
+    reg = PrivateRidge((0, 2), bounds=(0, 1), random_state=3,
+                       accountant=BudgetAccountant()).fit(X, X.sum(axis=1) / 2)
+    assert reg.score(X, X.sum(axis=1) / 2) > 0.9
+    with pytest.raises(ValueError, match="needs data_norm or bounds"):
+        PrivateLDA([0, 1]).fit(X, y)
