@@ -27,6 +27,7 @@ once before the release.
 
 import math
 import sys
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -43,12 +44,14 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from ._base import _all_or_nothing, _refuse_fit_params, reported_spend
 from ._bounds import box_radius, check_box
+from ._released import NoisyReleaseWarning
 from ._stats import _clip_scales, _sq_norms, iter_blocks
 from .noise import add_goe_noise, make_generator, noise_scale
 from .privacy import (
     BudgetAccountant,
     _carry_default,
     _keep_carried_default,
+    _outside_stacklevel,
     _resolve_accountant,
     _warn_if_not_private,
     _warn_leak,
@@ -187,6 +190,12 @@ class _PrivateHead(BaseEstimator):
             self.privacy_spent_ = reported_spend(
                 (gdp_epsilon(mu, self.delta), self.delta), self.epsilon)
         _warn_if_not_private(self.epsilon, self.random_state, "released coefficients")
+        self._warn_if_noise()
+
+    def _warn_if_noise(self):
+        """A :class:`~sklearn_dppca.NoisyReleaseWarning` when the released
+        model is mostly noise (post-processing of released values and the
+        public ``σ``); the heads' rules are in :ref:`privacy-supervised-heads`."""
 
     def _ridge(self, sigma, n_dims):
         """The ridge added to the released Gram block, in its units."""
@@ -447,6 +456,32 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
             coef, intercept = coef[1:] - coef[:1], intercept[1:] - intercept[:1]
         self.class_count_, self.priors_, self.means_ = counts, counts / n, means
         self.coef_, self.intercept_ = coef, intercept
+
+    def _warn_if_noise(self):
+        # the noise on a released class mean: d coordinates of sd
+        # σ / (√2 g_t n_c) (an off-diagonal entry of the kernel over g_t n_c)
+        sigma = self.noise_scale_
+        if sigma == 0.0:
+            return
+        g_label = self._weights[1] * self.data_norm_
+        d = self.means_.shape[1]
+        spread = math.sqrt(d) * sigma / (math.sqrt(2.0) * g_label * self.class_count_)
+        gaps = np.linalg.norm(self.means_[:, None] - self.means_[None], axis=2)
+        noise = np.hypot(spread[:, None], spread[None])
+        np.fill_diagonal(gaps, 0.0)
+        if (gaps > 2.0 * noise).any():
+            return
+        warnings.warn(
+            "The released class means of this PrivateLDA lie within twice their "
+            "noise of one another, as they would if the classes did not differ: "
+            "its predictions are little better than guesses. The noise grows "
+            "as the square of the norm "
+            f"bound and shrinks as n times epsilon: give a tighter data_norm "
+            f"(the bound used: {self.data_norm_:.4g}), fewer features (a "
+            "PrivatePCA before the head), or more epsilon (now "
+            f"{self.epsilon:g}). (Computed from released values and the public "
+            "noise scale only.)", NoisyReleaseWarning,
+            stacklevel=_outside_stacklevel())
 
     def decision_function(self, X):
         """Discriminant scores: ``(n_samples,)`` for two classes (positive for

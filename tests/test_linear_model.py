@@ -278,3 +278,21 @@ def test_a_public_box_bounds_the_rows_around_its_midpoint():
     assert reg.score(X, X.sum(axis=1) / 2) > 0.9
     with pytest.raises(ValueError, match="needs data_norm or bounds"):
         PrivateLDA([0, 1]).fit(X, y)
+
+
+def test_a_release_of_noise_warns_from_released_values_only():
+    """Class means within twice their (public) noise of one another warn:
+    on classes that do not differ, and not where the release resolves them."""
+    from sklearn_dppca import NoisyReleaseWarning
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 200)
+    same = rng.normal(size=(200, 10)) * 0.3
+    with pytest.warns(NoisyReleaseWarning, match="within twice their noise"):
+        PrivateLDA([0, 1], data_norm=2.0, epsilon=0.5, random_state=1,
+                   accountant=BudgetAccountant()).fit(same, y)
+    apart = same + y[:, None] * 0.3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoisyReleaseWarning)
+        PrivateLDA([0, 1], data_norm=2.0, epsilon=5.0, random_state=1,
+                   accountant=BudgetAccountant()).fit(apart, y)
