@@ -40,7 +40,8 @@ Run from the repository root::
     python benchmarks/bench_supervised.py                # ~10 min with diffprivlib
     python benchmarks/bench_supervised.py --quick        # 3 seeds, no synthetic
     python benchmarks/bench_supervised.py --no-diffprivlib
-    python benchmarks/bench_supervised.py --dpl-from results.csv  # reuse its fits
+    python benchmarks/bench_supervised.py --dpl-from results.csv  # reuse its
+                                                  # diffprivlib fits, run the rest
 
 Prints markdown tables (docs/benchmarks.rst shows them) and, with ``--out``,
 writes ``results.csv``.
@@ -147,7 +148,8 @@ def reused_diffprivlib(path, datasets, seeds):
     return rows
 
 
-def run_accuracy(datasets, seeds, dpl_python, dpl_timeout, log, checkpoint=None):
+def run_accuracy(datasets, seeds, dpl_python, dpl_timeout, log, checkpoint=None,
+                 reused=()):
     rows, jobs = [], []
     for name in datasets:
         X, y, lower, upper = load(name)
@@ -165,17 +167,17 @@ def run_accuracy(datasets, seeds, dpl_python, dpl_timeout, log, checkpoint=None)
                     acc, sec = timed_score(model, X_tr, y_tr, X_te, y_te)
                     rows.append(dict(dataset=name, method=method, epsilon=eps,
                                      seed=seed, accuracy=acc, seconds=sec))
-                if dpl_python is not None:
+                if dpl_python is not None and name not in reused:
                     jobs.append(dict(
                         X_train=X_tr, y_train=y_tr, X_test=X_te, y_test=y_te,
                         epsilon=eps, seed=seed, n_components=k,
                         bounds=(lower, upper), data_norm=math.sqrt(X.shape[1]),
                         _key=(name, eps, seed)))
         log(f"{name}: ours done")
-    for name in datasets:  # one subprocess per dataset, its rows kept as it ends
-        batch = [job for job in jobs if job["_key"][0] == name]
-        if not batch:
-            continue
+    batches = {}
+    for job in jobs:
+        batches.setdefault(job["_key"][0], []).append(job)
+    for name, batch in batches.items():  # one subprocess per dataset
         log(f"diffprivlib on {name}: {len(batch)} pipeline fits ...")
         keys = [job.pop("_key") for job in batch]
         results = peers.run_diffprivlib_pipeline(dpl_python, batch,
@@ -294,17 +296,19 @@ def main(argv=None):
     warnings.filterwarnings("ignore", category=UserWarning)
     log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
     dpl_python = None
-    if not args.no_diffprivlib and args.dpl_from is None:
+    reused = []
+    if args.dpl_from is not None:
+        reused = reused_diffprivlib(args.dpl_from, datasets, range(args.seeds))
+    if not args.no_diffprivlib and not {r["dataset"] for r in reused} >= set(datasets):
         dpl_python, info = peers.diffprivlib_runner(log=log)
         if dpl_python is None:
             log(f"diffprivlib unavailable: {info.get('reason')}")
     with threadpool_limits(limits=1, user_api="blas"):
         checkpoint = None if args.out is None else (
-            lambda rows: write_rows(args.out, rows))
+            lambda rows: write_rows(args.out, rows + reused))
         rows = run_accuracy(datasets, range(args.seeds), dpl_python,
-                            args.dpl_timeout, log, checkpoint)
-        if args.dpl_from is not None:
-            rows += reused_diffprivlib(args.dpl_from, datasets, range(args.seeds))
+                            args.dpl_timeout, log, checkpoint,
+                            reused={r["dataset"] for r in reused}) + reused
         search = run_search(datasets, range(args.search_seeds), log)
     print(f"## Test accuracy, mean ± sd over {args.seeds} splits\n")
     print(accuracy_table(rows, datasets))
