@@ -40,9 +40,6 @@ EXPECTED_FAILED_CHECKS: dict = {
         "check_classifiers_classes": _DECLARED,
         "check_classifiers_train": "with classes=[0, 1, 2] declared, a binary y "
         "still gets three discriminants (decision_function of shape (n, 3))",
-        "check_classifiers_one_label": "a y of one class is fitted, not refused: "
-        "the refusal would tell that nobody has another label; the other "
-        "classes' released counts are floored at 1 and can win a prediction",
     },
 }
 
