@@ -207,7 +207,21 @@ class _PrivateHead(BaseEstimator):
         check_is_fitted(self)
         _warn_if_scored_exactly(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        return X @ self.coef_.T + self.intercept_
+        return self._as_fitted(X) @ self.coef_.T + self.intercept_
+
+    def _as_fitted(self, X):
+        """``X`` through the public map the fit applied to its rows: into the
+        box (with ``bounds``), then clipped to norm ``data_norm_`` around the
+        box's midpoint (or the origin). Rows the fit would not have clipped
+        are unchanged; the others are scored as the model saw such rows,
+        not extrapolated from clipped ones."""
+        lower, upper, centre, _ = self._box(X.shape[1])
+        if lower is not None:
+            X = np.clip(X, lower, upper)
+        offsets = X - centre
+        norms = np.maximum(np.linalg.norm(offsets, axis=1), np.finfo(float).tiny)
+        scale = np.minimum(1.0, self.data_norm_ / norms)
+        return centre + offsets * scale[:, None]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

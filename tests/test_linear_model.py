@@ -296,3 +296,19 @@ def test_a_release_of_noise_warns_from_released_values_only():
         warnings.simplefilter("error", NoisyReleaseWarning)
         PrivateLDA([0, 1], data_norm=2.0, epsilon=5.0, random_state=1,
                    accountant=BudgetAccountant()).fit(apart, y)
+
+
+def test_predictions_see_rows_through_the_fits_public_map():
+    """A row beyond data_norm is scored as the fit saw such rows: clipped to
+    the bound (not extrapolated from the clipped rows the model was fitted
+    on); rows inside are scored by coef_ and intercept_ as they are."""
+    X, y = blobs(3000)
+    clf = PrivateLDA([0, 1, 2], data_norm=1.0, random_state=0,
+                     accountant=BudgetAccountant()).fit(X, y)
+    inside = X[np.linalg.norm(X, axis=1) < 1.0]
+    np.testing.assert_allclose(clf.decision_function(inside),
+                               inside @ clf.coef_.T + clf.intercept_)
+    far = X * 10.0
+    clipped = far / np.linalg.norm(far, axis=1, keepdims=True)
+    np.testing.assert_allclose(clf.decision_function(far),
+                               clf.decision_function(clipped), rtol=1e-12)
