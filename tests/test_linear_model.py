@@ -309,6 +309,6 @@ def test_predictions_see_rows_through_the_fits_public_map():
     np.testing.assert_allclose(clf.decision_function(inside),
                                inside @ clf.coef_.T + clf.intercept_)
     far = X * 10.0
-    clipped = far / np.linalg.norm(far, axis=1, keepdims=True)
+    clipped = far / np.maximum(1.0, np.linalg.norm(far, axis=1, keepdims=True))
     np.testing.assert_allclose(clf.decision_function(far),
                                clf.decision_function(clipped), rtol=1e-12)
