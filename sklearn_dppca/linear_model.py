@@ -258,25 +258,6 @@ def _warn_if_scored_exactly(head):
         frame = frame.f_back
 
 
-def _shrunk_means(means, counts, noise):
-    """Released class means shrunk toward their pooled mean, each by the
-    positive-part James–Stein factor ``1 − (d − 2) v_c / ‖μ̂_c − μ̄‖²`` with
-    ``v_c = (noise / n_c)²`` the variance of each coordinate's noise
-    (post-processing with the public σ). A class whose mean is lost in its
-    noise is pulled to the pooled mean, so the discriminant falls back on
-    the class priors instead of following the noise; nothing changes where
-    the means stand far out of it. Fewer than three features: unchanged."""
-    d = means.shape[1]
-    if d < 3 or noise == 0.0:
-        return means
-    pooled = counts @ means / counts.sum()
-    offsets = means - pooled
-    energy = np.einsum("kd,kd->k", offsets, offsets)
-    factor = np.maximum(0.0, 1.0 - (d - 2) * (noise / counts) ** 2
-                        / np.maximum(energy, np.finfo(float).tiny))
-    return pooled + factor[:, None] * offsets
-
-
 def _regularised(matrix, ridge):
     """``(values, vectors)`` of ``sym(M)₊ + ridge·I``: the released matrix's
     negative eigenvalues (noise) clamped at 0, then the ridge
@@ -477,7 +458,6 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
         sums = released[:d, labels] / g_label  # (d, K): Σ_{y=c} x
         means = (sums / counts).T
         within = released[:d, :d] - (sums / counts) @ sums.T
-        means = _shrunk_means(means, counts, sigma / (math.sqrt(2.0) * g_label))
         values, vectors = _regularised(within, self._ridge(sigma, d + 1 + K))
         # the ridge shrinks the shape, not the scale: rescaled to the released
         # trace, so the likelihood keeps its units beside log π_c; the trace
