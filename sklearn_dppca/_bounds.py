@@ -888,6 +888,22 @@ def _announce(data, what):
 
 
 # -------------------------------------------------------------- the box
+def by_feature_name(values, name, feature_names, what, instead):
+    """The entries of the dict ``values`` in the order of ``feature_names``
+    (it may name more features); refused without names, or with a feature
+    it does not name."""
+    if feature_names is None:
+        raise ValueError(
+            f"{name} is a dict by feature name, but X has no feature names: "
+            f"fit a DataFrame with string column names, or give {instead} in "
+            "the order of the columns."
+        )
+    missing = [str(f) for f in feature_names if f not in values]
+    if missing:
+        raise ValueError(f"{name} gives no {what} for the feature(s) {missing}.")
+    return [values[f] for f in feature_names]
+
+
 def parse_box(bounds, n_features, feature_names=None, name="bounds",
               pairs_deprecated=False):
     """``(lower, upper)`` float arrays of length ``n_features`` from the one
@@ -905,18 +921,10 @@ def parse_box(bounds, n_features, feature_names=None, name="bounds",
     features a pair of pairs is ``(lower, upper)``).
     """
     if isinstance(bounds, dict):
-        if feature_names is None:
-            raise ValueError(
-                f"{name} is a dict by feature name, but X has no feature names: "
-                f"fit a DataFrame with string column names, or give {name}="
-                "(lower, upper) in the order of the columns."
-            )
-        missing = [str(f) for f in feature_names if f not in bounds]
-        if missing:
-            raise ValueError(f"{name} gives no (low, high) for the feature(s) "
-                             f"{missing}.")
+        values = by_feature_name(bounds, name, feature_names, "(low, high)",
+                                 f"{name}=(lower, upper)")
         try:
-            pairs = np.asarray([bounds[f] for f in feature_names], dtype=np.float64)
+            pairs = np.asarray(values, dtype=np.float64)
         except (TypeError, ValueError):
             pairs = None
         if pairs is None or pairs.shape != (n_features, 2):

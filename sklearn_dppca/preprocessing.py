@@ -42,7 +42,7 @@ from sklearn.utils.validation import FLOAT_DTYPES, check_is_fitted, validate_dat
 from . import _array_api
 from ._array_api import check_same_namespace
 from ._base import _all_or_nothing, _refuse_fit_params, reported_spend
-from ._bounds import check_box, parse_box
+from ._bounds import by_feature_name, check_box, parse_box
 from ._released import FeatureScaleWarning
 from .noise import dense_noise, make_generator, noise_scale
 from .privacy import (
@@ -116,16 +116,8 @@ def _per_feature(value, name, n_features, feature_names):
     """``value`` (a number, a sequence of them, or a dict by feature name) as
     a float array of shape ``(n_features,)``."""
     if isinstance(value, dict):
-        if feature_names is None:
-            raise ValueError(
-                f"{name} is a dict by feature name, but X has no feature names: "
-                f"fit a DataFrame with string column names, or give {name} as "
-                "a sequence in the order of the columns."
-            )
-        missing = [str(f) for f in feature_names if f not in value]
-        if missing:
-            raise ValueError(f"{name} gives no value for the feature(s) {missing}.")
-        value = [value[f] for f in feature_names]
+        value = by_feature_name(value, name, feature_names, "value",
+                                f"{name} as a sequence")
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
