@@ -290,11 +290,18 @@ def fit_candidate(cand, epsilons, delta, generator, X, y):
     """``cand`` fitted with each private step at its ``ε`` on a throwaway
     accountant (the search has paid)."""
     settings = {}
-    for prefix, _ in cand.private:
+    first = (cand.estimator.steps[0][1] if isinstance(cand.estimator, Pipeline)
+             else cand.estimator)
+    for prefix, step in cand.private:
         settings.update({prefix + "epsilon": epsilons[prefix],
                          prefix + "delta": delta,
                          prefix + "accountant": BudgetAccountant(),
                          prefix + "random_state": generator})
+        if isinstance(step, _BasePrivatePCA) and step is not first:
+            # as in the unsupervised search: a value the steps before it
+            # make non-finite is mapped, never a failure that tells
+            # neighbours apart (docs/model_selection.rst)
+            settings[prefix + "non_finite"] = "clip"
     return clone(cand.estimator).set_params(**settings).fit(X, y)
 
 

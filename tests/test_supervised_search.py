@@ -215,3 +215,16 @@ def test_sklearn_cross_val_score_says_its_scores_are_not_private():
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
         model.fit(X, y).predict(X)  # your own predictions: no warning
+
+
+def test_a_private_transformer_after_other_steps_maps_non_finite_values():
+    """As in the unsupervised search: a PCA with steps before it is fitted
+    with non_finite="clip", so a missing value the steps pass on is mapped,
+    never a failure after the charge."""
+    X, y = classes_data(2000)
+    X[5, 1] = np.nan
+    budget = BudgetAccountant()
+    search = PrivateGridSearchCV(pipe(), GRID, cv=3, epsilon=3.0, random_state=0,
+                                 accountant=budget).fit(X, y)
+    assert search.best_estimator_.named_steps["pca"].non_finite == "clip"
+    assert budget.n_charges == 1
