@@ -297,7 +297,7 @@ def fit_candidate(cand, epsilons, delta, generator, X, y):
                          prefix + "delta": delta,
                          prefix + "accountant": BudgetAccountant(),
                          prefix + "random_state": generator})
-        if isinstance(step, _BasePrivatePCA) and step is not first:
+        if step is not first:
             # as in the unsupervised search: a value the steps before it
             # make non-finite is mapped, never a failure that tells
             # neighbours apart (docs/model_selection.rst)

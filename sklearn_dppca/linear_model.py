@@ -106,6 +106,7 @@ class _PrivateHead(BaseEstimator):
     _parameter_constraints: dict = {
         "data_norm": [Interval(Real, 0, None, closed="neither"), None],
         "bounds": ["array-like", dict, None],
+        "non_finite": [StrOptions({"raise", "clip"})],
         "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
         "epsilon": [Interval(Real, 0, math.inf, closed="right")],
         "delta": [Interval(Real, 0, 1, closed="neither")],
@@ -141,7 +142,8 @@ class _PrivateHead(BaseEstimator):
                 "PrivatePCA (which takes sparse rows) before it."
             )
         return validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2,
-                             y_numeric=False)
+                             y_numeric=False,
+                             ensure_all_finite=self.non_finite == "raise")
 
     def _box(self, n_features):
         """``(lower, upper, centre, C)``: with ``bounds``, the box, its
@@ -170,9 +172,8 @@ class _PrivateHead(BaseEstimator):
         sigma = noise_scale(math.sqrt(2.0) * reach * data_norm**2, mu)
         accountant.check(mu=mu)  # refused before the data is read
         with private_computation():
-            if not np.isfinite(X).all():
-                raise ValueError("Input X contains NaN or infinity: "
-                                 f"{type(self).__name__} needs finite rows.")
+            if self.non_finite == "clip":  # a public map of each value
+                X = np.nan_to_num(X)
             targets, extra = self._targets(y)  # labels checked before the charge
             accountant.spend(mu=mu, estimator=self)
             if lower is not None:  # into the public box, around its midpoint
@@ -206,7 +207,10 @@ class _PrivateHead(BaseEstimator):
     def _decision(self, X):
         check_is_fitted(self)
         _warn_if_scored_exactly(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = validate_data(self, X, reset=False, dtype=np.float64,
+                          ensure_all_finite=self.non_finite == "raise")
+        if self.non_finite == "clip":
+            X = np.nan_to_num(X)
         return self._as_fitted(X) @ self.coef_.T + self.intercept_
 
     def _as_fitted(self, X):
@@ -317,6 +321,12 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
         negative eigenvalues, noise, are first clamped at 0). ``"auto"``:
         the edge of the noise's spectrum, ``2σ√(d + n_classes + 1)``, so the
         matrix is well conditioned whatever the noise drew.
+    non_finite : {"raise", "clip"}, default="raise"
+        ``"raise"`` refuses a NaN or infinite entry before the charge;
+        ``"clip"`` maps it (NaN to 0, ±inf to ± the largest float), a public
+        map of each value, in the fit and in the predictions. A
+        :class:`~sklearn_dppca.model_selection.PrivateGridSearchCV` fits a
+        head with steps before it with ``"clip"``.
     random_state : None, int, RandomState or Generator, default=None
         Source of the noise; a fixed seed makes the fit not private.
     accountant : BudgetAccountant or None, default=None
@@ -371,10 +381,12 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
     _weights = (0.2, 1.2)
 
     def __init__(self, classes=None, *, data_norm=None, bounds=None, epsilon=1.0,
-                 delta=1e-6, alpha="auto", random_state=None, accountant=None):
+                 delta=1e-6, alpha="auto", non_finite="raise", random_state=None,
+                 accountant=None):
         self.classes = classes
         self.data_norm = data_norm
         self.bounds = bounds
+        self.non_finite = non_finite
         self.epsilon = epsilon
         self.delta = delta
         self.alpha = alpha
@@ -570,6 +582,12 @@ class PrivateRidge(RegressorMixin, _PrivateHead):
         Ridge added to the released (centred) Gram matrix of the rows, after
         its negative eigenvalues (noise) are clamped at 0. ``"auto"``: the
         edge of the noise's spectrum, ``2σ√(d + 2)``.
+    non_finite : {"raise", "clip"}, default="raise"
+        ``"raise"`` refuses a NaN or infinite entry before the charge;
+        ``"clip"`` maps it (NaN to 0, ±inf to ± the largest float), a public
+        map of each value, in the fit and in the predictions. A
+        :class:`~sklearn_dppca.model_selection.PrivateGridSearchCV` fits a
+        head with steps before it with ``"clip"``.
     random_state : None, int, RandomState or Generator, default=None
     accountant : BudgetAccountant or None, default=None
 
@@ -609,10 +627,12 @@ class PrivateRidge(RegressorMixin, _PrivateHead):
     _weights = (0.3, 0.7)
 
     def __init__(self, y_bounds=None, *, data_norm=None, bounds=None, epsilon=1.0,
-                 delta=1e-6, alpha="auto", random_state=None, accountant=None):
+                 delta=1e-6, alpha="auto", non_finite="raise", random_state=None,
+                 accountant=None):
         self.y_bounds = y_bounds
         self.data_norm = data_norm
         self.bounds = bounds
+        self.non_finite = non_finite
         self.epsilon = epsilon
         self.delta = delta
         self.alpha = alpha

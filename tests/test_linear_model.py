@@ -312,3 +312,20 @@ def test_predictions_see_rows_through_the_fits_public_map():
     clipped = far / np.maximum(1.0, np.linalg.norm(far, axis=1, keepdims=True))
     np.testing.assert_allclose(clf.decision_function(far),
                                clf.decision_function(clipped), rtol=1e-12)
+
+
+def test_non_finite_clip_maps_each_value_publicly():
+    X, y = blobs(2000)
+    X[3, 1], X[7, 0] = np.nan, np.inf
+    kw = dict(data_norm=2.0, random_state=0)
+    clip = PrivateLDA([0, 1, 2], non_finite="clip", accountant=BudgetAccountant(),
+                      **kw).fit(X, y)
+    mapped = PrivateLDA([0, 1, 2], accountant=BudgetAccountant(),
+                        **kw).fit(np.nan_to_num(X), y)
+    np.testing.assert_allclose(clip.coef_, mapped.coef_)
+    np.testing.assert_allclose(clip.decision_function(X),
+                               mapped.decision_function(np.nan_to_num(X)))
+    budget = BudgetAccountant()
+    with pytest.raises(ValueError, match="NaN"):
+        PrivateLDA([0, 1, 2], accountant=budget, **kw).fit(X, y)
+    assert budget.n_charges == 0
