@@ -367,7 +367,7 @@ def _score_fold(plan, X, y, train, test, delta, seeds):
     return fold_statistics(plan, y_val, predictions)
 
 
-def run(search, plan, X, y, splits, rng, accountant):
+def run(search, plan, X, y, splits, rng):
     """Execute ``plan`` (after its charge) and return the search's state."""
     seeds = [rng.spawn(len(plan.candidates)) for _ in splits]
     with private_computation():

@@ -1187,7 +1187,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 "search: it is not private. Leave random_state=None."
             )
         rng = make_generator(self.random_state)
-        vars(self).update(_supervised.run(self, plan, X, y, splits, rng, accountant))
+        vars(self).update(_supervised.run(self, plan, X, y, splits, rng))
         self.multimetric_ = False
         self.n_splits_ = len(splits)
         self.selection_sigma_ = plan.selection_sigma
