@@ -337,6 +337,42 @@ default="auto"
         never modifies ``X``, so ``copy=False`` has no effect (a
         ``UserWarning`` says so).
 """,
+    # the supervised heads of sklearn_dppca.linear_model
+    "head_rows": """\
+    data_norm : float or None, default=None
+        Public bound on the norm of the input rows; rows beyond it are
+        clipped. ``None`` with ``bounds``: the box's radius around its
+        midpoint.
+    bounds : (lower, upper), dict or None, default=None
+        Public per-feature ranges of the input rows (after a
+        :class:`~sklearn_dppca.preprocessing.PublicScaler` to ``[0, 1]``:
+        ``(0, 1)``). Rows are clipped into the box and translated by its
+        midpoint, public maps the intercept absorbs, so the norm bound is the
+        box's radius around it (``√d/2`` for the unit box) unless
+        ``data_norm`` is smaller. One of ``data_norm`` and ``bounds`` is
+        required.
+""",
+    "head_budget": """\
+    epsilon : float, default=1.0
+        Privacy parameter ``ε > 0`` of the fit; ``float("inf")`` is the
+        non-private fit (a :class:`~sklearn_dppca.PrivacyLeakWarning`).
+    delta : float, default=1e-6
+        Privacy parameter ``δ`` in (0, 1).
+""",
+    "head_non_finite": """\
+    non_finite : {"raise", "clip"}, default="raise"
+        ``"raise"`` refuses a NaN or infinite entry before the charge;
+        ``"clip"`` maps it (NaN to 0, ±inf to ± the largest float), a public
+        map of each value, in the fit and in the predictions. A
+        :class:`~sklearn_dppca.model_selection.PrivateGridSearchCV` fits a
+        head with steps before it with ``"clip"``.
+""",
+    "head_randomness": """\
+    random_state : None, int, RandomState or Generator, default=None
+        Source of the noise; a fixed seed makes the fit not private.
+    accountant : BudgetAccountant or None, default=None
+        Budget charged before the fit; ``None``: the default accountant.
+""",
 }
 
 

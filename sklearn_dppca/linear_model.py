@@ -42,7 +42,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from ._base import _all_or_nothing, _refuse_fit_params, reported_spend
+from ._base import (
+    _all_or_nothing,
+    _refuse_fit_params,
+    fill_parameter_docs,
+    reported_spend,
+)
 from ._bounds import box_radius, check_box
 from ._released import NoisyReleaseWarning
 from ._stats import _clip_scales, _sq_norms, iter_blocks
@@ -61,6 +66,7 @@ from .privacy import (
 )
 
 __all__ = ["PrivateLDA", "PrivateRidge"]
+
 
 #: The edge of the GOE noise's spectrum, ``2σ√D``, times this is the ridge
 #: of ``alpha="auto"``: the released Gram matrix plus it is positive definite
@@ -277,6 +283,7 @@ def _solve(values, vectors, rhs):
     return vectors @ (inverse * (vectors.T @ rhs))
 
 
+@fill_parameter_docs
 class PrivateLDA(ClassifierMixin, _PrivateHead):
     """Linear discriminant analysis with a private fit.
 
@@ -299,38 +306,15 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
         not learned from ``y``: the set of labels present would tell
         whether anyone has a rare one. A label of ``y`` outside them is
         refused before the charge.
-    data_norm : float or None, default=None
-        Public bound on the norm of the input rows; rows beyond it are
-        clipped. ``None`` with ``bounds``: the box's radius around its
-        midpoint.
-    bounds : (lower, upper), dict or None, default=None
-        Public per-feature ranges of the input rows (after a
-        :class:`~sklearn_dppca.preprocessing.PublicScaler` to ``[0, 1]``:
-        ``(0, 1)``). Rows are clipped into the box and translated by its
-        midpoint, public maps the intercept absorbs, so the norm bound is the
-        box's radius around it (``√d/2`` for the unit box) unless
-        ``data_norm`` is smaller. One of ``data_norm`` and ``bounds`` is
-        required.
-    epsilon : float, default=1.0
-        Privacy parameter ``ε > 0`` of the fit; ``float("inf")`` is the
-        non-private fit (a :class:`~sklearn_dppca.PrivacyLeakWarning`).
-    delta : float, default=1e-6
-        Privacy parameter ``δ`` in (0, 1).
+    %(head_rows)s
+    %(head_budget)s
     alpha : float or "auto", default="auto"
         Ridge added to the released within-class scatter matrix (its
         negative eigenvalues, noise, are first clamped at 0). ``"auto"``:
         the edge of the noise's spectrum, ``2σ√(d + n_classes + 1)``, so the
         matrix is well conditioned whatever the noise drew.
-    non_finite : {"raise", "clip"}, default="raise"
-        ``"raise"`` refuses a NaN or infinite entry before the charge;
-        ``"clip"`` maps it (NaN to 0, ±inf to ± the largest float), a public
-        map of each value, in the fit and in the predictions. A
-        :class:`~sklearn_dppca.model_selection.PrivateGridSearchCV` fits a
-        head with steps before it with ``"clip"``.
-    random_state : None, int, RandomState or Generator, default=None
-        Source of the noise; a fixed seed makes the fit not private.
-    accountant : BudgetAccountant or None, default=None
-        Budget charged before the fit; ``None``: the default accountant.
+    %(head_non_finite)s
+    %(head_randomness)s
 
     Attributes
     ----------
@@ -545,6 +529,7 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
         return tags
 
 
+@fill_parameter_docs
 class PrivateRidge(RegressorMixin, _PrivateHead):
     """Ridge regression with a private fit.
 
@@ -564,32 +549,14 @@ class PrivateRidge(RegressorMixin, _PrivateHead):
     y_bounds : (float, float)
         Public bounds ``(low, high)`` of the label; labels beyond them are
         clipped. Required.
-    data_norm : float or None, default=None
-        Public bound on the norm of the input rows; rows beyond it are
-        clipped. ``None`` with ``bounds``: the box's radius around its
-        midpoint.
-    bounds : (lower, upper), dict or None, default=None
-        Public per-feature ranges of the input rows (after a
-        :class:`~sklearn_dppca.preprocessing.PublicScaler` to ``[0, 1]``:
-        ``(0, 1)``). Rows are clipped into the box and translated by its
-        midpoint, public maps the intercept absorbs, so the norm bound is the
-        box's radius around it (``√d/2`` for the unit box) unless
-        ``data_norm`` is smaller. One of ``data_norm`` and ``bounds`` is
-        required.
-    epsilon : float, default=1.0
-    delta : float, default=1e-6
+    %(head_rows)s
+    %(head_budget)s
     alpha : float or "auto", default="auto"
         Ridge added to the released (centred) Gram matrix of the rows, after
         its negative eigenvalues (noise) are clamped at 0. ``"auto"``: the
         edge of the noise's spectrum, ``2σ√(d + 2)``.
-    non_finite : {"raise", "clip"}, default="raise"
-        ``"raise"`` refuses a NaN or infinite entry before the charge;
-        ``"clip"`` maps it (NaN to 0, ±inf to ± the largest float), a public
-        map of each value, in the fit and in the predictions. A
-        :class:`~sklearn_dppca.model_selection.PrivateGridSearchCV` fits a
-        head with steps before it with ``"clip"``.
-    random_state : None, int, RandomState or Generator, default=None
-    accountant : BudgetAccountant or None, default=None
+    %(head_non_finite)s
+    %(head_randomness)s
 
     Attributes
     ----------
