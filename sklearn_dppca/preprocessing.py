@@ -97,14 +97,6 @@ def _to_namespace(estimator, X):
             setattr(estimator, name, _array_api.like(value, X, dtype=wide))
 
 
-def _in_namespace(values, X):
-    """A fitted float array in ``X``'s namespace and precision: the
-    attributes of a NumPy fit are NumPy, of an Array API fit that namespace."""
-    if isinstance(X, np.ndarray) or sparse.issparse(X):
-        return values.astype(X.dtype, copy=False)
-    return _array_api.astype(values, X.dtype)
-
-
 def _saturate(xp, out, dtype):
     """``out`` (computed wider) clipped to ``dtype``'s largest finite values
     and cast to ``dtype``: a finite value never becomes ±inf (NaN stays)."""
@@ -760,9 +752,9 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         if sparse.issparse(X):
             return self._scale_stored(X, np.divide)
         if self.with_mean:
-            X -= _in_namespace(self.mean_, X)
+            X -= _array_api.astype(self.mean_, X.dtype)
         if self.with_std:
-            X /= _in_namespace(self.scale_, X)
+            X /= _array_api.astype(self.scale_, X.dtype)
         return X
 
     def _checked(self, X, copy, method):
@@ -802,9 +794,9 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         if sparse.issparse(X):
             return self._scale_stored(X, np.multiply)
         if self.with_std:
-            X *= _in_namespace(self.scale_, X)
+            X *= _array_api.astype(self.scale_, X.dtype)
         if self.with_mean:
-            X += _in_namespace(self.mean_, X)
+            X += _array_api.astype(self.mean_, X.dtype)
         return X
 
     def __sklearn_tags__(self):
