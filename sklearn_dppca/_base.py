@@ -608,7 +608,7 @@ class _BasePrivatePCA(
             if "centring" in plan.mus:  # the numeric fit's pilot
                 gram, mean = self._centred_in_one_pass(
                     data, n_samples, data_norm, mean, plan, rng)
-            elif self._fit_path == "matrix_free":  # never formed (_release)
+            elif self._fit_path != "dense":  # never formed (_release)
                 gram = None
             else:
                 gram = data.gram(data_norm, mean)
@@ -855,10 +855,13 @@ class _BasePrivatePCA(
         (:meth:`_kernel_cache`).
         """
         d = n_features
-        if (path or getattr(self, "_fit_path", "dense")) == "matrix_free":
+        path = path or getattr(self, "_fit_path", "dense")
+        if path != "dense":
             p = self._truncated_k(n_samples, d) + self.n_oversamples
-            threads = kernel_threads(d)
             rows = min(n_samples, _block_rows(d)) * (d + p)
+            if path == "noisy_power":  # V, the products, Y, its noise, its SVD
+                return 8 * (8 * d * p + rows)
+            threads = kernel_threads(d)
             kernel = min(IMPLICIT_BLOCK, d) ** 2
             return (8 * (d * p * (12 + threads) + threads * kernel + rows)
                     + self._kernel_cache(d))
@@ -880,8 +883,9 @@ class _BasePrivatePCA(
             return
         gib = 2.0**30
         d = n_features
-        what = (f"its {d} × {d} matrices" if self._fit_path == "dense"
-                else "the blocks of its matrix-free solver")
+        what = {"dense": f"its {d} × {d} matrices",
+                "matrix_free": "the blocks of its matrix-free solver",
+                "noisy_power": "the blocks of its noisy power method"}[self._fit_path]
         limit_text = (f"memory_limit={self.memory_limit!r}"
                       if self.memory_limit != "auto"
                       else f"{MEMORY_SHARE:.0%} of this machine's memory")
@@ -901,8 +905,9 @@ class _BasePrivatePCA(
         return (
             "PrivatePCA(n_components=k, svd_solver='randomized', "
             "path='matrix_free') never forms a d × d matrix (its memory grows "
-            "as d·k); with fewer features (a public selection of them) the "
-            "matrices shrink as d²."
+            "as d·k; path='noisy_power' also draws only d·k noise per pass, "
+            "at some accuracy); with fewer features (a public selection of "
+            "them) the matrices shrink as d²."
         )
 
     def _eigen_solver(self, n_samples, n_features):
