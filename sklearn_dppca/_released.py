@@ -96,7 +96,7 @@ def warn_if_mean_projected(estimator, released, projected):
     features' means are mostly noise at this budget. ``released`` and
     ``projected`` are the mean before and after the projection (released
     values)."""
-    from .privacy import _outside_stacklevel
+    from ._warning_rules import _outside_stacklevel
 
     moved = np.flatnonzero(np.asarray(released) != np.asarray(projected))
     if moved.size == 0:
@@ -130,7 +130,7 @@ def warn_if_noise_dominated(estimator):
     that often and never fires on a component three Tracy–Widom standard
     deviations beyond the edge.
     """
-    from .privacy import _outside_stacklevel
+    from ._warning_rules import _outside_stacklevel
 
     k, resolved = estimator.n_components_, getattr(estimator, "n_resolved_", None)
     if resolved is None or k == 0 or resolved >= k:
@@ -271,7 +271,7 @@ def warn_if_one_feature_dominates(estimator):
     feature. The message names the feature(s) and points to
     :mod:`sklearn_dppca.preprocessing`.
     """
-    from .privacy import _outside_stacklevel
+    from ._warning_rules import _outside_stacklevel
 
     v = released_variances(estimator)
     d = v.shape[0]

@@ -10,7 +10,9 @@ random-length private selection, and keeps a :class:`BudgetAccountant` that
 estimators charge before they release anything. An accountant keeps its
 charges in memory or, given a ``path``, in a ledger file shared by processes
 and restarts (stored by ``sklearn_dppca._ledger``; the accounting is here,
-its mathematics in ``sklearn_dppca._accounting``).
+its mathematics in ``sklearn_dppca._accounting``; the warning rules,
+:class:`PrivacyLeakWarning` and :func:`private_computation`, in
+``sklearn_dppca._warning_rules``, re-exported here).
 
 This module imports nothing from the estimators.
 """
@@ -18,17 +20,14 @@ This module imports nothing from the estimators.
 # Notation follows docs/privacy.rst: μ (GDP parameter), λ (Rényi order), θ
 # (stopping probability of the geometric number of repetitions).
 
-import contextlib
 import contextvars
 import datetime
 import hashlib
 import json
 import math
 import os
-import sys
 import threading
 import uuid
-import warnings
 import weakref
 from numbers import Integral, Real
 from typing import NamedTuple
@@ -54,13 +53,21 @@ from ._ledger import (
     float_text,
     params_text,
 )
+from ._warning_rules import (  # noqa: F401  (the warning rules, re-exported)
+    PrivacyLeakWarning,
+    _outside_stacklevel,
+    _warn_if_not_private,
+    _warn_leak,
+    private_computation,
+)
 
 #: Rényi orders used by :class:`BudgetAccountant` and the RDP helpers.
 DEFAULT_ORDERS = _accounting.DEFAULT_ORDERS
 
 # documented and imported from here
 for _function in (calibrate_gaussian, gaussian_rdp, gdp_delta, gdp_epsilon, gdp_mu,
-                  rdp_to_epsilon, repeated_rdp):
+                  rdp_to_epsilon, repeated_rdp, PrivacyLeakWarning,
+                  private_computation):
     _function.__module__ = __name__
 del _function
 
@@ -82,26 +89,6 @@ __all__ = [
     "repeated_rdp",
     "set_default_accountant",
 ]
-
-
-class PrivacyLeakWarning(UserWarning):
-    """Warning raised when a fit is not differentially private as configured.
-
-    Raised, for example, when ``data_norm`` is estimated from the data or when
-    a fixed ``random_state`` makes the noise predictable.
-
-    Examples
-    --------
-    >>> import warnings
-    >>> import numpy as np
-    >>> from sklearn_dppca import PrivacyLeakWarning, PrivatePCA
-    >>> X = np.random.default_rng(0).normal(size=(100, 3))
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     _ = PrivatePCA(2, data_norm=None).fit(X)  # bound read from the data
-    >>> [w.category.__name__ for w in caught if w.category is PrivacyLeakWarning]
-    ['PrivacyLeakWarning']
-    """
 
 
 class BudgetExceededError(ValueError):
@@ -1239,18 +1226,12 @@ def _resolve_accountant(estimator):
 
 def _after_fork_in_child():
     """A forked child is another process: its copies cannot report back."""
-    global _process_id, _default_lock, _silence_lock
+    global _process_id, _default_lock
     _process_id = uuid.uuid4().hex
     _default_lock = threading.Lock()
     # The blocks entered before the fork stay recorded: the child may run
-    # work they started (its in-memory copies refuse charges, below).
-    # Private computations open in other threads at the fork are not in the
-    # child: only the forking thread's own blocks still count, and with none
-    # the silencing filter is removed.
-    _silence_lock = threading.Lock()
-    _silence["depth"] = getattr(_own_silence, "depth", 0)
-    if not _silence["depth"] and _silence["filters"]:
-        _lift_silence()
+    # work they started (its in-memory copies refuse charges, below). The
+    # warnings' silence is reset by _warning_rules' own hook.
     for accountant in list(_in_memory):
         accountant._lock = threading.Lock()
         if accountant not in _pristine_defaults:
@@ -1259,149 +1240,3 @@ def _after_fork_in_child():
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-#: Packages whose frames a warning skips on its way to the user's line.
-_NOT_THE_CALLER = ("sklearn_dppca", "sklearn", "joblib")
-
-
-def _outside_stacklevel():
-    """``stacklevel`` pointing a warning at the user's call: the first frame
-    above the caller of this function outside this package, scikit-learn and
-    joblib (``fit`` and ``fit_transform`` sit under different numbers of
-    wrappers, a Pipeline, ``cross_val_score`` or a search under more)."""
-    frame, level = sys._getframe(2), 2
-    while frame is not None:
-        package = frame.f_globals.get("__name__", "").partition(".")[0]
-        if package not in _NOT_THE_CALLER:
-            break
-        frame, level = frame.f_back, level + 1
-    return level
-
-
-def _warn_leak(message):
-    """A :class:`PrivacyLeakWarning` shown at the user's line that called the
-    fit (not at the package's own frames)."""
-    warnings.warn(message, PrivacyLeakWarning, stacklevel=_outside_stacklevel())
-
-
-def _warn_if_not_private(epsilon, random_state, released="released attributes"):
-    """After a fit: the :class:`PrivacyLeakWarning` of ``epsilon=inf`` (no
-    noise) or, failing that, of a fixed ``random_state`` (noise anyone can
-    subtract). ``released`` names what the fit released."""
-    if epsilon == math.inf:
-        _warn_leak(
-            f"epsilon=inf is the non-private fit: no noise is added and the "
-            f"{released} are exact functions of the (clipped) data. It was "
-            "charged as infinite, which only an unlimited accountant admits."
-        )
-    elif random_state is not None:
-        _warn_leak(
-            f"random_state={random_state!r} fixes the noise: anyone who "
-            "knows it can subtract the noise, and the fit is not private. Leave "
-            "random_state=None (operating-system entropy) for a private release."
-        )
-
-
-#: The process-wide silence of :func:`private_computation`: how many blocks
-#: are open (in any thread), and the filter lists its filter was put in.
-_silence_lock = threading.Lock()
-_silence = {"depth": 0, "filters": []}
-_own_silence = threading.local()  # the blocks open in this thread
-
-
-class _WhilePrivate:
-    """The message pattern of the silencing filter: it matches every
-    warning while a private computation is open in any thread of the
-    process, and none otherwise. The warnings machinery calls a filter's
-    ``match`` for each warning, so the filter holds no state of its own:
-    a copy of the filter list that another thread's ``catch_warnings``
-    saved and restores later cannot leave the process silenced, and one that
-    drops it mid-fit is covered by :func:`_drop_while_private`."""
-
-    def match(self, text):
-        return _silence["depth"] > 0
-
-    def __repr__(self):
-        return "<while a private computation runs>"
-
-
-_PRIVATE_FILTER = ("ignore", _WhilePrivate(), Warning, None, 0)
-
-
-#: ``warnings._showwarnmsg`` as the first private computation found it.
-_display = []
-
-
-def _drop_while_private(msg):
-    """``warnings._showwarnmsg`` from the first private computation on: drop
-    what is shown while one runs, pass the rest on. ``catch_warnings`` saves
-    and restores the filters and ``showwarning``, never this hook, so
-    another thread's block cannot lift it: it holds when that thread's
-    restored filter list has lost the silencing filter mid-fit."""
-    if _silence["depth"] > 0:
-        return
-    _display[0](msg)
-
-
-def _unfilter(filters):
-    while _PRIVATE_FILTER in filters:
-        filters.remove(_PRIVATE_FILTER)
-
-
-@contextlib.contextmanager
-def private_computation():
-    """Silence every warning raised while private rows are computed on.
-
-    A warning is a release: ``RuntimeWarning: overflow`` from one extreme
-    row, or a user transformer's check that fires only on some rows, tells
-    whether the data holds such a row, which the privacy analysis does not
-    cover. Inside this block every warning is dropped and NumPy's
-    floating-point warnings are off; the package's own warnings about a fit
-    (a fixed ``random_state``, ``epsilon=inf``, ``data_norm=None``, the
-    solver parameters) depend on public values only and are
-    issued outside it (:ref:`privacy-warnings`).
-    Exceptions still propagate.
-
-    The silence is process-wide, so worker threads started inside the block
-    are silenced too. Blocks open in several threads at once (concurrent
-    fits, a threaded search) share it: it holds while any is open. It is a
-    filter that matches while a block is open (:class:`_WhilePrivate`),
-    put first in the filter list by each block that finds it missing and
-    removed from the lists it was put in by the last block to leave, so the
-    filters are the user's again, exactly, after it; and a hook on the
-    warnings' display (:func:`_drop_while_private`) that no
-    ``catch_warnings`` restores. Another thread's ``catch_warnings`` entered
-    or left during a fit can neither lift the silence nor leave it behind.
-    NumPy's error state is per thread and set in each.
-    """
-    with _silence_lock:
-        if not _display:  # installed once, for the life of the process
-            _display.append(warnings._showwarnmsg)
-            warnings._showwarnmsg = _drop_while_private
-        if _PRIVATE_FILTER not in warnings.filters:
-            warnings.filters.insert(0, _PRIVATE_FILTER)
-            warnings._filters_mutated()
-            _silence["filters"].append(warnings.filters)
-        _silence["depth"] += 1
-        _own_silence.depth = getattr(_own_silence, "depth", 0) + 1
-    try:
-        with np.errstate(all="ignore"):
-            yield
-    finally:
-        with _silence_lock:
-            _own_silence.depth -= 1
-            _silence["depth"] -= 1
-            if _silence["depth"] == 0:
-                _lift_silence()
-
-
-def _lift_silence():
-    """Remove the silencing filter from every list it was put in (which
-    another thread's ``catch_warnings`` may restore later) and from the
-    list in use now (``_silence_lock`` held)."""
-    for filters in _silence["filters"]:
-        _unfilter(filters)
-    _unfilter(warnings.filters)
-    _silence["filters"] = []
-    warnings._filters_mutated()
