@@ -141,7 +141,7 @@ ESTIMATORS = ("PrivatePCA", "ComplexGaussPCA", "CoherentPowerPCA")
 BASELINES = ("PCA auto", "PCA randomized", "TruncatedSVD")
 REFERENCE = "PCA auto"
 #: PrivatePCA's paths (its ``path`` parameter).
-PATHS = ("auto", "dense", "matrix_free")
+PATHS = ("auto", "dense", "matrix_free", "noisy_power")
 #: scikit-learn's PCA solvers, in the order the table lists them.
 SOLVERS = ("auto", "full", "covariance_eigh", "arpack", "randomized")
 DELTA = 1e-6

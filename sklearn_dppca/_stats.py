@@ -410,7 +410,9 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True, direction=None,
                 fix = np.flatnonzero(scale < 1.0)
                 if fix.size:
                     weight = (sq[fix] <= max_raw_sq) - scale[fix]  # False for inf
-                    sums[1] += np.asarray(weight @ _dense(block[fix]))
+                    # a sparse block stays sparse: at small bounds most rows
+                    # are clipped, and a dense copy of them is d floats each
+                    sums[1] += np.asarray(weight @ block[fix]).ravel()
                 if direction is not None:
                     # rows too large for this product are re-read in clipped_gram
                     with np.errstate(over="ignore", invalid="ignore"):

@@ -221,3 +221,20 @@ def test_auto_takes_it_where_the_kernel_would_be_redrawn_in_every_product():
     with pytest.raises(MemoryError, match="noisy power method"):
         npm(data_norm=1.5, memory_limit=1e4, accountant=budget).fit(X)
     assert budget.n_charges == 0
+
+
+def test_a_sparse_fit_never_densifies_its_rows():
+    """CSR rows of 50 000 columns, nearly every one clipped (a small bound):
+    the traced peak is the method's ``d × p`` blocks, not a dense block of
+    rows (2 000 of them would be 480 MB)."""
+    import tracemalloc
+
+    X = sparse.random(2000, 30_000, density=0.002, format="csr", random_state=0)
+    est = npm(3, epsilon=1.0, data_norm=0.5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tracemalloc.start()
+        est.fit(X)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peak < 60e6
