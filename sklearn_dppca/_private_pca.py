@@ -86,8 +86,8 @@ class PrivatePCA(_BasePrivatePCA):
         from a secret key (``p = n_components + n_oversamples``; memory
         ``O(d p)`` beyond a block of rows; ``2·iterated_power + 2`` passes
         over the rows after the bounds', and one for the trace).
-        ``"noisy_power"``: another release of the same budget, the noisy
-        power method (:ref:`privacy-noisy-power`): ``iterated_power``
+        ``"noisy_power"``: another release of the same budget, :ref:`the
+        noisy power method <privacy-noisy-power>`: ``iterated_power``
         passes (``"auto"``: 4), each releasing ``M V`` with ``d × p``
         Gaussian noise, so that memory is ``O(d p)`` and each pass costs
         ``O(nnz · p)``, with no ``d²`` term; its ``sin θ`` was 1.1–1.4× the

@@ -11,7 +11,7 @@ estimators charge before they release anything. An accountant keeps its
 charges in memory or, given a ``path``, in a ledger file shared by processes
 and restarts (stored by ``sklearn_dppca._ledger``; the accounting is here,
 its mathematics in ``sklearn_dppca._accounting``; the warning rules,
-:class:`PrivacyLeakWarning` and :func:`private_computation`, in
+``PrivacyLeakWarning`` and ``private_computation``, in
 ``sklearn_dppca._warning_rules``, re-exported here).
 
 This module imports nothing from the estimators.
