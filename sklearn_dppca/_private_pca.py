@@ -403,18 +403,27 @@ class PrivatePCA(_BasePrivatePCA):
         basis = np.linalg.qr(rng.standard_normal((d, p)))[0]  # V_0: no data
         for i, share in enumerate(noisy_power_shares(passes)):
             sigma = noise_scale(sensitivity, plan.mus["covariance"] * math.sqrt(share))
-            products, _ = rows.clipped_products(basis[:, None, :], np.array([np.inf]))
-            released = scale * products[:, 0, :] + dense_noise(rng, (d, p), sigma)
+            # in place: a few d × p blocks alive at once
+            released = rows.clipped_products(basis[:, None, :],
+                                             np.array([np.inf]))[0][:, 0, :]
+            released *= scale
+            released += dense_noise(rng, (d, p), sigma)
             if i < passes - 1:
+                del basis  # before its successor is made
                 basis = np.linalg.qr(released)[0]
+                del released
         trace = scale * rows.sq_norm_sum() + float(dense_noise(rng, (), sigma))
-        vectors, singular, _ = np.linalg.svd(released, full_matrices=False)
+        # Y_L's SVD from its QR and the SVD of the p × p factor
+        basis, factor = np.linalg.qr(released)
+        del released
+        rotation, singular, _ = np.linalg.svd(factor)
+        vectors = basis @ rotation[:, :k]
         values = np.sqrt(np.maximum(singular[:k] ** 2 - d * sigma**2, 0.0))
         # above the largest singular value of the noise alone, σ (√d + √p)
         edge = sigma * (math.sqrt(d) + math.sqrt(p))
         resolved = int(np.count_nonzero(singular[:k] > edge))
         spectrum = noisy_power_spectrum(values, trace, min(n, d), n - 1, resolved)
-        self._set_components(vectors[:, :k].T, values / (n - 1), spectrum, dtype)
+        self._set_components(vectors.T, values / (n - 1), spectrum, dtype)
 
 
 #: The noisy power method's passes ``L`` where ``iterated_power="auto"``,

@@ -944,21 +944,25 @@ class CentredRows:
                 factor = np.where(over, radii / norms, 1.0)
             products *= (factor * unit[:, None])[:, :, None]
             products = products.reshape(-1, n_trials * k)
-            total = np.asarray(block.T @ products) - np.outer(centre, products.sum(0))
-            return total, over.sum(axis=0)
+            return np.asarray(block.T @ products), products.sum(0), over.sum(axis=0)
 
         # threads of ours, if any, each with a single-threaded BLAS (two-threaded
         # BLAS in two threads measured 1.3× slower than one thread)
         threads = effective_n_jobs(n_jobs) > 1
         # each block's d × (trials · k) sum added as it comes (never one per
-        # block held at once: n / 2048 of them on many rows)
+        # block held at once: n / 2048 of them on many rows); the centring's
+        # − m (Σ q)ᵀ once at the end, in place (no d × (trials · k) temporary)
         total, counts = np.zeros((d, n_trials * k)), np.zeros(n_trials, dtype=int)
+        q_sum = np.zeros(n_trials * k)
         with _SINGLE_THREADED_BLAS if threads else nullcontext():
-            for part, count in Parallel(n_jobs=n_jobs, prefer="threads",
-                                        return_as="generator")(
+            for part, q_part, count in Parallel(n_jobs=n_jobs, prefer="threads",
+                                                return_as="generator")(
                     delayed(one_block)(*item) for item in iter_blocks(self.X)):
                 total += part
+                q_sum += q_part
                 counts += count
+        if self.mean is not None:
+            add_outer(total, centre, q_sum, -1.0)
         self._unit_scales = units  # complete: kept for the next call
         return total.reshape(d, n_trials, k), counts
 
