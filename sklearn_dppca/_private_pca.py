@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import scipy.linalg
 from sklearn.utils._param_validation import StrOptions
 
 from . import _array_api
@@ -20,6 +21,7 @@ from ._dask import ChunkedRows
 from ._stats import ImplicitScatter, InMemoryRows, kernel_threads
 from .noise import (
     ImplicitGOE,
+    add_dense_noise,
     add_goe_noise,
     dense_noise,
     goe_noise,
@@ -407,14 +409,15 @@ class PrivatePCA(_BasePrivatePCA):
             released = rows.clipped_products(basis[:, None, :],
                                              np.array([np.inf]))[0][:, 0, :]
             released *= scale
-            released += dense_noise(rng, (d, p), sigma)
+            add_dense_noise(rng, released, sigma)
             if i < passes - 1:
                 del basis  # before its successor is made
-                basis = np.linalg.qr(released)[0]
+                basis = _orthonormal(released)[0]
                 del released
+        del basis
         trace = scale * rows.sq_norm_sum() + float(dense_noise(rng, (), sigma))
         # Y_L's SVD from its QR and the SVD of the p × p factor
-        basis, factor = np.linalg.qr(released)
+        basis, factor = _orthonormal(released)
         del released
         rotation, singular, _ = np.linalg.svd(factor)
         vectors = basis @ rotation[:, :k]
@@ -424,6 +427,13 @@ class PrivatePCA(_BasePrivatePCA):
         resolved = int(np.count_nonzero(singular[:k] > edge))
         spectrum = noisy_power_spectrum(values, trace, min(n, d), n - 1, resolved)
         self._set_components(vectors.T, values / (n - 1), spectrum, dtype)
+
+
+def _orthonormal(matrix):
+    """``(Q, R)``, the thin QR factors of the float64 ``matrix``, which is
+    overwritten (LAPACK's work in place of a copy of it)."""
+    return scipy.linalg.qr(matrix, mode="economic", overwrite_a=True,
+                           check_finite=False)
 
 
 #: The noisy power method's passes ``L`` where ``iterated_power="auto"``,

@@ -260,6 +260,30 @@ def add_goe_noise(rng, matrix, sigma):
     return _add_symmetric_blocks(rng, matrix, _check_scale(sigma) / 2.0, 1)
 
 
+def add_dense_noise(rng, matrix, sigma):
+    """Add :func:`dense_noise` of ``matrix``'s shape to the float64
+    ``matrix``, in place, by blocks of rows (at most 8 MiB beside it): the
+    same draws in the same order, so the result equals ``matrix +
+    dense_noise(rng, matrix.shape, sigma)`` and the generator is left in the
+    same state. Returns ``matrix``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_dppca.noise import add_dense_noise, dense_noise, make_generator
+    >>> M = add_dense_noise(make_generator(0), np.ones((4, 3)), 2.0)
+    >>> bool(np.array_equal(M, 1.0 + dense_noise(make_generator(0), (4, 3), 2.0)))
+    True
+    """
+    sigma = _check_scale(sigma)
+    width = int(np.prod(matrix.shape[1:], dtype=np.int64)) or 1
+    rows = max(1, 2**20 // width)
+    for start in range(0, matrix.shape[0], rows):
+        part = matrix[start:start + rows]
+        part += rng.standard_normal(part.shape) * sigma
+    return matrix
+
+
 def add_gue_noise(rng, matrix, sigma):
     """Add the GUE kernel of :func:`gue_noise` to the complex ``matrix``, in
     place (the real part as :func:`add_goe_noise`, then the imaginary part

@@ -73,19 +73,26 @@ def test_every_pass_is_calibrated_to_its_share(monkeypatch):
     """σ recovered from each pass's draws; the passes' μ_l = √2 C² / σ_l
     compose to ``μ_cov = √0.9 μ*`` (the mean takes the rest), the trace is
     drawn at the last pass's σ."""
-    draws = []
-    real = private_pca.dense_noise
+    passes, traces = [], []
+    real_add, real_draw = private_pca.add_dense_noise, private_pca.dense_noise
 
-    def recording(rng, shape, sigma):
-        noise = real(rng, shape, sigma)
-        draws.append((sigma, noise))
+    def adding(rng, matrix, sigma):
+        before = matrix.copy()
+        real_add(rng, matrix, sigma)
+        passes.append((sigma, matrix - before))
+        return matrix
+
+    def drawing(rng, shape, sigma):
+        noise = real_draw(rng, shape, sigma)
+        traces.append((sigma, noise))
         return noise
 
-    monkeypatch.setattr(private_pca, "dense_noise", recording)
+    monkeypatch.setattr(private_pca, "add_dense_noise", adding)
+    monkeypatch.setattr(private_pca, "dense_noise", drawing)
     X, _ = spiked(2000, 800)
     est = npm(5, epsilon=1.0, delta=1e-6, data_norm=1.5, random_state=0).fit(X)
     assert est.path_ == "noisy_power"
-    passes, trace = draws[:-1], draws[-1]
+    (trace,) = traces
     assert len(passes) == NOISY_POWER_PASSES
     mus = []
     for (sigma, noise), share in zip(passes, noisy_power_shares(len(passes))):
