@@ -44,7 +44,8 @@ def spiked(n, d, k=3, seed=0):
 
 def mf(k=3, **params):
     params.setdefault("accountant", BudgetAccountant())
-    return PrivatePCA(k, svd_solver="randomized", path="matrix_free", **params)
+    params.setdefault("path", "matrix_free")
+    return PrivatePCA(k, svd_solver="randomized", **params)
 
 
 # --- the kernel ---------------------------------------------------------------
@@ -153,34 +154,45 @@ def test_an_audit_of_the_matrix_free_release_finds_no_more_than_its_claim():
     assert result.epsilon_lower <= 1.0
 
 
-def test_the_paths_agree_in_accuracy_and_spectrum():
-    """The same mechanism: over seeds, the matrix-free fit's error and
-    spectrum match the dense path's with the same solver."""
-    X, basis = spiked(3000, 600, k=3, seed=2)
-    errors, spectra = {}, {}
-    for path in ("dense", "matrix_free"):
-        fits = [PrivatePCA(3, epsilon=2.0, data_norm=1.5, svd_solver="randomized",
-                           path=path, random_state=seed,
+def paths_over_seeds(X, basis, paths, seeds=4):
+    """Per path: the mean subspace error over ``seeds`` fits at ε = 2, the
+    mean of their spectra (``explained_variance_``, ``noise_variance_``,
+    ``total_variance_``) and the first fit."""
+    errors, spectra, first = {}, {}, {}
+    for path in paths:
+        fits = [PrivatePCA(basis.shape[1], epsilon=2.0, data_norm=1.5,
+                           svd_solver="randomized", path=path, random_state=seed,
                            accountant=BudgetAccountant()).fit(X)
-                for seed in range(4)]
+                for seed in range(seeds)]
         assert {fit.path_ for fit in fits} == {path}
         errors[path] = np.mean([principal_angle_sin(f.components_, basis.T)
                                 for f in fits])
         spectra[path] = np.mean([np.r_[f.explained_variance_, f.noise_variance_,
                                        f.total_variance_] for f in fits], axis=0)
+        first[path] = fits[0]
+    return errors, spectra, first
+
+
+def test_the_paths_agree_in_accuracy_and_spectrum():
+    """The same mechanism: over seeds, the matrix-free fit's error and
+    spectrum match the dense path's with the same solver."""
+    X, basis = spiked(3000, 600, k=3, seed=2)
+    errors, spectra, _ = paths_over_seeds(X, basis, ("dense", "matrix_free"))
     assert errors["dense"] < 0.5
     assert abs(errors["matrix_free"] - errors["dense"]) < 0.05
     assert np.allclose(spectra["matrix_free"], spectra["dense"], rtol=0.05)
 
 
-def test_numpy_csr_and_dask_give_the_same_fit():
+@pytest.mark.parametrize("path", ["matrix_free", "noisy_power"])
+def test_numpy_csr_and_dask_give_the_same_fit(path):
+    """Both paths without a d × d matrix (tests/test_noisy_power.py)."""
     da = pytest.importorskip("dask.array")
     X, _ = spiked(1500, 300, seed=4)
     X[X < 0.02] = 0.0  # sparse enough to be stored so
     fits = []
     for data in (X, sparse.csr_matrix(X), da.from_array(X, chunks=(400, 300))):
-        est = mf(epsilon=1.0, data_norm=1.5, random_state=11).fit(data)
-        assert est.path_ == "matrix_free"
+        est = mf(epsilon=1.0, data_norm=1.5, random_state=11, path=path).fit(data)
+        assert est.path_ == path
         fits.append(est)
     for other in fits[1:]:
         assert np.allclose(other.components_, fits[0].components_, atol=1e-8)
@@ -259,6 +271,18 @@ def test_the_cost_model_chooses_from_public_values():
     assert not matrix_free_faster(100_000, 100_000, 20, 7, chunked=True)
 
 
+def traced_peak(est, X):
+    """Bytes at the traced peak of ``est.fit(X)`` (its warnings ignored)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tracemalloc.start()
+        try:
+            est.fit(X)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+
 def test_memory_grows_as_d_k_not_d_squared():
     """Traced peak of a matrix-free fit at d = 4 000: a fraction of one
     d × d matrix (128 MB), and of the dense path's two; the kernel's cache
@@ -266,12 +290,7 @@ def test_memory_grows_as_d_k_not_d_squared():
     X, _ = spiked(600, 4000, seed=6)
     # a limit whose share for the kernel's cache is 12.5 MB (of its 64 MB)
     est = mf(5, epsilon=1.0, data_norm=1.5, random_state=0, memory_limit=1e8)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tracemalloc.start()
-        est.fit(X)
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
+    peak = traced_peak(est, X)
     assert est.path_ == "matrix_free"
     # the estimate, from public values, bounds it and is not d²
     assert peak < est._memory_needed(600, 4000) < 0.5 * 8 * 4000**2

@@ -4,8 +4,9 @@ Each pass releases the product of the centred, clipped scatter matrix with
 an orthonormal ``d × p`` basis, with i.i.d. Gaussian noise: no ``d × d``
 matrix and no ``d²`` noise. The tests check the sensitivity on adversarial
 neighbours, the calibration of every pass (σ recovered from the draws, the
-shares composing to ``μ_cov``), an audit, the same answer on NumPy, CSR and
-Dask, the accuracy against the dense release, and the path's choice.
+shares composing to ``μ_cov``), an audit, the accuracy against the dense
+release, memory on sparse rows and the path's choice (the same answer on
+NumPy, CSR and Dask: tests/test_matrix_free.py).
 """
 
 import math
@@ -23,17 +24,9 @@ from sklearn_dppca.metrics import principal_angle_sin
 from sklearn_dppca.noise import kernel_bytes
 from sklearn_dppca.privacy import gdp_mu
 
+from .test_matrix_free import paths_over_seeds, spiked, traced_peak
+
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
-
-
-def spiked(n, d, k=3, seed=0):
-    """Rows ``Σ √λ_j z_j v_j + noise``, norms about 1 (a public bound of 1.5)."""
-    rng = np.random.default_rng(seed)
-    basis = np.linalg.qr(rng.standard_normal((d, k)))[0]
-    lam = np.linspace(0.3, 0.15, k)
-    X = rng.standard_normal((n, k)) * np.sqrt(lam) @ basis.T
-    X += rng.standard_normal((n, d)) * math.sqrt(0.2 / d)
-    return X + 0.5 / math.sqrt(d), basis
 
 
 def npm(k=3, **params):
@@ -123,19 +116,10 @@ def test_accuracy_and_spectrum_near_the_dense_release():
     """Over seeds, on many rows: the subspace error within 1.8× the dense
     release's, and the spectrum's attributes within a few percent."""
     X, basis = spiked(20_000, 400, k=3, seed=2)
-    errors, spectra = {}, {}
-    for path in ("dense", "noisy_power"):
-        fits = [PrivatePCA(3, epsilon=2.0, data_norm=1.5, svd_solver="randomized",
-                           path=path, random_state=seed,
-                           accountant=BudgetAccountant()).fit(X)
-                for seed in range(4)]
-        errors[path] = np.mean([principal_angle_sin(f.components_, basis.T)
-                                for f in fits])
-        spectra[path] = np.mean([np.r_[f.explained_variance_, f.noise_variance_,
-                                       f.total_variance_] for f in fits], axis=0)
-        fit = fits[0]
-        assert np.allclose(fit.components_ @ fit.components_.T, np.eye(3))
-        assert fit.n_resolved_ == 3
+    errors, spectra, first = paths_over_seeds(X, basis, ("dense", "noisy_power"))
+    fit = first["noisy_power"]
+    assert np.allclose(fit.components_ @ fit.components_.T, np.eye(3))
+    assert fit.n_resolved_ == 3
     assert errors["dense"] < 0.2
     assert errors["noisy_power"] < 1.8 * errors["dense"]
     assert np.allclose(spectra["noisy_power"], spectra["dense"], rtol=0.05)
@@ -154,21 +138,6 @@ def test_without_noise_it_is_the_power_method():
     assert np.allclose(est.explained_variance_, ref.explained_variance_, rtol=1e-6)
     assert math.isclose(est.noise_variance_, ref.noise_variance_, rel_tol=1e-6)
     assert np.allclose(est.mean_, ref.mean_)
-
-
-def test_numpy_csr_and_dask_give_the_same_fit():
-    da = pytest.importorskip("dask.array")
-    X, _ = spiked(1500, 300, seed=4)
-    X[X < 0.02] = 0.0
-    fits = []
-    for data in (X, sparse.csr_matrix(X), da.from_array(X, chunks=(400, 300))):
-        est = npm(epsilon=1.0, data_norm=1.5, random_state=11).fit(data)
-        assert est.path_ == "noisy_power"
-        fits.append(est)
-    for other in fits[1:]:
-        assert np.allclose(other.components_, fits[0].components_, atol=1e-8)
-        assert np.allclose(other.explained_variance_, fits[0].explained_variance_)
-        assert np.allclose(other.mean_, fits[0].mean_)
 
 
 def test_float32_sparse_and_auto_bounds():
@@ -231,17 +200,8 @@ def test_auto_takes_it_where_the_kernel_would_be_redrawn_in_every_product():
 
 
 def test_a_sparse_fit_never_densifies_its_rows():
-    """CSR rows of 50 000 columns, nearly every one clipped (a small bound):
+    """CSR rows of 30 000 columns, nearly every one clipped (a small bound):
     the traced peak is the method's ``d × p`` blocks, not a dense block of
     rows (2 000 of them would be 480 MB)."""
-    import tracemalloc
-
     X = sparse.random(2000, 30_000, density=0.002, format="csr", random_state=0)
-    est = npm(3, epsilon=1.0, data_norm=0.5, random_state=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tracemalloc.start()
-        est.fit(X)
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-    assert peak < 60e6
+    assert traced_peak(npm(3, epsilon=1.0, data_norm=0.5, random_state=0), X) < 60e6
