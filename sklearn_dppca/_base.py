@@ -567,6 +567,11 @@ class _BasePrivatePCA(
         # norm bounds ("auto", a box): their share is taken from the plan
         dtype = _array_api.numpy_dtype(X)
         bounds = NormBounds(self, n_samples, n_features, dtype, engine)
+        if bounds.auto and isinstance(engine, InMemoryRows):
+            # the bound is released after the first pass, and clips many
+            # rows: the Gram matrix once, after it (clipped_gram), not a raw
+            # one in the first pass and a correction per clipped row
+            engine.with_gram = False
         plan = bounds.plan(self._privacy_plan(n_samples, n_features))
         rng = make_generator(self.random_state)
         accountant = _resolve_accountant(self)

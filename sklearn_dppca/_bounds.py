@@ -809,26 +809,20 @@ def _around(X, centre, sq_edges, sums=False, radius=None, sq=None):
 
 def _add_bin_sums(rows, index, scale, bin_sums, units):
     """Add, per bin ``index``, ``Σ rows`` to ``bin_sums`` and ``Σ scale·rows``
-    to ``units``. Dense rows are sorted by bin and summed by contiguous runs
-    (``np.add.reduceat``): O(rows · d), where a product with a (bins × rows)
-    indicator matrix cost O(bins · rows · d) and dominated the pass at
-    d = 100. Sparse rows take that product (their cost is the stored
-    values')."""
-    if sparse.issparse(rows):
-        present, member = np.unique(index, return_inverse=True)
-        weights = np.zeros((2 * present.shape[0], rows.shape[0]))
-        weights[member, np.arange(rows.shape[0])] = 1.0
-        weights[present.shape[0] + member, np.arange(rows.shape[0])] = scale
-        both = np.asarray(rows.T @ weights.T).T
-        bin_sums[present] += both[:present.shape[0]]
-        units[present] += both[present.shape[0]:]
-        return
-    order = np.argsort(index, kind="stable")
-    present, starts = np.unique(index[order], return_index=True)
-    ordered = rows[order]
-    bin_sums[present] += np.add.reduceat(ordered, starts, axis=0)
-    ordered *= scale[order, None]
-    units[present] += np.add.reduceat(ordered, starts, axis=0)
+    to ``units``: one product of the rows with a sparse (2·bins × rows)
+    indicator holding two values per row, O(rows · d) for dense and sparse
+    rows alike (a dense indicator cost O(bins · rows · d) and dominated the
+    pass at d = 100; sorting the rows by bin and summing runs, 2.3× slower
+    than this on 16 384 × 100 blocks)."""
+    n_bins, m = bin_sums.shape[0], rows.shape[0]
+    columns = np.arange(m)
+    entries = (np.r_[index, n_bins + index], np.r_[columns, columns])
+    indicator = sparse.csr_matrix((np.r_[np.ones(m), scale], entries),
+                                  shape=(2 * n_bins, m))
+    both = indicator @ rows
+    both = both.toarray() if sparse.issparse(both) else np.asarray(both)
+    bin_sums += both[:n_bins]
+    units += both[n_bins:]
 
 
 def _around_expanded(X, centre, sq_edges, radius, sq):

@@ -611,30 +611,81 @@ def clipped_gram(X, data_norm, mean=None, first=None, with_sum=False):
         corrections.flush()
         return corrections
 
-    gram = first.gram.copy()  # first.gram stays as it was
     n_threads = _n_threads(X)
-    # one thread: its corrections go into the copy itself (no third d × d)
-    target = gram if n_threads == 1 else None
-    parts = _map_ranges(functools.partial(correct, target=target), X.shape[0],
-                        n_threads)
-    for part in parts:
-        if part.gram is not None and part.gram is not gram:
-            gram += part.gram
+    if first.gram is None:
+        # no raw Gram matrix (the bound was released after the first pass,
+        # and many rows may be clipped): Σ w x xᵀ from every row at once
+        parts = _map_ranges(functools.partial(
+            _weighted_sums, X, sq, data_norm, mean), X.shape[0], n_threads)
+        gram, raw = _added([part.gram for part in parts]), _Sums(0.0, 0.0)
+    else:
+        gram = first.gram.copy()  # first.gram stays as it was
+        # one thread: its corrections go into the copy itself (no third d × d)
+        target = gram if n_threads == 1 else None
+        parts = _map_ranges(functools.partial(correct, target=target),
+                            X.shape[0], n_threads)
+        for part in parts:
+            if part.gram is not None and part.gram is not gram:
+                gram += part.gram
+        raw = _Sums(first.total, first.count)
     if mean is not None:
         # Σ w (x − m)(x − m)ᵀ = Σ w x xᵀ − a mᵀ − m aᵀ with a = u − (W/2) m, the
         # symmetric part of Σ w x xᵀ − 2 a mᵀ, taken below
-        u = first.total + sum(part.u for part in parts)
-        weight_sum = first.count + sum(part.weight_sum for part in parts)
+        u = raw.total + sum(part.u for part in parts)
+        weight_sum = raw.count + sum(part.weight_sum for part in parts)
         add_outer(gram, 2.0 * u - weight_sum * mean, mean, -1.0)
     result = _symmetric(gram), sum(part.n_clipped for part in parts)
     if not with_sum:
         return result
     # Σ s x − (Σ s) m: the raw rows' sum and count, corrected on the rows read
     # again as Σ w x is (_Corrections.add)
-    total = first.total + sum(part.v for part in parts)
+    total = raw.total + sum(part.v for part in parts)
     if mean is not None:
-        total = total - (first.count + sum(part.scale_sum for part in parts)) * mean
+        total = total - (raw.count + sum(part.scale_sum for part in parts)) * mean
     return (*result, total)
+
+
+class _Sums(NamedTuple):
+    """The raw rows' ``Σ x`` and count that corrections start from."""
+
+    total: object
+    count: float
+
+
+class _Weighted(NamedTuple):
+    """:func:`_weighted_sums` of a range of rows (the fields
+    :class:`_Corrections` gathers, over every row)."""
+
+    gram: np.ndarray
+    u: np.ndarray
+    weight_sum: float
+    v: np.ndarray
+    scale_sum: float
+    n_clipped: int
+
+
+def _weighted_sums(X, sq, data_norm, mean, start, stop):
+    """``Σ w x xᵀ``, ``Σ w x``, ``Σ w``, ``Σ s x``, ``Σ s`` over rows
+    ``start:stop``, ``s`` the clipping scales of ``x − m`` and ``w = s²``:
+    one Gram product of the rows scaled by ``s`` (sparse rows stay sparse),
+    never a centred copy."""
+    d = X.shape[1]
+    gram, buffer = np.zeros((d, d)), np.empty((d, d))
+    u, v = np.zeros(d), np.zeros(d)
+    weight_sum = scale_sum = 0.0
+    n_clipped = 0
+    for a, b in _ranges(start, stop, _block_rows(d)):
+        block = _as_float64(X[a:b])
+        scale = _clip_scales(block, sq[a:b], data_norm, mean)
+        n_clipped += int(np.count_nonzero(scale < 1.0))
+        scaled = (block.multiply(scale[:, None]).tocsr() if sparse.issparse(block)
+                  else block * scale[:, None])
+        _add_gram(gram, scaled, buffer)
+        u += np.asarray(scale @ scaled).ravel()
+        v += np.asarray(scaled.sum(axis=0)).ravel()
+        weight_sum += float(scale @ scale)
+        scale_sum += float(scale.sum())
+    return _Weighted(gram, u, weight_sum, v, scale_sum, n_clipped)
 
 
 class _Corrections:

@@ -55,6 +55,13 @@ def test_clipped_gram_and_sum_match_definition(data, layout, centre):
     assert np.array_equal(gram, gram.T)
     shifted = dense - (0.0 if mean is None else mean)
     assert n_clipped == int((np.linalg.norm(shifted, axis=1) > bound).sum())
+    # without the first pass's raw Gram matrix (data_norm="auto"): the same
+    # sums from every row scaled at once
+    first = first_pass(X, bound, with_sum=False, with_gram=False)
+    scratch, n_scratch, total = clipped_gram(X, bound, mean, first, with_sum=True)
+    np.testing.assert_allclose(scratch, Y.T @ Y, rtol=1e-9, atol=1e-8)
+    np.testing.assert_allclose(total, Y.sum(axis=0), rtol=1e-9, atol=1e-8)
+    assert np.array_equal(scratch, scratch.T) and n_scratch == n_clipped
 
     for total in (first_pass(X, bound).clipped_sum, clipped_sum(X, bound)):
         np.testing.assert_allclose(
