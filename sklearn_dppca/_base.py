@@ -226,13 +226,14 @@ SHARED_PARAMETER_DOCS = {
         of noisy values, so at small ``epsilon`` it can differ from the choice
         scikit-learn makes on the exact spectrum.
     epsilon : float, default=1.0
-        Privacy parameter ``ε > 0`` of the whole fit. ``float("inf")`` is
-        the non-private fit: no noise, scikit-learn's answer on the rows
-        clipped to ``data_norm`` (not clipped at all when ``data_norm`` is
-        ``None``), with a :class:`~sklearn_dppca.PrivacyLeakWarning`. It is
-        charged as infinite, so any finite accountant refuses it (before
-        reading the data) and only the unlimited default admits it: a grid
-        over ``epsilon`` can include the non-private baseline.
+        Privacy parameter :math:`\\varepsilon > 0` of the whole fit.
+        ``float("inf")`` is the non-private fit: no noise, scikit-learn's
+        answer on the rows clipped to ``data_norm`` (not clipped at all when
+        ``data_norm`` is ``None``), with a
+        :class:`~sklearn_dppca.PrivacyLeakWarning`. It is charged as
+        infinite, so any finite accountant refuses it (before reading the
+        data) and only the unlimited default admits it: a grid over
+        ``epsilon`` can include the non-private baseline.
 """,
     # the norm bound and its private or public choice (every estimator)
     "norm_bound_parameters": """\
@@ -268,9 +269,10 @@ SHARED_PARAMETER_DOCS = {
         ``"auto"`` chooses it from public values only: the median when
         ``n_components`` is an integer below ``min(n_samples, n_features)``
         (a subspace); otherwise (the whole covariance)
-        ``1 − √(d(d+1)) / (3 (μ* n)^{3/4})``, at least the median
-        (``μ* = gdp_mu(epsilon, delta)``; see :doc:`/bounds`). The private
-        mean's steps aim at the median.
+        :math:`1 - \\sqrt{d(d+1)} / (3 (\\mu^* n)^{3/4})`, at least the
+        median (:math:`d` features, :math:`n` rows, :math:`\\mu^*` =
+        ``gdp_mu(epsilon, delta)``; see :doc:`/bounds`). The private mean's
+        steps aim at the median.
 """,
     # what a NaN or infinite value in X does (every estimator)
     "non_finite_parameter": """\
@@ -312,8 +314,9 @@ default="auto"
         ``"covariance_eigh"``: every eigenpair (LAPACK). ``"arpack"``: the
         top ``n_components`` by SciPy's Lanczos ``eigsh``. ``"randomized"``:
         the top ``n_components`` by a randomized range finder (Halko et al.):
-        ``O(d² k)`` time and ``O(d k)`` memory beside the matrix, instead of
-        ``O(d³)``. ``"auto"``: scikit-learn's rule on the public shape —
+        :math:`O(d^2 k)` time and :math:`O(dk)` memory beside the matrix,
+        instead of :math:`O(d^3)` (:math:`d` features, :math:`k`
+        components). ``"auto"``: scikit-learn's rule on the public shape —
         ``"full"`` for at most 1 000 features with ten times as many rows, for
         a problem of at most 500 either way, or for ``n_components`` that is
         not an integer; otherwise ``"randomized"`` when ``n_components`` is
@@ -348,16 +351,17 @@ default="auto"
         :class:`~sklearn_dppca.preprocessing.PublicScaler` to ``[0, 1]``:
         ``(0, 1)``). Rows are clipped into the box and translated by its
         midpoint, public maps the intercept absorbs, so the norm bound is the
-        box's radius around it (``√d/2`` for the unit box) unless
+        box's radius around it (:math:`\\sqrt{d}/2` for the unit box) unless
         ``data_norm`` is smaller. One of ``data_norm`` and ``bounds`` is
         required.
 """,
     "head_budget": """\
     epsilon : float, default=1.0
-        Privacy parameter ``ε > 0`` of the fit; ``float("inf")`` is the
-        non-private fit (a :class:`~sklearn_dppca.PrivacyLeakWarning`).
+        Privacy parameter :math:`\\varepsilon > 0` of the fit;
+        ``float("inf")`` is the non-private fit (a
+        :class:`~sklearn_dppca.PrivacyLeakWarning`).
     delta : float, default=1e-6
-        Privacy parameter ``δ`` in (0, 1).
+        Privacy parameter :math:`\\delta` in (0, 1).
 """,
     "head_non_finite": """\
     non_finite : {"raise", "clip"}, default="raise"

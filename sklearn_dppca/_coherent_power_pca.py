@@ -159,56 +159,29 @@ def calibrate_selection(epsilon, delta, theta, shares):
 
 @fill_parameter_docs
 class CoherentPowerPCA(_BasePrivatePCA):
-    """Private PCA by a preconditioned, clipped, noisy power method.
+    r"""Private PCA by a preconditioned, clipped, noisy power method.
 
-    The coherence-adaptive private rank-k power method (its Algorithms 1–3;
-    see References), with this package's tighter sensitivities and exact
-    accounting (:ref:`privacy-accounting`, :ref:`privacy-sensitivities`,
-    :ref:`privacy-estimators`). Rows
-    ``a_i`` are centred privately, clipped to ``data_norm`` and scaled to the
-    unit ball; ``G = Σ a aᵀ``. Every fit first releases ``M̂ = G + GOE``, as
-    :class:`PrivatePCA` does, and takes its top-k eigenvectors ``X⁽⁰⁾``.
+    A private rank-k power method that adapts to the coherence of the data
+    (the coherence-adaptive power-method paper, its Algorithms 1–3; see
+    References), with this package's tighter sensitivities and exact
+    accounting. Every fit first releases the covariance matrix as
+    :class:`PrivatePCA` does and takes its top-k eigenvectors; a few noisy
+    power iterations, in which each row's contribution is clipped, then
+    refine them. On incoherent data, where no row weighs much in the top
+    components, the iterations can beat the one-shot release; elsewhere the
+    default falls back to within about 2% of :class:`PrivatePCA`.
 
-    **Fixed** ``clip_radius`` **and** ``n_iter``: ``T`` iterations of
-    ``H = Xᵀ G X + Δ·S_k`` (sensitivity √2), ``B = H̃^{-1/2}`` with the
-    eigenvalues of ``H`` floored at ``γ = 4Δ(2√k + √(2 ln(8T/β)))``,
-    ``Z = Σ a_i Clip_R(a_iᵀXB) + ΔR·G`` (sensitivity 2R), ``X`` = the Q of
-    the thin QR of ``Z``; ``μ² = 6/Δ²`` per iteration.
+    By default (``selection="gdp"``) every decision of the fit — whether to
+    iterate, and which result to release — is taken from values it has
+    already released, so the whole fit is ``(epsilon, delta)``-differentially
+    private under the replacement of one row, composed exactly and charged
+    once. ``selection="repetition"`` is the paper's own private choice of the
+    clipping radius and the number of iterations, by random repetitions in
+    Rényi DP: much slower, and measured weaker (:ref:`benchmarks-coherent`).
+    Fixed ``clip_radius`` and ``n_iter`` run that many iterations.
 
-    **Automatic, selection="gdp"** (the default; :doc:`/coherent`): one
-    short run whose every decision is taken from released values, all
-    releases Gaussian and composed exactly in GDP, so the fit is exactly
-    ``(ε, δ)`` with one charge. Shares of ``μ*²``: mean 0.10, initialisation
-    0.45, a clipping test 0.02, and 0.43 for whichever branch runs.
-
-    1. From ``M̂``'s own spectrum: ``ŝ₀``, the predicted error of ``X⁽⁰⁾``
-       (``warm_start_estimate``), and ``κ̂ = k λ̂_k 2 ln(nk)/n``.
-    2. The clipping test: with ``W⁰ = X⁽⁰⁾ B⁰`` (``B⁰`` from ``X⁽⁰⁾ᵀ M̂ X⁽⁰⁾``,
-       floored), ``q(R) = Σ min(‖a_iᵀW⁰‖², R²)`` (sensitivity ``R²``) is
-       released at ``R = 2√(k/n)`` and at ``R = γ^{-1/2}`` (no clipping).
-    3. **power** if ``q(2√(k/n)) ≥ 0.8 q(γ^{-1/2})``, ``ŝ₀ < 0.7`` and
-       ``κ̂ ≤ 1``: ``T = 2`` iterations at ``R = √(k/n)`` with ``B`` from the
-       already released ``Xᵀ M̂ X`` (no fresh ``H``: ``μ² = 4/Δ²`` each), then
-       a go/no-go ``D = tr(X⁽ᵀ⁾ᵀ G X⁽ᵀ⁾) − tr(X⁽⁰⁾ᵀ G X⁽⁰⁾)`` + noise
-       (sensitivity ``2‖P_T − P_0‖₂``): ``X⁽ᵀ⁾`` if ``D > 0``, else ``X⁽⁰⁾``
-       (branch ``"init"``). **fallback** otherwise: a second covariance
-       release with the whole 0.43, averaged with ``M̂`` by precision (one
-       release of share 0.88 in all), and its top-k eigenvectors.
-
-    A wrong "power" decision costs at least √2 in error (the initialisation
-    had half the budget), a wrong fallback only a missed win: the rule is
-    conservative, and where κ is large (coherent data, strong spikes in a
-    small dimension) it falls back, within about 2% of :class:`PrivatePCA`.
-
-    **Automatic, selection="repetition"**: the paper's own method (its
-    Section C): a ``Geometric(θ)`` number of trials with ``(R, T)`` drawn from
-    public power-of-two grids, each scored by the robust
-    ``s_{a,b} = ‖(I − XXᵀ) f_{a,b}(G)‖₂`` plus Gaussian noise, the best
-    released (Papernot & Steinke's theorem, Rényi DP, calibrated to exactly
-    ``(ε, δ)``). Only the best trial's ``X``, ``R`` and ``T`` leave the fit:
-    not the number of trials, not any score. It is much slower and, measured,
-    weaker than the default (:ref:`benchmarks-coherent`); a budget below the
-    theorem's floor is refused with the smallest reachable ``ε``.
+    The mechanism and its proof are in :ref:`privacy-estimators`; the
+    automatic mode, step by step, in :doc:`/coherent`.
 
     Parameters
     ----------
@@ -218,10 +191,10 @@ class CoherentPowerPCA(_BasePrivatePCA):
         iterations and their budget are planned for a fixed ``k`` before any
         spectrum is released.
     epsilon : float, default=1.0
-        Privacy parameter ``ε > 0`` of the whole fit, finite (the
-        non-private baseline is ``PrivatePCA(epsilon=float("inf"))``).
+        Privacy parameter :math:`\varepsilon > 0` of the whole fit, finite
+        (the non-private baseline is ``PrivatePCA(epsilon=float("inf"))``).
     delta : float, default=1e-6
-        Privacy parameter ``δ`` in (0, 1).
+        Privacy parameter :math:`\delta` in (0, 1).
     %(norm_bound_parameters)s
         With ``selection="repetition"``, ``data_norm="auto"`` is refused: that
         plan is charged in Rényi DP and the bound's share could not compose
@@ -242,29 +215,32 @@ class CoherentPowerPCA(_BasePrivatePCA):
         ``n_oversamples`` and ``power_iteration_normalizer`` are not accepted:
         here the iterations are ``n_iter`` and ``n_iter_max``.
     clip_radius : float or "auto", default="auto"
-        The radius ``R`` (in unit-ball units, where a row's product
-        ``aᵀXB`` has norm about its leverage ``‖U_i‖``), at least
-        ``1e-100`` (below, the noise ``∝ R`` would underflow: refused
-        before the charge). ``"auto"``: ``√(k/n)`` with
-        ``selection="gdp"``, chosen from a grid with ``"repetition"``.
+        The radius :math:`R` each row's contribution to a power iteration
+        is clipped to, in unit-ball units (where that contribution has a
+        norm about the row's leverage :math:`\lVert U_i \rVert`), at least
+        ``1e-100`` (below, the noise, proportional to :math:`R`, would
+        underflow: refused before the charge). ``"auto"``:
+        :math:`\sqrt{k/n}` with ``selection="gdp"``, chosen from a grid
+        with ``"repetition"``.
     n_iter : int or "auto", default="auto"
-        The number of power iterations ``T``; ``"auto"``: 2 with
+        The number of power iterations :math:`T`; ``"auto"``: 2 with
         ``selection="gdp"``, chosen from a grid with ``"repetition"``.
     selection : {"gdp", "repetition"}, default="gdp"
         How an automatic fit (``clip_radius`` or ``n_iter`` ``"auto"``)
-        proceeds: the exact-GDP branch rule above, or the paper's random
-        repetitions. Ignored when both are fixed.
+        proceeds: the exact-GDP branch rule (:doc:`/coherent`), or the
+        paper's random repetitions. Ignored when both are fixed.
     n_iter_max : int, default=32
-        ``selection="repetition"`` only: cap of the grid of ``T`` (the
-        paper's ``T_max`` is impractically large). Every trial costs the same
+        ``selection="repetition"`` only: cap of the grid of :math:`T` (the
+        paper's :math:`T_{\max}` is impractically large). Every trial costs the same
         budget whatever its ``T``; a larger cap costs time, not privacy.
         (Not named ``max_iter``: it caps a public grid, not a loop run to
         convergence, and ``n_iter_`` may be 0; see ``n_iter_``.)
     expected_trials : int or "auto", default="auto"
-        ``selection="repetition"`` only: mean ``1/θ`` of the geometric number
-        of trials; ``"auto"`` is twice the number of grid points.
+        ``selection="repetition"`` only: mean :math:`1/\theta` of the
+        geometric number of trials; ``"auto"`` is twice the number of grid points.
     failure_prob : float, default=0.1
-        The ``β`` of the floor ``γ`` (and of the repetition score's margin).
+        The :math:`\beta` of the floor :math:`\gamma` on the preconditioner's
+        eigenvalues (and of the repetition score's margin).
     n_jobs : int or None, default=None
         Threads for the passes over the rows (scikit-learn's meaning).
     verbose : int, default=0
@@ -283,9 +259,9 @@ class CoherentPowerPCA(_BasePrivatePCA):
         The released basis, rotated to the principal axes of the released
         covariance within its span.
     noisy_variance_ : ndarray of shape (n_components_,)
-        Variance of the released covariance (``M̂``; the precision-weighted
-        pair in the fallback) along each component, over ``n_samples − 1``
-        (not clamped).
+        Variance of the released covariance (the first release
+        :math:`\hat M`; the precision-weighted pair in the fallback) along
+        each component, over ``n_samples - 1`` (not clamped).
     explained_variance_, captured_variance_ : ndarray of shape (n_components_,)
         As in PrivatePCA, by rank, from the released covariance's eigenvalues
         and noise scale (no separate trace is released: the total comes from
@@ -297,7 +273,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
     total_variance_ : float
         As in PrivatePCA, from the released covariance's trace.
     init_components_ : ndarray of shape (n_components_, n_features)
-        The initialisation ``X⁽⁰⁾`` (top-k eigenvectors of the first release).
+        The initialisation :math:`X^{(0)}` (top-k eigenvectors of the first
+        release).
     branch_ : str
         What was released: ``"power"`` (the power iterate), ``"init"`` (the
         initialisation: the go/no-go or, in the repetition mode, a noisy

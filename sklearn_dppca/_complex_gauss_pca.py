@@ -55,30 +55,30 @@ def real_rank_k(basis, values):
 
 @fill_parameter_docs
 class ComplexGaussPCA(_BasePrivatePCA):
-    """Differentially private PCA by the complex Gaussian mechanism.
+    r"""Differentially private PCA by the complex Gaussian mechanism.
 
-    The mechanism of Mangoubi & Vishnoi for private rank-k covariance
-    approximation. Rows are clipped to ``data_norm`` and privately centred as
-    in :class:`PrivatePCA`; the scatter matrix ``Σ y_i y_iᵀ`` is released with
-    *Hermitian* (GUE) noise ``σ [(G₁ + G₁ᵀ)/2 + i (G₂ − G₂ᵀ)/2]``. Its real part
-    is exactly PrivatePCA's GOE noise, with the same ``σ``: the imaginary part
-    is independent of the data, so the release costs exactly what PrivatePCA's
-    does, and the fit is ``(epsilon, delta)``-DP under the replacement of one
-    row (:ref:`privacy-noise`, :ref:`privacy-estimators`).
+    The mechanism of Mangoubi & Vishnoi for a private rank-k approximation
+    of the covariance matrix. Rows are clipped to ``data_norm`` and centred
+    on a private mean as in :class:`PrivatePCA`; the covariance matrix is
+    then released once with *Hermitian* (complex) Gaussian noise, whose real
+    part is exactly :class:`PrivatePCA`'s noise. With
+    ``target="covariance"`` the estimator returns the best real rank-k
+    approximation of the real part of the release's top-k eigenpairs,
+    ``covariance_approximation_``, and its components; with
+    ``target="subspace"`` it returns a private top-k subspace.
 
-    From the top-k eigenpairs ``(λ̂_i, v̂_i)`` of the Hermitian release it forms
-    the complex rank-k matrix ``Ψ̂ = Σ λ̂_i v̂_i v̂_i*`` and returns ``Ψ``, the
-    best real rank-k approximation of ``Re Ψ̂`` (``target="covariance"``).
-    Because ``Re`` and ``Im`` of ``Ψ̂ − M_k`` are Frobenius-orthogonal,
-    ``‖Ψ − M_k‖_F ≤ 2 ‖Ψ̂ − M_k‖_F``, which is how the paper's complex bound
-    becomes a real one. ``target="subspace"`` (the paper's §5) takes the top-k
-    eigenvectors of ``Re(V̂_k V̂_k*)`` instead.
+    The imaginary part of the noise does not depend on the data, so the
+    release costs exactly what PrivatePCA's does: the fit is
+    ``(epsilon, delta)``-differentially private under the replacement of one
+    row, and is charged once to the ``accountant``. The mechanism, its proof
+    and the bound on the rank-k error are in :ref:`privacy-estimators`; the
+    noise kernel is in :ref:`privacy-noise`.
 
     Parameters
     ----------
     %(choice_parameters)s
     delta : float, default=1e-6
-        Privacy parameter ``δ`` in (0, 1).
+        Privacy parameter :math:`\delta` in (0, 1).
     %(norm_bound_parameters)s
     center : bool, default=True
         Centre the data on a private mean (10% of the budget).
@@ -89,10 +89,12 @@ class ComplexGaussPCA(_BasePrivatePCA):
     %(non_finite_parameter)s
     %(solver_parameters)s
     target : {"covariance", "subspace"}, default="covariance"
-        ``"covariance"``: the components and variances of ``Ψ``, the real
-        rank-k covariance approximation. ``"subspace"``: the span of the top-k
-        eigenvectors of ``Re(V̂_k V̂_k*)``, with the principal axes and
-        variances of the real part of the release within that span.
+        ``"covariance"``: the components and variances of :math:`\Psi`, the
+        real rank-k covariance approximation. ``"subspace"``: the span of the
+        top-k eigenvectors of :math:`\operatorname{Re}(\hat V_k \hat V_k^*)`,
+        :math:`\hat V_k` the top-k eigenvectors of the Hermitian release,
+        with the principal axes and variances of the real part of the release
+        within that span.
     %(memory_parameter)s
     random_state : None, int, RandomState or Generator, default=None
         Source of the noise. ``None`` draws from operating-system entropy; a
@@ -104,27 +106,30 @@ class ComplexGaussPCA(_BasePrivatePCA):
     Attributes
     ----------
     covariance_approximation_ : ndarray of shape (n_features, n_features)
-        The released rank-k matrix ``Ψ`` in covariance units (divided by
-        ``n_samples − 1``): ``components_ᵀ diag(max(noisy_variance_, 0))
-        components_``, the mechanism's output as the paper defines it.
+        The released rank-k matrix :math:`\Psi` in covariance units (divided
+        by ``n_samples - 1``):
+        ``components_.T @ np.diag(np.maximum(noisy_variance_, 0)) @ components_``,
+        the mechanism's output as the paper defines it.
     components_ : ndarray of shape (n_components_, n_features)
-        Eigenvectors of ``Ψ`` (orthonormal, real), by decreasing variance.
+        Eigenvectors of :math:`\Psi` (orthonormal, real), by decreasing
+        variance.
     noisy_variance_ : ndarray of shape (n_components_,)
-        Eigenvalues of ``Ψ`` over ``n_samples − 1``, not clamped
+        Eigenvalues of :math:`\Psi` over ``n_samples - 1``, not clamped
         (``target="subspace"``: the variance of the real release along each
         component).
     explained_variance_, captured_variance_ : ndarray of shape (n_components_,)
         As in PrivatePCA, by rank, from the Hermitian release's eigenvalues
-        (its noise has the same ``τ² = σ²/2`` off the diagonal): estimates of
-        the data's eigenvalues, and of its variance along the released
-        components (what ``get_covariance`` and ``score`` use).
+        (its noise has :math:`\tau^2 = \sigma^2` off the diagonal, twice the
+        real kernel's): estimates of the data's eigenvalues, and of its
+        variance along the released components (what ``get_covariance`` and
+        ``score`` use).
     explained_variance_ratio_ : ndarray of shape (n_components_,)
         ``explained_variance_ / total_variance_``.
     total_variance_ : float
-        As in PrivatePCA: from the released trace (with the same ``σ``, free)
-        and the Hermitian release's own.
+        As in PrivatePCA: from the released trace (with the same
+        :math:`\sigma`, free) and the Hermitian release's own.
     singular_values_ : ndarray of shape (n_components_,)
-        ``sqrt(explained_variance_ · (n_samples − 1))``.
+        ``np.sqrt(explained_variance_ * (n_samples - 1))``.
     mean_ : ndarray of shape (n_features,)
         Private mean (zero when ``center=False``).
     n_components_ : int
@@ -147,12 +152,15 @@ class ComplexGaussPCA(_BasePrivatePCA):
 
     Notes
     -----
-    ``get_covariance()`` is ``Ψ`` with de-noised eigenvalues,
-    ``components_ᵀ diag(captured_variance_) components_``, plus
+    ``get_covariance()`` is :math:`\Psi` with de-noised eigenvalues,
+    ``components_.T @ np.diag(captured_variance_) @ components_``, plus
     ``noise_variance_`` on the orthogonal complement of the components.
-    Clamping negative eigenvalues of ``Ψ`` at 0 (which only happens when the
-    noise swamps the data) moves it toward the positive semi-definite
-    ``M_k`` and so keeps the bound above.
+    Clamping negative eigenvalues of :math:`\Psi` at 0 (which only happens
+    when the noise swamps the data) moves it toward the positive
+    semi-definite :math:`M_k`, the data's best rank-k approximation, and so
+    keeps the mechanism's bound
+    :math:`\lVert \Psi - M_k \rVert_F \le 2 \lVert \hat\Psi - M_k \rVert_F`
+    (:ref:`privacy-estimators`).
 
     References
     ----------

@@ -32,42 +32,34 @@ from .noise import (
 
 @fill_parameter_docs
 class PrivatePCA(_BasePrivatePCA):
-    """Differentially private PCA by Gaussian noise on the covariance.
+    r"""Differentially private PCA by Gaussian noise on the covariance.
 
-    The drop-in replacement for :class:`sklearn.decomposition.PCA`. Rows are
-    clipped to norm ``data_norm``, privately centred (a noisy clipped mean,
-    ``center=True``), and the scatter matrix ``Σ y_i y_iᵀ`` of the re-centred,
-    re-clipped rows is released with symmetric (GOE) Gaussian noise
-    ``σ (G + Gᵀ)/2`` (Dwork, Talwar, Thakurta & Zhang 2014, "Analyze Gauss"),
-    and its trace with ``N(0, σ²)``. Everything else — components, variances,
-    ratios, the residual variance — is post-processing of those releases and
-    of public values (``n``, ``d``, ``data_norm``), so the whole fit is
-    ``(epsilon, delta)``-DP under the replacement of one row. The variances
-    are de-noised: the noise's known contribution to the released
-    eigenvalues is removed, so that ``explained_variance_ratio_`` estimates
-    scikit-learn's ratios and ``get_covariance`` shrinks what the noise
-    added (docs/privacy.rst §6, "The spectrum").
+    The drop-in replacement for :class:`sklearn.decomposition.PCA` on private
+    rows: the same parameters, attributes and methods, plus the privacy
+    budget and a public bound on the rows. Each row is clipped to the norm
+    ``data_norm``, the rows are centred on a private mean, and their
+    covariance matrix is released once with symmetric Gaussian noise (the
+    "Analyze Gauss" mechanism, with a tighter sensitivity and an exact
+    calibration of the noise). The components, the variances and every other
+    attribute are computed from that release and from public values only.
+    The variances are corrected for the noise's known contribution, so that
+    ``explained_variance_ratio_`` estimates scikit-learn's ratios.
 
-    Privacy: the scatter matrix has Frobenius sensitivity ``√2 C²``
-    (``‖aaᵀ − bbᵀ‖_F² = ‖a‖⁴ + ‖b‖⁴ − 2(a·b)² ≤ 2C⁴`` for rows of norm ≤ C;
-    the papers use 2), and the clipped sum has sensitivity ``2C``. Their GDP
-    parameters ``μ_mean = 0.1^{1/2} μ*`` and ``μ_cov = 0.9^{1/2} μ*``
-    compose to exactly ``μ* = gdp_mu(epsilon, delta)``, and ``σ`` is the
-    analytic (exact) calibration, not the textbook bound. With the scatter
-    matrix the total ``Σ‖y_i‖²`` is released, with the same ``σ``: jointly
-    the two still have sensitivity ``√2 C²`` (``‖aaᵀ − bbᵀ‖_F² + (‖a‖² −
-    ‖b‖²)² ≤ 2C⁴``), so the trace costs no budget. On many rows the centre
-    the rows are clipped around comes from the first rows, and the sum of the
-    clipped rows, released from the Gram matrix's pass, corrects the mean and
-    the scatter matrix: a numeric ``data_norm`` reads every row once,
-    ``"auto"`` twice, at the same total ``μ*`` (:ref:`the first rows
-    <privacy-first-rows>`). See :ref:`privacy-accounting` to :ref:`privacy-estimators`.
+    The whole fit is ``(epsilon, delta)``-differentially private under the
+    replacement of one row, and is charged once to the ``accountant``. On
+    many features, ``path`` makes a release that never forms a
+    :math:`d \times d` matrix (:doc:`/scaling`).
+
+    The mechanism, its proof and the budget's shares are in
+    :ref:`privacy-estimators`; how to choose ``epsilon``, ``delta`` and
+    ``data_norm`` is in :ref:`choosing`.
 
     Parameters
     ----------
     %(choice_parameters)s
     delta : float, default=1e-6
-        Privacy parameter ``δ`` in (0, 1); choose it well below ``1/n``.
+        Privacy parameter :math:`\delta` in (0, 1); choose it well below
+        :math:`1/n`.
     %(norm_bound_parameters)s
     center : bool, default=True
         Centre the data on a private mean (10% of the budget). With
@@ -80,27 +72,30 @@ class PrivatePCA(_BasePrivatePCA):
     %(solver_parameters)s
     path : {"auto", "dense", "matrix_free", "noisy_power"}, default="auto"
         How the release is computed (:ref:`solvers <privacy-solvers>`).
-        ``"dense"``: the scatter matrix and the noise are formed (``d × d``
-        float64, twice at the peak). ``"matrix_free"``: the same release,
-        its noise and its cost in budget, but neither is formed; the
-        randomized solver multiplies ``M̂`` by its ``d × p`` blocks, each
-        product one pass over the rows and the GOE kernel redrawn by blocks
-        from a secret key (``p = n_components + n_oversamples``; memory
-        ``O(d p)`` beyond a block of rows; ``2·iterated_power + 2`` passes
-        over the rows after the bounds', and one for the trace).
+        ``"dense"``: the scatter matrix and the noise are formed
+        (:math:`d \times d` float64, twice at the peak). ``"matrix_free"``:
+        the same release, its noise and its cost in budget, but neither is
+        formed (:ref:`the matrix-free path <privacy-matrix-free>`); the
+        randomized solver multiplies the released matrix by blocks of
+        :math:`p` columns, each product one pass over the rows and the noise
+        redrawn by blocks from a secret key
+        (:math:`p` = ``n_components + n_oversamples``; memory :math:`O(dp)`
+        beyond a block of rows; ``2 * iterated_power + 2`` passes over the
+        rows after the bounds', and one for the trace).
         ``"noisy_power"``: another release of the same budget, :ref:`the
         noisy power method <privacy-noisy-power>`: ``iterated_power``
-        passes (``"auto"``: 4), each releasing ``M V`` with ``d × p``
-        Gaussian noise, so that memory is ``O(d p)`` and each pass costs
-        ``O(nnz · p)``, with no ``d²`` term; its ``sin θ`` was 1.1–1.4× the
-        dense release's where that one is accurate. Both need
-        ``svd_solver="randomized"`` (or ``"auto"`` choosing it) and a NumPy,
-        SciPy sparse or Dask input. ``"auto"``: dense unless its matrices
-        exceed ``memory_limit`` or a model of both costs on the public shape
-        prefers the matrix-free path; that one where the noise kernel's
-        blocks fit in their cache (an eighth of ``memory_limit``: ``d`` up
-        to about 24 000 on a 24 GB machine), else the noisy power method
-        (:doc:`/scaling`).
+        passes (``"auto"``: 4), each releasing a product of the scatter
+        matrix with :math:`p` columns plus Gaussian noise, so that memory is
+        :math:`O(dp)` and each pass costs :math:`O(\mathrm{nnz} \cdot p)`,
+        with no :math:`d^2` term; the sine of its largest principal angle
+        was 1.1–1.6 times the dense release's where that one is accurate.
+        Both need ``svd_solver="randomized"`` (or ``"auto"`` choosing it)
+        and a NumPy, SciPy sparse or Dask input. ``"auto"``: dense unless its
+        matrices exceed ``memory_limit`` or a model of both costs on the
+        public shape prefers the matrix-free path; that one where the noise
+        kernel's blocks fit in their cache (an eighth of ``memory_limit``:
+        ``d`` up to about 24 000 on a 24 GB machine), else the noisy power
+        method (:doc:`/scaling`).
     %(memory_parameter)s
     random_state : None, int, RandomState or Generator, default=None
         Source of the noise. ``None`` draws from operating-system entropy; any
@@ -119,30 +114,32 @@ class PrivatePCA(_BasePrivatePCA):
     explained_variance_ : ndarray of shape (n_components_,)
         Estimates of the data's eigenvalues (scikit-learn's
         ``explained_variance_``: the covariance's eigenvalues, over
-        ``n_samples − 1``), by rank, from the released eigenvalues with the
-        noise's known contribution removed: ``θ̂ = λ̂ − τ² Σ_{j≠i} 1/(λ̂_i −
-        λ̂_j)`` (``τ² = σ²/2``) for each eigenvalue standing out of the noise;
-        the ranks the noise does not resolve get the mean that is left of
-        the released total. Non-increasing and non-negative. See
-        docs/privacy.rst §6, "The spectrum".
+        ``n_samples - 1``), by rank, from the released eigenvalues
+        :math:`\hat\lambda_i` with the noise's known contribution removed:
+        :math:`\hat\theta_i = \hat\lambda_i - \tau^2 \sum_{j \ne i}
+        1/(\hat\lambda_i - \hat\lambda_j)`, :math:`\tau^2 = \sigma^2/2`, for
+        each eigenvalue standing out of the noise; the ranks the noise does
+        not resolve get the mean that is left of the released total.
+        Non-increasing and non-negative. See :ref:`privacy-spectrum`.
     explained_variance_ratio_ : ndarray of shape (n_components_,)
         ``explained_variance_ / total_variance_``: estimates of scikit-learn's
         ratios (the data's spectrum, not the variance the noisy components
         capture, which is ``captured_variance_ / total_variance_``).
     singular_values_ : ndarray of shape (n_components_,)
-        ``sqrt(explained_variance_ · (n_samples − 1))``.
+        ``np.sqrt(explained_variance_ * (n_samples - 1))``.
     captured_variance_ : ndarray of shape (n_components_,)
         Estimates of the data's variance along each released component,
-        ``η̂ = λ̂ − 2τ² Σ_{j≠i} 1/(λ̂_i − λ̂_j)``, less than its eigenvalue by
+        :math:`\hat\eta_i = \hat\lambda_i - 2\tau^2 \sum_{j \ne i}
+        1/(\hat\lambda_i - \hat\lambda_j)`, less than its eigenvalue by
         what the noise turned the component away from it (the same mean
         for the unresolved ranks). The model of ``get_covariance``,
         ``get_precision`` and ``score`` uses these (the Frobenius-optimal
         eigenvalues for the released components).
     noisy_variance_ : ndarray of shape (n_components_,)
-        The released eigenvalues themselves, over ``n_samples − 1``, not
-        clamped: with every component kept, ``components_ᵀ
-        diag(noisy_variance_) components_`` is the released matrix (over
-        ``n_samples − 1``).
+        The released eigenvalues themselves, over ``n_samples - 1``, not
+        clamped: with every component kept, ``components_.T @
+        np.diag(noisy_variance_) @ components_`` is the released matrix
+        (over ``n_samples - 1``).
     total_variance_ : float
         The estimated total variance: the sum of the estimated spectrum over
         ``min(n_samples, n_features)`` ranks, from the released trace and
@@ -157,7 +154,8 @@ class PrivatePCA(_BasePrivatePCA):
         The probabilistic-PCA residual variance, used by ``get_covariance``
         and ``score``: the mean captured variance of ranks ``n_components_ +
         1`` to ``min(n_samples, n_features)`` (the ranks scikit-learn
-        averages); 0 when ``n_components_ = min(n_samples, n_features)``. At
+        averages); 0 when ``n_components_`` is ``min(n_samples,
+        n_features)``. At
         ``epsilon=inf`` it is scikit-learn's.
     data_norm_ : float
         Norm bound used: ``data_norm``, or the estimate from the data;
@@ -208,7 +206,7 @@ class PrivatePCA(_BasePrivatePCA):
     B. Balle, Y.-X. Wang. "Improving the Gaussian mechanism for differential
     privacy: analytical calibration and optimal denoising." ICML 2018.
 
-    J\\. Dong, A. Roth, W. Su. "Gaussian differential privacy." JRSS-B 2022.
+    J\. Dong, A. Roth, W. Su. "Gaussian differential privacy." JRSS-B 2022.
 
     Examples
     --------

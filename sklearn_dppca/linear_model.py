@@ -285,7 +285,7 @@ def _solve(values, vectors, rhs):
 
 @fill_parameter_docs
 class PrivateLDA(ClassifierMixin, _PrivateHead):
-    """Linear discriminant analysis with a private fit.
+    r"""Linear discriminant analysis with a private fit.
 
     :class:`~sklearn.discriminant_analysis.LinearDiscriminantAnalysis` for
     private rows and labels: a linear classifier, binary or multiclass, that
@@ -294,8 +294,9 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
     rows clipped to norm ``data_norm``, augmented with a constant and the
     one-hot label — with Gaussian noise, and computes the class counts, the
     class means, the pooled within-class covariance and the discriminant from
-    it: ``(epsilon, delta)``-DP under the replacement of one row and its
-    label, charged once (see :ref:`privacy-supervised-heads`).
+    it. The fit is ``(epsilon, delta)``-differentially private under the
+    replacement of one row and its label, and is charged once; the proof is
+    in :ref:`privacy-supervised-heads`.
 
     Read more in the :ref:`User Guide <supervised>`.
 
@@ -311,8 +312,10 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
     alpha : float or "auto", default="auto"
         Ridge added to the released within-class scatter matrix (its
         negative eigenvalues, noise, are first clamped at 0). ``"auto"``:
-        the edge of the noise's spectrum, ``2σ√(d + n_classes + 1)``, so the
-        matrix is well conditioned whatever the noise drew.
+        the edge of the noise's spectrum, :math:`2\sigma\sqrt{d + K + 1}`
+        (:math:`\sigma` = ``noise_scale_``, :math:`d` features, :math:`K`
+        classes), so the matrix is well conditioned whatever the noise
+        drew.
     %(head_non_finite)s
     %(head_randomness)s
 
@@ -331,7 +334,7 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
     intercept_ : ndarray of shape (1,) or (n_classes,)
     noise_scale_ : float
-        ``σ`` of the release.
+        The standard deviation :math:`\sigma` of the release's noise.
     data_norm_ : float
         The norm bound the rows were clipped to (public).
     privacy_spent_ : tuple of float
@@ -531,16 +534,16 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
 
 @fill_parameter_docs
 class PrivateRidge(RegressorMixin, _PrivateHead):
-    """Ridge regression with a private fit.
+    r"""Ridge regression with a private fit.
 
     :class:`~sklearn.linear_model.Ridge` for private rows and labels. The
     fit releases one matrix — the scatter matrix of the rows clipped to norm
     ``data_norm``, augmented with a constant and the label clipped into
     ``y_bounds`` (in their units) — with Gaussian noise, and solves the
-    normal equations from it: ``(epsilon, delta)``-DP under the replacement
-    of one row and its label, charged once (see
-    :ref:`privacy-supervised-heads`). Predictions are clipped into
-    ``y_bounds``.
+    normal equations from it; predictions are clipped into ``y_bounds``. The
+    fit is ``(epsilon, delta)``-differentially private under the replacement
+    of one row and its label, and is charged once; the proof is in
+    :ref:`privacy-supervised-heads`.
 
     Read more in the :ref:`User Guide <supervised>`.
 
@@ -554,7 +557,8 @@ class PrivateRidge(RegressorMixin, _PrivateHead):
     alpha : float or "auto", default="auto"
         Ridge added to the released (centred) Gram matrix of the rows, after
         its negative eigenvalues (noise) are clamped at 0. ``"auto"``: the
-        edge of the noise's spectrum, ``2σ√(d + 2)``.
+        edge of the noise's spectrum, :math:`2\sigma\sqrt{d + 2}`
+        (:math:`\sigma` = ``noise_scale_``, :math:`d` features).
     %(head_non_finite)s
     %(head_randomness)s
 

@@ -810,33 +810,27 @@ def _refitted_has(*attrs):
 
 
 class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
-    """Grid search over a private estimator whose choice is private too.
+    r"""Grid search over a private estimator whose choice is private too.
 
     The :class:`~sklearn.model_selection.GridSearchCV` surface for a private
     estimator of this package, or a Pipeline holding one beside stateless
-    steps. Unlike ``GridSearchCV`` — whose exact validation scores make
-    ``best_params_`` a noiseless function of the data — the whole search is
-    ``(epsilon, delta)``-DP under the replacement of one row: the candidate
-    fits, the released per-fold scores, the choice and the refit are
-    composed exactly in Gaussian DP and charged **once**, before the data
-    is read, as ``μ* = gdp_mu(epsilon, delta)``.
+    steps. ``GridSearchCV`` scores the candidates on the validation rows
+    without noise, so its ``best_params_`` is a noiseless function of the
+    data; here the candidate fits, the per-fold scores, the choice of the
+    best candidate and its refit are all private. The whole search is
+    ``(epsilon, delta)``-differentially private under the replacement of one
+    row, composed exactly and charged **once**, before the data is read.
 
-    :func:`plan_search` is the privacy analysis: it clones every candidate
-    (estimator objects in the grid included), checks it as it will run, and
-    fixes its budget. Budget (fractions of ``μ*²``,
-    :data:`SEARCH_BUDGET_SHARES`): 0.45 for the candidate fits, 0.1 for the
-    score matrix, 0.45 for the refit (without a refit, 9/11 and 2/11).
-    PrivatePCA candidates that differ only in ``n_components`` or
-    ``whiten`` share one release per fold; every other candidate is a
-    release of its own, weighted by ``fit_weights``.
+    Candidate PCA estimators are scored by the captured variance of the
+    validation rows, with a penalty for components that only capture the
+    noise floor; candidates that end in a private head of
+    :mod:`sklearn_dppca.linear_model` by a noisy accuracy, balanced
+    accuracy, squared error or :math:`R^2`. :func:`plan_search` is the
+    privacy analysis of a search: it clones and checks every candidate and
+    fixes every budget from public values only.
 
-    Score: the captured variance of each validation row under the
-    candidate's projection, ``‖P clip_C(x_i − m̂)‖² ∈ [0, C²]``, summed per
-    fold and released with Gaussian noise of standard deviation
-    ``√(Σ_c C_c⁴) / μ_sel``. ``mean_test_score`` is the floor-penalised
-    score per validation row (:func:`floor_penalised_scores`), which does
-    not reward components that only capture the noise floor; the best
-    candidate maximises it. See :doc:`/model_selection`.
+    Read more in the :ref:`User Guide <model-selection>`; the proof for
+    supervised candidates is in :ref:`privacy-supervised-search`.
 
     Parameters
     ----------
@@ -865,7 +859,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         row, in the fits and in the validation scores, never refused (a
         refusal would tell neighbouring datasets apart). A private estimator
         without such steps reads ``X`` itself: NaN in ``X`` is refused
-        before the charge unless it has ``non_finite="clip"``.
+        before the charge unless it has ``non_finite="clip"``. A private
+        head of :mod:`sklearn_dppca.linear_model`, alone or last in such a
+        Pipeline (with at most one of the estimators above before it), is
+        searched on the labels ``y`` (:ref:`privacy-supervised-search`).
     param_grid : dict or list of dicts
         As for ``GridSearchCV``; values may be estimators (cloned). The
         grid may not set ``epsilon``, ``delta``, ``accountant`` or
@@ -874,24 +871,28 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         The bounded score; ``None`` means ``"captured_variance"``. Scores
         that are not bounded per row (``"r2"``, log-likelihoods, callables)
         and multi-metric scoring are refused: their sensitivity is unknown.
+        With a private head last, the labels' scores, each bounded per row:
+        ``"accuracy"`` (the default for a classifier) or
+        ``"balanced_accuracy"``; ``"r2"`` (the default for a regressor) or
+        ``"neg_mean_squared_error"``.
     cv : int, KFold or iterable of (train, test), default=5
         Folds chosen without the data whose validation parts partition the
         rows; the pairs may be indices or boolean masks. An int means
         ``KFold(cv)``.
     epsilon : float, default=1.0
-        ``ε`` of the whole search.
+        Privacy parameter :math:`\varepsilon > 0` of the whole search.
     delta : float, default=1e-6
-        ``δ`` of the whole search.
+        Privacy parameter :math:`\delta` in (0, 1) of the whole search.
     refit : bool, "captured_variance" or callable, default=True
         Refit the chosen candidate on all rows (with its share). A callable
         takes ``cv_results_`` and returns the index of the candidate to
         refit (post-processing of released values); ``best_score_`` is then
         not set.
     fit_weights : None, sequence of float or callable, default=None
-        Relative weight ``ω ∈ (0, 1]`` of each candidate's release in the
-        fits' share: one value per grid point (ParameterGrid's order) or a
-        function of a candidate's params. ``None`` weighs all releases
-        equally.
+        Relative weight :math:`\omega \in (0, 1]` of each candidate's
+        release in the fits' share: one value per grid point
+        (ParameterGrid's order) or a function of a candidate's params.
+        ``None`` weighs all releases equally.
     error_score : "raise" or float, default=np.nan
         Score of a candidate that cannot be fitted for a public reason (an
         invalid parameter, ``n_components`` above the features or the
@@ -901,7 +902,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         always raises.
     return_train_score : False, default=False
         Train scores are not released (refused): they would need a share of
-        their own, with ``K − 1`` times the sensitivity.
+        their own, with :math:`K - 1` times the sensitivity (:math:`K`
+        folds).
     verbose : int, default=0
         Print the plan (public values only; no score, no timing).
     accountant : BudgetAccountant or None, default=None
@@ -921,7 +923,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         ``GridSearchCV`` (floor-penalised captured variance per validation
         row, from the released fold scores); ``released_test_score`` (the
         noisy summed captured variance), ``floor_penalty``,
-        ``mean_n_components`` and ``floor_per_component`` (``Σ_f n_f τ_f``).
+        ``mean_n_components`` and ``floor_per_component``
+        (:math:`\sum_f n_f \tau_f`).
         All released values; no exact score and no timing (they depend on
         the data). A failed candidate's scores are ``error_score``.
     best_index_ : int
@@ -943,10 +946,32 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     fit_epsilons_ : list of float
         ``epsilon`` each release group was fitted with, per fold.
     privacy_spent_ : tuple of float
-        ``(epsilon, delta)`` of the whole search, from its composed ``μ``.
+        ``(epsilon, delta)`` of the whole search, from its composed
+        :math:`\mu`.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` has string column names.
+
+    Notes
+    -----
+    The budget is split in fractions of :math:`\mu^{*2}`, :math:`\mu^*` =
+    ``gdp_mu(epsilon, delta)`` (:data:`SEARCH_BUDGET_SHARES`): 0.45 for the
+    candidate fits, 0.1 for the score matrix and 0.45 for the refit
+    (without a refit, 9/11 and 2/11). PrivatePCA candidates that differ
+    only in ``n_components`` or ``whiten`` share one release per fold; every
+    other candidate is a release of its own, weighted by ``fit_weights``.
+
+    The score of a candidate on a fold is the captured variance of the
+    fold's validation rows under the candidate's projection :math:`P`,
+    :math:`\sum_i \lVert P \operatorname{clip}_C(x_i - \hat m) \rVert^2`,
+    each term in :math:`[0, C^2]` (:math:`\hat m` the candidate's private
+    mean, :math:`C` its ``data_norm``), summed per fold and released with
+    Gaussian noise of standard deviation
+    :math:`\sqrt{\sum_c C_c^4} / \mu_{\mathrm{sel}}`. ``mean_test_score``
+    is the floor-penalised score per validation row
+    (:func:`floor_penalised_scores`), which does not reward components that
+    only capture the noise floor; the best candidate maximises it. The
+    derivation is in :doc:`/model_selection`.
 
     Examples
     --------

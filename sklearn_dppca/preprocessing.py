@@ -142,31 +142,29 @@ def _finite_map(factor, offset, given):
 
 
 class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
-    """Scale each feature by public knowledge: its range, or a centre and scale.
+    r"""Scale each feature by public knowledge: its range, or a centre and scale.
 
     The stateless, budget-free way to put features on a common scale before
     a private fit. Each feature is mapped from its *public* range
-    ``[low, high]`` — a range known without looking at the data: a
-    questionnaire's 1–5 scale, ages 18–90, a sensor's specification — onto
-    ``feature_range``, as :class:`~sklearn.preprocessing.MinMaxScaler` does
-    with the data's own minimum and maximum; or, with ``center`` and
-    ``scale``, to ``(x − center) / scale``, as
+    ``[low, high]`` (known without looking at the data: a 1–5 scale, ages
+    18–90, a sensor's specification) onto ``feature_range``, as
+    :class:`~sklearn.preprocessing.MinMaxScaler` does with the data's own
+    range; or, with ``center`` and ``scale``, to ``(x - center) / scale``, as
     :class:`~sklearn.preprocessing.StandardScaler` does with the data's own
-    mean and deviation. ``fit`` learns nothing from the rows: it only checks
-    their number of features and names, so the scaler costs no budget,
-    composes with any private step, and is accepted beside the private
-    estimator of a :class:`~sklearn_dppca.model_selection.PrivateGridSearchCV`.
+    mean and deviation.
 
-    Follow it with a private estimator whose ``bounds`` is the image of the
-    ranges: with the default ``feature_range=(0, 1)``, ``PrivatePCA(...,
-    bounds=(0, 1))`` clips every row into the unit cube, centres on its
-    middle and bounds every row by ``√d / 2``.
-
-    Sparse input (CSR or CSC) is taken where the map sends 0 to 0 — ranges
-    from 0 onto a ``feature_range`` from 0, or ``center=0`` — and stays
-    sparse in its format: only the stored values are scaled. A map that
-    would fill every implicit zero refuses it with a ``TypeError`` (densify
-    ``X`` first if that is what you want).
+    ``fit`` learns nothing from the rows, so the scaler releases nothing and
+    costs no budget: it composes with any private step, and is accepted
+    beside the private estimator of a
+    :class:`~sklearn_dppca.model_selection.PrivateGridSearchCV`. Follow it
+    with a private estimator whose ``bounds`` is the image of the ranges:
+    with the default ``feature_range=(0, 1)``, ``PrivatePCA(...,
+    bounds=(0, 1))`` clips every row into the unit cube and bounds its norm
+    by :math:`\sqrt{d}/2`. Sparse input (CSR or CSC) stays sparse where the
+    map sends 0 to 0 (ranges from 0 onto a ``feature_range`` from 0, or
+    ``center=0``); a map that would fill the implicit zeros refuses it with
+    a ``TypeError``. Read more in the :ref:`User Guide <mixed-scales>`; why
+    a public map is free: :ref:`privacy-preprocessing`.
 
     Parameters
     ----------
@@ -183,7 +181,7 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         an image beyond the dtype's range is its largest finite value, never
         infinity.
     center, scale : float, sequence of float, dict or None, default=None
-        Instead of ``ranges``: the output is ``(x − center) / scale`` (a
+        Instead of ``ranges``: the output is ``(x - center) / scale`` (a
         missing one of the two is 0, respectively 1). Each ``scale > 0``.
     feature_range : (float, float), default=(0.0, 1.0)
         Where ``ranges`` are mapped to (``min < max``). Only with ``ranges``.
@@ -433,58 +431,46 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
 
 class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
-    """Standardise features with a private mean and standard deviation.
+    r"""Standardise features with a private mean and standard deviation.
 
     :class:`~sklearn.preprocessing.StandardScaler` for private data, when no
     public scale is known. Each feature is clipped into its public range
-    ``[lower_j, upper_j]`` and put in box units, ``z_j = (x_j − c_j) / w_j``
-    with ``c_j`` the midpoint and ``w_j = upper_j − lower_j`` the width,
-    clipped into ``[−½, ½]`` as computed (rounding of ``c_j`` can push a
-    narrow box's ``z`` out by up to ½); the sums ``Σ_i z_i`` and
-    ``Σ_i z_i²`` are released with Gaussian noise of L2 sensitivities
-    ``√d`` and ``√d / 4`` under the replacement of one row
-    (docs/privacy.rst, "The private standard scaler"), at GDP
-    ``μ* √½`` each, which compose to exactly ``μ* = gdp_mu(epsilon,
-    delta)``: the fit spends ``(epsilon, delta)`` and is charged once, before
-    anything is released. ``mean_`` and ``var_`` are post-processing:
-    the mean projected into the box, the variance into ``[0, w_j²/4 −
-    (mean_j − c_j)²]`` (the largest variance of values in the box with that
-    mean).
+    (``bounds``), and the sums of the clipped values and of their squares are
+    released with Gaussian noise proportional to each feature's range;
+    ``mean_``, ``var_`` and ``scale_`` are computed from those releases only.
+    The fit is ``(epsilon, delta)``-differentially private under the
+    replacement of one row, and is charged once, before anything is
+    released; the proof is in :ref:`private-standard-scaler`, and when to
+    use it in the :ref:`User Guide <mixed-scales>`.
 
-    **In a Pipeline before a private estimator**, the fit is two releases and
-    two charges to the same accountant (the scaler's, then the estimator's):
-    ``make_pipeline(PrivateStandardScaler(bounds, epsilon=0.3),
-    PrivatePCA(2, epsilon=0.7, bounds=...))`` spends what a ``0.3`` and a
-    ``0.7`` fit compose to (less than 1 in total). A limited accountant
-    refuses either charge that would exceed it, each before its own step
-    reads the data; when the estimator's is refused, the scaler's charge
-    stays (it released its mean and scale). The second
-    estimator sees standardised rows: give it ``bounds`` or a ``data_norm``
-    in standard units (e.g. ``bounds=(-3, 3)``, clipping values beyond three
-    deviations).
+    **In a Pipeline before a private estimator** the fit makes two releases
+    and two charges, the scaler's then the estimator's, each checked before
+    its own step reads the data: ``make_pipeline(PrivateStandardScaler(bounds,
+    epsilon=0.3), PrivatePCA(2, epsilon=0.7, bounds=(-3, 3)))`` spends what a
+    ``0.3`` and a ``0.7`` fit compose to, less than 1. The estimator sees
+    standardised rows: give it ``bounds`` or a ``data_norm`` in standard
+    units (``bounds=(-3, 3)`` clips values beyond three deviations).
 
-    **In a PrivateGridSearchCV** it is refused before any charge: its fit on
-    each training fold would be a release the search's plan does not
-    account for. Fit it once on all rows (its own charge) and search on its
-    output, or put its released ``mean_`` and ``scale_`` in a
-    :class:`PublicScaler` ``(center=mean_, scale=scale_)``, which the search
-    accepts.
+    **A PrivateGridSearchCV** refuses it before any charge (its fit on every
+    training fold would be a release outside the search's plan): fit it once
+    and search on its output, or pass its ``mean_`` and ``scale_`` to a
+    :class:`PublicScaler` ``(center=mean_, scale=scale_)``.
 
     Parameters
     ----------
     bounds : (lower, upper) or dict
         Public per-feature ranges, as the estimators' ``bounds``: two scalars
         or two arrays of length ``n_features``, or a dict ``{feature name:
-        (low, high)}`` for a DataFrame; every ``lower ≤ upper``. Required.
-        A feature with ``lower = upper`` is that constant (no noise, no
-        budget). Rows are clipped into the box; choose it from domain
+        (low, high)}`` for a DataFrame; every lower bound at most its upper
+        one. Required. A feature whose two bounds are equal is that constant
+        (no noise, no budget). Rows are clipped into the box; choose it from domain
         knowledge, never from the data.
     epsilon : float, default=1.0
-        Privacy parameter ``ε > 0`` of the fit; ``float("inf")`` is the
-        non-private fit (no noise, a :class:`~sklearn_dppca.PrivacyLeakWarning`),
-        charged as infinite.
+        Privacy parameter :math:`\varepsilon > 0` of the fit;
+        ``float("inf")`` is the non-private fit (no noise, a
+        :class:`~sklearn_dppca.PrivacyLeakWarning`), charged as infinite.
     delta : float, default=1e-6
-        Privacy parameter ``δ`` in (0, 1).
+        Privacy parameter :math:`\delta` in (0, 1).
     with_mean : bool, default=True
         Centre the output on ``mean_``. ``False`` takes sparse input (CSR or
         CSC) and keeps it sparse, as scikit-learn's ``StandardScaler``: the
@@ -515,10 +501,12 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         Private variance (``n`` in the denominator, as scikit-learn's);
         ``None`` with ``with_std=False``.
     scale_ : ndarray of shape (n_features_in_,) or None
-        ``√max(var_, floor)``, where the floor is the standard deviation of
-        the variance's noise (``w_j² σ_Q / n``), so that a feature whose
-        variance is lost in the noise is not blown up by ``transform``; 1
-        for a zero variance of the non-private fit, as scikit-learn.
+        The square root of ``var_`` floored at the standard deviation of
+        the variance's noise, :math:`w_j^2 \sigma_Q / n` (:math:`w_j` the
+        feature's width, :math:`\sigma_Q` the noise of the released sum of
+        squares in box units), so that a feature whose variance is lost in
+        the noise is not blown up by ``transform``; 1 for a zero variance
+        of the non-private fit, as scikit-learn.
     n_samples_seen_ : int
         Number of rows (public under replacement adjacency).
     privacy_spent_ : tuple of float
