@@ -1538,12 +1538,16 @@ class NormBounds:
         engine = _engine(self.data)
         centre = np.asarray(mean, dtype=self.dtype)
         if isinstance(engine, ChunkedRows):
-            self.data = _rebound(self.data, ChunkedRows(engine.X - centre))
+            moved = ChunkedRows(engine.X - centre)
         else:
             _announce(self.data, "the rows moved to the private mean (one copy)")
-            self.data = _rebound(self.data, InMemoryRows(_dense(engine.X) - centre))
-            if first_pass:
-                self.data.first_pass(data_norm, with_sum=False)
+            moved = InMemoryRows(_dense(engine.X) - centre)
+        # whether the passes form a raw Gram matrix stays the fit's choice
+        # (not on the matrix-free paths, nor with "auto": clipped_gram)
+        moved.with_gram = engine.with_gram
+        self.data = _rebound(self.data, moved)
+        if first_pass and not isinstance(engine, ChunkedRows):
+            self.data.first_pass(data_norm, with_sum=False)
         self.offset = self.offset + centre.astype(np.float64)
         return np.zeros_like(mean)
 
