@@ -55,6 +55,7 @@ Run from the repository root::
         --figure docs/_static/benchmarks/coherent_regime.png   # ~15 min on 2 cores
     python benchmarks/bench_coherent.py --replot out.json --figure map.png
     python benchmarks/bench_coherent.py --quick          # smoke run, ~20 s
+    python benchmarks/bench_coherent.py --in-memory      # time against PrivatePCA
 """
 
 import argparse
@@ -69,7 +70,12 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_fit import environment, print_environment, time_fit  # noqa: E402
 
-from sklearn_dppca import CoherentPowerPCA, PrivacyLeakWarning, PrivatePCA  # noqa: E402
+from sklearn_dppca import (  # noqa: E402
+    BudgetAccountant,
+    CoherentPowerPCA,
+    PrivacyLeakWarning,
+    PrivatePCA,
+)
 from sklearn_dppca.datasets import load_real_dataset, make_coherent_low_rank  # noqa: E402
 from sklearn_dppca.metrics import coherence, principal_angle_sin  # noqa: E402
 
@@ -246,6 +252,29 @@ def regime_map(results, path):
     plt.close(fig)
 
 
+def in_memory_ratios(sizes=(20_000, 300_000, 1_000_000), d=100, rounds=3):
+    """In-memory fit time of ``CoherentPowerPCA(5)`` over ``PrivatePCA(5)``'s
+    (``data_norm=1``, ``epsilon=1``; normal rows with a decaying spectrum,
+    scaled into the unit ball), fastest of ``rounds`` alternating rounds in
+    this process (issue 34: at most 2×)."""
+    import time
+
+    print(f"in-memory fit time, d = {d}, k = 5 (fastest of {rounds} rounds)")
+    for n in sizes:
+        X = np.random.default_rng(0).standard_normal((n, d)) * np.linspace(1, 0.1, d)
+        X /= np.linalg.norm(X, axis=1).max()
+        best = {PrivatePCA: np.inf, CoherentPowerPCA: np.inf}
+        for _ in range(rounds):
+            for cls in best:
+                start = time.perf_counter()
+                cls(5, epsilon=1.0, data_norm=1.0,
+                    accountant=BudgetAccountant()).fit(X)
+                best[cls] = min(best[cls], time.perf_counter() - start)
+        print(f"  {n} x {d}: PrivatePCA {best[PrivatePCA] * 1e3:.0f} ms, "
+              f"CoherentPowerPCA {best[CoherentPowerPCA] * 1e3:.0f} ms "
+              f"({best[CoherentPowerPCA] / best[PrivatePCA]:.2f}x)")
+
+
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", nargs="+", choices=sorted(SETS),
@@ -259,6 +288,9 @@ def parse_args():
                         help="two small cells, 2 seeds, no timing")
     parser.add_argument("--figure", metavar="PNG", help="write the regime map")
     parser.add_argument("--json", metavar="PATH", help="also write results as JSON")
+    parser.add_argument("--in-memory", action="store_true",
+                        help="only the in-memory time against PrivatePCA's at "
+                             "2e4, 3e5 and 1e6 x 100")
     parser.add_argument("--replot", metavar="JSON",
                         help="only redraw --figure from a --json file of a run")
     return parser.parse_args()
@@ -271,6 +303,10 @@ def main():
             regime_map(json.load(f)["results"], args.figure)
         return
     warnings.simplefilter("ignore", PrivacyLeakWarning)
+    if args.in_memory:
+        warnings.simplefilter("ignore")
+        in_memory_ratios()
+        return
     sets = QUICK if args.quick else {name: SETS[name] for name in args.sets}
     seeds = 2 if args.quick else args.seeds
     print_environment(environment())

@@ -40,7 +40,6 @@ class PrivacyLeakWarning(UserWarning):
     """
 
 
-
 #: Packages whose frames a warning skips on its way to the user's line.
 _NOT_THE_CALLER = ("sklearn_dppca", "sklearn", "joblib")
 
