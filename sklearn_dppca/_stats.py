@@ -442,6 +442,26 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True, direction=None,
     )
 
 
+def clip_rows(rows, bound, centre=0.0):
+    """``clip_C(x_i − m)`` of each row (``docs/privacy.rst`` §1), without
+    overflow: ``x_i`` and ``m`` are first divided by the row's largest
+    magnitude ``s_i``, so ``u_i = (x_i − m)/s_i`` has entries of at most 2,
+    and ``clip_C(x_i − m) = u_i · min(s_i, C/‖u_i‖)``. Entries near 1e300
+    neither overflow nor warn, so nothing here depends on how extreme a row
+    is beyond its clipped value. For public maps of rows (scores,
+    predictions); the releases' own clipping keeps a round-off margin
+    (:func:`_clip_scales`)."""
+    rows = np.asarray(rows, dtype=np.float64)
+    centre = np.asarray(centre, dtype=np.float64)
+    with np.errstate(over="ignore", under="ignore"):
+        scale = np.maximum(np.max(np.abs(rows), axis=1, initial=0.0),
+                           np.max(np.abs(centre), initial=0.0))
+        scale = np.where(scale > 0.0, scale, 1.0)[:, None]
+        unit = rows / scale - centre / scale
+        norms = np.linalg.norm(unit, axis=1)[:, None]
+        return unit * np.minimum(scale, bound / np.maximum(norms, np.finfo(float).tiny))
+
+
 def unit_direction(centre):
     """``c/‖c‖``, or None for the origin (``centre`` 0 or None): the
     projections that tell, from the first pass, which rows clipping around

@@ -50,7 +50,7 @@ from ._base import (
 )
 from ._bounds import box_radius, check_box
 from ._released import NoisyReleaseWarning
-from ._stats import _clip_scales, _sq_norms, iter_blocks
+from ._stats import _clip_scales, _sq_norms, clip_rows, iter_blocks
 from .noise import add_goe_noise, make_generator, noise_scale
 from .privacy import (
     BudgetAccountant,
@@ -228,10 +228,7 @@ class _PrivateHead(BaseEstimator):
         lower, upper, centre, _ = self._box(X.shape[1])
         if lower is not None:
             X = np.clip(X, lower, upper)
-        offsets = X - centre
-        norms = np.maximum(np.linalg.norm(offsets, axis=1), np.finfo(float).tiny)
-        scale = np.minimum(1.0, self.data_norm_ / norms)
-        return centre + offsets * scale[:, None]
+        return centre + clip_rows(X, self.data_norm_, centre)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

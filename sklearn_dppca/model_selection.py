@@ -78,6 +78,7 @@ from ._base import (
 from ._bounds import check_data_norm_range, public_box_norm
 from ._coherent_power_pca import CoherentPowerPCA
 from ._private_pca import PrivatePCA
+from ._stats import clip_rows
 from .noise import dense_noise, make_generator, noise_scale
 from .preprocessing import PrivateStandardScaler, PublicScaler
 from .privacy import (
@@ -126,24 +127,6 @@ _OWNED = ("epsilon", "delta", "accountant", "random_state")
 # --------------------------------------------------------------------------
 # Scores
 # --------------------------------------------------------------------------
-def _clip_rows(rows, bound, centre=0.0):
-    """``clip_C(x_i − m)`` of each row (``docs/privacy.rst`` §1), without
-    overflow: ``x_i`` and ``m`` are first divided by the row's largest
-    magnitude ``s_i``, so ``u_i = (x_i − m)/s_i`` has entries of at most 2,
-    and ``clip_C(x_i − m) = u_i · min(s_i, C/‖u_i‖)``. Entries near 1e300
-    neither overflow nor warn, so nothing here depends on how extreme a row
-    is beyond its clipped value."""
-    rows = np.asarray(rows, dtype=np.float64)
-    centre = np.asarray(centre, dtype=np.float64)
-    with np.errstate(over="ignore", under="ignore"):
-        scale = np.maximum(np.max(np.abs(rows), axis=1, initial=0.0),
-                           np.max(np.abs(centre), initial=0.0))
-        scale = np.where(scale > 0.0, scale, 1.0)[:, None]
-        unit = rows / scale - centre / scale
-        norms = np.linalg.norm(unit, axis=1)[:, None]
-        return unit * np.minimum(scale, bound / np.maximum(norms, np.finfo(float).tiny))
-
-
 def captured_variance_rows(rows, mean, components, data_norm):
     """Per-row captured variance ``‖P clip_C(x_i − m̂)‖²``, each in ``[0, C²]``.
 
@@ -172,7 +155,7 @@ def captured_variance_rows(rows, mean, components, data_norm):
     array([0.64, 0.25])
     """
     basis, _ = np.linalg.qr(np.asarray(components, dtype=np.float64).T)
-    projected = _clip_rows(rows, data_norm, mean) @ basis
+    projected = clip_rows(rows, data_norm, mean) @ basis
     return np.clip(np.einsum("ij,ij->i", projected, projected), 0.0, data_norm**2)
 
 
@@ -1462,7 +1445,7 @@ def _cumulative_gains(rows, step):
     eigenvectors, so each row's partial sums are at most ``‖y‖² ≤ C²``; the
     clip makes the bound exact in floating point."""
     C = step.data_norm_
-    projected = _clip_rows(rows, C, _host(step.mean_)) @ _host(step.components_).T
+    projected = clip_rows(rows, C, _host(step.mean_)) @ _host(step.components_).T
     return np.clip(np.cumsum(projected**2, axis=1), 0.0, C**2).sum(axis=0)
 
 

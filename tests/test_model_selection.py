@@ -21,6 +21,7 @@ from sklearn_dppca import (
     PrivatePCA,
 )
 from sklearn_dppca import model_selection as ms
+from sklearn_dppca._stats import clip_rows
 from sklearn_dppca.audit import audit
 from sklearn_dppca.model_selection import (
     SEARCH_BUDGET_SHARES,
@@ -452,7 +453,7 @@ def test_scores_of_rows_made_non_finite_stay_bounded():
     a row of ±finfo.max is clipped without NaN and scores at most C²."""
     big = np.finfo(np.float64).max
     rows = np.array([[big, -big, 0.0], [-big, -big, -big], [0.0, 0.0, 0.0]])
-    clipped = ms._clip_rows(rows, 2.0, np.array([0.5, -0.5, 1.0]))
+    clipped = clip_rows(rows, 2.0, np.array([0.5, -0.5, 1.0]))
     assert np.isfinite(clipped).all()
     np.testing.assert_allclose(np.linalg.norm(clipped[:2], axis=1), 2.0, rtol=1e-12)
     scores = captured_variance_rows(rows, np.zeros(3), np.eye(3)[:2], 2.0)
