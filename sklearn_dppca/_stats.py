@@ -1015,22 +1015,9 @@ class CentredRows:
                 factor = np.where(over, radii / norms, 1.0)
             products *= (factor * unit[:, None])[:, :, None]
             products = products.reshape(-1, n_trials * k)
-            if into is None or not sparse.issparse(block):
-                part = np.asarray(block.T @ products)
-                if into is None:
-                    return part, products.sum(0), over.sum(axis=0)
-                into += part
-                return None, products.sum(0), over.sum(axis=0)
-            # sparse rows, into the total by bands of its rows (features): a
-            # band × (trials · k) temporary of at most _SCAN_BYTES, not a
-            # second d × (trials · k) array beside the total (on sparse rows
-            # of many columns these two are most of a fit's memory), each
-            # stored value read once; dense rows keep BLAS's one product
-            # (bands of columns were 1.5× slower at d = 2·10⁴)
-            transposed = block.T.tocsr()
-            band = max(1, _SCAN_BYTES // (8 * products.shape[1]))
-            for a, b in _ranges(0, d, band):
-                into[a:b] += np.asarray(transposed[a:b] @ products)
+            if into is None:  # a thread's part, added by the caller
+                return np.asarray(block.T @ products), products.sum(0), over.sum(0)
+            _add_transposed_product(into, block, products)
             return None, products.sum(0), over.sum(axis=0)
 
         # threads of ours, if any, each with a single-threaded BLAS (two-threaded
@@ -1058,6 +1045,22 @@ class CentredRows:
             add_outer(total, centre, q_sum, -1.0)
         self._unit_scales = units  # complete: kept for the next call
         return total.reshape(d, n_trials, k), counts
+
+
+def _add_transposed_product(total, block, products):
+    """``total += blockᵀ products``. Sparse rows by bands of ``total``'s rows
+    (features): a band × width temporary of at most ``_SCAN_BYTES``, not a
+    second array of ``total``'s size (on sparse rows of many columns these
+    two are most of a fit's memory), each stored value read once. Dense rows
+    take BLAS's one product (bands of columns were 1.5× slower at d = 2·10⁴).
+    """
+    if not sparse.issparse(block):
+        total += block.T @ products
+        return
+    transposed = block.T.tocsr()
+    band = max(1, _SCAN_BYTES // (8 * products.shape[1]))
+    for a, b in _ranges(0, total.shape[0], band):
+        total[a:b] += np.asarray(transposed[a:b] @ products)
 
 
 class InMemoryRows:
