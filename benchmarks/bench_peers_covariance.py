@@ -419,12 +419,16 @@ def coinpress_cov(X, rho, rng, shares=COINPRESS_SHARES, beta=COINPRESS_BETA):
         a_w = np.maximum(a_w, 1e-300)
 
 
+def fit_ours(X, rho, rng, data_norm=1.0):
+    """``PrivatePCA`` of the protocol (uncentred, every component) at ``ρ``."""
+    return PrivatePCA(center=False, data_norm=data_norm, epsilon=epsilon_for(rho),
+                      delta=DELTA, random_state=rng,
+                      accountant=BudgetAccountant()).fit(X)
+
+
 def private_pca(X, rho, rng, data_norm=1.0):
     n = X.shape[0]
-    est = PrivatePCA(center=False, data_norm=data_norm, epsilon=epsilon_for(rho),
-                     delta=DELTA, random_state=rng,
-                     accountant=BudgetAccountant())
-    est.fit(X)
+    est = fit_ours(X, rho, rng, data_norm)
     return est.get_covariance() * ((n - 1) / n), est.components_.T
 
 
@@ -447,9 +451,7 @@ def private_pca_nuclear(X, rho, rng):
     trace) ball whose radius is the released trace estimate, instead of the
     de-noised spectrum (issue 34, item 3)."""
     n = X.shape[0]
-    est = PrivatePCA(center=False, data_norm=1.0, epsilon=epsilon_for(rho),
-                     delta=DELTA, random_state=rng,
-                     accountant=BudgetAccountant()).fit(X)
+    est = fit_ours(X, rho, rng)
     values = trace_ball(est.noisy_variance_ * (n - 1), est.total_variance_ * (n - 1))
     vectors = est.components_.T
     return (vectors * (values / n)) @ vectors.T, vectors
