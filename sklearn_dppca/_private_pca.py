@@ -400,19 +400,18 @@ class PrivatePCA(_BasePrivatePCA):
                   else max(int(self.iterated_power), 1))
         scale = rows.data_norm**2
         sensitivity = math.sqrt(2.0) * scale
-        basis = np.linalg.qr(rng.standard_normal((d, p)))[0]  # V_0: no data
+        basis = _orthonormal(rng.standard_normal((d, p)))[0]  # V_0: no data
         for i, share in enumerate(noisy_power_shares(passes)):
             sigma = noise_scale(sensitivity, plan.mus["covariance"] * math.sqrt(share))
-            # in place: a few d × p blocks alive at once
+            # in place: two d × p blocks alive at once, at most
             released = rows.clipped_products(basis[:, None, :],
                                              np.array([np.inf]))[0][:, 0, :]
+            del basis
             released *= scale
             add_dense_noise(rng, released, sigma)
             if i < passes - 1:
-                del basis  # before its successor is made
-                basis = _orthonormal(released)[0]
+                basis = _orthonormal(released)[0]  # in released's memory
                 del released
-        del basis
         trace = scale * rows.sq_norm_sum() + float(dense_noise(rng, (), sigma))
         # Y_L's SVD from its QR and the SVD of the p × p factor
         basis, factor = _orthonormal(released)
@@ -428,10 +427,26 @@ class PrivatePCA(_BasePrivatePCA):
 
 
 def _orthonormal(matrix):
-    """``(Q, R)``, the thin QR factors of the float64 ``matrix``, which is
-    overwritten (LAPACK's work in place of a copy of it)."""
-    return scipy.linalg.qr(matrix, mode="economic", overwrite_a=True,
-                           check_finite=False)
+    """``(Q, F)`` with ``matrix = Q F``, ``Q`` of orthonormal columns and
+    ``F`` square, for a ``d × p`` float64 ``matrix`` (``d ≥ p``), which is
+    overwritten. ``Q`` is C-contiguous and takes the matrix's memory: the RQ
+    factorisation of ``matrixᵀ`` (Fortran-ordered where the matrix is
+    C-ordered, so LAPACK works in place: a QR of the C-ordered matrix would
+    copy it), ``matrixᵀ = R Q'``, so ``Q = Q'ᵀ`` and ``F = Rᵀ``. The rows'
+    products then read ``Q`` as it is (a sparse product copies an array
+    that is not C-ordered, once per block of rows).
+    """
+    matrix = np.ascontiguousarray(matrix, dtype=np.float64)
+    p = matrix.shape[1]
+    lwork = 64 * max(p, 1)
+    factored, tau, _, info = scipy.linalg.lapack.dgerqf(
+        matrix.T, lwork=lwork, overwrite_a=True)
+    factor = np.triu(factored[:, -p:]).T.copy()
+    basis, _, info2 = scipy.linalg.lapack.dorgrq(
+        factored, tau, lwork=lwork, overwrite_a=True)
+    if info or info2:  # pragma: no cover - LAPACK argument errors only
+        raise RuntimeError(f"LAPACK RQ failed (info {info}, {info2})")
+    return basis.T, factor
 
 
 #: The noisy power method's passes ``L`` where ``iterated_power="auto"``,

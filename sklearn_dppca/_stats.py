@@ -985,6 +985,8 @@ class CentredRows:
         """
         d, n_trials, k = W.shape
         flat = W.reshape(d, n_trials * k)
+        if sparse.issparse(self.X):  # else SciPy copies it for every block
+            flat = np.ascontiguousarray(flat)
         radii = np.asarray(radii, dtype=float)
         known = self._unit_scales is not None
         units = self._unit_scales if known else np.empty(self.X.shape[0])
