@@ -24,6 +24,7 @@ over ``m`` candidates (docs/privacy.rst, "Supervised search").
 """
 
 import math
+from numbers import Integral
 from typing import NamedTuple
 
 import numpy as np
@@ -39,6 +40,7 @@ from sklearn.utils.validation import check_consistent_length, column_or_1d
 from . import model_selection as _search
 from ._base import _BasePrivatePCA
 from ._coherent_power_pca import CoherentPowerPCA
+from ._private_pca import PrivatePCA
 from .linear_model import PrivateLDA, _PrivateHead
 from .noise import dense_noise, noise_scale
 from .privacy import BudgetAccountant, gdp_epsilon, gdp_mu, private_computation
@@ -88,7 +90,8 @@ class SupervisedPlan(NamedTuple):
     candidates: list
     scoring: str
     labels: object  # the public label domain: classes, or (mid, half)
-    fit_epsilons: list  # per candidate: {prefix: ε of that step's fold fits}
+    groups: list  # candidate indices sharing one fit per fold, the fitted one first
+    fit_epsilons: list  # per group: {prefix: ε of that step's fold fits}
     refit_mus: list  # per candidate: μ of each private step in the refit
     selection_sigma: float
     mu: float
@@ -152,6 +155,30 @@ def _private_steps(est, n_features, smallest):
     except (InvalidParameterError, ValueError, TypeError) as error:
         return named, error
     return named, None
+
+
+def _shared_key(cand, c):
+    """Candidates with equal keys share their fold fits: a Pipeline ending
+    in a PrivatePCA with an integer ``n_components`` right before a head
+    without ``bounds``, equal in every parameter but that ``n_components``
+    (and those the search sets itself). One fold fit at the group's largest
+    ``k`` serves them all: a smaller ``k``'s components are the first ``k``
+    (of the same released matrix) and its head the sub-block of the head's
+    release on them (:meth:`~sklearn_dppca.linear_model.PrivateLDA._leading`).
+    Any other candidate is fitted on its own."""
+    if len(cand.private) != 2 or not isinstance(cand.estimator, Pipeline):
+        return ("own", c)
+    (prefix, pca), (_, head) = cand.private
+    if (type(pca) is not PrivatePCA or not isinstance(pca.n_components, Integral)
+            or head.bounds is not None or cand.estimator.steps[-2][1] is not pca):
+        return ("own", c)
+    ignored = {p + name for p, _ in cand.private for name in _search._OWNED}
+    ignored.add(prefix + "n_components")
+    return ("shared", _search._params_key(cand.estimator, ignored))
+
+
+def _leading_k(cand):
+    return int(cand.private[0][1].n_components)
 
 
 def _label_domain(candidates):
@@ -223,42 +250,52 @@ def plan_supervised_search(estimator, param_grid, *, epsilon, delta, splits,
             f"{allowed}, each released with noise of a known sensitivity."
         )
     weights = _search._weights(fit_weights, grid)
+    groups = {}
+    for c, cand in enumerate(candidates):
+        if cand.error is None:
+            groups.setdefault(_shared_key(cand, c), []).append(c)
+    groups = [sorted(members, key=lambda c: -_leading_k(candidates[c]))
+              if key[0] == "shared" else members for key, members in groups.items()]
+    group_weights = []
+    for members in groups:
+        mine = {weights[c] for c in members}
+        if len(mine) != 1:
+            raise ValueError(
+                f"fit_weights gives the candidates {members}, which share one "
+                f"fit per fold, different weights {sorted(mine)}.")
+        group_weights.append(mine.pop())
     shares = dict(_search.SEARCH_BUDGET_SHARES)
     if not refit:
         shares.pop("refit")
     total = sum(shares.values())
     shares = {name: w / total for name, w in shares.items()}
     mu_total = gdp_mu(epsilon, delta)
-    weight_sum = sum(weights[c] for c, cand in enumerate(candidates)
-                     if cand.error is None)
-    fit_epsilons, refit_mus = [], []
-    mu_refit = mu_total * math.sqrt(shares.get("refit", 0.0))
-    for c, cand in enumerate(candidates):
-        if cand.error is not None:
-            fit_epsilons.append(None)
-            refit_mus.append(None)
-            continue
-        mu_c = math.sqrt(shares["fits"] * mu_total**2 * weights[c]
-                         / (folds_per_row * weight_sum))
-        per_step = mu_c / math.sqrt(len(cand.private))
+    fit_epsilons = []
+    for members, weight in zip(groups, group_weights):
+        steps = candidates[members[0]].private
+        mu_g = math.sqrt(shares["fits"] * mu_total**2 * weight
+                         / (folds_per_row * sum(group_weights)))
+        per_step = mu_g / math.sqrt(len(steps))
         eps = gdp_epsilon(per_step, delta, tidy=False)
         if not (eps > 0 and math.isclose(gdp_mu(eps, delta), per_step, rel_tol=1e-9)):
             raise ValueError(
                 f"The candidates' share of epsilon={epsilon} is too small to "
                 "calibrate one fit; raise epsilon or shrink the grid.")
-        fit_epsilons.append({prefix: eps for prefix, _ in cand.private})
-        refit_mus.append(mu_refit / math.sqrt(len(cand.private)))
+        fit_epsilons.append({prefix: eps for prefix, _ in steps})
+    mu_refit = mu_total * math.sqrt(shares.get("refit", 0.0))
+    refit_mus = [None if cand.error is not None
+                 else mu_refit / math.sqrt(len(cand.private)) for cand in candidates]
     s_cand, s_shared = SCORERS[scoring]
     sensitivity = math.sqrt(len(ok) * s_cand**2 + s_shared**2)
     mu_sel = mu_total * math.sqrt(shares["selection"])
     selection_sigma = noise_scale(sensitivity, mu_sel)
     composed = math.sqrt(
         folds_per_row * sum(sum(gdp_mu(e, delta) ** 2 for e in eps.values())
-                            for eps in fit_epsilons if eps is not None)
+                            for eps in fit_epsilons)
         + mu_sel**2 + mu_refit**2)
-    return SupervisedPlan(candidates, scoring, labels, fit_epsilons, refit_mus,
-                          selection_sigma, mu_total, (gdp_epsilon(composed, delta),
-                                                      delta))
+    return SupervisedPlan(candidates, scoring, labels, groups, fit_epsilons,
+                          refit_mus, selection_sigma, mu_total,
+                          (gdp_epsilon(composed, delta), delta))
 
 
 def check_labels(plan, y, n_samples):
@@ -275,9 +312,10 @@ def check_labels(plan, y, n_samples):
     return y
 
 
-def fit_candidate(cand, epsilons, delta, generator, X, y):
+def fit_candidate(cand, epsilons, delta, generator, X, y, keep=False):
     """``cand`` fitted with each private step at its ``ε`` on a throwaway
-    accountant (the search has paid)."""
+    accountant (the search has paid); ``keep``: its head keeps its release
+    for the group's other candidates."""
     settings = {}
     first = (cand.estimator.steps[0][1] if isinstance(cand.estimator, Pipeline)
              else cand.estimator)
@@ -291,7 +329,10 @@ def fit_candidate(cand, epsilons, delta, generator, X, y):
             # make non-finite is mapped, never a failure that tells
             # neighbours apart (docs/model_selection.rst)
             settings[prefix + "non_finite"] = "clip"
-    return clone(cand.estimator).set_params(**settings).fit(X, y)
+    model = clone(cand.estimator).set_params(**settings)
+    if keep:
+        final_head(model)._keep_release = True
+    return model.fit(X, y)
 
 
 def fold_statistics(plan, y_true, predictions):
@@ -345,20 +386,25 @@ def fold_scores(plan, per_candidate, shared, n_val):
 def _score_fold(plan, X, y, train, test, delta, seeds):
     X_train, X_val = _search._take(X, train), _search._take(X, test)
     y_train, y_val = _safe_indexing(y, train), _safe_indexing(y, test)
-    predictions = []
-    for c, cand in enumerate(plan.candidates):
-        if cand.error is not None:
-            predictions.append(None)
+    predictions = [None] * len(plan.candidates)
+    for g, members in enumerate(plan.groups):
+        lead = plan.candidates[members[0]]
+        fitted = fit_candidate(lead, plan.fit_epsilons[g], delta, seeds[g],
+                               X_train, y_train, keep=len(members) > 1)
+        if len(members) == 1:
+            predictions[members[0]] = fitted.predict(X_val)
             continue
-        fitted = fit_candidate(cand, plan.fit_epsilons[c], delta, seeds[c],
-                               X_train, y_train)
-        predictions.append(fitted.predict(X_val))
+        head = fitted.steps[-1][1]
+        rows = np.asarray(fitted[:-1].transform(X_val))  # as the head sees them
+        for c in members:
+            k = _leading_k(plan.candidates[c])
+            predictions[c] = head._leading(k).predict(rows[:, :k])
     return fold_statistics(plan, y_val, predictions)
 
 
 def run(search, plan, X, y, splits, rng):
     """Execute ``plan`` (after its charge) and return the search's state."""
-    seeds = [rng.spawn(len(plan.candidates)) for _ in splits]
+    seeds = [rng.spawn(len(plan.groups)) for _ in splits]
     with private_computation():
         folds = Parallel(n_jobs=search.n_jobs, backend="threading")(
             delayed(_score_fold)(plan, X, y, train, test, search.delta, seeds[f])

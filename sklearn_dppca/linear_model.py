@@ -37,6 +37,7 @@ from sklearn.base import (
     ClassifierMixin,
     RegressorMixin,
     _fit_context,
+    clone,
 )
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import type_of_target
@@ -188,6 +189,8 @@ class _PrivateHead(BaseEstimator):
             released = add_goe_noise(rng, gram, sigma)
             self.data_norm_ = data_norm
             self._set_model(released, sigma, n, d, extra)
+            if getattr(self, "_keep_release", False):  # a search's shared fit
+                self._release = (released, sigma, n, extra)
             # the model of translated rows, as one of the rows themselves
             self.intercept_ = self.intercept_ - self.coef_ @ centre
             if hasattr(self, "means_"):
@@ -198,6 +201,24 @@ class _PrivateHead(BaseEstimator):
                 (gdp_epsilon(mu, self.delta), self.delta), self.epsilon)
         _warn_if_not_private(self.epsilon, self.random_state, "released coefficients")
         self._warn_if_noise()
+
+    def _leading(self, k):
+        """The model of this fit's release restricted to the first ``k``
+        input features: its sub-block of those features, the constant and
+        the labels, post-processed as a fit on ``k`` features would be (for
+        a search's candidates with fewer components than the fit that ran;
+        docs/privacy.rst, "Supervised search"). The rows were clipped on all
+        the features, so a row's first ``k`` have norm at most ``C`` too.
+        Needs a fit with ``_keep_release`` set and no ``bounds``."""
+        released, sigma, n, extra = self._release
+        d = self.n_features_in_
+        keep = np.r_[np.arange(k), np.arange(d, released.shape[0])]
+        sub = clone(self)
+        sub.data_norm_ = self.data_norm_
+        sub._set_model(released[np.ix_(keep, keep)], sigma, n, k, extra)
+        sub.n_features_in_, sub.n_samples_, sub.noise_scale_ = k, n, sigma
+        sub.privacy_spent_ = self.privacy_spent_
+        return sub
 
     def _warn_if_noise(self):
         """A :class:`~sklearn_dppca.NoisyReleaseWarning` when the released

@@ -634,13 +634,19 @@ def _release_key(candidate, c):
     ):
         return ("own", c)
     ignored = {prefix + p for p in _POST_PROCESSING + _OWNED}
-    params = candidate.estimator.get_params(deep=True)
-    return ("shared", _value_key({
+    return ("shared", _params_key(candidate.estimator, ignored))
+
+
+def _params_key(estimator, ignored):
+    """A hashable key of ``estimator``'s deep parameters but the
+    ``ignored`` ones, by value (:func:`_value_key`)."""
+    params = estimator.get_params(deep=True)
+    return _value_key({
         # estimators: their type (their parameters are listed on their own)
         name: ("estimator", _type_name(value)) if _is_estimator(value) else value
         for name, value in params.items()
         if name not in ignored and name != "steps"  # the steps: by name, above
-    }))
+    })
 
 
 def _type_name(value):
@@ -926,8 +932,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     n_splits_ : int
     selection_sigma_ : float
         Standard deviation of the noise on each released fold score.
-    fit_epsilons_ : list of float
-        ``epsilon`` each release group was fitted with, per fold.
+    fit_epsilons_ : list of float, or of dict
+        ``epsilon`` each release group was fitted with, per fold; for a
+        supervised search, per group a dict of each private step's
+        ``epsilon`` by its parameter prefix.
     privacy_spent_ : tuple of float
         ``(epsilon, delta)`` of the whole search, from its composed
         :math:`\mu`.

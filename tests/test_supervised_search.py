@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold, cross_val_score
 from sklearn.pipeline import Pipeline, make_pipeline
@@ -49,9 +50,9 @@ def test_one_charge_equals_everything_the_search_released(monkeypatch):
     fits, noise = [], []
     real_fit, real_noise = supervised.fit_candidate, supervised.dense_noise
 
-    def fit_spy(cand, epsilons, delta, generator, X, y):
+    def fit_spy(cand, epsilons, delta, generator, X, y, keep=False):
         fits.append((len(y), [gdp_mu(e, delta) for e in epsilons.values()]))
-        return real_fit(cand, epsilons, delta, generator, X, y)
+        return real_fit(cand, epsilons, delta, generator, X, y, keep)
 
     def noise_spy(rng, shape, sigma):
         noise.append((shape, sigma))
@@ -68,7 +69,8 @@ def test_one_charge_equals_everything_the_search_released(monkeypatch):
     n = len(y)
     fold_fits = [mus for rows, mus in fits if rows < n]
     (refit,) = [mus for rows, mus in fits if rows == n]
-    assert len(fold_fits) == 3 * 3 and all(len(m) == 2 for m in fold_fits)
+    # the three candidates share one fit per fold (at the largest k)
+    assert len(fold_fits) == 3 and all(len(m) == 2 for m in fold_fits)
     # a row is in 2 of the 3 training folds: the fold fits compose 2/3 of
     # their sum; the scores: the matrix's sensitivity √m over its σ
     sigma = search.selection_sigma_
@@ -88,7 +90,7 @@ def test_one_charge_equals_everything_the_search_released(monkeypatch):
 def test_score_statistics_have_their_stated_sensitivity(scoring, labels):
     """Replacing one validation row (and its label) moves the released
     statistics by at most √(m s_c² + s_0²); a worst case attains it."""
-    plan = supervised.SupervisedPlan([None, None], scoring, labels, [], [],
+    plan = supervised.SupervisedPlan([None, None], scoring, labels, [], [], [],
                                      1.0, 1.0, (1.0, 1e-6))
     s_cand, s_shared = supervised.SCORERS[scoring]
     bound = math.sqrt(2 * s_cand**2 + s_shared**2)
@@ -131,6 +133,53 @@ def test_the_search_chooses_and_refits_privately():
     assert set(results) >= {"params", "mean_test_score", "rank_test_score",
                             "split0_test_score", "param_pca__n_components"}
     assert budget.n_charges == 1
+
+
+@pytest.mark.parametrize("head", [PrivateLDA([0, 1, 2], data_norm=4.0),
+                                  PrivateRidge((-3, 3), data_norm=4.0)])
+def test_a_heads_leading_model_is_the_fit_on_the_leading_features(head):
+    """Without noise, the model from a release's sub-block on the first k
+    features is the head fitted on those k features (rows inside the bound:
+    no clipping on either side)."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(400, 5))
+    y = rng.integers(0, 3, 400)
+    if isinstance(head, PrivateRidge):
+        y = X @ [1.0, -1.0, 0.5, 0.2, 0.1]
+    full = head.set_params(epsilon=np.inf, accountant=BudgetAccountant())
+    full._keep_release = True
+    full.fit(X, y)
+    for k in (1, 3, 5):
+        leading = full._leading(k)
+        direct = clone(head).set_params(
+            epsilon=np.inf, accountant=BudgetAccountant()).fit(X[:, :k], y)
+        np.testing.assert_allclose(leading.coef_, direct.coef_, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(leading.intercept_, direct.intercept_,
+                                   rtol=1e-9, atol=1e-12)
+        np.testing.assert_array_equal(leading.predict(X[:, :k]),
+                                      direct.predict(X[:, :k]))
+
+
+def test_candidates_differing_only_in_k_share_their_fold_fits():
+    """One fit per fold serves a PrivatePCA's n_components grid (the largest
+    k fitted, listed first); a grid point that changes anything else, or a
+    head with bounds, is fitted on its own."""
+    X, y = classes_data(600)
+    splits = list(KFold(3).split(X))
+
+    def groups(estimator, grid):
+        return supervised.plan_supervised_search(
+            estimator, grid, epsilon=1.0, delta=1e-6, splits=splits,
+            n_samples=600, n_features=6).groups
+
+    assert groups(pipe(), GRID) == [[2, 1, 0]]
+    assert groups(pipe(), {"pca__n_components": [1, 2], "pca__whiten": [False, True]}
+                  ) == [[2, 0], [3, 1]]
+    boxed = Pipeline([("pca", PrivatePCA(data_norm=2.0)),
+                      ("lda", PrivateLDA([0, 1], bounds=(-2.0, 2.0)))])
+    assert groups(boxed, GRID) == [[0], [1], [2]]
+    assert groups(pipe(), {"pca__n_components": [1, 2],
+                           "lda__data_norm": [1.0, 2.0]}) == [[1, 0], [3, 2]]
 
 
 def test_a_bare_head_and_a_regressor_are_searched():
