@@ -37,10 +37,22 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import check_consistent_length, column_or_1d
 
-from . import model_selection as _search
 from ._base import _BasePrivatePCA
 from ._coherent_power_pca import CoherentPowerPCA
 from ._private_pca import PrivatePCA
+from ._search_plan import (
+    _OWNED,
+    _check_splits,
+    _is_stateless,
+    _params_key,
+    _public_norm,
+    _refuse_owned,
+    _refused_step,
+    _weights,
+    calibrated_epsilon,
+    fit_budget,
+)
+from ._search_run import _best_index, _ranked_results, _take
 from .linear_model import PrivateLDA, _PrivateHead
 from .noise import dense_noise, noise_scale
 from .privacy import BudgetAccountant, gdp_epsilon, gdp_mu, private_computation
@@ -110,8 +122,8 @@ def _private_steps(est, n_features, smallest):
         for (prefix, step), (name, _) in zip(steps, est.steps):
             if isinstance(step, (_PrivateHead, _BasePrivatePCA)):
                 named.append((prefix, step))
-            elif not _search._is_stateless(step):
-                raise ValueError(_search._refused_step(name, step))
+            elif not _is_stateless(step):
+                raise ValueError(_refused_step(name, step))
         transformers = [s for _, s in named if isinstance(s, _BasePrivatePCA)]
         if len(named) - len(transformers) != 1 or len(transformers) > 1:
             raise ValueError(
@@ -128,7 +140,7 @@ def _private_steps(est, n_features, smallest):
                 "Rényi DP: it cannot be composed exactly in the search's budget."
             )
         if isinstance(step, _BasePrivatePCA):
-            norm = _search._public_norm(step, n_features)
+            norm = _public_norm(step, n_features)
             if norm is None:
                 raise ValueError(
                     f"The private step's data_norm={step.data_norm!r} must be a "
@@ -172,9 +184,9 @@ def _shared_key(cand, c):
     if (type(pca) is not PrivatePCA or not isinstance(pca.n_components, Integral)
             or head.bounds is not None or cand.estimator.steps[-2][1] is not pca):
         return ("own", c)
-    ignored = {p + name for p, _ in cand.private for name in _search._OWNED}
+    ignored = {p + name for p, _ in cand.private for name in _OWNED}
     ignored.add(prefix + "n_components")
-    return ("shared", _search._params_key(cand.estimator, ignored))
+    return ("shared", _params_key(cand.estimator, ignored))
 
 
 def _leading_k(cand):
@@ -206,10 +218,11 @@ def plan_supervised_search(estimator, param_grid, *, epsilon, delta, splits,
     """The privacy analysis of a supervised search, from public values only.
 
     Budget shares are the search's (:data:`~sklearn_dppca.model_selection.
-    SEARCH_BUDGET_SHARES`): candidate ``c`` fits on each training fold at
-    ``μ_c² = s_fits μ*² ω_c / (r Σ ω)`` (``r`` the most training folds a row
-    is in), shared equally among its ``p_c`` private steps (each at
-    ``μ_c/√p_c``); the score matrix gets ``μ_sel² = s_sel μ*²``; the refit
+    SEARCH_BUDGET_SHARES`): group ``g`` (one candidate, or those sharing
+    their fold fits, :func:`_shared_key`) fits on each training fold at
+    ``μ_g² = s_fits μ*² ω_g / (r Σ ω)`` (``r`` the most training folds a row
+    is in), shared equally among its ``p_g`` private steps (each at
+    ``μ_g/√p_g``); the score matrix gets ``μ_sel² = s_sel μ*²``; the refit
     ``s_refit μ*²``, shared among the chosen candidate's private steps. They
     compose to ``μ*²``: one charge.
 
@@ -217,12 +230,12 @@ def plan_supervised_search(estimator, param_grid, *, epsilon, delta, splits,
     -------
     plan : SupervisedPlan
     """
-    folds_per_row = _search._check_splits(splits, n_samples)
+    folds_per_row = _check_splits(splits, n_samples)
     smallest = min(len(train) for train, _ in splits)
     grid = list(ParameterGrid(param_grid))
     candidates = []
     for params in grid:
-        _search._refuse_owned(params)
+        _refuse_owned(params)
         est = clone(estimator).set_params(**clone(params, safe=False))
         if final_head(est) is None:
             raise ValueError(
@@ -249,38 +262,19 @@ def plan_supervised_search(estimator, param_grid, *, epsilon, delta, splits,
             f"{'classifier' if classifier else 'regressor'}: use one of "
             f"{allowed}, each released with noise of a known sensitivity."
         )
-    weights = _search._weights(fit_weights, grid)
+    weights = _weights(fit_weights, grid)
     groups = {}
     for c, cand in enumerate(candidates):
         if cand.error is None:
             groups.setdefault(_shared_key(cand, c), []).append(c)
     groups = [sorted(members, key=lambda c: -_leading_k(candidates[c]))
               if key[0] == "shared" else members for key, members in groups.items()]
-    group_weights = []
-    for members in groups:
-        mine = {weights[c] for c in members}
-        if len(mine) != 1:
-            raise ValueError(
-                f"fit_weights gives the candidates {members}, which share one "
-                f"fit per fold, different weights {sorted(mine)}.")
-        group_weights.append(mine.pop())
-    shares = dict(_search.SEARCH_BUDGET_SHARES)
-    if not refit:
-        shares.pop("refit")
-    total = sum(shares.values())
-    shares = {name: w / total for name, w in shares.items()}
-    mu_total = gdp_mu(epsilon, delta)
+    shares, mu_total, fit_mus = fit_budget(groups, weights, refit, epsilon, delta,
+                                           folds_per_row)
     fit_epsilons = []
-    for members, weight in zip(groups, group_weights):
-        steps = candidates[members[0]].private
-        mu_g = math.sqrt(shares["fits"] * mu_total**2 * weight
-                         / (folds_per_row * sum(group_weights)))
-        per_step = mu_g / math.sqrt(len(steps))
-        eps = gdp_epsilon(per_step, delta, tidy=False)
-        if not (eps > 0 and math.isclose(gdp_mu(eps, delta), per_step, rel_tol=1e-9)):
-            raise ValueError(
-                f"The candidates' share of epsilon={epsilon} is too small to "
-                "calibrate one fit; raise epsilon or shrink the grid.")
+    for members, mu_g in zip(groups, fit_mus):
+        steps = candidates[members[0]].private  # they share μ_g equally
+        eps = calibrated_epsilon(mu_g / math.sqrt(len(steps)), delta, epsilon)
         fit_epsilons.append({prefix: eps for prefix, _ in steps})
     mu_refit = mu_total * math.sqrt(shares.get("refit", 0.0))
     refit_mus = [None if cand.error is not None
@@ -384,7 +378,7 @@ def fold_scores(plan, per_candidate, shared, n_val):
 
 
 def _score_fold(plan, X, y, train, test, delta, seeds):
-    X_train, X_val = _search._take(X, train), _search._take(X, test)
+    X_train, X_val = _take(X, train), _take(X, test)
     y_train, y_val = _safe_indexing(y, train), _safe_indexing(y, test)
     predictions = [None] * len(plan.candidates)
     for g, members in enumerate(plan.groups):
@@ -419,8 +413,8 @@ def run(search, plan, X, y, splits, rng):
         del folds  # the exact statistics never leave
         failed = [c.error is not None for c in plan.candidates]
         scores[failed] = search.error_score
-        results = _search._ranked_results(plan.candidates, scores)
-        best = _search._best_index(search.refit, results, len(plan.candidates))
+        results = _ranked_results(plan.candidates, scores)
+        best = _best_index(search.refit, results, len(plan.candidates))
         state = {"cv_results_": results, "best_index_": best,
                  "best_params_": plan.candidates[best].params}
         if not callable(search.refit):

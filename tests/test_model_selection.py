@@ -19,6 +19,8 @@ from sklearn_dppca import (
     ComplexGaussPCA,
     PrivacyLeakWarning,
     PrivatePCA,
+    _search_plan,
+    _search_run,
 )
 from sklearn_dppca import model_selection as ms
 from sklearn_dppca._stats import clip_rows
@@ -224,7 +226,7 @@ def test_truncation_equals_a_fit_with_that_n_components(k, whiten, data):
     rest = full.captured_variance_[k:]
     assert direct.noise_variance_ == pytest.approx(
         rest.mean() if rest.size else 0.0, rel=1e-12)
-    gains = ms._cumulative_gains(data[:50], full)
+    gains = _search_run._cumulative_gains(data[:50], full)
     assert gains[k - 1] == pytest.approx(np.sum(captured_variance_rows(
         data[:50], direct.mean_, direct.components_, 1.0)), rel=1e-9)
 
@@ -460,9 +462,9 @@ def test_scores_of_rows_made_non_finite_stay_bounded():
     assert np.isfinite(scores).all() and (scores <= 4.0).all()
     np.testing.assert_allclose(scores[:2], [4.0, 4.0 * 2 / 3], rtol=1e-12)
     inf_rows = np.array([[np.inf, -np.inf, np.nan]])
-    mapped = ms._host(inf_rows, non_finite="clip")
+    mapped = _search_run._host(inf_rows, non_finite="clip")
     np.testing.assert_array_equal(mapped, [[big, -big, 0.0]])
-    assert np.isnan(ms._host(inf_rows)).any()  # only "clip" maps
+    assert np.isnan(_search_run._host(inf_rows)).any()  # only "clip" maps
 
 
 def test_a_bare_candidate_reads_nan_as_its_non_finite_says():
@@ -820,8 +822,8 @@ def test_candidates_are_grouped_by_value_not_by_repr():
     assert sorted(len(m) for m in plan.groups) == [2, 4]
     # the heads' cache (_check_heads) is keyed by value too
     heads = [Pipeline([("scale", PublicScaler(center=b[1]))]) for b in (first, second)]
-    assert ms._value_key(heads[0]) != ms._value_key(heads[1])
-    assert ms._value_key(heads[0]) == ms._value_key(clone(heads[0]))
+    assert _search_plan._value_key(heads[0]) != _search_plan._value_key(heads[1])
+    assert _search_plan._value_key(heads[0]) == _search_plan._value_key(clone(heads[0]))
 
 
 # ------------------------------------------- issue 30: score noise without underflow

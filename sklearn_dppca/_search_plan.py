@@ -1,0 +1,568 @@
+"""The plan of a private search: every candidate cloned and checked as it
+will run, grouped by the releases it shares, and every μ and the charge
+fixed, from the grid and public values only (``n``, ``d``, the folds),
+before the data is read (:func:`plan_search`). The execution is in
+``_search_run``; the estimator in
+``model_selection``.
+"""
+
+import math
+from numbers import Integral, Real
+from typing import NamedTuple
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.impute import SimpleImputer
+from sklearn.model_selection import KFold, ParameterGrid
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.utils._param_validation import InvalidParameterError
+
+from ._base import _BasePrivatePCA
+from ._bounds import check_data_norm_range, public_box_norm
+from ._coherent_power_pca import CoherentPowerPCA
+from ._private_pca import PrivatePCA
+from .noise import noise_scale
+from .preprocessing import PrivateStandardScaler, PublicScaler
+from .privacy import gdp_epsilon, gdp_mu
+
+#: Fractions of ``μ*²`` of the search: the candidate fits on the training
+#: folds, the released score matrix, and the refit on all rows. Without a
+#: refit its share is dropped and the others rescaled to sum to 1.
+SEARCH_BUDGET_SHARES = {"fits": 0.45, "selection": 0.1, "refit": 0.45}
+
+
+# Parameters of the private step that are post-processing of one release of
+# PrivatePCA: candidates differing only in these share the fit of a fold.
+_POST_PROCESSING = ("n_components", "whiten")
+# Parameters the search sets itself on the private step of every fit.
+_OWNED = ("epsilon", "delta", "accountant", "random_state")
+
+
+# --------------------------------------------------------------------------
+# The plan: every candidate checked, every μ fixed, before the data is read
+# --------------------------------------------------------------------------
+class Candidate(NamedTuple):
+    """One point of the grid, cloned and checked."""
+
+    params: dict  # the grid's values
+    estimator: object  # clone(estimator) with the (cloned) values set, unfitted
+    prefix: str  # "" or "<step name>__" of the private step
+    index: object  # the private step's position in a Pipeline, or None
+    error: object = None  # the public reason it cannot be fitted, or None
+    data_norm: float = None  # the public bound of its rows (_public_norm)
+
+
+class SearchPlan(NamedTuple):
+    """What a search releases and what it costs (:func:`plan_search`)."""
+
+    candidates: list  # Candidate per grid point, in ParameterGrid's order
+    groups: list  # indices of the candidates that share one release per fold
+    shared: list  # per group: a truncated PrivatePCA release (else one candidate)
+    fit_mus: list  # per group: μ of each of its fits on a training fold
+    fit_epsilons: list  # per group: that fit's ε at the search's δ
+    selection_sigma: float  # σ of the noise on each released fold score
+    refit_epsilon: object  # ε of the refit on all rows, or None
+    mu: float  # μ* = gdp_mu(epsilon, delta), charged once
+    spent: tuple  # (ε, δ) of the composed plan
+
+
+def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,
+                n_features, refit=True, fit_weights=None):
+    """The privacy analysis of a search, from the grid and public values.
+
+    Every candidate is ``clone(estimator).set_params(**clone(params))`` —
+    estimator objects in the grid are cloned, never fitted in place — and is
+    checked *as it will run*: it must hold exactly one private estimator of
+    this package beside stateless steps only, with a public numeric
+    ``data_norm`` and a mechanism accounted in Gaussian DP; the grid may not
+    set ``epsilon``, ``delta``, ``accountant`` or ``random_state``. A
+    candidate that cannot be fitted for a public reason (an invalid
+    parameter value, ``n_components`` above the features or the smallest
+    training fold) is kept with its ``error`` and gets no budget.
+
+    The budget ``μ*`` is split in :data:`SEARCH_BUDGET_SHARES` (without a
+    refit, its share is dropped and the others rescaled):
+
+    - **fits**: group ``g`` of weight ``ω_g`` fits on each training fold at
+      ``μ_g² = s_fits μ*² ω_g / (r Σ_h ω_h)``, with ``r`` the most training
+      folds any row is in (``K − 1`` for K-fold);
+    - **scores**: each fold's scores get Gaussian noise of
+      ``σ = √(Σ_c C_c⁴) / μ_sel`` with ``μ_sel² = s_sel μ*²`` (a row is in
+      one validation fold and moves candidate ``c``'s score by ``≤ C_c²``);
+    - **refit**: ``μ_refit² = s_refit μ*²``.
+
+    They compose to ``r Σ_g μ_g² + μ_sel² + μ_refit² = μ*²``: one charge.
+
+    Parameters
+    ----------
+    estimator : estimator
+        The search's estimator (it need not hold a private step itself when
+        the grid supplies one).
+    param_grid : dict or list of dicts
+    epsilon, delta : float
+        The budget of the whole search.
+    splits : list of (train, test) index arrays
+        The public folds.
+    n_samples, n_features : int
+        The shape of ``X``.
+    refit : bool, str or callable, default=True
+    fit_weights : None, sequence of float or callable, default=None
+        The weight ``ω ∈ (0, 1]`` of each candidate's group: one per grid
+        point in ParameterGrid's order, or ``params -> weight``; ``None``
+        weighs every group 1. Candidates sharing a release must agree.
+
+    Returns
+    -------
+    plan : SearchPlan
+    """
+    folds_per_row = _check_splits(splits, n_samples)
+    smallest = min(len(train) for train, _ in splits)
+    grid = list(ParameterGrid(param_grid))
+    if not grid:
+        raise ValueError("param_grid has no candidate.")
+    candidates = [_candidate(estimator, params, n_features, smallest)
+                  for params in grid]
+    weights = _weights(fit_weights, grid)
+
+    groups = {}
+    for c, cand in enumerate(candidates):
+        if cand.error is None:
+            groups.setdefault(_release_key(cand, c), []).append(c)
+    if not groups:
+        raise ValueError(
+            f"All the {len(grid)} candidates fail for the reasons below, before "
+            "any budget was spent:\n"
+            + "\n".join(sorted({repr(c.error) for c in candidates}))
+        )
+    shares, mu_total, fit_mus = fit_budget(list(groups.values()), weights, refit,
+                                           epsilon, delta, folds_per_row)
+    fit_eps = [calibrated_epsilon(mu_g, delta, epsilon) for mu_g in fit_mus]
+    mu_sel = mu_total * math.sqrt(shares["selection"])
+    # L2 sensitivity of the (candidate × fold) score matrix: a row is in one
+    # validation fold and moves candidate c's score there by at most C_c²,
+    # so √(Σ_c C_c⁴) — computed as C_max² √(Σ_c (C_c/C_max)⁴), whose factors
+    # neither underflow nor overflow for any bound _candidate accepts (C⁴
+    # is 0 below C ≈ 1e-81: the scores would be released exactly).
+    norms = [_data_norm(candidates[c]) for members in groups.values()
+             for c in members]
+    largest = max(norms)
+    sensitivity = largest**2 * math.sqrt(sum((c / largest) ** 4 for c in norms))
+    try:  # a positive, finite, normal σ, or refused before any charge
+        selection_sigma = noise_scale(sensitivity, mu_sel)
+    except ValueError as error:
+        raise ValueError(
+            f"The search cannot calibrate the noise of its scores (data_norm "
+            f"up to {largest:.3g}, epsilon={epsilon}): {error} The search was "
+            "refused before it spent any budget."
+        ) from None
+    mu_refit = mu_total * math.sqrt(shares.get("refit", 0.0))
+    composed = math.sqrt(folds_per_row * sum(m * m for m in fit_mus)
+                         + mu_sel**2 + mu_refit**2)
+    return SearchPlan(
+        candidates=candidates,
+        groups=list(groups.values()),
+        shared=[key[0] == "shared" for key in groups],
+        fit_mus=fit_mus,
+        fit_epsilons=fit_eps,
+        selection_sigma=selection_sigma,
+        refit_epsilon=gdp_epsilon(mu_refit, delta, tidy=False) if refit else None,
+        mu=mu_total,
+        spent=(gdp_epsilon(composed, delta), delta),
+    )
+
+
+def fit_budget(groups, weights, refit, epsilon, delta, folds_per_row):
+    """``(shares, μ*, μ_g)``: the search's shares of ``μ*²`` (without a refit,
+    its share dropped and the others rescaled to sum to 1), ``μ*`` itself,
+    and each group's ``μ_g`` on a training fold, ``μ_g² = s_fits μ*² ω_g /
+    (r Σ_h ω_h)`` with ``ω_g`` the weight its members must agree on."""
+    group_weights = []
+    for members in groups:
+        mine = {weights[c] for c in members}
+        if len(mine) != 1:
+            raise ValueError(
+                f"fit_weights gives the candidates {members}, which share one "
+                f"release per fold, different weights {sorted(mine)}."
+            )
+        group_weights.append(mine.pop())
+    shares = dict(SEARCH_BUDGET_SHARES)
+    if not refit:
+        shares.pop("refit")
+    total = sum(shares.values())
+    shares = {name: w / total for name, w in shares.items()}
+    mu_total = gdp_mu(epsilon, delta)
+    mu_fit_sq = shares["fits"] * mu_total**2 / folds_per_row
+    mus = [math.sqrt(mu_fit_sq * w / sum(group_weights)) for w in group_weights]
+    return shares, mu_total, mus
+
+
+def calibrated_epsilon(mu, delta, epsilon):
+    """The ``ε`` at which one fit at ``delta`` spends exactly ``mu``, or a
+    ``ValueError`` (before any charge) where the search's ``epsilon`` is too
+    small to calibrate it."""
+    eps = gdp_epsilon(mu, delta, tidy=False)
+    if not (eps > 0 and math.isclose(gdp_mu(eps, delta), mu, rel_tol=1e-9)):
+        raise ValueError(
+            f"The candidates' share of epsilon={epsilon} is too small to "
+            "calibrate one fit; raise epsilon or shrink the grid."
+        )
+    return eps
+
+
+def _candidate(estimator, params, n_features, smallest_fold):
+    """``Candidate`` for one grid point: refused (raise) if it cannot be made
+    private, kept with ``error`` if it fails for a public reason."""
+    _refuse_owned(params)
+    est = clone(estimator).set_params(**clone(params, safe=False))
+    prefix, index, step = _locate_private_step(est)
+    if index is not None:
+        for name, other in est.steps:
+            if other is not step and not _is_stateless(other):
+                raise ValueError(_refused_step(name, other))
+    heads = [] if index is None else [other for _, other in est.steps[:index]]
+    data_norm = _public_norm(step, n_features, heads)
+    if isinstance(data_norm, ValueError):  # bounds invalid: a public failure
+        return Candidate(params, est, prefix, index, data_norm)
+    if data_norm is None:
+        raise ValueError(
+            f"The private estimator's data_norm={step.data_norm!r} must be a "
+            "public positive number, or None with public bounds=(lower, "
+            "upper) (the box's radius is then the bound), for a private "
+            "search: it bounds each row's score by data_norm²."
+        )
+    if isinstance(step, CoherentPowerPCA) and step._mode() == "repetition":
+        raise ValueError(
+            "CoherentPowerPCA with selection='repetition' (and clip_radius or "
+            "n_iter 'auto') is accounted in Rényi DP, not Gaussian DP: its fits "
+            "cannot be composed exactly in the search's budget. Use the default "
+            "selection='gdp', or a fixed clip_radius and n_iter."
+        )
+    try:
+        # the fits refuse a bound whose square under- or overflows, on any
+        # data (float64's limits: the widest): a public failure
+        check_data_norm_range(float(data_norm), np.dtype(np.float64))
+        for other in (est.steps if index is not None else [("", est)]):
+            if hasattr(other[1], "_validate_params"):
+                other[1]._validate_params()
+        # the features are public where the private step reads X's columns
+        step._check_n_components(smallest_fold,
+                                 n_features if not index else smallest_fold)
+    except (InvalidParameterError, ValueError, TypeError) as error:
+        return Candidate(params, est, prefix, index, error, data_norm)
+    return Candidate(params, est, prefix, index, None, data_norm)
+
+
+def _refuse_owned(params):
+    """Refuse a grid point that sets what the search sets on every fit."""
+    owned = [p for p in params if p.rpartition("__")[2] in _OWNED]
+    if owned:
+        raise ValueError(
+            f"param_grid may not set {owned}: the search sets epsilon, delta, "
+            "the accountant and the random state of every fit. Its own epsilon "
+            "is the budget of the whole search; to give some candidates more of "
+            "the fits' share than others, use fit_weights."
+        )
+
+
+def _locate_private_step(estimator):
+    """``(prefix, index, step)`` of the one private estimator in
+    ``estimator`` (``index`` is None for a bare estimator)."""
+    if isinstance(estimator, _BasePrivatePCA):
+        return "", None, estimator
+    if not isinstance(estimator, Pipeline):
+        raise TypeError(
+            "PrivateGridSearchCV needs a private estimator of sklearn_dppca "
+            "(PrivatePCA, ComplexGaussPCA, CoherentPowerPCA) or a Pipeline "
+            f"holding one; got {type(estimator).__name__}."
+        )
+    private = [i for i, (_, step) in enumerate(estimator.steps)
+               if isinstance(step, _BasePrivatePCA)]
+    if len(private) != 1:
+        raise ValueError(
+            "The Pipeline must hold exactly one private estimator of "
+            f"sklearn_dppca (in the estimator or from the grid); it holds "
+            f"{len(private)}."
+        )
+    name, step = estimator.steps[private[0]]
+    return name + "__", private[0], step
+
+
+#: The package's own transformers whose ``fit`` learns nothing from the rows
+#: (their output is a fixed function of each row and of their parameters).
+#: Matched by exact type: a subclass may learn in ``fit``.
+_STATELESS_TYPES = frozenset({PublicScaler})
+
+
+def _is_stateless(step):
+    """A step whose fit learns nothing from the data that reaches its output:
+    ``None``, ``"passthrough"``, a ``FunctionTransformer`` (exactly that
+    class: a subclass may learn in ``fit``; its ``func`` must be a fixed
+    per-row function, which the search cannot check), one of the package's
+    own ``_STATELESS_TYPES`` (exact type), or a public constant fill
+    (:func:`_is_constant_fill`)."""
+    if step is None or (isinstance(step, str) and step == "passthrough"):
+        return True
+    return (type(step) is FunctionTransformer or type(step) in _STATELESS_TYPES
+            or _is_constant_fill(step))
+
+
+def _is_constant_fill(step):
+    """``SimpleImputer(strategy="constant", keep_empty_features=True)``
+    without ``add_indicator``. Its fit learns from the data which columns are
+    all missing (dropped from the output unless ``keep_empty_features``) and,
+    with ``add_indicator``, which columns have missing values (the
+    indicator's columns); with neither, its output is a fixed function of
+    each row: missing entries become ``fill_value``, the others stay."""
+    return (type(step) is SimpleImputer and step.strategy == "constant"
+            and step.keep_empty_features is True and not step.add_indicator)
+
+
+#: The steps a search accepts beside the private estimator, for messages.
+_STATELESS_STEPS = (
+    "FunctionTransformer itself (not a subclass) with a fixed per-row func, "
+    "sklearn_dppca.preprocessing.PublicScaler (not a subclass), SimpleImputer("
+    "strategy='constant', keep_empty_features=True), 'passthrough', None"
+)
+
+
+def _refused_step(name, step):
+    """Why the search refuses Pipeline step ``name`` (not stateless)."""
+    where = f"Pipeline step {name!r} ({type(step).__name__})"
+    if isinstance(step, PrivateStandardScaler):
+        return (
+            f"{where} is a private release of its own: its fit on each "
+            "training fold would spend budget outside the search's plan, which "
+            "accounts for the private estimator's fits only. The search was "
+            "refused before any charge. Fit the scaler once on all rows (its "
+            "own charge) and search on its output, or put its released mean_ "
+            "and scale_ in a PublicScaler(center=mean_, scale=scale_), which "
+            "the search accepts."
+        )
+    if isinstance(step, SimpleImputer) and step.strategy == "constant":
+        return (
+            f"{where} learns from the data which columns are all missing, and "
+            "drops them unless keep_empty_features=True (with "
+            "add_indicator=True, also which columns have missing values): that "
+            "choice would reach the scores and the refit without noise. Use "
+            "SimpleImputer(strategy='constant', fill_value=..., "
+            "keep_empty_features=True) without add_indicator: a public constant "
+            "fill, which the search accepts."
+        )
+    if isinstance(step, SimpleImputer):
+        return (
+            f"{where} fills missing values with the {step.strategy!r} of the "
+            "data, computed without noise: not private. Fill a public constant "
+            "instead: SimpleImputer(strategy='constant', fill_value=..., "
+            "keep_empty_features=True)."
+        )
+    return (
+        f"{where} is fitted on the data without privacy: its fit on each "
+        "training fold would reach the scores and the refit without noise, and "
+        "a supervised final step makes a row's effect on the scores unbounded. "
+        f"Only stateless steps ({_STATELESS_STEPS}) may stand beside the "
+        "private estimator, in the estimator and in every grid value. For a "
+        "classifier or a regressor, end the Pipeline in a private head "
+        "(sklearn_dppca.linear_model.PrivateLDA or PrivateRidge): the search "
+        "then scores it with noisy accuracy or R²."
+    )
+
+
+def _public_norm(step, n_features, heads=()):
+    """The public norm bound of a private step: its numeric ``data_norm``, or
+    with ``data_norm=None`` and ``bounds`` the box's radius
+    (:func:`~sklearn_dppca._bounds.public_box_norm`), or the ``ValueError``
+    of invalid bounds; ``None`` otherwise.
+    Scalar bounds need the step's number of features: ``n_features`` when
+    every step before it keeps the columns (a ``PublicScaler``,
+    ``"passthrough"``, a constant fill), else refused (a
+    ``FunctionTransformer`` may change them: give arrays)."""
+    data_norm = step.data_norm
+    if isinstance(data_norm, Real) and not isinstance(data_norm, bool):
+        return float(data_norm) if 0 < data_norm < math.inf else None
+    bounds = getattr(step, "bounds", None)
+    if data_norm is not None or bounds is None:
+        return None
+    if isinstance(bounds, dict):
+        # by feature name: the box of every feature it names bounds the box
+        # of those the step will see (a radius over more features is larger)
+        try:
+            return public_box_norm(bounds, len(bounds), step.center,
+                                   feature_names=list(bounds))
+        except ValueError as error:
+            return error
+    sides = [np.asarray(side, dtype=np.float64) for side in bounds]
+    sized = [side.size for side in sides if side.ndim > 0]
+    keeps = all(h is None or (isinstance(h, str) and h == "passthrough")
+                or type(h) in _STATELESS_TYPES or _is_constant_fill(h)
+                for h in heads)
+    if sized:
+        n_features = sized[0]
+    elif not keeps:
+        raise ValueError(
+            "The private estimator's bounds are scalars after a step that may "
+            "change the number of columns (a FunctionTransformer): give "
+            "bounds=(lower, upper) as arrays of its number of features, so "
+            "that the box's radius, the scores' bound, is public."
+        )
+    try:
+        return public_box_norm(bounds, n_features, step.center)
+    except ValueError as error:  # returned: the candidate keeps it
+        return error
+
+
+def _data_norm(candidate):
+    return candidate.data_norm
+
+
+def _release_key(candidate, c):
+    """Candidates with equal keys are post-processing of one release: a
+    PrivatePCA with an integer or no ``n_components``, equal in every
+    parameter but ``n_components`` and ``whiten`` (and those the search sets
+    itself). Any other candidate is a release of its own."""
+    prefix, step = candidate.prefix, _locate_private_step(candidate.estimator)[2]
+    if type(step) is not PrivatePCA or not isinstance(
+        step.n_components, (Integral, type(None))
+    ):
+        return ("own", c)
+    ignored = {prefix + p for p in _POST_PROCESSING + _OWNED}
+    return ("shared", _params_key(candidate.estimator, ignored))
+
+
+def _params_key(estimator, ignored):
+    """A hashable key of ``estimator``'s deep parameters but the
+    ``ignored`` ones, by value (:func:`_value_key`)."""
+    params = estimator.get_params(deep=True)
+    return _value_key({
+        # estimators: their type (their parameters are listed on their own)
+        name: ("estimator", _type_name(value)) if _is_estimator(value) else value
+        for name, value in params.items()
+        if name not in ignored and name != "steps"  # the steps: by name, above
+    })
+
+
+def _type_name(value):
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _is_estimator(value):
+    return hasattr(value, "get_params") and not isinstance(value, type)
+
+
+def _value_key(value):
+    """A hashable key equal for equal values, by value: ``repr`` abbreviates
+    arrays over 1000 values (two different ``bounds`` had one repr). Arrays
+    become their type, dtype, shape and bytes (object arrays: the keys of
+    their entries); tuples, lists and dicts the keys of their items;
+    estimators their type and the key of their parameters; anything else its
+    type and ``repr``. Unequal keys only split a release in two, never join
+    two."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.hasobject:
+            return ("ndarray", _type_name(value), "object", value.shape,
+                    tuple(_value_key(v) for v in value.ravel().tolist()))
+        return ("ndarray", _type_name(value), value.dtype.str, value.shape,
+                np.ascontiguousarray(value).tobytes())
+    if isinstance(value, (tuple, list)):
+        return (_type_name(value), tuple(_value_key(v) for v in value))
+    if isinstance(value, dict):
+        items = sorted(((_value_key(k), _value_key(v)) for k, v in value.items()),
+                       key=repr)
+        return (_type_name(value), tuple(items))
+    if _is_estimator(value):
+        return ("estimator", _type_name(value),
+                _value_key(value.get_params(deep=False)))
+    return (_type_name(value), repr(value))
+
+
+def _weights(fit_weights, grid):
+    if fit_weights is None:
+        weights = [1.0] * len(grid)
+    elif callable(fit_weights):
+        weights = [fit_weights(params) for params in grid]
+    else:
+        weights = list(fit_weights)
+        if len(weights) != len(grid):
+            raise ValueError(
+                f"fit_weights has {len(weights)} values for {len(grid)} "
+                "candidates (one per grid point, in ParameterGrid's order)."
+            )
+    for w in weights:
+        if not (isinstance(w, Real) and 0.0 < w <= 1.0):
+            raise ValueError(
+                f"A fit weight is the candidate's share of the fits' budget "
+                f"relative to the others and must be in (0, 1]; got {w!r}."
+            )
+    return [float(w) for w in weights]
+
+
+def _check_splits(splits, n_samples):
+    """Check that the validation folds partition the rows and that no split
+    repeats a row (a row twice in one training fold would count twice in its
+    fit's sensitivity); return the most training folds any row sits in."""
+    if not splits:
+        raise ValueError(
+            "cv gave no split: an iterator already consumed (a generator can be "
+            "used once), or an empty list. Pass a fresh iterable, an int or a "
+            "KFold."
+        )
+    in_test = np.zeros(n_samples, dtype=np.int64)
+    in_train = np.zeros(n_samples, dtype=np.int64)
+    for train, test in splits:
+        for indices in (train, test):
+            if indices.size and (
+                indices.min() < 0 or indices.max() >= n_samples
+                or np.unique(indices).size != indices.size
+            ):
+                raise ValueError(
+                    "cv gives a split whose indices repeat a row or fall outside "
+                    f"0..{n_samples - 1}: each split must name distinct rows (a "
+                    "row repeated in a training fold weighs twice in its fit)."
+                )
+        if np.intersect1d(train, test).size:
+            raise ValueError(
+                "cv gives a split whose training and validation rows overlap."
+            )
+        if not train.size or not test.size:
+            raise ValueError("cv gives a split with no training or validation row.")
+        np.add.at(in_test, test, 1)
+        np.add.at(in_train, train, 1)
+    if not np.all(in_test == 1):
+        raise ValueError(
+            "cv must put every row in exactly one validation fold (K-fold): the "
+            "score matrix's sensitivity rests on it. Some rows are in "
+            f"{int(in_test.min())} and some in {int(in_test.max())} validation "
+            "folds (ShuffleSplit and repeated splitters do this)."
+        )
+    return max(int(in_train.max()), 1)
+
+
+def _resolve_cv(cv, n_samples):
+    """The public splits as index arrays: from an int, a KFold, or an
+    iterable of (train, test) pairs of indices or boolean masks."""
+    if isinstance(cv, Integral):
+        cv = KFold(n_splits=int(cv))
+    if isinstance(cv, KFold):
+        return list(cv.split(np.zeros((n_samples, 1))))
+    if hasattr(cv, "split"):
+        raise ValueError(
+            f"cv={type(cv).__name__} is not supported: use an int, a KFold or an "
+            "iterable of (train, test) pairs. The folds must be chosen without "
+            "the data (StratifiedKFold and GroupKFold read y or groups) and put "
+            "every row in exactly one validation fold (ShuffleSplit does not)."
+        )
+    splits = []
+    for pair in cv:
+        parts = [np.asarray(part) for part in pair]
+        for part in parts:
+            if part.dtype == bool and part.shape != (n_samples,):
+                raise ValueError(
+                    f"cv gives a boolean mask of shape {part.shape} for "
+                    f"{n_samples} rows."
+                )
+        splits.append(tuple(
+            np.flatnonzero(part) if part.dtype == bool else part.astype(np.intp)
+            for part in parts
+        ))
+    return splits

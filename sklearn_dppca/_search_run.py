@@ -1,0 +1,416 @@
+"""The execution of a private search's plan, after its one charge: the
+bounded scores, the fold fits and the released results. Nothing here
+decides what is released or what it costs (``_search_plan``).
+"""
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.stats import rankdata
+from sklearn.base import clone
+from sklearn.pipeline import Pipeline
+from sklearn.utils import _safe_indexing
+
+from . import _array_api
+from ._base import map_non_finite
+from ._search_plan import _locate_private_step, _value_key
+from ._stats import clip_rows
+from .privacy import BudgetAccountant
+
+#: Margin, in standard deviations, that each extra component must clear in
+#: the floor-penalised score (see :func:`floor_penalised_scores`).
+SELECTION_Z = 2.0
+
+
+# --------------------------------------------------------------------------
+# Scores
+# --------------------------------------------------------------------------
+def captured_variance_rows(rows, mean, components, data_norm):
+    """Per-row captured variance ``‖P clip_C(x_i − m̂)‖²``, each in ``[0, C²]``.
+
+    ``P`` is the orthogonal projection on the span of ``components`` (rows),
+    which are orthonormalised first (post-processing of a release), so the
+    bound ``‖P y‖² ≤ ‖y‖² ≤ C²`` holds for any released components; the
+    final clip to ``[0, C²]`` makes it exact in floating point too.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (n_rows, n_features)
+    mean : ndarray of shape (n_features,)
+    components : ndarray of shape (k, n_features)
+    data_norm : float
+
+    Returns
+    -------
+    scores : ndarray of shape (n_rows,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_dppca.model_selection import captured_variance_rows
+    >>> rows = np.array([[3.0, 4.0], [0.0, 0.5]])
+    >>> captured_variance_rows(rows, np.zeros(2), np.array([[0.0, 1.0]]), 1.0)
+    array([0.64, 0.25])
+    """
+    basis, _ = np.linalg.qr(np.asarray(components, dtype=np.float64).T)
+    projected = clip_rows(rows, data_norm, mean) @ basis
+    return np.clip(np.einsum("ij,ij->i", projected, projected), 0.0, data_norm**2)
+
+
+def captured_variance_score(estimator, X, y=None):
+    """Mean captured variance of the rows of ``X`` under a fitted estimator.
+
+    The scorer the search's ``scoring="captured_variance"`` names (its
+    ``scorer_``), with the signature of a scikit-learn scorer: the mean over
+    rows of :func:`captured_variance_rows` under the private step's released
+    ``mean_``, ``components_`` and ``data_norm_``, after the pipeline's
+    steps before it. It reads ``X`` exactly: use it on rows of your own, not
+    as a release.
+
+    Parameters
+    ----------
+    estimator : fitted private estimator or Pipeline holding one
+    X : array-like of shape (n_samples, n_features)
+    y : ignored
+
+    Returns
+    -------
+    score : float
+    """
+    prefix, _, step = _locate_private_step(estimator)
+    rows = _host(_before_step(estimator, prefix, X), step.non_finite)
+    return float(np.mean(captured_variance_rows(
+        rows, _host(step.mean_), _host(step.components_), step.data_norm_)))
+
+
+def floor_penalised_scores(released, n_components, n_validation, floor,
+                           selection_sigma, z=SELECTION_Z):
+    """Per-fold scores that compare candidates with different ``k`` fairly.
+
+    Captured variance grows with ``k`` even past the planted rank: a
+    direction of the isotropic noise floor captures the floor's variance
+    ``τ_f`` per validation row, whichever direction the noisy release
+    picked. The rule subtracts from each released (noisy) fold score the
+    expected capture of its floor components, ``k_{c,f} n_f τ_f``, and a
+    margin of ``z`` standard deviations of what extra floor components add
+    by chance — their sampling spread ``√(2 Σ_f n_f τ_f²)`` (the variance
+    of ``y²`` for ``y ~ N(0, τ)``) and the noise of a difference of two
+    candidates' summed released scores, ``√(2K) σ`` — shared among the
+    folds in proportion to their rows, and divides by the fold's rows::
+
+        S_{c,f} = (R_{c,f} − k_{c,f} n_f τ_f − (n_f/n) k̄_c z spread_c) / n_f
+        spread_c = √(2 Σ_f n_f τ_f² + 2 K σ²)
+
+    The mean of ``S_{c,f}`` over the folds is the floor-penalised captured
+    variance per validation row; it is the search's ``mean_test_score``. A
+    signal direction of variance ``λ > τ`` adds ``(λ − τ) n`` to the summed
+    score, far above the margin; a floor direction adds on average nothing
+    but pays the margin, so the best candidate is wrong only when chance
+    beats ``z`` standard deviations. Everything here is post-processing of
+    released values and of public ones.
+
+    Parameters
+    ----------
+    released : ndarray of shape (n_candidates, n_folds)
+        Noisy summed captured variance ``R_{c,f}`` of each fold.
+    n_components : ndarray of shape (n_candidates, n_folds)
+        Released ``n_components_`` of each candidate in each fold.
+    n_validation : ndarray of shape (n_folds,)
+        Validation rows per fold (public).
+    floor : array-like broadcastable to (n_candidates, n_folds)
+        Released floor variance ``τ`` per row.
+    selection_sigma : float
+        Standard deviation of the noise added to each fold score.
+    z : float, default=SELECTION_Z
+
+    Returns
+    -------
+    scores : ndarray of shape (n_candidates, n_folds)
+        ``S_{c,f}``.
+    penalty : ndarray of shape (n_candidates,)
+        What was subtracted from each candidate's summed score.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_dppca.model_selection import floor_penalised_scores
+    >>> released = np.array([[300.0], [400.0], [405.0]])  # k = 1, 2, 3, 1000 rows
+    >>> k = np.array([[1], [2], [3]])
+    >>> scores, _ = floor_penalised_scores(released, k, np.array([1000]), 0.01, 1.0)
+    >>> int(np.argmax(scores.mean(axis=1))) + 1  # the third is only floor
+    2
+    """
+    released = np.asarray(released, dtype=np.float64)
+    k = np.asarray(n_components, dtype=np.float64)
+    n_val = np.asarray(n_validation, dtype=np.float64)
+    floor = np.broadcast_to(np.asarray(floor, dtype=np.float64), released.shape)
+    expected = k * n_val * floor
+    # τ and σ are of order C²: their squares under- or overflow for C far
+    # from 1 (C = 1e-90: C⁴ = 0), so the spread is computed in units of the
+    # largest of them.
+    finite = np.abs(floor[np.isfinite(floor)])
+    unit = max(float(np.max(finite, initial=0.0)), float(selection_sigma))
+    unit = unit if 0.0 < unit < math.inf else 1.0
+    spread = unit * np.sqrt(2.0 * (n_val * (floor / unit) ** 2).sum(axis=1)
+                            + 2.0 * released.shape[1] * (selection_sigma / unit) ** 2)
+    margin = (n_val / n_val.sum()) * (k.mean(axis=1) * z * spread)[:, None]
+    return (released - expected - margin) / n_val, (expected + margin).sum(axis=1)
+
+
+# --------------------------------------------------------------------------
+# Executing the plan
+# --------------------------------------------------------------------------
+def _headed(candidate):
+    """Whether the candidate's private step has Pipeline steps before it.
+
+    Such a step is fitted with ``non_finite="clip"``, whatever it was given:
+    its input is the head's output, which a public per-row step (``np.log``
+    of 0, a missing value no step fills) can make non-finite for one row of
+    a neighbour and not the other. Refusing there would tell the two apart;
+    the fixed map of each value (``numpy.nan_to_num``) followed by the usual
+    clipping keeps every sensitivity (docs/privacy.rst, "Over which domain
+    the guarantee holds")."""
+    return bool(candidate.index)
+
+
+def _check_raw_rows(plan, X):
+    """Refuse, before the charge, NaN in ``X`` that a bare private step with
+    ``non_finite="raise"`` would read: outside its domain (a dataset with
+    NaN is no neighbour of the datasets the guarantee is about), and its fit
+    would fail on it after the charge. A candidate with steps before the
+    private one maps non-finite values instead (:func:`_headed`)."""
+    for cand in plan.candidates:
+        if cand.error is None and not cand.index:  # the step reads X itself
+            if _locate_private_step(cand.estimator)[2].non_finite == "clip":
+                continue
+            if not _all_finite(X):
+                raise ValueError(
+                    "Input X contains NaN: the private estimator needs finite "
+                    "rows. Fill missing values with a public constant in the "
+                    "Pipeline, before the private estimator: SimpleImputer("
+                    "strategy='constant', fill_value=..., keep_empty_features="
+                    "True). The search was refused before it spent any budget."
+                )
+            return
+
+
+def _check_heads(plan, X, smallest_fold):
+    """Refuse ranks above the features a candidate's head (its stateless
+    steps before the private one) makes, before any fit. Run after the
+    charge, inside the search's private computation: the heads read the
+    rows, so whatever they raise is a failure of a charged search, never a
+    refusal that spends nothing. Non-finite values they make are not
+    refused: the step maps them (:func:`_headed`)."""
+    checked = {}
+    for cand in plan.candidates:
+        if cand.error is not None or not cand.index:
+            continue
+        head = clone(Pipeline(cand.estimator.steps[:cand.index]))
+        key = _value_key(head)  # by value: repr abbreviates large arrays
+        if key not in checked:
+            checked[key] = head.fit_transform(X).shape[1]
+        step = _locate_private_step(cand.estimator)[2]
+        step._check_n_components(smallest_fold, checked[key])
+
+
+def _fit_candidate(candidate, epsilon, delta, generator, X, y, full=False):
+    """The candidate fitted at ``epsilon`` on a throwaway accountant (the
+    search has paid for it); ``full``: with every component, to be truncated.
+    Its own ``privacy_spent_`` must be what was paid for. A private step with
+    steps before it is fitted with ``non_finite="clip"`` (:func:`_headed`)."""
+    p = candidate.prefix
+    settings = {p + "epsilon": epsilon, p + "delta": delta,
+                p + "accountant": BudgetAccountant(), p + "random_state": generator}
+    if _headed(candidate):
+        settings[p + "non_finite"] = "clip"
+    if full:
+        settings.update({p + "n_components": None, p + "whiten": False})
+    fitted = clone(candidate.estimator).set_params(**settings).fit(X, y)
+    spent = _locate_private_step(fitted)[2].privacy_spent_
+    if not math.isclose(spent[0], epsilon, rel_tol=1e-6):
+        raise RuntimeError(
+            f"A candidate spent epsilon={spent[0]:.6g} where the search paid for "
+            f"{epsilon:.6g}; its accounting does not fit the search."
+        )
+    return fitted
+
+
+def _score_fold(X, y, train, test, plan, delta, seeds):
+    """Exact summed scores, released ``n_components_`` and floors of one fold
+    for every candidate (NaN for the failed ones). The scores stay inside
+    ``fit``."""
+    X_train, X_val = _take(X, train), _take(X, test)
+    y_train = None if y is None else _safe_indexing(y, train)
+    m = len(plan.candidates)
+    scores, k, floor = np.full(m, np.nan), np.full(m, np.nan), np.full(m, np.nan)
+    for g, members in enumerate(plan.groups):
+        cand = plan.candidates[members[0]]
+        shared = plan.shared[g]
+        fitted = _fit_candidate(cand, plan.fit_epsilons[g], delta, seeds[g],
+                                X_train, y_train, full=shared)
+        step = _locate_private_step(fitted)[2]
+        # the validation rows through the fit's own map of non-finite values
+        rows = _host(_before_step(fitted, cand.prefix, X_val), step.non_finite)
+        if not shared:
+            (c,) = members
+            k[c] = step.n_components_
+            scores[c] = np.sum(captured_variance_rows(
+                rows, _host(step.mean_), _host(step.components_), step.data_norm_))
+            floor[c] = float(step.noise_variance_)
+            continue
+        # PrivatePCA(n_components=k) on the same noise keeps the first k of the
+        # full fit's sorted eigenpairs: each candidate is a truncation.
+        gains = _cumulative_gains(rows, step)
+        for c in members:
+            wanted = _locate_private_step(plan.candidates[c].estimator)[2].n_components
+            k[c] = step.n_components_ if wanted is None else int(wanted)
+            scores[c] = gains[int(k[c]) - 1]
+            floor[c] = float(np.median(_host(step.explained_variance_)))
+    return scores, k, floor
+
+
+def _cumulative_gains(rows, step):
+    """Summed captured variance of the rows under the first ``k`` released
+    components of a full fit, for every ``k``: entry ``k − 1`` is the score
+    of the truncation to ``k`` components. The components are orthonormal
+    eigenvectors, so each row's partial sums are at most ``‖y‖² ≤ C²``; the
+    clip makes the bound exact in floating point."""
+    C = step.data_norm_
+    projected = clip_rows(rows, C, _host(step.mean_)) @ _host(step.components_).T
+    return np.clip(np.cumsum(projected**2, axis=1), 0.0, C**2).sum(axis=0)
+
+
+def _before_step(fitted, prefix, X):
+    """Rows as the private step sees them: through the (stateless) steps
+    before it."""
+    if not prefix:
+        return X
+    for name, step in fitted.steps:
+        if name == prefix[:-2]:
+            return X
+        if step is not None and step != "passthrough":
+            X = step.transform(X)
+    return X
+
+
+def _shape(X):
+    """``(n_samples, n_features)``, public, without reading the values."""
+    shape = getattr(X, "shape", None)
+    shape = tuple(np.asarray(X).shape if shape is None else shape)
+    if len(shape) != 2:
+        raise ValueError(
+            f"Expected a 2D array of shape (n_samples, n_features), got shape "
+            f"{shape}."
+        )
+    for size, what, least in ((shape[0], "sample", 2), (shape[1], "feature", 1)):
+        if size < least:
+            raise ValueError(f"Found array with {size} {what}(s) (shape={shape}) "
+                             f"while a minimum of {least} is required.")
+    return int(shape[0]), int(shape[1])
+
+
+def _take(X, indices):
+    namespace = _array_api.namespace(X)
+    if namespace is None:
+        return _safe_indexing(X, indices)
+    xp, device = namespace
+    return xp.take(X, xp.asarray(indices, device=device), axis=0)
+
+
+def _all_finite(Z):
+    """Whether every entry of ``Z`` (sparse, Array API or NumPy) is finite."""
+    values = Z.data if hasattr(Z, "tocsr") else _host(Z)
+    return bool(np.all(np.isfinite(values)))
+
+
+def _host(values, non_finite="raise"):
+    """A NumPy float64 array of ``values`` (sparse, Array API or NumPy); with
+    ``non_finite="clip"``, mapped first as a private step with that setting
+    maps its input (:func:`~sklearn_dppca._base.map_non_finite`, in the
+    dtype the step computes in: float32 stays float32, others float64)."""
+    if non_finite == "clip":
+        values = _as_fit_input(values)
+        values = map_non_finite(values)
+    if hasattr(values, "toarray"):
+        values = values.toarray()
+    if _array_api.namespace(values) is not None:
+        values = _array_api.to_host(values)
+    return np.asarray(values, dtype=np.float64)
+
+
+def _as_fit_input(values):
+    """``values`` as a private step validates them before its map: float32
+    or float64 (others become float64), NumPy unless sparse or Array API."""
+    namespace = _array_api.namespace(values)
+    if namespace is not None:
+        if _array_api.numpy_dtype(values) not in (np.float32, np.float64):
+            widest = _array_api.widest_float(*namespace).name
+            values = _array_api.astype(values, getattr(namespace[0], widest))
+        return values
+    if not hasattr(values, "tocsr"):
+        values = np.asarray(values)
+    if values.dtype not in (np.float32, np.float64):
+        values = values.astype(np.float64)
+    return values
+
+
+def _param_column(candidates, name):
+    """``param_<name>``: a masked array of the values' natural dtype when
+    they are all numbers or all booleans (else object), masked where a
+    candidate lacks ``name``."""
+    present = [c.params[name] for c in candidates if name in c.params]
+    natural = all(isinstance(v, bool) for v in present) or all(
+        isinstance(v, Real) and not isinstance(v, bool) for v in present
+    )  # strings stay objects, as in GridSearchCV
+    values = [c.params.get(name, present[0]) for c in candidates]
+    if natural:
+        data = np.asarray(values)
+    else:
+        data = np.empty(len(values), dtype=object)
+        data[:] = values
+    return np.ma.MaskedArray(data, mask=[name not in c.params for c in candidates])
+
+
+def _results(candidates, scores, released, penalty, mean_k, floor_sum):
+    """``cv_results_`` from released values only."""
+    results = _ranked_results(candidates, scores)
+    results["released_test_score"] = released
+    results["floor_penalty"] = penalty
+    results["mean_n_components"] = mean_k
+    results["floor_per_component"] = np.full(len(candidates), floor_sum)
+    return results
+
+
+def _best_index(refit, results, n_candidates):
+    """The chosen candidate: the best rank, or a callable ``refit``'s pick
+    from ``cv_results_`` (post-processing of released values), checked."""
+    if not callable(refit):
+        return int(np.argmin(results["rank_test_score"]))
+    best = refit(results)
+    if not isinstance(best, Integral):
+        raise TypeError(f"best_index_ returned is not an integer: {best!r}.")
+    if not 0 <= best < n_candidates:
+        raise IndexError(f"best_index_ index out of bounds: {best} for "
+                         f"{n_candidates} candidates.")
+    return int(best)
+
+
+def _ranked_results(candidates, scores):
+    """``GridSearchCV``'s ``cv_results_`` keys from released fold scores:
+    ``params``, ``param_<name>``, ``split<i>_test_score``, their mean,
+    standard deviation and rank."""
+    results = {"params": [c.params for c in candidates]}
+    for name in sorted({p for c in candidates for p in c.params}):
+        results[f"param_{name}"] = _param_column(candidates, name)
+    for f in range(scores.shape[1]):
+        results[f"split{f}_test_score"] = scores[:, f]
+    means = scores.mean(axis=1)
+    results["mean_test_score"] = means
+    results["std_test_score"] = scores.std(axis=1)
+    if np.all(np.isnan(means)):
+        rank = np.ones(len(means))
+    else:  # NaN ranks last, as in GridSearchCV
+        rank = rankdata(-np.nan_to_num(means, nan=np.nanmin(means) - 1), "min")
+    results["rank_test_score"] = rank.astype(np.int32)
+    return results
