@@ -87,7 +87,7 @@ from threadpoolctl import threadpool_limits
 
 import sklearn_dppca
 from sklearn_dppca import BudgetAccountant, PrivacyLeakWarning, PrivatePCA
-from sklearn_dppca._base import denoised_spectrum
+from sklearn_dppca._spectrum import denoised_spectrum
 from sklearn_dppca.datasets import load_real_dataset
 from sklearn_dppca.metrics import principal_angle_sin
 from sklearn_dppca.privacy import gdp_epsilon

@@ -7,13 +7,8 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._base import (
-    PrivacyPlan,
-    _BasePrivatePCA,
-    _eigh,
-    budget_shares,
-    fill_parameter_docs,
-)
+from ._base import PrivacyPlan, _BasePrivatePCA, budget_shares, fill_parameter_docs
+from ._spectrum import _eigh
 from .noise import add_goe_noise, dense_noise, goe_noise
 from .privacy import DEFAULT_ORDERS, gdp_epsilon, gdp_mu, rdp_to_epsilon, repeated_rdp
 

@@ -7,17 +7,10 @@ import scipy.linalg
 from sklearn.utils._param_validation import StrOptions
 
 from . import _array_api
-from ._base import (
-    Spectrum,
-    _BasePrivatePCA,
-    _non_increasing,
-    fill_parameter_docs,
-    matrix_free_faster,
-    power_passes,
-    scatter_trace,
-)
+from ._base import _BasePrivatePCA, fill_parameter_docs, matrix_free_faster
 from ._bounds import _engine
 from ._dask import ChunkedRows
+from ._spectrum import Spectrum, _non_increasing, power_passes, scatter_trace
 from ._stats import ImplicitScatter, InMemoryRows, kernel_threads
 from .noise import (
     ImplicitGOE,

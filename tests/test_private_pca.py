@@ -644,7 +644,7 @@ def test_mle_matches_sklearn_at_huge_epsilon():
 def test_minka_equals_sklearns_infer_dimension_on_spectra():
     from sklearn.decomposition._pca import _assess_dimension, _infer_dimension
 
-    from sklearn_dppca._base import minka_dimension, minka_log_evidence
+    from sklearn_dppca._spectrum import minka_dimension, minka_log_evidence
 
     rng = np.random.default_rng(0)
     for trial in range(150):

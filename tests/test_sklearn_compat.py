@@ -22,7 +22,7 @@ from sklearn import datasets
 from sklearn.decomposition import PCA
 
 from sklearn_dppca import ComplexGaussPCA, PrivatePCA
-from sklearn_dppca._base import minka_dimension, minka_log_evidence
+from sklearn_dppca._spectrum import minka_dimension, minka_log_evidence
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
 

@@ -17,7 +17,7 @@ from sklearn.decomposition import PCA
 import sklearn_dppca._complex_gauss_pca as complex_module
 import sklearn_dppca._private_pca as private_module
 from sklearn_dppca import CoherentPowerPCA, ComplexGaussPCA, PrivatePCA
-from sklearn_dppca._base import denoised_spectrum, resolved_weights
+from sklearn_dppca._spectrum import denoised_spectrum, resolved_weights
 from sklearn_dppca.audit import audit, gaussian_mu_lower
 from sklearn_dppca.datasets import load_real_dataset
 from sklearn_dppca.noise import goe_noise, make_generator

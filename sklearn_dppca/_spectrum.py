@@ -1,0 +1,419 @@
+"""The mathematics of a released symmetric matrix's spectrum: the
+de-noised eigenvalues of a Gaussian release (a free-probability fit of the
+noise's bulk), Minka's evidence for the rank, and the eigen-solvers the
+estimators take the top eigenpairs with. Post-processing only: every
+function here takes released values and public ones (docs/privacy.rst,
+"The de-noised spectrum" and "Solvers").
+"""
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from scipy.special import gammaln
+
+from . import _array_api
+
+
+def minka_log_evidence(spectrum, n_samples, relative_zero=1e-15):
+    """Minka's Laplace approximation of ``log p(X | k)`` for every rank ``k``.
+
+    T. P. Minka, "Automatic choice of dimensionality for PCA", NIPS 2000,
+    eq. (30): with ``λ_1 ≥ … ≥ λ_d`` the sample variances, ``N`` samples,
+    ``v = Σ_{j>k} λ_j / (d − k)``, ``m = dk − k(k+1)/2``, ``λ̂_j = λ_j`` for
+    ``j ≤ k`` and ``v`` beyond,
+
+    ``log p(U) − N/2 Σ_{j≤k} log λ_j − N(d−k)/2 log v + (m+k)/2 log 2π
+    − ½ log|A_Z| − k/2 log N``,
+
+    ``log p(U) = −k log 2 + Σ_{i≤k} [lnΓ((d−i+1)/2) − (d−i+1)/2 log π]`` and
+    ``log|A_Z| = Σ_{i≤k} Σ_{j>i} log[N (λ_i − λ_j)(1/λ̂_j − 1/λ̂_i)]``.
+
+    In O(d²): the pair sums are cumulated over ``k``. A rank whose ``λ_k`` is
+    (relatively) zero scores ``-inf``, as does ``k = 0``; ``v`` is floored at
+    the same relative level, so the criterion is scale-invariant.
+
+    Parameters
+    ----------
+    spectrum : ndarray of shape (d,)
+        Variances in decreasing order, non-negative.
+    n_samples : int
+    relative_zero : float, default=1e-15
+        Variances below ``relative_zero · λ_1`` count as zero: round-off of
+        the precision the spectrum was computed in.
+
+    Returns
+    -------
+    log_evidence : ndarray of shape (d,)
+        Entry ``k`` for rank ``k``; entry 0 is ``-inf`` (and ranks ``k = d``
+        are not scored, as in scikit-learn).
+    """
+    lam = np.asarray(spectrum, dtype=np.float64)
+    d, N = lam.shape[0], float(n_samples)
+    out = np.full(d, -np.inf)
+    if d < 2 or not lam[0] > 0.0:
+        return out
+    tiny = relative_zero * lam[0]
+    ranks = np.arange(1, d)  # k = 1 .. d − 1
+    i = np.arange(1, d)
+    log_pu = np.cumsum(gammaln((d - i + 1) / 2.0) - (d - i + 1) / 2.0 * math.log(np.pi))
+    log_pu -= ranks * math.log(2.0)
+    log_top = np.cumsum(np.log(np.maximum(lam[: d - 1], tiny)))
+    tail = np.cumsum(lam[::-1])[::-1]  # tail[k] = Σ_{j ≥ k} λ_j (0-based)
+    v = np.maximum(tail[1:] / (d - ranks), tiny)
+    m = d * ranks - ranks * (ranks + 1) / 2.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # Σ_{i≤k} Σ_{j>i} log(λ_i − λ_j): row sums R_i over j > i, cumulated
+        gaps = np.array([np.log(lam[a] - lam[a + 1 :]).sum() for a in range(d - 1)])
+        # Σ_{i<j≤k} log(1/λ_j − 1/λ_i): column sums over i < j, cumulated
+        inv = 1.0 / np.maximum(lam, tiny)
+        within = np.array([np.log(inv[j] - inv[:j]).sum() for j in range(1, d)])
+        within = np.cumsum(np.r_[0.0, within])[: d - 1]  # pairs inside the top k
+        # Σ_{i≤k} (d − k) log(1/v − 1/λ_i): the pairs reaching beyond k
+        across = np.array(
+            [(d - k) * np.log(1.0 / v[k - 1] - inv[:k]).sum() for k in ranks]
+        )
+        n_pairs = ranks * d - ranks * (ranks + 1) / 2.0
+        log_az = np.cumsum(gaps) + within + across + n_pairs * math.log(N)
+        scores = (
+            log_pu
+            - N / 2.0 * log_top
+            - N * (d - ranks) / 2.0 * np.log(v)
+            + (m + ranks) / 2.0 * math.log(2.0 * math.pi)
+            - log_az / 2.0
+            - ranks / 2.0 * math.log(N)
+        )
+    scores[lam[: d - 1] < tiny] = -np.inf
+    out[1:] = scores
+    return out
+
+
+def minka_dimension(spectrum, n_samples, relative_zero=1e-15):
+    """The rank of highest Minka evidence (:func:`minka_log_evidence`).
+
+    ``n_components='mle'``. On a private fit the spectrum is the released
+    (noisy, clamped) one, so the choice is post-processing and costs no
+    budget; the noise, spread over every eigenvalue, can move it.
+
+    Parameters
+    ----------
+    spectrum : ndarray of shape (d,)
+        Variances in decreasing order.
+    n_samples : int
+
+    Returns
+    -------
+    k : int
+        In ``[1, d − 1]``, or 0 when no rank can be scored (``d = 1`` or a
+        zero spectrum), as scikit-learn chooses.
+    """
+    return int(np.argmax(minka_log_evidence(spectrum, n_samples, relative_zero)))
+
+
+def scatter_trace(gram):
+    """``tr(gram)`` as a host float, for a NumPy or an Array API matrix."""
+    if not isinstance(gram, np.ndarray):
+        gram = _array_api.to_host(gram)
+    return float(np.trace(gram))
+
+
+class Spectrum(NamedTuple):
+    """A release's estimated spectrum, in variance units (over ``n − 1``).
+
+    See :func:`denoised_spectrum` and docs/privacy.rst, "The spectrum".
+    """
+
+    n_components: int  # k = n_components_
+    explained: np.ndarray  # (m,) the data's eigenvalues, estimated, by rank
+    captured: np.ndarray  # (m,) the data's variance along each released eigenvector
+    total: float  # Σ explained: the estimated total variance
+    noise_variance: float  # mean of captured beyond rank k (0 when k = m)
+    n_resolved: int  # eigenvalues above the noise bulk's edge
+
+
+def _non_increasing(values):
+    """The least-squares non-increasing fit of ``values`` (pool adjacent
+    violators): equal weights, so every pooled block keeps its sum."""
+    blocks = []  # [mean, size]
+    for v in values:
+        blocks.append([float(v), 1])
+        while len(blocks) > 1 and blocks[-2][0] < blocks[-1][0]:
+            mean, size = blocks.pop()
+            blocks[-1][0] = (blocks[-1][0] * blocks[-1][1] + mean * size) / (
+                blocks[-1][1] + size)
+            blocks[-1][1] += size
+    return np.concatenate([np.full(size, mean) for mean, size in blocks]
+                          ) if blocks else np.empty(0)
+
+
+def _repulsion(lam, top, rest=None):
+    """``Σ_{j≠i} 1/(λ_i − λ_j)`` for ``i < top``, in blocks of rows (an exact
+    tie contributes 0). With ``rest = (count, sum, sum of squares)`` of the
+    eigenvalues not computed (a truncated solver), their part of the sum is
+    that of a semicircle with their mean and variance (:func:`_bulk_stieltjes`)."""
+    out = np.empty(top)
+    for start in range(0, top, 256):
+        rows = slice(start, min(start + 256, top))
+        gaps = lam[rows, None] - lam[None, :]
+        with np.errstate(divide="ignore"):
+            inverse = np.where(gaps != 0.0, 1.0 / gaps, 0.0)
+        out[rows] = inverse.sum(axis=1)
+    if rest is not None and rest[0] > 0:
+        out += _bulk_stieltjes(lam[:top], *rest)
+    return out
+
+
+def _bulk_stieltjes(z, count, total, squares):
+    """``Σ_j 1/(z − λ_j)`` over ``count`` eigenvalues known only by their sum
+    and sum of squares: ``count`` times the Stieltjes transform of the
+    semicircle law of their mean ``b`` and variance ``v`` (radius ``R =
+    2√v``), ``2 (u − √(u² − R²)) / R²`` at ``u = z − b`` beyond the edge,
+    its principal value ``2u/R²`` inside. The noise's bulk is a semicircle
+    (the GOE's), widened a little by the data's small eigenvalues; its mean
+    and variance are exact, from ``tr M̂`` and ``‖M̂‖_F²``."""
+    mean = total / count
+    variance = max(squares / count - mean * mean, 0.0)
+    u = np.asarray(z, dtype=np.float64) - mean
+    if variance == 0.0:
+        with np.errstate(divide="ignore"):
+            return np.where(u != 0.0, count / u, 0.0)
+    radius_sq = 4.0 * variance
+    outside = np.abs(u) > math.sqrt(radius_sq)
+    root = np.sqrt(np.where(outside, u * u - radius_sq, 0.0))
+    inner = np.where(outside, u - np.sign(u) * root, u)
+    return count * 2.0 * inner / radius_sq
+
+
+#: Standard deviation of the Tracy–Widom law of the GOE (β = 1): the top
+#: eigenvalue of a d × d GOE of off-diagonal variance τ² is about
+#: ``τ (2√d + d^{−1/6} TW₁)``.
+TRACY_WIDOM_SD = 1.2680
+#: Standard deviations of the top noise eigenvalue beyond the bulk's edge at
+#: which a released eigenvalue counts as fully resolved (weight 1).
+RESOLVED_AT = 3.0
+
+
+def resolved_weights(lam, sigma, rest=None):
+    """How far each of ``lam`` (decreasing) stands out of the noise's bulk.
+
+    The bulk of ``M + S`` (``S`` GOE, off-diagonal variance ``τ² = σ²/2``)
+    spans about ``b ± 2√(d_b) τ`` around its centre ``b``, and its top
+    eigenvalue fluctuates beyond that edge on the Tracy–Widom scale
+    ``s = 1.27 d_b^{−1/6} τ``. The eigenvalues above the edge are counted
+    first, ``b`` and ``d_b`` being the mean and number of the others,
+    iterated from all ``d`` until none more cross (at most ``d`` steps; the
+    smallest never does). Each counted one gets the weight ``w = (λ − edge) /
+    (3 s)``, clipped to [0, 1]: 0 at the edge, which the top eigenvalue of
+    pure noise crosses 9–19% of the time (d from 13 to 200), with a mean
+    weight of 0.05–0.07 then; 1 at three standard deviations beyond, which
+    it reaches under 1% of the time.
+
+    With ``rest = (count, sum)`` of the eigenvalues not computed (a truncated
+    solver: ``lam`` is the top of the spectrum), those are in the bulk, and
+    at most the ``len(lam)`` computed ones can be counted above its edge.
+
+    Returns
+    -------
+    weights : ndarray of shape (r,)
+        For the ``r`` eigenvalues above the edge, in ``lam``'s order.
+    """
+    tau = sigma / math.sqrt(2.0)
+    count, total = (0, 0.0) if rest is None else rest[:2]
+    k = 0
+    while True:
+        size = lam.shape[0] - k + count
+        edge = (lam[k:].sum() + total) / size + 2.0 * math.sqrt(size) * tau
+        above = int(np.count_nonzero(lam > edge))
+        if above <= k:
+            break
+        k = above
+    scale = RESOLVED_AT * TRACY_WIDOM_SD * size ** (-1.0 / 6.0) * tau
+    return np.clip((lam[:k] - edge) / scale, 0.0, 1.0)
+
+
+def denoised_spectrum(eigvals, sigma, n_ranks, trace=None, rest=None,
+                      hermitian=False):
+    """Estimates of the data's spectrum from a release ``M̂ = M + S``.
+
+    ``S`` is the GOE (or GUE) kernel of :mod:`sklearn_dppca.noise`: diagonal
+    variance ``σ²``, off-diagonal (complex modulus) variance ``τ² = σ²/2``.
+    Post-processing of released values and public ``σ`` only
+    (docs/privacy.rst §6, "The spectrum").
+
+    1. The total ``T = tr M``, by inverse-variance weighting of ``tr M̂``
+       (variance ``dσ²``) and ``trace = (value, sd)`` when a separate
+       release of it is given.
+    2. The ``r`` eigenvalues above the noise's bulk (:func:`resolved_weights`)
+       keep estimates of their own, from the released spectrum's Stieltjes
+       transform ``h_i = Σ_{j≠i} 1/(λ̂_i − λ̂_j)``: the data's eigenvalue
+       ``θ̂_i = λ̂_i − τ² h_i`` (it inverts ``λ̂ ≈ θ + dτ²/θ`` of a spike, and the
+       second-order shift ``τ² Σ_j 1/(θ_i − θ_j)`` in general), and the
+       data's variance along the released eigenvector, ``η̂_i = λ̂_i − 2τ² h_i``
+       (``θ cos²`` of a spike: the Frobenius-optimal eigenvalue on that
+       eigenvector; Bun, Bouchaud & Potters 2017), each weighted by how far
+       it stands out, ``w_i`` in [0, 1]: ``L + w_i (θ̂_i − L)``.
+    3. The other ranks, up to ``n_ranks``, cannot be told apart in the noise:
+       each gets the level ``L`` that makes the list sum to ``T``,
+       ``L = (T − Σ w_i θ̂_i) / (n_ranks − Σ w_i)`` (and the same with
+       ``η̂``).
+    4. Each list is made non-increasing (pool adjacent violators, which keeps
+       the sum) and clamped at 0.
+
+    With ``σ = 0`` both lists are the eigenvalues themselves, clamped at 0.
+
+    Parameters
+    ----------
+    eigvals : ndarray of shape (d,)
+        Every eigenvalue of the release, any order.
+    sigma : float
+        Its noise scale ``σ``.
+    n_ranks : int
+        Ranks estimated, ``m = min(n, d)`` (at most ``d``).
+    hermitian : bool, default=False
+        ``S`` is the GUE kernel: its off-diagonal entries have ``E|S_ij|² =
+        σ²`` (``σ²/2`` in the real part and in the imaginary part), so ``τ² =
+        σ²`` and the bulk's edge is at ``2√d σ``.
+    trace : (float, float) or None
+        A separate unbiased release of ``tr M`` and its noise's standard
+        deviation.
+    rest : (int, float, float) or None
+        With a truncated solver, ``eigvals`` is the top of the spectrum, and
+        ``rest`` the count, sum and sum of squares of the other eigenvalues
+        (``tr M̂`` and ``‖M̂‖_F²`` less the computed ones': exact). The total
+        is then exact as before; the bulk's edge (:func:`resolved_weights`)
+        and the repulsion ``h_i`` take the others from these moments
+        (:func:`_bulk_stieltjes`), and at most ``len(eigvals)`` ranks have
+        estimates of their own.
+
+    Returns
+    -------
+    explained, captured : ndarray of shape (n_ranks,)
+        ``θ̂`` and ``η̂`` by rank, non-increasing, non-negative.
+    n_resolved : int
+        ``r``, the ranks above the bulk's edge, with estimates of their own
+        (all ``n_ranks`` when ``σ = 0``).
+    """
+    lam = np.sort(np.asarray(eigvals, dtype=np.float64))[::-1]
+    if sigma == 0.0:
+        values = np.maximum(lam[:n_ranks], 0.0)
+        if rest is not None and values.shape[0] < n_ranks:
+            # the ranks not computed share what the computed ones leave
+            level = max(rest[1], 0.0) / rest[0]
+            values = np.r_[values, np.full(n_ranks - values.shape[0], level)]
+            values = np.maximum(_non_increasing(values), 0.0)
+        return values, values.copy(), n_ranks
+    # in units of σ (τ² = 1/2; the GUE's E|H_ij|² is σ², τ² = 1), so that
+    # nothing under- or overflows
+    tau_sq = 1.0 if hermitian else 0.5
+    lam = lam / sigma
+    if rest is not None:
+        rest = (rest[0], rest[1] / sigma, rest[2] / sigma**2)
+    d = lam.shape[0] + (0 if rest is None else rest[0])
+    released = float(lam.sum()) + (0.0 if rest is None else rest[1])
+    estimates = [(released, float(d))]  # (value, variance)
+    if trace is not None:
+        estimates.append((trace[0] / sigma, (trace[1] / sigma) ** 2))
+    precision = sum(1.0 / var for _, var in estimates)
+    total = sum(value / var for value, var in estimates) / precision
+    weights = resolved_weights(lam, math.sqrt(2.0 * tau_sq), rest)[: n_ranks - 1]
+    resolved = weights.shape[0]
+    repulsion = _repulsion(lam, resolved, rest)
+    lists = []
+    for factor in (tau_sq, 2.0 * tau_sq):  # τ² and 2τ²: θ̂, then η̂
+        own = lam[:resolved] - factor * repulsion
+        level = (total - weights @ own) / (n_ranks - weights.sum())
+        top = level + weights * (own - level)
+        fit = _non_increasing(np.r_[top, np.full(n_ranks - resolved, level)])
+        lists.append(np.maximum(fit, 0.0) * sigma)
+    return lists[0], lists[1], resolved
+
+
+def _flip_signs(components):
+    """Make the largest-magnitude entry of each row positive (deterministic signs)."""
+    idx = np.argmax(np.abs(components), axis=1)
+    signs = np.sign(components[np.arange(components.shape[0]), idx])
+    signs[signs == 0] = 1.0
+    return components * signs[:, None]
+
+
+def _eigh(matrix):
+    """All eigenpairs of a real symmetric or complex Hermitian matrix.
+
+    NumPy's LAPACK, not SciPy's: the statistics pass runs on NumPy's BLAS, and
+    switching libraries costs a spinning thread pool (see ``_stats``).
+    """
+    return np.linalg.eigh(matrix)
+
+
+def power_passes(iterated_power, k, d):
+    """The randomized range finder's passes: ``iterated_power``, or for
+    ``"auto"`` scikit-learn's rule, 7 when ``k`` is under a tenth of ``d``,
+    else 4."""
+    if iterated_power != "auto":
+        return iterated_power
+    return 7 if k < 0.1 * d else 4
+
+
+def top_eigenpairs(matrix, k, solver, rng, *, tol=0.0, iterated_power="auto",
+                   n_oversamples=10, power_iteration_normalizer="auto",
+                   shift=0.0):
+    """The ``k`` largest eigenpairs of a real symmetric or complex Hermitian
+    ``matrix``, by decreasing eigenvalue, without all of them.
+
+    ``solver="arpack"``: SciPy's ``eigsh`` (Lanczos) for the ``k`` largest
+    algebraic eigenvalues, to relative accuracy ``tol`` (0: machine
+    precision), from a start vector drawn from ``rng``. ``"randomized"``:
+    Halko, Martinsson & Tropp's range finder on ``matrix + shift·I`` with
+    ``k + n_oversamples`` columns and ``iterated_power`` passes of
+    ``(matrix + shift·I)²`` (``"auto"``: 7 when ``k`` is under a tenth of
+    ``d``, else 4; the normaliser between passes as in scikit-learn's
+    ``randomized_svd``: ``"auto"`` is none for at most 2 passes, else LU),
+    then the Rayleigh–Ritz eigenpairs of ``matrix`` in that range. A range
+    finder captures the eigenvalues largest in modulus: ``shift`` moves the
+    spectrum so that those are the largest algebraic ones (for a released
+    matrix: minus the centre of its noise's bulk). Memory: ``O(d (k +
+    n_oversamples))`` beside ``matrix``; time ``O(d² (k + n_oversamples))``
+    per pass.
+
+    Every input is a released matrix and public values, and ``rng`` is the
+    fit's generator after its noise: post-processing.
+    """
+    d = matrix.shape[0]
+    size = min(d, k + n_oversamples)
+    if k == 0:
+        return np.empty(0), np.empty((d, 0), dtype=matrix.dtype)
+    if solver == "arpack":
+        from scipy.sparse.linalg import eigsh
+
+        values, vectors = eigsh(matrix, k=k, which="LA", tol=tol,
+                                v0=rng.uniform(-1.0, 1.0, d).astype(matrix.dtype))
+    elif size >= d:  # the range is everything: every eigenpair, exactly
+        values, vectors = _eigh(matrix)
+        values, vectors = values[d - k:], vectors[:, d - k:]
+    else:
+        from scipy import linalg
+
+        n_iter = power_passes(iterated_power, k, d)
+        normalizer = power_iteration_normalizer
+        if normalizer == "auto":
+            normalizer = "none" if n_iter <= 2 else "LU"
+
+        def apply(block):
+            return matrix @ block + shift * block
+
+        def normalise(block):
+            if normalizer == "LU":
+                return linalg.lu(block, permute_l=True, check_finite=False)[0]
+            if normalizer == "QR":
+                return linalg.qr(block, mode="economic", check_finite=False)[0]
+            return block
+
+        block = rng.standard_normal((d, size)).astype(matrix.dtype)
+        for _ in range(n_iter):  # passes of (M + sI)², as randomized_svd's
+            block = normalise(apply(normalise(apply(block))))
+        basis = linalg.qr(apply(block), mode="economic", check_finite=False)[0]
+        core = basis.conj().T @ (matrix @ basis)
+        values, small = _eigh((core + core.conj().T) / 2.0)
+        values, vectors = values[size - k:], basis @ small[:, size - k:]
+    order = np.argsort(values)[::-1]
+    return values[order], vectors[:, order]
