@@ -4,7 +4,7 @@ On many rows (docs/privacy.rst §5, "The first rows") ``PrivatePCA`` takes the
 centre it clips the rows around from the first rows, so that a numeric bound
 reads every row once and ``data_norm="auto"`` twice. This script measures
 what that costs in quality: the same fits with the first rows (the default)
-and with every row for the mean (``_bounds.PILOT_FACTOR`` set to infinity,
+and with every row for the mean (``_norm_plan.PILOT_FACTOR`` set to infinity,
 the design before), on ``--rows`` × 50 rows with variances 0.09, 0.04, 0.02
 and 0.01 (the others), in five orders and places:
 
@@ -38,7 +38,7 @@ import warnings
 
 import numpy as np
 
-from sklearn_dppca import PrivacyLeakWarning, PrivatePCA, _bounds
+from sklearn_dppca import PrivacyLeakWarning, PrivatePCA, _norm_plan
 from sklearn_dppca.privacy import BudgetAccountant
 
 
@@ -68,8 +68,8 @@ def measure(X, data_norm, epsilon, seeds, first_rows):
     centred = X - X.mean(axis=0)
     covariance = centred.T @ centred / (X.shape[0] - 1)
     basis = np.linalg.eigh(covariance)[1][:, ::-1][:, :3]
-    factor = _bounds.PILOT_FACTOR
-    _bounds.PILOT_FACTOR = factor if first_rows else math.inf
+    factor = _norm_plan.PILOT_FACTOR
+    _norm_plan.PILOT_FACTOR = factor if first_rows else math.inf
     try:
         scores, passes = [], 0
         for seed in range(seeds):
@@ -83,7 +83,7 @@ def measure(X, data_norm, epsilon, seeds, first_rows):
                            np.linalg.norm(fit.mean_ - X.mean(axis=0))))
         return np.mean(scores, axis=0), passes
     finally:
-        _bounds.PILOT_FACTOR = factor
+        _norm_plan.PILOT_FACTOR = factor
 
 
 def main(argv=None):

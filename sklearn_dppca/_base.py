@@ -30,8 +30,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _array_api
 from ._array_api import ArrayAPIRows, check_same_namespace
-from ._bounds import MIN_DATA_NORM, PILOT_MISS, NormBounds, _engine
-from ._bounds import PARAMETER_CONSTRAINTS as _BOUND_CONSTRAINTS
+from ._bounds import NormBounds, _engine
 from ._dask import (
     ChunkedRows,
     as_dask_array,
@@ -39,6 +38,8 @@ from ._dask import (
     is_dask_collection,
     reporting_partitions,
 )
+from ._norm_plan import MIN_DATA_NORM, PILOT_MISS
+from ._norm_plan import PARAMETER_CONSTRAINTS as _BOUND_CONSTRAINTS
 from ._released import (
     SolverParameterWarning,
     mean_in_box,

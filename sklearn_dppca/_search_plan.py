@@ -19,7 +19,8 @@ from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils._param_validation import InvalidParameterError
 
 from ._base import _BasePrivatePCA
-from ._bounds import check_data_norm_range, public_box_norm
+from ._bounds import check_data_norm_range
+from ._box import public_box_norm
 from ._coherent_power_pca import CoherentPowerPCA
 from ._private_pca import PrivatePCA
 from .noise import noise_scale
@@ -371,7 +372,7 @@ def _refused_step(name, step):
 def _public_norm(step, n_features, heads=()):
     """The public norm bound of a private step: its numeric ``data_norm``, or
     with ``data_norm=None`` and ``bounds`` the box's radius
-    (:func:`~sklearn_dppca._bounds.public_box_norm`), or the ``ValueError``
+    (:func:`~sklearn_dppca._box.public_box_norm`), or the ``ValueError``
     of invalid bounds; ``None`` otherwise.
     Scalar bounds need the step's number of features: ``n_features`` when
     every step before it keeps the columns (a ``PublicScaler``,

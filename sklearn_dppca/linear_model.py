@@ -49,7 +49,7 @@ from ._base import (
     fill_parameter_docs,
     reported_spend,
 )
-from ._bounds import box_radius, check_box
+from ._box import box_radius, check_box
 from ._released import NoisyReleaseWarning
 from ._stats import _clip_scales, _sq_norms, clip_rows, iter_blocks
 from .noise import add_goe_noise, make_generator, noise_scale

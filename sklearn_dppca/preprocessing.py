@@ -42,7 +42,7 @@ from sklearn.utils.validation import FLOAT_DTYPES, check_is_fitted, validate_dat
 from . import _array_api
 from ._array_api import check_same_namespace
 from ._base import _all_or_nothing, _refuse_fit_params, reported_spend
-from ._bounds import by_feature_name, check_box, parse_box
+from ._box import by_feature_name, check_box, parse_box
 from ._released import FeatureScaleWarning
 from .noise import dense_noise, make_generator, noise_scale
 from .privacy import (

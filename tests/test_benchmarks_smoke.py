@@ -351,7 +351,7 @@ def test_first_rows_cell_runs_both_designs():
     first, passes = bench.measure(X, 1.0, 3.0, 1, first_rows=True)
     assert (whole_passes, passes) == (2, 1)
     assert first[0] < 0.1 and whole[0] < 0.1  # sin θ
-    assert bench._bounds.PILOT_FACTOR == 4  # restored
+    assert bench._norm_plan.PILOT_FACTOR == 4  # restored
 
 
 # --- benchmarks/bench_wide.py: wide and sparse data (issue 31) ---------------

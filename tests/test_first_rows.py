@@ -10,7 +10,14 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from sklearn_dppca import CoherentPowerPCA, ComplexGaussPCA, PrivatePCA, _base, _bounds
+from sklearn_dppca import (
+    CoherentPowerPCA,
+    ComplexGaussPCA,
+    PrivatePCA,
+    _base,
+    _bounds,
+    _norm_plan,
+)
 from sklearn_dppca._stats import (
     _clip_scales,
     _sq_norms,
@@ -63,12 +70,12 @@ def _reads(make, X, **params):
 
 def test_how_many_first_rows_is_public():
     mu = gdp_mu(EPSILON, 1e-6)
-    assert _bounds.pilot_rows(N, D, mu) == _bounds.PILOT_MIN_ROWS
-    assert _bounds.pilot_rows(_bounds.PILOT_FACTOR * 2**15 - 1, D, mu) is None
+    assert _norm_plan.pilot_rows(N, D, mu) == _norm_plan.PILOT_MIN_ROWS
+    assert _norm_plan.pilot_rows(_norm_plan.PILOT_FACTOR * 2**15 - 1, D, mu) is None
     # more rows at a small epsilon or many features
-    assert _bounds.pilot_rows(10**9, 10_000, mu) == math.ceil(
-        _bounds.PILOT_SCALE * 100 / mu)
-    assert _bounds.pilot_rows(10**9, D, math.inf) is None  # epsilon=inf
+    assert _norm_plan.pilot_rows(10**9, 10_000, mu) == math.ceil(
+        _norm_plan.PILOT_SCALE * 100 / mu)
+    assert _norm_plan.pilot_rows(10**9, D, math.inf) is None  # epsilon=inf
 
 
 @pytest.mark.parametrize("make, auto, passes", [
@@ -106,7 +113,7 @@ def test_rows_the_first_do_not_represent_cost_a_pass_not_the_quality(auto, most)
         assert "the first rows' centre was off" in lines[-1]
     pilot = _fit(PrivatePCA, X, **params)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_bounds, "PILOT_FACTOR", math.inf)  # every row for the mean
+        patch.setattr(_norm_plan, "PILOT_FACTOR", math.inf)  # every row for the mean
         whole = _fit(PrivatePCA, X, **params)
     truth = np.cov(X.T)
     for fit in (pilot, whole):
@@ -372,7 +379,7 @@ def test_an_attack_on_the_first_row_measures_the_claimed_mu(kind):
     epsilon, n_fits = 3.0, 300
     X, Y = neighbouring_datasets(2**17, 3, kind=kind, scale=0.7)
     estimator = PrivatePCA(epsilon=epsilon, delta=1e-6, data_norm=1.0)
-    assert _bounds.pilot_rows(2**17, 3, gdp_mu(epsilon, 1e-6))  # the first rows
+    assert _norm_plan.pilot_rows(2**17, 3, gdp_mu(epsilon, 1e-6))  # the first rows
     statistic = mean_statistic(0) if kind == "opposite" else scatter_statistic
     result = audit(estimator, X, Y, statistic, n_fits=n_fits, random_state=4)
     assert result.epsilon_lower <= epsilon

@@ -1,0 +1,155 @@
+"""Public bounds on the rows: one spelling of a box of per-feature ranges,
+``(lower, upper)`` (scalars broadcast, a dict by feature name), checked,
+and its radius around its centre: functions of public values only (the
+rows are mapped into a box by the fit's step, ``_bounds._box_rows``;
+:ref:`privacy-preprocessing`).
+"""
+
+import warnings
+
+import numpy as np
+
+
+def by_feature_name(values, name, feature_names, what, instead):
+    """The entries of the dict ``values`` in the order of ``feature_names``
+    (it may name more features); refused without names, or with a feature
+    it does not name."""
+    if feature_names is None:
+        raise ValueError(
+            f"{name} is a dict by feature name, but X has no feature names: "
+            f"fit a DataFrame with string column names, or give {instead} in "
+            "the order of the columns."
+        )
+    missing = [str(f) for f in feature_names if f not in values]
+    if missing:
+        raise ValueError(f"{name} gives no {what} for the feature(s) {missing}.")
+    return [values[f] for f in feature_names]
+
+
+def parse_box(bounds, n_features, feature_names=None, name="bounds",
+              pairs_deprecated=False):
+    """``(lower, upper)`` float arrays of length ``n_features`` from the one
+    spelling of public bounds the package takes everywhere:
+
+    - ``(lower, upper)``: two numbers (broadcast) or arrays of length
+      ``n_features``. A pair always means lower and upper, whatever the
+      number of features;
+    - a dict ``{feature name: (low, high)}``, for ``X`` with feature names
+      (it may name more features than ``X`` has).
+
+    Anything else is an error, never a guess. ``pairs_deprecated``: one
+    ``(low, high)`` pair per feature, ``PublicScaler``'s former spelling, is
+    still read, with a ``FutureWarning`` that says how to write it (with two
+    features a pair of pairs is ``(lower, upper)``).
+    """
+    if isinstance(bounds, dict):
+        values = by_feature_name(bounds, name, feature_names, "(low, high)",
+                                 f"{name}=(lower, upper)")
+        try:
+            pairs = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            pairs = None
+        if pairs is None or pairs.shape != (n_features, 2):
+            raise ValueError(f"{name}: every value of the dict must be one "
+                             f"(low, high) pair; got {bounds!r}.")
+        return pairs[:, 0].copy(), pairs[:, 1].copy()
+    try:
+        pair = [np.asarray(side, dtype=np.float64) for side in bounds]
+    except (TypeError, ValueError):
+        pair = None
+    if pair is not None and len(pair) == 2 and all(
+            side.ndim == 0 or side.size == n_features for side in pair):
+        return tuple(np.broadcast_to(side.ravel() if side.ndim else side,
+                                     (n_features,)).copy() for side in pair)
+    if (pairs_deprecated and pair is not None and len(pair) == n_features
+            and all(side.shape == (2,) for side in pair)):
+        pairs = np.stack(pair)
+        warnings.warn(
+            f"{name} as one (low, high) pair per feature is deprecated: give "
+            f"{name}=(lower, upper), the lows and the highs, as every bounds "
+            f"of the package takes them: {name}=({pairs[:, 0].tolist()}, "
+            f"{pairs[:, 1].tolist()}); or a dict by feature name. With two "
+            "features a pair of pairs already means (lower, upper).",
+            FutureWarning, stacklevel=4)
+        return pairs[:, 0].copy(), pairs[:, 1].copy()
+    raise ValueError(
+        f"{name} must be (lower, upper) — two numbers, or two arrays of length "
+        f"n_features={n_features} — or a dict {{feature name: (low, high)}}; "
+        f"got {bounds!r}."
+    )
+
+
+def check_box(bounds, n_features, feature_names=None):
+    """``(lower, upper)`` of :func:`parse_box`, checked (``None`` for no
+    bounds)."""
+    if bounds is None:
+        return None
+    lower, upper = parse_box(bounds, n_features, feature_names)
+    if not (np.isfinite(lower).all() and np.isfinite(upper).all()):
+        raise ValueError("bounds must be finite.")
+    if (lower > upper).any() or not (lower < upper).any():
+        raise ValueError(
+            "bounds: every lower must be <= its upper, and at least one feature "
+            "must have lower < upper."
+        )
+    return lower, upper
+
+
+def box_radius(lower, upper, center):
+    """``(c, R)``: the centre the rows of the box ``[lower, upper]`` (arrays
+    of the data's dtype, :func:`inward_box`) are translated by, the box's
+    midpoint or 0 without centring (float64), and ``R``, a bound on the norm
+    of every translated row: ``‖max(|lower − c|, |upper − c|)‖`` computed in
+    the dtype, as the rows are (``|fl(x − c)| ≤ max(|fl(lower − c)|,
+    |fl(upper − c)|)`` for every ``x`` in the box: rounding is monotone)."""
+    dtype = lower.dtype
+    centre = np.zeros_like(lower)
+    if center:
+        centre = ((lower.astype(np.float64) + upper) / 2.0).astype(dtype)
+    with np.errstate(over="ignore"):
+        reach = np.maximum(np.abs(lower - centre), np.abs(upper - centre))
+    reach = reach.astype(np.float64)
+    top = float(reach.max())  # ‖reach‖ without overflow
+    return centre.astype(np.float64), top * float(np.linalg.norm(reach / top))
+
+
+def public_box_norm(bounds, n_features, center, feature_names=None):
+    """The norm bound that ``bounds=(lower, upper)`` implies for a fit on
+    ``n_features`` columns, from public values only: the largest of
+    :func:`box_radius` over the dtypes a fit computes in (float32, float64),
+    so that it bounds the fit's own ``data_norm_`` whatever the data's
+    dtype."""
+    lower, upper = check_box(bounds, n_features, feature_names)
+    return max(box_radius(*inward_box(lower, upper, dtype), center)[1]
+               for dtype in (np.float32, np.float64))
+
+
+def inward_box(lower, upper, dtype):
+    """``(lower, upper)`` as arrays of ``dtype``, rounded inward.
+
+    A bound that the cast rounds outward (``0.1`` in float32 is
+    ``0.10000000149``) is moved to the next value of ``dtype`` toward the
+    box's inside, so every row clipped to the cast box lies in the box the
+    user gave, which the sensitivity assumes. A side with ``lower = upper``
+    at a value ``dtype`` cannot represent keeps its nearest value (no value
+    of ``dtype`` lies in it; the box's radius is computed from the values
+    used, so the sensitivity still holds). float64 bounds are unchanged. A
+    side beyond the dtype's range (the cast gives ``inf``) is refused.
+    """
+    dtype = np.dtype(dtype)
+    with np.errstate(over="ignore"):  # ±1e300 in float32: ±inf, then ±max
+        low, high = lower.astype(dtype), upper.astype(dtype)
+    low = np.where(low < lower, np.nextafter(low, dtype.type(np.inf)), low)
+    high = np.where(high > upper, np.nextafter(high, dtype.type(-np.inf)), high)
+    empty = low > high
+    if empty.any():
+        with np.errstate(over="ignore"):
+            nearest = lower.astype(dtype)
+        low, high = np.where(empty, nearest, low), np.where(empty, nearest, high)
+    if not (np.isfinite(low).all() and np.isfinite(high).all()):
+        raise ValueError(
+            f"bounds: a side lies beyond the largest {dtype} value "
+            f"({np.finfo(dtype).max:.3g}), where no {dtype} row can be. Give "
+            "bounds within it, or pass float64 data."
+        )
+    return low.astype(dtype), high.astype(dtype)
