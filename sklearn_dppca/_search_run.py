@@ -13,7 +13,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils import _safe_indexing
 
 from . import _array_api
-from ._base import map_non_finite
+from ._pca_model import map_non_finite
 from ._search_plan import _locate_private_step, _value_key
 from ._stats import clip_rows
 from .privacy import BudgetAccountant
@@ -327,7 +327,7 @@ def _all_finite(Z):
 def _host(values, non_finite="raise"):
     """A NumPy float64 array of ``values`` (sparse, Array API or NumPy); with
     ``non_finite="clip"``, mapped first as a private step with that setting
-    maps its input (:func:`~sklearn_dppca._base.map_non_finite`, in the
+    maps its input (:func:`~sklearn_dppca._pca_model.map_non_finite`, in the
     dtype the step computes in: float32 stays float32, others float64)."""
     if non_finite == "clip":
         values = _as_fit_input(values)

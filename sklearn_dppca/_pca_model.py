@@ -1,0 +1,343 @@
+"""The fitted model of every private PCA: what scikit-learn's ``PCA`` does
+with its attributes, on the released ones (``transform``,
+``inverse_transform``, ``get_covariance``, ``get_precision`` and the
+probabilistic-PCA ``score``). Post-processing only: every method reads
+fitted attributes, all of them released values (docs/privacy.rst).
+"""
+
+import math
+
+import numpy as np
+from sklearn.base import TransformerMixin
+from sklearn.utils import check_array
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from . import _array_api
+from ._array_api import check_same_namespace
+from ._dask import (
+    as_dask_array,
+    check_numeric_columns,
+    is_dask_collection,
+)
+
+
+def map_non_finite(X):
+    """The public map of ``non_finite="clip"``: :func:`numpy.nan_to_num` of
+    every value (NaN → 0, ±inf → ± the dtype's largest finite value), on a
+    copy of validated ``X``, in its dtype: a Dask array lazily, chunk by
+    chunk; a sparse matrix's stored values; an Array API array with its
+    namespace's functions. ``X`` is never modified."""
+    if is_dask_collection(X):
+        return X.map_blocks(np.nan_to_num, dtype=X.dtype)
+    if hasattr(X, "tocsr"):  # SciPy sparse: the implicit zeros are finite
+        X = X.copy()
+        X.data = np.nan_to_num(X.data, copy=False)
+        return X
+    if _array_api.namespace(X) is not None:
+        return _array_api.nan_to_num(X)
+    return np.nan_to_num(X, copy=True)
+
+
+class _PCAModelMixin(TransformerMixin):
+    """The methods of a fitted private PCA (mixed into ``_BasePrivatePCA``).
+
+    A ``TransformerMixin`` itself, so that scikit-learn wraps ``transform``
+    defined here for ``set_output`` (it wraps the methods a class defines).
+    """
+
+    # ------------------------------------------------------------ transform
+    def transform(self, X):
+        """Project ``X`` on the released components.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, n_components_)
+        """
+        check_is_fitted(self)
+        if is_dask_collection(X):  # lazily, chunk by chunk: a Dask array
+            return self._transform(self._mapped(self._check_dask_input(X)))
+        check_numeric_columns(X)
+        check_same_namespace(X, self, attribute="components_", method="transform")
+        namespace = _array_api.namespace(X)
+        X = validate_data(
+            self,
+            X,
+            accept_sparse=("csr", "csc") if namespace is None else False,
+            dtype=[np.float64, np.float32]
+            if namespace is None
+            else _array_api.float_dtypes(*namespace),
+            reset=False,
+            ensure_all_finite=self._finite_input(),
+        )
+        return self._transform(self._mapped(X))
+
+    def _finite_input(self):
+        """Whether validated input must be finite (``non_finite="raise"``);
+        with ``"clip"`` it is mapped by :meth:`_mapped` instead."""
+        return getattr(self, "non_finite", "raise") == "raise"
+
+    def _mapped(self, X):
+        """Validated ``X`` through the public map of ``non_finite="clip"``
+        (:func:`map_non_finite`), unchanged with ``"raise"``."""
+        return X if self._finite_input() else map_non_finite(X)
+
+    def _check_dask_input(self, X):
+        X, names = as_dask_array(X)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                f"expecting {self.n_features_in_} features as input."
+            )
+        fitted = getattr(self, "feature_names_in_", None)
+        if fitted is not None and names is not None and list(names) != list(fitted):
+            raise ValueError(
+                "The feature names should match those that were passed during fit."
+            )
+        return X
+
+    def _transform(self, X):
+        X_new = X @ self.components_.T - self.mean_ @ self.components_.T
+        if self.whiten:
+            X_new = X_new / self._whiten_scale()
+        return X_new
+
+    def _whiten_scale(self):
+        xp = _array_api.module_of(self.explained_variance_)  # NumPy for NumPy
+        scale = xp.sqrt(self.explained_variance_)
+        return xp.maximum(scale, xp.full_like(scale, xp.finfo(scale.dtype).eps))
+
+    def inverse_transform(self, X):
+        """Map projected data back to feature space.
+
+        Exact on the span of ``components_``: ``inverse_transform(transform(X))``
+        is the projection of ``X − mean_`` on that span, plus ``mean_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_components_)
+
+        Returns
+        -------
+        X_original : ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self)
+        if is_dask_collection(X):
+            X, _ = as_dask_array(X)
+        elif (namespace := _array_api.namespace(X)) is not None:
+            check_same_namespace(
+                X, self, attribute="components_", method="inverse_transform"
+            )
+            X = check_array(X, dtype=_array_api.float_dtypes(*namespace))
+        else:
+            X = check_array(X, dtype=[np.float64, np.float32])
+        if X.shape[1] != self.n_components_:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but inverse_transform expects "
+                f"n_components_={self.n_components_} features."
+            )
+        components = self.components_
+        if self.whiten:
+            scale = self._whiten_scale()
+            components = components * _array_api.xp_column(
+                _array_api.module_of(scale), scale
+            )
+        return X @ components + self.mean_
+
+    @property
+    def _n_features_out(self):
+        return self.components_.shape[0]
+
+    # --------------------------------------------- probabilistic PCA model
+    def _model(self):
+        """The probabilistic PCA model, on the host in float64.
+
+        ``(components, variances, residual)`` with ``cov = componentsᵀ
+        diag(variances − residual) components + residual · I``: the variance
+        along a component is ``max(c, σ²)``, ``c`` its ``captured_variance_``
+        (the data's variance along it, estimated) and ``σ² =
+        noise_variance_``; scikit-learn's model, whose ``c`` is its
+        ``explained_variance_`` (they are equal without noise). With
+        ``whiten=True`` scikit-learn scales the components by the whitening
+        scale ``√λ`` (``λ = explained_variance_``) in its model, which makes
+        it ``σ² + λ · max(c − σ², 0)``: kept for drop-in parity (see
+        :meth:`get_covariance`).
+        """
+        components = _array_api.to_host(self.components_)
+        variance = _array_api.to_host(self.captured_variance_)
+        residual = float(self.noise_variance_)
+        excess = np.maximum(variance - residual, 0.0)
+        if self.whiten:
+            excess = excess * _array_api.to_host(self.explained_variance_)
+        return components, excess + residual, residual
+
+    def _floored_model(self):
+        """:meth:`_model` with its variances floored.
+
+        A residual of 0 (the de-noising clamps it there on few rows at small
+        ε) becomes the released total's share per remaining direction,
+        ``(total_variance_ − Σ variances) / (d − k)``, released values; then
+        floors at machine precision relative to the largest variance keep
+        the precision finite when released variances are 0. Component
+        variances are at least the residual one, as in the model.
+        """
+        components, variance, residual = self._model()
+        k, d = components.shape
+        total = getattr(self, "total_variance_", None)
+        if residual <= 0.0 and total is not None and d > k:
+            # a residual the de-noising clamped to 0 (few rows, small ε):
+            # the released total's share per remaining direction instead
+            residual = max((float(total) - float(variance.sum())) / (d - k), 0.0)
+        scale = max(float(variance.max(initial=0.0)), residual)
+        floor = np.finfo(np.float64).eps * scale if scale > 0 else 1.0
+        residual = max(residual, floor)
+        return components, np.maximum(variance, residual), residual
+
+    def _host_precision(self):
+        """The precision of the floored model, by its eigenstructure (float64)."""
+        components, variance, residual = self._floored_model()
+        if components.shape[0] == components.shape[1]:  # no residual subspace
+            return (components.T / variance) @ components
+        precision = (components.T * (1.0 / variance - 1.0 / residual)) @ components
+        precision.flat[:: precision.shape[0] + 1] += 1.0 / residual
+        return precision
+
+    def _in_fit_dtype(self, values):
+        """Host float64 ``values`` in the fit's namespace, device and dtype."""
+        if isinstance(self.components_, np.ndarray):
+            return values.astype(self.components_.dtype, copy=False)
+        return _array_api.like(values, self.components_)
+
+    def get_covariance(self):
+        """Covariance of the data under the probabilistic PCA model.
+
+        ``cov = components_ᵀ diag(v − σ²) components_ + σ² I`` with
+        ``σ² = noise_variance_`` and ``v = max(captured_variance_, σ²)``:
+        scikit-learn's model, with the data's variance along each released
+        component (``captured_variance_``) where scikit-learn has
+        ``explained_variance_`` (without noise they are equal). Along a noisy
+        component the data has less variance than its own eigenvalue, and
+        this choice is the Frobenius-optimal one for the released components
+        (docs/privacy.rst §6, "The spectrum"); ``score`` and
+        ``get_precision`` use the same model.
+
+        With ``whiten=True``, scikit-learn's ``PCA`` scales its (unit-norm)
+        components by ``√explained_variance_`` in this formula, so that
+        ``v − σ² = λ · max(c − σ², 0)`` (``λ = explained_variance_``, ``c =
+        captured_variance_``). This
+        method does the same, and so do :meth:`get_precision`,
+        :meth:`score_samples` and :meth:`score`, so that they equal
+        scikit-learn's for either value of ``whiten`` at
+        ``epsilon=float("inf")``. That whitened model is not the
+        probabilistic PCA model of the data (its variances are in squared
+        units; scikit-learn issue #13898). The released attributes do not
+        depend on ``whiten``, which only scales ``transform``'s output: for
+        the data's model, call these methods with ``whiten=False``
+        (``set_params(whiten=False)`` on the fitted estimator is
+        post-processing and costs no budget).
+
+        Returns
+        -------
+        cov : array of shape (n_features, n_features)
+            In the fit's namespace, on its device and in its dtype (float32
+            for a float32 fit), computed in float64.
+        """
+        check_is_fitted(self)
+        components, variance, residual = self._model()
+        cov = (components.T * (variance - residual)) @ components
+        cov.flat[:: cov.shape[0] + 1] += residual
+        return self._in_fit_dtype(cov)
+
+    def get_precision(self):
+        """Inverse of :meth:`get_covariance`, by its eigenstructure.
+
+        Variances are floored at machine precision relative to the largest,
+        so the precision is finite even when the released residual variance
+        is 0.
+
+        Returns
+        -------
+        precision : array of shape (n_features, n_features)
+            In the fit's namespace, on its device and in its dtype, computed
+            in float64.
+        """
+        check_is_fitted(self)
+        return self._in_fit_dtype(self._host_precision())
+
+    def _log_likelihood(self, X):
+        """Per-sample log-likelihood of validated ``X``, in float64 where the
+        device has it (on ``X``'s device for an Array API input)."""
+        check_is_fitted(self)
+        check_numeric_columns(X)
+        if not is_dask_collection(X):
+            check_same_namespace(X, self, attribute="components_",
+                                 method="score_samples")
+        namespace = _array_api.namespace(X)
+        if namespace is None:
+            X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False,
+                              ensure_all_finite=self._finite_input())
+        else:
+            X = validate_data(self, X, dtype=_array_api.float_dtypes(*namespace),
+                              reset=False, ensure_all_finite=self._finite_input())
+        X = self._mapped(X)
+        _, variance, residual = self._floored_model()
+        precision = self._host_precision()
+        n_features, k = X.shape[1], variance.shape[0]
+        if namespace is None:
+            centred = X.astype(np.float64) - self.mean_
+            quad = np.einsum("ij,ij->i", centred, centred @ precision)
+        else:  # on X's device, in float64 where the device has it
+            xp, device = namespace
+            precision = _array_api.like(
+                precision, X, _array_api.widest_float(xp, device)
+            )
+            centred = xp.astype(X, precision.dtype) - xp.astype(
+                self.mean_, precision.dtype
+            )
+            quad = xp.sum(centred * (centred @ precision), axis=1)
+        logdet = float(np.log(variance).sum()) + (n_features - k) * math.log(residual)
+        ll = -0.5 * (quad + n_features * math.log(2.0 * math.pi) + logdet)
+        return X, ll
+
+    def score_samples(self, X):
+        """Log-likelihood of each sample under the probabilistic PCA model.
+
+        The model of :meth:`get_covariance` (which, like scikit-learn's,
+        depends on ``whiten``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ll : array of shape (n_samples,)
+            In ``X``'s namespace and device, in the wider of ``X``'s and the
+            fit's dtypes (float32 for float32 data and fit), as scikit-learn;
+            computed in float64.
+        """
+        X, ll = self._log_likelihood(X)
+        xp = _array_api.module_of(X)
+        return _array_api.astype(ll, xp.result_type(X.dtype, self.mean_.dtype))
+
+    def score(self, X, y=None):
+        """Average log-likelihood of the samples (higher is better).
+
+        Lets ``GridSearchCV`` and ``cross_val_score`` select hyperparameters
+        without a scorer. The model of :meth:`get_covariance`; the average is
+        taken in float64.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : Ignored
+
+        Returns
+        -------
+        ll : float
+        """
+        _, ll = self._log_likelihood(X)
+        return float(_array_api.module_of(ll).mean(ll))
