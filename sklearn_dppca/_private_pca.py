@@ -1,6 +1,7 @@
 """PrivatePCA: the Gaussian mechanism on the covariance ("Analyze Gauss")."""
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
@@ -388,35 +389,68 @@ class PrivatePCA(_BasePrivatePCA):
         """
         n, d = self.n_samples_, self.n_features_in_
         k = self._truncated_k(n, d)
-        p = k + self.n_oversamples
         passes = (NOISY_POWER_PASSES if self.iterated_power == "auto"
                   else max(int(self.iterated_power), 1))
-        scale = rows.data_norm**2
-        sensitivity = math.sqrt(2.0) * scale
-        basis = _orthonormal(rng.standard_normal((d, p)))[0]  # V_0: no data
-        for i, share in enumerate(noisy_power_shares(passes)):
-            sigma = noise_scale(sensitivity, plan.mus["covariance"] * math.sqrt(share))
-            # in place: two d × p blocks alive at once, at most
-            released = rows.clipped_products(basis[:, None, :],
-                                             np.array([np.inf]))[0][:, 0, :]
-            del basis
-            released *= scale
-            add_dense_noise(rng, released, sigma)
-            if i < passes - 1:
-                basis = _orthonormal(released)[0]  # in released's memory
-                del released
-        trace = scale * rows.sq_norm_sum() + float(dense_noise(rng, (), sigma))
-        # Y_L's SVD from its QR and the SVD of the p × p factor
-        basis, factor = _orthonormal(released)
-        del released
-        rotation, singular, _ = np.linalg.svd(factor)
-        vectors = basis @ rotation[:, :k]
-        values = np.sqrt(np.maximum(singular[:k] ** 2 - d * sigma**2, 0.0))
-        # above the largest singular value of the noise alone, σ (√d + √p)
-        edge = sigma * (math.sqrt(d) + math.sqrt(p))
-        resolved = int(np.count_nonzero(singular[:k] > edge))
-        spectrum = noisy_power_spectrum(values, trace, min(n, d), n - 1, resolved)
+        power = noisy_power(rows, d, k + self.n_oversamples, passes,
+                            plan.mus["covariance"], rng, rows.data_norm**2)
+        vectors, values = power.basis[:, :k], power.values[:k]
+        spectrum = noisy_power_spectrum(values, power.trace, min(n, d), n - 1,
+                                        power.resolved(k))
         self._set_components(vectors.T, values / (n - 1), spectrum, dtype)
+
+
+class NoisyPower(NamedTuple):
+    """What :func:`noisy_power` released, post-processed: ``Y_L``'s left
+    singular vectors (``d × p``, by decreasing singular value), the
+    eigenvalue estimates ``√(s_i² − d σ_L²)``, the singular values, the last
+    release's ``σ_L`` and the released trace."""
+
+    basis: np.ndarray
+    values: np.ndarray
+    singular: np.ndarray
+    sigma: float
+    trace: float
+
+    def edge(self):
+        """The largest singular value of the noise alone, ``σ_L (√d + √p)``."""
+        d, p = self.basis.shape
+        return self.sigma * (math.sqrt(d) + math.sqrt(p))
+
+    def resolved(self, k):
+        """How many of the top ``k`` singular values stand above :meth:`edge`."""
+        return int(np.count_nonzero(self.singular[:k] > self.edge()))
+
+
+def noisy_power(rows, n_features, p, passes, mu, rng, scale=1.0, start=None):
+    """The noisy power method's ``passes`` releases of ``M V`` (``M =
+    scale · Σ a aᵀ``, the rows ``a`` of ``rows`` in the unit ball), composing
+    to ``mu`` (:meth:`PrivatePCA._release_noisy_power`), and the trace with
+    the last: each ``Y_l = M V_{l−1} + G_l`` at ``μ √share_l``, ``V_l`` the
+    orthonormal basis of ``Y_l``, from ``start`` (``d × p`` orthonormal, a
+    function of earlier releases) or a random ``V_0``. Returns
+    :class:`NoisyPower`."""
+    d = n_features
+    sensitivity = math.sqrt(2.0) * scale
+    basis = (_orthonormal(rng.standard_normal((d, p)))[0] if start is None
+             else start)  # V_0: no data
+    for i, share in enumerate(noisy_power_shares(passes)):
+        sigma = noise_scale(sensitivity, mu * math.sqrt(share))
+        # in place: two d × p blocks alive at once, at most
+        released = rows.clipped_products(basis[:, None, :],
+                                         np.array([np.inf]))[0][:, 0, :]
+        del basis
+        released *= scale
+        add_dense_noise(rng, released, sigma)
+        if i < passes - 1:
+            basis = _orthonormal(released)[0]  # in released's memory
+            del released
+    trace = scale * rows.sq_norm_sum() + float(dense_noise(rng, (), sigma))
+    # Y_L's SVD from its QR and the SVD of the p × p factor
+    basis, factor = _orthonormal(released)
+    del released
+    rotation, singular, _ = np.linalg.svd(factor)
+    values = np.sqrt(np.maximum(singular**2 - d * sigma**2, 0.0))
+    return NoisyPower(basis @ rotation, values, singular, sigma, trace)
 
 
 def _orthonormal(matrix):
