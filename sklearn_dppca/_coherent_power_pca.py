@@ -1,5 +1,6 @@
 """CoherentPowerPCA: the preconditioned, clipped, coherence-adaptive power method."""
 
+import functools
 import math
 import sys
 from numbers import Integral, Real
@@ -8,8 +9,12 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import PrivacyPlan, _BasePrivatePCA, budget_shares, fill_parameter_docs
+from ._bounds import _engine
+from ._dask import ChunkedRows
+from ._private_pca import noisy_power, noisy_power_spectrum
 from ._spectrum import _eigh
-from .noise import add_goe_noise, dense_noise, goe_noise
+from ._stats import InMemoryRows, _block_rows
+from .noise import add_goe_noise, dense_noise, goe_noise, noise_scale
 from .privacy import DEFAULT_ORDERS, gdp_epsilon, gdp_mu, rdp_to_epsilon, repeated_rdp
 
 #: Shares of μ*² (fixed R and T; exact GDP composition, docs/privacy.rst §2).
@@ -36,6 +41,12 @@ KAPPA_MAX = 1.0  # κ̂ = k λ̂_k 2 ln(nk)/n ≤ 1: the theory's winning regime
 GAIN_MAX = 0.6  # predicted error: power ≤ 0.6 × fallback (a clear predicted win)
 #: Power iterations of the default (``n_iter="auto"`` with selection="gdp").
 GDP_ITERATIONS = 2
+#: The path without a ``d × d`` matrix (``path="noisy_power"``): its
+#: initialisation's columns beyond ``k`` and passes, and the fallback's
+#: passes (from the initialisation's basis).
+WIDE_OVERSAMPLES = 10
+WIDE_PASSES = 4
+WIDE_FALLBACK_PASSES = 2
 
 
 def floor_level(noise_scale, k, n_iter, failure_prob):
@@ -89,7 +100,8 @@ def warm_start_estimate(eigvals, k, noise_norm):
     return noise_norm / (2.0 * theta) if theta > 0 else math.inf
 
 
-def predicted_errors(eigvals, k, sigma, noise, radius, mus):
+def predicted_errors(eigvals, k, sigma, noise, radius, mus, noise_norm=None,
+                     n_features=None):
     """Predicted ``sin θ`` of the power branch and of the fallback.
 
     Power: the iteration's noise ``ΔR·G`` against its signal ``≈ √λ_k``,
@@ -97,10 +109,15 @@ def predicted_errors(eigvals, k, sigma, noise, radius, mus):
     initialisation (:func:`warm_start_estimate`, noise ``σ``) seen through the
     averaged release's noise ``σ_c`` (``σ_c² = 2/(μ_init² + μ_fallback²)``):
     ``ŝ₀ σ_c/σ``. Released eigenvalues and public values only.
+    ``noise_norm``: the initialisation's noise's spectral norm (default the
+    GOE kernel's, ``√(2d) σ``); ``n_features``: ``d`` where ``eigvals`` is
+    not the whole spectrum (the noisy power path gives both).
     """
-    d = eigvals.shape[0]
+    d = eigvals.shape[0] if n_features is None else n_features
+    if noise_norm is None:
+        noise_norm = math.sqrt(2.0 * d) * sigma
     combined = math.sqrt(2.0 / (mus["init"] ** 2 + mus["fallback"] ** 2))
-    fallback = warm_start_estimate(eigvals, k, math.sqrt(2.0 * d) * sigma)
+    fallback = warm_start_estimate(eigvals, k, noise_norm)
     fallback *= combined / sigma
     lam_k = float(eigvals[k - 1])
     if lam_k <= 0:
@@ -150,6 +167,22 @@ def calibrate_selection(epsilon, delta, theta, shares):
         mid = (lo + hi) / 2.0
         lo, hi = (mid, hi) if spent(mid) <= epsilon else (lo, mid)
     return math.exp(lo)
+
+
+def _quadratic(unit_gram):
+    """``X ↦ Xᵀ M X`` from the exact ``M`` (the dense path)."""
+    return lambda X: X.T @ unit_gram @ X
+
+
+def _wide_products(rows, W):
+    """``M W_j`` for the trials ``W[:, j]`` (``d × trials × k``), exact, one
+    pass over the rows (``M`` never formed)."""
+    return rows.clipped_products(W, np.full(W.shape[1], np.inf))[0]
+
+
+def _wide_quadratic(rows, X):
+    """``Xᵀ M X``, exact, from one pass over the rows."""
+    return X.T @ _wide_products(rows, X[:, None, :])[:, 0]
 
 
 @fill_parameter_docs
@@ -242,6 +275,21 @@ class CoherentPowerPCA(_BasePrivatePCA):
         Print progress to standard error: only public values (the stage of
         the fit, passes over the data) and, at the end, what was released
         (the branch, ``R``, ``T``). Never a trial count or a score.
+    path : {"auto", "dense", "noisy_power"}, default="auto"
+        ``"dense"``: the initialisation (and the fallback) release the
+        ``d × d`` covariance, as described above. ``"noisy_power"``: no
+        ``d × d`` matrix — the initialisation is the noisy power method's
+        release (:class:`PrivatePCA`'s ``path="noisy_power"``), each
+        iteration's preconditioner comes from a released ``k × k`` matrix,
+        and the fallback continues the noisy power method; memory
+        :math:`O(dk)` and each pass :math:`O(\mathrm{nnz} \cdot k)`
+        (:ref:`privacy-coherent-wide`). Its initialisation is weaker than the
+        dense one where the noise is near the spectrum's gaps (the power
+        iterations then recover most of it; the default's rule, tuned on the
+        dense path, then mostly falls back): ``"auto"`` takes it only where
+        the dense matrices exceed ``memory_limit``, and ``"dense"`` wherever
+        the other cannot run (``selection="repetition"``, ``n_components +
+        10 ≥ n_features``, Array API input). The path taken is ``path_``.
     %(memory_parameter)s
     random_state : None, int, RandomState or Generator, default=None
         Source of the noise; any fixed seed makes the fit not private (warned).
@@ -287,6 +335,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
         iteration, released with Gaussian noise (1% of the budget,
         sensitivity 1) and rounded; the exact count is never stored. ``None``
         (not released) in the automatic modes.
+    path_ : str
+        The path the fit took, ``"dense"`` or ``"noisy_power"``.
     mean_, n_components_, n_samples_, data_norm_, privacy_spent_ : as in PrivatePCA
     mean_norm_, clipped_fraction_, n_resolved_ : as in PrivatePCA
     n_features_in_, feature_names_in_ : as in PrivatePCA
@@ -340,6 +390,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         "failure_prob": [Interval(Real, 0, 1, closed="neither")],
         "n_jobs": [Integral, None],
         "verbose": ["verbose"],
+        "path": [StrOptions({"auto", "dense", "noisy_power"})],
     }
 
     def __init__(
@@ -365,6 +416,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         failure_prob=0.1,
         n_jobs=None,
         verbose=0,
+        path="auto",
         memory_limit="auto",
         random_state=None,
         accountant=None,
@@ -389,9 +441,51 @@ class CoherentPowerPCA(_BasePrivatePCA):
         self.failure_prob = failure_prob
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.path = path
         self.memory_limit = memory_limit
         self.random_state = random_state
         self.accountant = accountant
+
+    # ------------------------------------------------------------ path
+    def _wide_obstacle(self, n_samples, n_features, engine):
+        """Why the noisy power path cannot run this fit, or None."""
+        k = self.n_components or min(n_samples, n_features)
+        if self._mode() == "repetition":
+            return ("needs selection='gdp' or a fixed clip_radius and n_iter "
+                    "(the repetitions' score eigendecomposes the d × d Gram "
+                    "matrix)")
+        if k + WIDE_OVERSAMPLES >= n_features:
+            return (f"needs n_components + {WIDE_OVERSAMPLES} = "
+                    f"{k + WIDE_OVERSAMPLES} below n_features = {n_features}")
+        if not isinstance(_engine(engine), (InMemoryRows, ChunkedRows)):
+            return "is not available for Array API inputs (give a NumPy array)"
+        return None
+
+    def _path(self, n_samples, n_features, engine):
+        """``"dense"`` or ``"noisy_power"``, from public values only (the
+        shape, the parameters, the kind of input, the memory limit)."""
+        obstacle = self._wide_obstacle(n_samples, n_features, engine)
+        if self.path == "noisy_power":
+            if obstacle is not None:
+                raise ValueError(f"path='noisy_power' {obstacle}.")
+            return "noisy_power"
+        if self.path == "dense" or obstacle is not None:
+            return "dense"
+        limit = self._memory_limit()
+        if limit is not None and self._memory_needed(
+                n_samples, n_features, "dense") > limit:
+            return "noisy_power"
+        return "dense"
+
+    def _memory_needed(self, n_samples, n_features, path=None):
+        """The dense path's as in the base; the noisy power path's: about
+        eight ``d × p`` blocks (``p = k + 10``) and a block of rows."""
+        path = path or getattr(self, "_fit_path", "dense")
+        if path == "dense":
+            return super()._memory_needed(n_samples, n_features, "dense")
+        p = (self.n_components or min(n_samples, n_features)) + WIDE_OVERSAMPLES
+        rows = min(n_samples, _block_rows(n_features)) * (n_features + p)
+        return 8 * (8 * n_features * p + rows)
 
     # ------------------------------------------------------------ privacy
     def _mode(self):
@@ -531,6 +625,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
 
     # ------------------------------------------------------------ release
     def _release(self, gram, rows, plan, rng, dtype):
+        if self._fit_path == "noisy_power":
+            return self._release_wide(rows, plan, rng, dtype)
         n, d = self.n_samples_, gram.shape[0]
         k = self.n_components or min(n, d)
         scale = rows.data_norm**2
@@ -553,8 +649,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
             noise_scale = math.sqrt(6.0 * n_iter) / plan.mus["power"]
             floor = floor_level(noise_scale, k, n_iter, self.failure_prob)
             final, counts = self._iterate(
-                rows, unit_gram, init, [radius], [n_iter], [noise_scale], [floor], rng
-            )
+                rows, _quadratic(unit_gram), init, [radius], [n_iter], [noise_scale],
+                [floor], rng)
             final, branch = final[0], "fixed"
             # a count has sensitivity 1 under replacement
             noisy = counts[0] + rng.normal() / plan.mus["count"]
@@ -654,11 +750,107 @@ class CoherentPowerPCA(_BasePrivatePCA):
             return X, released, eigvals, "power", radius, n_iter
         return init, released, eigvals, "init", None, 0
 
-    def _iterate(self, rows, unit_gram, start, radii, iters, noise, floors, rng):
+    def _release_wide(self, rows, plan, rng, dtype):
+        """The noisy power path (:ref:`privacy-coherent-wide`): no ``d × d``
+        matrix. Unit-ball units, as on the dense path.
+
+        1. The initialisation: the noisy power method's ``WIDE_PASSES``
+           releases at ``μ_init`` (sensitivity √2 each, the trace with the
+           last); ``X⁽⁰⁾`` its top ``k`` left singular vectors.
+        2. Fixed ``(R, T)``: ``T`` iterations, each releasing ``H = XᵀMX``
+           (GOE noise ``Δ``, sensitivity √2) for the preconditioner and
+           ``Z`` (noise ``ΔR``, sensitivity ``2R``), then a last ``Ĥ`` along
+           the result for its variances: ``(6T + 2)/Δ² = μ_power²``.
+           ``selection="gdp"``: the dense path's released criteria on the
+           initialisation's released values, then the power branch (``T``
+           iterations at ``6/Δ² = μ_step²`` each, the go/no-go from ``Ĥ``
+           along the result and along ``X⁽⁰⁾``, each at ``μ_decision/√2``) or
+           the fallback (``WIDE_FALLBACK_PASSES`` more noisy power releases at
+           ``μ_fallback``, from the initialisation's basis).
+        """
+        n, d = self.n_samples_, self.n_features_in_
+        k = self.n_components or min(n, d)
+        scale = rows.data_norm**2
+        power = noisy_power(rows, d, k + WIDE_OVERSAMPLES, WIDE_PASSES,
+                            plan.mus["init"], rng)
+        init = power.basis[:, :k]
+        self.init_components_ = init.T.astype(dtype)
+        self._say(1, "initialisation released (noisy power method)")
+        self.n_clipped_ = None
+        quadratic = functools.partial(_wide_quadratic, rows)
+        mode = self._mode()
+        source, final, H = power, init, None  # H: a released k × k along final
+        if mode == "fixed":
+            radius, n_iter = float(self.clip_radius), int(self.n_iter)
+            noise = math.sqrt(6.0 * n_iter + 2.0) / plan.mus["power"]
+            floor = floor_level(noise, k, n_iter, self.failure_prob)
+            finals, counts = self._iterate(rows, quadratic, init, [radius], [n_iter],
+                                           [noise], [floor], rng)
+            final, branch = finals[0], "fixed"
+            self.n_clipped_ = max(0, int(round(counts[0] + rng.normal()
+                                               / plan.mus["count"])))
+            H = quadratic(final) + goe_noise(rng, k, noise)  # √2: μ = √2/Δ
+        else:
+            final, H, source, branch, radius, n_iter = self._gdp_branch_wide(
+                rows, power, init, k, plan, rng, quadratic)
+        self.branch_, self.clip_radius_, self.n_iter_ = branch, radius, n_iter
+        self._say(1, f"released: {branch}" + (
+            "" if radius is None else f" (R={radius:.4g}, T={n_iter})"))
+        if H is None:  # the noisy power release's own components
+            values, rotation = source.values[:k], np.eye(k)
+        else:  # the released H along final, to its principal axes
+            values, rotation = np.linalg.eigh((H + H.T) / 2.0)
+        spectrum = noisy_power_spectrum(
+            source.values[:k] * scale, source.trace * scale, min(n, d), n - 1,
+            source.resolved(k))
+        self._set_components((final @ rotation).T, values * scale / (n - 1),
+                             spectrum, dtype)
+
+    def _gdp_branch_wide(self, rows, power, init, k, plan, rng, quadratic):
+        """``selection="gdp"`` on the noisy power path: the released criteria
+        of :meth:`_gdp_branch` on the initialisation's released values, then
+        one branch. Returns ``(X, Ĥ or None, the release describing X's
+        spectrum, branch, R, T)``."""
+        n, d = self.n_samples_, self.n_features_in_
+        mus, extra = plan.mus, plan.extra
+        radius, n_iter = extra["radius"], extra["n_iter"]
+        eigvals, sigma, edge = power.values, power.sigma, power.edge()
+        noise = math.sqrt(6.0) / mus["step"]  # H (√2) and Z (2R): 6/Δ² each
+        floor = floor_level(noise, k, n_iter, self.failure_prob)
+        s0 = warm_start_estimate(eigvals, k, edge)
+        kappa = k * max(float(eigvals[k - 1]), 0.0) * 2.0 * math.log(n * k) / n
+        test_radii = np.array([2.0 * math.sqrt(k / n), floor**-0.5])
+        W0 = init / np.sqrt(np.maximum(eigvals[:k], floor))
+        q = rows.clipped_energy(W0, test_radii) + [
+            dense_noise(rng, (), r**2 / mus["test"]) for r in test_radii
+        ]
+        predicted_power, fallback = predicted_errors(
+            eigvals, k, sigma, noise, radius, mus, noise_norm=edge, n_features=d)
+        go = (q[0] >= ENERGY_RATIO * q[1] and s0 < WARM_START
+              and kappa <= KAPPA_MAX and predicted_power <= GAIN_MAX * fallback)
+        if not go:
+            more = noisy_power(rows, d, power.basis.shape[1], WIDE_FALLBACK_PASSES,
+                               mus["fallback"], rng, start=power.basis)
+            return more.basis[:, :k], None, more, "fallback", None, 0
+        X = self._iterate(rows, quadratic, init, [radius], [n_iter], [noise],
+                          [floor], rng)[0][0]
+        # Go/no-go: Ĥ along X and along X⁽⁰⁾ (sensitivity √2 each, at
+        # μ_decision/√2): the released gain tr Ĥ_T − tr Ĥ_0
+        sigma_h = noise_scale(math.sqrt(2.0), mus["decision"] / math.sqrt(2.0))
+        both = _wide_products(rows, np.stack([X, init], axis=1))
+        H_T = X.T @ both[:, 0] + goe_noise(rng, k, sigma_h)
+        H_0 = init.T @ both[:, 1] + goe_noise(rng, k, sigma_h)
+        if np.trace(H_T) > np.trace(H_0):
+            return X, H_T, power, "power", radius, n_iter
+        return init, H_0, power, "init", None, 0
+
+    def _iterate(self, rows, quadratic, start, radii, iters, noise, floors, rng):
         """Run trials of the noisy power method in lock-step, one pass per step.
 
         Trial ``j`` runs ``iters[j]`` iterations with radius ``radii[j]``,
-        noise ``Δ_j = noise[j]`` and floor ``floors[j]``, from ``start``.
+        noise ``Δ_j = noise[j]`` and floor ``floors[j]``, from ``start``;
+        ``quadratic(X)`` is the exact ``Xᵀ M X`` (``M`` the unit-ball rows'
+        scatter matrix), released here with GOE noise.
         Returns the final iterates and each trial's count of clipped rows in
         its last iteration (exact: released only with noise).
         """
@@ -671,7 +863,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
             for pos, j in enumerate(active):
                 X = iterates[j]
                 # H has sensitivity √2 (docs/privacy.rst §3), μ = √2/Δ
-                H = X.T @ unit_gram @ X + goe_noise(rng, k, noise[j])
+                H = quadratic(X) + goe_noise(rng, k, noise[j])
                 products[:, pos] = X @ preconditioner(H, floors[j])
             sums, clipped = rows.clipped_products(
                 products, np.asarray(radii)[active], self.n_jobs
@@ -724,7 +916,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         for first in range(0, n_trials, batch):
             part = slice(first, first + batch)
             finals += self._iterate(
-                rows, unit_gram, init, trial_radii[part], trial_iters[part],
+                rows, _quadratic(unit_gram), init, trial_radii[part], trial_iters[part],
                 noise[part], floors[part], rng,
             )[0]
         best, best_score = 0, math.inf

@@ -82,7 +82,9 @@ class PrivatePCA(_BasePrivatePCA):
         matrix with :math:`p` columns plus Gaussian noise, so that memory is
         :math:`O(dp)` and each pass costs :math:`O(\mathrm{nnz} \cdot p)`,
         with no :math:`d^2` term; the sine of its largest principal angle
-        was 1.1–1.6 times the dense release's where that one is accurate.
+        was 1.1–1.6 times the dense release's where that one is accurate,
+        but it needs the top eigenvalues further out of the noise (its
+        first pass is noisier).
         Both need ``svd_solver="randomized"`` (or ``"auto"`` choosing it)
         and a NumPy, SciPy sparse or Dask input. ``"auto"``: dense unless its
         matrices exceed ``memory_limit`` or a model of both costs on the

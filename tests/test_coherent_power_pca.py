@@ -463,7 +463,8 @@ def test_without_clipping_and_noise_the_iteration_is_the_block_power_method():
     start = np.linalg.qr(np.random.default_rng(0).normal(size=(10, 3)))[0]
     est = CoherentPowerPCA()
     final, _ = est._iterate(
-        rows, gram, start, [1e3], [4], [1e-12], [1e-9], np.random.default_rng(1)
+        rows, lambda X: X.T @ gram @ X, start, [1e3], [4], [1e-12], [1e-9],
+        np.random.default_rng(1)
     )
     expected = start
     for _ in range(4):
