@@ -283,7 +283,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         iteration's preconditioner comes from a released ``k × k`` matrix,
         and the fallback continues the noisy power method; memory
         :math:`O(dk)` and each pass :math:`O(\mathrm{nnz} \cdot k)`
-        (:ref:`privacy-coherent-wide`). Its initialisation is weaker than the
+        (:ref:`without a d × d matrix <privacy-coherent-wide>`). Its initialisation is weaker than the
         dense one where the noise is near the spectrum's gaps (the power
         iterations then recover most of it; the default's rule, tuned on the
         dense path, then mostly falls back): ``"auto"`` takes it only where
@@ -751,7 +751,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         return init, released, eigvals, "init", None, 0
 
     def _release_wide(self, rows, plan, rng, dtype):
-        """The noisy power path (:ref:`privacy-coherent-wide`): no ``d × d``
+        """The noisy power path (:ref:`without a d × d matrix <privacy-coherent-wide>`): no ``d × d``
         matrix. Unit-ball units, as on the dense path.
 
         1. The initialisation: the noisy power method's ``WIDE_PASSES``
