@@ -454,3 +454,13 @@ def test_bench_supervised_quick_tables(capsys, tmp_path):
     bench_supervised.main(["--seeds", "1", "--search-seeds", "1", "--datasets",
                            "wine", "--no-diffprivlib",
                            "--dpl-from", str(tmp_path / "results.csv")])
+
+
+def test_coherent_wide_runs_every_fit():
+    """The d = 10⁴ comparison at a smoke size: four fits per ε, each path of
+    each estimator, CoherentPowerPCA's branch named."""
+    bench = pytest.importorskip("bench_coherent_wide")
+    rows = list(bench.run(*bench.TINY, [3.0]))
+    assert [name for _, name, _, _, _ in rows] == list(bench.ESTIMATORS)
+    assert all(0.0 <= error <= 1.0 for _, _, error, _, _ in rows)
+    assert rows[1][4] in ("power", "init", "fallback")
