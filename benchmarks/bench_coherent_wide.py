@@ -9,7 +9,7 @@ coherence=None, eigengap=0.9999, spread=3)`` (rows in the unit ball; the
 its default rule on the dense path (``d × d`` releases; ``CoherentPowerPCA``
 eigendecomposes two of them: minutes per fit) and on the noisy power path
 (no ``d × d`` matrix). Printed: ``sin θ`` of the top ``k`` against the
-centred data's own (ARPACK on the implicit covariance), seconds, and
+centred data's own (``bench_wide.reference_components``), seconds, and
 ``CoherentPowerPCA``'s branch.
 
 Run from the repository root (about 25 minutes on 2 cores, 6 GB)::
@@ -21,8 +21,7 @@ import argparse
 import time
 import warnings
 
-import numpy as np
-from scipy.sparse.linalg import LinearOperator, eigsh
+from bench_wide import reference_components  # benchmarks/ is on the path
 
 from sklearn_dppca import BudgetAccountant, CoherentPowerPCA, PrivatePCA
 from sklearn_dppca.datasets import make_coherent_low_rank
@@ -31,20 +30,6 @@ from sklearn_dppca.metrics import principal_angle_sin
 N, D, K = 20_000, 10_000, 3
 #: ``--tiny``: the same fits at a smoke-test size
 TINY = (2_000, 100)
-
-
-def reference(X, k):
-    n, d = X.shape
-    mean = X.mean(axis=0)
-
-    def matvec(v):
-        v = np.ravel(v)
-        return X.T @ (X @ v) - n * mean * (mean @ v)
-
-    op = LinearOperator((d, d), matvec=matvec, dtype=np.float64)
-    values, vectors = eigsh(op, k=k, which="LA", tol=1e-10,
-                            v0=np.random.default_rng(0).standard_normal(d))
-    return vectors[:, np.argsort(values)[::-1]].T
 
 
 ESTIMATORS = {
@@ -60,7 +45,7 @@ def run(n, d, epsilons, seed=0):
     """One row per (ε, fit): ``(ε, name, sin θ, seconds, branch)``."""
     X, _ = make_coherent_low_rank(n, d, K, coherence=None, eigengap=0.9999,
                                   spread=3.0, data_norm=1.0, random_state=0)
-    ref = reference(X, K)
+    ref = reference_components(X, K)
     for eps in epsilons:
         for name, make in ESTIMATORS.items():
             start = time.perf_counter()

@@ -283,13 +283,14 @@ class CoherentPowerPCA(_BasePrivatePCA):
         iteration's preconditioner comes from a released ``k × k`` matrix,
         and the fallback continues the noisy power method; memory
         :math:`O(dk)` and each pass :math:`O(\mathrm{nnz} \cdot k)`
-        (:ref:`without a d × d matrix <privacy-coherent-wide>`). Its initialisation is weaker than the
-        dense one where the noise is near the spectrum's gaps (the power
-        iterations then recover most of it; the default's rule, tuned on the
-        dense path, then mostly falls back): ``"auto"`` takes it only where
-        the dense matrices exceed ``memory_limit``, and ``"dense"`` wherever
-        the other cannot run (``selection="repetition"``, ``n_components +
-        10 ≥ n_features``, Array API input). The path taken is ``path_``.
+        (:ref:`without a d × d matrix <privacy-coherent-wide>`). Its
+        initialisation is weaker than the dense one where the noise is near
+        the spectrum's gaps (the power iterations then recover most of it;
+        the default's rule, tuned on the dense path, then mostly falls
+        back): ``"auto"`` takes it only where the dense matrices exceed
+        ``memory_limit``, and ``"dense"`` wherever the other cannot run
+        (``selection="repetition"``, ``n_components + 10 ≥ n_features``,
+        Array API input). The path taken is ``path_``.
     %(memory_parameter)s
     random_state : None, int, RandomState or Generator, default=None
         Source of the noise; any fixed seed makes the fit not private (warned).
@@ -684,6 +685,29 @@ class CoherentPowerPCA(_BasePrivatePCA):
             (final @ rotation).T, values * scale / (n - 1), spectrum, dtype
         )
 
+    def _power_rule(self, rows, init, eigvals, sigma, noise_norm, step_noise,
+                    floor, plan, rng):
+        """Whether ``selection="gdp"`` runs the power branch: the clipping
+        test's two releases (``q(R)``, sensitivity ``R²``: noise
+        ``R²/μ_test``), then the rule on them and on the initialisation's
+        released eigenvalues ``eigvals`` (its noise ``sigma`` per entry,
+        ``noise_norm`` in spectral norm), the power step's noise and the
+        floor; public values otherwise (docs/coherent.rst)."""
+        n, d = self.n_samples_, init.shape[0]
+        k = init.shape[1]
+        mus, radius = plan.mus, plan.extra["radius"]
+        s0 = warm_start_estimate(eigvals, k, noise_norm)
+        kappa = k * max(float(eigvals[k - 1]), 0.0) * 2.0 * math.log(n * k) / n
+        test_radii = np.array([2.0 * math.sqrt(k / n), floor**-0.5])
+        W0 = init / np.sqrt(np.maximum(eigvals[:k], floor))
+        q = rows.clipped_energy(W0, test_radii) + [
+            dense_noise(rng, (), r**2 / mus["test"]) for r in test_radii
+        ]
+        power, fallback = predicted_errors(eigvals, k, sigma, step_noise, radius,
+                                           mus, noise_norm=noise_norm, n_features=d)
+        return bool(q[0] >= ENERGY_RATIO * q[1] and s0 < WARM_START
+                    and kappa <= KAPPA_MAX and power <= GAIN_MAX * fallback)
+
     def _gdp_branch(self, rows, unit_gram, released, eigvals, init, sigma, k, plan,
                     rng):
         """Steps 1–3 of ``selection="gdp"``: the test, then one branch.
@@ -692,30 +716,13 @@ class CoherentPowerPCA(_BasePrivatePCA):
         basis, the released covariance it is described with (and its sorted
         eigenvalues), and the public description of what ran.
         """
-        n, d = self.n_samples_, unit_gram.shape[0]
+        d = unit_gram.shape[0]
         mus, extra = plan.mus, plan.extra
         radius, n_iter = extra["radius"], extra["n_iter"]
         floor = floor_level(sigma, k, n_iter, self.failure_prob)
-        go = k < d
-        if go:
-            # everything here is computed from released values and n, d, k
-            s0 = warm_start_estimate(eigvals, k, math.sqrt(2.0 * d) * sigma)
-            kappa = k * max(float(eigvals[k - 1]), 0.0) * 2.0 * math.log(n * k) / n
-            test_radii = np.array([2.0 * math.sqrt(k / n), floor**-0.5])
-            W0 = init / np.sqrt(np.maximum(eigvals[:k], floor))
-            # q(R) has sensitivity R² (CentredRows.clipped_energy): noise R²/μ_test
-            q = rows.clipped_energy(W0, test_radii) + [
-                dense_noise(rng, (), r**2 / mus["test"]) for r in test_radii
-            ]
-            power, fallback = predicted_errors(
-                eigvals, k, sigma, 2.0 / mus["step"], radius, mus
-            )
-            go = (
-                q[0] >= ENERGY_RATIO * q[1]
-                and s0 < WARM_START
-                and kappa <= KAPPA_MAX
-                and power <= GAIN_MAX * fallback
-            )
+        go = k < d and self._power_rule(
+            rows, init, eigvals, sigma, math.sqrt(2.0 * d) * sigma,
+            2.0 / mus["step"], floor, plan, rng)
         if not go:
             # Fallback: a second release of G, weighted with M̂ by precision
             # (σ² = 2/μ²): together one release of μ² = μ_init² + μ_fallback².
@@ -751,8 +758,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
         return init, released, eigvals, "init", None, 0
 
     def _release_wide(self, rows, plan, rng, dtype):
-        """The noisy power path (:ref:`without a d × d matrix <privacy-coherent-wide>`): no ``d × d``
-        matrix. Unit-ball units, as on the dense path.
+        """The noisy power path (docs/privacy.rst, "Without a d × d
+        matrix"): no ``d × d`` matrix. Unit-ball units, as on the dense path.
 
         1. The initialisation: the noisy power method's ``WIDE_PASSES``
            releases at ``μ_init`` (sensitivity √2 each, the trace with the
@@ -811,24 +818,14 @@ class CoherentPowerPCA(_BasePrivatePCA):
         of :meth:`_gdp_branch` on the initialisation's released values, then
         one branch. Returns ``(X, Ĥ or None, the release describing X's
         spectrum, branch, R, T)``."""
-        n, d = self.n_samples_, self.n_features_in_
+        d = self.n_features_in_
         mus, extra = plan.mus, plan.extra
         radius, n_iter = extra["radius"], extra["n_iter"]
         eigvals, sigma, edge = power.values, power.sigma, power.edge()
         noise = math.sqrt(6.0) / mus["step"]  # H (√2) and Z (2R): 6/Δ² each
         floor = floor_level(noise, k, n_iter, self.failure_prob)
-        s0 = warm_start_estimate(eigvals, k, edge)
-        kappa = k * max(float(eigvals[k - 1]), 0.0) * 2.0 * math.log(n * k) / n
-        test_radii = np.array([2.0 * math.sqrt(k / n), floor**-0.5])
-        W0 = init / np.sqrt(np.maximum(eigvals[:k], floor))
-        q = rows.clipped_energy(W0, test_radii) + [
-            dense_noise(rng, (), r**2 / mus["test"]) for r in test_radii
-        ]
-        predicted_power, fallback = predicted_errors(
-            eigvals, k, sigma, noise, radius, mus, noise_norm=edge, n_features=d)
-        go = (q[0] >= ENERGY_RATIO * q[1] and s0 < WARM_START
-              and kappa <= KAPPA_MAX and predicted_power <= GAIN_MAX * fallback)
-        if not go:
+        if not self._power_rule(rows, init, eigvals, sigma, edge, noise, floor,
+                                plan, rng):
             more = noisy_power(rows, d, power.basis.shape[1], WIDE_FALLBACK_PASSES,
                                mus["fallback"], rng, start=power.basis)
             return more.basis[:, :k], None, more, "fallback", None, 0
