@@ -1,25 +1,28 @@
-"""Empirical privacy audits: lower bounds on ε from many fits.
+r"""Empirical privacy audits: lower bounds on ε from many fits.
 
-A mechanism that claims ``(ε, δ)``-DP bounds how well *any* test can tell two
-neighbouring datasets apart from its output. An audit fits the estimator many
-times, with independent seeds, on two neighbouring datasets chosen
-adversarially (one row changed in the worst-case direction), computes a
-distinguishing statistic of each release, and turns how well the statistic
-separates the two into a *lower* confidence bound on the ε the mechanism
-really has. If that lower bound exceeds the claimed ε, the claim is false
-(with the confidence of the bound).
+A mechanism that claims :math:`(\varepsilon, \delta)`-DP bounds how well *any*
+test can tell two neighbouring datasets apart from its output. An audit fits
+the estimator many times, with independent seeds, on two neighbouring
+datasets chosen adversarially (one row changed in the worst-case direction),
+computes a distinguishing statistic of each release, and turns how well the
+statistic separates the two into a *lower* confidence bound on the ε the
+mechanism really has. If that lower bound exceeds the claimed ε, the claim
+is false (with the confidence of the bound).
 
 Two bounds are computed:
 
-- **Threshold test** (any statistic): for a threshold ``t``, the false and
-  true positive rates of ``S > t`` satisfy ``TPR ≤ e^ε FPR + δ`` under
-  ``(ε, δ)``-DP, so ``ε ≥ ln((TPR − δ)/FPR)``. Clopper–Pearson intervals bound
-  the rates; the threshold is chosen on one half of the fits and evaluated on
-  the other, so the choice does not bias the bound.
+- **Threshold test** (any statistic): for a threshold :math:`t`, the false and
+  true positive rates of :math:`S > t` satisfy
+  :math:`\mathrm{TPR} \le e^\varepsilon \mathrm{FPR} + \delta` under
+  :math:`(\varepsilon, \delta)`-DP, so
+  :math:`\varepsilon \ge \ln((\mathrm{TPR} - \delta)/\mathrm{FPR})`.
+  Clopper–Pearson intervals bound the rates; the threshold is chosen on one
+  half of the fits and evaluated on the other, so the choice does not bias
+  the bound.
 - **Gaussian test** (when the statistic *is* a noisy Gaussian release, such as
   a coordinate of the private mean): the mean shift over the standard
-  deviation estimates the GDP ``μ``; a lower confidence bound on it converts
-  to ε with :func:`~sklearn_dppca.privacy.gdp_epsilon`.
+  deviation estimates the GDP :math:`\mu`; a lower confidence bound on it
+  converts to ε with :func:`~sklearn_dppca.privacy.gdp_epsilon`.
 
 An audit can only refute a claim, never prove it: passing means no violation
 was detected at this sample size.
@@ -61,16 +64,17 @@ __all__ = [
 
 def neighbouring_datasets(n_samples, n_features, data_norm=1.0, kind="orthogonal",
                           scale=0.1, random_state=0):
-    """Two datasets that differ in their first row, chosen adversarially.
+    r"""Two datasets that differ in their first row, chosen adversarially.
 
-    The other rows are Gaussian, of norm about ``scale · data_norm`` (large
-    enough a ``scale`` keeps a released scatter matrix positive definite, so
-    that :func:`scatter_statistic` can reconstruct it).
-    ``kind="orthogonal"``: the changed row is ``C e₁`` in one and ``C e₂`` in
-    the other — the pair that attains the scatter matrix's Frobenius
-    sensitivity ``√2 C²``. ``kind="opposite"``: ``C e₁`` against ``−C e₁`` —
-    the pair that attains the clipped sum's sensitivity ``2C`` (and leaves the
-    scatter matrix unchanged).
+    The other rows are Gaussian, of norm about
+    :math:`\mathtt{scale} \cdot \mathtt{data\_norm}` (large enough a ``scale``
+    keeps a released scatter matrix positive definite, so that
+    :func:`scatter_statistic` can reconstruct it).
+    ``kind="orthogonal"``: the changed row is :math:`C e_1` in one and
+    :math:`C e_2` in the other — the pair that attains the scatter matrix's
+    Frobenius sensitivity :math:`\sqrt{2} C^2`. ``kind="opposite"``:
+    :math:`C e_1` against :math:`-C e_1` — the pair that attains the clipped
+    sum's sensitivity :math:`2C` (and leaves the scatter matrix unchanged).
 
     Returns
     -------
@@ -99,10 +103,10 @@ def neighbouring_datasets(n_samples, n_features, data_norm=1.0, kind="orthogonal
 
 
 def mean_statistic(feature=0):
-    """Statistic: one coordinate of ``mean_`` times ``n`` (a Gaussian release).
+    r"""Statistic: one coordinate of ``mean_`` times :math:`n` (a Gaussian release).
 
-    On "opposite" neighbours it shifts by ``2C``, the sensitivity of the
-    clipped sum: its Gaussian test estimates the mean release's ``μ``.
+    On "opposite" neighbours it shifts by :math:`2C`, the sensitivity of the
+    clipped sum: its Gaussian test estimates the mean release's :math:`\mu`.
 
     Examples
     --------
@@ -123,20 +127,22 @@ def mean_statistic(feature=0):
 
 
 def scatter_statistic(estimator):
-    """Statistic: ``⟨M̂, (E₁₁ − E₂₂)/√2⟩`` of the released scatter matrix.
+    r"""Statistic: :math:`\langle \hat M, (E_{11} - E_{22})/\sqrt{2} \rangle` of the
+    released scatter matrix.
 
     Reconstructed from a fit that keeps every component
-    (``components_ᵀ diag(noisy_variance_ (n − 1)) components_``, the released
-    eigenvalues before their de-noising): exact
-    when the released matrix is positive definite (data dominating the noise).
-    On "orthogonal" neighbours the exact statistic shifts by ``√2 C²``, the
-    scatter matrix's sensitivity: its Gaussian test estimates the covariance
-    release's ``μ``.
+    (:math:`\mathtt{components\_}^\top \operatorname{diag}(\mathtt{noisy\_variance\_}
+    \, (n - 1)) \, \mathtt{components\_}`, the released eigenvalues before their
+    de-noising): exact when the released matrix is positive definite (data
+    dominating the noise). On "orthogonal" neighbours the exact statistic
+    shifts by :math:`\sqrt{2} C^2`, the scatter matrix's sensitivity: its
+    Gaussian test estimates the covariance release's :math:`\mu`.
 
     Examples
     --------
     With a huge ``epsilon`` the noise vanishes and the statistic is the exact
-    one, ``(M₁₁ − M₂₂)/√2`` for the scatter matrix ``M = XᵀX``:
+    one, :math:`(M_{11} - M_{22})/\sqrt{2}` for the scatter matrix
+    :math:`M = X^\top X`:
 
     >>> import numpy as np
     >>> from sklearn_dppca import PrivatePCA
@@ -157,11 +163,12 @@ scatter_statistic.gaussian = True
 
 
 def subspace_statistic(estimator):
-    """Statistic: ``‖Pe₁‖² − ‖Pe₂‖²`` for the projection ``P`` on the components.
+    r"""Statistic: :math:`\lVert P e_1 \rVert^2 - \lVert P e_2 \rVert^2` for the
+    projection :math:`P` on the components.
 
     For any estimator (a threshold test only): on "orthogonal" neighbours the
-    changed row pulls the subspace toward ``e₁`` in one dataset and ``e₂`` in
-    the other.
+    changed row pulls the subspace toward :math:`e_1` in one dataset and
+    :math:`e_2` in the other.
 
     Examples
     --------
@@ -191,13 +198,15 @@ def _clopper_pearson(successes, trials, alpha):
 
 
 def clopper_pearson_epsilon(samples, samples_prime, delta, alpha=0.05):
-    """Lower confidence bound on ε from the best threshold test.
+    r"""Lower confidence bound on ε from the best threshold test.
 
     The threshold (and the direction of the test) is chosen on the first half
-    of each sample, to maximise the point estimate of ``ln((TPR − δ)/FPR)``;
-    the bound is computed on the second half with Clopper–Pearson intervals
-    at level ``1 − alpha`` (Bonferroni over the two rates). Both directions of
-    the test are valid since the neighbour relation is symmetric.
+    of each sample, to maximise the point estimate of
+    :math:`\ln((\mathrm{TPR} - \delta)/\mathrm{FPR})`; the bound is computed on
+    the second half with Clopper–Pearson intervals at level
+    :math:`1 - \mathtt{alpha}` (Bonferroni over the two rates). Both
+    directions of the test are valid since the neighbour relation is
+    symmetric.
 
     Returns
     -------
@@ -206,8 +215,8 @@ def clopper_pearson_epsilon(samples, samples_prime, delta, alpha=0.05):
 
     Examples
     --------
-    Samples of a Gaussian release with ``μ = 1`` on the two datasets: the
-    bound is positive and below the ε that ``μ = 1`` really has.
+    Samples of a Gaussian release with :math:`\mu = 1` on the two datasets: the
+    bound is positive and below the ε that :math:`\mu = 1` really has.
 
     >>> import numpy as np
     >>> from sklearn_dppca.audit import clopper_pearson_epsilon
@@ -244,10 +253,11 @@ def clopper_pearson_epsilon(samples, samples_prime, delta, alpha=0.05):
 
 
 def gaussian_mu_lower(samples, samples_prime, alpha=0.05):
-    """Lower confidence bound on the GDP ``μ`` of a Gaussian release.
+    r"""Lower confidence bound on the GDP :math:`\mu` of a Gaussian release.
 
-    ``μ̂ = |mean₁ − mean₀| / s`` with the pooled standard deviation ``s``; the
-    bound is the ``1 − alpha`` lower limit of the noncentral-t confidence
+    :math:`\hat\mu = \lvert \mathrm{mean}_1 - \mathrm{mean}_0 \rvert / s` with the
+    pooled standard deviation :math:`s`; the bound is the
+    :math:`1 - \mathtt{alpha}` lower limit of the noncentral-t confidence
     interval of the standardised mean difference (exact under normality).
 
     Returns
@@ -312,7 +322,7 @@ class AuditResult:
 
 def audit(estimator, X, X_prime, statistic, n_fits=500, delta=None, alpha=0.05,
           random_state=None, y=None, y_prime=None):
-    """Fit ``estimator`` ``n_fits`` times on each dataset and bound ε from below.
+    r"""Fit ``estimator`` ``n_fits`` times on each dataset and bound ε from below.
 
     Parameters
     ----------
@@ -328,7 +338,7 @@ def audit(estimator, X, X_prime, statistic, n_fits=500, delta=None, alpha=0.05,
     n_fits : int, default=500
         Fits per dataset.
     delta : float, default=None
-        ``δ`` of the bounds; the estimator's ``delta`` by default.
+        :math:`\delta` of the bounds; the estimator's ``delta`` by default.
     alpha : float, default=0.05
         One minus the confidence of each bound.
     random_state : int or None

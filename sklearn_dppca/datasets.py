@@ -108,82 +108,95 @@ def make_coherent_low_rank(
     return_info=False,
     random_state=None,
 ):
-    """Rows with a planted principal subspace of controlled coherence.
+    r"""Rows with a planted principal subspace of controlled coherence.
 
-    The rows are ``X = U diag(σ) V + E``, scaled so that the longest has
-    norm ``data_norm``:
+    The rows are :math:`X = U \operatorname{diag}(\sigma) V + E`, scaled so
+    that the longest has norm ``data_norm``:
 
-    - ``V`` (``components``, ``k × d``) are uniformly random orthonormal
-      principal directions;
-    - ``U`` (``n × k``, orthonormal, mean-zero columns) sets how the signal
-      is spread over the rows, i.e. the coherence ``‖U‖_∞ = max |U_ij|``;
-    - ``σ`` (``k``) sets the top-k eigenvalues;
-    - ``E`` is Gaussian noise, isotropic in the orthogonal complement of the
-      span of ``V``: each row ``~ N(0, τ² (I − VᵀV))``.
+    - :math:`V` (``components``, :math:`k \times d`) are uniformly random
+      orthonormal principal directions;
+    - :math:`U` (:math:`n \times k`, orthonormal, mean-zero columns) sets how
+      the signal is spread over the rows, i.e. the coherence
+      :math:`\lVert U \rVert_\infty = \max \lvert U_{ij} \rvert`;
+    - :math:`\sigma` (:math:`k`) sets the top-k eigenvalues;
+    - :math:`E` is Gaussian noise, isotropic in the orthogonal complement of
+      the span of :math:`V`: each row :math:`\sim N(0, \tau^2 (I - V^\top V))`.
 
-    Because the noise is orthogonal to ``V``, every row's coordinates on the
-    principal directions are exactly the signal, ``⟨x_i, v_j⟩ = σ_j U_ij``
-    (the identity ``U_ij = ⟨a_i, v_j⟩ / σ_j`` of the coherence-adaptive
-    power-method paper behind CoherentPowerPCA), and the
-    coherence of the data's own top-k left singular vectors tracks ``U``'s
-    at every eigengap the sample can resolve.
+    Because the noise is orthogonal to :math:`V`, every row's coordinates on
+    the principal directions are exactly the signal,
+    :math:`\langle x_i, v_j \rangle = \sigma_j U_{ij}` (the identity
+    :math:`U_{ij} = \langle a_i, v_j \rangle / \sigma_j` of the
+    coherence-adaptive power-method paper behind CoherentPowerPCA), and the
+    coherence of the data's own top-k left singular vectors tracks
+    :math:`U`'s at every eigengap the sample can resolve.
 
-    **The population.** ``E[XᵀX] / n = Vᵀ diag(λ_1..λ_k) V + λ_{k+1}(I − VᵀV)``
-    with ``λ_j = σ_j² / n`` and ``λ_{k+1} = τ²``, the expectation taken over
-    the noise. The signal's rows have mean zero exactly (``U``'s columns are
-    centred) and the noise has mean zero, so this is also the covariance. Its
-    eigenvalues are returned as ``info.eigenvalues``; ``components`` are its
-    top-k eigenvectors (any orthonormal basis of the top-k eigenspace when
-    ``spread=1``, where the top-k eigenvalues are equal), and
+    **The population.**
+    :math:`\mathbb{E}[X^\top X] / n = V^\top \operatorname{diag}(\lambda_1, \ldots,
+    \lambda_k) V + \lambda_{k+1} (I - V^\top V)` with
+    :math:`\lambda_j = \sigma_j^2 / n` and :math:`\lambda_{k+1} = \tau^2`, the
+    expectation taken over the noise. The signal's rows have mean zero exactly
+    (:math:`U`'s columns are centred) and the noise has mean zero, so this is
+    also the covariance. Its eigenvalues are returned as ``info.eigenvalues``;
+    ``components`` are its top-k eigenvectors (any orthonormal basis of the
+    top-k eigenspace when ``spread=1``, where the top-k eigenvalues are
+    equal), and
 
-    - ``λ_1 / λ_k = spread``, with ``λ_j`` decaying geometrically in between;
-    - ``(λ_k − λ_{k+1}) / λ_k = eigengap``; all ``d − k`` bottom eigenvalues
-      equal ``λ_{k+1}``, so the eigengap also fixes the noise level.
+    - :math:`\lambda_1 / \lambda_k` = ``spread``, with :math:`\lambda_j`
+      decaying geometrically in between;
+    - :math:`(\lambda_k - \lambda_{k+1}) / \lambda_k` = ``eigengap``; all
+      :math:`d - k` bottom eigenvalues equal :math:`\lambda_{k+1}`, so the
+      eigengap also fixes the noise level.
 
     **Scale.** After the draw, everything is multiplied by one factor so
     that the longest row has norm exactly ``data_norm``; the clipping
-    ``x ↦ x · min(1, C/‖x‖)`` that follows only absorbs round-off. The
-    rows thus fill the ball as a real deployment's ``data_norm`` would, and
-    the absolute eigenvalues follow from the other parameters: coherent data
-    must fit its spiky rows into the ball, so its eigenvalues are small, as
-    in real data. The factor is the one quantity read from the noise draw;
-    the population is stated for the model scaled by it.
+    :math:`x \mapsto x \cdot \min(1, C / \lVert x \rVert)` that follows only
+    absorbs round-off. The rows thus fill the ball as a real deployment's
+    ``data_norm`` would, and the absolute eigenvalues follow from the other
+    parameters: coherent data must fit its spiky rows into the ball, so its
+    eigenvalues are small, as in real data. The factor is the one quantity
+    read from the noise draw; the population is stated for the model scaled
+    by it.
 
-    **Coherence.** ``coherence=None`` draws i.i.d. Gaussian rows of ``U``
-    (incoherent, like natural data): ``‖U‖_∞ ≈ √(2 ln(nk) / n)``. A value
-    ``c`` puts the signal on ``m ≈ k / c²`` random rows (at least ``k``), each
-    carrying an equal share ``√(k/m)`` of ``U``'s norm in a random direction
-    of ``R^k``, so that the largest entry is about ``c`` whatever basis of the
-    subspace an SVD returns (a rotation of the basis rotates every row, and
-    no row is longer than the others). ``c = √(k/n)`` spreads the signal
-    evenly over all rows, the least coherence a generic subspace keeps in
-    every basis. Measured with :func:`sklearn_dppca.metrics.coherence` on
-    ``X`` (top ``k``), the realised coherence lies within about
-    ``[0.7c, 1.4c]`` for eigengaps ≥ 0.5, both spreads and all ``c``. At
-    small eigengaps the noise takes over: once ``λ_k / λ_{k+1}`` approaches
-    the sampling resolution ``1 + √(d/n)``, the data's top-k singular vectors
-    are mostly noise and its coherence is the noise's, ``≈ √(2 ln(nk) / n)``.
+    **Coherence.** ``coherence=None`` draws i.i.d. Gaussian rows of :math:`U`
+    (incoherent, like natural data):
+    :math:`\lVert U \rVert_\infty \approx \sqrt{2 \ln(nk) / n}`. A value
+    :math:`c` puts the signal on :math:`m \approx k / c^2` random rows (at
+    least :math:`k`), each carrying an equal share :math:`\sqrt{k/m}` of
+    :math:`U`'s norm in a random direction of :math:`\mathbb{R}^k`, so that
+    the largest entry is about :math:`c` whatever basis of the subspace an
+    SVD returns (a rotation of the basis rotates every row, and no row is
+    longer than the others). :math:`c = \sqrt{k/n}` spreads the signal evenly
+    over all rows, the least coherence a generic subspace keeps in every
+    basis. Measured with :func:`sklearn_dppca.metrics.coherence` on ``X``
+    (top :math:`k`), the realised coherence lies within about
+    :math:`[0.7c, 1.4c]` for eigengaps ≥ 0.5, both spreads and all
+    :math:`c`. At small eigengaps the noise takes over: once
+    :math:`\lambda_k / \lambda_{k+1}` approaches the sampling resolution
+    :math:`1 + \sqrt{d/n}`, the data's top-k singular vectors are mostly
+    noise and its coherence is the noise's,
+    :math:`\approx \sqrt{2 \ln(nk) / n}`.
 
     Parameters
     ----------
     n_samples : int
-        Number of rows ``n`` (people), ``> n_components``.
+        Number of rows :math:`n` (people), ``> n_components``.
     n_features : int
-        Number of features ``d``, ``> n_components``.
+        Number of features :math:`d`, ``> n_components``.
     n_components : int, default=5
-        Rank ``k`` of the planted signal.
+        Rank :math:`k` of the planted signal.
     coherence : float, default=None
-        Target ``‖U‖_∞`` in ``[√(k/n), 1]``; ``None`` for Gaussian
-        (incoherent) ``U``.
+        Target :math:`\lVert U \rVert_\infty` in :math:`[\sqrt{k/n}, 1]`;
+        ``None`` for Gaussian (incoherent) :math:`U`.
     eigengap : float, default=0.5
-        Relative gap ``(λ_k − λ_{k+1}) / λ_k`` in ``(0, 1]``. ``1`` gives
-        noise-free rank-k data.
+        Relative gap :math:`(\lambda_k - \lambda_{k+1}) / \lambda_k` in
+        :math:`(0, 1]`. ``1`` gives noise-free rank-k data.
     spread : float, default=1.0
-        Ratio ``λ_1 / λ_k ≥ 1`` of the top-k eigenvalues. ``1`` gives ``k``
-        equal eigenvalues (the top-k variance spread evenly); larger values
-        make them decay geometrically from ``λ_1`` to ``λ_1 / spread``.
+        Ratio :math:`\lambda_1 / \lambda_k \ge 1` of the top-k eigenvalues.
+        ``1`` gives :math:`k` equal eigenvalues (the top-k variance spread
+        evenly); larger values make them decay geometrically from
+        :math:`\lambda_1` to :math:`\lambda_1 / \mathtt{spread}`.
     data_norm : float, default=1.0
-        Norm bound ``C`` of the rows (the estimators' ``data_norm``).
+        Norm bound :math:`C` of the rows (the estimators' ``data_norm``).
     return_info : bool, default=False
         Also return a :class:`~sklearn.utils.Bunch` describing the data.
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator
@@ -194,23 +207,27 @@ def make_coherent_low_rank(
     X : ndarray of shape (n_samples, n_features)
         The rows, each of norm at most ``data_norm``.
     components : ndarray of shape (n_components, n_features)
-        The true principal directions ``V``, orthonormal rows, ordered by
+        The true principal directions :math:`V`, orthonormal rows, ordered by
         decreasing eigenvalue (compare them with an estimator's
         ``components_`` using :mod:`sklearn_dppca.metrics`).
     info : Bunch
         Only when ``return_info=True``, with
 
-        - ``coherence`` : float, ``‖U‖_∞`` of the planted ``U``;
+        - ``coherence`` : float, :math:`\lVert U \rVert_\infty` of the planted
+          :math:`U`;
         - ``eigenvalues`` : ndarray of shape (n_features,), population
-          eigenvalues ``λ_1 ≥ … ≥ λ_d`` (per row, in the units of ``X``);
-        - ``singular_values`` : ndarray of shape (n_components,), ``σ`` of
-          the noise-free signal ``U diag(σ) V``;
+          eigenvalues :math:`\lambda_1 \ge \ldots \ge \lambda_d` (per row, in
+          the units of ``X``);
+        - ``singular_values`` : ndarray of shape (n_components,),
+          :math:`\sigma` of the noise-free signal
+          :math:`U \operatorname{diag}(\sigma) V`;
         - ``left_singular_vectors`` : ndarray of shape (n_samples,
-          n_components), the planted ``U``;
-        - ``noise_std`` : float, ``τ``, the noise's standard deviation along
-          each direction orthogonal to ``V``;
-        - ``n_signal_rows`` : int, rows that carry the signal (``m``; the
-          others get only the ``O(√k / n)`` constant that centres ``U``).
+          n_components), the planted :math:`U`;
+        - ``noise_std`` : float, :math:`\tau`, the noise's standard deviation
+          along each direction orthogonal to :math:`V`;
+        - ``n_signal_rows`` : int, rows that carry the signal (:math:`m`; the
+          others get only the :math:`O(\sqrt{k} / n)` constant that centres
+          :math:`U`).
 
     Raises
     ------
@@ -219,10 +236,10 @@ def make_coherent_low_rank(
 
     Notes
     -----
-    Time and memory are ``O(n d)``: the noise is drawn and projected in row
-    blocks straight into ``X``, and no ``n × n`` matrix is formed
-    (``n = 100 000``, ``d = 1000`` takes a few seconds, dominated by the
-    Gaussian draws and the 800 MB of ``X`` itself). The realised coherence
+    Time and memory are :math:`O(n d)`: the noise is drawn and projected in
+    row blocks straight into ``X``, and no :math:`n \times n` matrix is formed
+    (:math:`n = 100\,000`, :math:`d = 1000` takes a few seconds, dominated by
+    the Gaussian draws and the 800 MB of ``X`` itself). The realised coherence
     of ``X`` (:func:`sklearn_dppca.metrics.coherence` with
     ``n_components=k``) differs from ``info.coherence`` only by how the SVD
     rotates a basis of the subspace and by the noise's small perturbation
@@ -354,27 +371,30 @@ def make_genotypes(
     return_info=False,
     random_state=None,
 ):
-    """A simulated genotype matrix of a few populations (Balding–Nichols).
+    r"""A simulated genotype matrix of a few populations (Balding–Nichols).
 
-    Each entry is the number of copies (0, 1 or 2) of variant ``j``'s
-    minor allele carried by sample ``i``, drawn under the Balding–Nichols
+    Each entry is the number of copies (0, 1 or 2) of variant :math:`j`'s
+    minor allele carried by sample :math:`i`, drawn under the Balding–Nichols
     model of population structure:
 
     - each variant's ancestral allele frequency is
-      ``p_j ~ Uniform(maf_range)``;
-    - each population ``k`` drifts from it:
-      ``p_kj ~ Beta(p_j (1 − F)/F, (1 − p_j)(1 − F)/F)`` with ``F = fst``,
-      so that ``E[p_kj] = p_j`` and ``Var(p_kj) = F p_j (1 − p_j)``;
+      :math:`p_j \sim \operatorname{Uniform}(\mathtt{maf\_range})`;
+    - each population :math:`k` drifts from it:
+      :math:`p_{kj} \sim \operatorname{Beta}(p_j (1 - F)/F, (1 - p_j)(1 - F)/F)`
+      with :math:`F` = ``fst``, so that :math:`\mathbb{E}[p_{kj}] = p_j` and
+      :math:`\operatorname{Var}(p_{kj}) = F p_j (1 - p_j)`;
     - each sample belongs to one population, the populations balanced (their
       sizes differ by at most one, in a random order of the rows), and its
-      genotype is ``x_ij ~ Binomial(2, p_kj)``, independently over ``i`` and
-      ``j`` given the frequencies.
+      genotype is :math:`x_{ij} \sim \operatorname{Binomial}(2, p_{kj})`,
+      independently over :math:`i` and :math:`j` given the frequencies.
 
-    The populations' mean genotypes differ by ``≈ √(8 F d E[p(1−p)])``
-    between two populations, against a within-population spread of about
-    ``√(2 p(1−p))`` along any direction, so the top ``n_populations − 1``
-    principal components separate them once ``F d`` is large: genotype PCA,
-    the classic privacy-sensitive use of PCA on wide data.
+    The populations' mean genotypes differ by
+    :math:`\approx \sqrt{8 F d \, \mathbb{E}[p(1 - p)]}` between two
+    populations, against a within-population spread of about
+    :math:`\sqrt{2 p(1 - p)}` along any direction, so the top
+    :math:`\mathtt{n\_populations} - 1` principal components separate them
+    once :math:`F d` is large: genotype PCA, the classic privacy-sensitive use
+    of PCA on wide data.
 
     Parameters
     ----------
@@ -385,12 +405,13 @@ def make_genotypes(
     n_populations : int, default=3
         Number of populations.
     fst : float, default=0.05
-        Fixation index ``F`` in ``(0, 1)``: how far the populations' allele
+        Fixation index :math:`F` in :math:`(0, 1)`: how far the populations' allele
         frequencies drift from the ancestral ones (0.05 is typical of
         continental human populations; smaller values are harder to
         separate).
     maf_range : tuple of two floats, default=(0.05, 0.5)
-        ``(low, high)`` with ``0 < low ≤ high ≤ 0.5``: the range of the
+        ``(low, high)`` with
+        :math:`0 < \mathtt{low} \le \mathtt{high} \le 0.5`: the range of the
         ancestral minor-allele frequencies.
     sparse : bool, default=False
         Return ``X`` as a :class:`scipy.sparse.csr_matrix`, as genotype
@@ -408,21 +429,24 @@ def make_genotypes(
     Returns
     -------
     X : ndarray or csr_matrix of shape (n_samples, n_variants)
-        The genotypes, with values in ``{0, 1, 2}``.
+        The genotypes, with values in :math:`\{0, 1, 2\}`.
     populations : ndarray of shape (n_samples,), int
-        The population ``0 … n_populations − 1`` of each sample.
+        The population :math:`0, \ldots, \mathtt{n\_populations} - 1` of each
+        sample.
     info : Bunch
         Only when ``return_info=True``, with
 
-        - ``ancestral_frequencies`` : ndarray of shape (n_variants,), ``p_j``;
+        - ``ancestral_frequencies`` : ndarray of shape (n_variants,),
+          :math:`p_j`;
         - ``population_frequencies`` : ndarray of shape (n_populations,
-          n_variants), ``p_kj``;
+          n_variants), :math:`p_{kj}`;
         - ``data_norm`` : float, a **public** bound on the rows' norms,
           computed from ``n_variants``, ``fst`` and ``maf_range`` only (not
           from the draw): the mean of a row's squared norm plus four of its
-          standard deviations (a sum of ``d`` i.i.d. terms, close to normal,
-          so a row exceeds it with probability about ``3·10⁻⁵``), capped by
-          the hard bound ``2√d``. Pass it as the estimators' ``data_norm``.
+          standard deviations (a sum of :math:`d` i.i.d. terms, close to
+          normal, so a row exceeds it with probability about
+          :math:`3 \cdot 10^{-5}`), capped by the hard bound :math:`2\sqrt{d}`.
+          Pass it as the estimators' ``data_norm``.
 
     Raises
     ------
@@ -431,12 +455,12 @@ def make_genotypes(
 
     Notes
     -----
-    Time and memory are ``O(n d)``: the rows are drawn in blocks of about
+    Time and memory are :math:`O(n d)`: the rows are drawn in blocks of about
     32 MB, one uniform number per entry compared with the cumulative
-    probabilities ``(1 − p)²`` and ``1 − p²`` of the genotypes 0 and 1, and
-    written straight into ``X``. With ``sparse=True`` each block is
-    converted to CSR before the next is drawn, so no dense ``n × d`` array
-    is formed; the blocks are stacked at the end (the stored values and
+    probabilities :math:`(1 - p)^2` and :math:`1 - p^2` of the genotypes 0 and
+    1, and written straight into ``X``. With ``sparse=True`` each block is
+    converted to CSR before the next is drawn, so no dense :math:`n \times d`
+    array is formed; the blocks are stacked at the end (the stored values and
     indices twice, briefly). At the default ``maf_range`` about 46% of the
     entries are non-zero, so a CSR matrix is larger than the dense array;
     it pays off with ``maf_range`` near 0.
@@ -550,12 +574,13 @@ _LOADERS = {
 
 
 def load_real_dataset(name):
-    """A bundled scikit-learn dataset, scaled for private PCA.
+    r"""A bundled scikit-learn dataset, scaled for private PCA.
 
-    ``"digits"`` has a public scale: pixels take values in ``[0, 16]``, so
-    the data is divided by 16 and every row, in ``[0, 1]^64``, has norm at
-    most ``√64 = 8``, the recommended ``data_norm`` (no row is ever clipped;
-    a smaller public radius clips the densest images but adds less noise).
+    ``"digits"`` has a public scale: pixels take values in :math:`[0, 16]`,
+    so the data is divided by 16 and every row, in :math:`[0, 1]^{64}`, has
+    norm at most :math:`\sqrt{64} = 8`, the recommended ``data_norm`` (no row
+    is ever clipped; a smaller public radius clips the densest images but
+    adds less noise).
 
     ``"breast_cancer"``, ``"wine"`` and ``"diabetes"`` have no public range,
     so each feature is standardised (mean 0, variance 1) **with the data's
@@ -563,7 +588,8 @@ def load_real_dataset(name):
     every row, and the released components then leak through it. It serves
     benchmarks and examples only; a real deployment must scale with public
     ranges (domain knowledge, published reference values) instead. The
-    recommended ``data_norm`` is ``STANDARDISED_NORM_FACTOR · √d = 2√d``
+    recommended ``data_norm`` is
+    :math:`\mathtt{STANDARDISED\_NORM\_FACTOR} \cdot \sqrt{d} = 2\sqrt{d}`
     (see :data:`STANDARDISED_NORM_FACTOR` for how many rows it clips).
 
     The data comes with scikit-learn: nothing is downloaded.
@@ -639,11 +665,12 @@ def load_real_dataset(name):
 
 
 def load_digits_for_pca():
-    """scikit-learn's digits, scaled by the public pixel range, for private PCA.
+    r"""scikit-learn's digits, scaled by the public pixel range, for private PCA.
 
     Same as ``load_real_dataset("digits")``: the pixels (public range
-    ``[0, 16]``) are divided by 16, so rows lie in ``[0, 1]^64``, and the
-    recommended ``data_norm`` is the public bound ``√64 = 8``.
+    :math:`[0, 16]`) are divided by 16, so rows lie in :math:`[0, 1]^{64}`,
+    and the recommended ``data_norm`` is the public bound
+    :math:`\sqrt{64} = 8`.
 
     Returns
     -------

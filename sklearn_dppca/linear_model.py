@@ -1,4 +1,4 @@
-"""Private supervised heads: linear models from one noisy Gram release.
+r"""Private supervised heads: linear models from one noisy Gram release.
 
 A supervised pipeline scales, reduces with a private PCA and fits a
 classifier or a regressor. The head's fit reads the rows *and the labels*,
@@ -7,22 +7,23 @@ scatter matrix of *augmented* rows, with the symmetric Gaussian (GOE) noise
 PrivatePCA's covariance gets, and compute everything else from it:
 
 - :class:`PrivateLDA`, a linear discriminant classifier (binary and
-  multiclass): the augmented row is ``(x, g₁, g_t·e_y)`` with ``e_y`` the
-  one-hot label, so the release holds ``Σ x xᵀ``, the class sums
-  ``Σ_{y=c} x`` and the class counts;
-- :class:`PrivateRidge`, ridge regression: the augmented row is ``(x, g₁,
-  g_t·t)`` with ``t ∈ [−1, 1]`` the label clipped into its public bounds and
-  put in their units, so the release holds ``Σ x xᵀ``, ``Σ x``, ``Σ x t``
-  and ``Σ t``.
+  multiclass): the augmented row is :math:`(x, g_1, g_t \cdot e_y)` with
+  :math:`e_y` the one-hot label, so the release holds :math:`\sum x x^\top`,
+  the class sums :math:`\sum_{y=c} x` and the class counts;
+- :class:`PrivateRidge`, ridge regression: the augmented row is
+  :math:`(x, g_1, g_t \cdot t)` with :math:`t \in [-1, 1]` the label clipped
+  into its public bounds and put in their units, so the release holds
+  :math:`\sum x x^\top`, :math:`\sum x`, :math:`\sum x t` and :math:`\sum t`.
 
-Rows are clipped to norm ``data_norm = C``, and ``g₁ = w₁C``, ``g_t = w_t C``
-are fixed weights, so an augmented row has norm at most ``R = C√(1 + w₁² +
-w_t²)`` and the release has Frobenius sensitivity ``√2 R²`` under the
-replacement of one row and its label (docs/privacy.rst, "Supervised
-heads"). This is *sufficient-statistics perturbation* (Vu & Slavković 2009;
-Foulds et al. 2016; Wang 2018 for linear regression), with the covariance's
-exact analytic calibration: the fit spends ``(epsilon, delta)``, charged
-once before the release.
+Rows are clipped to norm ``data_norm`` = :math:`C`, and :math:`g_1 = w_1 C`,
+:math:`g_t = w_t C` are fixed weights, so an augmented row has norm at most
+:math:`R = C \sqrt{1 + w_1^2 + w_t^2}` and the release has Frobenius
+sensitivity :math:`\sqrt{2} R^2` under the replacement of one row and its
+label (docs/privacy.rst, "Supervised heads"). This is
+*sufficient-statistics perturbation* (Vu & Slavković 2009; Foulds et al.
+2016; Wang 2018 for linear regression), with the covariance's exact analytic
+calibration: the fit spends ``(epsilon, delta)``, charged once before the
+release.
 """
 
 import math
@@ -342,7 +343,7 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
     classes_ : ndarray of shape (n_classes,)
         ``classes``, sorted.
     class_count_ : ndarray of shape (n_classes,)
-        Released (noisy) rows per class, at least 1 and summing to ``n``.
+        Released (noisy) rows per class, at least 1 and summing to :math:`n`.
     priors_ : ndarray of shape (n_classes,)
         ``class_count_ / n``.
     means_ : ndarray of shape (n_classes, n_features)

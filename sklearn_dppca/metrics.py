@@ -1,25 +1,29 @@
-"""Utility measures of private PCA (:ref:`privacy-utility`).
+r"""Utility measures of private PCA (:ref:`privacy-utility`).
 
 How far a released subspace or covariance approximation is from the truth,
 and how hard a dataset is for a coherence-adaptive method:
 
 - :func:`principal_angle_sin` — sine of the largest principal angle,
-  ``sin θ = ‖(I − X̂X̂ᵀ) V_k‖₂``;
-- :func:`projection_distance` — ``‖X̂X̂ᵀ − V_kV_kᵀ‖_F``;
-- :func:`rank_k_covariance_error` — ``‖Ψ − M_k‖_F``, ``M_k`` the best rank-k
-  approximation of the covariance;
-- :func:`captured_variance` — ``tr(X̂ᵀ Cov X̂) / tr(V_kᵀ Cov V_k)``;
-- :func:`coherence` — ``‖U‖_∞ = max |U_ij|`` of a data matrix's left
-  singular vectors.
+  :math:`\sin\theta = \lVert (I - \hat X \hat X^\top) V_k \rVert_2`;
+- :func:`projection_distance` —
+  :math:`\lVert \hat X \hat X^\top - V_k V_k^\top \rVert_F`;
+- :func:`rank_k_covariance_error` — :math:`\lVert \Psi - M_k \rVert_F`,
+  :math:`M_k` the best rank-k approximation of the covariance;
+- :func:`captured_variance` —
+  :math:`\operatorname{tr}(\hat X^\top \operatorname{Cov} \hat X)
+  / \operatorname{tr}(V_k^\top \operatorname{Cov} V_k)`;
+- :func:`coherence` — :math:`\lVert U \rVert_\infty = \max \lvert U_{ij} \rvert`
+  of a data matrix's left singular vectors.
 
 Conventions. A subspace is given by an orthonormal basis stored **as rows**,
 shaped ``(k, d)`` exactly like scikit-learn's ``PCA.components_``: the
-paper's ``X̂`` (``d × k``, orthonormal columns) is ``components.T`` and
-``V_k`` is ``reference.T``. Bases are not orthonormalised silently: rows that
-are not orthonormal within a tolerance raise ``ValueError`` (a ``(d, k)``
-column basis passed by mistake is caught this way). Every measure depends
-only on the subspaces spanned, not on the signs or the rotation of the basis
-inside them — except :func:`coherence`, which is defined on a basis.
+paper's :math:`\hat X` (:math:`d \times k`, orthonormal columns) is
+``components.T`` and :math:`V_k` is ``reference.T``. Bases are not
+orthonormalised silently: rows that are not orthonormal within a tolerance
+raise ``ValueError`` (a ``(d, k)`` column basis passed by mistake is caught
+this way). Every measure depends only on the subspaces spanned, not on the
+signs or the rotation of the basis inside them — except :func:`coherence`,
+which is defined on a basis.
 
 These are evaluation tools: they read the true data or the true covariance,
 so their values are *not* private and must not be released as such.
@@ -133,33 +137,36 @@ def _top_eigh(matrix, k):
 # Subspace distances
 # --------------------------------------------------------------------------
 def principal_angle_sin(components, reference, *, atol=None):
-    """Sine of the largest principal angle, ``‖(I − X̂X̂ᵀ) V_k‖₂``.
+    r"""Sine of the largest principal angle,
+    :math:`\lVert (I - \hat X \hat X^\top) V_k \rVert_2`.
 
-    With ``X̂ = components.T`` and ``V_k = reference.T``. It measures how
-    well the span of ``components`` contains the span of ``reference``:
-    0 when it does, 1 when some reference direction is orthogonal to all the
-    components. It depends only on the two subspaces, not on the bases.
+    With :math:`\hat X` = ``components.T`` and :math:`V_k` = ``reference.T``.
+    It measures how well the span of ``components`` contains the span of
+    ``reference``: 0 when it does, 1 when some reference direction is
+    orthogonal to all the components. It depends only on the two subspaces,
+    not on the bases.
 
-    When both have ``k`` rows this is the usual ``sin θ_max`` and it is
-    symmetric. The two may have different numbers of rows: then the measure
-    is one-sided, and it is 1 whenever ``reference`` has more rows than
-    ``components``.
+    When both have :math:`k` rows this is the usual :math:`\sin\theta_{\max}`
+    and it is symmetric. The two may have different numbers of rows: then the
+    measure is one-sided, and it is 1 whenever ``reference`` has more rows
+    than ``components``.
 
     Parameters
     ----------
     components : array-like of shape (k, n_features)
         Estimated basis, orthonormal rows (e.g. ``PCA.components_``).
     reference : array-like of shape (k_ref, n_features)
-        True basis ``V_kᵀ``, orthonormal rows.
+        True basis :math:`V_k^\top`, orthonormal rows.
     atol : float, default=None
-        Largest allowed ``max |B Bᵀ − I|`` of each basis. ``None`` means
-        ``max(1e-6, 10 √d · eps)`` with ``eps`` the machine precision of the
-        input's dtype (so float32 bases pass).
+        Largest allowed :math:`\max \lvert B B^\top - I \rvert` of each basis.
+        ``None`` means :math:`\max(10^{-6}, 10 \sqrt{d} \cdot \mathtt{eps})`
+        with ``eps`` the machine precision of the input's dtype (so float32
+        bases pass).
 
     Returns
     -------
     sin_theta : float
-        In ``[0, 1]``.
+        In :math:`[0, 1]`.
 
     Raises
     ------
@@ -191,25 +198,30 @@ def principal_angle_sin(components, reference, *, atol=None):
 
 
 def projection_distance(components, reference, *, atol=None):
-    """Frobenius distance of the projections, ``‖X̂X̂ᵀ − V_kV_kᵀ‖_F``.
+    r"""Frobenius distance of the projections,
+    :math:`\lVert \hat X \hat X^\top - V_k V_k^\top \rVert_F`.
 
-    With ``X̂ = components.T`` and ``V_k = reference.T``. It depends only on
-    the two subspaces. For two ``k``-dimensional subspaces it equals
-    ``√2 ‖sin Θ‖_F`` (all principal angles), so
-    ``√2 sin θ_max ≤ distance ≤ √(2k) sin θ_max``; it is 0 for identical and
-    ``√(2k)`` for orthogonal subspaces. With ``k`` and ``k_ref`` rows it lies
-    in ``[√|k − k_ref|, √(k + k_ref)]``.
+    With :math:`\hat X` = ``components.T`` and :math:`V_k` = ``reference.T``.
+    It depends only on the two subspaces. For two :math:`k`-dimensional
+    subspaces it equals :math:`\sqrt{2} \lVert \sin\Theta \rVert_F` (all
+    principal angles), so
+    :math:`\sqrt{2} \sin\theta_{\max} \le \mathtt{distance} \le \sqrt{2k}
+    \sin\theta_{\max}`; it is 0 for identical and :math:`\sqrt{2k}` for
+    orthogonal subspaces. With :math:`k` and :math:`k_{\mathrm{ref}}` rows it
+    lies in
+    :math:`[\sqrt{\lvert k - k_{\mathrm{ref}} \rvert}, \sqrt{k + k_{\mathrm{ref}}}]`.
 
-    Computed as ``√(‖(I − P)V_k‖_F² + ‖(I − Q)X̂‖_F²)`` (``P``, ``Q`` the two
-    projections), which never forms a ``d × d`` matrix and stays accurate
-    for nearly equal subspaces.
+    Computed as
+    :math:`\sqrt{\lVert (I - P) V_k \rVert_F^2 + \lVert (I - Q) \hat X \rVert_F^2}`
+    (:math:`P`, :math:`Q` the two projections), which never forms a
+    :math:`d \times d` matrix and stays accurate for nearly equal subspaces.
 
     Parameters
     ----------
     components : array-like of shape (k, n_features)
         Estimated basis, orthonormal rows (e.g. ``PCA.components_``).
     reference : array-like of shape (k_ref, n_features)
-        True basis ``V_kᵀ``, orthonormal rows.
+        True basis :math:`V_k^\top`, orthonormal rows.
     atol : float, default=None
         Orthonormality tolerance, as in :func:`principal_angle_sin`.
 
@@ -246,28 +258,29 @@ def projection_distance(components, reference, *, atol=None):
 # Covariance measures
 # --------------------------------------------------------------------------
 def rank_k_covariance_error(approximation, covariance, k, *, relative=False):
-    """Frobenius error of a rank-k covariance approximation, ``‖Ψ − M_k‖_F``.
+    r"""Frobenius error of a rank-k covariance approximation,
+    :math:`\lVert \Psi - M_k \rVert_F`.
 
-    ``M_k = Σ_{j≤k} λ_j v_j v_jᵀ`` is built from the ``k`` largest
-    eigenvalues of the symmetric ``covariance`` and their eigenvectors. For a
-    positive semidefinite covariance it is the best rank-k approximation
-    (Eckart–Young); this is the measure of Mangoubi & Vishnoi for
-    :class:`~sklearn_dppca.ComplexGaussPCA`. When ``λ_k = λ_{k+1}``, ``M_k``
-    is not unique and the value depends on which eigenvectors the solver
-    returns.
+    :math:`M_k = \sum_{j \le k} \lambda_j v_j v_j^\top` is built from the
+    ``k`` largest eigenvalues of the symmetric ``covariance`` and their
+    eigenvectors. For a positive semidefinite covariance it is the best
+    rank-k approximation (Eckart–Young); this is the measure of Mangoubi &
+    Vishnoi for :class:`~sklearn_dppca.ComplexGaussPCA`. When
+    :math:`\lambda_k = \lambda_{k+1}`, :math:`M_k` is not unique and the value
+    depends on which eigenvectors the solver returns.
 
     Parameters
     ----------
     approximation : array-like of shape (n_features, n_features)
-        The approximation ``Ψ`` (e.g. a released rank-k covariance). Need not
-        be symmetric.
+        The approximation :math:`\Psi` (e.g. a released rank-k covariance).
+        Need not be symmetric.
     covariance : array-like of shape (n_features, n_features)
         The true covariance (symmetric up to round-off: a relative asymmetry
         above 1e-8 raises).
     k : int
-        Rank of ``M_k``, in ``[1, n_features]``.
+        Rank of :math:`M_k`, in ``[1, n_features]``.
     relative : bool, default=False
-        Divide by ``‖M_k‖_F``.
+        Divide by :math:`\lVert M_k \rVert_F`.
 
     Returns
     -------
@@ -278,7 +291,7 @@ def rank_k_covariance_error(approximation, covariance, k, *, relative=False):
     ValueError
         On non-finite or non-square inputs, a shape mismatch, an asymmetric
         ``covariance``, a ``k`` out of range, or ``relative=True`` with
-        ``M_k = 0``.
+        :math:`M_k = 0`.
 
     Examples
     --------
@@ -316,14 +329,16 @@ def rank_k_covariance_error(approximation, covariance, k, *, relative=False):
 
 
 def captured_variance(components, covariance, reference=None, *, atol=None):
-    """Share of the optimal variance captured, ``tr(X̂ᵀ Cov X̂) / tr(V_kᵀ Cov V_k)``.
+    r"""Share of the optimal variance captured,
+    :math:`\operatorname{tr}(\hat X^\top \operatorname{Cov} \hat X)
+    / \operatorname{tr}(V_k^\top \operatorname{Cov} V_k)`.
 
-    With ``X̂ = components.T``. When ``reference`` is ``None``, ``V_k`` are
-    the top-``k`` eigenvectors of ``covariance`` (``k`` = number of rows of
-    ``components``) and the denominator is the sum of its ``k`` largest
-    eigenvalues; for a positive semidefinite covariance the ratio then lies
-    in ``[0, 1]`` (Ky Fan) and is 1 exactly for a top-k eigenspace. It
-    depends only on the span of each basis.
+    With :math:`\hat X` = ``components.T``. When ``reference`` is ``None``,
+    :math:`V_k` are the top-:math:`k` eigenvectors of ``covariance``
+    (:math:`k` = number of rows of ``components``) and the denominator is the
+    sum of its :math:`k` largest eigenvalues; for a positive semidefinite
+    covariance the ratio then lies in :math:`[0, 1]` (Ky Fan) and is 1 exactly
+    for a top-k eigenspace. It depends only on the span of each basis.
 
     Parameters
     ----------
@@ -333,7 +348,7 @@ def captured_variance(components, covariance, reference=None, *, atol=None):
         The true covariance (symmetric up to round-off).
     reference : array-like of shape (k_ref, n_features), default=None
         Basis with orthonormal rows for the denominator; ``None`` uses the
-        top-``k`` eigenvectors of ``covariance``.
+        top-:math:`k` eigenvectors of ``covariance``.
     atol : float, default=None
         Orthonormality tolerance, as in :func:`principal_angle_sin`.
 
@@ -379,48 +394,49 @@ def captured_variance(components, covariance, reference=None, *, atol=None):
 # Coherence
 # --------------------------------------------------------------------------
 def coherence(X, n_components=None):
-    """Coherence ``‖U‖_∞ = max |U_ij|`` of a matrix's left singular vectors.
+    r"""Coherence :math:`\lVert U \rVert_\infty = \max \lvert U_{ij} \rvert` of a
+    matrix's left singular vectors.
 
-    ``X = U Σ Wᵀ`` is the thin SVD of the ``n × d`` data matrix and the
-    maximum runs over its top ``n_components`` left singular vectors (all of
-    them by default, as in the coherence-adaptive power-method paper behind
-    CoherentPowerPCA). Each column of ``U`` is a
-    unit vector in ``R^n``, so the value lies in ``[1/√n, 1]``: about
-    ``√(2 ln(nk) / n)`` for i.i.d. Gaussian rows, and 1 when one row alone
-    carries a singular direction. It is the quantity that
-    ``CoherentPowerPCA``'s error bound depends on.
+    :math:`X = U \Sigma W^\top` is the thin SVD of the :math:`n \times d` data
+    matrix and the maximum runs over its top ``n_components`` left singular
+    vectors (all of them by default, as in the coherence-adaptive
+    power-method paper behind CoherentPowerPCA). Each column of :math:`U` is
+    a unit vector in :math:`\mathbb{R}^n`, so the value lies in
+    :math:`[1/\sqrt{n}, 1]`: about :math:`\sqrt{2 \ln(nk) / n}` for i.i.d.
+    Gaussian rows, and 1 when one row alone carries a singular direction. It
+    is the quantity that ``CoherentPowerPCA``'s error bound depends on.
 
     **The data is not centred here.** Pass the rows exactly as the estimator
     sees them: if you fit with ``center=True``, pass centred data
     (``X - X.mean(axis=0)``); for a fit with ``data_norm``, the clipped rows.
 
-    Left singular vectors are unique only up to sign (which ``max |·|``
-    ignores) and, for repeated singular values, up to a rotation (which it
-    does not). Two consequences:
+    Left singular vectors are unique only up to sign (which
+    :math:`\max \lvert \cdot \rvert` ignores) and, for repeated singular
+    values, up to a rotation (which it does not). Two consequences:
 
     - Vectors whose singular value is zero (beyond the numerical rank, with
       the tolerance of :func:`numpy.linalg.matrix_rank`) are not determined
       by ``X`` and are left out.
-    - If ``X`` already has orthonormal columns (``XᵀX = I`` within 1e-10),
-      all its singular values are 1, ``X`` is its own left singular basis
-      and the coherence of ``X`` *as given* is returned. So a basis ``U``
-      (e.g. ``info.left_singular_vectors`` of
+    - If ``X`` already has orthonormal columns (:math:`X^\top X = I` within
+      1e-10), all its singular values are 1, ``X`` is its own left singular
+      basis and the coherence of ``X`` *as given* is returned. So a basis
+      :math:`U` (e.g. ``info.left_singular_vectors`` of
       :func:`~sklearn_dppca.datasets.make_coherent_low_rank`) can be passed
       directly.
 
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features)
-        Data matrix (rows are people), or an ``n × k`` matrix with
+        Data matrix (rows are people), or an :math:`n \times k` matrix with
         orthonormal columns.
     n_components : int, default=None
-        Number ``k`` of leading left singular vectors; ``None`` means all
+        Number :math:`k` of leading left singular vectors; ``None`` means all
         ``min(n_samples, n_features)``.
 
     Returns
     -------
     coherence : float
-        In ``[1/√n_samples, 1]``.
+        In :math:`[1/\sqrt{\mathtt{n\_samples}}, 1]`.
 
     Raises
     ------
@@ -430,8 +446,8 @@ def coherence(X, n_components=None):
 
     Notes
     -----
-    Costs one thin SVD, ``O(n d min(n, d))``; it never forms an ``n × n``
-    matrix.
+    Costs one thin SVD, :math:`O(n d \min(n, d))`; it never forms an
+    :math:`n \times n` matrix.
 
     Examples
     --------

@@ -85,7 +85,7 @@ def _check_scale(sigma):
 
 
 def dense_noise(rng, shape, sigma):
-    """``σ G`` with ``G`` of i.i.d. N(0, 1) entries.
+    r""":math:`\sigma G` with :math:`G` of i.i.d. N(0, 1) entries.
 
     Parameters
     ----------
@@ -107,13 +107,14 @@ def dense_noise(rng, shape, sigma):
 
 
 def goe_noise(rng, n_features, sigma):
-    """Symmetric (GOE) kernel ``S = σ (G + Gᵀ) / 2``.
+    r"""Symmetric (GOE) kernel :math:`S = \sigma (G + G^\top) / 2`.
 
     Diagonal entries are N(0, σ²), off-diagonal ones N(0, σ²/2). The
-    coordinates of ``S`` in the orthonormal basis
-    ``{E_ii} ∪ {(E_ij + E_ji)/√2 : i < j}`` of symmetric matrices are i.i.d.
-    N(0, σ²), so adding ``S`` to a symmetric statistic of Frobenius
-    sensitivity ``s`` is a Gaussian mechanism with ``μ = s / σ``.
+    coordinates of :math:`S` in the orthonormal basis
+    :math:`\{E_{ii}\} \cup \{(E_{ij} + E_{ji})/\sqrt{2} : i < j\}` of symmetric
+    matrices are i.i.d. N(0, σ²), so adding :math:`S` to a symmetric statistic
+    of Frobenius sensitivity :math:`s` is a Gaussian mechanism with
+    :math:`\mu = s / \sigma`.
 
     Parameters
     ----------
@@ -141,12 +142,13 @@ def goe_noise(rng, n_features, sigma):
 
 
 def gue_noise(rng, n_features, sigma):
-    """Hermitian (GUE) kernel ``H = σ [(G₁ + G₁ᵀ)/2 + i (G₂ − G₂ᵀ)/2]``.
+    r"""Hermitian (GUE) kernel
+    :math:`H = \sigma [(G_1 + G_1^\top)/2 + i (G_2 - G_2^\top)/2]`.
 
-    ``Re H`` is drawn first, from the same generator state, and equals
-    :func:`goe_noise`'s output exactly; ``Im H`` is antisymmetric and
-    independent of everything else, so a Hermitian release costs what the
-    real one costs.
+    :math:`\operatorname{Re} H` is drawn first, from the same generator state,
+    and equals :func:`goe_noise`'s output exactly; :math:`\operatorname{Im} H`
+    is antisymmetric and independent of everything else, so a Hermitian
+    release costs what the real one costs.
 
     Parameters
     ----------

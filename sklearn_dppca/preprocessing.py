@@ -498,7 +498,7 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         Private mean, in the box; ``None`` with neither ``with_mean`` nor
         ``with_std``.
     var_ : ndarray of shape (n_features_in_,) or None
-        Private variance (``n`` in the denominator, as scikit-learn's);
+        Private variance (:math:`n` in the denominator, as scikit-learn's);
         ``None`` with ``with_std=False``.
     scale_ : ndarray of shape (n_features_in_,) or None
         The square root of ``var_`` floored at the standard deviation of
