@@ -53,7 +53,8 @@ estimator imports it.
 The first rows (:func:`pilot_rows`)
     On many rows (at least :data:`PILOT_FACTOR` times ``max(2^15, 2000 √d /
     μ*)``, public) an estimator whose releases are of the Gram matrix
-    (``PrivatePCA``, ``ComplexGaussPCA``) takes its centre from the first
+    (``PrivatePCA``, ``ComplexGaussPCA``, ``CoherentPowerPCA``'s dense
+    path) takes its centre from the first
     rows, read once and kept, so that the fit reads every row once with a
     numeric bound and twice with ``"auto"``. With a numeric bound the first
     rows' private mean is the centre ``c`` the rows are clipped around, and

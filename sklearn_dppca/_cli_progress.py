@@ -1,7 +1,7 @@
 """The progress of ``dppca fit``'s passes over the rows, on standard error.
 
 :class:`PassProgress` is the ``progress`` hook of the estimators' ``_fit``
-(see ``_base._ReportedPasses``): told as each pass starts ("pass K: what"),
+(see ``_reported._ReportedPasses``): told as each pass starts ("pass K: what"),
 as each partition of a Dask pass is done, and at the end how many passes
 there were. What it prints is a function of public values only: the pass
 numbers and descriptions (fixed by the parameters and released values), and

@@ -447,6 +447,16 @@ class CoherentPowerPCA(_BasePrivatePCA):
         self.random_state = random_state
         self.accountant = accountant
 
+    @property
+    def _pilot_centring(self):
+        # The dense path's first release is of the Gram matrix: on many rows
+        # it is centred in one pass around the first rows' centre (docs/
+        # privacy.rst §5), Σ y yᵀ minus the released n ȳ ȳᵀ. Every statistic
+        # taken from it (the initialisation, H, the go/no-go's traces) then
+        # differs between neighbours only through Σ y yᵀ, as the analysis
+        # assumes; the later passes clip around the released mean.
+        return getattr(self, "_fit_path", "dense") == "dense"
+
     # ------------------------------------------------------------ path
     def _wide_obstacle(self, n_samples, n_features, engine):
         """Why the noisy power path cannot run this fit, or None."""

@@ -83,6 +83,8 @@ def test_how_many_first_rows_is_public():
     (PrivatePCA, True, 2),
     (ComplexGaussPCA, False, 1),
     (ComplexGaussPCA, True, 2),
+    (CoherentPowerPCA, False, 2),  # and its clipping test's pass
+    (CoherentPowerPCA, True, 3),
 ])
 def test_rows_in_any_order_are_read_once_or_twice(make, auto, passes):
     """Issue 24: with the first rows' centre, the numeric fit reads every row
@@ -122,14 +124,7 @@ def test_rows_the_first_do_not_represent_cost_a_pass_not_the_quality(auto, most)
     assert error[0] < 1.5 * error[1]
 
 
-def test_a_power_method_releases_no_gram_matrix_and_reads_every_row():
-    """CoherentPowerPCA's releases are products of the rows, not the Gram
-    matrix the correction applies to: its mean is released from every row."""
-    reads, _ = _reads(CoherentPowerPCA, _rows(), n_components=2, data_norm=1.0)
-    assert len(set(reads)) == 1
-
-
-@pytest.mark.parametrize("make", [PrivatePCA, ComplexGaussPCA])
+@pytest.mark.parametrize("make", [PrivatePCA, ComplexGaussPCA, CoherentPowerPCA])
 @pytest.mark.parametrize("data_norm", [1.0, "auto"])
 @pytest.mark.parametrize("order", [None, "sorted"])
 def test_chunks_release_what_memory_releases(make, data_norm, order):
@@ -174,6 +169,44 @@ def test_the_releases_compose_to_the_charge(monkeypatch):
     assert mus["centring"] == pytest.approx(mu * math.sqrt(0.1 * 0.75 / 2))
     assert mus["mean"] ** 2 + 2 * mus["centring"] ** 2 + mus["covariance"] ** 2 == (
         pytest.approx(mu**2))
+    assert sigmas[0] == pytest.approx(noise_scale(2.0, mus["mean"]))
+    assert sigmas[1:3] == pytest.approx([noise_scale(2.0, mus["centring"])] * 2)
+    assert fit.privacy_spent_ == (EPSILON, 1e-6)
+
+
+def test_a_power_methods_releases_with_the_first_rows_compose_to_the_charge(
+        monkeypatch):
+    """CoherentPowerPCA on many rows: the first rows' mean, the two releases
+    of the clipped rows' sum (their share of the mean's), the initialisation
+    (√2 in unit-ball units), the clipping test's two counts (R²) and the
+    branch (its share whichever runs) compose to μ*, and the mean's releases
+    are calibrated to their sensitivity 2C."""
+    sigmas = []
+    for module in (_base, _bounds):
+        real = module.dense_noise
+
+        def spy(rng, shape, sigma, real=real):
+            sigmas.append(sigma)
+            return real(rng, shape, sigma)
+
+        monkeypatch.setattr(module, "dense_noise", spy)
+    mus = {}
+    real_release = CoherentPowerPCA._release
+
+    def release(self, gram, rows, plan, rng, dtype):
+        mus.update(plan.mus)
+        return real_release(self, gram, rows, plan, rng, dtype)
+
+    monkeypatch.setattr(CoherentPowerPCA, "_release", release)
+    fit = _fit(CoherentPowerPCA, _rows(), n_components=2, data_norm=1.0)
+    mu = gdp_mu(EPSILON, 1e-6)
+    assert mus["mean"] == pytest.approx(mu * math.sqrt(0.1 * 0.25))
+    assert mus["centring"] == pytest.approx(mu * math.sqrt(0.1 * 0.75 / 2))
+    branch = mus["fallback"] ** 2  # = T μ_step² + μ_decision²
+    assert math.isclose(mus["step"] ** 2 * 2 + mus["decision"] ** 2, branch)
+    total = (mus["mean"] ** 2 + 2 * mus["centring"] ** 2 + mus["init"] ** 2
+             + 2 * mus["test"] ** 2 + branch)
+    assert total == pytest.approx(mu**2, rel=1e-12)
     assert sigmas[0] == pytest.approx(noise_scale(2.0, mus["mean"]))
     assert sigmas[1:3] == pytest.approx([noise_scale(2.0, mus["centring"])] * 2)
     assert fit.privacy_spent_ == (EPSILON, 1e-6)
