@@ -892,6 +892,9 @@ def test_a_drowned_search_is_refused_before_any_charge():
         PrivatePCA(2, epsilon=least * 0.99, data_norm="auto", accountant=acc).fit(X)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        # whether a component stands out of this fit's noise is random (the
+        # seed is not fixed): about 1% of fits say one does not
+        warnings.filterwarnings("ignore", category=NoisyReleaseWarning)
         PrivatePCA(2, epsilon=10.0, data_norm="auto", accountant=acc).fit(X)
     assert acc.n_charges == 2
 
