@@ -35,12 +35,6 @@ Sets of cells (``--sets``), and which were used to choose the constants:
   row counts not tuned on (``d ∈ {100, 300, 400, 800}``, ``k ∈ {3, 4, 8}``,
   eigengap 0.3 to 0.7, spread 1 to 3, ``n`` from 30 000 to 200 000); target
   ≤ 0.75× where ``κ ≤ 0.5`` and PrivatePCA's ``sin θ < 0.7``.
-- ``wide`` — held out, not in the default run: incoherent spikes (``k = 3``
-  and 8, spread 3, eigengap 0.9999 and 0.999: the noise's ``d − k``
-  eigenvalues hold the energy of about one and ten spikes) at ``d = 10 000``,
-  ``n = 20 000`` (``ε ∈ {1, 3}``), the dimension where the theory expects
-  the power method's ``√d`` advantage to show; each fit takes minutes and
-  about 5 GB (the dense ``d × d`` releases).
 - ``repetition`` — the cost of ``selection="repetition"`` (the paper's
   Section C): two tuning cells (``d = 50``, spread 10 and ``d = 200``,
   spread 1, ``n = 100 000``, ``ε ∈ {1, 3}``), the repetition fit printed
@@ -120,12 +114,6 @@ SETS = {
         synthetic(300, 100_000, 4, None, 0.5, 2.0, (1.0, 3.0)),
         synthetic(800, 30_000, 3, None, 0.6, 1.0, (3.0, 10.0)),
     ],
-    # wide: incoherent spikes at d = 10⁴ (issue 31's claim at d ≥ 10⁴), the
-    # eigengap near 1 so that the d − k noise eigenvalues (each λ_k(1 − gap))
-    # hold about as much energy as one spike (3) or ten (8); minutes per fit:
-    # the dense d × d releases and eigendecompositions
-    "wide": [synthetic(10_000, 20_000, k, None, gap, 3.0, (1.0, 3.0))
-             for k, gap in ((3, 0.9999), (8, 0.999))],
     "repetition": [
         {**synthetic(d, 100_000, 5, None, 0.5, spread, (1.0, 3.0)), "repetition": True}
         for d, spread in ((50, 10.0), (200, 1.0))
@@ -195,8 +183,6 @@ def target(name, row):
     """The issue's target for a cell, or None where none applies."""
     if name == "repetition":
         return None
-    if name == "wide":  # issue 31: below PrivatePCA's at the same ε
-        return 1.0
     if name == "incoherent":
         if row["kappa"] <= 0.5 and row["private_pca"] < 0.7:
             return 0.75
@@ -292,8 +278,7 @@ def in_memory_ratios(sizes=(20_000, 300_000, 1_000_000), d=100, rounds=3):
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", nargs="+", choices=sorted(SETS),
-                        default=[s for s in SETS if s != "wide"],
-                        help="sets of cells (default: all but wide)")
+                        default=list(SETS), help="sets of cells (default: all)")
     parser.add_argument("--seeds", type=int, default=3, help="noise seeds per cell")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data")
     parser.add_argument("--repeats", type=int, default=3,
