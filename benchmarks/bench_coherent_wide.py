@@ -5,10 +5,9 @@ Issue 31's claim: on spiked models with incoherent components at ``d ≥
 same ε. The data: ``make_coherent_low_rank(20 000, 10 000, k=3,
 coherence=None, eigengap=0.9999, spread=3)`` (rows in the unit ball; the
 ``d − k`` noise eigenvalues hold about one spike's energy). Each estimator
-runs with
-its default rule on the dense path (``d × d`` releases; ``CoherentPowerPCA``
-eigendecomposes two of them: minutes per fit) and on the noisy power path
-(no ``d × d`` matrix). Printed: ``sin θ`` of the top ``k`` against the
+runs with its default rule on the dense path (``d × d`` releases;
+``CoherentPowerPCA`` eigendecomposes two of them: minutes per fit) and on
+the noisy power path (no ``d × d`` matrix). Printed: ``sin θ`` of the top ``k`` against the
 centred data's own (``bench_wide.reference_components``), seconds, and
 ``CoherentPowerPCA``'s branch.
 
