@@ -70,18 +70,20 @@ def _log_gdp_delta(mu, epsilon):
 
 
 def gdp_delta(mu, epsilon):
-    """Smallest ``δ`` such that a ``μ``-GDP mechanism is ``(ε, δ)``-DP.
+    r"""Smallest :math:`\delta` such that a :math:`\mu`-GDP mechanism is
+    :math:`(\varepsilon, \delta)`-DP.
 
-    ``δ(ε; μ) = Φ(-ε/μ + μ/2) - e^ε Φ(-ε/μ - μ/2)`` (Dong, Roth & Su 2022,
+    :math:`\delta(\varepsilon; \mu) = \Phi(-\varepsilon/\mu + \mu/2) -
+    e^\varepsilon \Phi(-\varepsilon/\mu - \mu/2)` (Dong, Roth & Su 2022,
     Corollary 2.13), computed in log space so that it is accurate for
-    ``ε`` from ``1e-3`` to ``1e7``.
+    :math:`\varepsilon` from ``1e-3`` to ``1e7``.
 
     Parameters
     ----------
     mu : float
-        GDP parameter, ``μ ≥ 0``.
+        GDP parameter, :math:`\mu \ge 0`.
     epsilon : float
-        Privacy parameter, ``ε ≥ 0`` (may be ``inf``).
+        Privacy parameter, :math:`\varepsilon \ge 0` (may be ``inf``).
 
     Returns
     -------
@@ -99,27 +101,31 @@ def gdp_delta(mu, epsilon):
 
 
 def gdp_epsilon(mu, delta, *, tidy=True):
-    """Smallest ``ε`` such that a ``μ``-GDP mechanism is ``(ε, δ)``-DP.
+    r"""Smallest :math:`\varepsilon` such that a :math:`\mu`-GDP mechanism is
+    :math:`(\varepsilon, \delta)`-DP.
 
-    Solves ``δ(ε; μ) = δ`` for ``ε`` with a bracketed root-finder on
-    ``log δ`` (``δ(ε; μ)`` decreases in ``ε``).
+    Solves :math:`\delta(\varepsilon; \mu) = \delta` for :math:`\varepsilon`
+    with a bracketed root-finder on :math:`\log \delta`
+    (:math:`\delta(\varepsilon; \mu)` decreases in :math:`\varepsilon`).
 
     Parameters
     ----------
     mu : float
-        GDP parameter, ``μ ≥ 0``.
+        GDP parameter, :math:`\mu \ge 0`.
     delta : float
-        Target ``δ`` in ``(0, 1)``.
+        Target :math:`\delta` in :math:`(0, 1)`.
     tidy : bool, default=True
         Report the value at 12 significant digits where that is a guarantee
-        too (no float artefact: ``ε = 1`` comes back as ``1.0``). ``False``
-        gives the root itself, for an ``ε`` that is converted back to ``μ``
-        to calibrate noise (the tidy value may be a hair larger).
+        too (no float artefact: :math:`\varepsilon = 1` comes back as
+        ``1.0``). ``False`` gives the root itself, for an :math:`\varepsilon`
+        that is converted back to :math:`\mu` to calibrate noise (the tidy
+        value may be a hair larger).
 
     Returns
     -------
     epsilon : float
-        ``0.0`` when ``δ(0; μ) ≤ δ`` already, ``inf`` when ``μ`` is infinite.
+        ``0.0`` when :math:`\delta(0; \mu) \le \delta` already, ``inf`` when
+        :math:`\mu` is infinite.
 
     Examples
     --------
@@ -155,18 +161,20 @@ def gdp_epsilon(mu, delta, *, tidy=True):
 
 
 def gdp_mu(epsilon, delta):
-    """The ``μ`` of the Gaussian-DP curve through ``(ε, δ)``.
+    r"""The :math:`\mu` of the Gaussian-DP curve through
+    :math:`(\varepsilon, \delta)`.
 
-    A mechanism is ``(ε, δ)``-DP for exactly those Gaussian mechanisms with
-    ``s/σ ≤ gdp_mu(ε, δ)``. Solves ``δ(ε; μ) = δ`` by a bracketed root-finder
-    on ``log μ`` (:ref:`privacy-accounting`).
+    A mechanism is :math:`(\varepsilon, \delta)`-DP for exactly those Gaussian
+    mechanisms with :math:`s/\sigma \le` ``gdp_mu(epsilon, delta)``. Solves
+    :math:`\delta(\varepsilon; \mu) = \delta` by a bracketed root-finder on
+    :math:`\log \mu` (:ref:`privacy-accounting`).
 
     Parameters
     ----------
     epsilon : float
-        ``ε ≥ 0``; ``inf`` gives ``inf``.
+        :math:`\varepsilon \ge 0`; ``inf`` gives ``inf``.
     delta : float
-        ``δ`` in ``(0, 1)``.
+        :math:`\delta` in :math:`(0, 1)`.
 
     Returns
     -------
@@ -198,21 +206,22 @@ def gdp_mu(epsilon, delta):
 
 
 def calibrate_gaussian(epsilon, delta, sensitivity=1.0):
-    """Standard deviation of the exact (analytic) Gaussian mechanism.
+    r"""Standard deviation of the exact (analytic) Gaussian mechanism.
 
-    ``σ = sensitivity / gdp_mu(ε, δ)``: the smallest noise for which adding
-    ``N(0, σ² I)`` to a statistic of L2 sensitivity ``sensitivity`` is
-    ``(ε, δ)``-DP (Balle & Wang 2018). Valid for every ``ε > 0``, unlike the
-    textbook ``s sqrt(2 ln(1.25/δ)) / ε``.
+    :math:`\sigma` = ``sensitivity / gdp_mu(epsilon, delta)``: the smallest
+    noise for which adding :math:`N(0, \sigma^2 I)` to a statistic of L2
+    sensitivity ``sensitivity`` is :math:`(\varepsilon, \delta)`-DP (Balle &
+    Wang 2018). Valid for every :math:`\varepsilon > 0`, unlike the textbook
+    :math:`s \sqrt{2 \ln(1.25/\delta)} / \varepsilon`.
 
     Parameters
     ----------
     epsilon : float
-        ``ε ≥ 0``.
+        :math:`\varepsilon \ge 0`.
     delta : float
-        ``δ`` in ``(0, 1)``.
+        :math:`\delta` in :math:`(0, 1)`.
     sensitivity : float, default=1.0
-        L2 sensitivity of the released statistic, ``≥ 0``.
+        L2 sensitivity of the released statistic, :math:`\ge 0`.
 
     Returns
     -------
@@ -239,14 +248,15 @@ def _check_orders(orders):
 
 
 def gaussian_rdp(mu, orders=DEFAULT_ORDERS):
-    """RDP curve of a ``μ``-GDP Gaussian release: ``ε(λ) = λ μ² / 2``.
+    r"""RDP curve of a :math:`\mu`-GDP Gaussian release:
+    :math:`\varepsilon(\lambda) = \lambda \mu^2 / 2`.
 
     Parameters
     ----------
     mu : float
-        ``s / σ`` of the release.
+        :math:`s / \sigma` of the release.
     orders : array-like of float, default=DEFAULT_ORDERS
-        Rényi orders ``λ > 1``.
+        Rényi orders :math:`\lambda > 1`.
 
     Returns
     -------
@@ -263,17 +273,20 @@ def gaussian_rdp(mu, orders=DEFAULT_ORDERS):
 
 
 def rdp_to_epsilon(rdp, delta, orders=DEFAULT_ORDERS):
-    """Convert an RDP curve to ``(ε, δ)``-DP with the improved conversion.
+    r"""Convert an RDP curve to :math:`(\varepsilon, \delta)`-DP with the
+    improved conversion.
 
-    ``ε = min_λ [ε_RDP(λ) + ln(1 - 1/λ) - (ln δ + ln λ)/(λ - 1)]``
+    :math:`\varepsilon = \min_\lambda [\varepsilon_{\mathrm{RDP}}(\lambda) +
+    \ln(1 - 1/\lambda) - (\ln \delta + \ln \lambda)/(\lambda - 1)]`
     (Canonne, Kamath & Steinke 2020; Asoodeh et al. 2020).
 
     Parameters
     ----------
     rdp : array-like of shape (len(orders),)
-        RDP guarantees ``ε_RDP(λ)`` at ``orders``.
+        RDP guarantees :math:`\varepsilon_{\mathrm{RDP}}(\lambda)` at
+        ``orders``.
     delta : float
-        Target ``δ`` in ``(0, 1)``.
+        Target :math:`\delta` in :math:`(0, 1)`.
     orders : array-like of float, default=DEFAULT_ORDERS
 
     Returns
@@ -303,21 +316,25 @@ def rdp_to_epsilon(rdp, delta, orders=DEFAULT_ORDERS):
 
 
 def repeated_rdp(rdp, theta, orders=DEFAULT_ORDERS):
-    """RDP of running a mechanism a ``Geometric(θ)`` number of times.
+    r"""RDP of running a mechanism a :math:`\mathrm{Geometric}(\theta)` number
+    of times.
 
-    Papernot & Steinke (2022), Theorem 2 with ``η = 1``: if one trial is
-    ``(λ, ε_Q(λ))``-RDP, running ``K ~ Geometric(θ)`` trials
-    (``P[K = k] = θ (1 - θ)^{k-1}``) and releasing only the best is
-    ``(λ, ε'(λ))``-RDP with ``ε'(λ) = ε_Q(λ) + min_{λ̂} [2 (1 - 1/λ̂) ε_Q(λ̂) +
-    2 ln(1/θ)/λ̂] + ln(1/θ)/(λ - 1)``. The minimum runs over ``orders`` and
-    ``λ̂ = 1`` (where the bracket is ``2 ln(1/θ)``).
+    Papernot & Steinke (2022), Theorem 2 with :math:`\eta = 1`: if one trial
+    is :math:`(\lambda, \varepsilon_Q(\lambda))`-RDP, running
+    :math:`K \sim \mathrm{Geometric}(\theta)` trials
+    (:math:`P[K = k] = \theta (1 - \theta)^{k-1}`) and releasing only the best
+    is :math:`(\lambda, \varepsilon'(\lambda))`-RDP with
+    :math:`\varepsilon'(\lambda) = \varepsilon_Q(\lambda) + \min_{\hat\lambda}
+    [2 (1 - 1/\hat\lambda) \varepsilon_Q(\hat\lambda) + 2 \ln(1/\theta)/\hat\lambda] +
+    \ln(1/\theta)/(\lambda - 1)`. The minimum runs over ``orders`` and
+    :math:`\hat\lambda = 1` (where the bracket is :math:`2 \ln(1/\theta)`).
 
     Parameters
     ----------
     rdp : array-like of shape (len(orders),)
-        RDP curve ``ε_Q`` of one trial.
+        RDP curve :math:`\varepsilon_Q` of one trial.
     theta : float
-        Stopping probability in ``(0, 1]``.
+        Stopping probability in :math:`(0, 1]`.
     orders : array-like of float, default=DEFAULT_ORDERS
 
     Returns

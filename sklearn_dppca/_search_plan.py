@@ -70,7 +70,7 @@ class SearchPlan(NamedTuple):
 
 def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,
                 n_features, refit=True, fit_weights=None):
-    """The privacy analysis of a search, from the grid and public values.
+    r"""The privacy analysis of a search, from the grid and public values.
 
     Every candidate is ``clone(estimator).set_params(**clone(params))`` —
     estimator objects in the grid are cloned, never fitted in place — and is
@@ -82,18 +82,24 @@ def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,
     parameter value, ``n_components`` above the features or the smallest
     training fold) is kept with its ``error`` and gets no budget.
 
-    The budget ``μ*`` is split in :data:`SEARCH_BUDGET_SHARES` (without a
-    refit, its share is dropped and the others rescaled):
+    The budget :math:`\mu^*` is split in :data:`SEARCH_BUDGET_SHARES`
+    (without a refit, its share is dropped and the others rescaled):
 
-    - **fits**: group ``g`` of weight ``ω_g`` fits on each training fold at
-      ``μ_g² = s_fits μ*² ω_g / (r Σ_h ω_h)``, with ``r`` the most training
-      folds any row is in (``K − 1`` for K-fold);
+    - **fits**: group :math:`g` of weight :math:`\omega_g` fits on each
+      training fold at
+      :math:`\mu_g^2 = s_{\mathrm{fits}} \mu^{*2} \omega_g / (r \sum_h \omega_h)`,
+      with :math:`r` the most training folds any row is in (:math:`K - 1` for
+      K-fold);
     - **scores**: each fold's scores get Gaussian noise of
-      ``σ = √(Σ_c C_c⁴) / μ_sel`` with ``μ_sel² = s_sel μ*²`` (a row is in
-      one validation fold and moves candidate ``c``'s score by ``≤ C_c²``);
-    - **refit**: ``μ_refit² = s_refit μ*²``.
+      :math:`\sigma = \sqrt{\sum_c C_c^4} / \mu_{\mathrm{sel}}` with
+      :math:`\mu_{\mathrm{sel}}^2 = s_{\mathrm{sel}} \mu^{*2}` (a row is in
+      one validation fold and moves candidate :math:`c`'s score by
+      :math:`\le C_c^2`);
+    - **refit**: :math:`\mu_{\mathrm{refit}}^2 = s_{\mathrm{refit}} \mu^{*2}`.
 
-    They compose to ``r Σ_g μ_g² + μ_sel² + μ_refit² = μ*²``: one charge.
+    They compose to
+    :math:`r \sum_g \mu_g^2 + \mu_{\mathrm{sel}}^2 + \mu_{\mathrm{refit}}^2 =
+    \mu^{*2}`: one charge.
 
     Parameters
     ----------
@@ -109,9 +115,10 @@ def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,
         The shape of ``X``.
     refit : bool, str or callable, default=True
     fit_weights : None, sequence of float or callable, default=None
-        The weight ``ω ∈ (0, 1]`` of each candidate's group: one per grid
-        point in ParameterGrid's order, or ``params -> weight``; ``None``
-        weighs every group 1. Candidates sharing a release must agree.
+        The weight :math:`\omega \in (0, 1]` of each candidate's group: one
+        per grid point in ParameterGrid's order, or ``params -> weight``;
+        ``None`` weighs every group 1. Candidates sharing a release must
+        agree.
 
     Returns
     -------

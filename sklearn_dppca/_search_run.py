@@ -27,12 +27,15 @@ SELECTION_Z = 2.0
 # Scores
 # --------------------------------------------------------------------------
 def captured_variance_rows(rows, mean, components, data_norm):
-    """Per-row captured variance ``‖P clip_C(x_i − m̂)‖²``, each in ``[0, C²]``.
+    r"""Per-row captured variance
+    :math:`\lVert P \operatorname{clip}_C(x_i - \hat m) \rVert^2`, each in
+    :math:`[0, C^2]`.
 
-    ``P`` is the orthogonal projection on the span of ``components`` (rows),
-    which are orthonormalised first (post-processing of a release), so the
-    bound ``‖P y‖² ≤ ‖y‖² ≤ C²`` holds for any released components; the
-    final clip to ``[0, C²]`` makes it exact in floating point too.
+    :math:`P` is the orthogonal projection on the span of ``components``
+    (rows), which are orthonormalised first (post-processing of a release),
+    so the bound :math:`\lVert P y \rVert^2 \le \lVert y \rVert^2 \le C^2`
+    holds for any released components; the final clip to :math:`[0, C^2]`
+    makes it exact in floating point too.
 
     Parameters
     ----------
@@ -86,25 +89,29 @@ def captured_variance_score(estimator, X, y=None):
 
 def floor_penalised_scores(released, n_components, n_validation, floor,
                            selection_sigma, z=SELECTION_Z):
-    """Per-fold scores that compare candidates with different ``k`` fairly.
+    r"""Per-fold scores that compare candidates with different :math:`k`
+    fairly.
 
-    Captured variance grows with ``k`` even past the planted rank: a
+    Captured variance grows with :math:`k` even past the planted rank: a
     direction of the isotropic noise floor captures the floor's variance
-    ``τ_f`` per validation row, whichever direction the noisy release
+    :math:`\tau_f` per validation row, whichever direction the noisy release
     picked. The rule subtracts from each released (noisy) fold score the
-    expected capture of its floor components, ``k_{c,f} n_f τ_f``, and a
-    margin of ``z`` standard deviations of what extra floor components add
-    by chance — their sampling spread ``√(2 Σ_f n_f τ_f²)`` (the variance
-    of ``y²`` for ``y ~ N(0, τ)``) and the noise of a difference of two
-    candidates' summed released scores, ``√(2K) σ`` — shared among the
-    folds in proportion to their rows, and divides by the fold's rows::
+    expected capture of its floor components, :math:`k_{c,f} n_f \tau_f`,
+    and a margin of ``z`` standard deviations of what extra floor components
+    add by chance — their sampling spread
+    :math:`\sqrt{2 \sum_f n_f \tau_f^2}` (the variance of :math:`y^2` for
+    :math:`y \sim N(0, \tau)`) and the noise of a difference of two
+    candidates' summed released scores, :math:`\sqrt{2K} \sigma` — shared
+    among the folds in proportion to their rows, and divides by the fold's
+    rows::
 
         S_{c,f} = (R_{c,f} − k_{c,f} n_f τ_f − (n_f/n) k̄_c z spread_c) / n_f
         spread_c = √(2 Σ_f n_f τ_f² + 2 K σ²)
 
-    The mean of ``S_{c,f}`` over the folds is the floor-penalised captured
-    variance per validation row; it is the search's ``mean_test_score``. A
-    signal direction of variance ``λ > τ`` adds ``(λ − τ) n`` to the summed
+    The mean of :math:`S_{c,f}` over the folds is the floor-penalised
+    captured variance per validation row; it is the search's
+    ``mean_test_score``. A signal direction of variance
+    :math:`\lambda > \tau` adds :math:`(\lambda - \tau) n` to the summed
     score, far above the margin; a floor direction adds on average nothing
     but pays the margin, so the best candidate is wrong only when chance
     beats ``z`` standard deviations. Everything here is post-processing of
@@ -113,13 +120,13 @@ def floor_penalised_scores(released, n_components, n_validation, floor,
     Parameters
     ----------
     released : ndarray of shape (n_candidates, n_folds)
-        Noisy summed captured variance ``R_{c,f}`` of each fold.
+        Noisy summed captured variance :math:`R_{c,f}` of each fold.
     n_components : ndarray of shape (n_candidates, n_folds)
         Released ``n_components_`` of each candidate in each fold.
     n_validation : ndarray of shape (n_folds,)
         Validation rows per fold (public).
     floor : array-like broadcastable to (n_candidates, n_folds)
-        Released floor variance ``τ`` per row.
+        Released floor variance :math:`\tau` per row.
     selection_sigma : float
         Standard deviation of the noise added to each fold score.
     z : float, default=SELECTION_Z
@@ -127,7 +134,7 @@ def floor_penalised_scores(released, n_components, n_validation, floor,
     Returns
     -------
     scores : ndarray of shape (n_candidates, n_folds)
-        ``S_{c,f}``.
+        :math:`S_{c,f}`.
     penalty : ndarray of shape (n_candidates,)
         What was subtracted from each candidate's summed score.
 

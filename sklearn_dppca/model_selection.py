@@ -1,4 +1,4 @@
-"""Private model selection: a grid search whose choice is private too.
+r"""Private model selection: a grid search whose choice is private too.
 
 :class:`PrivateGridSearchCV` has the surface of scikit-learn's
 :class:`~sklearn.model_selection.GridSearchCV`, but everything it releases —
@@ -9,26 +9,30 @@ to a :class:`~sklearn_dppca.BudgetAccountant` (:doc:`/model_selection`,
 :ref:`privacy-accounting`).
 
 :func:`plan_search` is the whole privacy analysis of a search: a pure
-function of the grid and public values (``n``, ``d``, the folds) that clones
-and checks every candidate, groups those that share a release, and fixes
-every ``μ`` and the charge before the data is read. ``fit`` only executes
-the plan:
+function of the grid and public values (:math:`n`, :math:`d`, the folds) that
+clones and checks every candidate, groups those that share a release, and
+fixes every :math:`\mu` and the charge before the data is read. ``fit`` only
+executes the plan:
 
 1. **Candidate fits.** Every group of candidates is fitted on every training
-   fold at ``μ_g``. A row sits in ``K − 1`` training folds, so the fits of a
-   group compose as ``K − 1`` releases (under replacement the fold that does
-   not hold the row does not depend on it). PrivatePCA candidates that
-   differ only in ``n_components`` or ``whiten`` are post-processing of one
-   release: one fit per fold (``n_components=None``, truncated).
+   fold at :math:`\mu_g`. A row sits in :math:`K - 1` training folds, so the
+   fits of a group compose as :math:`K - 1` releases (under replacement the
+   fold that does not hold the row does not depend on it). PrivatePCA
+   candidates that differ only in ``n_components`` or ``whiten`` are
+   post-processing of one release: one fit per fold
+   (``n_components=None``, truncated).
 2. **Scores.** The score of a candidate on a fold is the captured variance of
-   the fold's validation rows, ``Σ_i ‖P clip_C(x_i − m̂)‖²``, each term in
-   ``[0, C²]``. Each row is in exactly one validation fold, so the matrix of
-   candidate × fold scores has L2 sensitivity ``√(Σ_c C_c⁴)`` given the
-   candidate fits (paid for in step 1): the same as the vector of their
-   sums. It is released with Gaussian noise at ``μ_sel``.
+   the fold's validation rows,
+   :math:`\sum_i \lVert P \operatorname{clip}_C(x_i - \hat m) \rVert^2`, each
+   term in :math:`[0, C^2]`. Each row is in exactly one validation fold, so
+   the matrix of candidate × fold scores has L2 sensitivity
+   :math:`\sqrt{\sum_c C_c^4}` given the candidate fits (paid for in step 1):
+   the same as the vector of their sums. It is released with Gaussian noise
+   at :math:`\mu_{\mathrm{sel}}`.
 3. **Choice.** Post-processing of the noisy scores and of the released
    spectra: the floor-penalised score of :func:`floor_penalised_scores`.
-4. **Refit** of the chosen candidate on all rows at ``μ_refit``.
+4. **Refit** of the chosen candidate on all rows at
+   :math:`\mu_{\mathrm{refit}}`.
 
 Candidates that end in a private supervised head
 (:mod:`sklearn_dppca.linear_model`) are searched with the same shares and

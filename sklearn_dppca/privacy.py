@@ -1,17 +1,18 @@
-"""Privacy accounting: Gaussian DP, Rényi DP and a shared budget accountant.
+r"""Privacy accounting: Gaussian DP, Rényi DP and a shared budget accountant.
 
-Every release this package makes is a Gaussian mechanism ``f(A) + N(0, σ² I)``
-with L2 sensitivity ``s``. Such a release is ``μ``-GDP with ``μ = s / σ``
-(Dong, Roth & Su 2022) and GDP composes exactly: releases with ``μ_j`` give
-``sqrt(Σ μ_j²)``-GDP. This module converts between GDP and ``(ε, δ)``
-exactly (:ref:`privacy-accounting`), calibrates the analytic Gaussian
-mechanism (Balle & Wang 2018), provides the Rényi-DP helpers used by the
-random-length private selection, and keeps a :class:`BudgetAccountant` that
-estimators charge before they release anything. An accountant keeps its
-charges in memory or, given a ``path``, in a ledger file shared by processes
-and restarts (stored by ``sklearn_dppca._ledger``; the accounting is here,
-its mathematics in ``sklearn_dppca._accounting``; the warning rules,
-``PrivacyLeakWarning`` and ``private_computation``, in
+Every release this package makes is a Gaussian mechanism
+:math:`f(A) + N(0, \sigma^2 I)` with L2 sensitivity :math:`s`. Such a release
+is :math:`\mu`-GDP with :math:`\mu = s / \sigma` (Dong, Roth & Su 2022) and
+GDP composes exactly: releases with :math:`\mu_j` give
+:math:`\sqrt{\sum_j \mu_j^2}`-GDP. This module converts between GDP and
+:math:`(\varepsilon, \delta)` exactly (:ref:`privacy-accounting`), calibrates
+the analytic Gaussian mechanism (Balle & Wang 2018), provides the Rényi-DP
+helpers used by the random-length private selection, and keeps a
+:class:`BudgetAccountant` that estimators charge before they release anything.
+An accountant keeps its charges in memory or, given a ``path``, in a ledger
+file shared by processes and restarts (stored by ``sklearn_dppca._ledger``;
+the accounting is here, its mathematics in ``sklearn_dppca._accounting``; the
+warning rules, ``PrivacyLeakWarning`` and ``private_computation``, in
 ``sklearn_dppca._warning_rules``, re-exported here).
 
 This module imports nothing from the estimators.
@@ -142,7 +143,7 @@ def _read_only(name):
 
 
 class Budget(NamedTuple):
-    """A privacy guarantee or budget, ``(epsilon, delta)``.
+    r"""A privacy guarantee or budget, ``(epsilon, delta)``.
 
     A tuple: ``eps, delta = accountant.spent`` unpacks it, and it compares
     equal to the plain tuple. Returned by
@@ -161,9 +162,9 @@ class Budget(NamedTuple):
     True
 
     Order is that of guarantees, coordinate by coordinate (diffprivlib's):
-    ``a >= b`` when ``a`` is at least ``b`` in both ``ε`` and ``δ``, not the
-    lexicographic order of tuples, under which a spend of ``(1.0, 1e-6)``
-    would be ``>= (0.5, 1.0)``:
+    ``a >= b`` when ``a`` is at least ``b`` in both :math:`\varepsilon` and
+    :math:`\delta`, not the lexicographic order of tuples, under which a spend
+    of ``(1.0, 1e-6)`` would be ``>= (0.5, 1.0)``:
 
     >>> Budget(1.0, 1e-6) >= (0.5, 1.0), Budget(1.0, 1e-6) >= (0.5, 1e-7)
     (False, True)
@@ -188,15 +189,17 @@ class Budget(NamedTuple):
 
 
 class BudgetAccountant:
-    """Shared privacy budget that composes every fit charged to it exactly.
+    r"""Shared privacy budget that composes every fit charged to it exactly.
 
-    Gaussian releases are recorded by their GDP parameter ``μ`` and composed
-    exactly (``μ² = Σ μ_j²``); releases described by an RDP curve are composed
-    in RDP together with the Gaussian ones (``λ μ²/2``) and converted with the
-    improved conversion. :attr:`spent` is the composed ``ε`` at the
-    accountant's ``delta``. Releases of your own, stated as ``(ε, δ)``-DP
-    (``spend(epsilon, delta)``, as in ``diffprivlib``), are added to the fits
-    by the basic composition theorem (:ref:`own-releases`).
+    Gaussian releases are recorded by their GDP parameter :math:`\mu` and
+    composed exactly (:math:`\mu^2 = \sum_j \mu_j^2`); releases described by an
+    RDP curve are composed in RDP together with the Gaussian ones
+    (:math:`\lambda \mu^2 / 2`) and converted with the improved conversion.
+    :attr:`spent` is the composed :math:`\varepsilon` at the accountant's
+    ``delta``. Releases of your own, stated as
+    :math:`(\varepsilon, \delta)`-DP (``spend(epsilon, delta)``, as in
+    ``diffprivlib``), are added to the fits by the basic composition theorem
+    (:ref:`own-releases`).
 
     A fit checks and charges atomically, *before* it releases anything; a fit
     that would take the total over ``epsilon`` raises
@@ -224,13 +227,13 @@ class BudgetAccountant:
     Parameters
     ----------
     epsilon : float, default=None
-        Total ``ε`` allowed, at ``delta``; ``None``: unlimited in memory, or
-        the ledger's own budget. Read-only after creation.
+        Total :math:`\varepsilon` allowed, at ``delta``; ``None``: unlimited
+        in memory, or the ledger's own budget. Read-only after creation.
     delta : float, default=None
-        The ``δ`` at which the budget is stated and :attr:`spent` is
-        reported, in ``[0, 1)`` (``0``: releases of your own that are pure
-        ``ε``-DP, and no Gaussian fit); ``None``: ``1e-6``, or the ledger's
-        own. Read-only.
+        The :math:`\delta` at which the budget is stated and :attr:`spent` is
+        reported, in :math:`[0, 1)` (``0``: releases of your own that are pure
+        :math:`\varepsilon`-DP, and no Gaussian fit); ``None``: ``1e-6``, or
+        the ledger's own. Read-only.
     path : str or path-like, default=None
         Ledger file. A new file needs ``epsilon``, and is created readable by
         its owner only; an existing one is opened with its stored budget
@@ -560,7 +563,7 @@ class BudgetAccountant:
 
     def spend(self, *release, mu=None, rdp=None, epsilon=None, delta=None,
               estimator=None, label=None):
-        """Check and charge one release, atomically.
+        r"""Check and charge one release, atomically.
 
         ``spend(mu)`` charges a Gaussian release (what the estimators do);
         ``spend(epsilon, delta)`` a release of your own, stated as
@@ -577,10 +580,11 @@ class BudgetAccountant:
         rdp : array-like of shape (len(DEFAULT_ORDERS),), optional
             RDP curve of a release that is not GDP.
         epsilon : float, optional
-            ``ε ≥ 0`` (``inf`` allowed) of a release of your own that is
-            ``(ε, δ)``-DP, e.g. a Laplace mechanism; not with ``mu``/``rdp``.
+            :math:`\varepsilon \ge 0` (``inf`` allowed) of a release of your
+            own that is :math:`(\varepsilon, \delta)`-DP, e.g. a Laplace
+            mechanism; not with ``mu``/``rdp``.
         delta : float, default=0.0 with ``epsilon``
-            Its ``δ`` in ``[0, 1]``; not both ``0``.
+            Its :math:`\delta` in :math:`[0, 1]`; not both ``0``.
         estimator : estimator, optional
             The estimator being fitted: its class name and ``get_params()``
             (without the accountant) are recorded with the charge.
@@ -637,18 +641,19 @@ class BudgetAccountant:
     # -- reading ------------------------------------------------------------
     @property
     def spent(self):
-        """:class:`~sklearn_dppca.privacy.Budget` ``(ε, δ)`` spent so far;
-        ``(0.0, 0.0)`` before any.
+        r""":class:`~sklearn_dppca.privacy.Budget` :math:`(\varepsilon, \delta)`
+        spent so far; ``(0.0, 0.0)`` before any.
 
         With Gaussian fits only, composed exactly and stated at the
-        accountant's ``delta``. With releases of your own in ``(ε, δ)``, the
-        bound of :ref:`own-releases` (at the accountant's ``delta``; their own
-        ``δ`` total if there is no fit).
+        accountant's ``delta``. With releases of your own in
+        :math:`(\varepsilon, \delta)`, the bound of :ref:`own-releases` (at the
+        accountant's ``delta``; their own :math:`\delta` total if there is no
+        fit).
         """
         return self._total(self._state())
 
     def total(self):
-        """``(ε, δ)`` spent so far: the same as :attr:`spent`.
+        r""":math:`(\varepsilon, \delta)` spent so far: the same as :attr:`spent`.
 
         ``diffprivlib``'s name, for code ported from it (it has no
         ``spent_budget``/``slack`` arguments here).
@@ -664,13 +669,14 @@ class BudgetAccountant:
 
     @property
     def charges(self):
-        """Every charge, oldest first, as dicts.
+        r"""Every charge, oldest first, as dicts.
 
         Keys: ``seq`` (1, 2, ...), ``time`` (UTC, ISO 8601), ``estimator``
         (class name or ``None``), ``params`` (its parameters), ``label``,
-        ``mu``, ``rdp`` (list or ``None``), ``epsilon_delta`` (``(ε, δ)`` of
-        a release of your own, else ``None``), ``epsilon_spent`` (the composed
-        total after the charge) and, on a ledger, ``prev_hash`` and ``hash``.
+        ``mu``, ``rdp`` (list or ``None``), ``epsilon_delta``
+        (:math:`(\varepsilon, \delta)` of a release of your own, else
+        ``None``), ``epsilon_spent`` (the composed total after the charge)
+        and, on a ledger, ``prev_hash`` and ``hash``.
         """
         if self._ledger is None:
             with self._lock:
@@ -739,26 +745,30 @@ class BudgetAccountant:
         return self._ledger.anchor()
 
     def remaining(self, k=1, *, delta=None):
-        """What is left: ``ε`` for ``k`` more fits, or ``(ε, δ)`` for releases.
+        r"""What is left: :math:`\varepsilon` for ``k`` more fits, or
+        :math:`(\varepsilon, \delta)` for releases.
 
-        Without ``delta``: the largest ``ε`` each of ``k`` more equal Gaussian
-        fits may spend, each at this accountant's ``δ``; the ``k`` of them,
-        composed with everything already charged, fill the budget exactly.
+        Without ``delta``: the largest :math:`\varepsilon` each of ``k`` more
+        equal Gaussian fits may spend, each at this accountant's
+        :math:`\delta`; the ``k`` of them, composed with everything already
+        charged, fill the budget exactly.
 
-        With ``delta``: the largest ``ε`` each of ``k`` more releases of your
-        own, each ``(ε, delta)``-DP, may spend (:meth:`spend` with
-        ``epsilon, delta``), as a :class:`~sklearn_dppca.privacy.Budget`
-        ``(ε, delta)``. This is the pair ``diffprivlib``'s ``remaining(k)``
-        returns; there, the ``δ`` left is split between the ``k`` queries,
-        here you choose it (``0.0`` for pure ``ε``-DP releases: the fits need
-        a share of ``δ``).
+        With ``delta``: the largest :math:`\varepsilon` each of ``k`` more
+        releases of your own, each (:math:`\varepsilon`, ``delta``)-DP, may
+        spend (:meth:`spend` with ``epsilon, delta``), as a
+        :class:`~sklearn_dppca.privacy.Budget` (:math:`\varepsilon`,
+        ``delta``). This is the pair ``diffprivlib``'s ``remaining(k)``
+        returns; there, the :math:`\delta` left is split between the ``k``
+        queries, here you choose it (``0.0`` for pure :math:`\varepsilon`-DP
+        releases: the fits need a share of :math:`\delta`).
 
         Parameters
         ----------
         k : int, default=1
             Number of further fits or releases.
         delta : float, optional
-            ``δ`` in ``[0, 1]`` of each further release of your own.
+            :math:`\delta` in :math:`[0, 1]` of each further release of your
+            own.
 
         Returns
         -------
