@@ -7,9 +7,9 @@ coherence=None, eigengap=0.9999, spread=3)`` (rows in the unit ball; the
 ``d − k`` noise eigenvalues hold about one spike's energy). Each estimator
 runs with its default rule on the dense path (``d × d`` releases;
 ``CoherentPowerPCA`` eigendecomposes two of them: minutes per fit) and on
-the noisy power path (no ``d × d`` matrix). Printed: ``sin θ`` of the top ``k`` against the
-centred data's own (``bench_wide.reference_components``), seconds, and
-``CoherentPowerPCA``'s branch.
+the noisy power path (no ``d × d`` matrix). Printed: ``sin θ`` of the top
+``k`` against the centred data's own (``bench_wide.reference_components``),
+seconds, and ``CoherentPowerPCA``'s branch.
 
 Run from the repository root (about 25 minutes on 2 cores, 6 GB)::
 

@@ -71,18 +71,16 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from . import _array_api
+from . import _array_api, _search_plan, _search_run
 from . import _supervised_search as _supervised
 from ._base import _all_or_nothing, reported_spend
 from ._search_plan import (
-    SEARCH_BUDGET_SHARES,
     SearchPlan,
     _locate_private_step,
     _resolve_cv,
     plan_search,
 )
 from ._search_run import (
-    SELECTION_Z,
     _all_finite,
     _best_index,
     _check_heads,
@@ -117,6 +115,17 @@ __all__ = [
     "private_cross_val_score",
     "private_cross_validate",
 ]
+
+#: Fractions of :math:`\mu^{*2}` of the search: the candidate fits on the
+#: training folds, the released score matrix, and the refit on all rows.
+#: Without a refit its share is dropped and the others rescaled to sum to 1.
+#: (Defined with the plan, in ``_search_plan``.)
+SEARCH_BUDGET_SHARES = _search_plan.SEARCH_BUDGET_SHARES
+
+#: Margin, in standard deviations, that each extra component must clear in
+#: the floor-penalised score (see :func:`floor_penalised_scores`; defined in
+#: ``_search_run``).
+SELECTION_Z = _search_run.SELECTION_Z
 
 #: The one bounded score, by its name for ``scoring`` and ``refit``.
 SCORER_NAME = "captured_variance"
