@@ -246,7 +246,7 @@ SHARED_PARAMETER_DOCS = {
     # the norm bound and its private or public choice (every estimator)
     "norm_bound_parameters": """\
     data_norm : float, "auto" or None, default=None
-        Bound ``C`` on the L2 norm of a row; rows beyond it are scaled down to
+        Bound :math:`C` on the L2 norm of a row; rows beyond it are scaled down to
         it. Choose it from domain knowledge, never from the data. ``"auto"``
         chooses it privately: a small share of the budget buys a noisy binary
         search of the row-norm counts over ``norm_range`` for their
@@ -294,7 +294,7 @@ SHARED_PARAMETER_DOCS = {
         float32 for float32 input); then every row is clipped to
         ``data_norm`` as any row is. The guarantee then holds for every
         dataset: the neighbouring relation is on the raw rows, the map acts on
-        each row alone, and each mapped row still has norm at most ``C``
+        each row alone, and each mapped row still has norm at most :math:`C`
         after clipping, so every sensitivity stands (:ref:`privacy-domain`).
         ``transform`` and ``score`` map their rows the same way. ``X`` itself
         is never modified: the fit maps a copy (a Dask array lazily, chunk by
@@ -328,7 +328,7 @@ default="auto"
         ``"full"`` for at most 1 000 features with ten times as many rows, for
         a problem of at most 500 either way, or for ``n_components`` that is
         not an integer; otherwise ``"randomized"`` when ``n_components`` is
-        below ``0.8 min(n_samples, n_features)``. With a truncated solver,
+        below ``0.8 * min(n_samples, n_features)``. With a truncated solver,
         ``n_components`` must be an integer (``None``: ``min(n_samples,
         n_features)``, minus one with ARPACK), as scikit-learn requires, and
         the spectrum's attributes take the eigenvalues not computed from the
@@ -356,7 +356,7 @@ default="auto"
         midpoint.
     bounds : (lower, upper), dict or None, default=None
         Public per-feature ranges of the input rows (after a
-        :class:`~sklearn_dppca.preprocessing.PublicScaler` to ``[0, 1]``:
+        :class:`~sklearn_dppca.preprocessing.PublicScaler` to :math:`[0, 1]`:
         ``(0, 1)``). Rows are clipped into the box and translated by its
         midpoint, public maps the intercept absorbs, so the norm bound is the
         box's radius around it (:math:`\\sqrt{d}/2` for the unit box) unless

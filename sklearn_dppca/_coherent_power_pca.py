@@ -214,9 +214,9 @@ class CoherentPowerPCA(_BasePrivatePCA):
     Parameters
     ----------
     n_components : int or None, default=None
-        Number of components ``k``; ``None`` means ``min(n_samples,
+        Number of components :math:`k`; ``None`` means ``min(n_samples,
         n_features)``. A fraction, ``0`` and ``'mle'`` are not supported: the
-        iterations and their budget are planned for a fixed ``k`` before any
+        iterations and their budget are planned for a fixed :math:`k` before any
         spectrum is released.
     epsilon : float, default=1.0
         Privacy parameter :math:`\varepsilon > 0` of the whole fit, finite
@@ -260,7 +260,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
     n_iter_max : int, default=32
         ``selection="repetition"`` only: cap of the grid of :math:`T` (the
         paper's :math:`T_{\max}` is impractically large). Every trial costs the same
-        budget whatever its ``T``; a larger cap costs time, not privacy.
+        budget whatever its :math:`T`; a larger cap costs time, not privacy.
         (Not named ``max_iter``: it caps a public grid, not a loop run to
         convergence, and ``n_iter_`` may be 0; see ``n_iter_``.)
     expected_trials : int or "auto", default="auto"
@@ -274,13 +274,13 @@ class CoherentPowerPCA(_BasePrivatePCA):
     verbose : int, default=0
         Print progress to standard error: only public values (the stage of
         the fit, passes over the data) and, at the end, what was released
-        (the branch, ``R``, ``T``). Never a trial count or a score.
+        (the branch, :math:`R`, :math:`T`). Never a trial count or a score.
     path : {"auto", "dense", "noisy_power"}, default="auto"
         ``"dense"``: the initialisation (and the fallback) release the
-        ``d × d`` covariance, as described above. ``"noisy_power"``: no
-        ``d × d`` matrix — the initialisation is the noisy power method's
+        :math:`d \times d` covariance, as described above. ``"noisy_power"``: no
+        :math:`d \times d` matrix — the initialisation is the noisy power method's
         release (:class:`PrivatePCA`'s ``path="noisy_power"``), each
-        iteration's preconditioner comes from a released ``k × k`` matrix,
+        iteration's preconditioner comes from a released :math:`k \times k` matrix,
         and the fallback continues the noisy power method; memory
         :math:`O(dk)` and each pass :math:`O(\mathrm{nnz} \cdot k)`
         (:ref:`without a d × d matrix <privacy-coherent-wide>`). Its
@@ -289,7 +289,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         the default's rule, tuned on the dense path, then mostly falls
         back): ``"auto"`` takes it only where the dense matrices exceed
         ``memory_limit``, and ``"dense"`` wherever the other cannot run
-        (``selection="repetition"``, ``n_components + 10 ≥ n_features``,
+        (``selection="repetition"``, ``n_components + 10 >= n_features``,
         Array API input). The path taken is ``path_``.
     %(memory_parameter)s
     random_state : None, int, RandomState or Generator, default=None
@@ -332,7 +332,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         Iterations behind the released components: 0 when the initialisation
         or the fallback was released.
     n_clipped_ : int or None
-        With fixed ``(R, T)``: rows whose product was clipped in the last
+        With fixed :math:`(R, T)`: rows whose product was clipped in the last
         iteration, released with Gaussian noise (1% of the budget,
         sensitivity 1) and rounded; the exact count is never stored. ``None``
         (not released) in the automatic modes.

@@ -114,7 +114,7 @@ class _PCAModelMixin(TransformerMixin):
         """Map projected data back to feature space.
 
         Exact on the span of ``components_``: ``inverse_transform(transform(X))``
-        is the projection of ``X − mean_`` on that span, plus ``mean_``.
+        is the projection of ``X - mean_`` on that span, plus ``mean_``.
 
         Parameters
         ----------
@@ -212,10 +212,12 @@ class _PCAModelMixin(TransformerMixin):
         return _array_api.like(values, self.components_)
 
     def get_covariance(self):
-        """Covariance of the data under the probabilistic PCA model.
+        r"""Covariance of the data under the probabilistic PCA model.
 
-        ``cov = components_ᵀ diag(v − σ²) components_ + σ² I`` with
-        ``σ² = noise_variance_`` and ``v = max(captured_variance_, σ²)``:
+        :math:`\operatorname{cov} = \mathtt{components\_}^\top
+        \operatorname{diag}(v - \sigma^2) \, \mathtt{components\_} + \sigma^2 I`
+        with :math:`\sigma^2` = ``noise_variance_`` and
+        :math:`v = \max(\mathtt{captured\_variance\_}, \sigma^2)`:
         scikit-learn's model, with the data's variance along each released
         component (``captured_variance_``) where scikit-learn has
         ``explained_variance_`` (without noise they are equal). Along a noisy
@@ -225,9 +227,10 @@ class _PCAModelMixin(TransformerMixin):
         ``get_precision`` use the same model.
 
         With ``whiten=True``, scikit-learn's ``PCA`` scales its (unit-norm)
-        components by ``√explained_variance_`` in this formula, so that
-        ``v − σ² = λ · max(c − σ², 0)`` (``λ = explained_variance_``, ``c =
-        captured_variance_``). This
+        components by :math:`\sqrt{\mathtt{explained\_variance\_}}` in this
+        formula, so that :math:`v - \sigma^2 = \lambda \cdot \max(c - \sigma^2, 0)`
+        (:math:`\lambda` = ``explained_variance_``, :math:`c` =
+        ``captured_variance_``). This
         method does the same, and so do :meth:`get_precision`,
         :meth:`score_samples` and :meth:`score`, so that they equal
         scikit-learn's for either value of ``whiten`` at
