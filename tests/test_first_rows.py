@@ -141,12 +141,11 @@ def test_chunks_release_what_memory_releases(make, data_norm, order):
                                    rtol=1e-8, atol=1e-12, err_msg=name)
 
 
-def test_the_releases_compose_to_the_charge(monkeypatch):
-    """The numeric fit's releases: the first rows' mean (sensitivity 2C at
-    μ* √(0.1 · 0.25)), the sum of the clipped rows twice (2C, μ* √(0.1 · 0.75
-    / 2) each), the Gram matrix and its trace (√2 C², μ* √0.9): Σ μ² = μ*²,
-    each σ the analytic calibration of its μ."""
-    sigmas = []
+def _fit_recording(monkeypatch, make):
+    """A numeric fit of ``make`` with the first rows, and what it released:
+    the σ of the mean's draws (the first rows' sum, then the correction
+    twice) and the plan's μ as the release saw it."""
+    sigmas, mus = [], {}
     for module in (_base, _bounds):
         real = module.dense_noise
 
@@ -155,23 +154,31 @@ def test_the_releases_compose_to_the_charge(monkeypatch):
             return real(rng, shape, sigma)
 
         monkeypatch.setattr(module, "dense_noise", spy)
-    mus = {}
-    real_release = PrivatePCA._release
+    real_release = make._release
 
     def release(self, gram, rows, plan, rng, dtype):
         mus.update(plan.mus)
         return real_release(self, gram, rows, plan, rng, dtype)
 
-    monkeypatch.setattr(PrivatePCA, "_release", release)
-    fit = _fit(PrivatePCA, _rows(), n_components=2, data_norm=1.0)
+    monkeypatch.setattr(make, "_release", release)
+    fit = _fit(make, _rows(), n_components=2, data_norm=1.0)
     mu = gdp_mu(EPSILON, 1e-6)
     assert mus["mean"] == pytest.approx(mu * math.sqrt(0.1 * 0.25))
     assert mus["centring"] == pytest.approx(mu * math.sqrt(0.1 * 0.75 / 2))
-    assert mus["mean"] ** 2 + 2 * mus["centring"] ** 2 + mus["covariance"] ** 2 == (
-        pytest.approx(mu**2))
     assert sigmas[0] == pytest.approx(noise_scale(2.0, mus["mean"]))
     assert sigmas[1:3] == pytest.approx([noise_scale(2.0, mus["centring"])] * 2)
     assert fit.privacy_spent_ == (EPSILON, 1e-6)
+    return mus, mu
+
+
+def test_the_releases_compose_to_the_charge(monkeypatch):
+    """The numeric fit's releases: the first rows' mean (sensitivity 2C at
+    μ* √(0.1 · 0.25)), the sum of the clipped rows twice (2C, μ* √(0.1 · 0.75
+    / 2) each), the Gram matrix and its trace (√2 C², μ* √0.9): Σ μ² = μ*²,
+    each σ the analytic calibration of its μ."""
+    mus, mu = _fit_recording(monkeypatch, PrivatePCA)
+    assert mus["mean"] ** 2 + 2 * mus["centring"] ** 2 + mus["covariance"] ** 2 == (
+        pytest.approx(mu**2))
 
 
 def test_a_power_methods_releases_with_the_first_rows_compose_to_the_charge(
@@ -179,37 +186,13 @@ def test_a_power_methods_releases_with_the_first_rows_compose_to_the_charge(
     """CoherentPowerPCA on many rows: the first rows' mean, the two releases
     of the clipped rows' sum (their share of the mean's), the initialisation
     (√2 in unit-ball units), the clipping test's two counts (R²) and the
-    branch (its share whichever runs) compose to μ*, and the mean's releases
-    are calibrated to their sensitivity 2C."""
-    sigmas = []
-    for module in (_base, _bounds):
-        real = module.dense_noise
-
-        def spy(rng, shape, sigma, real=real):
-            sigmas.append(sigma)
-            return real(rng, shape, sigma)
-
-        monkeypatch.setattr(module, "dense_noise", spy)
-    mus = {}
-    real_release = CoherentPowerPCA._release
-
-    def release(self, gram, rows, plan, rng, dtype):
-        mus.update(plan.mus)
-        return real_release(self, gram, rows, plan, rng, dtype)
-
-    monkeypatch.setattr(CoherentPowerPCA, "_release", release)
-    fit = _fit(CoherentPowerPCA, _rows(), n_components=2, data_norm=1.0)
-    mu = gdp_mu(EPSILON, 1e-6)
-    assert mus["mean"] == pytest.approx(mu * math.sqrt(0.1 * 0.25))
-    assert mus["centring"] == pytest.approx(mu * math.sqrt(0.1 * 0.75 / 2))
+    branch (its share whichever runs) compose to μ*."""
+    mus, mu = _fit_recording(monkeypatch, CoherentPowerPCA)
     branch = mus["fallback"] ** 2  # = T μ_step² + μ_decision²
     assert math.isclose(mus["step"] ** 2 * 2 + mus["decision"] ** 2, branch)
     total = (mus["mean"] ** 2 + 2 * mus["centring"] ** 2 + mus["init"] ** 2
              + 2 * mus["test"] ** 2 + branch)
     assert total == pytest.approx(mu**2, rel=1e-12)
-    assert sigmas[0] == pytest.approx(noise_scale(2.0, mus["mean"]))
-    assert sigmas[1:3] == pytest.approx([noise_scale(2.0, mus["centring"])] * 2)
-    assert fit.privacy_spent_ == (EPSILON, 1e-6)
 
 
 @pytest.mark.parametrize("data_norm", [1.0, "auto"])
