@@ -861,7 +861,7 @@ class _BasePrivatePCA(
         d = n_features
         path = path or getattr(self, "_fit_path", "dense")
         if path != "dense":
-            p = self._truncated_k(n_samples, d) + self.n_oversamples
+            p = self._block_columns(n_samples, d)
             rows = min(n_samples, _block_rows(d)) * (d + p)
             if path == "noisy_power":  # V, the products, Y, its noise, its SVD
                 return 8 * (8 * d * p + rows)
@@ -874,6 +874,11 @@ class _BasePrivatePCA(
         if self._hermitian_noise:
             release = 2 * release + 1  # complex matrices, beside the real Gram
         return 8 * d * d * max(2, release)
+
+    def _block_columns(self, n_samples, n_features):
+        """``p``, the columns of the ``d × p`` blocks of a path without a
+        ``d × d`` matrix: ``k + n_oversamples``."""
+        return self._truncated_k(n_samples, n_features) + self.n_oversamples
 
     def _check_memory(self, n_samples, n_features):
         """Refuse, before the data is read and before any charge, a fit

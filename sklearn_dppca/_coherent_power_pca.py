@@ -13,7 +13,7 @@ from ._bounds import _engine
 from ._dask import ChunkedRows
 from ._private_pca import noisy_power, noisy_power_spectrum
 from ._spectrum import _eigh
-from ._stats import InMemoryRows, _block_rows
+from ._stats import InMemoryRows, scatter_products
 from .noise import add_goe_noise, dense_noise, goe_noise, noise_scale
 from .privacy import DEFAULT_ORDERS, gdp_epsilon, gdp_mu, rdp_to_epsilon, repeated_rdp
 
@@ -174,15 +174,9 @@ def _quadratic(unit_gram):
     return lambda X: X.T @ unit_gram @ X
 
 
-def _wide_products(rows, W):
-    """``M W_j`` for the trials ``W[:, j]`` (``d × trials × k``), exact, one
-    pass over the rows (``M`` never formed)."""
-    return rows.clipped_products(W, np.full(W.shape[1], np.inf))[0]
-
-
 def _wide_quadratic(rows, X):
     """``Xᵀ M X``, exact, from one pass over the rows."""
-    return X.T @ _wide_products(rows, X[:, None, :])[:, 0]
+    return X.T @ scatter_products(rows, X)
 
 
 @fill_parameter_docs
@@ -460,14 +454,14 @@ class CoherentPowerPCA(_BasePrivatePCA):
     # ------------------------------------------------------------ path
     def _wide_obstacle(self, n_samples, n_features, engine):
         """Why the noisy power path cannot run this fit, or None."""
-        k = self.n_components or min(n_samples, n_features)
         if self._mode() == "repetition":
             return ("needs selection='gdp' or a fixed clip_radius and n_iter "
                     "(the repetitions' score eigendecomposes the d × d Gram "
                     "matrix)")
-        if k + WIDE_OVERSAMPLES >= n_features:
-            return (f"needs n_components + {WIDE_OVERSAMPLES} = "
-                    f"{k + WIDE_OVERSAMPLES} below n_features = {n_features}")
+        size = self._block_columns(n_samples, n_features)
+        if size >= n_features:
+            return (f"needs n_components + {WIDE_OVERSAMPLES} = {size} below "
+                    f"n_features = {n_features}")
         if not isinstance(_engine(engine), (InMemoryRows, ChunkedRows)):
             return "is not available for Array API inputs (give a NumPy array)"
         return None
@@ -488,15 +482,9 @@ class CoherentPowerPCA(_BasePrivatePCA):
             return "noisy_power"
         return "dense"
 
-    def _memory_needed(self, n_samples, n_features, path=None):
-        """The dense path's as in the base; the noisy power path's: about
-        eight ``d × p`` blocks (``p = k + 10``) and a block of rows."""
-        path = path or getattr(self, "_fit_path", "dense")
-        if path == "dense":
-            return super()._memory_needed(n_samples, n_features, "dense")
-        p = (self.n_components or min(n_samples, n_features)) + WIDE_OVERSAMPLES
-        rows = min(n_samples, _block_rows(n_features)) * (n_features + p)
-        return 8 * (8 * n_features * p + rows)
+    def _block_columns(self, n_samples, n_features):
+        """``p = k + 10`` (no ``n_oversamples`` parameter here)."""
+        return (self.n_components or min(n_samples, n_features)) + WIDE_OVERSAMPLES
 
     # ------------------------------------------------------------ privacy
     def _mode(self):
@@ -788,7 +776,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         n, d = self.n_samples_, self.n_features_in_
         k = self.n_components or min(n, d)
         scale = rows.data_norm**2
-        power = noisy_power(rows, d, k + WIDE_OVERSAMPLES, WIDE_PASSES,
+        power = noisy_power(rows, d, self._block_columns(n, d), WIDE_PASSES,
                             plan.mus["init"], rng)
         init = power.basis[:, :k]
         self.init_components_ = init.T.astype(dtype)
@@ -844,7 +832,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         # Go/no-go: Ĥ along X and along X⁽⁰⁾ (sensitivity √2 each, at
         # μ_decision/√2): the released gain tr Ĥ_T − tr Ĥ_0
         sigma_h = noise_scale(math.sqrt(2.0), mus["decision"] / math.sqrt(2.0))
-        both = _wide_products(rows, np.stack([X, init], axis=1))
+        both = scatter_products(rows, np.stack([X, init], axis=1))
         H_T = X.T @ both[:, 0] + goe_noise(rng, k, sigma_h)
         H_0 = init.T @ both[:, 1] + goe_noise(rng, k, sigma_h)
         if np.trace(H_T) > np.trace(H_0):

@@ -12,7 +12,7 @@ from ._base import _BasePrivatePCA, fill_parameter_docs, matrix_free_faster
 from ._bounds import _engine
 from ._dask import ChunkedRows
 from ._spectrum import Spectrum, _non_increasing, power_passes, scatter_trace
-from ._stats import ImplicitScatter, InMemoryRows, kernel_threads
+from ._stats import ImplicitScatter, InMemoryRows, kernel_threads, scatter_products
 from .noise import (
     ImplicitGOE,
     add_dense_noise,
@@ -284,7 +284,7 @@ class PrivatePCA(_BasePrivatePCA):
             return (f"needs svd_solver='randomized' (this fit's solver is "
                     f"{solver!r}: every eigenpair, or ARPACK's one vector at a "
                     "time, would need M̂ whole or a pass per vector)")
-        size = self._truncated_k(n_samples, n_features) + self.n_oversamples
+        size = self._block_columns(n_samples, n_features)
         if size >= n_features:
             return (f"needs n_components + n_oversamples = {size} below "
                     f"n_features = {n_features}")
@@ -393,7 +393,7 @@ class PrivatePCA(_BasePrivatePCA):
         k = self._truncated_k(n, d)
         passes = (NOISY_POWER_PASSES if self.iterated_power == "auto"
                   else max(int(self.iterated_power), 1))
-        power = noisy_power(rows, d, k + self.n_oversamples, passes,
+        power = noisy_power(rows, d, self._block_columns(n, d), passes,
                             plan.mus["covariance"], rng, rows.data_norm**2)
         vectors, values = power.basis[:, :k], power.values[:k]
         spectrum = noisy_power_spectrum(values, power.trace, min(n, d), n - 1,
@@ -438,8 +438,7 @@ def noisy_power(rows, n_features, p, passes, mu, rng, scale=1.0, start=None):
     for i, share in enumerate(noisy_power_shares(passes)):
         sigma = noise_scale(sensitivity, mu * math.sqrt(share))
         # in place: two d × p blocks alive at once, at most
-        released = rows.clipped_products(basis[:, None, :],
-                                         np.array([np.inf]))[0][:, 0, :]
+        released = scatter_products(rows, basis)
         del basis
         released *= scale
         add_dense_noise(rng, released, sigma)

@@ -1136,6 +1136,18 @@ class InMemoryRows:
         return CentredRows(self.X, data_norm, mean, self.first.sq_norms)
 
 
+def scatter_products(rows, W):
+    """``Σ_i a_i (a_iᵀ W_j)`` — the unit-ball rows' scatter matrix times each
+    ``W_j`` — exact, in one pass of ``rows.clipped_products`` with no
+    clipping (every engine), never forming the ``d × d`` matrix. ``W`` is
+    ``(d, k)`` for one product, ``(d, trials, k)`` for several; the result
+    has ``W``'s shape. Not a release: the callers add the noise."""
+    one = W.ndim == 2
+    trials = W[:, None, :] if one else W
+    products = rows.clipped_products(trials, np.full(trials.shape[1], np.inf))[0]
+    return products[:, 0, :] if one else products
+
+
 class ImplicitScatter:
     """``M̂ = Σ y yᵀ + S`` as an operator: the release of the dense path,
     never formed (the matrix-free path; docs/privacy.rst, "Solvers").
@@ -1164,11 +1176,11 @@ class ImplicitScatter:
 
     def __matmul__(self, V):
         V = np.ascontiguousarray(V, dtype=np.float64)
-        products, _ = self.rows.clipped_products(V[:, None, :], np.array([np.inf]))
+        products = scatter_products(self.rows, V)
         threads = self.noise.n_threads > 1
         with _SINGLE_THREADED_BLAS if threads else nullcontext():
             out = self.noise @ V
-        out += self.rows.data_norm**2 * products[:, 0, :]
+        out += self.rows.data_norm**2 * products
         if self._first is None:
             self._first = (V, out.copy())
         return out
