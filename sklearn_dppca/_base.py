@@ -875,6 +875,14 @@ class _BasePrivatePCA(
             release = 2 * release + 1  # complex matrices, beside the real Gram
         return 8 * d * d * max(2, release)
 
+    @staticmethod
+    def _blocks_obstacle(engine):
+        """Why the rows' engine cannot serve a path without a ``d × d``
+        matrix (its passes of ``d × p`` products), or None."""
+        if not isinstance(_engine(engine), (InMemoryRows, ChunkedRows)):
+            return "is not available for Array API inputs (give a NumPy array)"
+        return None
+
     def _block_columns(self, n_samples, n_features):
         """``p``, the columns of the ``d × p`` blocks of a path without a
         ``d × d`` matrix: ``k + n_oversamples``."""

@@ -9,11 +9,9 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import PrivacyPlan, _BasePrivatePCA, budget_shares, fill_parameter_docs
-from ._bounds import _engine
-from ._dask import ChunkedRows
 from ._private_pca import noisy_power, noisy_power_spectrum
 from ._spectrum import _eigh
-from ._stats import InMemoryRows, scatter_products
+from ._stats import scatter_products
 from .noise import add_goe_noise, dense_noise, goe_noise, noise_scale
 from .privacy import DEFAULT_ORDERS, gdp_epsilon, gdp_mu, rdp_to_epsilon, repeated_rdp
 
@@ -462,9 +460,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         if size >= n_features:
             return (f"needs n_components + {WIDE_OVERSAMPLES} = {size} below "
                     f"n_features = {n_features}")
-        if not isinstance(_engine(engine), (InMemoryRows, ChunkedRows)):
-            return "is not available for Array API inputs (give a NumPy array)"
-        return None
+        return self._blocks_obstacle(engine)
 
     def _path(self, n_samples, n_features, engine):
         """``"dense"`` or ``"noisy_power"``, from public values only (the

@@ -12,7 +12,7 @@ from ._base import _BasePrivatePCA, fill_parameter_docs, matrix_free_faster
 from ._bounds import _engine
 from ._dask import ChunkedRows
 from ._spectrum import Spectrum, _non_increasing, power_passes, scatter_trace
-from ._stats import ImplicitScatter, InMemoryRows, kernel_threads, scatter_products
+from ._stats import ImplicitScatter, kernel_threads, scatter_products
 from .noise import (
     ImplicitGOE,
     add_dense_noise,
@@ -288,9 +288,7 @@ class PrivatePCA(_BasePrivatePCA):
         if size >= n_features:
             return (f"needs n_components + n_oversamples = {size} below "
                     f"n_features = {n_features}")
-        if not isinstance(_engine(engine), (InMemoryRows, ChunkedRows)):
-            return "is not available for Array API inputs (give a NumPy array)"
-        return None
+        return self._blocks_obstacle(engine)
 
     def _path(self, n_samples, n_features, engine):
         """The path, from public values only: the shape, the solver's
