@@ -739,6 +739,7 @@ class _Corrections:
         self.limit = max(limit, 1)
         self.buffers = {}
         self.sizes = {1.0: 0, -1.0: 0}
+        self.half = False  # gram's lower triangle alone is up to date
 
     def add(self, rows, scale, inside):
         """Correct for ``rows`` (dense float64), their scales and raw-sum flags."""
@@ -789,13 +790,15 @@ class _Corrections:
         rows = self.buffers[sign][: self.sizes[sign]]
         self.sizes[sign] = 0
         if self.gram is not None and self.gram.flags.c_contiguous:
-            # into the matrix itself: Gᵀ is Fortran-ordered, and BLAS adds
-            # sign · rowsᵀ rows (symmetric) to it in place
+            # into the matrix itself: Gᵀ is Fortran-ordered, and BLAS's syrk
+            # adds sign · rowsᵀ rows to its upper triangle (Gram's lower) in
+            # place, half a product's flops; flush() copies it to the other
             target = self.gram.T
-            out = linalg.blas.dgemm(sign, rows, rows, beta=1.0, c=target,
-                                    trans_a=True, overwrite_c=True)
+            out = linalg.blas.dsyrk(sign, rows.T, beta=1.0, c=target,
+                                    overwrite_c=True)
             if not np.shares_memory(out, target):  # BLAS worked on a copy
                 target[...] = out
+            self.half = True
             return
         product = rows.T @ rows  # syrk
         if sign < 0:
@@ -806,9 +809,23 @@ class _Corrections:
             self.gram += product
 
     def flush(self):
-        """Apply what is buffered to ``gram``."""
+        """Apply what is buffered to ``gram`` (whole: both triangles)."""
         for sign in self.sizes:
             self._apply(sign)
+        if self.half:
+            _mirror_lower(self.gram)
+            self.half = False
+
+
+def _mirror_lower(matrix):
+    """Copy the lower triangle of a square matrix onto its upper one, in
+    place, a band of rows at a time."""
+    for a, b in _bands(matrix.shape[0]):
+        block = matrix[a:b, a:b]
+        upper = np.triu_indices(b - a, 1)
+        block[upper] = block.T[upper]
+        matrix[a:b, b:] = matrix[b:, a:b].T
+    return matrix
 
 
 def _bands(d):
