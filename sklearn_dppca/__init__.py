@@ -1,7 +1,8 @@
-"""Differentially private PCA that drops straight into scikit-learn.
+r"""Differentially private PCA that drops straight into scikit-learn.
 
-The estimators release principal components under ``(ε, δ)``-differential
-privacy with respect to the replacement of one row (one person):
+The estimators release principal components under
+:math:`(\varepsilon, \delta)`-differential privacy with respect to the
+replacement of one row (one person):
 
 - :class:`PrivatePCA` — Gaussian noise on the covariance (the default drop-in).
 - :class:`ComplexGaussPCA` — the complex (Hermitian) Gaussian mechanism of

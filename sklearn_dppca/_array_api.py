@@ -1,4 +1,5 @@
-"""Array API inputs (PyTorch, CuPy, array_api_strict): statistics on their device.
+r"""Array API inputs (PyTorch, CuPy, array_api_strict): statistics on their
+device.
 
 Under ``sklearn.config_context(array_api_dispatch=True)``, an input that is
 an array of a non-NumPy Array API namespace is read by :class:`ArrayAPIRows`,
@@ -12,7 +13,7 @@ namespace's own functions, on the input's device and in its precision
 What runs where:
 
 - device: the row norms and the finiteness check, the clipped sum, the
-  centred clipped Gram matrix ``Σ y yᵀ``, the clipped products of
+  centred clipped Gram matrix :math:`\sum y y^\top`, the clipped products of
   CoherentPowerPCA's power steps, the eigendecomposition of the noisy Gram
   matrix (PrivatePCA, ComplexGaussPCA), and ``transform``/``inverse_transform``;
 - host: the noise, drawn from the fit's one NumPy generator
@@ -22,18 +23,20 @@ What runs where:
   CoherentPowerPCA's small d × k and k × k linear algebra.
 
 Sensitivity of the *computed* statistic (docs/privacy.rst §3): the bounds
-``2C`` and ``√2 C²`` hold for sums of rows of norm at most ``C``. A row's
-norm is computed in floating point, with a relative error below
-``(d/2 + 2) u`` (``u`` the unit round-off, ``eps = 2u``), and scaling the row
-costs two more roundings, so rows are clipped at ``C / (1 + (d + 8) eps)``:
-every clipped row *as computed* (the vector that enters the sums) has a true
-norm at most ``C``. The sensitivity argument then applies to the exact sums
-of the computed rows; the round-off of the summation itself is a relative
-perturbation of order ``u`` (float32: ``6e-8``), as in every floating-point
-implementation. The same margin (over ``k`` entries) is applied to the radius
-``R`` of the clipped products. Where float32 matrix products round their
-inputs further (PyTorch's TF32 or bfloat16 settings, CuPy's ``CUPY_TF32``),
-the margin grows by that rounding (see :func:`reduced_float32_products`).
+:math:`2C` and :math:`\sqrt{2} C^2` hold for sums of rows of norm at most
+:math:`C`. A row's norm is computed in floating point, with a relative error
+below :math:`(d/2 + 2) u` (:math:`u` the unit round-off,
+:math:`\mathrm{eps} = 2u`), and scaling the row costs two more roundings, so
+rows are clipped at :math:`C / (1 + (d + 8)\,\mathrm{eps})`: every clipped
+row *as computed* (the vector that enters the sums) has a true norm at most
+:math:`C`. The sensitivity argument then applies to the exact sums of the
+computed rows; the round-off of the summation itself is a relative
+perturbation of order :math:`u` (float32: :math:`6 \times 10^{-8}`), as in
+every floating-point implementation. The same margin (over :math:`k`
+entries) is applied to the radius :math:`R` of the clipped products.
+Where float32 matrix products round their inputs further (PyTorch's TF32 or
+bfloat16 settings, CuPy's ``CUPY_TF32``), the margin grows by that rounding
+(see :func:`reduced_float32_products`).
 """
 
 import math
@@ -89,8 +92,8 @@ def reduced_float32_products(xp, dtype):
 
     PyTorch's ``set_float32_matmul_precision("high")`` (or ``"medium"``, or
     its ``fp32_precision = "tf32"``) and CuPy's ``CUPY_TF32=1`` make the Gram
-    matrix a sum of *rounded* rows, up to ``2⁻⁸`` longer than the clipped ones:
-    the clipping margin then covers that rounding too.
+    matrix a sum of *rounded* rows, up to :math:`2^{-8}` longer than the
+    clipped ones: the clipping margin then covers that rounding too.
     """
     if dtype != xp.float32:
         return False
@@ -217,13 +220,13 @@ def move_attributes(estimator, xp, device):
 
 
 class ArrayAPIRows:
-    """The statistics of an Array API array, in blocks of rows, on its device.
+    r"""The statistics of an Array API array, in blocks of rows, on its device.
 
     Same interface as :class:`~sklearn_dppca._stats.InMemoryRows`:
     ``largest_norm``, then ``first_pass`` (reads every row, checks them all
-    finite, returns ``Σ clip_C(x_i)`` if asked), then ``gram`` and ``rows``
-    for the centred, clipped rows. Sums come back to the host as float64
-    NumPy arrays; the Gram matrix stays on the device.
+    finite, returns :math:`\sum \operatorname{clip}_C(x_i)` if asked), then
+    ``gram`` and ``rows`` for the centred, clipped rows. Sums come back to
+    the host as float64 NumPy arrays; the Gram matrix stays on the device.
 
     Parameters
     ----------
@@ -254,13 +257,15 @@ class ArrayAPIRows:
         return like(np.asarray(values, dtype=np.float64), self.X)
 
     def _norms(self, rows):
-        """``(top, unit)`` with ``‖x‖ = top · unit`` per row, and the finiteness
-        check of the rows.
+        r"""``(top, unit)`` with
+        :math:`\|x\| = \mathrm{top} \cdot \mathrm{unit}` per row, and the
+        finiteness check of the rows.
 
-        ``top = None, unit = ‖x‖`` unless some ``‖x‖`` is not finite; then the
-        rows are checked for NaN and infinity (scikit-learn's error), and the
-        norms of the block are measured as ``max|x| · ‖x / max|x|‖``, which
-        cannot overflow.
+        ``top = None``, :math:`\mathrm{unit} = \|x\|` unless some
+        :math:`\|x\|` is not finite; then the rows are checked for NaN and
+        infinity (scikit-learn's error), and the norms of the block are
+        measured as :math:`\max|x| \cdot \|x / \max|x|\|`, which cannot
+        overflow.
         """
         xp = self.xp
         with np.errstate(over="ignore", invalid="ignore"):  # NumPy-backed: expected
@@ -279,7 +284,8 @@ class ArrayAPIRows:
         return top, xp.sqrt(xp.sum(scaled * scaled, axis=1))
 
     def _scales(self, rows, limit):
-        """``min(1, limit/‖x‖)`` per row (``limit`` already has the margin)."""
+        r""":math:`\min(1, \mathrm{limit}/\|x\|)` per row (``limit`` already
+        has the margin)."""
         xp = self.xp
         top, unit = self._norms(rows)  # also the finiteness check
         if limit == math.inf:  # epsilon=inf without data_norm: no clipping
@@ -288,7 +294,8 @@ class ArrayAPIRows:
         return bound / xp.maximum(unit, bound)  # exactly 1 inside the ball
 
     def _clipped(self, block, limit, centre):
-        """The rows ``clip(x − m)`` of a block as computed (norms ≤ C)."""
+        r"""The rows :math:`\operatorname{clip}(x - m)` of a block as computed
+        (norms ≤ C)."""
         if centre is None:  # never scale the caller's rows in place
             return block * xp_column(self.xp, self._scales(block, limit))
         rows = block - centre  # our own copy: scaled in place
@@ -306,9 +313,10 @@ class ArrayAPIRows:
         return largest
 
     def first_pass(self, data_norm, with_sum):
-        """Read (and check) every row; ``Σ clip_C(x_i)`` if ``with_sum``.
+        r"""Read (and check) every row; :math:`\sum \operatorname{clip}_C(x_i)`
+        if ``with_sum``.
 
-        The clipped sum has L2 sensitivity ``2C`` (docs/privacy.rst §3).
+        The clipped sum has L2 sensitivity :math:`2C` (docs/privacy.rst §3).
         """
         xp = self.xp
         limit = data_norm * self.shrink
@@ -325,11 +333,13 @@ class ArrayAPIRows:
         return to_host(total)
 
     def gram(self, data_norm, mean):
-        """``Σ y yᵀ``, ``y = clip_C(x − m)``, on the device (sensitivity ``√2 C²``).
+        r""":math:`\sum y y^\top`, :math:`y = \operatorname{clip}_C(x - m)`, on
+        the device (sensitivity :math:`\sqrt{2} C^2`).
 
-        ``‖aaᵀ − bbᵀ‖_F² = ‖a‖⁴ + ‖b‖⁴ − 2(a·b)² ≤ 2C⁴`` for rows of norm ≤ C
-        (docs/privacy.rst §3). Plain: each block is centred and clipped, then
-        ``yᵀy`` added; the result is symmetrised.
+        :math:`\|a a^\top - b b^\top\|_F^2 = \|a\|^4 + \|b\|^4 - 2(a \cdot b)^2
+        \le 2C^4` for rows of norm ≤ C (docs/privacy.rst §3). Plain: each
+        block is centred and clipped, then :math:`y^\top y` added; the result
+        is symmetrised.
         """
         centre = None if mean is None else self._device(mean)
         limit = data_norm * self.shrink
@@ -350,11 +360,12 @@ def xp_column(xp, vector):
 
 
 class ArrayAPICentredRows:
-    """:class:`~sklearn_dppca._stats.CentredRows` on the device.
+    r""":class:`~sklearn_dppca._stats.CentredRows` on the device.
 
-    The rows ``a_i = clip_C(x_i − m) / C`` in the unit ball, rebuilt block by
-    block at every pass. ``W`` comes from the host and the sums go back to it:
-    CoherentPowerPCA's small d × k and k × k algebra runs in NumPy.
+    The rows :math:`a_i = \operatorname{clip}_C(x_i - m) / C` in the unit
+    ball, rebuilt block by block at every pass. ``W`` comes from the host
+    and the sums go back to it: CoherentPowerPCA's small d × k and k × k
+    algebra runs in NumPy.
     """
 
     def __init__(self, data, data_norm, mean):
@@ -363,11 +374,13 @@ class ArrayAPICentredRows:
         self.mean = mean
 
     def clipped_products(self, W, radii, n_jobs=None):
-        """``Σ_i a_i Clip_{R_j}(a_iᵀ W_j)`` for several trials ``j`` in one pass.
+        r""":math:`\sum_i a_i \operatorname{Clip}_{R_j}(a_i^\top W_j)` for
+        several trials :math:`j` in one pass.
 
-        Frobenius sensitivity ``2R`` under replacement of one row: each term
-        has norm at most ``‖a‖ R ≤ R`` (docs/privacy.rst §3); the radius keeps
-        the margin of the computed norms (over the ``k`` entries). ``n_jobs``
+        Frobenius sensitivity :math:`2R` under replacement of one row: each
+        term has norm at most :math:`\|a\| R \le R` (docs/privacy.rst §3);
+        the radius keeps the margin of the computed norms (over the
+        :math:`k` entries). ``n_jobs``
         is ignored: the device runs each block in parallel.
 
         Parameters
@@ -405,11 +418,12 @@ class ArrayAPICentredRows:
         return to_host(total).reshape(d, n_trials, k), counts
 
     def clipped_energy(self, W, radii):
-        """``q(R) = Σ_i min(‖a_iᵀ W‖², R²)`` for several radii, in one pass.
+        r""":math:`q(R) = \sum_i \min(\|a_i^\top W\|^2, R^2)` for several
+        radii, in one pass.
 
-        Every computed term lies in ``[0, R²]`` (the ``min`` is exact in
-        floating point), so replacing one row moves ``q(R)`` by at most ``R²``
-        whatever the rounding of the products.
+        Every computed term lies in :math:`[0, R^2]` (the ``min`` is exact in
+        floating point), so replacing one row moves :math:`q(R)` by at most
+        :math:`R^2` whatever the rounding of the products.
 
         Parameters
         ----------

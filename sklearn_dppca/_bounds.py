@@ -1,32 +1,35 @@
-"""Norm bounds chosen without a guess: ``data_norm="auto"`` and a public box.
+r"""Norm bounds chosen without a guess: ``data_norm="auto"`` and a public box.
 
 A step of the base's template, like centring (docs/privacy.rst §5): it runs
 after the budget plan is fixed and before the covariance is released, and no
 estimator imports it.
 
 ``data_norm="auto"``
-    The bound ``C`` is a private quantile of the row norms. A public geometric
-    grid of candidate bounds ``u_0 < … < u_{B−1}`` over ``norm_range`` (four
-    per octave) sorts each row into one bin: the first ``u_j ≥ ‖x‖`` (norm 0
-    in bin 0, norms beyond the grid in the last bin). A noisy binary search
-    over the grid (:func:`search_bound`) finds the first ``u_j`` whose count
-    of rows in bins ``≤ j`` reaches ``norm_quantile · n``: each of its
-    ``Q = ⌈log₂ B⌉`` comparisons releases one such count (sensitivity 1) with
-    Gaussian noise, so every decision errs by ``√Q/μ`` rows, a noise that grows
-    like ``√log B`` with the grid. A check of the bound found (one more count,
-    a factor 4 below it) catches a comparison that erred far from the data,
-    and the search then runs again below it. The covariance's bound is then
-    placed within the bin found, where the two noisy counts around the target
-    reach it (:func:`interpolate_bound`): a grid step is ``√2`` in the noise.
-    A search whose comparisons would have noise beyond ``n/4`` rows is
-    drowned: the fit is refused before any charge (:data:`DROWNED`).
+    The bound :math:`C` is a private quantile of the row norms. A public
+    geometric grid of candidate bounds :math:`u_0 < \ldots < u_{B-1}` over
+    ``norm_range`` (four per octave) sorts each row into one bin: the first
+    :math:`u_j \ge \|x\|` (norm 0 in bin 0, norms beyond the grid in the
+    last bin). A noisy binary search over the grid (:func:`search_bound`)
+    finds the first :math:`u_j` whose count of rows in bins :math:`\le j`
+    reaches ``norm_quantile`` :math:`\cdot n`: each of its
+    :math:`Q = \lceil \log_2 B \rceil` comparisons releases one such count
+    (sensitivity 1) with Gaussian noise, so every decision errs by
+    :math:`\sqrt{Q}/\mu` rows, a noise that grows like :math:`\sqrt{\log B}`
+    with the grid. A check of the bound found (one more count, a factor 4
+    below it) catches a comparison that erred far from the data, and the
+    search then runs again below it. The covariance's bound is then placed
+    within the bin found, where the two noisy counts around the target reach
+    it (:func:`interpolate_bound`): a grid step is :math:`\sqrt{2}` in the
+    noise. A search whose comparisons would have noise beyond :math:`n/4`
+    rows is drowned: the fit is refused before any charge (:data:`DROWNED`).
 
     ``norm_quantile="auto"`` (the default) chooses the covariance's quantile
     from public values only (:func:`auto_quantile`): the median when the fit
-    asks for a subspace (``n_components`` an integer below ``min(n, d)``), and
-    otherwise, for the whole covariance, the quantile that leaves a share
-    ``√(d(d+1)) / (3 (μ* n)^{3/4})`` of the rows beyond the bound, where the
-    clipping's bias and the noise balance (at least the median).
+    asks for a subspace (``n_components`` an integer below
+    :math:`\min(n, d)`), and otherwise, for the whole covariance, the
+    quantile that leaves a share :math:`\sqrt{d(d+1)} / (3 (\mu^* n)^{3/4})`
+    of the rows beyond the bound, where the clipping's bias and the noise
+    balance (at least the median).
 
     Centring clips rows twice (docs/privacy.rst §5): the mean's release clips
     the raw rows and the covariance clips rows centred on the private mean, so
@@ -41,9 +44,10 @@ estimator imports it.
     read before the charge, and the covariance's search reuses the last
     step's counts when that step moved the centre little (:data:`STALE_MOVE`).
     A fit on many rows thus reads them at most :data:`AUTO_PASSES` times.
-    Data far from the origin (``X + 2000``) loses its offset in the first steps and is
-    fitted with a bound of its own spread. The steps stop once two in a row
-    moved the centre by no more than their noise (:data:`STOP_RATIO`): the
+    Data far from the origin (:math:`X + 2000`) loses its offset in the first
+    steps and is fitted with a bound of its own spread. The steps stop once
+    two in a row moved the centre by no more than their noise
+    (:data:`STOP_RATIO`): the
     centre is then at the data to the steps' precision, and the budget the
     later steps would have spent goes to the estimator's own releases. Each
     movement is shrunk toward the current centre by the James–Stein factor,
@@ -51,13 +55,14 @@ estimator imports it.
     data (:meth:`NormBounds._mean_steps`).
 
 The first rows (:func:`pilot_rows`)
-    On many rows (at least :data:`PILOT_FACTOR` times ``max(2^15, 2000 √d /
-    μ*)``, public) an estimator whose releases are of the Gram matrix
+    On many rows (at least :data:`PILOT_FACTOR` times
+    :math:`\max(2^{15}, 2000 \sqrt{d} / \mu^*)`, public) an estimator whose
+    releases are of the Gram matrix
     (``PrivatePCA``, ``ComplexGaussPCA``, ``CoherentPowerPCA``'s dense
     path) takes its centre from the first
     rows, read once and kept, so that the fit reads every row once with a
     numeric bound and twice with ``"auto"``. With a numeric bound the first
-    rows' private mean is the centre ``c`` the rows are clipped around, and
+    rows' private mean is the centre :math:`c` the rows are clipped around, and
     the estimator's pass releases the sum of the clipped rows that corrects
     the mean and the covariance (:meth:`_BasePrivatePCA._centred_in_one_pass`;
     a second pass when the correction shows the first rows' centre was off,
@@ -76,27 +81,30 @@ The first rows (:func:`pilot_rows`)
 ``bounds=(lower, upper)``
     Public per-feature ranges. Rows are clipped into the box (a per-feature
     clip is a fixed function of each row: post-processing of nothing private)
-    and translated by the box's centre ``c`` (its midpoint; 0 without
-    centring), so every row has norm at most ``R = ‖max(|lower − c|,
-    |upper − c|)‖`` (the box rounded inward and ``R`` computed in the data's
-    dtype: :func:`inward_box`). The mean is the box centre plus the private
-    mean of the residuals (sensitivity ``2 min(R, C)``), and ``data_norm``
-    defaults to ``R``. With ``data_norm="auto"`` as well, the covariance's
-    bound comes from one search of the norms around the private mean.
+    and translated by the box's centre :math:`c` (its midpoint; 0 without
+    centring), so every row has norm at most
+    :math:`R = \|\max(|\mathrm{lower} - c|, |\mathrm{upper} - c|)\|` (the box
+    rounded inward and :math:`R` computed in the data's dtype:
+    :func:`inward_box`). The mean is the box centre plus the private mean of
+    the residuals (sensitivity :math:`2 \min(R, C)`), and ``data_norm``
+    defaults to :math:`R`. With ``data_norm="auto"`` as well, the
+    covariance's bound comes from one search of the norms around the private
+    mean.
 
-Budget: the searches take :data:`BOUND_BUDGET_SHARE` of ``μ*²`` (a single
-search on few rows more, up to :data:`MAX_BOUND_SHARE`, to keep its noise
-within :data:`DROWNED` ``· n`` rows: :func:`search_share`) and their checks
-:data:`CHECK_BUDGET_SHARE` (split evenly between them); with ``"auto"`` and
-centring but no box the mean's steps may take :data:`AUTO_MEAN_SHARE` of it,
-and the estimator's own releases share the rest. The step tallies what it
-released (:meth:`NormBounds._give_back`): the estimator's releases get ``μ*²``
-less that tally, whatever the searches, the checks and the steps left unspent
-or ran again. Every ``μ`` is fixed before its release, from public values and
-earlier releases only, and along every path the ``μ²`` sum to exactly ``μ*²``:
-by the fully adaptive composition of Gaussian DP (Smith & Thakurta 2022) the
-fit is ``μ*``-GDP (docs/privacy.rst §2, §5), and the accountant sees one
-charge of ``μ*``.
+Budget: the searches take :data:`BOUND_BUDGET_SHARE` of :math:`\mu^{*2}` (a
+single search on few rows more, up to :data:`MAX_BOUND_SHARE`, to keep its
+noise within :data:`DROWNED` :math:`\cdot n` rows: :func:`search_share`)
+and their checks :data:`CHECK_BUDGET_SHARE` (split evenly between them);
+with ``"auto"`` and centring but no box the mean's steps may take
+:data:`AUTO_MEAN_SHARE` of it, and the estimator's own releases share the
+rest. The step tallies what it released (:meth:`NormBounds._give_back`):
+the estimator's releases get :math:`\mu^{*2}` less that tally, whatever the
+searches, the checks and the steps left unspent or ran again. Every
+:math:`\mu` is fixed before its release, from public values and earlier
+releases only, and along every path the :math:`\mu^2` sum to exactly
+:math:`\mu^{*2}`: by the fully adaptive composition of Gaussian DP (Smith &
+Thakurta 2022) the fit is :math:`\mu^*`-GDP (docs/privacy.rst §2, §5), and
+the accountant sees one charge of :math:`\mu^*`.
 """
 
 import math
@@ -168,15 +176,17 @@ class Search(NamedTuple):
 
 
 def _bisect(cumulative, target, sigma, rng, top, count):
-    """Noisy binary search of bins ``0..top`` for the first whose count reaches
-    ``target``: ``(bin, its noisy count, the noisy count of the bin below it,
-    comparisons made)``.
+    r"""Noisy binary search of bins ``0..top`` for the first whose count
+    reaches ``target``: ``(bin, its noisy count, the noisy count of the bin
+    below it, comparisons made)``.
 
     ``count`` is returned for ``top`` when it is never compared (its count is
-    known: ``n`` for the grid's last bin, a check's noisy count otherwise).
-    Each comparison releases ``cumulative[mid] + N(0, σ²)``. The bin found,
-    ``low``, was last raised by a comparison of bin ``low − 1`` that fell below
-    the target, whose noisy count is returned too (``None`` for ``low = 0``).
+    known: :math:`n` for the grid's last bin, a check's noisy count
+    otherwise). Each comparison releases ``cumulative[mid]``
+    :math:`+ \mathcal{N}(0, \sigma^2)`. The bin found, ``low``, was last
+    raised by a comparison of bin :math:`\mathrm{low} - 1` that fell below
+    the target, whose noisy count is returned too (``None`` for
+    :math:`\mathrm{low} = 0`).
     """
     low, high, used, below = 0, top, 0, None
     while low < high:
@@ -192,62 +202,65 @@ def _bisect(cumulative, target, sigma, rng, top, count):
 
 def search_bound(cumulative, mu, rng, quantile, check_mu=0.0,
                  recoveries=MAX_RECOVERIES):
-    """A private quantile by noisy binary search, checked against an overshoot.
+    r"""A private quantile by noisy binary search, checked against an
+    overshoot.
 
     Parameters
     ----------
     cumulative : ndarray of shape (n_bins,)
-        ``cumulative[j]``: the number of rows in bins ``0..j``
-        (``cumulative[-1] = n``, public).
+        ``cumulative[j]``: the number of rows in bins :math:`0, \ldots, j`
+        (``cumulative[-1]`` :math:`= n`, public).
     mu : float
-        The search's budget: ``Q = ⌈log₂ B⌉`` comparisons (:func:`search_queries`)
-        of ``σ = √Q/μ`` each.
+        The search's budget: :math:`Q = \lceil \log_2 B \rceil` comparisons
+        (:func:`search_queries`) of :math:`\sigma = \sqrt{Q}/\mu` each.
     rng : numpy.random.Generator
     quantile : float
     check_mu : float
-        The check's ``μ`` (0: no check).
+        The check's :math:`\mu` (0: no check).
     recoveries : int
         Searches run again, at most, after checks that found an overshoot.
 
     Returns
     -------
     Search
-        ``index``: the bin ``j`` found, the first whose noisy count reaches
-        :func:`target_count` (the last bin if none does); ``count``: the noisy
-        count released at ``j`` (``n``, exact, for the last bin when it was
-        never compared), the estimate of the rows within ``u_j``; ``spent``:
-        the ``Σ μ²`` of every count released; ``recoveries``; ``below``: the
-        noisy count released at ``j − 1`` (``None`` if the last search did not
-        compare it), and ``target``: for :func:`interpolate_bound`.
+        ``index``: the bin :math:`j` found, the first whose noisy count
+        reaches :func:`target_count` (the last bin if none does); ``count``:
+        the noisy count released at :math:`j` (:math:`n`, exact, for the last
+        bin when it was never compared), the estimate of the rows within
+        :math:`u_j`; ``spent``: the :math:`\sum \mu^2` of every count
+        released; ``recoveries``; ``below``: the noisy count released at
+        :math:`j - 1` (``None`` if the last search did not compare it), and
+        ``target``: for :func:`interpolate_bound`.
 
     **The check.** One comparison that errs far from the data, where every
-    count is 0 or ``n``, sends a binary search decades away: a "below the
+    count is 0 or :math:`n`, sends a binary search decades away: a "below the
     target" at a grid value above every row leads to the next value up, and
-    the covariance's noise, which grows with ``C²``, is then decades too
+    the covariance's noise, which grows with :math:`C^2`, is then decades too
     large (wine at ε = 2: a bound of 118.9 for rows of norm at most 0.652).
     So the count
     ``CHECK_BINS`` bins (a factor 4) below the bound found is released once
     more, at ``check_mu``. If it reaches the target too, the quantile lies at
     or below that lower value, and the search runs again over the bins up to
-    it, at the same ``σ`` per comparison; at most ``recoveries`` times, after
-    which the checked value itself is the bound (its noisy count reached the
-    target). A check that errs on a correct bound (its count is below the
-    target, so only its noise can make it reach it) lowers the bound by at
-    most a factor 4 to one whose noisy count reached the target: a lower
-    quantile, not a bound far from the data.
+    it, at the same :math:`\sigma` per comparison; at most ``recoveries``
+    times, after which the checked value itself is the bound (its noisy
+    count reached the target). A check that errs on a correct bound (its
+    count is below the target, so only its noise can make it reach it)
+    lowers the bound by at most a factor 4 to one whose noisy count reached
+    the target: a lower quantile, not a bound far from the data.
 
     **Privacy.** Under replacement of one row a count of rows in bins
-    ``≤ j`` changes by at most 1, so a count released with noise ``σ`` is
-    ``(1/σ)``-GDP. Which counts are released (each comparison's bin, whether
-    a check fails, whether a search runs again) is decided from the counts
-    released before and from public values only, and every ``σ`` is fixed
-    before its release, so by the fully adaptive composition of GDP (Smith &
-    Thakurta 2022; docs/privacy.rst §2) what the search releases is
-    ``√spent``-GDP, with ``spent = Σ 1/σ_i²`` over the counts actually
+    :math:`\le j` changes by at most 1, so a count released with noise
+    :math:`\sigma` is :math:`(1/\sigma)`-GDP. Which counts are released (each
+    comparison's bin, whether a check fails, whether a search runs again) is
+    decided from the counts released before and from public values only,
+    and every :math:`\sigma` is fixed before its release, so by the fully
+    adaptive composition of GDP (Smith & Thakurta 2022; docs/privacy.rst §2)
+    what the search releases is :math:`\sqrt{\mathrm{spent}}`-GDP, with
+    :math:`\mathrm{spent} = \sum 1/\sigma_i^2` over the counts actually
     released: the fit's tally (:class:`NormBounds`). A search without a
-    failed check spends at most ``μ² + check_mu²``; one that uses fewer than
-    ``Q`` comparisons spends less, and the fit gives the rest to the
-    estimator's own releases.
+    failed check spends at most :math:`\mu^2 + \mathrm{check\_mu}^2`; one
+    that uses fewer than :math:`Q` comparisons spends less, and the fit
+    gives the rest to the estimator's own releases.
     """
     n_bins = cumulative.shape[0]
     n_samples = float(cumulative[-1])
@@ -278,8 +291,8 @@ def search_bound(cumulative, mu, rng, quantile, check_mu=0.0,
 
 # ------------------------------------------------------- statistics of rows
 def _blocks(X, sq, norms=True):
-    """``(block, ‖x‖² of its rows)`` over ``X``; norms from ``sq`` if given,
-    ``None`` if not asked for (``norms=False``).
+    r"""(``block``, :math:`\|x\|^2` of its rows) over ``X``; norms from
+    ``sq`` if given, ``None`` if not asked for (``norms=False``).
 
     Blocks of a few megabytes (``_scan_rows``): the passes of the bounds
     centre every block into a temporary, which at that size stays in cache
@@ -302,13 +315,14 @@ def _blocks(X, sq, norms=True):
 
 
 def _centred_sq(block, block_sq, centre):
-    """``(rows, ‖rows‖²)`` of a block centred on ``centre``, explicitly.
+    r""":math:`(\mathrm{rows}, \|\mathrm{rows}\|^2)` of a block centred on
+    ``centre``, explicitly.
 
-    ``x − c`` is formed row by row: the expansion ``‖x‖² − 2 x·c + ‖c‖²``
-    cancels catastrophically (an error of about ``1e-16 ‖c‖²``) once the
-    centre is far from the origin compared with the bound, which the mean
-    steps of ``"auto"`` make the usual case. ``centre`` None: the block and
-    its stored squared norms.
+    :math:`x - c` is formed row by row: the expansion
+    :math:`\|x\|^2 - 2 x \cdot c + \|c\|^2` cancels catastrophically (an
+    error of about :math:`10^{-16} \|c\|^2`) once the centre is far from the
+    origin compared with the bound, which the mean steps of ``"auto"`` make
+    the usual case. ``centre`` None: the block and its stored squared norms.
     """
     if centre is None or not centre.any():  # x − 0 is x
         return block, block_sq
@@ -317,18 +331,20 @@ def _centred_sq(block, block_sq, centre):
 
 
 def _norm_counts(X, centre, sq_edges, sq=None):
-    """Rows per bin of ``‖x − centre‖`` (``centre`` None: of ``‖x‖``), the
-    rows beyond the last edge in the last bin: :func:`_around`'s counts as
-    the searches see them."""
+    r"""Rows per bin of :math:`\|x - \mathrm{centre}\|` (``centre`` None: of
+    :math:`\|x\|`), the rows beyond the last edge in the last bin:
+    :func:`_around`'s counts as the searches see them."""
     return _around(X, centre, sq_edges, sq=sq).searched()
 
 
 class Around(NamedTuple):
-    """What one pass says about the rows around a centre ``c``, on the grid.
+    r"""What one pass says about the rows around a centre :math:`c`, on the
+    grid.
 
-    Bins ``0..B−1`` as :func:`_norm_counts`'s, and bin ``B`` for the rows
-    beyond the grid's last value (``inf`` where a norm overflows). Exact
-    statistics: the fit releases only functions of them with noise.
+    Bins :math:`0, \ldots, B - 1` as :func:`_norm_counts`'s, and bin
+    :math:`B` for the rows beyond the grid's last value (``inf`` where a
+    norm overflows). Exact statistics: the fit releases only functions of
+    them with noise.
     """
 
     counts: np.ndarray  # (B + 1,) rows per bin of ‖x − c‖
@@ -337,25 +353,27 @@ class Around(NamedTuple):
     fixed: np.ndarray  # (d,) Σ clip_radius(x − c) at a given radius, or (0,)
 
     def searched(self):
-        """Rows per bin ``j < B``, the last also holding the rows beyond the
-        grid: the bins the searches see."""
+        """Rows per bin :math:`j < B`, the last also holding the rows beyond
+        the grid: the bins the searches see."""
         counts = self.counts[:-1].copy()
         counts[-1] += self.counts[-1]
         return counts
 
     def cumulative(self):
-        """Rows in bins ``≤ j`` for ``j < B`` (the last is ``n``): the
-        searches' counts."""
+        r"""Rows in bins :math:`\le j` for :math:`j < B` (the last is
+        :math:`n`): the searches' counts."""
         return np.cumsum(self.searched())
 
     def clipped_sum(self, k, edges):
-        """``Σ clip_{u_k}(x − c)``: exact post-processing of the bins.
+        r""":math:`\sum \operatorname{clip}_{u_k}(x - c)`: exact
+        post-processing of the bins.
 
-        A row in bin ``j ≤ k`` has ``‖x − c‖ ≤ u_j ≤ u_k`` (with the margin
-        for round-off of :func:`_around`) and is its own clip; a row in bin
-        ``j > k`` has ``‖x − c‖ > u_{j−1} ≥ u_k`` and is clipped to
-        ``u_k (x − c)/‖x − c‖``. So the sum has every term of norm at most
-        ``u_k``: L2 sensitivity ``2 u_k`` (docs/privacy.rst §3).
+        A row in bin :math:`j \le k` has :math:`\|x - c\| \le u_j \le u_k`
+        (with the margin for round-off of :func:`_around`) and is its own
+        clip; a row in bin :math:`j > k` has
+        :math:`\|x - c\| > u_{j-1} \ge u_k` and is clipped to
+        :math:`u_k (x - c)/\|x - c\|`. So the sum has every term of norm at
+        most :math:`u_k`: L2 sensitivity :math:`2 u_k` (docs/privacy.rst §3).
         """
         return self.sums[:k + 1].sum(axis=0) + edges[k] * self.units[k + 1:].sum(axis=0)
 
@@ -364,31 +382,34 @@ _NOTHING = np.zeros(0)
 
 
 def _around(X, centre, sq_edges, sums=False, radius=None, sq=None):
-    """The rows around ``centre`` (None: the origin) in one pass: an
-    :class:`Around`, with the per-bin sums if ``sums`` and ``Σ clip_radius(x −
-    c)`` if ``radius`` is given.
+    r"""The rows around ``centre`` (None: the origin) in one pass: an
+    :class:`Around`, with the per-bin sums if ``sums`` and
+    :math:`\sum \operatorname{clip}_{\mathrm{radius}}(x - c)` if ``radius``
+    is given.
 
     Counts: a row goes to the first bin whose edge is at least its computed
-    norm (bin ``B`` beyond the last edge), so every row is counted in exactly
-    one bin whatever its norm, and a count of rows in bins ``≤ j`` has
-    sensitivity 1. The per-bin sums place each row by its norm enlarged by
-    the round-off margin of :func:`~sklearn_dppca._stats._clip_scales`
-    (``‖x − c‖² (1 + γ)``), and its unit vector divides by that enlarged
-    norm: a row summed as unclipped at ``u_k`` has a true norm at most
-    ``u_k``, and a unit vector a true norm at most 1, so every clipped sum
-    assembled from them has terms of norm at most its radius
+    norm (bin :math:`B` beyond the last edge), so every row is counted in
+    exactly one bin whatever its norm, and a count of rows in bins
+    :math:`\le j` has sensitivity 1. The per-bin sums place each row by its
+    norm enlarged by the round-off margin of
+    :func:`~sklearn_dppca._stats._clip_scales`
+    (:math:`\|x - c\|^2 (1 + \gamma)`), and its unit vector divides by that
+    enlarged norm: a row summed as unclipped at :math:`u_k` has a true norm
+    at most :math:`u_k`, and a unit vector a true norm at most 1, so every
+    clipped sum assembled from them has terms of norm at most its radius
     (:meth:`Around.clipped_sum`). Rows are centred explicitly
     (:func:`_centred_sq`). ``sq``: the rows' squared norms, computed (and the
     rows checked finite) if not given.
 
     Counts and one clipped sum of a dense array around a centre within
     :data:`EXPAND_REACH` radii of the origin (the first step on every row of
-    "The first rows") take the norms from ``‖x‖² − 2 x·c + ‖c‖²`` instead,
-    without centring a copy of each block: their round-off, about ``(d + 8)
-    ε (‖x‖ + ‖c‖)²``, is far below a grid step for the rows near the radius,
-    the sum's scales keep their margin for it (:func:`_clip_scales`), and a
-    count of rows in bins ``≤ j`` has sensitivity 1 however a row's bin is
-    computed.
+    "The first rows") take the norms from
+    :math:`\|x\|^2 - 2 x \cdot c + \|c\|^2` instead, without centring a copy
+    of each block: their round-off, about
+    :math:`(d + 8) \varepsilon (\|x\| + \|c\|)^2`, is far below a grid step
+    for the rows near the radius, the sum's scales keep their margin for it
+    (:func:`_clip_scales`), and a count of rows in bins :math:`\le j` has
+    sensitivity 1 however a row's bin is computed.
     """
     n_bins, d = sq_edges.shape[0] + 1, X.shape[1]
     if (not sums and radius is not None and centre is not None
@@ -423,12 +444,13 @@ def _around(X, centre, sq_edges, sums=False, radius=None, sq=None):
 
 
 def _add_bin_sums(rows, index, scale, bin_sums, units):
-    """Add, per bin ``index``, ``Σ rows`` to ``bin_sums`` and ``Σ scale·rows``
-    to ``units``: one product of the rows with a sparse (2·bins × rows)
-    indicator holding two values per row, O(rows · d) for dense and sparse
-    rows alike (a dense indicator cost O(bins · rows · d) and dominated the
-    pass at d = 100; sorting the rows by bin and summing runs, 2.3× slower
-    than this on 16 384 × 100 blocks)."""
+    r"""Add, per bin ``index``, :math:`\sum \mathrm{rows}` to ``bin_sums`` and
+    :math:`\sum \mathrm{scale} \cdot \mathrm{rows}` to ``units``: one product
+    of the rows with a sparse (2·bins × rows) indicator holding two values
+    per row, O(rows · d) for dense and sparse rows alike (a dense indicator
+    cost O(bins · rows · d) and dominated the pass at d = 100; sorting the
+    rows by bin and summing runs, 2.3× slower than this on 16 384 × 100
+    blocks)."""
     n_bins, m = bin_sums.shape[0], rows.shape[0]
     columns = np.arange(m)
     entries = (np.r_[index, n_bins + index], np.r_[columns, columns])
@@ -441,8 +463,9 @@ def _add_bin_sums(rows, index, scale, bin_sums, units):
 
 
 def _around_expanded(X, centre, sq_edges, radius, sq):
-    """:func:`_around`'s counts and ``Σ clip_radius(x − c)``, the norms
-    around ``c`` by expansion (no centred copy of the blocks)."""
+    r""":func:`_around`'s counts and
+    :math:`\sum \operatorname{clip}_{\mathrm{radius}}(x - c)`, the norms
+    around :math:`c` by expansion (no centred copy of the blocks)."""
     counts = np.zeros(sq_edges.shape[0] + 1, dtype=np.int64)
     fixed = np.zeros(X.shape[1])
     for block, block_sq in _blocks(X, sq):
@@ -497,7 +520,8 @@ def _announce(data, what):
 
 
 def _box_rows(data, lower, upper, centre):
-    """The rows clipped into the box and translated by ``-centre``.
+    r"""The rows clipped into the box and translated by
+    :math:`-\mathrm{centre}`.
 
     One copy of the data in memory (a Dask array stays lazy). A CSR matrix
     stays sparse when the translation is 0 and 0 lies in the box (only its
@@ -608,20 +632,22 @@ class NormBounds:
         )
 
     def plan(self, plan):
-        """The subclass's plan with the searches' (and the steps') shares.
+        r"""The subclass's plan with the searches' (and the steps') shares.
 
-        Each of the ``n_searches`` searches gets ``μ_b = μ* √(w / n_searches)``
-        for its comparisons and ``μ* √(c / n_searches)`` for its check (``w`` =
-        :func:`search_share`, ``c`` = :data:`CHECK_BUDGET_SHARE`). The
-        mean's adaptive steps get ``μ* √a`` in all (``a`` =
-        :data:`AUTO_MEAN_SHARE`) and the other releases keep their proportions
-        within ``1 − w − c − a``; otherwise every ``μ_j`` is scaled by
-        ``√(1 − w − c)``. The subclass's releases compose to exactly its
-        charge ``μ*`` (its plan's invariant), so these compose to ``μ*``
-        too;
+        Each of the ``n_searches`` searches gets
+        :math:`\mu_b = \mu^* \sqrt{w / \mathrm{n\_searches}}` for its
+        comparisons and :math:`\mu^* \sqrt{c / \mathrm{n\_searches}}` for its
+        check (:math:`w` = :func:`search_share`, :math:`c` =
+        :data:`CHECK_BUDGET_SHARE`). The mean's adaptive steps get
+        :math:`\mu^* \sqrt{a}` in all (:math:`a` = :data:`AUTO_MEAN_SHARE`)
+        and the other releases keep their proportions within
+        :math:`1 - w - c - a`; otherwise every :math:`\mu_j` is scaled by
+        :math:`\sqrt{1 - w - c}`. The subclass's releases compose to exactly
+        its charge :math:`\mu^*` (its plan's invariant), so these compose to
+        :math:`\mu^*` too;
         :meth:`release` then gives the estimator's own releases whatever the
         searches and steps did not spend (:meth:`_give_back`), so that the fit
-        spends exactly what it is charged (one GDP charge of ``μ*``).
+        spends exactly what it is charged (one GDP charge of :math:`\mu^*`).
 
         Raises
         ------
@@ -691,14 +717,14 @@ class NormBounds:
         return plan._replace(mus=mus)
 
     def _refuse_drowned(self, mu_total):
-        """Refuse, from public values only and before any charge, a fit whose
-        searches would have noise beyond :data:`DROWNED` ``· n`` rows per
-        comparison even with the largest share they may take.
+        r"""Refuse, from public values only and before any charge, a fit whose
+        searches would have noise beyond :data:`DROWNED` :math:`\cdot n`
+        rows per comparison even with the largest share they may take.
 
-        ``σ = √Q/μ_b`` depends on ``n``, ``epsilon``, ``delta``, ``norm_range``
-        (``Q``), ``center``, ``bounds`` and, through the mean's steps, ``d``
-        only. The message names the smallest ``epsilon`` at which the fit
-        would run.
+        :math:`\sigma = \sqrt{Q}/\mu_b` depends on :math:`n`, ``epsilon``,
+        ``delta``, ``norm_range`` (:math:`Q`), ``center``, ``bounds`` and,
+        through the mean's steps, :math:`d` only. The message names the
+        smallest ``epsilon`` at which the fit would run.
         """
         n, d, estimator = self.n_samples, self.n_features, self.estimator
         queries, n_bins = search_queries(self.edges.shape[0]), self.edges.shape[0]
@@ -857,15 +883,16 @@ class NormBounds:
         return mean, data_norm, mean_norm, self._give_back(plan)
 
     def _mean_steps(self, plan, rng):
-        """The private mean with ``"auto"``: ``(mean, last radius, counts for
+        r"""The private mean with ``"auto"``: ``(mean, last radius, counts for
         the covariance's search, that search if already made)``.
 
-        Step ``s`` clips the rows centred on the current estimate at a
+        Step :math:`s` clips the rows centred on the current estimate at a
         searched radius (with a box: one step at the box's radius) and
         releases their sum, sensitivity twice the radius, at
-        ``μ_mean √w_s``. One pass over the rows serves a step: the counts of
-        its search and the sums per bin of the norm grid, from which the
-        clipped sum at any grid value is exact post-processing
+        :math:`\mu_{\mathrm{mean}} \sqrt{w_s}`. One pass over the rows serves
+        a step: the counts of its search and the sums per bin of the norm
+        grid, from which the clipped sum at any grid value is exact
+        post-processing
         (:meth:`Around.clipped_sum`); the first step's pass is the read
         before the charge. Everything that steers the steps is
         post-processing of earlier releases and public values: the radius
@@ -966,22 +993,25 @@ class NormBounds:
             announce(f"the first {self.pilot} rows: {what}")
 
     def _give_back(self, plan):
-        """``plan`` with the estimator's own releases given what this step did
+        r"""``plan`` with the estimator's own releases given what this step did
         not spend, computed from the composed spend.
 
-        The own releases (every key but ``"mean"``) were planned to compose to
-        ``μ*² − (this step's planned spend)`` (:meth:`plan`); this step spent
-        the tally ``s`` (every count, check and mean step it released, each
-        ``μ²`` as drawn). Scaling every own ``μ`` by ``√((μ*² − s)/planned)``
-        makes them compose to ``μ*² − s``, whatever the number of their
-        releases or branches (the composed spend of a plan is a sum of
-        ``μ²``, each proportional to one key's ``μ²``), so along every path
-        the ``μ²`` of the fit sum to exactly ``μ*²``. ``s`` is below the
-        planned spend when a search makes fewer comparisons than it planned
-        or the steps stop early, and above it when a search runs again after
-        a failed check (:func:`search_bound`): the own releases then give the
-        difference (at most ``MAX_RECOVERIES`` times the searches' and checks'
-        share, 16% of ``μ*²``). Both ``s`` and the scale are functions of
+        The own releases (every key but ``"mean"``) were planned to compose
+        to :math:`\mu^{*2} - (\text{this step's planned spend})`
+        (:meth:`plan`); this step spent the tally :math:`s` (every count,
+        check and mean step it released, each :math:`\mu^2` as drawn).
+        Scaling every own :math:`\mu` by
+        :math:`\sqrt{(\mu^{*2} - s)/\mathrm{planned}}` makes them compose to
+        :math:`\mu^{*2} - s`, whatever the number of their releases or
+        branches (the composed spend of a plan is a sum of :math:`\mu^2`,
+        each proportional to one key's :math:`\mu^2`), so along every path
+        the :math:`\mu^2` of the fit sum to exactly :math:`\mu^{*2}`.
+        :math:`s` is below the planned spend when a search makes fewer
+        comparisons than it planned or the steps stop early, and above it
+        when a search runs again after a failed check (:func:`search_bound`):
+        the own releases then give the difference (at most
+        ``MAX_RECOVERIES`` times the searches' and checks' share, 16% of
+        :math:`\mu^{*2}`). Both :math:`s` and the scale are functions of
         public values and released values, fixed before any own release.
         """
         total, planned = self.mu_total, self._own_planned

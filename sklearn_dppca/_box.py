@@ -96,12 +96,15 @@ def check_box(bounds, n_features, feature_names=None):
 
 
 def box_radius(lower, upper, center):
-    """``(c, R)``: the centre the rows of the box ``[lower, upper]`` (arrays
-    of the data's dtype, :func:`inward_box`) are translated by, the box's
-    midpoint or 0 without centring (float64), and ``R``, a bound on the norm
-    of every translated row: ``‖max(|lower − c|, |upper − c|)‖`` computed in
-    the dtype, as the rows are (``|fl(x − c)| ≤ max(|fl(lower − c)|,
-    |fl(upper − c)|)`` for every ``x`` in the box: rounding is monotone)."""
+    r""":math:`(c, R)`: the centre the rows of the box ``[lower, upper]``
+    (arrays of the data's dtype, :func:`inward_box`) are translated by, the
+    box's midpoint or 0 without centring (float64), and :math:`R`, a bound
+    on the norm of every translated row:
+    :math:`\|\max(|\mathrm{lower} - c|, |\mathrm{upper} - c|)\|` computed in
+    the dtype, as the rows are (:math:`|\operatorname{fl}(x - c)| \le
+    \max(|\operatorname{fl}(\mathrm{lower} - c)|,
+    |\operatorname{fl}(\mathrm{upper} - c)|)` for every :math:`x` in the
+    box: rounding is monotone)."""
     dtype = lower.dtype
     centre = np.zeros_like(lower)
     if center:
@@ -125,15 +128,16 @@ def public_box_norm(bounds, n_features, center, feature_names=None):
 
 
 def inward_box(lower, upper, dtype):
-    """``(lower, upper)`` as arrays of ``dtype``, rounded inward.
+    r"""``(lower, upper)`` as arrays of ``dtype``, rounded inward.
 
     A bound that the cast rounds outward (``0.1`` in float32 is
     ``0.10000000149``) is moved to the next value of ``dtype`` toward the
     box's inside, so every row clipped to the cast box lies in the box the
-    user gave, which the sensitivity assumes. A side with ``lower = upper``
-    at a value ``dtype`` cannot represent keeps its nearest value (no value
-    of ``dtype`` lies in it; the box's radius is computed from the values
-    used, so the sensitivity still holds). float64 bounds are unchanged. A
+    user gave, which the sensitivity assumes. A side with
+    :math:`\mathrm{lower} = \mathrm{upper}` at a value ``dtype`` cannot
+    represent keeps its nearest value (no value of ``dtype`` lies in it; the
+    box's radius is computed from the values used, so the sensitivity still
+    holds). float64 bounds are unchanged. A
     side beyond the dtype's range (the cast gives ``inf``) is refused.
     """
     dtype = np.dtype(dtype)

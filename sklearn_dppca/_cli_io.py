@@ -509,7 +509,7 @@ class ReleasedModel:
         return [f"{prefix}{i}" for i in range(self.n_components_)]
 
     def transform(self, X):
-        """``(X − mean_) @ components_.T``, whitened if the model says so.
+        """``(X - mean_) @ components_.T``, whitened if the model says so.
 
         The same operations, in the same order, as the estimator's
         ``transform``, so the results agree to rounding; with ``--scale``,

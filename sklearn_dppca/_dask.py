@@ -312,9 +312,10 @@ def _chunk_max_norm(chunk):
 
 
 def _chunk_centred(chunk, data_norm, centre):
-    """``(Σ y yᵀ, Σ y)`` of a chunk, ``y = clip_C(x − c)``: a dense chunk as
-    it is, in either layout (:func:`~sklearn_dppca._stats.weighted_gram`),
-    any other, or one with rows far out, row-major by blocks."""
+    r""":math:`(\sum y y^\top, \sum y)` of a chunk,
+    :math:`y = \operatorname{clip}_C(x - c)`: a dense chunk as it is, in
+    either layout (:func:`~sklearn_dppca._stats.weighted_gram`), any other,
+    or one with rows far out, row-major by blocks."""
     result = weighted_gram(chunk, data_norm, centre)
     if result is not None:
         return result
@@ -351,12 +352,14 @@ def max_norm(X):
 
 
 def clipped_sum(X, data_norm):
-    """``Σ clip_C(x_i)`` over every chunk (sensitivity ``2C``)."""
+    r""":math:`\sum \operatorname{clip}_C(x_i)` over every chunk (sensitivity
+    :math:`2C`)."""
     return map_reduce(X, _stats_clipped_sum, data_norm)
 
 
 def centred_gram(X, data_norm, mean):
-    """``Σ y yᵀ``, ``y = clip_C(x − m)``, over every chunk (sensitivity ``√2 C²``)."""
+    r""":math:`\sum y y^\top`, :math:`y = \operatorname{clip}_C(x - m)`, over
+    every chunk (sensitivity :math:`\sqrt{2} C^2`)."""
     return map_reduce(X, _chunk_gram, data_norm, mean)
 
 
@@ -423,12 +426,14 @@ class ChunkedRows:
         return head
 
     def clipped_sum(self, data_norm):
-        """``Σ clip_C(x_i)`` alone: the first rows' pass."""
+        r""":math:`\sum \operatorname{clip}_C(x_i)` alone: the first rows'
+        pass."""
         return clipped_sum(self.X, data_norm)
 
     def centred(self, data_norm, centre):
-        """``(Σ y yᵀ, Σ y)``, ``y = clip_C(x − c)``: one pass (sensitivities
-        ``√2 C²`` and ``2C``)."""
+        r""":math:`(\sum y y^\top, \sum y)`,
+        :math:`y = \operatorname{clip}_C(x - c)`: one pass (sensitivities
+        :math:`\sqrt{2} C^2` and :math:`2C`)."""
         return map_reduce(self.X, _chunk_centred, data_norm, centre)
 
 
@@ -447,10 +452,10 @@ class DaskCentredRows:
         )
 
     def sq_norm_sum(self):
-        """One Dask reduction of ``Σ ‖a_i‖²`` (see CentredRows)."""
+        r"""One Dask reduction of :math:`\sum \|a_i\|^2` (see CentredRows)."""
         return map_reduce(self.X, _chunk_sq_norm_sum, self.data_norm, self.mean)
 
     def clipped_energy(self, W, radii):
-        """One Dask reduction of ``q(R)`` (see CentredRows)."""
+        """One Dask reduction of :math:`q(R)` (see CentredRows)."""
         return map_reduce(self.X, _chunk_energy, self.data_norm, self.mean, W,
                           np.asarray(radii, dtype=float))

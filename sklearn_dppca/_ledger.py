@@ -1,4 +1,4 @@
-"""Storage of privacy charges: an append-only, hash-chained SQLite ledger.
+r"""Storage of privacy charges: an append-only, hash-chained SQLite ledger.
 
 This module only *stores* charges; what a charge costs and whether the
 budget admits it is decided by :mod:`sklearn_dppca.privacy`, whose
@@ -18,9 +18,10 @@ with two tables:
     class name, its parameters as JSON (public values only, never data),
     the caller's ``label``, ``mu`` (GDP parameter, as text: ``"inf"`` is
     allowed), ``rdp`` (JSON curve or NULL; for a release the user states in
-    ``(ε, δ)``, the JSON object ``{"delta": "...", "epsilon": "..."}``, which
-    a reader knowing only curves fails on rather than drop), ``epsilon_spent``
-    (the composed total after the charge), ``prev_hash`` and ``hash``.
+    :math:`(\varepsilon, \delta)`, the JSON object
+    ``{"delta": "...", "epsilon": "..."}``, which a reader knowing only
+    curves fails on rather than drop), ``epsilon_spent`` (the composed total
+    after the charge), ``prev_hash`` and ``hash``.
 
 Every row's ``hash`` is the SHA-256 of its fields and of the previous row's
 hash (the genesis hash for row 1), so :meth:`Ledger.verify` finds an edited,
@@ -45,12 +46,12 @@ What the chain detects depends on what is kept outside the file:
 * An *anchor*, :meth:`Ledger.anchor` (``"N:HASH"``: the number of charges and
   the hash of the last one, the genesis hash for none), stored where the
   file's writer cannot change it: :meth:`Ledger.verify` with ``anchor=``
-  requires the file to extend it, that is to hold at least ``N`` rows, the
-  ``N``-th with that hash. As every hash chains back to the genesis hash of
-  the header, this pins the budget, the ledger's creation and its first ``N``
-  charges: no change that lowers the spend below the anchored one passes
-  (short of breaking SHA-256). Charges made after the anchor was taken are
-  covered by the next anchor only.
+  requires the file to extend it, that is to hold at least :math:`N` rows,
+  the :math:`N`-th with that hash. As every hash chains back to the genesis
+  hash of the header, this pins the budget, the ledger's creation and its
+  first :math:`N` charges: no change that lowers the spend below the
+  anchored one passes (short of breaking SHA-256). Charges made after the
+  anchor was taken are covered by the next anchor only.
 
 A new ledger is written in full to a private temporary file (``O_EXCL``,
 mode ``0o600``: readable and writable by its owner only), then linked to its
@@ -317,8 +318,9 @@ class Ledger:
         ----------
         anchor : str, optional
             An :meth:`anchor` taken earlier (``"N:HASH"``) and kept outside
-            the file: the ledger must extend it (hold at least ``N`` charges,
-            the ``N``-th with that hash). A bare row hash is accepted too.
+            the file: the ledger must extend it (hold at least :math:`N`
+            charges, the :math:`N`-th with that hash). A bare row hash is
+            accepted too.
 
         Raises
         ------
@@ -345,7 +347,7 @@ class Ledger:
 
         Stored where the file's writer cannot change it, it is checked by
         :meth:`verify` with ``anchor=``; as every hash chains to the header,
-        it pins the budget, the ledger's creation and its first ``N`` rows.
+        it pins the budget, the ledger's creation and its first :math:`N` rows.
         """
         def body(con):
             meta, rows = self._verified(con)

@@ -168,9 +168,9 @@ PILOT_STALE = 1.0 / 16.0
 
 
 def pilot_rows(n_samples, n_features, mu):
-    """How many first rows give the clipping centre, or ``None`` (all rows:
+    r"""How many first rows give the clipping centre, or ``None`` (all rows:
     the mean is released from every row before the covariance's pass). A
-    function of public values only (``n``, ``d``, ``μ*``)."""
+    function of public values only (:math:`n`, :math:`d`, :math:`\mu^*`)."""
     if not mu < math.inf:
         return None
     rows = max(PILOT_MIN_ROWS, math.ceil(PILOT_SCALE * math.sqrt(n_features) / mu))
@@ -222,13 +222,13 @@ PARAMETER_CONSTRAINTS = {
 
 # ------------------------------------------------------------------ the grid
 def norm_grid(norm_range, limit=math.inf, dtype="this", floor=0.0):
-    """Public candidate bounds: a geometric grid over ``norm_range``.
+    r"""Public candidate bounds: a geometric grid over ``norm_range``.
 
     Parameters
     ----------
     norm_range : (float, float)
-        ``(low, high)`` with ``0 < low < high``: the smallest and largest
-        candidate bound.
+        ``(low, high)`` with :math:`0 < \mathrm{low} < \mathrm{high}`: the
+        smallest and largest candidate bound.
     limit : float
         Largest bound the data's dtype allows.
     floor : float
@@ -239,7 +239,8 @@ def norm_grid(norm_range, limit=math.inf, dtype="this", floor=0.0):
     Returns
     -------
     edges : ndarray of shape (n_bins,)
-        ``low`` to ``high``, consecutive ratios at most ``2**(1/BINS_PER_OCTAVE)``.
+        ``low`` to ``high``, consecutive ratios at most
+        :math:`2^{1/\mathrm{BINS\_PER\_OCTAVE}}`.
     """
     values = np.asarray(norm_range, dtype=object).ravel()
     ok = values.size == 2 and all(
@@ -267,19 +268,20 @@ def norm_grid(norm_range, limit=math.inf, dtype="this", floor=0.0):
 
 
 def search_queries(n_bins):
-    """Comparisons ``Q = ⌈log₂ B⌉`` that a binary search over ``B`` bins makes
-    at most (each halves the candidates, rounding up)."""
+    r"""Comparisons :math:`Q = \lceil \log_2 B \rceil` that a binary search
+    over :math:`B` bins makes at most (each halves the candidates, rounding
+    up)."""
     return max(1, math.ceil(math.log2(n_bins)))
 
 
 def wants_covariance(n_components, n_samples, n_features):
-    """Whether a fit's product is the whole covariance (or its spectrum),
+    r"""Whether a fit's product is the whole covariance (or its spectrum),
     rather than a subspace: a public function of the parameters.
 
-    ``n_components`` an integer below ``min(n, d)`` asks for a subspace (its
-    components and the projection onto it). ``None`` (every component), an
-    integer ``min(n, d)``, a fraction of the variance or ``"mle"`` (both chosen
-    from the released spectrum) ask for the whole covariance.
+    ``n_components`` an integer below :math:`\min(n, d)` asks for a subspace
+    (its components and the projection onto it). ``None`` (every component),
+    an integer :math:`\min(n, d)`, a fraction of the variance or ``"mle"``
+    (both chosen from the released spectrum) ask for the whole covariance.
     """
     subspace = (isinstance(n_components, Integral)
                 and not isinstance(n_components, bool)
@@ -288,31 +290,35 @@ def wants_covariance(n_components, n_samples, n_features):
 
 
 def auto_quantile(n_samples, n_features, mu, n_components):
-    """The quantile of ``norm_quantile="auto"`` for the covariance's bound:
+    r"""The quantile of ``norm_quantile="auto"`` for the covariance's bound:
     a function of public values only (no data, no release).
 
     - A subspace (:func:`wants_covariance` false): the median,
       :data:`DEFAULT_QUANTILE`. Clipping keeps each row's direction, so a low
-      bound costs the directions little while the noise falls with ``C²``.
-    - The whole covariance: ``q = 1 − √(d(d+1)) / (3 (μ n)^{3/4})``
+      bound costs the directions little while the noise falls with
+      :math:`C^2`.
+    - The whole covariance: :math:`q = 1 - \sqrt{d(d+1)} / (3 (\mu n)^{3/4})`
       (:data:`COVARIANCE_SCALE`, :data:`COVARIANCE_POWER`), at least the
       median. Clipping biases the second moment by about
-      ``E[(‖x‖² − C²)₊]``, which falls as ``C`` rises by the share of rows
-      beyond ``C``. The raw noise's Frobenius norm, ``√(d(d+1)/2) σ/n`` with
-      ``σ = √2 C²/μ_cov``, rises by ``√(d(d+1))/(μ_cov n)`` per unit of
-      ``C²``: the two balance when a share of order ``√(d(d+1))/(μ n)`` of
-      the rows lies beyond ``C``. The noise enters only through
-      ``σ/n ∝ C²/(μ n)``; a released error growing like ``(σ/n)^p`` moves the
-      balance to a share of order ``(μ n)^{−p}``, and the de-noised spectrum,
-      which shrinks a bulk of small eigenvalues toward 0, pays less than
-      ``σ``: ``p = 3/4`` measured best.
+      :math:`\mathbb{E}[(\|x\|^2 - C^2)_+]`, which falls as :math:`C` rises
+      by the share of rows beyond :math:`C`. The raw noise's Frobenius norm,
+      :math:`\sqrt{d(d+1)/2}\, \sigma/n` with
+      :math:`\sigma = \sqrt{2} C^2/\mu_{\mathrm{cov}}`, rises by
+      :math:`\sqrt{d(d+1)}/(\mu_{\mathrm{cov}} n)` per unit of :math:`C^2`:
+      the two balance when a share of order :math:`\sqrt{d(d+1)}/(\mu n)` of
+      the rows lies beyond :math:`C`. The noise enters only through
+      :math:`\sigma/n \propto C^2/(\mu n)`; a released error growing like
+      :math:`(\sigma/n)^p` moves the balance to a share of order
+      :math:`(\mu n)^{-p}`, and the de-noised spectrum, which shrinks a bulk
+      of small eigenvalues toward 0, pays less than :math:`\sigma`:
+      :math:`p = 3/4` measured best.
 
     Parameters
     ----------
     n_samples, n_features : int
     mu : float
-        The fit's ``μ* = gdp_mu(epsilon, delta)`` (``inf``: the non-private
-        fit, which clips nothing: ``q = 1``).
+        The fit's :math:`\mu^*` = ``gdp_mu(epsilon, delta)`` (``inf``: the
+        non-private fit, which clips nothing: :math:`q = 1`).
     n_components : int, float, str or None
         The estimator's parameter.
 
@@ -328,18 +334,21 @@ def auto_quantile(n_samples, n_features, mu, n_components):
 
 
 def mean_step_count(n_samples, n_features, mu):
-    """How many steps the private mean takes with ``"auto"``: a function of
+    r"""How many steps the private mean takes with ``"auto"``: a function of
     public values only.
 
-    A step at radius ``r`` releases the rows' clipped sum with noise of norm
-    about ``κ r``, ``κ = 2√d / (μ_s n)`` (``μ_s`` a step's share of ``μ*``, here
-    ``μ* √(a/3)``, ``a`` = :data:`AUTO_MEAN_SHARE`), and the next step's radius
-    is about the distance left: each step brings a far centre a factor ``κ``
-    closer. The fit takes enough steps to cover :data:`MEAN_REACH` decades,
-    ``⌈MEAN_REACH / log₁₀(1/κ)⌉``, at least :data:`MIN_MEAN_STEPS` and at most
-    ``len(MEAN_STEPS)``: three on many rows, where each pass over them counts
-    (2·10⁵ × 50 at ε = 1: ``κ ≈ 8·10⁻⁴``), all eight on a few hundred rows
-    (wine at ε = 3: ``κ ≈ 0.16``).
+    A step at radius :math:`r` releases the rows' clipped sum with noise of
+    norm about :math:`\kappa r`, :math:`\kappa = 2\sqrt{d} / (\mu_s n)`
+    (:math:`\mu_s` a step's share of :math:`\mu^*`, here
+    :math:`\mu^* \sqrt{a/3}`, :math:`a` = :data:`AUTO_MEAN_SHARE`), and the
+    next step's radius is about the distance left: each step brings a far
+    centre a factor :math:`\kappa` closer. The fit takes enough steps to
+    cover :data:`MEAN_REACH` decades,
+    :math:`\lceil \mathrm{MEAN\_REACH} / \log_{10}(1/\kappa) \rceil`, at
+    least :data:`MIN_MEAN_STEPS` and at most ``len(MEAN_STEPS)``: three on
+    many rows, where each pass over them counts (2·10⁵ × 50 at ε = 1:
+    :math:`\kappa \approx 8 \cdot 10^{-4}`), all eight on a few hundred rows
+    (wine at ε = 3: :math:`\kappa \approx 0.16`).
     """
     mu_step = mu * math.sqrt(AUTO_MEAN_SHARE / MIN_MEAN_STEPS)
     contraction = 2.0 * math.sqrt(n_features) / (mu_step * n_samples)
@@ -352,14 +361,15 @@ def mean_step_count(n_samples, n_features, mu):
 
 
 def search_share(n_samples, n_searches, mu, n_bins, most=MAX_BOUND_SHARE):
-    """The share of ``μ*²`` the searches take (all of them): a function of
-    public values only.
+    r"""The share of :math:`\mu^{*2}` the searches take (all of them): a
+    function of public values only.
 
     :data:`BOUND_BUDGET_SHARE`, or more when that would leave a comparison's
-    noise ``σ = √Q/μ_b`` (``μ_b = μ* √(share/searches)``, ``Q`` comparisons
-    over ``n_bins`` bins) beyond :data:`DROWNED` ``· n`` rows: the share at
-    which ``σ`` is exactly that. ``None`` when that share exceeds ``most``
-    (the search is drowned and the fit refused).
+    noise :math:`\sigma = \sqrt{Q}/\mu_b`
+    (:math:`\mu_b = \mu^* \sqrt{\mathrm{share}/\mathrm{searches}}`, :math:`Q`
+    comparisons over ``n_bins`` bins) beyond :data:`DROWNED` :math:`\cdot n`
+    rows: the share at which :math:`\sigma` is exactly that. ``None`` when
+    that share exceeds ``most`` (the search is drowned and the fit refused).
     """
     if not mu < math.inf:
         return BOUND_BUDGET_SHARE
@@ -369,40 +379,43 @@ def search_share(n_samples, n_searches, mu, n_bins, most=MAX_BOUND_SHARE):
 
 
 def target_count(quantile, n_samples, sigma):
-    """The count a bound must reach: ``q·n``, at most ``n − 2σ``, at least ``q·n/2``.
+    r"""The count a bound must reach: :math:`q \cdot n`, at most
+    :math:`n - 2\sigma`, at least :math:`q \cdot n/2`.
 
-    ``σ`` is a comparison's noise (public). Beyond the largest norm the counts
-    are ``n``, so a target of ``n`` itself (``q = 1``) would be missed one
-    comparison in two, pushing the bound far above the data; the cap keeps it
-    within a grid step or two of the data's top. When the noise is large next
-    to ``(1 − q) n`` it chooses a lower quantile: a bound too low clips rows,
-    one too high multiplies the covariance noise by ``C²``. The floor ``q·n/2``
-    keeps a search drowned in noise (few rows, a small ε) from aiming at 0.
+    :math:`\sigma` is a comparison's noise (public). Beyond the largest norm
+    the counts are :math:`n`, so a target of :math:`n` itself (:math:`q = 1`)
+    would be missed one comparison in two, pushing the bound far above the
+    data; the cap keeps it within a grid step or two of the data's top. When
+    the noise is large next to :math:`(1 - q) n` it chooses a lower
+    quantile: a bound too low clips rows, one too high multiplies the
+    covariance noise by :math:`C^2`. The floor :math:`q \cdot n/2` keeps a
+    search drowned in noise (few rows, a small ε) from aiming at 0.
     """
     target = quantile * n_samples
     return max(min(target, n_samples - 2.0 * sigma), target / 2.0)
 
 
 def interpolate_bound(edges, found):
-    """The bound within the bin :func:`search_bound` found, and its count.
+    r"""The bound within the bin :func:`search_bound` found, and its count.
 
-    The grid's step is ``2^{1/4}`` in ``C``, ``√2`` in the covariance noise
-    ``∝ C²``; the first grid value whose noisy count reaches the target lies
-    anywhere up to a step above the quantile. Between ``u_{j−1}``, whose noisy
-    count ``N_{j−1}`` fell below the target ``t``, and ``u_j``, whose noisy
-    count ``N_j`` reached it, the bound is placed where the counts,
-    interpolated linearly in ``log C``, reach ``t``:
-    ``C = u_{j−1}^{1−s} u_j^s`` with ``s = (t − N_{j−1})/(N_j − N_{j−1})`` in
-    ``[0, 1]``. Post-processing of released counts and public values. Without
-    a released ``N_{j−1}`` (``j = 0``, or the bound is a failed check's value)
+    The grid's step is :math:`2^{1/4}` in :math:`C`, :math:`\sqrt{2}` in the
+    covariance noise :math:`\propto C^2`; the first grid value whose noisy
+    count reaches the target lies anywhere up to a step above the quantile.
+    Between :math:`u_{j-1}`, whose noisy count :math:`N_{j-1}` fell below the
+    target :math:`t`, and :math:`u_j`, whose noisy count :math:`N_j` reached
+    it, the bound is placed where the counts, interpolated linearly in
+    :math:`\log C`, reach :math:`t`: :math:`C = u_{j-1}^{1-s} u_j^s` with
+    :math:`s = (t - N_{j-1})/(N_j - N_{j-1})` in :math:`[0, 1]`.
+    Post-processing of released counts and public values. Without a released
+    :math:`N_{j-1}` (:math:`j = 0`, or the bound is a failed check's value)
     and in the grid's last bin, which also holds the norms beyond it, the
-    bound is ``u_j``.
+    bound is :math:`u_j`.
 
     Returns
     -------
     bound : float
     count : float
-        The interpolated noisy count at ``bound`` (``N_j`` without
+        The interpolated noisy count at ``bound`` (:math:`N_j` without
         interpolation).
     """
     j = found.index
@@ -416,14 +429,15 @@ def interpolate_bound(edges, found):
 
 
 def shrink_step(move, sigma):
-    """A mean step's released movement, shrunk toward 0 (James–Stein).
+    r"""A mean step's released movement, shrunk toward 0 (James–Stein).
 
-    ``move`` estimates the step's true movement with noise ``N(0, σ² I_d)``;
-    the positive-part James–Stein factor ``max(0, 1 − (d − 2)σ²/‖move‖²)``
-    has a smaller expected squared error for ``d ≥ 3`` whatever the true
+    ``move`` estimates the step's true movement with noise
+    :math:`\mathcal{N}(0, \sigma^2 I_d)`; the positive-part James–Stein
+    factor :math:`\max(0, 1 - (d - 2)\sigma^2/\|\mathrm{move}\|^2)` has a
+    smaller expected squared error for :math:`d \ge 3` whatever the true
     movement, and on a centre already at the data (a pure-noise movement) it
     removes most of the noise. Post-processing of the release and the public
-    ``σ``; no shrinkage for ``d ≤ 2`` or without noise.
+    :math:`\sigma`; no shrinkage for :math:`d \le 2` or without noise.
     """
     size = float(move @ move)
     if sigma == 0.0 or move.shape[0] <= 2 or size == 0.0:

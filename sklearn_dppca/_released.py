@@ -117,18 +117,18 @@ def warn_if_mean_projected(estimator, released, projected):
 
 
 def warn_if_noise_dominated(estimator):
-    """Warn (:class:`NoisyReleaseWarning`) when some of the kept components'
+    r"""Warn (:class:`NoisyReleaseWarning`) when some of the kept components'
     released eigenvalues do not stand above the edge of the noise's bulk.
 
     ``n_resolved_`` (from the released spectrum and the public noise scale:
-    the eigenvalues above ``b + 2√d τ``, the bulk's centre ``b`` plus the
-    semicircle's radius of the GOE kernel with off-diagonal standard
-    deviation ``τ = σ/√2``; docs/privacy.rst, "The spectrum") counts those
-    that do. A component below the edge is, to first order, a random
-    direction in the bulk: on pure noise the top eigenvalue crosses the
-    edge 9–19% of the time, so the rule misses a noise-only release at most
-    that often and never fires on a component three Tracy–Widom standard
-    deviations beyond the edge.
+    the eigenvalues above :math:`b + 2\sqrt{d}\,\tau`, the bulk's centre
+    :math:`b` plus the semicircle's radius of the GOE kernel with
+    off-diagonal standard deviation :math:`\tau = \sigma/\sqrt{2}`;
+    docs/privacy.rst, "The spectrum") counts those that do. A component
+    below the edge is, to first order, a random direction in the bulk: on
+    pure noise the top eigenvalue crosses the edge 9–19% of the time, so the
+    rule misses a noise-only release at most that often and never fires on
+    a component three Tracy–Widom standard deviations beyond the edge.
     """
     from ._warning_rules import _outside_stacklevel
 
@@ -191,14 +191,15 @@ NOISE_MARGIN = 50.0
 
 
 def released_variances(estimator):
-    """Per-feature variances of a fitted estimator's released model.
+    r"""Per-feature variances of a fitted estimator's released model.
 
-    The diagonal of the released model without whitening, ``σ² + Σ_k
-    (max(λ_k, σ²) − σ²) c_kj²`` (``λ = explained_variance_``,
-    ``c = components_``), with ``σ²`` the larger of ``noise_variance_`` and
-    the released total's share per remaining direction, ``(total_variance_ −
-    Σ_k λ_k)/(d − k)``, computed in ``O(k d)`` on the host from released
-    attributes only.
+    The diagonal of the released model without whitening,
+    :math:`\sigma^2 + \sum_k (\max(\lambda_k, \sigma^2) - \sigma^2) c_{kj}^2`
+    (:math:`\lambda` = ``explained_variance_``, :math:`c` = ``components_``),
+    with :math:`\sigma^2` the larger of ``noise_variance_`` and the released
+    total's share per remaining direction,
+    :math:`(\mathrm{total\_variance\_} - \sum_k \lambda_k)/(d - k)`, computed
+    in :math:`O(k d)` on the host from released attributes only.
     """
     from . import _array_api
 
@@ -217,13 +218,15 @@ def released_variances(estimator):
 
 
 def noise_scale_of_variances(estimator):
-    """``τ = C²√d / (n μ*)``: the scale of the noise a fit at the whole budget
-    adds to a released variance (public: ``data_norm_``, ``n``, ``d``,
-    ``epsilon``, ``delta``); 0 for the non-private ``epsilon=inf``.
+    r""":math:`\tau = C^2\sqrt{d} / (n \mu^*)`: the scale of the noise a fit at
+    the whole budget adds to a released variance (public: ``data_norm_``,
+    :math:`n`, :math:`d`, ``epsilon``, ``delta``); 0 for the non-private
+    ``epsilon=inf``.
 
-    PrivatePCA's noisy covariance has spectral noise of about ``2τ``; no
-    mechanism can do much better (the Gaussian noise of a release of
-    sensitivity ``C²`` at ``μ*``, spread over ``d`` directions, over ``n``).
+    PrivatePCA's noisy covariance has spectral noise of about :math:`2\tau`;
+    no mechanism can do much better (the Gaussian noise of a release of
+    sensitivity :math:`C^2` at :math:`\mu^*`, spread over :math:`d`
+    directions, over :math:`n`).
     """
     from .privacy import gdp_mu
 
@@ -235,12 +238,12 @@ def noise_scale_of_variances(estimator):
 
 
 def _one_feature_component(estimator):
-    """The feature that the first released component is, or None: that
-    component stands above the noise (``n_resolved_ ≥ 1``, and its variance
-    above :data:`NOISE_MARGIN` times the noise scale, as for the first
-    rule), explains at least :data:`TOP_COMPONENT_SHARE` of the released
-    total and puts at least :data:`ONE_FEATURE_LOADING` of its squared
-    loadings on one feature."""
+    r"""The feature that the first released component is, or None: that
+    component stands above the noise (``n_resolved_`` :math:`\ge 1`, and its
+    variance above :data:`NOISE_MARGIN` times the noise scale, as for the
+    first rule), explains at least :data:`TOP_COMPONENT_SHARE` of the
+    released total and puts at least :data:`ONE_FEATURE_LOADING` of its
+    squared loadings on one feature."""
     from . import _array_api
 
     if getattr(estimator, "n_resolved_", 0) < 1 or estimator.n_components_ < 1:
@@ -256,16 +259,17 @@ def _one_feature_component(estimator):
 
 
 def warn_if_one_feature_dominates(estimator):
-    """Warn (:class:`FeatureScaleWarning`) when one feature dominates.
+    r"""Warn (:class:`FeatureScaleWarning`) when one feature dominates.
 
     From released values only, after the fit's release, by either of two
-    rules. First, with ``v`` the
+    rules. First, with :math:`v` the
     released per-feature variances (:func:`released_variances`), it fires
-    when ``max v`` exceeds :data:`DOMINANCE_RATIO` (1000) times the lower
-    median of ``v`` (the ``⌈d/2⌉``-th smallest: at least half the features
-    are 1000 times smaller) and :data:`NOISE_MARGIN` (50) times the noise
-    scale ``τ`` (:func:`noise_scale_of_variances`), so that a release of
-    noise alone never fires it. Second, when the first component is one
+    when :math:`\max v` exceeds :data:`DOMINANCE_RATIO` (1000) times the
+    lower median of :math:`v` (the :math:`\lceil d/2 \rceil`-th smallest: at
+    least half the features are 1000 times smaller) and
+    :data:`NOISE_MARGIN` (50) times the noise scale :math:`\tau`
+    (:func:`noise_scale_of_variances`), so that a release of noise alone
+    never fires it. Second, when the first component is one
     feature (:func:`_one_feature_component`): the noise flattens the
     released diagonal, not a component standing above it. Not for one
     feature. The message names the feature(s) and points to

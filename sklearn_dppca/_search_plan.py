@@ -1,7 +1,7 @@
-"""The plan of a private search: every candidate cloned and checked as it
-will run, grouped by the releases it shares, and every μ and the charge
-fixed, from the grid and public values only (``n``, ``d``, the folds),
-before the data is read (:func:`plan_search`). The execution is in
+r"""The plan of a private search: every candidate cloned and checked as it
+will run, grouped by the releases it shares, and every :math:`\mu` and the
+charge fixed, from the grid and public values only (:math:`n`, :math:`d`,
+the folds), before the data is read (:func:`plan_search`). The execution is in
 ``_search_run``; the estimator in
 ``model_selection``.
 """
@@ -181,10 +181,12 @@ def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,
 
 
 def fit_budget(groups, weights, refit, epsilon, delta, folds_per_row):
-    """``(shares, μ*, μ_g)``: the search's shares of ``μ*²`` (without a refit,
-    its share dropped and the others rescaled to sum to 1), ``μ*`` itself,
-    and each group's ``μ_g`` on a training fold, ``μ_g² = s_fits μ*² ω_g /
-    (r Σ_h ω_h)`` with ``ω_g`` the weight its members must agree on."""
+    r""":math:`(\mathtt{shares}, \mu^*, \mu_g)`: the search's shares of
+    :math:`\mu^{*2}` (without a refit, its share dropped and the others
+    rescaled to sum to 1), :math:`\mu^*` itself, and each group's
+    :math:`\mu_g` on a training fold,
+    :math:`\mu_g^2 = s_{\mathrm{fits}} \mu^{*2} \omega_g / (r \sum_h \omega_h)`
+    with :math:`\omega_g` the weight its members must agree on."""
     group_weights = []
     for members in groups:
         mine = {weights[c] for c in members}
@@ -206,9 +208,9 @@ def fit_budget(groups, weights, refit, epsilon, delta, folds_per_row):
 
 
 def calibrated_epsilon(mu, delta, epsilon):
-    """The ``ε`` at which one fit at ``delta`` spends exactly ``mu``, or a
-    ``ValueError`` (before any charge) where the search's ``epsilon`` is too
-    small to calibrate it."""
+    r"""The :math:`\varepsilon` at which one fit at ``delta`` spends exactly
+    ``mu``, or a ``ValueError`` (before any charge) where the search's
+    ``epsilon`` is too small to calibrate it."""
     eps = gdp_epsilon(mu, delta, tidy=False)
     if not (eps > 0 and math.isclose(gdp_mu(eps, delta), mu, rel_tol=1e-9)):
         raise ValueError(

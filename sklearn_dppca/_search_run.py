@@ -278,11 +278,12 @@ def _score_fold(X, y, train, test, plan, delta, seeds):
 
 
 def _cumulative_gains(rows, step):
-    """Summed captured variance of the rows under the first ``k`` released
-    components of a full fit, for every ``k``: entry ``k − 1`` is the score
-    of the truncation to ``k`` components. The components are orthonormal
-    eigenvectors, so each row's partial sums are at most ``‖y‖² ≤ C²``; the
-    clip makes the bound exact in floating point."""
+    r"""Summed captured variance of the rows under the first :math:`k`
+    released components of a full fit, for every :math:`k`: entry
+    :math:`k - 1` is the score of the truncation to :math:`k` components.
+    The components are orthonormal eigenvectors, so each row's partial sums
+    are at most :math:`\|y\|^2 \le C^2`; the clip makes the bound exact in
+    floating point."""
     C = step.data_norm_
     projected = clip_rows(rows, C, _host(step.mean_)) @ _host(step.components_).T
     return np.clip(np.cumsum(projected**2, axis=1), 0.0, C**2).sum(axis=0)

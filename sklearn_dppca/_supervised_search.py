@@ -1,4 +1,4 @@
-"""The private search over supervised pipelines: its plan and its execution.
+r"""The private search over supervised pipelines: its plan and its execution.
 
 :class:`~sklearn_dppca.model_selection.PrivateGridSearchCV` runs this when
 its candidates end in a private head of :mod:`sklearn_dppca.linear_model`
@@ -15,12 +15,13 @@ scoring                    per fold, per candidate (shared)    sensitivity
 ``r2``                     Σ (p − t)² (Σ t, Σ t²)              4 (√5)
 =========================  ==================================  ==============
 
-``t`` and ``p`` are the label and the prediction clipped into the public
-label bounds and put in their units (``[−1, 1]``). A row is in one
-validation fold, where replacing it (row and label) moves each candidate's
-block by at most the sensitivity above and the shared block by its own, so
-the whole released score matrix has L2 sensitivity ``√(m s_c² + s_0²)``
-over ``m`` candidates (docs/privacy.rst, "Supervised search").
+:math:`t` and :math:`p` are the label and the prediction clipped into the
+public label bounds and put in their units (:math:`[-1, 1]`). A row is in
+one validation fold, where replacing it (row and label) moves each
+candidate's block by at most the sensitivity above and the shared block by
+its own, so the whole released score matrix has L2 sensitivity
+:math:`\sqrt{m s_c^2 + s_0^2}` over :math:`m` candidates (docs/privacy.rst,
+"Supervised search").
 """
 
 import math
@@ -174,9 +175,10 @@ def _shared_key(cand, c):
     in a PrivatePCA with an integer ``n_components`` right before a head
     without ``bounds``, equal in every parameter but that ``n_components``
     (and those the search sets itself). One fold fit at the group's largest
-    ``k`` serves them all: a smaller ``k``'s components are the first ``k``
-    (of the same released matrix) and its head the sub-block of the head's
-    release on them (:meth:`~sklearn_dppca.linear_model.PrivateLDA._leading`).
+    :math:`k` serves them all: a smaller :math:`k`'s components are the
+    first :math:`k` (of the same released matrix) and its head the
+    sub-block of the head's release on them
+    (:meth:`~sklearn_dppca.linear_model.PrivateLDA._leading`).
     Any other candidate is fitted on its own."""
     if len(cand.private) != 2 or not isinstance(cand.estimator, Pipeline):
         return ("own", c)
@@ -215,16 +217,18 @@ def _label_domain(candidates):
 def plan_supervised_search(estimator, param_grid, *, epsilon, delta, splits,
                            n_samples, n_features, scoring=None, refit=True,
                            fit_weights=None):
-    """The privacy analysis of a supervised search, from public values only.
+    r"""The privacy analysis of a supervised search, from public values only.
 
     Budget shares are the search's (:data:`~sklearn_dppca.model_selection.
-    SEARCH_BUDGET_SHARES`): group ``g`` (one candidate, or those sharing
+    SEARCH_BUDGET_SHARES`): group :math:`g` (one candidate, or those sharing
     their fold fits, :func:`_shared_key`) fits on each training fold at
-    ``μ_g² = s_fits μ*² ω_g / (r Σ ω)`` (``r`` the most training folds a row
-    is in), shared equally among its ``p_g`` private steps (each at
-    ``μ_g/√p_g``); the score matrix gets ``μ_sel² = s_sel μ*²``; the refit
-    ``s_refit μ*²``, shared among the chosen candidate's private steps. They
-    compose to ``μ*²``: one charge.
+    :math:`\mu_g^2 = s_{\mathrm{fits}} \mu^{*2} \omega_g / (r \sum \omega)`
+    (:math:`r` the most training folds a row is in), shared equally among
+    its :math:`p_g` private steps (each at :math:`\mu_g / \sqrt{p_g}`); the
+    score matrix gets
+    :math:`\mu_{\mathrm{sel}}^2 = s_{\mathrm{sel}} \mu^{*2}`; the refit
+    :math:`s_{\mathrm{refit}} \mu^{*2}`, shared among the chosen
+    candidate's private steps. They compose to :math:`\mu^{*2}`: one charge.
 
     Returns
     -------
@@ -307,9 +311,9 @@ def check_labels(plan, y, n_samples):
 
 
 def fit_candidate(cand, epsilons, delta, generator, X, y, keep=False):
-    """``cand`` fitted with each private step at its ``ε`` on a throwaway
-    accountant (the search has paid); ``keep``: its head keeps its release
-    for the group's other candidates."""
+    r"""``cand`` fitted with each private step at its :math:`\varepsilon` on
+    a throwaway accountant (the search has paid); ``keep``: its head keeps
+    its release for the group's other candidates."""
     settings = {}
     first = (cand.estimator.steps[0][1] if isinstance(cand.estimator, Pipeline)
              else cand.estimator)

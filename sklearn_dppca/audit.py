@@ -188,7 +188,8 @@ def subspace_statistic(estimator):
 
 
 def _clopper_pearson(successes, trials, alpha):
-    """Two-sided ``1 − alpha`` Clopper–Pearson interval of a binomial rate."""
+    r"""Two-sided :math:`1 - \alpha` Clopper–Pearson interval of a binomial
+    rate."""
     low, high = 0.0, 1.0
     if successes:
         low = stats.beta.ppf(alpha / 2, successes, trials - successes + 1)

@@ -70,15 +70,18 @@ def _check_real(value, name, low, high, low_open=False, high_open=False):
 
 
 def _left_basis(rng, n_samples, n_components, coherence):
-    """Planted ``U`` (n × k): orthonormal, mean-zero columns.
+    r"""Planted :math:`U` (:math:`n \times k`): orthonormal, mean-zero
+    columns.
 
-    ``coherence=None``: i.i.d. Gaussian rows on all ``n`` rows. Otherwise the
-    signal lives on ``m = k / c²`` random rows (at least ``k``), each of the
-    same norm ``≈ √(k/m)`` in a uniformly random direction of ``R^k``, so
-    that every unit vector of the span, whatever basis an SVD picks, has its
-    largest entry close to ``√(k/m) ≈ c``. The columns are then centred over
-    all ``n`` rows (the other rows receive a tiny constant, ``O(√k / n)``) and
-    made orthonormal by their polar factor, which keeps the rows' directions.
+    ``coherence=None``: i.i.d. Gaussian rows on all :math:`n` rows.
+    Otherwise the signal lives on :math:`m = k / c^2` random rows (at least
+    :math:`k`), each of the same norm :math:`\approx \sqrt{k/m}` in a
+    uniformly random direction of :math:`\mathbb{R}^k`, so that every unit
+    vector of the span, whatever basis an SVD picks, has its largest entry
+    close to :math:`\sqrt{k/m} \approx c`. The columns are then centred
+    over all :math:`n` rows (the other rows receive a tiny constant,
+    :math:`O(\sqrt{k} / n)`) and made orthonormal by their polar factor,
+    which keeps the rows' directions.
     """
     k = n_components
     if coherence is None:
@@ -179,9 +182,9 @@ def make_coherent_low_rank(
     Parameters
     ----------
     n_samples : int
-        Number of rows :math:`n` (people), ``> n_components``.
+        Number of rows :math:`n` (people), more than ``n_components``.
     n_features : int
-        Number of features :math:`d`, ``> n_components``.
+        Number of features :math:`d`, more than ``n_components``.
     n_components : int, default=5
         Rank :math:`k` of the planted signal.
     coherence : float, default=None
@@ -338,15 +341,18 @@ def make_coherent_low_rank(
 
 
 def _genotype_norm_bound(n_variants, fst, maf_range):
-    """Public bound on a genotype row's norm, from the model's parameters.
+    r"""Public bound on a genotype row's norm, from the model's parameters.
 
-    A row's squared norm is a sum of ``d`` i.i.d. terms ``g²`` (each variant
-    draws its own ancestral and population frequency), so it is close to
-    normal with mean ``d E[g²]`` and variance ``d Var(g²)``. With ``q`` a
-    population frequency, ``E[q] = m₁``, ``E[q²] = m₂ + F (m₁ − m₂)`` (``m₁``,
-    ``m₂`` the moments of the uniform ancestral frequency), and given ``q``,
-    ``E[g²] = 2q + 2q²``, ``E[g⁴] = 2q + 14q²``. The bound is the mean plus
-    four standard deviations, capped by the hard bound ``2√d``.
+    A row's squared norm is a sum of :math:`d` i.i.d. terms :math:`g^2`
+    (each variant draws its own ancestral and population frequency), so it
+    is close to normal with mean :math:`d\,\mathbb{E}[g^2]` and variance
+    :math:`d \operatorname{Var}(g^2)`. With :math:`q` a population
+    frequency, :math:`\mathbb{E}[q] = m_1`,
+    :math:`\mathbb{E}[q^2] = m_2 + F (m_1 - m_2)` (:math:`m_1`, :math:`m_2`
+    the moments of the uniform ancestral frequency), and given :math:`q`,
+    :math:`\mathbb{E}[g^2] = 2q + 2q^2`, :math:`\mathbb{E}[g^4] = 2q + 14q^2`.
+    The bound is the mean plus four standard deviations, capped by the hard
+    bound :math:`2\sqrt{d}`.
     """
     low, high = maf_range
     m1 = (low + high) / 2.0

@@ -77,14 +77,15 @@ AUTO_RIDGE_EDGES = 1.0
 
 
 def _augmented_gram(X, targets, data_norm, weights):
-    """``Σ a aᵀ`` of the augmented rows ``a = (clip_C(x), w₁C, w_t C·t)``, exact.
+    r""":math:`\sum a a^\top` of the augmented rows
+    :math:`a = (\operatorname{clip}_C(x), w_1 C, w_t C \cdot t)`, exact.
 
     ``targets`` is ``(n, m)`` with every row of norm at most 1 (one-hot
-    labels, or a label in ``[−1, 1]``), ``weights = (w₁, w_t)``. The rows are
-    clipped with the package's round-off margin (``_clip_scales``), so every
-    computed clipped row has a true norm at most ``C`` and ``‖a‖² ≤ C²(1 +
-    w₁² + w_t²)``. Blocks of rows: memory
-    ``O((d + m)²)`` beside ``X``.
+    labels, or a label in :math:`[-1, 1]`), ``weights`` is
+    :math:`(w_1, w_t)`. The rows are clipped with the package's round-off
+    margin (``_clip_scales``), so every computed clipped row has a true norm
+    at most :math:`C` and :math:`\|a\|^2 \le C^2 (1 + w_1^2 + w_t^2)`.
+    Blocks of rows: memory :math:`O((d + m)^2)` beside ``X``.
     """
     n, d = X.shape
     g_one, g_label = (w * data_norm for w in weights)
@@ -101,12 +102,13 @@ def _augmented_gram(X, targets, data_norm, weights):
 
 
 class _PrivateHead(BaseEstimator):
-    """What both heads share: the parameters, the checks, the one release.
+    r"""What both heads share: the parameters, the checks, the one release.
 
-    ``_weights = (w₁, w_t)``: the augmented row is ``(x, w₁C, w_t C·t)``.
-    They set how the noise is shared among the blocks of the release (the
-    signal of a block grows with its weight, the noise of every block with
-    ``1 + w₁² + w_t²``); measured on breast_cancer, wine, digits and
+    ``_weights`` is :math:`(w_1, w_t)`: the augmented row is
+    :math:`(x, w_1 C, w_t C \cdot t)`. They set how the noise is shared
+    among the blocks of the release (the signal of a block grows with its
+    weight, the noise of every block with :math:`1 + w_1^2 + w_t^2`);
+    measured on breast_cancer, wine, digits and
     diabetes at ε = 1 and 3 (docs/supervised.rst, "How the heads were
     chosen").
     """
@@ -209,7 +211,7 @@ class _PrivateHead(BaseEstimator):
         the labels, post-processed as a fit on ``k`` features would be (for
         a search's candidates with fewer components than the fit that ran;
         docs/privacy.rst, "Supervised search"). The rows were clipped on all
-        the features, so a row's first ``k`` have norm at most ``C`` too.
+        the features, so a row's first ``k`` have norm at most :math:`C` too.
         Needs a fit with ``_keep_release`` set and no ``bounds``."""
         released, sigma, n, extra = self._release
         d = self.n_features_in_
@@ -222,9 +224,10 @@ class _PrivateHead(BaseEstimator):
         return sub
 
     def _warn_if_noise(self):
-        """A :class:`~sklearn_dppca.NoisyReleaseWarning` when the released
+        r"""A :class:`~sklearn_dppca.NoisyReleaseWarning` when the released
         model is mostly noise (post-processing of released values and the
-        public ``σ``); the heads' rules are in :ref:`privacy-supervised-heads`."""
+        public :math:`\sigma`); the heads' rules are in
+        :ref:`privacy-supervised-heads`."""
 
     def _ridge(self, sigma, n_dims):
         """The ridge added to the released Gram block, in its units."""
@@ -288,8 +291,9 @@ def _warn_if_scored_exactly(head):
 
 
 def _regularised(matrix, ridge):
-    """``(values, vectors)`` of ``sym(M)₊ + ridge·I``: the released matrix's
-    negative eigenvalues (noise) clamped at 0, then the ridge
+    r"""``(values, vectors)`` of
+    :math:`\operatorname{sym}(M)_+ + \mathtt{ridge} \cdot I`: the released
+    matrix's negative eigenvalues (noise) clamped at 0, then the ridge
     (post-processing); every value positive."""
     values, vectors = np.linalg.eigh((matrix + matrix.T) / 2.0)
     values = np.maximum(values, 0.0) + ridge
@@ -297,7 +301,8 @@ def _regularised(matrix, ridge):
 
 
 def _solve(values, vectors, rhs):
-    """``(V diag(values) Vᵀ)⁻¹ rhs`` for a vector or the columns of a matrix."""
+    r""":math:`(V \operatorname{diag}(\mathtt{values}) V^\top)^{-1}
+    \mathtt{rhs}` for a vector or the columns of a matrix."""
     inverse = 1.0 / (values if rhs.ndim == 1 else values[:, None])
     return vectors @ (inverse * (vectors.T @ rhs))
 
@@ -313,9 +318,9 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
     rows clipped to norm ``data_norm``, augmented with a constant and the
     one-hot label — with Gaussian noise, and computes the class counts, the
     class means, the pooled within-class covariance and the discriminant from
-    it. The fit is ``(epsilon, delta)``-differentially private under the
-    replacement of one row and its label, and is charged once; the proof is
-    in :ref:`privacy-supervised-heads`.
+    it. The fit is :math:`(\varepsilon, \delta)`-differentially private
+    under the replacement of one row and its label, and is charged once; the
+    proof is in :ref:`privacy-supervised-heads`.
 
     Read more in the :ref:`User Guide <supervised>`.
 
@@ -345,7 +350,7 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
     class_count_ : ndarray of shape (n_classes,)
         Released (noisy) rows per class, at least 1 and summing to :math:`n`.
     priors_ : ndarray of shape (n_classes,)
-        ``class_count_ / n``.
+        ``class_count_`` divided by :math:`n`.
     means_ : ndarray of shape (n_classes, n_features)
         Released class means of the clipped rows.
     covariance_ : ndarray of shape (n_features, n_features)
@@ -560,9 +565,9 @@ class PrivateRidge(RegressorMixin, _PrivateHead):
     ``data_norm``, augmented with a constant and the label clipped into
     ``y_bounds`` (in their units) — with Gaussian noise, and solves the
     normal equations from it; predictions are clipped into ``y_bounds``. The
-    fit is ``(epsilon, delta)``-differentially private under the replacement
-    of one row and its label, and is charged once; the proof is in
-    :ref:`privacy-supervised-heads`.
+    fit is :math:`(\varepsilon, \delta)`-differentially private under the
+    replacement of one row and its label, and is charged once; the proof is
+    in :ref:`privacy-supervised-heads`.
 
     Read more in the :ref:`User Guide <supervised>`.
 

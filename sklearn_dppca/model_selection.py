@@ -3,9 +3,10 @@ r"""Private model selection: a grid search whose choice is private too.
 :class:`PrivateGridSearchCV` has the surface of scikit-learn's
 :class:`~sklearn.model_selection.GridSearchCV`, but everything it releases —
 the fitted candidates it never shows, the per-fold scores, the choice of the
-best candidate and the refitted estimator — is one ``(epsilon, delta)``-DP
-release, composed exactly in Gaussian differential privacy and charged once
-to a :class:`~sklearn_dppca.BudgetAccountant` (:doc:`/model_selection`,
+best candidate and the refitted estimator — is one
+:math:`(\varepsilon, \delta)`-DP release, composed exactly in Gaussian
+differential privacy and charged once to a
+:class:`~sklearn_dppca.BudgetAccountant` (:doc:`/model_selection`,
 :ref:`privacy-accounting`).
 
 :func:`plan_search` is the whole privacy analysis of a search: a pure
@@ -162,8 +163,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     without noise, so its ``best_params_`` is a noiseless function of the
     data; here the candidate fits, the per-fold scores, the choice of the
     best candidate and its refit are all private. The whole search is
-    ``(epsilon, delta)``-differentially private under the replacement of one
-    row, composed exactly and charged **once**, before the data is read.
+    :math:`(\varepsilon, \delta)`-differentially private under the
+    replacement of one row, composed exactly and charged **once**, before
+    the data is read.
 
     Candidate PCA estimators are scored by the captured variance of the
     validation rows, with a penalty for components that only capture the

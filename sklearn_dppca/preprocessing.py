@@ -149,7 +149,8 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     ``[low, high]`` (known without looking at the data: a 1–5 scale, ages
     18–90, a sensor's specification) onto ``feature_range``, as
     :class:`~sklearn.preprocessing.MinMaxScaler` does with the data's own
-    range; or, with ``center`` and ``scale``, to ``(x - center) / scale``, as
+    range; or, with ``center`` and ``scale``, to
+    :math:`(x - \mathtt{center}) / \mathtt{scale}`, as
     :class:`~sklearn.preprocessing.StandardScaler` does with the data's own
     mean and deviation.
 
@@ -174,17 +175,19 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         feature) or two arrays of length ``n_features`` (the lows, then the
         highs: a pair always means lower and upper), or a dict ``{feature
         name: (low, high)}`` for a DataFrame (it may name more features than
-        ``X`` has). Every ``low < high``. One ``(low, high)`` pair per feature,
-        the former spelling, is read with a ``FutureWarning`` that says how
-        to write it. Values outside their range map outside
-        ``feature_range`` unless ``clip=True``. Either way the map saturates:
-        an image beyond the dtype's range is its largest finite value, never
-        infinity.
+        ``X`` has). Every :math:`\mathrm{low} < \mathrm{high}`. One
+        ``(low, high)`` pair per feature, the former spelling, is read with
+        a ``FutureWarning`` that says how to write it. Values outside their
+        range map outside ``feature_range`` unless ``clip=True``. Either way
+        the map saturates: an image beyond the dtype's range is its largest
+        finite value, never infinity.
     center, scale : float, sequence of float, dict or None, default=None
-        Instead of ``ranges``: the output is ``(x - center) / scale`` (a
-        missing one of the two is 0, respectively 1). Each ``scale > 0``.
+        Instead of ``ranges``: the output is
+        :math:`(x - \mathtt{center}) / \mathtt{scale}` (a missing one of the
+        two is 0, respectively 1). Each :math:`\mathtt{scale} > 0`.
     feature_range : (float, float), default=(0.0, 1.0)
-        Where ``ranges`` are mapped to (``min < max``). Only with ``ranges``.
+        Where ``ranges`` are mapped to (:math:`\mathrm{min} < \mathrm{max}`).
+        Only with ``ranges``.
     clip : bool, default=False
         With ``ranges``: clip the output into ``feature_range``.
     copy : bool, default=True
@@ -438,8 +441,8 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
     (``bounds``), and the sums of the clipped values and of their squares are
     released with Gaussian noise proportional to each feature's range;
     ``mean_``, ``var_`` and ``scale_`` are computed from those releases only.
-    The fit is ``(epsilon, delta)``-differentially private under the
-    replacement of one row, and is charged once, before anything is
+    The fit is :math:`(\varepsilon, \delta)`-differentially private under
+    the replacement of one row, and is charged once, before anything is
     released; the proof is in :ref:`private-standard-scaler`, and when to
     use it in the :ref:`User Guide <mixed-scales>`.
 
@@ -561,7 +564,8 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         return _keep_carried_default(self, super().__sklearn_clone__())
 
     def _shares(self):
-        """Fractions of ``μ*²``: the sum's and the sum of squares'."""
+        r"""Fractions of :math:`\mu^{*2}`: the sum's and the sum of
+        squares'."""
         if self.with_std:
             return {"sum": 0.5, "squares": 0.5}
         return {"sum": 1.0} if self.with_mean else {}
@@ -818,30 +822,35 @@ class _ReleasedSums(NamedTuple):
 
 
 def _box_units(values, lower, upper, centre, width):
-    """``clip((clip(x, l, u) − c) / w, −½, ½)``: values in box units."""
+    r""":math:`\operatorname{clip}((\operatorname{clip}(x, l, u) - c) / w,
+    -\tfrac{1}{2}, \tfrac{1}{2})`: values in box units."""
     z = (np.clip(values, lower, upper).astype(np.float64) - centre) / width
     return np.clip(z, -0.5, 0.5, out=z)
 
 
 def _box_sums(X, lower, upper, centre, width, free):
-    """``(Σ z, Σ z²)`` per free feature, ``z`` the rows in box units
-    (:func:`_box_units`), exact (released only with noise). A sparse ``X``
-    is never densified: each column's implicit zeros are one value ``z₀``
-    counted ``n − nnz`` times.
+    r""":math:`(\sum z, \sum z^2)` per free feature, :math:`z` the rows in
+    box units (:func:`_box_units`), exact (released only with noise). A
+    sparse ``X`` is never densified: each column's implicit zeros are one
+    value :math:`z_0` counted :math:`n - \mathrm{nnz}` times.
 
-    Box units are clipped into ``[−½, ½]`` after they are computed:
-    ``c = fl((l + u)/2)`` rounds, and for a narrow box far from 0 it sits on
-    a side (bounds ``(1, nextafter(1, 2))``: ``c = 1``, ``z ∈ {0, 1}``), so
-    the computed ``z`` can leave ``[−½, ½]`` by up to ½. After the clip
-    every computed ``z_j`` lies in ``[−½, ½]`` exactly (±½ are floats, and
-    clip returns a bound or the value itself). Hence, for the values
-    actually summed, ``|z_j − z'_j| ≤ 1``, so ``Σ z`` has L2 sensitivity
-    ``√d``; and ``fl(z_j²) ∈ [0, ¼]`` (rounding is monotone and ¼ is a
-    float), so ``Σ z²`` has L2 sensitivity ``√d/4`` (docs/privacy.rst, "The
-    private standard scaler"). The clip changes a value only where rounding
-    pushed it out: at most a bias of such a narrow box's mean, never a
-    larger sensitivity. A sparse column's ``(n − nnz) z₀`` is the sum of
-    that many equal values in ``[−½, ½]``: the same bound.
+    Box units are clipped into :math:`[-\tfrac{1}{2}, \tfrac{1}{2}]` after
+    they are computed: :math:`c = \mathrm{fl}((l + u)/2)` rounds, and for a
+    narrow box far from 0 it sits on a side (bounds
+    ``(1, nextafter(1, 2))``: :math:`c = 1`, :math:`z \in \{0, 1\}`), so
+    the computed :math:`z` can leave :math:`[-\tfrac{1}{2}, \tfrac{1}{2}]`
+    by up to ½. After the clip every computed :math:`z_j` lies in
+    :math:`[-\tfrac{1}{2}, \tfrac{1}{2}]` exactly (±½ are floats, and clip
+    returns a bound or the value itself). Hence, for the values actually
+    summed, :math:`|z_j - z'_j| \le 1`, so :math:`\sum z` has L2
+    sensitivity :math:`\sqrt{d}`; and
+    :math:`\mathrm{fl}(z_j^2) \in [0, \tfrac{1}{4}]` (rounding is monotone
+    and ¼ is a float), so :math:`\sum z^2` has L2 sensitivity
+    :math:`\sqrt{d}/4` (docs/privacy.rst, "The private standard scaler").
+    The clip changes a value only where rounding pushed it out: at most a
+    bias of such a narrow box's mean, never a larger sensitivity. A sparse
+    column's :math:`(n - \mathrm{nnz}) z_0` is the sum of that many equal
+    values in :math:`[-\tfrac{1}{2}, \tfrac{1}{2}]`: the same bound.
     """
     box = [side[free] for side in (lower, upper, centre, width)]
     xp = np if sparse.issparse(X) else _array_api.module_of(X)
