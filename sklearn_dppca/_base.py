@@ -112,6 +112,21 @@ def physical_memory():
         return None
 
 
+def auto_solver(n_samples, n_features, n_components):
+    """scikit-learn's ``svd_solver="auto"`` rule on the public shape:
+    ``"covariance_eigh"`` when the features are few (at most 1 000, with ten
+    times as many rows), ``"full"`` when the problem is small (at most 500
+    either way) or ``n_components`` is not an integer below ``0.8 min(n,
+    d)``, otherwise ``"randomized"``."""
+    if n_features <= 1_000 and n_samples >= 10 * n_features:
+        return "covariance_eigh"
+    k = n_components
+    if max(n_samples, n_features) <= 500 or not isinstance(k, Integral):
+        return "full"
+    smallest = min(n_samples, n_features)
+    return "randomized" if 1 <= k < 0.8 * smallest else "full"
+
+
 def matrix_free_faster(n_samples, n_features, size, power_passes, chunked,
                        cached=0.0):
     """Whether the matrix-free path is predicted faster than the dense one,
@@ -933,19 +948,10 @@ class _BasePrivatePCA(
         and ``"full"`` compute every eigenpair (the same LAPACK call here),
         ``"randomized"`` and ``"arpack"`` the top ``k``.
         ``svd_solver="auto"`` follows scikit-learn's rule on the public
-        shape: ``"covariance_eigh"`` when the features are few (at most 1 000,
-        with ten times as many rows), ``"full"`` when the problem is small (at
-        most 500 either way) or ``n_components`` is not an integer below
-        ``0.8 min(n, d)``, otherwise ``"randomized"``."""
+        shape (:func:`auto_solver`)."""
         solver = self.svd_solver if self._honours_svd_solver else "full"
         if solver == "auto":
-            k = self.n_components
-            if n_features <= 1_000 and n_samples >= 10 * n_features:
-                return "covariance_eigh"
-            if max(n_samples, n_features) <= 500 or not isinstance(k, Integral):
-                return "full"
-            smallest = min(n_samples, n_features)
-            return "randomized" if 1 <= k < 0.8 * smallest else "full"
+            return auto_solver(n_samples, n_features, self.n_components)
         return solver
 
     def _truncated_k(self, n_samples, n_features):

@@ -8,9 +8,15 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._base import PrivacyPlan, _BasePrivatePCA, budget_shares, fill_parameter_docs
+from ._base import (
+    PrivacyPlan,
+    _BasePrivatePCA,
+    auto_solver,
+    budget_shares,
+    fill_parameter_docs,
+)
 from ._private_pca import noisy_power, noisy_power_spectrum
-from ._spectrum import _eigh
+from ._spectrum import _eigh, top_eigenpairs
 from ._stats import scatter_products
 from .noise import add_goe_noise, dense_noise, goe_noise, noise_scale
 from .privacy import DEFAULT_ORDERS, gdp_epsilon, gdp_mu, rdp_to_epsilon, repeated_rdp
@@ -631,9 +637,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
         # its noise added in place to a copy (no d × d noise array)
         sigma_init = math.sqrt(2.0) / plan.mus["init"]
         released = add_goe_noise(rng, unit_gram.copy(), sigma_init)
-        eigvals, eigvecs = _eigh(released)
-        order = np.argsort(eigvals)[::-1]
-        eigvals, init = eigvals[order], eigvecs[:, order[:k]]
+        eigvals, eigvecs, rest = self._eigenpairs(released, k, rng)
+        init = eigvecs[:, :k]
         self.init_components_ = init.T.astype(dtype)
         self._say(1, "initialisation released")
         self.n_clipped_ = None
@@ -651,9 +656,9 @@ class CoherentPowerPCA(_BasePrivatePCA):
             noisy = counts[0] + rng.normal() / plan.mus["count"]
             self.n_clipped_ = max(0, int(round(noisy)))
         elif mode == "gdp":
-            final, released, eigvals, branch, radius, n_iter = self._gdp_branch(
-                rows, unit_gram, released, eigvals, init, sigma_init, k, plan, rng
-            )
+            final, released, (eigvals, rest), branch, radius, n_iter = (
+                self._gdp_branch(rows, unit_gram, released, eigvals, rest, init,
+                                 sigma_init, k, plan, rng))
         else:
             final, radius, n_iter = self._select(
                 rows, unit_gram, init, eigvals, sigma_init, k, plan.extra, rng
@@ -674,10 +679,39 @@ class CoherentPowerPCA(_BasePrivatePCA):
         sigma = sigma_init
         if branch == "fallback":
             sigma = math.sqrt(2.0) / math.hypot(plan.mus["init"], plan.mus["fallback"])
-        spectrum = self._spectrum(eigvals * scale, sigma * scale)
+        if rest is not None:  # the other eigenvalues' count, sum and squares
+            rest = (rest[0], rest[1] * scale, rest[2] * scale**2)
+        spectrum = self._spectrum(eigvals * scale, sigma * scale, rest=rest)
         self._set_components(
             (final @ rotation).T, values * scale / (n - 1), spectrum, dtype
         )
+
+    def _eigenpairs(self, matrix, k, rng):
+        """Eigenpairs of a released ``d × d`` matrix, by decreasing value.
+
+        Every one, or, where scikit-learn's ``PCA`` would take its randomized
+        solver on this public shape (:func:`auto_solver`), the top ``k + 1``
+        by that solver (shifted by the noise bulk's centre ``−tr M̂/d``, as
+        PrivatePCA's) and the others' count, sum and sum of squares from
+        ``tr M̂`` and ``‖M̂‖_F²``. The branch rule reads the top ``k + 1``
+        only, the spectrum the rest. Post-processing of the release; the
+        solver's start is drawn from ``rng`` after its noise.
+
+        Returns
+        -------
+        (values, vectors, rest)
+            ``rest`` is ``None`` when every eigenpair was computed.
+        """
+        n, d = self.n_samples_, matrix.shape[0]
+        if k + 1 < d and auto_solver(n, d, self.n_components) == "randomized":
+            trace = float(np.trace(matrix))
+            values, vectors = top_eigenpairs(matrix, k + 1, "randomized", rng,
+                                             shift=-trace / d)
+            squares = float(np.vdot(matrix, matrix)) - float(values @ values)
+            return values, vectors, (d - k - 1, trace - float(values.sum()), squares)
+        values, vectors = _eigh(matrix)
+        order = np.argsort(values)[::-1]
+        return values[order], vectors[:, order], None
 
     def _power_rule(self, rows, init, eigvals, sigma, noise_norm, step_noise,
                     floor, plan, rng):
@@ -702,13 +736,14 @@ class CoherentPowerPCA(_BasePrivatePCA):
         return bool(q[0] >= ENERGY_RATIO * q[1] and s0 < WARM_START
                     and kappa <= KAPPA_MAX and power <= GAIN_MAX * fallback)
 
-    def _gdp_branch(self, rows, unit_gram, released, eigvals, init, sigma, k, plan,
-                    rng):
+    def _gdp_branch(self, rows, unit_gram, released, eigvals, rest, init, sigma,
+                    k, plan, rng):
         """Steps 1–3 of ``selection="gdp"``: the test, then one branch.
 
-        Returns ``(X, covariance, eigenvalues, branch, R, T)``: the released
-        basis, the released covariance it is described with (and its sorted
-        eigenvalues), and the public description of what ran.
+        Returns ``(X, covariance, (eigenvalues, rest), branch, R, T)``: the
+        released basis, the released covariance it is described with (its
+        eigenvalues as :meth:`_eigenpairs` gives them), and the public
+        description of what ran.
         """
         d = unit_gram.shape[0]
         mus, extra = plan.mus, plan.extra
@@ -727,10 +762,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
             combined *= w_fb / w_init
             combined += released
             combined *= w_init / (w_init + w_fb)
-            values, vectors = _eigh(combined)
-            order = np.argsort(values)[::-1]
-            return (vectors[:, order[:k]], combined, values[order], "fallback",
-                    None, 0)
+            values, vectors, rest = self._eigenpairs(combined, k, rng)
+            return vectors[:, :k], combined, (values, rest), "fallback", None, 0
         # Power branch: Z = Σ a Clip_R(aᵀXB) + ΔR·G, sensitivity 2R, μ = 2/Δ;
         # B from the released Xᵀ M̂ X (no fresh release).
         noise = 2.0 / mus["step"]
@@ -748,8 +781,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
         gain = np.trace(X.T @ unit_gram @ X) - np.trace(init.T @ unit_gram @ init)
         gain += dense_noise(rng, (), sensitivity / mus["decision"])
         if gain > 0:
-            return X, released, eigvals, "power", radius, n_iter
-        return init, released, eigvals, "init", None, 0
+            return X, released, (eigvals, rest), "power", radius, n_iter
+        return init, released, (eigvals, rest), "init", None, 0
 
     def _release_wide(self, rows, plan, rng, dtype):
         """The noisy power path (docs/privacy.rst, "Without a d × d

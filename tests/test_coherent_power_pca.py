@@ -562,3 +562,37 @@ def test_a_clip_radius_whose_noise_would_underflow_is_refused_before_the_charge(
     with pytest.raises(ValueError, match="clip_radius=5e-324 is below"):
         pca.fit(X)
     assert budget.n_charges == 0
+
+
+@pytest.mark.parametrize("selection", ["gdp", "fixed"])
+def test_wide_dense_path_takes_the_top_eigenpairs_only(selection, monkeypatch):
+    """Where scikit-learn's PCA would take its randomized solver (here 600 ×
+    700, k = 3), the dense path eigendecomposes its d × d releases by that
+    solver, never whole: the same branch and components, to the solver's
+    accuracy, and the spectrum's estimates from tr M̂ and ‖M̂‖_F."""
+    rng = np.random.default_rng(0)
+    d, n = 700, 600
+    basis = np.linalg.qr(rng.normal(size=(d, 3)))[0]
+    X = rng.normal(size=(n, 3)) * [12.0, 9.0, 7.0] @ basis.T
+    X += 0.2 * rng.normal(size=(n, d))
+    X /= np.linalg.norm(X, axis=1).max()
+    params = dict(n_components=3, epsilon=50.0, data_norm=1.0, random_state=0)
+    if selection == "fixed":
+        params.update(clip_radius=0.5, n_iter=2)
+    full = CoherentPowerPCA(**params).fit(X)
+    real_eigh = np.linalg.eigh
+
+    def no_full_eigh(matrix, *args, **kwargs):
+        assert matrix.shape[0] < d, "every eigenpair was computed"
+        return real_eigh(matrix, *args, **kwargs)
+
+    monkeypatch.setattr(np.linalg, "eigh", no_full_eigh)
+    monkeypatch.setattr(cpp, "auto_solver", lambda n, d, k: "randomized")
+    part = CoherentPowerPCA(**params).fit(X)
+    assert part.branch_ == full.branch_
+    assert principal_sin(part.components_, full.components_.T) < 1e-3
+    np.testing.assert_allclose(part.explained_variance_, full.explained_variance_,
+                               rtol=0.05)
+    np.testing.assert_allclose(part.explained_variance_ratio_,
+                               full.explained_variance_ratio_, rtol=0.05)
+    assert part.noise_variance_ == pytest.approx(full.noise_variance_, rel=0.05)
