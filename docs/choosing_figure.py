@@ -21,7 +21,7 @@ import numpy as np
 from sklearn.decomposition import PCA
 
 from sklearn_dppca import BudgetAccountant, PrivatePCA
-from sklearn_dppca.__main__ import style_epsilon_axes
+from sklearn_dppca._cli_demo import style_epsilon_axes
 from sklearn_dppca.datasets import REAL_DATASETS, load_real_dataset
 from sklearn_dppca.metrics import captured_variance, principal_angle_sin
 

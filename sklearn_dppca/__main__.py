@@ -45,7 +45,6 @@ computes).
 
 import argparse
 import contextlib
-import importlib.util
 import os
 import re
 import sys
@@ -54,135 +53,18 @@ import warnings
 import numpy as np
 
 from . import __version__
-
-
-def _captured_variance(components, cov):
-    return float(np.trace(components @ cov @ components.T))
-
-
-def _sin_theta(estimate, reference):
-    residual = reference.T - estimate.T @ (estimate @ reference.T)
-    return float(np.linalg.norm(residual, 2))
-
-
-#: What the demo's two columns mean (docs/privacy.rst §7), printed under them.
-DEMO_DEFINITIONS = (
-    "captured variance: share of the non-private top-k variance that the private "
-    "components P capture, tr(P Cov P^T) / tr(V Cov V^T), V those of PCA "
-    "(100% = as good as PCA)",
-    "sin(angle): sine of the largest principal angle between the private and the "
-    "non-private k-dimensional subspaces (0 = identical, 1 = orthogonal)",
+from ._cli_args import (
+    _auto_or,
+    _count,
+    _finite,
+    _mid_or,
+    _n_components,
+    _Parser,
+    _positive,
+    _probability,
 )
-
-
-def demo(n_components=2, epsilons=(1.0, 2.0, 5.0, 10.0), seed=None, out=None,
-         plot=None):
-    """Fit PrivatePCA on the digits at each ε and print how close it gets.
-
-    Pixels are intensities in [0, 16], public knowledge: dividing by 16 puts
-    each of the 64 pixels in [0, 1], so no row can exceed norm 8. The demo uses
-    the tighter domain choice ``data_norm=4`` (a digit lights up about a quarter
-    of its pixels: 16 lit pixels have norm 4), made without looking at the
-    rows; rows beyond it are clipped, never dropped. (The private mean clips
-    the raw rows, so a bound well below their norms would bias it.)
-
-    ``plot``: a file name to save the privacy–utility curve to (PNG, needs
-    matplotlib; checked before any fit).
-    """
-    from sklearn.datasets import load_digits
-    from sklearn.decomposition import PCA
-
-    from . import BudgetAccountant, PrivatePCA
-
-    if plot is not None:
-        _check_plot_target(plot)
-    out = sys.stdout if out is None else out
-    X = load_digits().data / 16.0
-    n, d = X.shape
-    reference = PCA(n_components, svd_solver="covariance_eigh").fit(X)
-    cov = np.cov(X, rowvar=False)
-    best = _captured_variance(reference.components_, cov)
-    accountant = BudgetAccountant()
-    print(f"Private PCA of the digits: n={n} rows (people), d={d} features, "
-          f"k={n_components} components, data_norm=4, delta=1e-6", file=out)
-    for line in DEMO_DEFINITIONS:
-        print(f"  {line}", file=out)
-    print(f"{'epsilon':>8} {'captured variance':>18} {'sin(angle)':>11}", file=out)
-    curve = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a fixed --seed warns; the demo says so below
-        for eps in epsilons:
-            pca = PrivatePCA(n_components, epsilon=eps, data_norm=4.0,
-                             random_state=seed, accountant=accountant).fit(X)
-            ratio = _captured_variance(pca.components_, cov) / best
-            sin = _sin_theta(pca.components_, reference.components_)
-            curve.append((eps, ratio, sin))
-            print(f"{eps:>8g} {ratio:>17.1%} {sin:>11.3f}", file=out)
-    print(f"{'inf':>8} {1:>17.1%} {0:>11.3f}   (scikit-learn PCA)", file=out)
-    spent, delta = accountant.spent
-    print(f"All {len(epsilons)} fits together spent epsilon={spent:.3f} at "
-          f"delta={delta:g} (exact composition; the sum would be "
-          f"{sum(epsilons):g}).", file=out)
-    if seed is not None:
-        print("Fixed --seed: the noise is reproducible, so these fits are NOT "
-              "private.", file=out)
-    if plot is not None:
-        _plot_curve(curve, plot, n, d, n_components)
-        print(f"Privacy-utility curve saved to {plot}", file=out)
-
-
-def _check_plot_target(path):
-    """Fail now, in one line, if ``--plot`` cannot be honoured."""
-    if importlib.util.find_spec("matplotlib") is None:
-        raise ImportError(
-            "--plot draws with matplotlib, which is not installed: "
-            "pip install matplotlib"
-        )
-    if not str(path).lower().endswith(".png"):
-        raise ValueError(f"--plot {path}: name the figure *.png")
-    from ._cli_io import check_writable
-
-    check_writable(path)
-
-
-def style_epsilon_axes(ax, epsilons, ylabel, ideal):
-    """A privacy–utility panel: log ε axis ticked at ``epsilons``, the
-    non-private value ``ideal`` dashed (also used by docs/choosing_figure.py)."""
-    ax.axhline(ideal, color="grey", linestyle="--", linewidth=1,
-               label="scikit-learn PCA")
-    ax.set_xscale("log")
-    ax.set_xticks(epsilons, labels=[f"{e:g}" for e in epsilons])
-    ax.minorticks_off()
-    ax.set_xlabel("epsilon (delta = 1e-6)")
-    ax.set_ylabel(ylabel)
-    ax.grid(alpha=0.3)
-
-
-def _plot_curve(curve, path, n, d, k):
-    """Captured variance and sin(angle) against ε, side by side, as a PNG.
-
-    Drawn on a bare :class:`~matplotlib.figure.Figure` (no pyplot): the
-    caller's matplotlib backend and state are left alone.
-    """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    eps, ratio, sin = (np.array(column) for column in zip(*sorted(curve)))
-    fig = Figure(figsize=(8, 3.4), layout="constrained")
-    FigureCanvasAgg(fig)
-    left, right = fig.subplots(1, 2)
-    for ax, values, ideal, label in (
-        (left, 100 * ratio, 100, "captured variance (%)"),
-        (right, sin, 0, "sin(largest principal angle)"),
-    ):
-        ax.plot(eps, values, "o-", label="PrivatePCA")
-        style_epsilon_axes(ax, eps, label, ideal)
-    left.set_ylim(0, 105)
-    right.set_ylim(-0.03, 1.03)
-    left.legend(loc="lower right")
-    fig.suptitle(f"Private PCA of the digits (n={n}, d={d}, k={k}, data_norm=4)")
-    fig.savefig(path, dpi=120)
-
+from ._cli_demo import demo
+from ._cli_ledger import _add_ledger_commands
 
 # ------------------------------------------------------------------ fit
 ESTIMATORS = {
@@ -538,121 +420,6 @@ def _report_ledger(args, ledger):
                    f"epsilon={eps:.6g} of {ledger.epsilon:g} at delta={delta:g}")
 
 
-def ledger_init(args):
-    from .privacy import BudgetAccountant
-
-    if os.path.exists(args.file):
-        raise ValueError(f"{args.file} already exists; a ledger is created once "
-                         "(its budget is fixed); use another file name")
-    ledger = BudgetAccountant(args.epsilon, args.delta, path=args.file)
-    if not ledger._ledger.created:  # made by another process meanwhile
-        raise ValueError(f"{args.file} already exists; a ledger is created once "
-                         "(its budget is fixed); use another file name")
-    print(f"created ledger {args.file}: budget epsilon={args.epsilon:g} at "
-          f"delta={args.delta:g}")
-    print(f"anchor: {ledger.anchor()}")
-    return 0
-
-
-def ledger_show(args, out=None):
-    from .privacy import BudgetAccountant
-
-    out = sys.stdout if out is None else out
-    ledger = BudgetAccountant(path=args.file)  # verifies the chain
-    charges = ledger.charges
-    print(f"ledger {ledger.path}: budget epsilon={ledger.epsilon:g} at "
-          f"delta={ledger.delta:g}", file=out)
-    rows = [("#", "time (UTC)", "estimator", "fit epsilon", "fit delta",
-             "total epsilon", "label")]
-    for c in charges:
-        fit_eps, fit_delta = (c["params"].get(k, "") for k in ("epsilon", "delta"))
-        rows.append((str(c["seq"]), c["time"], c["estimator"] or "-",
-                     f"{fit_eps:g}" if isinstance(fit_eps, float) else str(fit_eps),
-                     f"{fit_delta:g}" if isinstance(fit_delta, float)
-                     else str(fit_delta),
-                     f"{c['epsilon_spent']:.6g}", c["label"] or ""))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        print("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip(), file=out)
-    eps, delta = ledger.spent
-    left = ledger.remaining()
-    print(f"spent: epsilon={eps:.6g} at delta={delta:g} in {len(charges)} "
-          f"charge(s); remaining: epsilon={left:.6g} for one more Gaussian fit",
-          file=out)
-    print(f"anchor: {ledger.anchor()}", file=out)
-    return 0
-
-
-def ledger_verify(args):
-    from ._ledger import parse_anchor
-    from .privacy import BudgetAccountant
-
-    if args.anchor is not None:
-        parse_anchor(args.anchor)  # a malformed anchor before the file
-    ledger = BudgetAccountant(path=args.file)  # raises, naming the row
-    ledger.verify(anchor=args.anchor)  # raises if it does not extend it
-    # Read after: it extends what verify read (else it raises), so the
-    # anchor given too; its count and hash come from one read.
-    head = ledger.anchor()
-    extends = ""
-    if args.anchor is not None:
-        count = parse_anchor(args.anchor)[0]
-        extends = (" and extends the anchor" if count is None else
-                   f" and extends the anchor taken at {count} charge(s)")
-    print(f"ledger {ledger.path}: {head.split(':')[0]} charge(s), hash chain "
-          f"intact{extends}; anchor: {head}")
-    return 0
-
-
-def ledger_head(args):
-    from .privacy import BudgetAccountant
-
-    print(BudgetAccountant(path=args.file).anchor())  # verifies the chain
-    return 0
-
-
-def _add_ledger_commands(commands, fit):
-    """``dppca ledger ...`` and the ledger options of ``dppca fit``."""
-    fit.add_argument("--ledger", metavar="FILE",
-                     help="charge the fit to this budget ledger (see 'dppca "
-                     "ledger'); refused before the data is read if over budget")
-    fit.add_argument("--label", metavar="TEXT",
-                     help="label recorded with the ledger charge (default: "
-                     "'dppca fit DATA')")
-    fit.add_argument("--force", action="store_true",
-                     help="overwrite an existing MODEL file")
-    ledger = commands.add_parser(
-        "ledger", help="create, show, verify or anchor a privacy-budget ledger",
-        description="A ledger is a SQLite file holding a budget (epsilon, delta) "
-        "and every fit charged to it, hash-chained; share one per dataset. "
-        "Store its anchor ('ledger head') where the file's writers cannot "
-        "change it: 'ledger verify --anchor' then detects a rolled-back or "
-        "replaced ledger, which the chain alone cannot.",
-    )
-    actions = ledger.add_subparsers(dest="action", required=True, metavar="ACTION")
-    init = actions.add_parser("init", help="create a ledger with its budget")
-    init.add_argument("file", metavar="FILE")
-    init.add_argument("--epsilon", metavar="E", type=_positive, required=True,
-                      help="total epsilon of every fit charged to the ledger")
-    init.add_argument("--delta", metavar="D", type=_probability, required=True,
-                      help="delta at which the budget is stated")
-    init.set_defaults(run=ledger_init)
-    for name, run, text in (
-        ("show", ledger_show, "print the charges, spent and remaining budget"),
-        ("verify", ledger_verify, "check the hash chain; name the first bad row"),
-        ("head", ledger_head, "print the anchor (N:HASH) to store elsewhere"),
-    ):
-        action = actions.add_parser(name, help=text, description=text)
-        action.add_argument("file", metavar="FILE")
-        action.set_defaults(run=run)
-        if name == "verify":
-            action.add_argument(
-                "--anchor", metavar="N:HASH",
-                help="also check that the ledger extends this anchor (printed "
-                "by 'ledger head' earlier): detects charges removed or the "
-                "ledger replaced")
-
-
 def _read_bounds(values, names):
     """``--bounds``: ``(low, high)`` numbers, or per-feature rows of a CSV file.
 
@@ -788,84 +555,6 @@ def transform_command(args):
 
 
 # --------------------------------------------------------------- parser
-class _Parser(argparse.ArgumentParser):
-    """Usage errors in one line, like every other error."""
-
-    def error(self, message):
-        self.exit(2, f"dppca: error: {message} (see '{self.prog} --help')\n")
-
-
-def _n_components(text):
-    try:
-        value = int(text)
-    except ValueError:
-        try:
-            value = float(text)
-        except ValueError:
-            value = None
-    if value is None or not (
-        value >= 1 if isinstance(value, int) else 0.0 < value < 1.0
-    ):
-        raise argparse.ArgumentTypeError(
-            f"must be an integer >= 1, or a fraction in (0, 1) of the variance "
-            f"to keep, got {text!r}"
-        )
-    return value
-
-
-def _number(kind, low, high=None, closed_low=False, what="number"):
-    """An argparse type: a finite ``kind`` in (low, high), ``[low`` if closed."""
-
-    def parse(text):
-        try:
-            value = kind(text)
-        except ValueError:
-            value = None
-        ok = value is not None and np.isfinite(value) and (
-            value >= low if closed_low else value > low
-        ) and (high is None or value < high)
-        if not ok:
-            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
-        return value
-
-    parse.__name__ = parse.what = what
-    return parse
-
-
-_positive = _number(float, 0.0, what="a positive number")
-_finite = _number(float, -np.inf, what="a finite number")
-_probability = _number(float, 0.0, 1.0, what="a number in (0, 1)")
-_count = _number(int, 1, closed_low=True, what="an integer >= 1")
-
-
-def _auto_or(kind):
-    def parse(text):
-        if text == "auto":
-            return text
-        try:
-            return kind(text)
-        except argparse.ArgumentTypeError:
-            raise argparse.ArgumentTypeError(
-                f"must be 'auto' or {kind.what}, got {text!r}"
-            ) from None
-
-    parse.__name__ = f"'auto' or {kind.what}"
-    return parse
-
-
-def _mid_or(kind):
-    def parse(text):
-        if text == "mid":
-            return text
-        try:
-            return kind(text)
-        except argparse.ArgumentTypeError:
-            raise argparse.ArgumentTypeError(
-                f"must be 'mid' or {kind.what}, got {text!r}"
-            ) from None
-
-    parse.__name__ = f"'mid' or {kind.what}"
-    return parse
 
 
 def _add_dask_options(command, name):

@@ -1,0 +1,92 @@
+"""The ``dppca`` command's argument parser class and the types of its
+options: numbers in a range, ``auto`` or a number, ``n_components``."""
+
+import argparse
+
+import numpy as np
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line, like every other error."""
+
+    def error(self, message):
+        self.exit(2, f"dppca: error: {message} (see '{self.prog} --help')\n")
+
+
+def _n_components(text):
+    try:
+        value = int(text)
+    except ValueError:
+        try:
+            value = float(text)
+        except ValueError:
+            value = None
+    if value is None or not (
+        value >= 1 if isinstance(value, int) else 0.0 < value < 1.0
+    ):
+        raise argparse.ArgumentTypeError(
+            f"must be an integer >= 1, or a fraction in (0, 1) of the variance "
+            f"to keep, got {text!r}"
+        )
+    return value
+
+
+def _number(kind, low, high=None, closed_low=False, what="number"):
+    """An argparse type: a finite ``kind`` in (low, high), ``[low`` if closed."""
+
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        ok = value is not None and np.isfinite(value) and (
+            value >= low if closed_low else value > low
+        ) and (high is None or value < high)
+        if not ok:
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+        return value
+
+    parse.__name__ = parse.what = what
+    return parse
+
+
+_positive = _number(float, 0.0, what="a positive number")
+
+
+_finite = _number(float, -np.inf, what="a finite number")
+
+
+_probability = _number(float, 0.0, 1.0, what="a number in (0, 1)")
+
+
+_count = _number(int, 1, closed_low=True, what="an integer >= 1")
+
+
+def _auto_or(kind):
+    def parse(text):
+        if text == "auto":
+            return text
+        try:
+            return kind(text)
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(
+                f"must be 'auto' or {kind.what}, got {text!r}"
+            ) from None
+
+    parse.__name__ = f"'auto' or {kind.what}"
+    return parse
+
+
+def _mid_or(kind):
+    def parse(text):
+        if text == "mid":
+            return text
+        try:
+            return kind(text)
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(
+                f"must be 'mid' or {kind.what}, got {text!r}"
+            ) from None
+
+    parse.__name__ = f"'mid' or {kind.what}"
+    return parse
