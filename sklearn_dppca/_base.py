@@ -27,9 +27,9 @@ from sklearn.base import (
 from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
 from sklearn.utils.validation import validate_data
 
-from . import _array_api
+from . import _array_api, _bounds
 from ._array_api import ArrayAPIRows
-from ._bounds import NormBounds, _engine
+from ._bounds import _engine
 from ._dask import (
     ChunkedRows,
     as_dask_array,
@@ -544,7 +544,7 @@ class _BasePrivatePCA(
         return self._transform(self._fit(X))
 
     # Whether the estimator's releases are of the Gram matrix alone, so that
-    # on many rows the rows are centred in one pass (NormBounds.pilot).
+    # on many rows the rows are centred in one pass (BoundsPlan.pilot).
     _pilot_centring = False
 
     def __getstate__(self):
@@ -580,13 +580,14 @@ class _BasePrivatePCA(
         self._check_memory(n_samples, n_features)
         # norm bounds ("auto", a box): their share is taken from the plan
         dtype = _array_api.numpy_dtype(X)
-        bounds = NormBounds(self, n_samples, n_features, dtype, engine)
+        bounds, plan = _bounds.plan_bounds(
+            self, n_samples, n_features, dtype, engine,
+            self._privacy_plan(n_samples, n_features))
         if bounds.auto and isinstance(engine, InMemoryRows):
             # the bound is released after the first pass, and clips many
             # rows: the Gram matrix once, after it (clipped_gram), not a raw
             # one in the first pass and a correction per clipped row
             engine.with_gram = False
-        plan = bounds.plan(self._privacy_plan(n_samples, n_features))
         rng = make_generator(self.random_state)
         accountant = _resolve_accountant(self)
         # Refuse a budget whose noise could underflow, and an over-budget
@@ -610,11 +611,11 @@ class _BasePrivatePCA(
             # budget race: concurrent fits on a budget for one cannot all
             # pass this). The first pass reads every row and checks it
             # finite, so a fit failing on its data (NaN, inf) is not charged;
-            # with a pilot (NormBounds.read) the first rows, and a Dask
+            # with a pilot (read_bounds) the first rows, and a Dask
             # array's later rows are checked after the charge.
             try:
-                bounds.read(data, functools.partial(accountant.spend,
-                                                    **plan.charge, estimator=self))
+                read = _bounds.read_bounds(bounds, data, functools.partial(
+                    accountant.spend, **plan.charge, estimator=self))
             except ValueError as error:  # NaN or inf: say what to do
                 if not _NON_FINITE_ERROR.search(str(error)):
                     raise
@@ -622,8 +623,10 @@ class _BasePrivatePCA(
             # The bounds' searches (if "auto") and the private mean, or with a
             # pilot the centre (docs/privacy.rst §5); with "auto" the plan may
             # return unspent budget to our releases.
-            mean, data_norm, self.mean_norm_, plan = bounds.release(plan, rng)
-            data = bounds.data  # the rows clipped into the box, if any
+            released = _bounds.release_bounds(bounds, read, plan, rng)
+            mean, data_norm, plan = released.mean, released.data_norm, released.plan
+            self.mean_norm_ = released.mean_norm
+            data = released.data  # the rows clipped into the box, if any
             if "centring" in plan.mus:  # the numeric fit's pilot
                 gram, mean = self._centred_in_one_pass(
                     data, n_samples, data_norm, mean, plan, rng)
@@ -634,14 +637,14 @@ class _BasePrivatePCA(
             if not self._gram_in_namespace and gram is not None:
                 gram = _array_api.to_host(gram)  # the same array for NumPy and Dask
             vars(self).pop("clipped_fraction_", None)  # only "auto" releases it
-            if bounds.clipped_fraction is not None:
-                self.clipped_fraction_ = bounds.clipped_fraction
+            if released.clipped_fraction is not None:
+                self.clipped_fraction_ = released.clipped_fraction
             self.data_norm_ = data_norm
             self.n_samples_ = n_samples
             if "path" in self._parameter_constraints:  # PrivatePCA's
                 self.path_ = self._fit_path
             self.mean_ = (
-                bounds.offset if mean is None else bounds.offset + mean
+                released.offset if mean is None else released.offset + mean
             ).astype(dtype, copy=False)
             noisy_mean = self.mean_
             self.mean_ = projected_mean = mean_in_box(self.mean_, bounds)
@@ -654,7 +657,7 @@ class _BasePrivatePCA(
             reported.finish()
         # The fit is charged and released: the leaks it was told of, from
         # public values (and, for data_norm=None, the bound it released).
-        if bounds.from_data:
+        if read.from_data:
             _warn_leak(self._data_norm_leak(self.data_norm_))
         _warn_if_not_private(self.epsilon, self.random_state)
         # from released values and public noise scales only

@@ -52,7 +52,7 @@ estimator imports it.
     later steps would have spent goes to the estimator's own releases. Each
     movement is shrunk toward the current centre by the James–Stein factor,
     which removes most of a step's noise when the centre is already at the
-    data (:meth:`NormBounds._mean_steps`).
+    data (:meth:`_AutoRelease._mean_steps`).
 
 The first rows (:func:`pilot_rows`)
     On many rows (at least :data:`PILOT_FACTOR` times
@@ -76,7 +76,7 @@ The first rows (:func:`pilot_rows`)
     is public; what the steps decide is from released values. The fit is
     charged once the first rows have been read, before their first release
     and so before any value that depends on the rows leaves it
-    (:meth:`NormBounds.read`).
+    (:func:`read_bounds`).
 
 ``bounds=(lower, upper)``
     Public per-feature ranges. Rows are clipped into the box (a per-feature
@@ -97,7 +97,7 @@ noise within :data:`DROWNED` :math:`\cdot n` rows: :func:`search_share`)
 and their checks :data:`CHECK_BUDGET_SHARE` (split evenly between them);
 with ``"auto"`` and centring but no box the mean's steps may take
 :data:`AUTO_MEAN_SHARE` of it, and the estimator's own releases share the
-rest. The step tallies what it released (:meth:`NormBounds._give_back`):
+rest. The step tallies what it released (:func:`_give_back`):
 the estimator's releases get :math:`\mu^{*2}` less that tally, whatever the
 searches, the checks and the steps left unspent or ran again. Every
 :math:`\mu` is fixed before its release, from public values and earlier
@@ -257,7 +257,7 @@ def search_bound(cumulative, mu, rng, quantile, check_mu=0.0,
     adaptive composition of GDP (Smith & Thakurta 2022; docs/privacy.rst §2)
     what the search releases is :math:`\sqrt{\mathrm{spent}}`-GDP, with
     :math:`\mathrm{spent} = \sum 1/\sigma_i^2` over the counts actually
-    released: the fit's tally (:class:`NormBounds`). A search without a
+    released: the fit's tally (:class:`_AutoRelease`). A search without a
     failed check spends at most :math:`\mu^2 + \mathrm{check\_mu}^2`; one
     that uses fewer than :math:`Q` comparisons spends less, and the fit
     gives the rest to the estimator's own releases.
@@ -547,8 +547,106 @@ def _box_rows(data, lower, upper, centre):
 
 
 # ------------------------------------------------------------ the fit's step
-class NormBounds:
-    """The norm bounds of one fit: planned before the data is read.
+class BoundsPlan(NamedTuple):
+    """The norm bounds of one fit, from public values alone
+    (:func:`plan_bounds`), before the data is read: what the read and the
+    releases do, and the μ of each. Nothing in it changes afterwards."""
+
+    n_samples: int
+    n_features: int
+    dtype: np.dtype
+    #: epsilon=inf: no noise, and without a bound no clipping at all
+    exact: bool
+    center: bool
+    #: data_norm="auto"
+    auto: bool
+    #: the bound given (a number), else None
+    data_norm: object
+    #: (lower, upper) in the data's dtype, rounded inward, or None
+    box: object
+    #: the box's centre, the origin of the rows after the box (zeros without)
+    offset: np.ndarray
+    box_norm: object
+    #: "auto": the grid of candidate bounds
+    edges: object
+    #: the covariance's quantile and the mean's steps' ("auto")
+    quantile: float
+    mean_quantile: float
+    mean_shares: tuple
+    n_searches: int
+    #: "auto" with centring and no box: the mean's adaptive steps
+    adaptive: bool
+    #: the first rows' count (pilot_rows), or None
+    pilot: object
+    #: with a pilot and "auto": the steps on the first rows
+    prefix_steps: int
+    #: the charge μ*, the searches' and checks' μ (each search's), and what
+    #: the estimator's own releases were planned to compose to (μ² units)
+    mu_total: object
+    search_mu: object
+    check_mu: object
+    own_planned: float
+
+
+class BoundsRead(NamedTuple):
+    """What :func:`read_bounds` read before the charge."""
+
+    #: every row, clipped into the box if there is one
+    rows: object
+    #: the rows the first step reads: the first rows with a pilot, else rows
+    data: object
+    #: "auto": the first step's counts (and sums) on the grid
+    around: object
+    #: a numeric bound: the first pass (with a pilot the first rows' clipped
+    #: sum); None with "auto"
+    total: object
+    #: a numeric bound in use (given, the box's radius, inf for the
+    #: non-private fit, or the largest row norm); None with "auto"
+    data_norm: object
+    #: data_norm=None: the bound was read from the data (not private)
+    from_data: bool
+
+
+class BoundsRelease(NamedTuple):
+    """What :func:`release_bounds` released, and the rows the fit goes on
+    with."""
+
+    #: the private mean in the coordinates of ``data`` (the fit adds
+    #: ``offset``), or None without centring
+    mean: object
+    #: the covariance's bound
+    data_norm: float
+    #: the bound of the (last) mean release, or None
+    mean_norm: object
+    #: the plan of the estimator's own releases, given what the steps did
+    #: not spend (:func:`_give_back`)
+    plan: object
+    data: object
+    offset: np.ndarray
+    #: "auto": the search's estimate of the share of rows beyond the bound
+    clipped_fraction: object
+    #: searches run again after a failed check
+    recoveries: int
+
+
+def plan_bounds(estimator, n_samples, n_features, dtype, engine, plan):
+    r"""The norm bounds of one fit, planned before the data is read, and the
+    estimator's ``plan`` with their shares: ``(BoundsPlan, plan)``.
+
+    Each of the ``n_searches`` searches gets
+    :math:`\mu_b = \mu^* \sqrt{w / \mathrm{n\_searches}}` for its
+    comparisons and :math:`\mu^* \sqrt{c / \mathrm{n\_searches}}` for its
+    check (:math:`w` = :func:`search_share`, :math:`c` =
+    :data:`CHECK_BUDGET_SHARE`). The mean's adaptive steps get
+    :math:`\mu^* \sqrt{a}` in all (:math:`a` = :data:`AUTO_MEAN_SHARE`)
+    and the other releases keep their proportions within
+    :math:`1 - w - c - a`; otherwise every :math:`\mu_j` is scaled by
+    :math:`\sqrt{1 - w - c}`. The subclass's releases compose to exactly
+    its charge :math:`\mu^*` (its plan's invariant), so these compose to
+    :math:`\mu^*` too; :func:`release_bounds` then gives the estimator's own
+    releases whatever the searches and steps did not spend
+    (:func:`_give_back`), so that the fit spends exactly what it is charged
+    (one GDP charge of :math:`\mu^*`).
 
     Parameters
     ----------
@@ -557,330 +655,372 @@ class NormBounds:
     dtype : numpy.dtype
         The data's dtype (its limits on a bound: :data:`MAX_DATA_NORM`,
         :data:`MIN_DATA_NORM`).
-    engine : InMemoryRows, ChunkedRows or other, optional
+    engine : InMemoryRows, ChunkedRows or other, or None
         The rows' engine: a pilot (:func:`pilot_rows`) needs one of these two.
-    """
+    plan : PrivacyPlan
+        The estimator's own plan (``_privacy_plan``).
 
-    def __init__(self, estimator, n_samples, n_features, dtype, engine=None):
-        self.limit, self.dtype = MAX_DATA_NORM[dtype.type], dtype
-        # epsilon=inf (the non-private fit): no noise, and without a bound no
-        # clipping at all
-        self.exact = estimator.epsilon == math.inf
-        self.estimator = estimator
-        self.n_samples, self.n_features = n_samples, n_features
-        self.center = estimator.center
-        data_norm = estimator.data_norm
-        self.auto = isinstance(data_norm, str)
-        self.data_norm = None if self.auto or data_norm is None else float(data_norm)
-        if self.data_norm is not None:
-            check_data_norm_range(self.data_norm, self.dtype)
-        self.box = check_box(getattr(estimator, "bounds", None), n_features,
-                             getattr(estimator, "feature_names_in_", None))
-        self.offset = np.zeros(n_features)
-        self.box_norm = None
-        if self.box is not None:
-            # the box and its centre in the data's dtype, the box rounded
-            # inward: the rows are clipped and translated in that dtype
-            self.box = inward_box(*self.box, dtype)
-            self.offset, self.box_norm = box_radius(*self.box, self.center)
-            if self.data_norm is None:  # the box's radius is a bound in use
-                check_data_norm_range(self.box_norm, self.dtype)
-        self.edges = None
-        self.quantile_rule = False
-        self.mean_shares = ()
-        self.n_searches = 0
-        # "auto" with centring and no box: the mean's adaptive steps
-        self.adaptive = False
-        if self.auto:
-            self.edges = norm_grid(
-                getattr(estimator, "norm_range", DEFAULT_NORM_RANGE), self.limit, dtype,
-                MIN_DATA_NORM[dtype.type],
-            )
-            # a number applies to every search; "auto" is resolved in plan(),
-            # once μ* is known (auto_quantile), for the covariance's bound,
-            # and the mean's steps search for the median
-            quantile = getattr(estimator, "norm_quantile", DEFAULT_QUANTILE)
-            self.quantile_rule = isinstance(quantile, str)
-            self.quantile = DEFAULT_QUANTILE if self.quantile_rule else float(quantile)
-            self.mean_quantile = self.quantile
-            if self.center:
-                self.adaptive = self.box is None
-                self.mean_shares = (1.0,)  # the box's; the steps' are set in plan()
-            # a search before every mean step (none where the box bounds it)
-            # and one for the covariance's bound
-            self.n_searches = 1
-        self.clipped_fraction = None
-        # the budget: set by plan() when there are searches (mu_total, the
-        # searches' and checks' μ, the own releases' planned spend) and
-        # tallied by release() (_spent: Σ μ² released so far)
-        self.mu_total, self.search_mu, self.check_mu = None, None, None
-        self._own_planned, self._spent = 0.0, 0.0
-        #: searches run again after a failed check (a function of releases)
-        self.recoveries = 0
-        # data_norm=None without a box: the bound is the largest row norm
-        self.from_data = False
-        # The centre from the first rows and the mean corrected in the
-        # covariance's pass (pilot_rows; set by plan() from μ*): an estimator
-        # whose releases are of the Gram matrix (_pilot_centring), centred,
-        # with a bound given or "auto", no box, a private fit.
-        self.pilot, self.prefix_steps = None, 0
-        self._may_pilot = (
-            self.center and self.box is None and not self.exact
-            and (self.auto or self.data_norm is not None)
+    Raises
+    ------
+    ValueError
+        Before any charge, when a search would be drowned in its noise
+        (:func:`_refuse_drowned`), and for a plan charged in Rényi DP.
+    """
+    limit = MAX_DATA_NORM[dtype.type]
+    exact = estimator.epsilon == math.inf
+    center = estimator.center
+    auto = isinstance(estimator.data_norm, str)
+    data_norm = (None if auto or estimator.data_norm is None
+                 else float(estimator.data_norm))
+    if data_norm is not None:
+        check_data_norm_range(data_norm, dtype)
+    box = check_box(getattr(estimator, "bounds", None), n_features,
+                    getattr(estimator, "feature_names_in_", None))
+    offset, box_norm = np.zeros(n_features), None
+    if box is not None:
+        # the box and its centre in the data's dtype, the box rounded
+        # inward: the rows are clipped and translated in that dtype
+        box = inward_box(*box, dtype)
+        offset, box_norm = box_radius(*box, center)
+        if data_norm is None:  # the box's radius is a bound in use
+            check_data_norm_range(box_norm, dtype)
+    # The centre from the first rows and the mean corrected in the
+    # covariance's pass (pilot_rows): an estimator whose releases are of the
+    # Gram matrix (_pilot_centring), centred, with a bound given or "auto",
+    # no box, a private fit.
+    pilot = None
+    if (center and box is None and not exact and (auto or data_norm is not None)
             and getattr(estimator, "_pilot_centring", False)
             and isinstance(_engine(engine), (InMemoryRows, ChunkedRows))
-        )
-
-    def plan(self, plan):
-        r"""The subclass's plan with the searches' (and the steps') shares.
-
-        Each of the ``n_searches`` searches gets
-        :math:`\mu_b = \mu^* \sqrt{w / \mathrm{n\_searches}}` for its
-        comparisons and :math:`\mu^* \sqrt{c / \mathrm{n\_searches}}` for its
-        check (:math:`w` = :func:`search_share`, :math:`c` =
-        :data:`CHECK_BUDGET_SHARE`). The mean's adaptive steps get
-        :math:`\mu^* \sqrt{a}` in all (:math:`a` = :data:`AUTO_MEAN_SHARE`)
-        and the other releases keep their proportions within
-        :math:`1 - w - c - a`; otherwise every :math:`\mu_j` is scaled by
-        :math:`\sqrt{1 - w - c}`. The subclass's releases compose to exactly
-        its charge :math:`\mu^*` (its plan's invariant), so these compose to
-        :math:`\mu^*` too;
-        :meth:`release` then gives the estimator's own releases whatever the
-        searches and steps did not spend (:meth:`_give_back`), so that the fit
-        spends exactly what it is charged (one GDP charge of :math:`\mu^*`).
-
-        Raises
-        ------
-        ValueError
-            Before any charge, when a search would be drowned in its noise
-            (:meth:`_refuse_drowned`), and for a plan charged in Rényi DP.
-        """
-        self.mu_total = None
-        self.pilot = None
-        if self._may_pilot and "mu" in plan.charge:
-            self.pilot = pilot_rows(self.n_samples, self.n_features, plan.charge["mu"])
-        self.prefix_steps = 0
-        if self.pilot and not self.auto:
+            and "mu" in plan.charge):
+        pilot = pilot_rows(n_samples, n_features, plan.charge["mu"])
+    bounds = BoundsPlan(
+        n_samples=n_samples, n_features=n_features, dtype=dtype, exact=exact,
+        center=center, auto=auto, data_norm=data_norm, box=box, offset=offset,
+        box_norm=box_norm, edges=None, quantile=DEFAULT_QUANTILE,
+        mean_quantile=DEFAULT_QUANTILE, mean_shares=(), n_searches=0,
+        adaptive=False, pilot=pilot, prefix_steps=0, mu_total=None,
+        search_mu=None, check_mu=None, own_planned=0.0)
+    if not auto:
+        if pilot:
             # the mean's share in three: the pilot mean's, and two releases
             # of the sum of the clipped rows (μ each)
             mus = dict(plan.mus)
             mus["mean"] = plan.mus["mean"] * math.sqrt(PILOT_PART)
             mus["centring"] = plan.mus["mean"] * math.sqrt((1.0 - PILOT_PART) / 2.0)
             plan = plan._replace(mus=mus)
-        if not self.n_searches:
-            return plan
-        if "mu" not in plan.charge:
-            raise ValueError(
-                'data_norm="auto" composes exactly only with a Gaussian-DP '
-                "budget plan, and this fit's plan is charged in Rényi DP (a "
-                "random-repetition selection). Give data_norm (a number), or "
-                "bounds=(lower, upper), or choose the fit's parameters without "
-                "the repetition (e.g. fixed clip_radius and n_iter)."
-            )
-        mu_total = plan.charge["mu"]
-        if self.adaptive:  # public: n, d, μ*
-            count = mean_step_count(self.pilot or self.n_samples, self.n_features,
-                                    mu_total)
-            if self.pilot:  # the early steps on the first rows, then all rows
-                count = min(count + PILOT_FULL_STEPS, len(MEAN_STEPS))
-                self.prefix_steps = count - PILOT_FULL_STEPS
-            steps = MEAN_STEPS[-count:]
-            self.mean_shares = tuple(w / sum(steps) for w in steps)
-            self.n_searches = 1 + len(steps)
-        if self.quantile_rule:  # public: n, d, μ*, n_components
-            self.quantile = auto_quantile(self.n_samples, self.n_features, mu_total,
-                                          getattr(self.estimator, "n_components", None))
-        # a larger share for one search only (MAX_BOUND_SHARE)
-        self.most_share = BOUND_BUDGET_SHARE if self.adaptive else MAX_BOUND_SHARE
-        searches = search_share(self.pilot or self.n_samples, self.n_searches,
-                                mu_total,
-                                self.edges.shape[0], self.most_share)
-        if searches is None:
-            self._refuse_drowned(mu_total)
-        share = searches + CHECK_BUDGET_SHARE
-        self.search_mu = mu_total * math.sqrt(searches / self.n_searches)
-        self.check_mu = mu_total * math.sqrt(CHECK_BUDGET_SHARE / self.n_searches)
-        if self.adaptive:
-            # the others' share (all of it for epsilon=inf, whose μ are inf)
-            own = 1.0 - (plan.mus["mean"] / mu_total) ** 2 if math.isfinite(
-                mu_total) else 1.0
-            scale = math.sqrt((1.0 - share - AUTO_MEAN_SHARE) / own)
-            mus = {k: m * scale for k, m in plan.mus.items()}
-            mus["mean"] = mu_total * math.sqrt(AUTO_MEAN_SHARE)
-        else:
-            mus = {k: m * math.sqrt(1.0 - share) for k, m in plan.mus.items()}
-        # What the estimator's own releases (all but the mean, which this step
-        # releases) compose to: the charge less this step's planned spend.
-        self.mu_total = mu_total
-        self._own_planned = mu_total**2 * (1.0 - share) - mus.get("mean", 0.0) ** 2
-        self._spent = 0.0  # Σ μ² of this step's releases, as they are made
-        return plan._replace(mus=mus)
-
-    def _refuse_drowned(self, mu_total):
-        r"""Refuse, from public values only and before any charge, a fit whose
-        searches would have noise beyond :data:`DROWNED` :math:`\cdot n`
-        rows per comparison even with the largest share they may take.
-
-        :math:`\sigma = \sqrt{Q}/\mu_b` depends on :math:`n`, ``epsilon``,
-        ``delta``, ``norm_range`` (:math:`Q`), ``center``, ``bounds`` and,
-        through the mean's steps, :math:`d` only. The message names the
-        smallest ``epsilon`` at which the fit would run.
-        """
-        n, d, estimator = self.n_samples, self.n_features, self.estimator
-        queries, n_bins = search_queries(self.edges.shape[0]), self.edges.shape[0]
-        most = self.most_share
-        sigma = math.sqrt(queries / (most / self.n_searches)) / mu_total
-
-        # the smallest epsilon that runs; with the mean's steps their number
-        # falls as μ* grows (mean_step_count): bisect
-        def drowned(mu):
-            searches = self.n_searches
-            if self.adaptive:
-                searches = 1 + mean_step_count(n, d, mu)
-            return search_share(n, searches, mu, n_bins, most) is None
-
-        low, high = mu_total, mu_total
-        while drowned(high):
-            low, high = high, 2.0 * high
-        for _ in range(60):
-            middle = math.sqrt(low * high)
-            low, high = (middle, high) if drowned(middle) else (low, middle)
-        epsilon = gdp_epsilon(high, estimator.delta)
-        digits = 2 - math.floor(math.log10(epsilon))  # 3 significant, rounded up
-        epsilon = math.ceil(epsilon * 10.0**digits) / 10.0**digits
+        return bounds, plan
+    if "mu" not in plan.charge:
         raise ValueError(
-            f'data_norm="auto" on {n} rows at epsilon={estimator.epsilon:g}: '
-            "each comparison of the private search for the norm bound would "
-            f"have noise of {sigma:.0f} rows with the largest share of the "
-            f"budget the searches may take ({most:.0%}), more than a quarter "
-            "of the rows, "
-            "so the bound would be close to a random value of its grid and "
-            "the fit's error far beyond that of answering zero. The fit is "
-            "refused before any charge: give data_norm (a number, from "
-            "domain knowledge) or bounds=(lower, upper) instead, or an "
-            f"epsilon of at least {epsilon:g}."
+            'data_norm="auto" composes exactly only with a Gaussian-DP '
+            "budget plan, and this fit's plan is charged in Rényi DP (a "
+            "random-repetition selection). Give data_norm (a number), or "
+            "bounds=(lower, upper), or choose the fit's parameters without "
+            "the repetition (e.g. fixed clip_radius and n_iter)."
         )
+    edges = norm_grid(getattr(estimator, "norm_range", DEFAULT_NORM_RANGE), limit,
+                      dtype, MIN_DATA_NORM[dtype.type])
+    # a number applies to every search; "auto" is resolved here, once μ* is
+    # known (auto_quantile), for the covariance's bound, and the mean's
+    # steps search for the median
+    quantile = getattr(estimator, "norm_quantile", DEFAULT_QUANTILE)
+    mean_quantile = DEFAULT_QUANTILE if isinstance(quantile, str) else float(quantile)
+    mu_total = plan.charge["mu"]
+    if isinstance(quantile, str):  # public: n, d, μ*, n_components
+        quantile = auto_quantile(n_samples, n_features, mu_total,
+                                 getattr(estimator, "n_components", None))
+    else:
+        quantile = float(quantile)
+    # a search before every mean step (none where the box bounds it) and one
+    # for the covariance's bound
+    adaptive, n_searches, prefix_steps = center and box is None, 1, 0
+    mean_shares = (1.0,) if center else ()  # the box's
+    if adaptive:  # public: n, d, μ*
+        count = mean_step_count(pilot or n_samples, n_features, mu_total)
+        if pilot:  # the early steps on the first rows, then all rows
+            count = min(count + PILOT_FULL_STEPS, len(MEAN_STEPS))
+            prefix_steps = count - PILOT_FULL_STEPS
+        steps = MEAN_STEPS[-count:]
+        mean_shares = tuple(w / sum(steps) for w in steps)
+        n_searches = 1 + len(steps)
+    # a larger share for one search only (MAX_BOUND_SHARE)
+    most_share = BOUND_BUDGET_SHARE if adaptive else MAX_BOUND_SHARE
+    searches = search_share(pilot or n_samples, n_searches, mu_total,
+                            edges.shape[0], most_share)
+    if searches is None:
+        _refuse_drowned(estimator, n_samples, n_features, edges, n_searches,
+                        adaptive, most_share, mu_total)
+    share = searches + CHECK_BUDGET_SHARE
+    if adaptive:
+        # the others' share (all of it for epsilon=inf, whose μ are inf)
+        own = 1.0 - (plan.mus["mean"] / mu_total) ** 2 if math.isfinite(
+            mu_total) else 1.0
+        scale = math.sqrt((1.0 - share - AUTO_MEAN_SHARE) / own)
+        mus = {k: m * scale for k, m in plan.mus.items()}
+        mus["mean"] = mu_total * math.sqrt(AUTO_MEAN_SHARE)
+    else:
+        mus = {k: m * math.sqrt(1.0 - share) for k, m in plan.mus.items()}
+    # What the estimator's own releases (all but the mean, which this step
+    # releases) compose to: the charge less this step's planned spend.
+    bounds = bounds._replace(
+        edges=edges, quantile=quantile, mean_quantile=mean_quantile,
+        mean_shares=mean_shares, n_searches=n_searches, adaptive=adaptive,
+        prefix_steps=prefix_steps, mu_total=mu_total,
+        search_mu=mu_total * math.sqrt(searches / n_searches),
+        check_mu=mu_total * math.sqrt(CHECK_BUDGET_SHARE / n_searches),
+        own_planned=mu_total**2 * (1.0 - share) - mus.get("mean", 0.0) ** 2)
+    return bounds, plan._replace(mus=mus)
 
-    def read(self, data, charge):
-        """Read the rows, then ``charge()`` (the fit's one charge), before
-        any release.
 
-        With a fixed bound this is the first pass of the statistics; with
-        ``"auto"`` a pass over the norms (whose value is never used). Both
-        read every row and check it finite, so a fit that fails on its data
-        (NaN, inf) is not charged. With a pilot (:func:`pilot_rows`), only
-        the first rows are read here, and the charge follows at once, before
-        their first release: a step on the first rows releases, and from it
-        on what the fit shows (the steps' progress lines, their number, an
-        error, an interrupt, a budget refusal) depends on the rows, so
-        nothing of it may come before the charge. In memory every value is
-        checked finite first (one cheap reduction), so a NaN there is still
-        refused uncharged; a Dask array's later rows are checked as they are
-        read, after the charge, and a fit failing there stays charged. Runs
-        inside the fit's :func:`~sklearn_dppca.privacy.private_computation`,
-        so it warns nothing: for ``data_norm=None`` (not private) the base
-        warns after the fit.
-        """
-        self._read(data)
-        if self.pilot:
-            finite = getattr(_engine(data), "check_finite", None)
-            if finite is not None:
-                finite()
-        charge()
+def _refuse_drowned(estimator, n, d, edges, n_searches, adaptive, most, mu_total):
+    r"""Refuse, from public values only and before any charge, a fit whose
+    searches would have noise beyond :data:`DROWNED` :math:`\cdot n`
+    rows per comparison even with the largest share ``most`` they may take.
 
-    def _read(self, data):
-        if (self.auto or self.box is not None) and not isinstance(
-            _engine(data), (InMemoryRows, ChunkedRows)
-        ):
-            raise ValueError(
-                'data_norm="auto" and bounds are not supported for Array API '
-                "inputs yet: give data_norm (a number), or fit a NumPy array."
-            )
-        if self.box is not None:
-            data = _rebound(data, _box_rows(data, *self.box, self.offset))
-        # all the rows; with a pilot the steps before the covariance's pass
-        # read only the first ones (the charge follows their read: read())
-        self.rows = self.data = data
-        if self.pilot:
-            self.data = _engine(data).head(self.pilot)
-        if self.auto:
-            # the first pass: every row checked finite, and what the first
-            # step (the first mean step's search and sum, the box's sum, or
-            # without centring the covariance's search) releases from
-            box_sum = self.center and not self.adaptive
-            self._announce("row norms (every value checked finite)" + (
-                " and their sums per bin of the norm grid" if self.adaptive else
-                " and the sum for the private mean" if box_sum else ""))
-            self._around = _pass_around(self.data, None, self.edges,
-                                        sums=self.adaptive,
-                                        radius=self.box_norm if box_sum else None)
-            return
-        if self.data_norm is None:
-            if self.box is not None:
-                self.data_norm = self.box_norm
-            elif self.exact:  # the non-private fit: nothing to clip for
-                self.data_norm = math.inf
-                self._total = data.first_pass(self.data_norm, with_sum=self.center)
-                return
-            else:  # not private: the base warns once the fit has released it
-                largest = data.largest_norm()
-                self.data_norm = largest if largest > 0.0 else 1.0
-                self.from_data = True
-            check_data_norm_range(self.data_norm, self.dtype)
-        if self.pilot:
-            self._announce("row norms and the clipped sum for the centre")
-            self._total = self.data.clipped_sum(self.data_norm)
-            return
-        self._total = data.first_pass(self.data_norm, with_sum=self.center)
+    :math:`\sigma = \sqrt{Q}/\mu_b` depends on :math:`n`, ``epsilon``,
+    ``delta``, ``norm_range`` (:math:`Q`), ``center``, ``bounds`` and,
+    through the mean's steps, :math:`d` only. The message names the
+    smallest ``epsilon`` at which the fit would run.
+    """
+    queries, n_bins = search_queries(edges.shape[0]), edges.shape[0]
+    sigma = math.sqrt(queries / (most / n_searches)) / mu_total
 
-    def release(self, plan, rng):
-        """Release the bounds and the private mean, after the charge.
+    # the smallest epsilon that runs; with the mean's steps their number
+    # falls as μ* grows (mean_step_count): bisect
+    def drowned(mu):
+        searches = 1 + mean_step_count(n, d, mu) if adaptive else n_searches
+        return search_share(n, searches, mu, n_bins, most) is None
 
-        Returns
-        -------
-        mean : ndarray of shape (n_features,) or None
-            The private mean in the coordinates of ``self.data`` (the offset
-            is added back by :attr:`mean_offset`); ``None`` without centring.
-        data_norm : float
-            The covariance's bound.
-        mean_norm : float or None
-            The bound of the (last) mean release.
-        plan : PrivacyPlan
-            The plan for the estimator's releases: ``plan`` itself, or with
-            the budget the mean's adaptive steps left unspent added to its
-            own releases (:meth:`_give_back`).
-        """
-        n = self.n_samples
-        if not self.auto:
-            mean, mean_norm = None, None
-            if self.center:
-                mean_norm = self.data_norm
-                if self.box_norm is not None:  # box rows have norm ≤ R already
-                    mean_norm = min(self.data_norm, self.box_norm)
-                # Σ clip(x_i) has L2 sensitivity 2·mean_norm (docs/privacy.rst §3)
-                sigma = noise_scale(2.0 * mean_norm, plan.mus["mean"])
-                noise = dense_noise(rng, self._total.shape[0], sigma)
-                mean = (self._total + noise) / (self.pilot or n)
-                self.data = self.rows  # the pilot's rows done with
-                mean = self._translate_if_far(mean, self.data_norm,
-                                              first_pass=not self.pilot)
-            return mean, self.data_norm, mean_norm, plan
+    low, high = mu_total, mu_total
+    while drowned(high):
+        low, high = high, 2.0 * high
+    for _ in range(60):
+        middle = math.sqrt(low * high)
+        low, high = (middle, high) if drowned(middle) else (low, middle)
+    epsilon = gdp_epsilon(high, estimator.delta)
+    digits = 2 - math.floor(math.log10(epsilon))  # 3 significant, rounded up
+    epsilon = math.ceil(epsilon * 10.0**digits) / 10.0**digits
+    raise ValueError(
+        f'data_norm="auto" on {n} rows at epsilon={estimator.epsilon:g}: '
+        "each comparison of the private search for the norm bound would "
+        f"have noise of {sigma:.0f} rows with the largest share of the "
+        f"budget the searches may take ({most:.0%}), more than a quarter "
+        "of the rows, "
+        "so the bound would be close to a random value of its grid and "
+        "the fit's error far beyond that of answering zero. The fit is "
+        "refused before any charge: give data_norm (a number, from "
+        "domain knowledge) or bounds=(lower, upper) instead, or an "
+        f"epsilon of at least {epsilon:g}."
+    )
 
-        mean, mean_norm, around, found = None, None, self._around, None
-        if self.center:
+
+def read_bounds(bounds, data, charge):
+    """Read the rows, then ``charge()`` (the fit's one charge), before
+    any release: a :class:`BoundsRead`.
+
+    With a fixed bound this is the first pass of the statistics; with
+    ``"auto"`` a pass over the norms (whose value is never used). Both
+    read every row and check it finite, so a fit that fails on its data
+    (NaN, inf) is not charged. With a pilot (:func:`pilot_rows`), only
+    the first rows are read here, and the charge follows at once, before
+    their first release: a step on the first rows releases, and from it
+    on what the fit shows (the steps' progress lines, their number, an
+    error, an interrupt, a budget refusal) depends on the rows, so
+    nothing of it may come before the charge. In memory every value is
+    checked finite first (one cheap reduction), so a NaN there is still
+    refused uncharged; a Dask array's later rows are checked as they are
+    read, after the charge, and a fit failing there stays charged. Runs
+    inside the fit's :func:`~sklearn_dppca.privacy.private_computation`,
+    so it warns nothing: for ``data_norm=None`` (not private) the base
+    warns after the fit.
+    """
+    read = _read(bounds, data)
+    if bounds.pilot:
+        finite = getattr(_engine(data), "check_finite", None)
+        if finite is not None:
+            finite()
+    charge()
+    return read
+
+
+def _read(bounds, data):
+    if (bounds.auto or bounds.box is not None) and not isinstance(
+        _engine(data), (InMemoryRows, ChunkedRows)
+    ):
+        raise ValueError(
+            'data_norm="auto" and bounds are not supported for Array API '
+            "inputs yet: give data_norm (a number), or fit a NumPy array."
+        )
+    if bounds.box is not None:
+        data = _rebound(data, _box_rows(data, *bounds.box, bounds.offset))
+    # all the rows; with a pilot the steps before the covariance's pass
+    # read only the first ones (the charge follows their read: read_bounds)
+    rows = first = data
+    if bounds.pilot:
+        first = _engine(data).head(bounds.pilot)
+    if bounds.auto:
+        # the first pass: every row checked finite, and what the first
+        # step (the first mean step's search and sum, the box's sum, or
+        # without centring the covariance's search) releases from
+        box_sum = bounds.center and not bounds.adaptive
+        _announce_rows(rows, first, bounds.pilot,
+                       "row norms (every value checked finite)" + (
+                           " and their sums per bin of the norm grid"
+                           if bounds.adaptive else
+                           " and the sum for the private mean" if box_sum else ""))
+        around = _pass_around(first, None, bounds.edges, sums=bounds.adaptive,
+                              radius=bounds.box_norm if box_sum else None)
+        return BoundsRead(rows, first, around, None, None, False)
+    data_norm, from_data = bounds.data_norm, False
+    if data_norm is None:
+        if bounds.box is not None:
+            data_norm = bounds.box_norm
+        elif bounds.exact:  # the non-private fit: nothing to clip for
+            total = data.first_pass(math.inf, with_sum=bounds.center)
+            return BoundsRead(rows, first, None, total, math.inf, False)
+        else:  # not private: the base warns once the fit has released it
+            largest = data.largest_norm()
+            data_norm = largest if largest > 0.0 else 1.0
+            from_data = True
+        check_data_norm_range(data_norm, bounds.dtype)
+    if bounds.pilot:
+        _announce_rows(rows, first, bounds.pilot,
+                       "row norms and the clipped sum for the centre")
+        total = first.clipped_sum(data_norm)
+    else:
+        total = data.first_pass(data_norm, with_sum=bounds.center)
+    return BoundsRead(rows, first, None, total, data_norm, from_data)
+
+
+def _announce_rows(rows, data, pilot, what):
+    """:func:`_announce` of a pass over ``data``; over the pilot's rows
+    (``data`` is not ``rows``), said as such and not counted as a pass over
+    the rows."""
+    if data is rows:
+        _announce(data, what)
+        return
+    announce = getattr(rows, "announce_part", None)
+    if announce is not None:
+        announce(f"the first {pilot} rows: {what}")
+
+
+def release_bounds(bounds, read, plan, rng):
+    """Release the bounds and the private mean, after the charge: a
+    :class:`BoundsRelease`.
+
+    ``plan`` is the plan :func:`plan_bounds` returned; the release's
+    ``plan`` gives the estimator's own releases the budget the mean's
+    adaptive steps left unspent (:func:`_give_back`).
+    """
+    if bounds.auto:
+        return _AutoRelease(bounds, read).run(plan, rng)
+    n, data, offset = bounds.n_samples, read.rows, bounds.offset
+    mean, mean_norm, data_norm = None, None, read.data_norm
+    if bounds.center:
+        mean_norm = data_norm
+        if bounds.box_norm is not None:  # box rows have norm ≤ R already
+            mean_norm = min(data_norm, bounds.box_norm)
+        # Σ clip(x_i) has L2 sensitivity 2·mean_norm (docs/privacy.rst §3)
+        sigma = noise_scale(2.0 * mean_norm, plan.mus["mean"])
+        noise = dense_noise(rng, read.total.shape[0], sigma)
+        mean = (read.total + noise) / (bounds.pilot or n)
+        mean, data, offset = _translate_if_far(
+            mean, data_norm, data, offset, bounds.dtype,
+            first_pass=not bounds.pilot)
+    return BoundsRelease(mean, data_norm, mean_norm, plan, data, offset, None, 0)
+
+
+def _give_back(bounds, plan, spent):
+    r"""``plan`` with the estimator's own releases given what the bounds'
+    step did not spend, computed from the composed spend.
+
+    The own releases (every key but ``"mean"``) were planned to compose
+    to :math:`\mu^{*2} - (\text{this step's planned spend})`
+    (:func:`plan_bounds`); this step spent the tally :math:`s` (every
+    count, check and mean step it released, each :math:`\mu^2` as drawn).
+    Scaling every own :math:`\mu` by
+    :math:`\sqrt{(\mu^{*2} - s)/\mathrm{planned}}` makes them compose to
+    :math:`\mu^{*2} - s`, whatever the number of their releases or
+    branches (the composed spend of a plan is a sum of :math:`\mu^2`,
+    each proportional to one key's :math:`\mu^2`), so along every path
+    the :math:`\mu^2` of the fit sum to exactly :math:`\mu^{*2}`.
+    :math:`s` is below the planned spend when a search makes fewer
+    comparisons than it planned or the steps stop early, and above it
+    when a search runs again after a failed check (:func:`search_bound`):
+    the own releases then give the difference (at most
+    ``MAX_RECOVERIES`` times the searches' and checks' share, 16% of
+    :math:`\mu^{*2}`). Both :math:`s` and the scale are functions of
+    public values and released values, fixed before any own release.
+    """
+    total, planned = bounds.mu_total, bounds.own_planned
+    if not (total and math.isfinite(total)) or not planned > 0.0:
+        return plan  # no search (not "auto"), or the non-private fit
+    scale = math.sqrt((total**2 - spent) / planned)
+    return plan._replace(mus={k: m * scale if k != "mean" else m
+                              for k, m in plan.mus.items()})
+
+
+def _translate_if_far(mean, data_norm, data, offset, dtype, first_pass=True):
+    """``(mean, data, offset)``: the private mean in the rows' coordinates,
+    after moving the origin to it when it is far (:data:`FAR_MEAN`).
+
+    The new origin is the mean rounded to the data's dtype: a public point
+    (post-processing of the release), added to ``offset``, so the
+    covariance is centred on exactly the ``mean_`` reported. In memory
+    this makes one copy of the rows (a CSR matrix is densified); a Dask
+    array stays lazy. With ``first_pass``, the in-memory rows' first pass
+    (their norms) is redone for the Gram matrix.
+    """
+    if not np.linalg.norm(mean) > FAR_MEAN * data_norm:
+        return mean, data, offset
+    engine = _engine(data)
+    centre = np.asarray(mean, dtype=dtype)
+    if isinstance(engine, ChunkedRows):
+        moved = ChunkedRows(engine.X - centre)
+    else:
+        _announce(data, "the rows moved to the private mean (one copy)")
+        moved = InMemoryRows(_dense(engine.X) - centre)
+    # whether the passes form a raw Gram matrix stays the fit's choice
+    # (not on the matrix-free paths, nor with "auto": clipped_gram)
+    moved.with_gram = engine.with_gram
+    data = _rebound(data, moved)
+    if first_pass and not isinstance(engine, ChunkedRows):
+        data.first_pass(data_norm, with_sum=False)
+    return np.zeros_like(mean), data, offset + centre.astype(np.float64)
+
+
+class _AutoRelease:
+    """The releases of ``data_norm="auto"`` after the charge: one call of
+    :meth:`run`. Its state (the tally of what was released, the rows the
+    next step reads, the origin) lives for that call only."""
+
+    def __init__(self, bounds, read):
+        self.bounds = bounds
+        self.rows, self.data, self.around = read.rows, read.data, read.around
+        self.offset = bounds.offset
+        self.spent, self.recoveries = 0.0, 0
+
+    def run(self, plan, rng):
+        bounds = self.bounds
+        mean, mean_norm, around, found = None, None, self.around, None
+        if bounds.center:
             mean, mean_norm, around, found = self._mean_steps(plan, rng)
         if found is None:
-            found = self._search(around, rng, self.quantile)
-        data_norm, count = interpolate_bound(self.edges, found)
-        self._around = None  # the statistics are not kept past the release
+            found = self._search(around, rng, bounds.quantile)
+        data_norm, count = interpolate_bound(bounds.edges, found)
+        self.around = None  # the statistics are not kept past the release
         # the search's estimate of the rows beyond C: post-processing
-        self.clipped_fraction = float(np.clip(1.0 - count / n, 0.0, 1.0))
+        clipped = float(np.clip(1.0 - count / bounds.n_samples, 0.0, 1.0))
         if mean is not None:
-            mean = self._translate_if_far(mean, data_norm, first_pass=False)
+            mean, self.data, self.offset = _translate_if_far(
+                mean, data_norm, self.data, self.offset, bounds.dtype,
+                first_pass=False)
         if isinstance(_engine(self.data), InMemoryRows):  # the Gram's first pass
             _announce(self.data, "row norms around the private mean")
-            _engine(self.data).first_pass(data_norm, with_sum=self.center)
-        return mean, data_norm, mean_norm, self._give_back(plan)
+            _engine(self.data).first_pass(data_norm, with_sum=bounds.center)
+        return BoundsRelease(mean, data_norm, mean_norm,
+                             _give_back(bounds, plan, self.spent), self.data,
+                             self.offset, clipped, self.recoveries)
 
     def _mean_steps(self, plan, rng):
         r"""The private mean with ``"auto"``: ``(mean, last radius, counts for
@@ -904,7 +1044,7 @@ class NormBounds:
         could be a search that overshot, whose noise makes any movement look
         small) the centre is at the data to the steps' precision, and what
         the later steps and their searches would have spent goes to the
-        estimator's own releases (:meth:`_give_back`: the tally holds only
+        estimator's own releases (:func:`_give_back`: the tally holds only
         what ran).
 
         The covariance's search uses the last step's pass too, whose counts
@@ -924,138 +1064,73 @@ class NormBounds:
         for :data:`PILOT_QUANTILE` of the norms; one that moved the centre by
         at most :data:`PILOT_STALE` of its radius is the last.
         """
-        n, steps, around = self.pilot or self.n_samples, self.mean_shares, self._around
+        b = self.bounds
+        n, steps, around = b.pilot or b.n_samples, b.mean_shares, self.around
         mean = np.zeros(self.offset.shape[0])
         d, widest, calm, found, index = mean.shape[0], None, False, None, 0
-        step, quantile, stale = 0, self.mean_quantile, STALE_MOVE
+        step, quantile, stale = 0, b.mean_quantile, STALE_MOVE
         while step < len(steps):
             weight, fixed = steps[step], None
-            if self.pilot and step >= self.prefix_steps and self.data is not self.rows:
+            if b.pilot and step >= b.prefix_steps and self.data is not self.rows:
                 # on to every row: the first pass over them, its sum
                 # clipped at twice the last step's radius
-                self.data, n = self.rows, self.n_samples
+                self.data, n = self.rows, b.n_samples
                 quantile, stale = PILOT_QUANTILE, PILOT_STALE
-                fixed = min(index + BINS_PER_OCTAVE, self.edges.shape[0] - 1)
+                fixed = min(index + BINS_PER_OCTAVE, b.edges.shape[0] - 1)
                 widest = None  # the next step's search, on every row, uncapped
                 _announce(self.data, "row norms around the first rows' centre and "
                           "their clipped sum (every value checked finite)")
-                around = _pass_around(self.data, mean, self.edges,
-                                      radius=float(self.edges[fixed]))
+                around = _pass_around(self.data, mean, b.edges,
+                                      radius=float(b.edges[fixed]))
             elif step:
-                self._announce("row norms around the private mean and their sums per "
-                               f"bin (mean step {step + 1} of at most {len(steps)})")
-                around = _pass_around(self.data, mean, self.edges, sums=True)
+                _announce_rows(self.rows, self.data, b.pilot,
+                               "row norms around the private mean and their sums "
+                               f"per bin (mean step {step + 1} of at most "
+                               f"{len(steps)})")
+                around = _pass_around(self.data, mean, b.edges, sums=True)
             if fixed is not None:
-                radius, total, found = float(self.edges[fixed]), around.fixed, None
-            elif self.adaptive:
+                radius, total, found = float(b.edges[fixed]), around.fixed, None
+            elif b.adaptive:
                 found = self._search(around, rng, quantile)
                 index = found.index
                 if widest is not None:  # at most twice (one octave) the widest
                     index = min(index, widest + BINS_PER_OCTAVE)
                 widest = index if widest is None else max(widest, index)
-                radius = float(self.edges[index])
-                total = around.clipped_sum(index, self.edges)
+                radius = float(b.edges[index])
+                total = around.clipped_sum(index, b.edges)
             else:  # the box bounds the rows: the read's sum at its radius
-                radius, total = self.box_norm, around.fixed
+                radius, total = b.box_norm, around.fixed
             # sensitivity 2·radius (Around.clipped_sum, _clip_scales); σ: of
             # the movement
             before = mean
             mu = plan.mus["mean"] * math.sqrt(weight)
             sigma = noise_scale(2.0 * radius, mu) / n
             move = total / n + dense_noise(rng, d, sigma)
-            self._spent += mu**2
-            mean = mean + (shrink_step(move, sigma) if self.adaptive else move)
+            self.spent += mu**2
+            mean = mean + (shrink_step(move, sigma) if b.adaptive else move)
             step += 1
-            if self.data is not self.rows or not self.pilot:  # not the pilot's
+            if self.data is not self.rows or not b.pilot:  # not the pilot's
                 still = move @ move <= STOP_RATIO * d * sigma**2
                 if still and calm:  # at the data: stop, or on to every row
-                    if not self.pilot:
+                    if not b.pilot:
                         break
-                    step, still = self.prefix_steps, False
+                    step, still = b.prefix_steps, False
                 calm = still
             elif np.linalg.norm(mean - before) <= stale * radius:
                 break  # a step on every row that moved little: the last
-        if not self.adaptive or np.linalg.norm(mean - before) > stale * radius:
+        if not b.adaptive or np.linalg.norm(mean - before) > stale * radius:
             _announce(self.data, "row norms around the private mean")
-            return mean, radius, _pass_around(self.data, mean, self.edges), None
+            return mean, radius, _pass_around(self.data, mean, b.edges), None
         # the last step's counts serve the covariance's search; so does its
         # search when it was for the same quantile
-        return mean, radius, around, found if quantile == self.quantile else None
-
-    def _announce(self, what):
-        """:func:`_announce` of a pass over ``self.data``; over the pilot's
-        rows, said as such and not counted as a pass over the rows."""
-        if self.data is self.rows:
-            _announce(self.data, what)
-            return
-        announce = getattr(self.rows, "announce_part", None)
-        if announce is not None:
-            announce(f"the first {self.pilot} rows: {what}")
-
-    def _give_back(self, plan):
-        r"""``plan`` with the estimator's own releases given what this step did
-        not spend, computed from the composed spend.
-
-        The own releases (every key but ``"mean"``) were planned to compose
-        to :math:`\mu^{*2} - (\text{this step's planned spend})`
-        (:meth:`plan`); this step spent the tally :math:`s` (every count,
-        check and mean step it released, each :math:`\mu^2` as drawn).
-        Scaling every own :math:`\mu` by
-        :math:`\sqrt{(\mu^{*2} - s)/\mathrm{planned}}` makes them compose to
-        :math:`\mu^{*2} - s`, whatever the number of their releases or
-        branches (the composed spend of a plan is a sum of :math:`\mu^2`,
-        each proportional to one key's :math:`\mu^2`), so along every path
-        the :math:`\mu^2` of the fit sum to exactly :math:`\mu^{*2}`.
-        :math:`s` is below the planned spend when a search makes fewer
-        comparisons than it planned or the steps stop early, and above it
-        when a search runs again after a failed check (:func:`search_bound`):
-        the own releases then give the difference (at most
-        ``MAX_RECOVERIES`` times the searches' and checks' share, 16% of
-        :math:`\mu^{*2}`). Both :math:`s` and the scale are functions of
-        public values and released values, fixed before any own release.
-        """
-        total, planned = self.mu_total, self._own_planned
-        if not (total and math.isfinite(total)) or not planned > 0.0:
-            return plan  # no search (not "auto"), or the non-private fit
-        scale = math.sqrt((total**2 - self._spent) / planned)
-        return plan._replace(mus={k: m * scale if k != "mean" else m
-                                  for k, m in plan.mus.items()})
-
-    def _translate_if_far(self, mean, data_norm, first_pass=True):
-        """The private mean in the rows' coordinates, after moving the origin to
-        it when it is far (:data:`FAR_MEAN`).
-
-        The new origin is the mean rounded to the data's dtype: a public point
-        (post-processing of the release), added to :attr:`offset`, so the
-        covariance is centred on exactly the ``mean_`` reported. In memory
-        this makes one copy of the rows (a CSR matrix is densified); a Dask
-        array stays lazy. With ``first_pass``, the in-memory rows' first pass
-        (their norms) is redone for the Gram matrix.
-        """
-        if not np.linalg.norm(mean) > FAR_MEAN * data_norm:
-            return mean
-        engine = _engine(self.data)
-        centre = np.asarray(mean, dtype=self.dtype)
-        if isinstance(engine, ChunkedRows):
-            moved = ChunkedRows(engine.X - centre)
-        else:
-            _announce(self.data, "the rows moved to the private mean (one copy)")
-            moved = InMemoryRows(_dense(engine.X) - centre)
-        # whether the passes form a raw Gram matrix stays the fit's choice
-        # (not on the matrix-free paths, nor with "auto": clipped_gram)
-        moved.with_gram = engine.with_gram
-        self.data = _rebound(self.data, moved)
-        if first_pass and not isinstance(engine, ChunkedRows):
-            self.data.first_pass(data_norm, with_sum=False)
-        self.offset = self.offset + centre.astype(np.float64)
-        return np.zeros_like(mean)
+        return mean, radius, around, found if quantile == b.quantile else None
 
     def _search(self, around, rng, quantile):
         """A private ``quantile`` of the norms that ``around`` counted
         (:func:`search_bound`, with its check). Adds what it released to the
         tally."""
-        found = search_bound(around.cumulative(), self.search_mu, rng, quantile,
-                             check_mu=self.check_mu)
-        self._spent += found.spent
+        found = search_bound(around.cumulative(), self.bounds.search_mu, rng,
+                             quantile, check_mu=self.bounds.check_mu)
+        self.spent += found.spent
         self.recoveries += found.recoveries
         return found

@@ -2,9 +2,9 @@
 bounds, the quantile and the budget shares of its searches, the first rows'
 count, and the arithmetic on released counts (a bound placed between two
 counts, the shrinkage of a mean step). Pure functions of public and
-released values: nothing here reads rows or draws noise. The step that
-reads the rows and releases is ``_bounds.NormBounds`` (the method is
-described there).
+released values: nothing here reads rows or draws noise. The fit's
+step is in ``_bounds``: ``plan_bounds`` (from these), ``read_bounds`` and
+``release_bounds`` (the method is described there).
 """
 
 import math
@@ -93,7 +93,7 @@ MEAN_REACH = 6.0
 #: The covariance's search counts the norms in the last mean step's pass,
 #: around the centre ``c`` before that step, when the step moved the centre by
 #: at most this fraction of its radius ``r`` (the median of ``‖x − c‖``), and
-#: otherwise in a pass of its own (:meth:`NormBounds._mean_steps`). For rows
+#: otherwise in a pass of its own (:meth:`_bounds._AutoRelease._mean_steps`). For rows
 #: spread around the data's centre independently of the centre's error ``e``,
 #: ``‖x − c‖² ≈ ‖x − m‖² + e²``; a step's movement is about ``e``, so a
 #: movement of at most ``r/2`` means ``e² ≤ (s² + e²)/4`` (``s`` the spread)

@@ -61,7 +61,7 @@ def mean_in_box(mean, bounds):
     ----------
     mean : ndarray of shape (n_features,)
         The released mean, in the data's dtype.
-    bounds : NormBounds
+    bounds : BoundsPlan
         The fit's norm bounds: ``bounds.box`` is the box in the data's dtype
         (rounded inward), or ``None``; ``bounds.center`` the fit's ``center``.
 

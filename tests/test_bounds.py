@@ -430,14 +430,14 @@ class Draws:
 
         monkeypatch.setattr(cpp, "decision_sensitivity", decision_spy)
         self.recoveries = 0
-        release = _bounds.NormBounds.release
+        release = _bounds.release_bounds
 
-        def release_spy(bounds, plan, rng):
-            out = release(bounds, plan, rng)
-            self.recoveries = bounds.recoveries
+        def release_spy(bounds, read, plan, rng):
+            out = release(bounds, read, plan, rng)
+            self.recoveries = out.recoveries
             return out
 
-        monkeypatch.setattr(_bounds.NormBounds, "release", release_spy)
+        monkeypatch.setattr(_bounds, "release_bounds", release_spy)
 
     def _spy(self, real, kind):
         def spy(rng, shape, sigma):
@@ -676,20 +676,20 @@ def test_box_on_sparse_input():
 
 
 def _clipped_rows(monkeypatch):
-    """The rows the fit computes on after the box (``NormBounds.data``), as a
-    float64 NumPy array, and the NormBounds, filled in by the next fit."""
+    """The rows the fit computes on after the box (``BoundsRead.data``), as a
+    float64 NumPy array, and the BoundsPlan, filled in by the next fit."""
     seen = {}
-    read = _bounds.NormBounds.read
+    read = _bounds.read_bounds
 
     def spy(bounds, data, charge):
         out = read(bounds, data, charge)
-        rows = bounds.data.X
+        rows = out.data.X
         rows = rows.compute() if hasattr(rows, "compute") else rows
         rows = rows.toarray() if sparse.issparse(rows) else np.asarray(rows)
         seen.update(rows=rows.astype(np.float64), dtype=rows.dtype, bounds=bounds)
         return out
 
-    monkeypatch.setattr(_bounds.NormBounds, "read", spy)
+    monkeypatch.setattr(_bounds, "read_bounds", spy)
     return seen
 
 
@@ -833,14 +833,14 @@ def test_auto_bound_clips_rows_far_from_the_origin(offset, seed, monkeypatch):
     import sklearn_dppca._bounds as bounds_module
 
     seen = {}
-    release = bounds_module.NormBounds.release
+    release = bounds_module.release_bounds
 
-    def spy(self, plan, rng):
-        out = release(self, plan, rng)
-        seen["rows"], seen["mean"] = self.data, out[0]
+    def spy(bounds, read, plan, rng):
+        out = release(bounds, read, plan, rng)
+        seen["rows"], seen["mean"] = out.data, out.mean
         return out
 
-    monkeypatch.setattr(bounds_module.NormBounds, "release", spy)
+    monkeypatch.setattr(bounds_module, "release_bounds", spy)
     rng = np.random.default_rng(seed)
     n, d = 20_000, 4
     X = offset / np.sqrt(d) + rng.normal(size=(n, d)) * [3.0, 2.0, 1.0, 1.0]
@@ -1018,8 +1018,8 @@ def test_auto_quantile_is_a_function_of_public_values_only(monkeypatch):
     assert set(aims) == {0.8}
     # the quantile is fixed by plan(), before any data is read
     est = PrivatePCA(epsilon=2.0, delta=1e-6, data_norm="auto", center=False)
-    bounds = _bounds.NormBounds(est, 5000, 8, np.dtype(np.float64))
-    bounds.plan(est._privacy_plan(5000, 8))
+    bounds, _ = _bounds.plan_bounds(est, 5000, 8, np.dtype(np.float64), None,
+                                    est._privacy_plan(5000, 8))
     assert bounds.quantile == expected
 
 

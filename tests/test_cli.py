@@ -674,7 +674,7 @@ def test_bounds_file_must_name_every_column(data, tmp_path, capsys):
 
 def test_cli_progress_does_not_call_a_private_bound_non_private(tmp_path, capsys):
     """With --data-norm auto, -v announces the finiteness pass of
-    NormBounds.read as "largest row norm (data_norm from the data)", the
+    read_bounds as "largest row norm (data_norm from the data)", the
     message of the NOT private data_norm=None; the search and mean-step passes
     are not announced at all. The progress lines must describe the passes
     that run."""
