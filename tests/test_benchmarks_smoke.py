@@ -464,3 +464,18 @@ def test_coherent_wide_runs_every_fit():
     assert [name for _, name, _, _, _ in rows] == list(bench.ESTIMATORS)
     assert all(0.0 <= error <= 1.0 for _, _, error, _, _ in rows)
     assert rows[1][4] in ("power", "init", "fallback")
+
+
+# --- benchmarks/bench_frontier.py: n close to d (issue 34) ------------------
+def test_frontier_tiny_run(tmp_path):
+    """One seed at d = 20: every method and n runs, "auto" refused on the
+    fewest rows before any charge, the public bound near the model's 99th
+    percentile, and the table and CSV written."""
+    bench = pytest.importorskip("bench_frontier")
+    assert bench.main(["--tiny", "--csv", str(tmp_path / "f.csv")]) == 0
+    text = (tmp_path / "f.csv").read_text().splitlines()
+    assert len(text) == 1 + len(bench.MULTIPLES) * len(bench.METHODS)
+    rng = np.random.default_rng(0)
+    basis = np.linalg.qr(rng.standard_normal((20, 2)))[0]
+    norms = np.linalg.norm(bench.spiked_rows(50_000, basis, rng), axis=1)
+    assert 0.985 < np.mean(norms <= bench.public_bound(20)) < 0.995
