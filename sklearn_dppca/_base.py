@@ -139,7 +139,7 @@ def matrix_free_faster(n_samples, n_features, size, power_passes, chunked,
     A model of both costs (:data:`PATH_COSTS`, seconds measured on two cores
     with ``benchmarks/bench_wide.py``; their ratios are what matter). Dense:
     the Gram matrix (``n d²``), its noise (``d²``) and the randomized
-    solver's ``power_passes + 2`` products with it (``d² size`` each).
+    solver's ``2·power_passes + 2`` products with it (``d² size`` each).
     Matrix-free, per product: a pass over the rows (``n d size``) and a
     product with the kernel (``d² size``), whose blocks not kept are drawn
     again (``d²/2`` draws in all the first time). Sparse rows are costed as
@@ -150,7 +150,7 @@ def matrix_free_faster(n_samples, n_features, size, power_passes, chunked,
     if chunked:
         return False
     n, d = float(n_samples), float(n_features)
-    products = power_passes + 2
+    products = 2 * power_passes + 2
     cost = PATH_COSTS
     dense = (cost["gram"] * n * d * d + cost["draws"] * d * d
              + products * cost["product"] * d * d * size)
@@ -164,8 +164,8 @@ def matrix_free_faster(n_samples, n_features, size, power_passes, chunked,
 #: and still be chosen for its memory (``O(d k)`` and the kernel's cache,
 #: against ``2 d²``). The model's constants are two-threaded, where the
 #: dense path's BLAS gains most: on 2 000 × 5 000 with one thread, predicted
-#: 0.67 (k = 10) measured 0.32; on 20 000 × 2 000 with two, predicted 1.34
-#: measured 1.5 (matrix-free taken), at k = 50 predicted 3.7 (dense kept).
+#: 0.95 (k = 10) and 1.53 (k = 50) measured 0.46 and 0.75; on 20 000 × 2 000
+#: with two, predicted 2.3 measured 2.9 (dense kept).
 MATRIX_FREE_SLOWDOWN = 1.6
 #: Seconds per unit of :func:`matrix_free_faster`'s terms, measured on two
 #: cores: the Gram matrix per ``n d²``, normal draws per entry of the

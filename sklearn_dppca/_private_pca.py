@@ -74,7 +74,7 @@ class PrivatePCA(_BasePrivatePCA):
         :math:`p` columns, each product one pass over the rows and the noise
         redrawn by blocks from a secret key
         (:math:`p` = ``n_components + n_oversamples``; memory :math:`O(dp)`
-        beyond a block of rows; ``iterated_power + 2`` passes over the
+        beyond a block of rows; ``2 * iterated_power + 2`` passes over the
         rows after the bounds', and one for the trace).
         ``"noisy_power"``: another release of the same budget, :ref:`the
         noisy power method <privacy-noisy-power>`: ``iterated_power``

@@ -364,16 +364,11 @@ def top_eigenpairs(matrix, k, solver, rng, *, tol=0.0, iterated_power="auto",
     algebraic eigenvalues, to relative accuracy ``tol`` (0: machine
     precision), from a start vector drawn from ``rng``. ``"randomized"``:
     Halko, Martinsson & Tropp's range finder on ``matrix + shift·I`` with
-    ``k + n_oversamples`` columns and ``iterated_power + 1`` products with
-    it (``"auto"``: 7 when ``k`` is under a tenth of ``d``, else 4; the
-    normaliser between products as in scikit-learn's ``randomized_svd``:
-    ``"auto"`` is none for at most 2 passes, else LU), then the
-    Rayleigh–Ritz eigenpairs of ``matrix`` in that range: ``iterated_power
-    + 2`` products in all. That is the power scikit-learn's ``PCA`` applies
-    to the covariance of the rows: its range finder on the centred rows
-    ``A`` takes ``(A Aᵀ)^q A Ω`` and its right singular vectors come from
-    ``(AᵀA)^(q+1) Ω``. (``randomized_svd`` on the symmetric matrix itself
-    would take ``M^(2q+1)``: twice the power, at twice the products.) A range
+    ``k + n_oversamples`` columns and ``iterated_power`` passes of
+    ``(matrix + shift·I)²`` (``"auto"``: 7 when ``k`` is under a tenth of
+    ``d``, else 4; the normaliser between passes as in scikit-learn's
+    ``randomized_svd``: ``"auto"`` is none for at most 2 passes, else LU),
+    then the Rayleigh–Ritz eigenpairs of ``matrix`` in that range. A range
     finder captures the eigenvalues largest in modulus: ``shift`` moves the
     spectrum so that those are the largest algebraic ones (for a released
     matrix: minus the centre of its noise's bulk). Memory: ``O(d (k +
@@ -414,8 +409,8 @@ def top_eigenpairs(matrix, k, solver, rng, *, tol=0.0, iterated_power="auto",
             return block
 
         block = rng.standard_normal((d, size)).astype(matrix.dtype)
-        for _ in range(n_iter):  # (M + sI)^q Ω, normalised as scikit-learn does
-            block = normalise(apply(block))
+        for _ in range(n_iter):  # passes of (M + sI)², as randomized_svd's
+            block = normalise(apply(normalise(apply(block))))
         basis = linalg.qr(apply(block), mode="economic", check_finite=False)[0]
         core = basis.conj().T @ (matrix @ basis)
         values, small = _eigh((core + core.conj().T) / 2.0)

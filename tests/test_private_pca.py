@@ -808,13 +808,10 @@ def test_a_truncated_solver_eigendecomposes_the_same_release(Est, solver,
     components agree with the full solver's, the total variance is exact,
     and the spectrum's estimates from tr M̂ and ‖M̂‖_F agree with those from
     every eigenvalue. (Spikes well above the noise's edge: one near it
-    converges slowly in the randomized range finder, as in scikit-learn:
-    the Hermitian release's spikes stand closer to its wider bulk, so
-    ComplexGaussPCA's range finder is given more passes here.)"""
+    converges slowly in the randomized range finder, as in scikit-learn.)"""
     X, basis = _spiked()
     full = Est(3, epsilon=4.0, data_norm=1.0, svd_solver="full",
                random_state=0).fit(X)
-    passes = 14 if Est is ComplexGaussPCA else "auto"
     real_eigh = np.linalg.eigh
 
     def no_full_eigh(matrix, *args, **kwargs):
@@ -824,7 +821,7 @@ def test_a_truncated_solver_eigendecomposes_the_same_release(Est, solver,
     monkeypatch.setattr(np.linalg, "eigh", no_full_eigh)
     monkeypatch.setattr(np.linalg, "eigvalsh", no_full_eigh)
     part = Est(3, epsilon=4.0, data_norm=1.0, svd_solver=solver,
-               iterated_power=passes, random_state=0).fit(X)
+               random_state=0).fit(X)
     assert part._fit_svd_solver == solver
     # ARPACK converges to the same eigenpairs; the range finder to within
     # what its passes resolve, far below the noise's own error
