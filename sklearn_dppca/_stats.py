@@ -1,12 +1,13 @@
-"""Clipped statistics of the rows, computed in row blocks.
+r"""Clipped statistics of the rows, computed in row blocks.
 
 These are the only functions that read the data. They return exact
 (non-private) sums; the estimators add the noise. Rows are clipped to the
-norm bound ``C`` (``x ↦ x · min(1, C/‖x‖)``), never rejected
-(docs/privacy.rst §1), and no full copy of ``X`` is ever made: a dense block is
-copied only when it must be (float32 input, a non C-contiguous layout, rows of
-huge norm), and the Gram matrix of a block is ``block.T @ block``, which
-NumPy computes with BLAS ``syrk`` (half the flops of a general product).
+norm bound :math:`C` (:math:`x \mapsto x \cdot \min(1, C/\|x\|)`), never
+rejected (docs/privacy.rst §1), and no full copy of ``X`` is ever made: a
+dense block is copied only when it must be (float32 input, a non
+C-contiguous layout, rows of huge norm), and the Gram matrix of a block is
+``block.T @ block``, which NumPy computes with BLAS ``syrk`` (half the
+flops of a general product).
 
 The first pass reads every row once; on data of 128 MiB or more, in parallel
 threads over contiguous row ranges, each computing the norms, the clipped sum
@@ -114,7 +115,7 @@ def iter_blocks(X):
 
 
 def _sq_norms(block):
-    """Squared row norms of a block; ``inf`` where ``‖x‖²`` overflows.
+    r"""Squared row norms of a block; ``inf`` where :math:`\|x\|^2` overflows.
 
     Also the finiteness check of the data (NumPy's NaN and inf propagate to
     the norm), so that no separate pass over ``X`` is needed for it: a row
@@ -134,10 +135,11 @@ def _sq_norms(block):
 
 
 def _rescaled_norms(rows):
-    """``(m, ‖x/m‖)`` per row of a dense array, ``m = max|x|``: no overflow.
+    r""":math:`(m, \|x/m\|)` per row of a dense array, :math:`m = \max |x|`:
+    no overflow.
 
-    The norm is ``m · ‖x/m‖``; a ratio ``C/‖x‖`` is ``(C/m)/‖x/m‖``, exact
-    even when ``‖x‖`` itself overflows.
+    The norm is :math:`m \cdot \|x/m\|`; a ratio :math:`C/\|x\|` is
+    :math:`(C/m)/\|x/m\|`, exact even when :math:`\|x\|` itself overflows.
     """
     top = np.max(np.abs(rows), axis=1)
     top[top == 0.0] = 1.0
@@ -149,11 +151,13 @@ def _dense(rows):
 
 
 def _norm_margin(block, sq):
-    """``γ``: a bound on the relative error of a computed squared norm.
+    r""":math:`\gamma`: a bound on the relative error of a computed squared
+    norm.
 
-    A dot product of ``d`` terms errs by at most ``d·u`` relative to the sum
-    of the absolute terms (``u = eps/2``, the unit round-off of the lower of
-    the two precisions); ``(d + 8)·eps`` covers it with the roundings of the
+    A dot product of :math:`d` terms errs by at most :math:`d \cdot u`
+    relative to the sum of the absolute terms (:math:`u = \mathrm{eps}/2`,
+    the unit round-off of the lower of the two precisions);
+    :math:`(d + 8) \cdot \mathrm{eps}` covers it with the roundings of the
     centring and of the scaling on top, with room to spare.
     """
     eps = max(np.finfo(block.dtype).eps, np.finfo(sq.dtype).eps)
@@ -161,18 +165,20 @@ def _norm_margin(block, sq):
 
 
 def _clip_scales(block, sq, data_norm, mean=None):
-    """``min(1, C/‖x − m‖)`` for each row of a block (1 for rows inside the ball).
+    r""":math:`\min(1, C/\|x - m\|)` for each row of a block (1 for rows
+    inside the ball).
 
-    ``‖x − m‖² = ‖x‖² − 2 x·m + ‖m‖²`` from the stored ``‖x‖²``; rows where
-    that overflows are measured directly.
+    :math:`\|x - m\|^2 = \|x\|^2 - 2 x \cdot m + \|m\|^2` from the stored
+    :math:`\|x\|^2`; rows where that overflows are measured directly.
 
     The scales leave a margin for round-off, so that every scaled row has a
-    true norm at most ``C`` (the sensitivities of docs/privacy.rst §3 are
-    proven for that): each computed ``‖x − m‖²`` errs by at most
-    ``γ (‖x‖ + ‖m‖)²`` (:func:`_norm_margin`), and a row is scaled by
-    ``C / √(computed + that bound)`` wherever the sum exceeds ``C²``. Rows
-    within ``1e-14`` (relative) of the bound are therefore shrunk by that
-    much; rows far inside are untouched.
+    true norm at most :math:`C` (the sensitivities of docs/privacy.rst §3 are
+    proven for that): each computed :math:`\|x - m\|^2` errs by at most
+    :math:`\gamma (\|x\| + \|m\|)^2` (:func:`_norm_margin`), and a row is
+    scaled by :math:`C / \sqrt{\text{computed} + \text{that bound}}`
+    wherever the sum exceeds :math:`C^2`. Rows within :math:`10^{-14}`
+    (relative) of the bound are therefore shrunk by that much; rows far
+    inside are untouched.
     """
     gamma = _norm_margin(block, sq)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -303,7 +309,8 @@ def row_sq_norms(X):
 
 
 def max_row_norm(X, sq_norms):
-    """Largest row norm of ``X``, exact even where ``‖x‖²`` overflowed."""
+    r"""Largest row norm of ``X``, exact even where :math:`\|x\|^2`
+    overflowed."""
     largest = float(np.max(sq_norms))
     if np.isfinite(largest):
         return float(np.sqrt(largest))
@@ -314,7 +321,8 @@ def max_row_norm(X, sq_norms):
 
 
 def clipped_sum(X, data_norm):
-    """``Σ clip_C(x_i)`` alone (sensitivity ``2C``): one cheap pass, no Gram matrix.
+    r""":math:`\sum \operatorname{clip}_C(x_i)` alone (sensitivity
+    :math:`2C`): one cheap pass, no Gram matrix.
 
     For passes that need only the private mean's statistic (a Dask chunk);
     :func:`first_pass` computes it together with everything else.
@@ -339,15 +347,16 @@ class FirstPass(NamedTuple):
 
 def first_pass(X, data_norm, sq_norms=None, with_sum=True, direction=None,
                with_gram=True):
-    """One pass over the rows: norms, the clipped sum and the raw Gram matrix.
+    r"""One pass over the rows: norms, the clipped sum and the raw Gram matrix.
 
-    ``Σ clip_C(x_i)`` has L2 sensitivity ``2C`` under replacement of one row
-    (docs/privacy.rst §3); it gives the private mean. The raw Gram matrix of the
-    rows of norm at most ``8C`` is computed in the same pass, while the rows
-    are in cache, so that :func:`clipped_gram` needs to revisit only the rows
-    that the centring may clip. Rows beyond ``8C`` are left out here and added
-    back, clipped, by :func:`clipped_gram`: subtracting their raw outer product
-    later would lose all precision.
+    :math:`\sum \operatorname{clip}_C(x_i)` has L2 sensitivity :math:`2C`
+    under replacement of one row (docs/privacy.rst §3); it gives the private
+    mean. The raw Gram matrix of the rows of norm at most :math:`8C` is
+    computed in the same pass, while the rows are in cache, so that
+    :func:`clipped_gram` needs to revisit only the rows that the centring may
+    clip. Rows beyond :math:`8C` are left out here and added back, clipped,
+    by :func:`clipped_gram`: subtracting their raw outer product later would
+    lose all precision.
 
     Parameters
     ----------
@@ -356,14 +365,14 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True, direction=None,
     sq_norms : ndarray of shape (n_samples,), optional
         Squared row norms of ``X`` if already known; computed otherwise.
     with_sum : bool, default=True
-        Whether to compute ``Σ clip_C(x_i)``.
+        Whether to compute :math:`\sum \operatorname{clip}_C(x_i)`.
     direction : ndarray of shape (n_features,), optional
-        A unit vector ``v`` for the projections ``x_i · v`` (the direction of
-        a centre already known); with ``with_sum`` and none given, the
-        direction of the clipped sum of the first rows.
+        A unit vector :math:`v` for the projections :math:`x_i \cdot v` (the
+        direction of a centre already known); with ``with_sum`` and none
+        given, the direction of the clipped sum of the first rows.
     with_gram : bool, default=True
         Whether to compute the raw Gram matrix (``gram`` is None otherwise:
-        the matrix-free path never forms a ``d × d`` matrix).
+        the matrix-free path never forms a :math:`d \times d` matrix).
 
     Returns
     -------
@@ -443,14 +452,15 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True, direction=None,
 
 
 def clip_rows(rows, bound, centre=0.0):
-    """``clip_C(x_i − m)`` of each row (``docs/privacy.rst`` §1), without
-    overflow: ``x_i`` and ``m`` are first divided by the row's largest
-    magnitude ``s_i``, so ``u_i = (x_i − m)/s_i`` has entries of at most 2,
-    and ``clip_C(x_i − m) = u_i · min(s_i, C/‖u_i‖)``. Entries near 1e300
-    neither overflow nor warn, so nothing here depends on how extreme a row
-    is beyond its clipped value. For public maps of rows (scores,
-    predictions); the releases' own clipping keeps a round-off margin
-    (:func:`_clip_scales`)."""
+    r""":math:`\operatorname{clip}_C(x_i - m)` of each row
+    (``docs/privacy.rst`` §1), without overflow: :math:`x_i` and :math:`m`
+    are first divided by the row's largest magnitude :math:`s_i`, so
+    :math:`u_i = (x_i - m)/s_i` has entries of at most 2, and
+    :math:`\operatorname{clip}_C(x_i - m) = u_i \cdot \min(s_i, C/\|u_i\|)`.
+    Entries near 1e300 neither overflow nor warn, so nothing here depends on
+    how extreme a row is beyond its clipped value. For public maps of rows
+    (scores, predictions); the releases' own clipping keeps a round-off
+    margin (:func:`_clip_scales`)."""
     rows = np.asarray(rows, dtype=np.float64)
     centre = np.asarray(centre, dtype=np.float64)
     with np.errstate(over="ignore", under="ignore"):
@@ -463,17 +473,20 @@ def clip_rows(rows, bound, centre=0.0):
 
 
 def unit_direction(centre):
-    """``c/‖c‖``, or None for the origin (``centre`` 0 or None): the
+    r""":math:`c/\|c\|`, or None for the origin (``centre`` 0 or None): the
     projections that tell, from the first pass, which rows clipping around
-    ``c`` can touch (exactly: ``‖x − c‖² = ‖x‖² − 2‖c‖ x·v + ‖c‖²``)."""
+    :math:`c` can touch (exactly:
+    :math:`\|x - c\|^2 = \|x\|^2 - 2\|c\| x \cdot v + \|c\|^2`)."""
     size = 0.0 if centre is None else float(np.linalg.norm(centre))
     return centre / size if size > 0.0 else None
 
 
 def centred_sums(X, data_norm, centre, first=None):
-    """``(Σ y yᵀ, Σ y)``, ``y = clip_C(x − c)``, by row blocks: the first
-    pass (computed with the projections on ``c/‖c‖`` if not given), then
-    :func:`clipped_gram` (sensitivities ``√2 C²`` and ``2C``)."""
+    r""":math:`(\sum y y^\top, \sum y)`,
+    :math:`y = \operatorname{clip}_C(x - c)`, by row blocks: the first pass
+    (computed with the projections on :math:`c/\|c\|` if not given), then
+    :func:`clipped_gram` (sensitivities :math:`\sqrt{2} C^2` and
+    :math:`2C`)."""
     if first is None:
         first = first_pass(X, data_norm, with_sum=False,
                            direction=unit_direction(centre))
@@ -482,27 +495,31 @@ def centred_sums(X, data_norm, centre, first=None):
 
 
 def weighted_gram(X, data_norm, centre):
-    """``(Σ y yᵀ, Σ y)``, ``y = clip_C(x − c)``, of a dense chunk of rows, or
+    r""":math:`(\sum y y^\top, \sum y)`,
+    :math:`y = \operatorname{clip}_C(x - c)`, of a dense chunk of rows, or
     ``None`` if it does not apply.
 
     For a dense float64 chunk in either contiguous layout (a Dask partition
     read from Parquet is column-major), never copied whole: the squared
-    norms (the finiteness check) and the clipping scales ``s`` around ``c``
-    (:func:`_clip_scales`, with its margin for round-off, so every ``y`` has
-    norm at most ``C``: sensitivities ``√2 C²`` and ``2C``) in whole-array
-    operations, then, with ``w = s²``, ``Σ y yᵀ = Σ w x xᵀ − u cᵀ − c uᵀ +
-    (Σ w) c cᵀ`` (``u = Σ w x``) and ``Σ y = Σ s x − (Σ s) c``. ``Σ w x xᵀ``
-    is ``Xᵀ X`` less ``(1 − w) x xᵀ`` over the clipped rows when they are at
-    most an eighth of the chunk (the sums likewise corrected), and otherwise
-    the Gram matrix of the rows scaled by ``s``, a block of a few megabytes
-    at a time: one syrk either way. The branch is a data-dependent path
-    kept for speed (either branch alone costs 14 % to 3× more on some data):
-    its time shows which ran, outside the threat model (docs/security.rst,
-    "Timing and resources"). The expansion errs by about ``1e-16 n
-    (‖c‖ + ‖x‖)²``, so it applies only when every row has ``‖x‖ ≤ 8C +
-    ‖c‖`` (``‖c‖ ≤ 32C``, ``FAR_MEAN`` in ``_bounds``): otherwise ``None``,
-    and :func:`first_pass` and :func:`clipped_gram` leave the far rows out of
-    their raw sums.
+    norms (the finiteness check) and the clipping scales :math:`s` around
+    :math:`c` (:func:`_clip_scales`, with its margin for round-off, so every
+    :math:`y` has norm at most :math:`C`: sensitivities :math:`\sqrt{2} C^2`
+    and :math:`2C`) in whole-array operations, then, with :math:`w = s^2`,
+    :math:`\sum y y^\top = \sum w x x^\top - u c^\top - c u^\top +
+    (\sum w) c c^\top` (:math:`u = \sum w x`) and
+    :math:`\sum y = \sum s x - (\sum s) c`. :math:`\sum w x x^\top` is
+    :math:`X^\top X` less :math:`(1 - w) x x^\top` over the clipped rows
+    when they are at most an eighth of the chunk (the sums likewise
+    corrected), and otherwise the Gram matrix of the rows scaled by
+    :math:`s`, a block of a few megabytes at a time: one syrk either way.
+    The branch is a data-dependent path kept for speed (either branch alone
+    costs 14 % to 3× more on some data): its time shows which ran, outside
+    the threat model (docs/security.rst, "Timing and resources"). The
+    expansion errs by about :math:`10^{-16} n (\|c\| + \|x\|)^2`, so it
+    applies only when every row has :math:`\|x\| \le 8C + \|c\|`
+    (:math:`\|c\| \le 32C`, ``FAR_MEAN`` in ``_bounds``): otherwise
+    ``None``, and :func:`first_pass` and :func:`clipped_gram` leave the far
+    rows out of their raw sums.
     """
     if sparse.issparse(X) or X.dtype != np.float64 or not (
             X.flags.c_contiguous or X.flags.f_contiguous):
@@ -547,34 +564,41 @@ def _lead_direction(X, data_norm):
 
 
 def clipped_gram(X, data_norm, mean=None, first=None, with_sum=False):
-    """``Σ y_i y_iᵀ`` with ``y_i = clip_C(x_i − m)``, and how many rows were clipped.
+    r""":math:`\sum y_i y_i^\top` with
+    :math:`y_i = \operatorname{clip}_C(x_i - m)`, and how many rows were
+    clipped.
 
-    Frobenius sensitivity ``√2 C²``: ``‖aaᵀ − bbᵀ‖_F² = ‖a‖⁴ + ‖b‖⁴ −
-    2(a·b)² ≤ 2C⁴`` for rows of norm ≤ C (docs/privacy.rst §3).
+    Frobenius sensitivity :math:`\sqrt{2} C^2`:
+    :math:`\|a a^\top - b b^\top\|_F^2 = \|a\|^4 + \|b\|^4 - 2 (a \cdot b)^2
+    \le 2 C^4` for rows of norm :math:`\le C` (docs/privacy.rst §3).
 
-    With ``s_i`` the clipping scale of ``x_i − m`` and ``w_i = s_i²``,
-    ``Σ y yᵀ = Σ w x xᵀ − u mᵀ − m uᵀ + (Σ w) m mᵀ`` with ``u = Σ w x``, so
-    ``X`` is never centred in memory. ``Σ w x xᵀ`` starts from the raw Gram
+    With :math:`s_i` the clipping scale of :math:`x_i - m` and
+    :math:`w_i = s_i^2`, :math:`\sum y y^\top = \sum w x x^\top - u m^\top -
+    m u^\top + (\sum w) m m^\top` with :math:`u = \sum w x`, so ``X`` is
+    never centred in memory. :math:`\sum w x x^\top` starts from the raw Gram
     matrix of :func:`first_pass` and is corrected on the few rows that can be
     clipped, which are the only rows read again: an upper bound of
-    ``‖x − m‖`` from ``‖x‖`` and ``x·v`` (both from the first pass, ``v`` near
-    the direction of ``m``) rules the others out. The correction is
-    ``−(1 − w) x xᵀ`` for a clipped row of the raw sum and ``+(s x)(s x)ᵀ`` for
-    a row left out of it. The round-off of these subtractions is of order
-    ``1e-16 n C²``, because ``‖m‖`` is at most about ``C`` and corrected rows
-    have norm at most ``8C``.
+    :math:`\|x - m\|` from :math:`\|x\|` and :math:`x \cdot v` (both from the
+    first pass, :math:`v` near the direction of :math:`m`) rules the others
+    out. The correction is :math:`-(1 - w) x x^\top` for a clipped row of the
+    raw sum and :math:`+(s x)(s x)^\top` for a row left out of it. The
+    round-off of these subtractions is of order :math:`10^{-16} n C^2`,
+    because :math:`\|m\|` is at most about :math:`C` and corrected rows have
+    norm at most :math:`8C`.
 
     Parameters
     ----------
     X : ndarray or CSR matrix of shape (n_samples, n_features)
     data_norm : float
     mean : ndarray of shape (n_features,) or None
-        Public centre ``m`` (already released), or ``None`` for no centring.
+        Public centre :math:`m` (already released), or ``None`` for no
+        centring.
     first : FirstPass, optional
         The result of :func:`first_pass` on ``X``; computed if not given.
     with_sum : bool, default=False
-        Also return ``Σ y_i`` (sensitivity ``2C``), from the same corrections:
-        ``Σ s x − (Σ s) m`` with ``s`` the clipping scales.
+        Also return :math:`\sum y_i` (sensitivity :math:`2C`), from the same
+        corrections: :math:`\sum s x - (\sum s) m` with :math:`s` the
+        clipping scales.
 
     Returns
     -------
@@ -583,7 +607,7 @@ def clipped_gram(X, data_norm, mean=None, first=None, with_sum=False):
     n_clipped : int
         Rows whose norm exceeded ``data_norm`` (not released; for diagnostics).
     total : ndarray of shape (n_features,)
-        ``Σ y_i``; only with ``with_sum``.
+        :math:`\sum y_i`; only with ``with_sum``.
     """
     if first is None:
         first = first_pass(X, data_norm, with_sum=False)
@@ -666,7 +690,7 @@ def clipped_gram(X, data_norm, mean=None, first=None, with_sum=False):
 
 
 class _Sums(NamedTuple):
-    """The raw rows' ``Σ x`` and count that corrections start from."""
+    r"""The raw rows' :math:`\sum x` and count that corrections start from."""
 
     total: object
     count: float
@@ -685,10 +709,11 @@ class _Weighted(NamedTuple):
 
 
 def _weighted_sums(X, sq, data_norm, mean, start, stop):
-    """``Σ w x xᵀ``, ``Σ w x``, ``Σ w``, ``Σ s x``, ``Σ s`` over rows
-    ``start:stop``, ``s`` the clipping scales of ``x − m`` and ``w = s²``:
-    one Gram product of the rows scaled by ``s`` (sparse rows stay sparse),
-    never a centred copy."""
+    r""":math:`\sum w x x^\top`, :math:`\sum w x`, :math:`\sum w`,
+    :math:`\sum s x`, :math:`\sum s` over rows ``start:stop``, :math:`s` the
+    clipping scales of :math:`x - m` and :math:`w = s^2`: one Gram product of
+    the rows scaled by :math:`s` (sparse rows stay sparse), never a centred
+    copy."""
     d = X.shape[1]
     gram, buffer = np.zeros((d, d)), np.empty((d, d))
     u, v = np.zeros(d), np.zeros(d)
@@ -709,13 +734,16 @@ def _weighted_sums(X, sq, data_norm, mean, start, stop):
 
 
 class _Corrections:
-    """What the clipping of centred rows changes in ``Σ x xᵀ``, ``Σ x`` and ``n``.
+    r"""What the clipping of centred rows changes in :math:`\sum x x^\top`,
+    :math:`\sum x` and :math:`n`.
 
-    For each row read again, with ``s`` its clipping scale and ``w = s²``:
-    a row inside the raw sum and clipped adds ``−(1 − w) x xᵀ``, a row left
-    out of it (norm beyond ``8C``) adds ``+(s x)(s x)ᵀ``, never squaring ``s``
-    alone; ``u`` and ``weight_sum`` gather the matching changes of ``Σ w x``
-    and ``Σ w``, ``v`` and ``scale_sum`` those of ``Σ s x`` and ``Σ s``.
+    For each row read again, with :math:`s` its clipping scale and
+    :math:`w = s^2`: a row inside the raw sum and clipped adds
+    :math:`-(1 - w) x x^\top`, a row left out of it (norm beyond :math:`8C`)
+    adds :math:`+(s x)(s x)^\top`, never squaring :math:`s` alone; ``u`` and
+    ``weight_sum`` gather the matching changes of :math:`\sum w x` and
+    :math:`\sum w`, ``v`` and ``scale_sum`` those of :math:`\sum s x` and
+    :math:`\sum s`.
 
     The rank-one updates are copied into one buffer per sign, of about 8 MiB
     and at least 1024 rows (at most an eighth of the rows to read, when there
@@ -760,7 +788,8 @@ class _Corrections:
         self.scale_sum += float(np.sum(scale[~inside]))
 
     def _update(self, rows, sign):
-        """Buffer ``gram += sign · rowsᵀ rows``."""
+        r"""Buffer :math:`\mathtt{gram} \mathrel{+}= \mathtt{sign} \cdot
+        \mathtt{rows}^\top \mathtt{rows}`."""
         while rows.shape[0]:
             size = self.sizes[sign]
             taken = min(rows.shape[0], self.limit - size)
@@ -829,14 +858,14 @@ def _mirror_lower(matrix):
 
 
 def _bands(d):
-    """Row bands ``(a, b)`` of a ``d × d`` matrix, of about ``_RUN_BYTES``
-    each: the temporaries of the in-place updates below."""
+    r"""Row bands ``(a, b)`` of a :math:`d \times d` matrix, of about
+    ``_RUN_BYTES`` each: the temporaries of the in-place updates below."""
     return _ranges(0, d, max(1, _RUN_BYTES // (8 * max(d, 1))))
 
 
 def _symmetric(matrix):
-    """``(A + Aᵀ)/2``, in place, a band of rows at a time (no second d × d
-    array): exactly symmetric, as addition commutes (each pair gets the
+    r""":math:`(A + A^\top)/2`, in place, a band of rows at a time (no second
+    d × d array): exactly symmetric, as addition commutes (each pair gets the
     same value)."""
     for a, b in _bands(matrix.shape[0]):
         band = matrix[a:b, a:] + matrix[a:, a:b].T
@@ -847,8 +876,8 @@ def _symmetric(matrix):
 
 
 def add_outer(matrix, x, y, alpha=1.0):
-    """``matrix += alpha · x yᵀ``, in place, a band of rows at a time (no d × d
-    temporary). Returns ``matrix``."""
+    r""":math:`\mathtt{matrix} \mathrel{+}= \alpha \, x y^\top`, in place, a
+    band of rows at a time (no d × d temporary). Returns ``matrix``."""
     for a, b in _bands(matrix.shape[0]):
         matrix[a:b] += np.outer(alpha * x[a:b], y)
     return matrix
@@ -863,11 +892,12 @@ def _added(matrices):
 
 
 def _add_gram(gram, rows, buffer):
-    """``gram += rowsᵀ rows``. Dense rows: NumPy's syrk into ``buffer``, then
-    added. Sparse rows: the sparse product's stored entries added into
-    ``gram`` where they fall (a CSR product has no duplicate entries), never
-    a dense copy of it: on wide sparse data each run's product would
-    otherwise be written out whole, ``d²`` entries, to add a few."""
+    r""":math:`\mathtt{gram} \mathrel{+}= \mathtt{rows}^\top \mathtt{rows}`.
+    Dense rows: NumPy's syrk into ``buffer``, then added. Sparse rows: the
+    sparse product's stored entries added into ``gram`` where they fall (a
+    CSR product has no duplicate entries), never a dense copy of it: on wide
+    sparse data each run's product would otherwise be written out whole,
+    :math:`d^2` entries, to add a few."""
     if sparse.issparse(rows):
         product = rows.T @ rows
         if product.format not in ("csr", "csc"):
@@ -887,11 +917,12 @@ def _add_gram(gram, rows, buffer):
 
 
 class CentredRows:
-    """The rows as the releases see them: ``a_i = clip_C(x_i − m) / C``.
+    r"""The rows as the releases see them:
+    :math:`a_i = \operatorname{clip}_C(x_i - m) / C`.
 
-    Rows in the unit ball (docs/privacy.rst §1), never materialised all at once:
-    each pass builds them one block at a time from ``X``, the public centre
-    ``m`` and the stored squared norms of the first pass.
+    Rows in the unit ball (docs/privacy.rst §1), never materialised all at
+    once: each pass builds them one block at a time from ``X``, the public
+    centre :math:`m` and the stored squared norms of the first pass.
 
     Parameters
     ----------
@@ -909,10 +940,12 @@ class CentredRows:
         self._unit_scales = None  # s_i / C, from the first pass over the rows
 
     def clipped_energy(self, W, radii):
-        """``q(R_j) = Σ_i min(‖a_iᵀW‖², R_j²)`` for each radius, one pass.
+        r""":math:`q(R_j) = \sum_i \min(\|a_i^\top W\|^2, R_j^2)` for each
+        radius, one pass.
 
-        Each term lies in ``[0, R²]``, so replacing one row moves ``q(R)`` by
-        at most ``R²``: its L2 sensitivity is ``R²`` (for any public ``W``).
+        Each term lies in :math:`[0, R^2]`, so replacing one row moves
+        :math:`q(R)` by at most :math:`R^2`: its L2 sensitivity is
+        :math:`R^2` (for any public :math:`W`).
 
         Parameters
         ----------
@@ -942,14 +975,16 @@ class CentredRows:
         return total
 
     def sq_norm_sum(self):
-        """``Σ_i ‖a_i‖²``, one pass: the trace of ``Σ a aᵀ`` (each term in
-        ``[0, 1]``), exact and released only with noise.
+        r""":math:`\sum_i \|a_i\|^2`, one pass: the trace of
+        :math:`\sum a a^\top` (each term in :math:`[0, 1]`), exact and
+        released only with noise.
 
-        ``‖a_i‖² = t_i² ‖x_i − m‖²`` with the clipping scales ``t_i`` and
-        ``‖x_i − m‖² = ‖x_i‖² − 2 x_i·m + ‖m‖²`` from the stored norms (no
-        copy of a block); rows where that overflows are measured on their
-        own, rescaled. Each term is capped at 1 against round-off, so the
-        sum's sensitivity is 1 whatever the rounding.
+        :math:`\|a_i\|^2 = t_i^2 \|x_i - m\|^2` with the clipping scales
+        :math:`t_i` and
+        :math:`\|x_i - m\|^2 = \|x_i\|^2 - 2 x_i \cdot m + \|m\|^2` from the
+        stored norms (no copy of a block); rows where that overflows are
+        measured on their own, rescaled. Each term is capped at 1 against
+        round-off, so the sum's sensitivity is 1 whatever the rounding.
         """
         total = 0.0
         centre = self.mean
@@ -973,24 +1008,28 @@ class CentredRows:
         return total
 
     def clipped_products(self, W, radii, n_jobs=None):
-        """``Σ_i a_i Clip_{R_j}(a_iᵀ W_j)`` for several trials ``j`` in one pass.
+        r""":math:`\sum_i a_i \operatorname{Clip}_{R_j}(a_i^\top W_j)` for
+        several trials :math:`j` in one pass.
 
-        ``Clip_R(y) = y · min(1, R/‖y‖)`` and ``Clip_R(0) = 0``. The sum has
-        Frobenius sensitivity ``2R`` under replacement of one row (each term has
-        norm at most ``‖a‖ R ≤ R``; docs/privacy.rst §3).
+        :math:`\operatorname{Clip}_R(y) = y \cdot \min(1, R/\|y\|)` and
+        :math:`\operatorname{Clip}_R(0) = 0`. The sum has Frobenius
+        sensitivity :math:`2R` under replacement of one row (each term has
+        norm at most :math:`\|a\| R \le R`; docs/privacy.rst §3).
 
-        With ``a_i = t_i (x_i − m)``, ``t_i = s_i / C``, the products are
-        ``t_i (x_i W − m W)`` and the sum is ``Xᵀ Q − m (Σ_i q_i)ᵀ`` with
-        ``q_i = t_i Clip(a_iᵀ W)``: two products with the rows of ``X`` as they
-        are, never a centred copy. The scales ``t_i`` are computed on the first
-        call and kept (one number per row).
+        With :math:`a_i = t_i (x_i - m)`, :math:`t_i = s_i / C`, the products
+        are :math:`t_i (x_i W - m W)` and the sum is
+        :math:`X^\top Q - m (\sum_i q_i)^\top` with
+        :math:`q_i = t_i \operatorname{Clip}(a_i^\top W)`: two products with
+        the rows of ``X`` as they are, never a centred copy. The scales
+        :math:`t_i` are computed on the first call and kept (one number per
+        row).
 
         Parameters
         ----------
         W : ndarray of shape (n_features, n_trials, k)
-            The matrices ``W_j = X_j B_j`` of the trials, side by side.
+            The matrices :math:`W_j = X_j B_j` of the trials, side by side.
         radii : ndarray of shape (n_trials,)
-            Clipping radius ``R_j`` of each trial.
+            Clipping radius :math:`R_j` of each trial.
         n_jobs : int or None
             Blocks processed in parallel threads (scikit-learn's meaning).
 
@@ -1067,11 +1106,12 @@ class CentredRows:
 
 
 def _add_transposed_product(total, block, products):
-    """``total += blockᵀ products``. Sparse rows by bands of ``total``'s rows
-    (features): a band × width temporary of at most ``_SCAN_BYTES``, not a
-    second array of ``total``'s size (on sparse rows of many columns these
-    two are most of a fit's memory), each stored value read once. Dense rows
-    take BLAS's one product (bands of columns were 1.5× slower at d = 2·10⁴).
+    r""":math:`\mathtt{total} \mathrel{+}= \mathtt{block}^\top
+    \mathtt{products}`. Sparse rows by bands of ``total``'s rows (features):
+    a band × width temporary of at most ``_SCAN_BYTES``, not a second array
+    of ``total``'s size (on sparse rows of many columns these two are most of
+    a fit's memory), each stored value read once. Dense rows take BLAS's one
+    product (bands of columns were 1.5× slower at d = 2·10⁴).
     """
     if not sparse.issparse(block):
         total += block.T @ products
@@ -1083,12 +1123,13 @@ def _add_transposed_product(total, block, products):
 
 
 class InMemoryRows:
-    """The statistics of an in-memory array (dense or CSR), pass by pass.
+    r"""The statistics of an in-memory array (dense or CSR), pass by pass.
 
     The interface the estimators use, shared with the Dask implementation
     (:class:`~sklearn_dppca._dask.ChunkedRows`): ``largest_norm``, then
-    ``first_pass`` (reads every row; returns ``Σ clip_C(x_i)`` if asked),
-    then ``gram`` and ``rows`` for the centred, clipped rows.
+    ``first_pass`` (reads every row; returns
+    :math:`\sum \operatorname{clip}_C(x_i)` if asked), then ``gram`` and
+    ``rows`` for the centred, clipped rows.
     """
 
     def __init__(self, X):
@@ -1135,14 +1176,16 @@ class InMemoryRows:
                               input_name="X")
 
     def clipped_sum(self, data_norm):
-        """``Σ clip_C(x_i)`` alone: the first rows' pass (no Gram matrix)."""
+        r""":math:`\sum \operatorname{clip}_C(x_i)` alone: the first rows' pass
+        (no Gram matrix)."""
         return np.asarray(clipped_sum(self.X, data_norm)).ravel()
 
     def centred(self, data_norm, centre):
-        """``(Σ y yᵀ, Σ y)`` with ``y = clip_C(x − c)``, in one pass (every
-        row read and checked finite) and the re-reading of the clipped rows.
-        A second call at the same bound (around another centre) reuses the
-        first pass: its raw Gram matrix does not depend on the centre."""
+        r""":math:`(\sum y y^\top, \sum y)` with
+        :math:`y = \operatorname{clip}_C(x - c)`, in one pass (every row read
+        and checked finite) and the re-reading of the clipped rows. A second
+        call at the same bound (around another centre) reuses the first pass:
+        its raw Gram matrix does not depend on the centre."""
         if self.first is None or self._first_norm != data_norm:
             self.first = first_pass(self.X, data_norm, self.sq_norms, with_sum=False,
                                     direction=unit_direction(centre))
@@ -1154,11 +1197,12 @@ class InMemoryRows:
 
 
 def scatter_products(rows, W):
-    """``Σ_i a_i (a_iᵀ W_j)`` — the unit-ball rows' scatter matrix times each
-    ``W_j`` — exact, in one pass of ``rows.clipped_products`` with no
-    clipping (every engine), never forming the ``d × d`` matrix. ``W`` is
-    ``(d, k)`` for one product, ``(d, trials, k)`` for several; the result
-    has ``W``'s shape. Not a release: the callers add the noise."""
+    r""":math:`\sum_i a_i (a_i^\top W_j)` — the unit-ball rows' scatter matrix
+    times each :math:`W_j` — exact, in one pass of ``rows.clipped_products``
+    with no clipping (every engine), never forming the :math:`d \times d`
+    matrix. ``W`` is ``(d, k)`` for one product, ``(d, trials, k)`` for
+    several; the result has ``W``'s shape. Not a release: the callers add
+    the noise."""
     one = W.ndim == 2
     trials = W[:, None, :] if one else W
     products = rows.clipped_products(trials, np.full(trials.shape[1], np.inf))[0]
@@ -1166,23 +1210,25 @@ def scatter_products(rows, W):
 
 
 class ImplicitScatter:
-    """``M̂ = Σ y yᵀ + S`` as an operator: the release of the dense path,
-    never formed (the matrix-free path; docs/privacy.rst, "Solvers").
+    r""":math:`\hat{M} = \sum y y^\top + S` as an operator: the release of the
+    dense path, never formed (the matrix-free path; docs/privacy.rst,
+    "Solvers").
 
-    ``M̂ V = C² Σ a_i (a_iᵀ V) + S V``: one pass over the rows
-    (``clipped_products`` without clipping, so on every engine: NumPy,
-    sparse, Dask) and the kernel ``S``
-    (:class:`~sklearn_dppca.noise.ImplicitGOE`), redrawn by blocks. ``M̂``
-    has the law of the dense path's release and every product is a function
-    of it: the solver's use of it is post-processing. Memory ``O(d p)``
-    beyond a block of rows and the kernel's blocks.
+    :math:`\hat{M} V = C^2 \sum a_i (a_i^\top V) + S V`: one pass over the
+    rows (``clipped_products`` without clipping, so on every engine: NumPy,
+    sparse, Dask) and the kernel :math:`S`
+    (:class:`~sklearn_dppca.noise.ImplicitGOE`), redrawn by blocks.
+    :math:`\hat{M}` has the law of the dense path's release and every product
+    is a function of it: the solver's use of it is post-processing. Memory
+    :math:`O(d p)` beyond a block of rows and the kernel's blocks.
 
     Parameters
     ----------
     rows : CentredRows or DaskCentredRows (or their progress wrapper)
     noise : ImplicitGOE
     scatter_trace : float
-        ``Σ ‖y_i‖²`` (exact): with ``noise.trace()``, ``tr M̂``.
+        :math:`\sum \|y_i\|^2` (exact): with ``noise.trace()``,
+        :math:`\operatorname{tr} \hat{M}`.
     """
 
     def __init__(self, rows, noise, scatter_trace):
@@ -1203,17 +1249,19 @@ class ImplicitScatter:
         return out
 
     def trace(self):
-        """``tr M̂ = Σ ‖y_i‖² + tr S``."""
+        r""":math:`\operatorname{tr} \hat{M}
+        = \sum \|y_i\|^2 + \operatorname{tr} S`."""
         return self.scatter_trace + self.noise.trace()
 
     def rest_squares(self, vectors):
-        """``Σ λ²`` over the eigenvalues of ``M̂`` whose eigenvectors are
-        orthogonal to ``vectors`` (``d × k``, orthonormal, from a solver):
-        Hutchinson's estimate ``‖(I − P) M̂ Ω‖_F² / p`` from the first
-        product, unbiased when that product was of ``p`` standard normal
-        columns ``Ω`` (the randomized range finder's first) and ``P`` spans
-        eigenvectors. On a rest dominated by the noise's bulk its relative
-        error is about ``√(2 / (p d))``."""
+        r""":math:`\sum \lambda^2` over the eigenvalues of :math:`\hat{M}`
+        whose eigenvectors are orthogonal to ``vectors`` (:math:`d \times k`,
+        orthonormal, from a solver): Hutchinson's estimate
+        :math:`\|(I - P) \hat{M} \Omega\|_F^2 / p` from the first product,
+        unbiased when that product was of :math:`p` standard normal columns
+        :math:`\Omega` (the randomized range finder's first) and :math:`P`
+        spans eigenvectors. On a rest dominated by the noise's bulk its
+        relative error is about :math:`\sqrt{2 / (p d)}`."""
         omega, product = self._first
         residual = product - vectors @ (vectors.T @ product)
         return float(np.vdot(residual, residual)) / omega.shape[1]

@@ -73,8 +73,8 @@ TINY = float(np.finfo(np.float64).tiny)
 
 
 def _check_scale(sigma):
-    """``σ`` as a float: 0 (only the non-private fit's :func:`noise_scale`
-    gives it) or a positive, finite, normal number."""
+    r""":math:`\sigma` as a float: 0 (only the non-private fit's
+    :func:`noise_scale` gives it) or a positive, finite, normal number."""
     sigma = float(sigma)
     if not (sigma == 0.0 or TINY <= sigma < math.inf):
         raise ValueError(
@@ -176,17 +176,20 @@ def gue_noise(rng, n_features, sigma):
 
 
 def noise_scale(sensitivity, mu):
-    """``σ = s/μ`` of a Gaussian release, and 0 for the non-private ``μ = inf``
-    (``epsilon=inf``), whatever the sensitivity (``inf`` without clipping).
+    r""":math:`\sigma = s/\mu` of a Gaussian release, and 0 for the
+    non-private :math:`\mu = \infty` (``epsilon=inf``), whatever the
+    sensitivity (``inf`` without clipping).
 
-    For a finite ``μ``, ``σ`` must be a positive, finite, normal float64
-    (at least :data:`TINY`): a quotient that underflows to 0 or to a
-    subnormal number would release the statistic (nearly) exactly, and one
-    that overflows would release nothing but noise. Such a ``σ`` raises
-    ``ValueError``, whatever computed the sensitivity (docs/privacy.rst,
-    "Randomness and floating point"). Callers whose sensitivity scales with
-    a power of the bound compute it in units that cannot underflow (for
-    example ``C_max² · √(Σ (C_c/C_max)⁴)``, not ``√(Σ C_c⁴)``).
+    For a finite :math:`\mu`, :math:`\sigma` must be a positive, finite,
+    normal float64 (at least :data:`TINY`): a quotient that underflows to 0
+    or to a subnormal number would release the statistic (nearly) exactly,
+    and one that overflows would release nothing but noise. Such a
+    :math:`\sigma` raises ``ValueError``, whatever computed the sensitivity
+    (docs/privacy.rst, "Randomness and floating point"). Callers whose
+    sensitivity scales with a power of the bound compute it in units that
+    cannot underflow (for example
+    :math:`C_{\max}^2 \cdot \sqrt{\sum (C_c/C_{\max})^4}`, not
+    :math:`\sqrt{\sum C_c^4}`).
 
     Examples
     --------
@@ -214,15 +217,17 @@ _BLOCK_ENTRIES = 1 << 22
 
 
 def _add_symmetric_blocks(rng, matrix, scale, sign):
-    """``matrix += scale · (G + sign · Gᵀ)`` in place, ``G`` of i.i.d. N(0, 1)
+    r""":math:`\mathtt{matrix} \mathrel{+}= \mathtt{scale} \cdot (G +
+    \mathtt{sign} \cdot G^\top)` in place, :math:`G` of i.i.d. N(0, 1)
     entries drawn row block by row block: the same stream as
     ``rng.standard_normal((d, d))``, without a d × d array of it.
 
-    ``sign = 1``: a symmetric increment, ``−1``: antisymmetric. Entries
-    ``(i, j)`` and ``(j, i)`` receive the same two products in the same
-    order (``scale·G_ij`` at ``i``'s block, ``scale·G_ji`` at ``j``'s; the
-    block on the diagonal as one exactly (anti)symmetric sum), so an exactly
-    symmetric (antisymmetric) ``matrix`` stays so.
+    ``sign=1``: a symmetric increment, ``-1``: antisymmetric. Entries
+    :math:`(i, j)` and :math:`(j, i)` receive the same two products in the
+    same order (:math:`\mathtt{scale} \cdot G_{ij}` at :math:`i`'s block,
+    :math:`\mathtt{scale} \cdot G_{ji}` at :math:`j`'s; the block on the
+    diagonal as one exactly (anti)symmetric sum), so an exactly symmetric
+    (antisymmetric) ``matrix`` stays so.
     """
     d = matrix.shape[0]
     rows = max(1, _BLOCK_ENTRIES // max(d, 1))
@@ -243,10 +248,10 @@ def _add_symmetric_blocks(rng, matrix, scale, sign):
 
 
 def add_goe_noise(rng, matrix, sigma):
-    """Add the GOE kernel of :func:`goe_noise` to ``matrix``, in place.
+    r"""Add the GOE kernel of :func:`goe_noise` to ``matrix``, in place.
 
-    The kernel is ``σ (G + Gᵀ)/2`` with ``G`` the same draws as
-    :func:`goe_noise`'s (row block by row block: at most 32 MiB beside
+    The kernel is :math:`\sigma (G + G^\top)/2` with :math:`G` the same draws
+    as :func:`goe_noise`'s (row block by row block: at most 32 MiB beside
     ``matrix``, never a second d × d array), so the result equals ``matrix +
     goe_noise(rng, d, sigma)`` up to the rounding of the additions, and the
     generator is left in the same state. Returns ``matrix``.
@@ -312,30 +317,34 @@ IMPLICIT_BLOCK = 1024
 
 
 def kernel_bytes(n_features, block=IMPLICIT_BLOCK):
-    """Bytes of the float64 blocks on and above the diagonal of a ``d × d``
-    :class:`ImplicitGOE` (all that is ever drawn, and all a full cache
-    holds): ``8 (d² + Σ_i b_i²) / 2`` with ``b_i`` the block rows' sides."""
+    r"""Bytes of the float64 blocks on and above the diagonal of a
+    :math:`d \times d` :class:`ImplicitGOE` (all that is ever drawn, and all
+    a full cache holds): :math:`8 (d^2 + \sum_i b_i^2) / 2` with :math:`b_i`
+    the block rows' sides."""
     d, b = int(n_features), int(block)
     full, last = divmod(d, b)
     return 4 * (d * d + full * b * b + last * last)
 
 
 class ImplicitGOE:
-    """The GOE kernel of :func:`goe_noise`, never held whole: ``S @ V`` by blocks.
+    r"""The GOE kernel of :func:`goe_noise`, never held whole: ``S @ V`` by
+    blocks.
 
-    ``S`` is a fixed ``d × d`` matrix with the law of ``goe_noise(rng, d,
-    σ)`` (diagonal entries N(0, σ²), off-diagonal ones N(0, σ²/2), exactly
-    symmetric), defined by a 256-bit key drawn from ``rng`` at construction:
-    its ``b × b`` block ``(i, j)``, ``i ≤ j``, is drawn from a generator
-    seeded by the key and ``(i, j)`` alone, ``σ (G + Gᵀ)/2`` on the diagonal
-    and ``σ G/√2`` above it (the block below is its transpose). Every product
-    redraws the blocks it needs, so ``S`` is the same matrix in every
-    product, whatever the order or the threads, and memory is ``O(d·p)``
-    beside ``n_threads`` blocks. Time: ``d²/2`` normal draws and ``2 d² p``
-    flops per product with ``V`` of ``p`` columns.
+    :math:`S` is a fixed :math:`d \times d` matrix with the law of
+    ``goe_noise(rng, d, sigma)`` (diagonal entries N(0, σ²), off-diagonal
+    ones N(0, σ²/2), exactly symmetric), defined by a 256-bit key drawn from
+    ``rng`` at construction: its :math:`b \times b` block :math:`(i, j)`,
+    :math:`i \le j`, is drawn from a generator seeded by the key and
+    :math:`(i, j)` alone, :math:`\sigma (G + G^\top)/2` on the diagonal and
+    :math:`\sigma G/\sqrt{2}` above it (the block below is its transpose).
+    Every product redraws the blocks it needs, so :math:`S` is the same
+    matrix in every product, whatever the order or the threads, and memory
+    is :math:`O(d \cdot p)` beside ``n_threads`` blocks. Time:
+    :math:`d^2/2` normal draws and :math:`2 d^2 p` flops per product with
+    :math:`V` of :math:`p` columns.
 
     The key is as secret as the rest of the fit's generator: whoever knows
-    it knows ``S`` (the module's warning on fixed seeds applies).
+    it knows :math:`S` (the module's warning on fixed seeds applies).
 
     Parameters
     ----------
@@ -344,15 +353,15 @@ class ImplicitGOE:
     n_features : int
     sigma : float
     block : int, default=IMPLICIT_BLOCK
-        Side of the blocks (public: part of the definition of ``S``).
+        Side of the blocks (public: part of the definition of :math:`S`).
     n_threads : int, default=1
         Threads drawing blocks in a product (each with its own output, summed
         at the end); the result does not depend on it beyond rounding.
     cache_bytes : int, default=0
         Memory for blocks kept once drawn (the first ones, up to this many
         bytes): later products only multiply them. The same matrix either
-        way; at most ``4 d²`` bytes are ever needed (the blocks on and above
-        the diagonal).
+        way; at most :math:`4 d^2` bytes are ever needed (the blocks on and
+        above the diagonal).
 
     Examples
     --------
@@ -389,8 +398,9 @@ class ImplicitGOE:
         return min(self.block, self.shape[0] - i * self.block)
 
     def _draw(self, i, j, buffer=None):
-        """Block ``(i, j)``, ``i ≤ j``, of ``S`` (into ``buffer``, a C-contiguous
-        float64 array of ``block²`` entries, if given: no fresh pages)."""
+        r"""Block ``(i, j)``, :math:`i \le j`, of :math:`S` (into ``buffer``, a
+        C-contiguous float64 array of :math:`\mathtt{block}^2` entries, if
+        given: no fresh pages)."""
         shape = (self._side(i), self._side(j))
         if (i, j) in self._cache:
             return self._cache[i, j]
@@ -447,7 +457,8 @@ class ImplicitGOE:
         return out.ravel() if vector else out
 
     def trace(self):
-        """``tr S`` (from the diagonal blocks alone if no product has run)."""
+        r""":math:`\operatorname{tr} S` (from the diagonal blocks alone if no
+        product has run)."""
         if self.sigma == 0.0:
             return 0.0
         if self._trace is None:
