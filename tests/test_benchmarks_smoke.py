@@ -450,7 +450,7 @@ def test_bench_supervised_quick_tables(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "| wine | 3 |" in out and "picks within 0.02" in out
     rows = (tmp_path / "results.csv").read_text().splitlines()
-    assert len(rows) == 1 + 1 + 3 * 2  # header, not private, 3 ε × 2 of ours
+    assert len(rows) == 1 + 1 + 3 * 3  # header, not private, 3 ε × 3 of ours
     bench_supervised.main(["--seeds", "1", "--search-seeds", "1", "--datasets",
                            "wine", "--no-diffprivlib",
                            "--dpl-from", str(tmp_path / "results.csv")])
