@@ -4,7 +4,7 @@ device.
 Under ``sklearn.config_context(array_api_dispatch=True)``, an input that is
 an array of a non-NumPy Array API namespace is read by :class:`ArrayAPIRows`,
 a plain blocked implementation of the engine interface that
-:class:`~sklearn_dppca._stats.InMemoryRows` and
+:class:`~sklearn_dppca._rows.InMemoryRows` and
 :class:`~sklearn_dppca._dask.ChunkedRows` also implement (``largest_norm``,
 ``first_pass``, ``gram``, ``rows``). Every pass reads blocks of rows with the
 namespace's own functions, on the input's device and in its precision
@@ -222,7 +222,7 @@ def move_attributes(estimator, xp, device):
 class ArrayAPIRows:
     r"""The statistics of an Array API array, in blocks of rows, on its device.
 
-    Same interface as :class:`~sklearn_dppca._stats.InMemoryRows`:
+    Same interface as :class:`~sklearn_dppca._rows.InMemoryRows`:
     ``largest_norm``, then ``first_pass`` (reads every row, checks them all
     finite, returns :math:`\sum \operatorname{clip}_C(x_i)` if asked), then
     ``gram`` and ``rows`` for the centred, clipped rows. Sums come back to
@@ -360,7 +360,7 @@ def xp_column(xp, vector):
 
 
 class ArrayAPICentredRows:
-    r""":class:`~sklearn_dppca._stats.CentredRows` on the device.
+    r""":class:`~sklearn_dppca._rows.CentredRows` on the device.
 
     The rows :math:`a_i = \operatorname{clip}_C(x_i - m) / C` in the unit
     ball, rebuilt block by block at every pass. ``W`` comes from the host

@@ -48,6 +48,7 @@ from ._released import (
     warn_if_one_feature_dominates,
 )
 from ._reported import _ReportedPasses
+from ._rows import ImplicitScatter, InMemoryRows
 from ._spectrum import (
     Spectrum,
     _flip_signs,
@@ -56,8 +57,6 @@ from ._spectrum import (
     top_eigenpairs,
 )
 from ._stats import (
-    ImplicitScatter,
-    InMemoryRows,
     _block_rows,
     add_outer,
     kernel_threads,
@@ -113,11 +112,11 @@ def physical_memory():
 
 
 def auto_solver(n_samples, n_features, n_components):
-    """scikit-learn's ``svd_solver="auto"`` rule on the public shape:
+    r"""scikit-learn's ``svd_solver="auto"`` rule on the public shape:
     ``"covariance_eigh"`` when the features are few (at most 1 000, with ten
     times as many rows), ``"full"`` when the problem is small (at most 500
-    either way) or ``n_components`` is not an integer below ``0.8 min(n,
-    d)``, otherwise ``"randomized"``."""
+    either way) or ``n_components`` is not an integer below
+    :math:`0.8 \min(n, d)`, otherwise ``"randomized"``."""
     if n_features <= 1_000 and n_samples >= 10 * n_features:
         return "covariance_eigh"
     k = n_components
@@ -129,23 +128,25 @@ def auto_solver(n_samples, n_features, n_components):
 
 def matrix_free_faster(n_samples, n_features, size, power_passes, chunked,
                        cached=0.0):
-    """Whether the matrix-free path is predicted faster than the dense one,
+    r"""Whether the matrix-free path is predicted faster than the dense one,
     or at most :data:`MATRIX_FREE_SLOWDOWN` times slower (it saves the
-    dense path's two ``d × d`` matrices), from public values: the shape, the
-    solver's block ``size = k + n_oversamples`` and passes, whether the rows
-    are a Dask array, and the fraction ``cached`` of the kernel's blocks
-    kept in memory once drawn.
+    dense path's two :math:`d \times d` matrices), from public values: the
+    shape, the solver's block
+    :math:`\mathtt{size} = k + \mathtt{n\_oversamples}` and passes, whether
+    the rows are a Dask array, and the fraction ``cached`` of the kernel's
+    blocks kept in memory once drawn.
 
     A model of both costs (:data:`PATH_COSTS`, seconds measured on two cores
     with ``benchmarks/bench_wide.py``; their ratios are what matter). Dense:
-    the Gram matrix (``n d²``), its noise (``d²``) and the randomized
-    solver's ``2·power_passes + 2`` products with it (``d² size`` each).
-    Matrix-free, per product: a pass over the rows (``n d size``) and a
-    product with the kernel (``d² size``), whose blocks not kept are drawn
-    again (``d²/2`` draws in all the first time). Sparse rows are costed as
-    dense (their density is not public). A Dask array's pass also reads its
-    chunks again: there the dense path is kept unless memory forces the
-    other.
+    the Gram matrix (:math:`n d^2`), its noise (:math:`d^2`) and the
+    randomized solver's :math:`2 \cdot \mathtt{power\_passes} + 2` products
+    with it (:math:`d^2 \, \mathtt{size}` each). Matrix-free, per product: a
+    pass over the rows (:math:`n d \, \mathtt{size}`) and a product with the
+    kernel (:math:`d^2 \, \mathtt{size}`), whose blocks not kept are drawn
+    again (:math:`d^2/2` draws in all the first time). Sparse rows are
+    costed as dense (their density is not public). A Dask array's pass also
+    reads its chunks again: there the dense path is kept unless memory
+    forces the other.
     """
     if chunked:
         return False
@@ -668,23 +669,28 @@ class _BasePrivatePCA(
         return X
 
     def _centred_in_one_pass(self, data, n_samples, data_norm, centre, plan, rng):
-        """The Gram matrix and the mean from one pass over every row, around
-        the centre ``c`` of the first rows (docs/privacy.rst §5, "The first
-        rows").
+        r"""The Gram matrix and the mean from one pass over every row, around
+        the centre :math:`c` of the first rows (docs/privacy.rst §5, "The
+        first rows").
 
-        The pass sums ``y_i = clip_C(x_i − c)`` and ``y_i y_iᵀ``. ``Σ y_i``
-        (sensitivity ``2C``) is released twice, each at
-        ``μ_centring`` with its own noise: the first release over ``n``,
-        ``ȳ₁``, decides. When ``‖ȳ₁‖ ≤ PILOT_MISS · C`` the second, ``ȳ₂``,
-        gives ``ȳ = (ȳ₁ + ȳ₂)/2`` (one release at ``√2 μ_centring``), the
-        mean is ``c + ȳ`` and the Gram matrix ``Σ y yᵀ − n ȳ ȳᵀ`` (``Σ (y −
-        ȳ)(y − ȳ)ᵀ`` were ``ȳ`` exact): subtracting the released ``n ȳ ȳᵀ``
+        The pass sums :math:`y_i = \operatorname{clip}_C(x_i - c)` and
+        :math:`y_i y_i^\top`. :math:`\sum y_i` (sensitivity :math:`2C`) is
+        released twice, each at :math:`\mu_{\mathrm{centring}}` with its own
+        noise: the first release over :math:`n`, :math:`\bar{y}_1`, decides.
+        When :math:`\|\bar{y}_1\| \le \mathtt{PILOT\_MISS} \cdot C` the
+        second, :math:`\bar{y}_2`, gives
+        :math:`\bar{y} = (\bar{y}_1 + \bar{y}_2)/2` (one release at
+        :math:`\sqrt{2} \, \mu_{\mathrm{centring}}`), the mean is
+        :math:`c + \bar{y}` and the Gram matrix
+        :math:`\sum y y^\top - n \bar{y} \bar{y}^\top`
+        (:math:`\sum (y - \bar{y})(y - \bar{y})^\top` were :math:`\bar{y}`
+        exact): subtracting the released :math:`n \bar{y} \bar{y}^\top`
         before the estimator adds its noise is the same as subtracting it from
         the noisy release, post-processing. Otherwise the first rows were not
-        like the others: a second pass computes both sums again around ``c' =
-        c + ȳ₁``, and the second release is of that sum. The choice is made
-        from ``ȳ₁`` and public values; the Gram matrix not kept is never
-        released.
+        like the others: a second pass computes both sums again around
+        :math:`c' = c + \bar{y}_1`, and the second release is of that sum.
+        The choice is made from :math:`\bar{y}_1` and public values; the Gram
+        matrix not kept is never released.
         """
         gram, total = data.centred(data_norm, centre)
         sigma = noise_scale(2.0 * data_norm, plan.mus["centring"])
@@ -771,12 +777,12 @@ class _BasePrivatePCA(
         return X, InMemoryRows(X)
 
     def _privacy_plan(self, n_samples, n_features):
-        """GDP parameters of the fit's releases and what to charge for them.
+        r"""GDP parameters of the fit's releases and what to charge for them.
 
-        ``μ* = gdp_mu(epsilon, delta)`` is split in the documented shares of
-        :meth:`_budget_shares` (docs/privacy.rst §2); their composition is exactly
-        ``μ*``, which is what the accountant is charged and what
-        ``privacy_spent_`` converts back.
+        :math:`\mu^*` = ``gdp_mu(epsilon, delta)`` is split in the documented
+        shares of :meth:`_budget_shares` (docs/privacy.rst §2); their
+        composition is exactly :math:`\mu^*`, which is what the accountant is
+        charged and what ``privacy_spent_`` converts back.
         """
         mu_total = gdp_mu(self.epsilon, self.delta)
         shares = self._budget_shares()
@@ -786,34 +792,38 @@ class _BasePrivatePCA(
         return PrivacyPlan(mus=mus, charge={"mu": mu_total}, spent=spent)
 
     def _budget_shares(self):
-        """Fractions of ``μ*²`` per release; they sum to 1 (docs/privacy.rst §2)."""
+        r"""Fractions of :math:`(\mu^*)^2` per release; they sum to 1
+        (docs/privacy.rst §2)."""
         shares = {"mean": MEAN_BUDGET_SHARE, "covariance": 1.0 - MEAN_BUDGET_SHARE}
         return budget_shares(shares, self.center)
 
     @abstractmethod
     def _release(self, gram, rows, plan, rng, dtype):
-        """Release the mechanism's output from the exact clipped Gram matrix.
+        r"""Release the mechanism's output from the exact clipped Gram matrix.
 
         Sets ``components_`` and the spectrum attributes. ``gram`` is
-        ``Σ y_i y_iᵀ`` in data units (rows of norm ≤ ``rows.data_norm``);
-        ``rows`` gives further passes over the centred, clipped rows;
-        ``plan.mus`` maps each release to its GDP ``μ``.
+        :math:`\sum y_i y_i^\top` in data units (rows of norm
+        :math:`\le` ``rows.data_norm``); ``rows`` gives further passes over
+        the centred, clipped rows; ``plan.mus`` maps each release to its GDP
+        :math:`\mu`.
         """
 
     def _truncated_eigenpairs(self, noisy, sigma, trace, rng):
-        """The spectrum and top ``k`` eigenpairs of the released ``noisy``
+        r"""The spectrum and top :math:`k` eigenpairs of the released ``noisy``
         matrix by a truncated solver (:meth:`_eigen_solver`), or ``None``
         when every eigenpair is computed (``"full"``, or an Array API matrix,
         eigendecomposed whole on its device).
 
-        Post-processing of the release: the components are the top ``k``
+        Post-processing of the release: the components are the top :math:`k`
         eigenvectors (to the solver's accuracy), and the spectrum's estimates
-        (:meth:`_spectrum`) take the other eigenvalues from ``tr M̂`` and
-        ``‖M̂‖_F²`` (:func:`denoised_spectrum`'s ``rest``). The randomized
-        range finder is shifted by ``−tr(M̂)/d``, the centre of the noise's
-        bulk: every eigenvalue the spectrum resolves (above the bulk's upper
-        edge) is then larger in modulus than any of the bulk's, and the
-        gaps that the power passes widen are the largest they can be.
+        (:meth:`_spectrum`) take the other eigenvalues from
+        :math:`\operatorname{tr} \hat{M}` and :math:`\|\hat{M}\|_F^2`
+        (:func:`denoised_spectrum`'s ``rest``). The randomized range finder
+        is shifted by :math:`-\operatorname{tr}(\hat{M})/d`, the centre of
+        the noise's bulk: every eigenvalue the spectrum resolves (above the
+        bulk's upper edge) is then larger in modulus than any of the bulk's,
+        and the gaps that the power passes widen are the largest they can
+        be.
 
         Returns
         -------
@@ -842,8 +852,8 @@ class _BasePrivatePCA(
         return self._spectrum(values, sigma, trace, rest), values, vectors
 
     def _path(self, n_samples, n_features, engine):
-        """``"dense"``: the release is a ``d × d`` matrix (every estimator
-        here but :class:`PrivatePCA` on its matrix-free path)."""
+        r"""``"dense"``: the release is a :math:`d \times d` matrix (every
+        estimator here but :class:`PrivatePCA` on its matrix-free path)."""
         return "dense"
 
     def _memory_limit(self):
@@ -857,23 +867,24 @@ class _BasePrivatePCA(
 
     def _kernel_cache(self, n_features):
         """Bytes of the implicit kernel's blocks kept once drawn: all of them
-        (``4 d²`` bytes) if they fit in :data:`KERNEL_CACHE_SHARE` of
+        (:math:`4 d^2` bytes) if they fit in :data:`KERNEL_CACHE_SHARE` of
         ``memory_limit``, else that share."""
         limit = self._memory_limit()
         share = DEFAULT_KERNEL_CACHE if limit is None else KERNEL_CACHE_SHARE * limit
         return int(min(kernel_bytes(n_features), share))
 
     def _memory_needed(self, n_samples, n_features, path=None):
-        """Bytes of the fit's largest arrays at their peak, from public values.
+        r"""Bytes of the fit's largest arrays at their peak, from public
+        values.
 
-        Dense: its ``d × d`` matrices — two float64 matrices in the Gram pass
-        (the raw one and the centred one), then the release: one matrix with
-        a truncated solver, three with every eigenpair (LAPACK's copy and the
-        eigenvectors); a complex release doubles that part. Matrix-free:
-        about twelve ``d × p`` blocks of the solver and the products
-        (``p = k + n_oversamples``), one per thread drawing the kernel and
-        its block (at most ``1024²``), a block of rows
-        (:class:`ImplicitScatter`) and the kernel's cache
+        Dense: its :math:`d \times d` matrices — two float64 matrices in the
+        Gram pass (the raw one and the centred one), then the release: one
+        matrix with a truncated solver, three with every eigenpair (LAPACK's
+        copy and the eigenvectors); a complex release doubles that part.
+        Matrix-free: about twelve :math:`d \times p` blocks of the solver and
+        the products (:math:`p = k + \mathtt{n\_oversamples}`), one per
+        thread drawing the kernel and its block (at most :math:`1024^2`), a
+        block of rows (:class:`ImplicitScatter`) and the kernel's cache
         (:meth:`_kernel_cache`).
         """
         d = n_features
@@ -895,15 +906,17 @@ class _BasePrivatePCA(
 
     @staticmethod
     def _blocks_obstacle(engine):
-        """Why the rows' engine cannot serve a path without a ``d × d``
-        matrix (its passes of ``d × p`` products), or None."""
+        r"""Why the rows' engine cannot serve a path without a
+        :math:`d \times d` matrix (its passes of :math:`d \times p`
+        products), or None."""
         if not isinstance(_engine(engine), (InMemoryRows, ChunkedRows)):
             return "is not available for Array API inputs (give a NumPy array)"
         return None
 
     def _block_columns(self, n_samples, n_features):
-        """``p``, the columns of the ``d × p`` blocks of a path without a
-        ``d × d`` matrix: ``k + n_oversamples``."""
+        r""":math:`p`, the columns of the :math:`d \times p` blocks of a path
+        without a :math:`d \times d` matrix:
+        :math:`k + \mathtt{n\_oversamples}`."""
         return self._truncated_k(n_samples, n_features) + self.n_oversamples
 
     def _check_memory(self, n_samples, n_features):
@@ -949,7 +962,7 @@ class _BasePrivatePCA(
         """How the released matrix is eigendecomposed (post-processing: the
         release is the same), by scikit-learn's names: ``"covariance_eigh"``
         and ``"full"`` compute every eigenpair (the same LAPACK call here),
-        ``"randomized"`` and ``"arpack"`` the top ``k``.
+        ``"randomized"`` and ``"arpack"`` the top :math:`k`.
         ``svd_solver="auto"`` follows scikit-learn's rule on the public
         shape (:func:`auto_solver`)."""
         solver = self.svd_solver if self._honours_svd_solver else "full"
@@ -958,8 +971,9 @@ class _BasePrivatePCA(
         return solver
 
     def _truncated_k(self, n_samples, n_features):
-        """The ``k`` of a truncated solver: ``n_components``, or for ``None``
-        scikit-learn's ``min(n, d)`` (``min(n, d) − 1`` with ARPACK)."""
+        r"""The :math:`k` of a truncated solver: ``n_components``, or for
+        ``None`` scikit-learn's :math:`\min(n, d)` (:math:`\min(n, d) - 1`
+        with ARPACK)."""
         k = self.n_components
         if k is None:
             k = min(n_samples, n_features)
@@ -1021,7 +1035,7 @@ class _BasePrivatePCA(
 
     def _spectrum(self, eigvals, sigma=0.0, trace=None, rest=None,
                   precision=np.float64):
-        """The number of components and the estimated spectrum of a release.
+        r"""The number of components and the estimated spectrum of a release.
 
         Parameters
         ----------
@@ -1044,16 +1058,17 @@ class _BasePrivatePCA(
         Returns
         -------
         spectrum : Spectrum
-            :func:`denoised_spectrum` over ``m = min(n, d)`` ranks, in variance
-            units. ``n_components`` is ``n_components`` itself, ``m`` for
-            ``None``, the fewest components whose estimated ratios exceed the
-            fraction, or, for ``'mle'``, Minka's choice
+            :func:`denoised_spectrum` over :math:`m = \min(n, d)` ranks, in
+            variance units. ``n_components`` is ``n_components`` itself,
+            :math:`m` for ``None``, the fewest components whose estimated
+            ratios exceed the fraction, or, for ``'mle'``, Minka's choice
             (:func:`minka_dimension`) on the released eigenvalues (clamped at
             0): post-processing of the noisy eigenvalues.
             ``noise_variance`` is the mean of the captured variances ranked
-            ``k + 1`` to ``m`` (0 when ``k = m``), scikit-learn's average: with
-            ``n < d`` the ``d − n`` smallest ranks are left out, as its
-            ``min(n, d)`` singular values leave them out (``n`` is public).
+            :math:`k + 1` to :math:`m` (0 when :math:`k = m`), scikit-learn's
+            average: with :math:`n < d` the :math:`d - n` smallest ranks are
+            left out, as its :math:`\min(n, d)` singular values leave them out
+            (:math:`n` is public).
         """
         n, d = self.n_samples_, eigvals.shape[0] + (0 if rest is None else rest[0])
         top = min(n, d)
@@ -1089,8 +1104,9 @@ class _BasePrivatePCA(
         """Store released components (rows) and the spectrum's attributes.
 
         Components are sorted by decreasing ``noisy`` variance (the release's
-        own, over ``n − 1``), and each one's sign fixed so its largest entry
-        is positive. The ``i``-th gets the spectrum's rank-``i`` estimates.
+        own, over :math:`n - 1`), and each one's sign fixed so its largest
+        entry is positive. The :math:`i`-th gets the spectrum's
+        rank-:math:`i` estimates.
         """
         order = np.argsort(noisy)[::-1]
         k = components.shape[0]
@@ -1127,19 +1143,21 @@ SMALLEST_SENSITIVITY = math.sqrt(2.0) * MIN_DATA_NORM[np.float64] ** 2
 
 
 def _refuse_uncalibrated(plan):
-    """Refuse, before the charge and from public values, a plan with a ``μ``
-    so large (``epsilon`` beyond about 1e215) that a release at
-    :data:`SMALLEST_SENSITIVITY` would draw with a noise scale below the
-    normal floats: it would be released exactly. :func:`noise_scale` raises
-    ``ValueError``, as it would again at the release."""
+    r"""Refuse, before the charge and from public values, a plan with a
+    :math:`\mu` so large (``epsilon`` beyond about :math:`10^{215}`) that a
+    release at :data:`SMALLEST_SENSITIVITY` would draw with a noise scale
+    below the normal floats: it would be released exactly.
+    :func:`noise_scale` raises ``ValueError``, as it would again at the
+    release."""
     for mu in plan.mus.values():
         noise_scale(SMALLEST_SENSITIVITY, mu)
 
 
 def reported_spend(spent, epsilon):
-    """``privacy_spent_``: the request ``epsilon`` when the plan spends it to
-    relative ``1e-9`` (exact composition up to the round-off of the ε ↔ μ
-    conversions, the accountant's own tolerance), else what is spent."""
+    r"""``privacy_spent_``: the request ``epsilon`` when the plan spends it to
+    relative :math:`10^{-9}` (exact composition up to the round-off of the
+    :math:`\varepsilon \leftrightarrow \mu` conversions, the accountant's
+    own tolerance), else what is spent."""
     eps, delta = spent
     if math.isfinite(epsilon) and abs(eps - epsilon) <= _SPENT_RTOL * epsilon:
         return (float(epsilon), delta)

@@ -147,8 +147,8 @@ from ._norm_plan import (
     shrink_step,
     target_count,
 )
+from ._rows import InMemoryRows
 from ._stats import (
-    InMemoryRows,
     _clip_scales,
     _dense,
     _norm_margin,

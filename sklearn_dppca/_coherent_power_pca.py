@@ -16,8 +16,8 @@ from ._base import (
     fill_parameter_docs,
 )
 from ._private_pca import noisy_power, noisy_power_spectrum
+from ._rows import scatter_products
 from ._spectrum import _eigh, top_eigenpairs
-from ._stats import scatter_products
 from .noise import add_goe_noise, dense_noise, goe_noise, noise_scale
 from .privacy import DEFAULT_ORDERS, gdp_epsilon, gdp_mu, rdp_to_epsilon, repeated_rdp
 
@@ -54,49 +54,60 @@ WIDE_FALLBACK_PASSES = 2
 
 
 def floor_level(noise_scale, k, n_iter, failure_prob):
-    """The eigenvalue floor ``γ = 4Δ(2√k + √(2 ln(8T/β)))`` (docs/privacy.rst §6)."""
+    r"""The eigenvalue floor
+    :math:`\gamma = 4\Delta(2\sqrt{k} + \sqrt{2 \ln(8T/\beta)})`
+    (docs/privacy.rst §6)."""
     return 4.0 * noise_scale * (
         2.0 * math.sqrt(k) + math.sqrt(2.0 * math.log(8.0 * n_iter / failure_prob))
     )
 
 
 def preconditioner(H, floor):
-    """``B = H̃^{-1/2}``, ``H̃`` = ``H`` with its eigenvalues floored at ``floor``.
+    r""":math:`B = \tilde{H}^{-1/2}`, :math:`\tilde{H}` = :math:`H` with its
+    eigenvalues floored at ``floor``.
 
-    Defined for every symmetric ``H`` (any sign) as long as ``floor > 0``.
+    Defined for every symmetric :math:`H` (any sign) as long as ``floor`` is
+    positive.
     """
     values, vectors = np.linalg.eigh((H + H.T) / 2.0)
     return (vectors / np.sqrt(np.maximum(values, floor))) @ vectors.T
 
 
 def projection_gap(X, Y):
-    """``‖XXᵀ − YYᵀ‖₂`` for orthonormal ``X, Y`` of equal rank: the sine of the
-    largest principal angle, the largest singular value of ``Y − X(XᵀY)``
-    (not ``√(1 − σ_min(XᵀY)²)``, whose cancellation returns 0 for close
-    subspaces that differ)."""
+    r""":math:`\|XX^\top - YY^\top\|_2` for orthonormal :math:`X, Y` of equal
+    rank: the sine of the largest principal angle, the largest singular
+    value of :math:`Y - X(X^\top Y)` (not
+    :math:`\sqrt{1 - \sigma_{\min}(X^\top Y)^2}`, whose cancellation returns
+    0 for close subspaces that differ)."""
     return min(1.0, float(np.linalg.norm(Y - X @ (X.T @ Y), 2)))
 
 
 def decision_sensitivity(X, init, n_samples):
-    """L2 sensitivity of the go/no-go statistic ``D = tr(XᵀGX) − tr(initᵀG
-    init)`` as computed: ``2‖P_T − P_0‖₂`` (:func:`projection_gap`) plus twice
-    a bound on the round-off of the computed ``D``, ``4 (d + 2) k n ε``
-    (each trace is at most ``k n`` in absolute terms, and each of its
-    entries sums ``d + 2`` rounded products), so that a neighbour's
-    different round-off is covered by the noise too: a decision between
-    close subspaces is never noiseless."""
+    r"""L2 sensitivity of the go/no-go statistic :math:`D =
+    \operatorname{tr}(X^\top G X) - \operatorname{tr}(\mathrm{init}^\top G
+    \, \mathrm{init})` as computed: :math:`2\|P_T - P_0\|_2`
+    (:func:`projection_gap`) plus twice a bound on the round-off of the
+    computed :math:`D`, :math:`4 (d + 2) k n \varepsilon` (each trace is at
+    most :math:`k n` in absolute terms, and each of its entries sums
+    :math:`d + 2` rounded products), so that a neighbour's different
+    round-off is covered by the noise too: a decision between close
+    subspaces is never noiseless."""
     d, k = X.shape
     roundoff = 4.0 * (d + 2) * k * n_samples * np.finfo(np.float64).eps
     return 2.0 * (projection_gap(X, init) + roundoff)
 
 
 def warm_start_estimate(eigvals, k, noise_norm):
-    """``ŝ₀``: the initialisation's error predicted from its released spectrum.
+    r""":math:`\hat{s}_0`: the initialisation's error predicted from its
+    released spectrum.
 
-    With ``ν`` the noise's spectral norm and ``ĝ = λ̂_k − λ̂_{k+1}``, the gap
-    ``θ`` that a perturbation of norm ``ν/2`` along the subspace turns into
-    ``ĝ`` solves ``ĝ = (θ − ν/2)²/θ``; the larger root is
-    ``θ̂ = ((ν + ĝ) + √(ĝ(2ν + ĝ)))/2`` and ``ŝ₀ = ν/(2θ̂)`` (Davis–Kahan).
+    With :math:`\nu` the noise's spectral norm and
+    :math:`\hat{g} = \hat\lambda_k - \hat\lambda_{k+1}`, the gap
+    :math:`\theta` that a perturbation of norm :math:`\nu/2` along the
+    subspace turns into :math:`\hat{g}` solves
+    :math:`\hat{g} = (\theta - \nu/2)^2/\theta`; the larger root is
+    :math:`\hat\theta = ((\nu + \hat{g}) + \sqrt{\hat{g}(2\nu + \hat{g})})/2`
+    and :math:`\hat{s}_0 = \nu/(2\hat\theta)` (Davis–Kahan).
     A function of released eigenvalues and public values only.
     """
     gap = max(float(eigvals[k - 1] - eigvals[k]), 0.0)
@@ -106,16 +117,20 @@ def warm_start_estimate(eigvals, k, noise_norm):
 
 def predicted_errors(eigvals, k, sigma, noise, radius, mus, noise_norm=None,
                      n_features=None):
-    """Predicted ``sin θ`` of the power branch and of the fallback.
+    r"""Predicted :math:`\sin\theta` of the power branch and of the fallback.
 
-    Power: the iteration's noise ``ΔR·G`` against its signal ``≈ √λ_k``,
-    ``ΔR(√d + √k)/√λ̂_k``. Fallback: the gap ``θ̂`` estimated from the
-    initialisation (:func:`warm_start_estimate`, noise ``σ``) seen through the
-    averaged release's noise ``σ_c`` (``σ_c² = 2/(μ_init² + μ_fallback²)``):
-    ``ŝ₀ σ_c/σ``. Released eigenvalues and public values only.
-    ``noise_norm``: the initialisation's noise's spectral norm (default the
-    GOE kernel's, ``√(2d) σ``); ``n_features``: ``d`` where ``eigvals`` is
-    not the whole spectrum (the noisy power path gives both).
+    Power: the iteration's noise :math:`\Delta R \cdot G` against its signal
+    :math:`\approx \sqrt{\lambda_k}`,
+    :math:`\Delta R(\sqrt{d} + \sqrt{k})/\sqrt{\hat\lambda_k}`. Fallback: the
+    gap :math:`\hat\theta` estimated from the initialisation
+    (:func:`warm_start_estimate`, noise :math:`\sigma`) seen through the
+    averaged release's noise :math:`\sigma_c` (:math:`\sigma_c^2 =
+    2/(\mu_{\mathrm{init}}^2 + \mu_{\mathrm{fallback}}^2)`):
+    :math:`\hat{s}_0 \sigma_c/\sigma`. Released eigenvalues and public values
+    only. ``noise_norm``: the initialisation's noise's spectral norm (default
+    the GOE kernel's, :math:`\sqrt{2d}\, \sigma`); ``n_features``:
+    :math:`d` where ``eigvals`` is not the whole spectrum (the noisy power
+    path gives both).
     """
     d = eigvals.shape[0] if n_features is None else n_features
     if noise_norm is None:
@@ -131,12 +146,15 @@ def predicted_errors(eigvals, k, sigma, noise, radius, mus, noise_norm=None,
 
 
 def selection_rdp(rho, shares, theta, orders=DEFAULT_ORDERS):
-    """RDP curve of a ``selection="repetition"`` fit at scale ``rho`` (§2, §6).
+    r"""RDP curve of a ``selection="repetition"`` fit at scale ``rho``
+    (§2, §6).
 
     Gaussian releases outside the selection (mean, initialisation) cost
-    ``λ · share · ρ``; one trial (its ``T`` power iterations at ``Δ = χ√T``
-    and its noisy score) costs ``λ (w_power + w_score) ρ``, repeated a
-    ``Geometric(θ)`` number of times (Papernot & Steinke, Theorem 2).
+    :math:`\lambda \cdot \mathrm{share} \cdot \rho`; one trial (its :math:`T`
+    power iterations at :math:`\Delta = \chi\sqrt{T}` and its noisy score)
+    costs :math:`\lambda (w_{\mathrm{power}} + w_{\mathrm{score}}) \rho`,
+    repeated a :math:`\mathrm{Geometric}(\theta)` number of times (Papernot
+    & Steinke, Theorem 2).
     """
     trial = orders * ((shares["power"] + shares["score"]) * rho)
     outside = sum(w for k, w in shares.items() if k not in ("power", "score"))
@@ -144,12 +162,14 @@ def selection_rdp(rho, shares, theta, orders=DEFAULT_ORDERS):
 
 
 def calibrate_selection(epsilon, delta, theta, shares):
-    """The scale ρ at which a repetition fit spends exactly ``(ε, δ)``.
+    r"""The scale :math:`\rho` at which a repetition fit spends exactly
+    :math:`(\varepsilon, \delta)`.
 
-    Bisection on ``log ρ``: the spent ``ε`` grows with ρ. The repetition
-    theorem's ``ln(1/θ)`` terms do not vanish as ``ρ → 0``, so budgets below
-    a floor cannot be met at all: those raise a ``ValueError`` naming the
-    smallest reachable ``ε``.
+    Bisection on :math:`\log\rho`: the spent :math:`\varepsilon` grows with
+    :math:`\rho`. The repetition theorem's :math:`\ln(1/\theta)` terms do not
+    vanish as :math:`\rho \to 0`, so budgets below a floor cannot be met at
+    all: those raise a ``ValueError`` naming the smallest reachable
+    :math:`\varepsilon`.
     """
 
     def spent(log_rho):
@@ -174,12 +194,13 @@ def calibrate_selection(epsilon, delta, theta, shares):
 
 
 def _quadratic(unit_gram):
-    """``X ↦ Xᵀ M X`` from the exact ``M`` (the dense path)."""
+    r""":math:`X \mapsto X^\top M X` from the exact :math:`M` (the dense
+    path)."""
     return lambda X: X.T @ unit_gram @ X
 
 
 def _wide_quadratic(rows, X):
-    """``Xᵀ M X``, exact, from one pass over the rows."""
+    r""":math:`X^\top M X`, exact, from one pass over the rows."""
     return X.T @ scatter_products(rows, X)
 
 
@@ -485,7 +506,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         return "dense"
 
     def _block_columns(self, n_samples, n_features):
-        """``p = k + 10`` (no ``n_oversamples`` parameter here)."""
+        """:math:`p = k + 10` (no ``n_oversamples`` parameter here)."""
         return (self.n_components or min(n_samples, n_features)) + WIDE_OVERSAMPLES
 
     # ------------------------------------------------------------ privacy
@@ -508,18 +529,21 @@ class CoherentPowerPCA(_BasePrivatePCA):
             print(f"[CoherentPowerPCA] {message}", file=sys.stderr)
 
     def _iteration_grid(self):
-        """Public grid of iteration counts ``T_ℓ = 2^ℓ ≤ n_iter_max`` (or n_iter)."""
+        r"""Public grid of iteration counts :math:`T_\ell = 2^\ell`, up to
+        ``n_iter_max`` (or ``n_iter``)."""
         if self.n_iter == "auto":
             return 2 ** np.arange(int(math.log2(self.n_iter_max)) + 1)
         return np.array([int(self.n_iter)])
 
     def _radius_grid(self, n_samples, k, chi, iters):
-        """Public grid of radii ``2^j sqrt(k/n)`` up to the largest that can clip.
+        r"""Public grid of radii :math:`2^j \sqrt{k/n}` up to the largest that
+        can clip.
 
-        A row's product has norm at most ``γ^{-1/2}`` (``‖B‖ ≤ γ^{-1/2}``), and
-        the floor ``γ`` is smallest for the fewest iterations; larger radii
-        never clip, so the grid stops there, with that radius as its last
-        point (no clipping at all).
+        A row's product has norm at most :math:`\gamma^{-1/2}`
+        (:math:`\|B\| \le \gamma^{-1/2}`), and the floor :math:`\gamma` is
+        smallest for the fewest iterations; larger radii never clip, so the
+        grid stops there, with that radius as its last point (no clipping at
+        all).
         """
         if self.clip_radius != "auto":
             return np.array([float(self.clip_radius)])
@@ -530,7 +554,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
         return np.array(radii + [top])
 
     def _budget_shares(self):
-        """Shares of ``μ*²`` of the exact-GDP modes (fixed, or selection="gdp")."""
+        r"""Shares of :math:`\mu_*^2` of the exact-GDP modes (fixed, or
+        ``selection="gdp"``)."""
         if self._mode() == "gdp":
             return budget_shares(GDP_SHARES, self.center)
         return budget_shares(FIXED_SHARES, self.center)
@@ -554,12 +579,15 @@ class CoherentPowerPCA(_BasePrivatePCA):
         return self._repetition_plan(n_samples, k)
 
     def _gdp_plan(self, n_samples, k):
-        """μ of every release of ``selection="gdp"``; the charge is ``μ*``.
+        r""":math:`\mu` of every release of ``selection="gdp"``; the charge is
+        :math:`\mu_*`.
 
-        Either branch spends ``w_branch μ*²``: the power branch's ``T``
-        iterations ``(1 − DECISION_PART) w_branch μ*²`` and its go/no-go the
-        rest; the fallback all of it. The composition is exactly ``μ*``
-        whichever branch the released values choose.
+        Either branch spends :math:`w_{\mathrm{branch}} \mu_*^2`: the power
+        branch's :math:`T` iterations
+        :math:`(1 - p)\, w_{\mathrm{branch}} \mu_*^2` (:math:`p` =
+        ``DECISION_PART``) and its go/no-go the rest; the fallback all of it.
+        The composition is exactly :math:`\mu_*` whichever branch the
+        released values choose.
         """
         mu_total = gdp_mu(self.epsilon, self.delta)
         shares = self._budget_shares()
@@ -687,15 +715,17 @@ class CoherentPowerPCA(_BasePrivatePCA):
         )
 
     def _eigenpairs(self, matrix, k, rng):
-        """Eigenpairs of a released ``d × d`` matrix, by decreasing value.
+        r"""Eigenpairs of a released :math:`d \times d` matrix, by decreasing
+        value.
 
         Every one, or, where scikit-learn's ``PCA`` would take its randomized
-        solver on this public shape (:func:`auto_solver`), the top ``k + 1``
-        by that solver (shifted by the noise bulk's centre ``−tr M̂/d``, as
-        PrivatePCA's) and the others' count, sum and sum of squares from
-        ``tr M̂`` and ``‖M̂‖_F²``. The branch rule reads the top ``k + 1``
-        only, the spectrum the rest. Post-processing of the release; the
-        solver's start is drawn from ``rng`` after its noise.
+        solver on this public shape (:func:`auto_solver`), the top
+        :math:`k + 1` by that solver (shifted by the noise bulk's centre
+        :math:`-\operatorname{tr}\hat{M}/d`, as PrivatePCA's) and the others'
+        count, sum and sum of squares from :math:`\operatorname{tr}\hat{M}`
+        and :math:`\|\hat{M}\|_F^2`. The branch rule reads the top
+        :math:`k + 1` only, the spectrum the rest. Post-processing of the
+        release; the solver's start is drawn from ``rng`` after its noise.
 
         Returns
         -------
@@ -715,12 +745,13 @@ class CoherentPowerPCA(_BasePrivatePCA):
 
     def _power_rule(self, rows, init, eigvals, sigma, noise_norm, step_noise,
                     floor, plan, rng):
-        """Whether ``selection="gdp"`` runs the power branch: the clipping
-        test's two releases (``q(R)``, sensitivity ``R²``: noise
-        ``R²/μ_test``), then the rule on them and on the initialisation's
-        released eigenvalues ``eigvals`` (its noise ``sigma`` per entry,
-        ``noise_norm`` in spectral norm), the power step's noise and the
-        floor; public values otherwise (docs/coherent.rst)."""
+        r"""Whether ``selection="gdp"`` runs the power branch: the clipping
+        test's two releases (:math:`q(R)`, sensitivity :math:`R^2`: noise
+        :math:`R^2/\mu_{\mathrm{test}}`), then the rule on them and on the
+        initialisation's released eigenvalues ``eigvals`` (its noise
+        ``sigma`` per entry, ``noise_norm`` in spectral norm), the power
+        step's noise and the floor; public values otherwise
+        (docs/coherent.rst)."""
         n, d = self.n_samples_, init.shape[0]
         k = init.shape[1]
         mus, radius = plan.mus, plan.extra["radius"]
@@ -785,22 +816,28 @@ class CoherentPowerPCA(_BasePrivatePCA):
         return init, released, (eigvals, rest), "init", None, 0
 
     def _release_wide(self, rows, plan, rng, dtype):
-        """The noisy power path (docs/privacy.rst, "Without a d × d
-        matrix"): no ``d × d`` matrix. Unit-ball units, as on the dense path.
+        r"""The noisy power path (docs/privacy.rst, "Without a d × d
+        matrix"): no :math:`d \times d` matrix. Unit-ball units, as on the
+        dense path.
 
         1. The initialisation: the noisy power method's ``WIDE_PASSES``
-           releases at ``μ_init`` (sensitivity √2 each, the trace with the
-           last); ``X⁽⁰⁾`` its top ``k`` left singular vectors.
-        2. Fixed ``(R, T)``: ``T`` iterations, each releasing ``H = XᵀMX``
-           (GOE noise ``Δ``, sensitivity √2) for the preconditioner and
-           ``Z`` (noise ``ΔR``, sensitivity ``2R``), then a last ``Ĥ`` along
-           the result for its variances: ``(6T + 2)/Δ² = μ_power²``.
+           releases at :math:`\mu_{\mathrm{init}}` (sensitivity
+           :math:`\sqrt{2}` each, the trace with the last); :math:`X^{(0)}`
+           its top :math:`k` left singular vectors.
+        2. Fixed :math:`(R, T)`: :math:`T` iterations, each releasing
+           :math:`H = X^\top M X` (GOE noise :math:`\Delta`, sensitivity
+           :math:`\sqrt{2}`) for the preconditioner and :math:`Z` (noise
+           :math:`\Delta R`, sensitivity :math:`2R`), then a last
+           :math:`\hat{H}` along the result for its variances:
+           :math:`(6T + 2)/\Delta^2 = \mu_{\mathrm{power}}^2`.
            ``selection="gdp"``: the dense path's released criteria on the
-           initialisation's released values, then the power branch (``T``
-           iterations at ``6/Δ² = μ_step²`` each, the go/no-go from ``Ĥ``
-           along the result and along ``X⁽⁰⁾``, each at ``μ_decision/√2``) or
-           the fallback (``WIDE_FALLBACK_PASSES`` more noisy power releases at
-           ``μ_fallback``, from the initialisation's basis).
+           initialisation's released values, then the power branch
+           (:math:`T` iterations at
+           :math:`6/\Delta^2 = \mu_{\mathrm{step}}^2` each, the go/no-go from
+           :math:`\hat{H}` along the result and along :math:`X^{(0)}`, each
+           at :math:`\mu_{\mathrm{decision}}/\sqrt{2}`) or the fallback
+           (``WIDE_FALLBACK_PASSES`` more noisy power releases at
+           :math:`\mu_{\mathrm{fallback}}`, from the initialisation's basis).
         """
         n, d = self.n_samples_, self.n_features_in_
         k = self.n_components or min(n, d)
@@ -869,12 +906,14 @@ class CoherentPowerPCA(_BasePrivatePCA):
         return init, H_0, power, "init", None, 0
 
     def _iterate(self, rows, quadratic, start, radii, iters, noise, floors, rng):
-        """Run trials of the noisy power method in lock-step, one pass per step.
+        r"""Run trials of the noisy power method in lock-step, one pass per
+        step.
 
-        Trial ``j`` runs ``iters[j]`` iterations with radius ``radii[j]``,
-        noise ``Δ_j = noise[j]`` and floor ``floors[j]``, from ``start``;
-        ``quadratic(X)`` is the exact ``Xᵀ M X`` (``M`` the unit-ball rows'
-        scatter matrix), released here with GOE noise.
+        Trial :math:`j` runs ``iters[j]`` iterations with radius
+        ``radii[j]``, noise :math:`\Delta_j` = ``noise[j]`` and floor
+        ``floors[j]``, from ``start``; ``quadratic(X)`` is the exact
+        :math:`X^\top M X` (:math:`M` the unit-ball rows' scatter matrix),
+        released here with GOE noise.
         Returns the final iterates and each trial's count of clipped rows in
         its last iteration (exact: released only with noise).
         """
@@ -900,11 +939,11 @@ class CoherentPowerPCA(_BasePrivatePCA):
         return iterates, counts
 
     def _select(self, rows, unit_gram, init, eigvals, sigma_init, k, extra, rng):
-        """Private choice of ``(R, T)`` (the paper's Section C).
+        """Private choice of :math:`(R, T)` (the paper's Section C).
 
-        Returns only the best trial's ``(X, R, T)``: the number of trials and
-        every score stay inside (Papernot & Steinke's theorem covers nothing
-        more), and nothing about them is printed.
+        Returns only the best trial's :math:`(X, R, T)`: the number of
+        trials and every score stay inside (Papernot & Steinke's theorem
+        covers nothing more), and nothing about them is printed.
         """
         d = init.shape[0]
         radii, iters = extra["radii"], extra["iters"]

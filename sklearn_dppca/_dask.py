@@ -27,8 +27,8 @@ import uuid
 
 import numpy as np
 
+from ._rows import CentredRows
 from ._stats import (
-    CentredRows,
     centred_sums,
     chunk_task,
     max_row_norm,
@@ -366,7 +366,7 @@ def centred_gram(X, data_norm, mean):
 class ChunkedRows:
     """The statistics of a Dask array, each pass one Dask reduction.
 
-    Same interface as :class:`~sklearn_dppca._stats.InMemoryRows`.
+    Same interface as :class:`~sklearn_dppca._rows.InMemoryRows`.
     """
 
     def __init__(self, X):
@@ -438,7 +438,7 @@ class ChunkedRows:
 
 
 class DaskCentredRows:
-    """:class:`~sklearn_dppca._stats.CentredRows` for a Dask array."""
+    """:class:`~sklearn_dppca._rows.CentredRows` for a Dask array."""
 
     def __init__(self, X, data_norm, mean):
         self.X = X

@@ -11,8 +11,9 @@ from . import _array_api
 from ._base import _BasePrivatePCA, fill_parameter_docs, matrix_free_faster
 from ._bounds import _engine
 from ._dask import ChunkedRows
+from ._rows import ImplicitScatter, scatter_products
 from ._spectrum import Spectrum, _non_increasing, power_passes, scatter_trace
-from ._stats import ImplicitScatter, kernel_threads, scatter_products
+from ._stats import kernel_threads
 from .noise import (
     ImplicitGOE,
     add_dense_noise,
@@ -277,8 +278,8 @@ class PrivatePCA(_BasePrivatePCA):
         return getattr(self, "_fit_path", "dense") == "dense"
 
     def _matrix_free_obstacle(self, n_samples, n_features, engine):
-        """Why neither path without a ``d × d`` matrix (matrix-free, noisy
-        power) can run this fit, or None."""
+        r"""Why neither path without a :math:`d \times d` matrix (matrix-free,
+        noisy power) can run this fit, or None."""
         solver = self._eigen_solver(n_samples, n_features)
         if solver != "randomized":
             return (f"needs svd_solver='randomized' (this fit's solver is "
@@ -299,8 +300,8 @@ class PrivatePCA(_BasePrivatePCA):
         fast (:func:`matrix_free_faster`); otherwise the matrix-free path
         (the same release) where the kernel's blocks all fit in their cache,
         else the noisy power method: there every product would draw the
-        kernel's ``d²/2`` deviates again (hours at ``d = 10⁵``), while the
-        noisy power method's cost grows as ``d k``."""
+        kernel's :math:`d^2/2` deviates again (hours at :math:`d = 10^5`),
+        while the noisy power method's cost grows as :math:`d k`."""
         obstacle = self._matrix_free_obstacle(n_samples, n_features, engine)
         if self.path in ("matrix_free", "noisy_power"):
             if obstacle is not None:
@@ -350,10 +351,11 @@ class PrivatePCA(_BasePrivatePCA):
         self._set_components(vectors.T, noisy, spectrum, dtype)
 
     def _release_matrix_free(self, rows, plan, rng, dtype):
-        """The dense path's release, ``M̂ = Σ y yᵀ + S`` with the same ``σ``
-        and the same trace release, held as an operator
-        (:class:`~sklearn_dppca._stats.ImplicitScatter`): the randomized
-        solver sees only products ``M̂ V`` (post-processing)."""
+        r"""The dense path's release, :math:`\hat{M} = \sum y y^\top + S` with
+        the same :math:`\sigma` and the same trace release, held as an
+        operator (:class:`~sklearn_dppca._rows.ImplicitScatter`): the
+        randomized solver sees only products :math:`\hat{M} V`
+        (post-processing)."""
         d = self.n_features_in_
         sigma = noise_scale(math.sqrt(2.0) * rows.data_norm**2, plan.mus["covariance"])
         noise = ImplicitGOE(rng, d, sigma, n_threads=kernel_threads(d),
@@ -367,25 +369,33 @@ class PrivatePCA(_BasePrivatePCA):
         self._set_components(vectors.T, noisy, spectrum, dtype)
 
     def _release_noisy_power(self, rows, plan, rng, dtype):
-        """The noisy power method (Hardt & Price 2014): ``L`` releases ``Y_l
-        = M V_{l−1} + G_l``, ``G_l`` of i.i.d. ``N(0, σ_l²)`` entries, each
-        ``V_l`` the orthonormal basis of ``Y_l`` (post-processing), from a
-        random start ``V_0`` of ``p = k + n_oversamples`` columns; the trace
-        ``tr M`` is released with the last one, at its ``σ_L``.
+        r"""The noisy power method (Hardt & Price 2014): :math:`L` releases
+        :math:`Y_l = M V_{l-1} + G_l`, :math:`G_l` of i.i.d.
+        :math:`\mathcal{N}(0, \sigma_l^2)` entries, each :math:`V_l` the
+        orthonormal basis of :math:`Y_l` (post-processing), from a random
+        start :math:`V_0` of :math:`p` (:math:`k` plus ``n_oversamples``)
+        columns; the trace :math:`\operatorname{tr} M` is released with the
+        last one, at its :math:`\sigma_L`.
 
-        Sensitivity: for orthonormal ``V`` and neighbouring rows ``a, b``
-        (norm ≤ C), ``‖(aaᵀ − bbᵀ) V‖_F ≤ ‖aaᵀ − bbᵀ‖_F ≤ √2 C²``, and with
-        the trace ``‖(aaᵀ − bbᵀ) V‖_F² + (‖a‖² − ‖b‖²)² ≤ 2C⁴`` as for the
-        dense release; ``V_{l−1}`` is a function of earlier releases only, so
-        the releases compose adaptively: ``μ_l = √2 C² / σ_l`` with ``Σ μ_l²
-        = μ_cov²`` (shares growing by :data:`NOISY_POWER_GROWTH`: the last
-        passes set the subspace). docs/privacy.rst, "The noisy power method".
+        Sensitivity: for orthonormal :math:`V` and neighbouring rows
+        :math:`a, b` (norm :math:`\le C`),
+        :math:`\|(aa^\top - bb^\top) V\|_F \le \|aa^\top - bb^\top\|_F
+        \le \sqrt{2} C^2`, and with the trace
+        :math:`\|(aa^\top - bb^\top) V\|_F^2 + (\|a\|^2 - \|b\|^2)^2
+        \le 2C^4` as for the dense release; :math:`V_{l-1}` is a function of
+        earlier releases only, so the releases compose adaptively:
+        :math:`\mu_l = \sqrt{2} C^2 / \sigma_l` with
+        :math:`\sum \mu_l^2 = \mu_{\mathrm{cov}}^2` (shares growing by
+        :data:`NOISY_POWER_GROWTH`: the last passes set the subspace).
+        docs/privacy.rst, "The noisy power method".
 
-        The components are the top ``k`` left singular vectors of ``Y_L``,
-        and their eigenvalues ``√(s_i² − d σ_L²)`` (``E YᵀY = Vᵀ M² V + d
-        σ_L² I``); the rest of the spectrum shares what the released trace
-        leaves (:func:`noisy_power_spectrum`). Memory ``O(d p)`` beyond a
-        block of rows; each pass ``O(nnz · p)``.
+        The components are the top :math:`k` left singular vectors of
+        :math:`Y_L`, and their eigenvalues
+        :math:`\sqrt{s_i^2 - d \sigma_L^2}`
+        (:math:`\mathbb{E}\, Y^\top Y = V^\top M^2 V + d \sigma_L^2 I`); the
+        rest of the spectrum shares what the released trace leaves
+        (:func:`noisy_power_spectrum`). Memory :math:`O(d p)` beyond a block
+        of rows; each pass :math:`O(\mathrm{nnz} \cdot p)`.
         """
         n, d = self.n_samples_, self.n_features_in_
         k = self._truncated_k(n, d)
@@ -400,10 +410,11 @@ class PrivatePCA(_BasePrivatePCA):
 
 
 class NoisyPower(NamedTuple):
-    """What :func:`noisy_power` released, post-processed: ``Y_L``'s left
-    singular vectors (``d × p``, by decreasing singular value), the
-    eigenvalue estimates ``√(s_i² − d σ_L²)``, the singular values, the last
-    release's ``σ_L`` and the released trace."""
+    r"""What :func:`noisy_power` released, post-processed: :math:`Y_L`'s
+    left singular vectors (:math:`d \times p`, by decreasing singular value),
+    the eigenvalue estimates :math:`\sqrt{s_i^2 - d \sigma_L^2}`, the
+    singular values, the last release's :math:`\sigma_L` and the released
+    trace."""
 
     basis: np.ndarray
     values: np.ndarray
@@ -412,7 +423,8 @@ class NoisyPower(NamedTuple):
     trace: float
 
     def edge(self):
-        """The largest singular value of the noise alone, ``σ_L (√d + √p)``."""
+        r"""The largest singular value of the noise alone,
+        :math:`\sigma_L (\sqrt{d} + \sqrt{p})`."""
         d, p = self.basis.shape
         return self.sigma * (math.sqrt(d) + math.sqrt(p))
 
@@ -422,13 +434,14 @@ class NoisyPower(NamedTuple):
 
 
 def noisy_power(rows, n_features, p, passes, mu, rng, scale=1.0, start=None):
-    """The noisy power method's ``passes`` releases of ``M V`` (``M =
-    scale · Σ a aᵀ``, the rows ``a`` of ``rows`` in the unit ball), composing
-    to ``mu`` (:meth:`PrivatePCA._release_noisy_power`), and the trace with
-    the last: each ``Y_l = M V_{l−1} + G_l`` at ``μ √share_l``, ``V_l`` the
-    orthonormal basis of ``Y_l``, from ``start`` (``d × p`` orthonormal, a
-    function of earlier releases) or a random ``V_0``. Returns
-    :class:`NoisyPower`."""
+    r"""The noisy power method's ``passes`` releases of :math:`M V`
+    (:math:`M = \mathrm{scale} \cdot \sum a a^\top`, the rows :math:`a` of
+    ``rows`` in the unit ball), composing to ``mu``
+    (:meth:`PrivatePCA._release_noisy_power`), and the trace with the last:
+    each :math:`Y_l = M V_{l-1} + G_l` at :math:`\mu \sqrt{\mathrm{share}_l}`,
+    :math:`V_l` the orthonormal basis of :math:`Y_l`, from ``start``
+    (:math:`d \times p` orthonormal, a function of earlier releases) or a
+    random :math:`V_0`. Returns :class:`NoisyPower`."""
     d = n_features
     sensitivity = math.sqrt(2.0) * scale
     basis = (_orthonormal(rng.standard_normal((d, p)))[0] if start is None
@@ -453,14 +466,16 @@ def noisy_power(rows, n_features, p, passes, mu, rng, scale=1.0, start=None):
 
 
 def _orthonormal(matrix):
-    """``(Q, F)`` with ``matrix = Q F``, ``Q`` of orthonormal columns and
-    ``F`` square, for a ``d × p`` float64 ``matrix`` (``d ≥ p``), which is
-    overwritten. ``Q`` is C-contiguous and takes the matrix's memory: the RQ
-    factorisation of ``matrixᵀ`` (Fortran-ordered where the matrix is
+    r""":math:`(Q, F)` with :math:`\mathrm{matrix} = Q F`, :math:`Q` of
+    orthonormal columns and :math:`F` square, for a :math:`d \times p`
+    float64 ``matrix`` (:math:`d \ge p`), which is overwritten. :math:`Q` is
+    C-contiguous and takes the matrix's memory: the RQ factorisation of
+    :math:`\mathrm{matrix}^\top` (Fortran-ordered where the matrix is
     C-ordered, so LAPACK works in place: a QR of the C-ordered matrix would
-    copy it), ``matrixᵀ = R Q'``, so ``Q = Q'ᵀ`` and ``F = Rᵀ``. The rows'
-    products then read ``Q`` as it is (a sparse product copies an array
-    that is not C-ordered, once per block of rows).
+    copy it), :math:`\mathrm{matrix}^\top = R Q'`, so
+    :math:`Q = {Q'}^\top` and :math:`F = R^\top`. The rows' products then
+    read :math:`Q` as it is (a sparse product copies an array that is not
+    C-ordered, once per block of rows).
     """
     matrix = np.ascontiguousarray(matrix, dtype=np.float64)
     p = matrix.shape[1]
@@ -486,18 +501,18 @@ NOISY_POWER_GROWTH = 3.0
 
 
 def noisy_power_shares(passes):
-    """Each pass's share of ``μ²``, growing by :data:`NOISY_POWER_GROWTH`
-    (sum 1)."""
+    r"""Each pass's share of :math:`\mu^2`, growing by
+    :data:`NOISY_POWER_GROWTH` (sum 1)."""
     shares = NOISY_POWER_GROWTH ** np.arange(passes, dtype=np.float64)
     return shares / shares.sum()
 
 
 def noisy_power_spectrum(values, trace, n_ranks, scale, resolved):
-    """The spectrum of a noisy power release: the top ``k`` eigenvalue
-    estimates ``values`` (decreasing, non-negative), then the
-    ``n_ranks − k`` others sharing what the released ``trace`` leaves
-    (clamped at 0), made non-increasing (pool adjacent violators); in
-    variance units (over ``scale = n − 1``). Post-processing only."""
+    """The spectrum of a noisy power release: the top :math:`k` eigenvalue
+    estimates ``values`` (decreasing, non-negative), then the others, up to
+    ``n_ranks`` in all, sharing what the released ``trace`` leaves (clamped
+    at 0), made non-increasing (pool adjacent violators); in variance units
+    (over ``scale``, which is :math:`n - 1`). Post-processing only."""
     k = values.shape[0]
     rest = max(trace - float(values.sum()), 0.0)
     level = rest / (n_ranks - k) if n_ranks > k else 0.0

@@ -23,7 +23,8 @@ from sklearn_dppca import (
     PrivatePCA,
 )
 from sklearn_dppca._array_api import ArrayAPIRows, namespace
-from sklearn_dppca._stats import CentredRows, row_sq_norms
+from sklearn_dppca._rows import CentredRows
+from sklearn_dppca._stats import row_sq_norms
 from sklearn_dppca.audit import audit, neighbouring_datasets, scatter_statistic
 from sklearn_dppca.noise import goe_noise, make_generator
 from sklearn_dppca.preprocessing import PrivateStandardScaler, PublicScaler

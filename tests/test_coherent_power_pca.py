@@ -20,7 +20,8 @@ from sklearn_dppca._coherent_power_pca import (
     selection_rdp,
     warm_start_estimate,
 )
-from sklearn_dppca._stats import CentredRows, first_pass
+from sklearn_dppca._rows import CentredRows
+from sklearn_dppca._stats import first_pass
 from sklearn_dppca.datasets import make_coherent_low_rank
 from sklearn_dppca.privacy import DEFAULT_ORDERS, gdp_mu, rdp_to_epsilon
 

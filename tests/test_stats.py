@@ -246,7 +246,7 @@ def test_clipped_products_match_definition(layout):
     """Σ a Clip_R(aᵀW) with a = clip_C(x − m)/C, computed without centring the
     rows, equals its definition, also for rows whose products overflow, and on
     the second call (which reuses the clipping scales)."""
-    from sklearn_dppca._stats import CentredRows
+    from sklearn_dppca._rows import CentredRows
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(500, 6)) + [2.0, 0, 0, 0, 0, 0]

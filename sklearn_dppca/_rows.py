@@ -1,0 +1,387 @@
+"""The in-memory engine: the rows behind one interface, and the released
+covariance as an operator.
+
+:class:`InMemoryRows` is the engine of a NumPy array or a SciPy sparse
+matrix (the Dask and Array API engines, ``_dask`` and ``_array_api``, have
+the same interface): the first pass, the Gram matrix and, once the bound and
+the centre are released, :class:`CentredRows`, the rows as the releases see
+them. :class:`ImplicitScatter` is the released matrix of the matrix-free
+path, never formed. Every statistic they return is exact and computed by
+the functions of ``_stats``; the estimators add the noise.
+"""
+
+from contextlib import nullcontext
+
+import numpy as np
+from joblib import Parallel, delayed, effective_n_jobs
+from scipy import sparse
+from sklearn.utils import assert_all_finite
+
+from ._stats import (
+    _SCAN_BYTES,
+    _SINGLE_THREADED_BLAS,
+    _clip_scales,
+    _dense,
+    _ranges,
+    _rescaled_norms,
+    add_outer,
+    centred_sums,
+    clipped_gram,
+    clipped_sum,
+    first_pass,
+    iter_blocks,
+    max_row_norm,
+    row_sq_norms,
+    unit_direction,
+)
+
+
+class CentredRows:
+    r"""The rows as the releases see them:
+    :math:`a_i = \operatorname{clip}_C(x_i - m) / C`.
+
+    Rows in the unit ball (docs/privacy.rst §1), never materialised all at
+    once: each pass builds them one block at a time from ``X``, the public
+    centre :math:`m` and the stored squared norms of the first pass.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n_samples, n_features)
+    data_norm : float
+    mean : ndarray of shape (n_features,) or None
+    sq_norms : ndarray of shape (n_samples,)
+    """
+
+    def __init__(self, X, data_norm, mean, sq_norms):
+        self.X = X
+        self.data_norm = data_norm
+        self.mean = mean
+        self.sq_norms = sq_norms
+        self._unit_scales = None  # s_i / C, from the first pass over the rows
+
+    def clipped_energy(self, W, radii):
+        r""":math:`q(R_j) = \sum_i \min(\|a_i^\top W\|^2, R_j^2)` for each
+        radius, one pass.
+
+        Each term lies in :math:`[0, R^2]`, so replacing one row moves
+        :math:`q(R)` by at most :math:`R^2`: its L2 sensitivity is
+        :math:`R^2` (for any public :math:`W`).
+
+        Parameters
+        ----------
+        W : ndarray of shape (n_features, k)
+        radii : ndarray of shape (n_radii,)
+
+        Returns
+        -------
+        q : ndarray of shape (n_radii,)
+            Exact (released only with noise).
+        """
+        radii = np.asarray(radii, dtype=float)
+        centre = np.zeros(W.shape[0]) if self.mean is None else self.mean
+        shift = centre @ W
+        total = np.zeros(radii.shape)
+        for start, stop, block in iter_blocks(self.X):
+            unit = _clip_scales(
+                block, self.sq_norms[start:stop], self.data_norm, self.mean
+            ) / self.data_norm
+            with np.errstate(over="ignore", invalid="ignore"):
+                products = (np.asarray(block @ W) - shift) * unit[:, None]
+            bad = np.flatnonzero(~np.isfinite(products).all(axis=1))
+            if bad.size:  # x W overflowed (rows of huge norm): centre and scale first
+                products[bad] = ((_dense(block[bad]) - centre) * unit[bad, None]) @ W
+            sq = np.einsum("ij,ij->i", products, products)
+            total += np.minimum(sq[:, None], radii**2).sum(axis=0)
+        return total
+
+    def sq_norm_sum(self):
+        r""":math:`\sum_i \|a_i\|^2`, one pass: the trace of
+        :math:`\sum a a^\top` (each term in :math:`[0, 1]`), exact and
+        released only with noise.
+
+        :math:`\|a_i\|^2 = t_i^2 \|x_i - m\|^2` with the clipping scales
+        :math:`t_i` and
+        :math:`\|x_i - m\|^2 = \|x_i\|^2 - 2 x_i \cdot m + \|m\|^2` from the
+        stored norms (no copy of a block); rows where that overflows are
+        measured on their own, rescaled. Each term is capped at 1 against
+        round-off, so the sum's sensitivity is 1 whatever the rounding.
+        """
+        total = 0.0
+        centre = self.mean
+        for start, stop, block in iter_blocks(self.X):
+            sq = self.sq_norms[start:stop]
+            unit = _clip_scales(block, sq, self.data_norm, centre) / self.data_norm
+            with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+                if centre is not None:
+                    sq = np.maximum(sq - 2.0 * np.asarray(block @ centre).ravel()
+                                    + centre @ centre, 0.0)
+                terms = unit * unit * sq
+            bad = np.flatnonzero(~np.isfinite(terms))
+            if bad.size:  # ‖x‖² overflowed: rescaled, row by row
+                rows = _dense(block[bad])
+                if centre is not None:
+                    rows = rows - centre
+                top, norms = _rescaled_norms(rows)
+                with np.errstate(under="ignore"):
+                    terms[bad] = (unit[bad] * top * norms) ** 2
+            total += float(np.minimum(terms, 1.0).sum())
+        return total
+
+    def clipped_products(self, W, radii, n_jobs=None):
+        r""":math:`\sum_i a_i \operatorname{Clip}_{R_j}(a_i^\top W_j)` for
+        several trials :math:`j` in one pass.
+
+        :math:`\operatorname{Clip}_R(y) = y \cdot \min(1, R/\|y\|)` and
+        :math:`\operatorname{Clip}_R(0) = 0`. The sum has Frobenius
+        sensitivity :math:`2R` under replacement of one row (each term has
+        norm at most :math:`\|a\| R \le R`; docs/privacy.rst §3).
+
+        With :math:`a_i = t_i (x_i - m)`, :math:`t_i = s_i / C`, the products
+        are :math:`t_i (x_i W - m W)` and the sum is
+        :math:`X^\top Q - m (\sum_i q_i)^\top` with
+        :math:`q_i = t_i \operatorname{Clip}(a_i^\top W)`: two products with
+        the rows of ``X`` as they are, never a centred copy. The scales
+        :math:`t_i` are computed on the first call and kept (one number per
+        row).
+
+        Parameters
+        ----------
+        W : ndarray of shape (n_features, n_trials, k)
+            The matrices :math:`W_j = X_j B_j` of the trials, side by side.
+        radii : ndarray of shape (n_trials,)
+            Clipping radius :math:`R_j` of each trial.
+        n_jobs : int or None
+            Blocks processed in parallel threads (scikit-learn's meaning).
+
+        Returns
+        -------
+        products : ndarray of shape (n_features, n_trials, k)
+        n_clipped : ndarray of shape (n_trials,)
+            Rows whose product was clipped, per trial (not released as is).
+        """
+        d, n_trials, k = W.shape
+        flat = W.reshape(d, n_trials * k)
+        if sparse.issparse(self.X):  # else SciPy copies it for every block
+            flat = np.ascontiguousarray(flat)
+        radii = np.asarray(radii, dtype=float)
+        known = self._unit_scales is not None
+        units = self._unit_scales if known else np.empty(self.X.shape[0])
+        centre = np.zeros(d) if self.mean is None else self.mean
+        shift = centre @ flat  # m W
+
+        def one_block(start, stop, block, into=None):
+            unit = units[start:stop]
+            if not known:
+                scale = _clip_scales(block, self.sq_norms[start:stop],
+                                     self.data_norm, self.mean)
+                unit[...] = scale / self.data_norm
+            with np.errstate(over="ignore", invalid="ignore"):
+                products = np.asarray(block @ flat)
+            bad = np.flatnonzero(~np.isfinite(products).all(axis=1))
+            products -= shift
+            products *= unit[:, None]
+            if bad.size:  # x W overflowed (rows of huge norm): centre and scale first
+                rows = (_dense(block[bad]) - centre) * unit[bad, None]
+                products[bad] = rows @ flat
+            products = products.reshape(-1, n_trials, k)
+            norms = np.sqrt(np.einsum("bjk,bjk->bj", products, products))
+            # a margin for the rounding of the computed norms (over k entries),
+            # as for the rows (_clip_scales): every clipped y has norm ≤ R
+            norms *= 1.0 + (k + 8) * np.finfo(np.float64).eps
+            over = norms > radii
+            with np.errstate(divide="ignore", invalid="ignore"):
+                factor = np.where(over, radii / norms, 1.0)
+            products *= (factor * unit[:, None])[:, :, None]
+            products = products.reshape(-1, n_trials * k)
+            if into is None:  # a thread's part, added by the caller
+                return np.asarray(block.T @ products), products.sum(0), over.sum(0)
+            _add_transposed_product(into, block, products)
+            return None, products.sum(0), over.sum(axis=0)
+
+        # threads of ours, if any, each with a single-threaded BLAS (two-threaded
+        # BLAS in two threads measured 1.3× slower than one thread)
+        threads = effective_n_jobs(n_jobs) > 1
+        # each block's d × (trials · k) sum added as it comes (never one per
+        # block held at once: n / 2048 of them on many rows); the centring's
+        # − m (Σ q)ᵀ once at the end, in place (no d × (trials · k) temporary)
+        total, counts = np.zeros((d, n_trials * k)), np.zeros(n_trials, dtype=int)
+        q_sum = np.zeros(n_trials * k)
+        if threads:
+            with _SINGLE_THREADED_BLAS:
+                for part, q_part, count in Parallel(n_jobs=n_jobs, prefer="threads",
+                                                    return_as="generator")(
+                        delayed(one_block)(*item) for item in iter_blocks(self.X)):
+                    total += part
+                    q_sum += q_part
+                    counts += count
+        else:
+            for item in iter_blocks(self.X):
+                _, q_part, count = one_block(*item, into=total)
+                q_sum += q_part
+                counts += count
+        if self.mean is not None:
+            add_outer(total, centre, q_sum, -1.0)
+        self._unit_scales = units  # complete: kept for the next call
+        return total.reshape(d, n_trials, k), counts
+
+
+def _add_transposed_product(total, block, products):
+    r""":math:`\mathtt{total} \mathrel{+}= \mathtt{block}^\top
+    \mathtt{products}`. Sparse rows by bands of ``total``'s rows (features):
+    a band × width temporary of at most ``_SCAN_BYTES``, not a second array
+    of ``total``'s size (on sparse rows of many columns these two are most of
+    a fit's memory), each stored value read once. Dense rows take BLAS's one
+    product (bands of columns were 1.5× slower at d = 2·10⁴).
+    """
+    if not sparse.issparse(block):
+        total += block.T @ products
+        return
+    transposed = block.T.tocsr()
+    band = max(1, _SCAN_BYTES // (8 * products.shape[1]))
+    for a, b in _ranges(0, total.shape[0], band):
+        total[a:b] += np.asarray(transposed[a:b] @ products)
+
+
+class InMemoryRows:
+    r"""The statistics of an in-memory array (dense or CSR), pass by pass.
+
+    The interface the estimators use, shared with the Dask implementation
+    (:class:`~sklearn_dppca._dask.ChunkedRows`): ``largest_norm``, then
+    ``first_pass`` (reads every row; returns
+    :math:`\sum \operatorname{clip}_C(x_i)` if asked), then ``gram`` and
+    ``rows`` for the centred, clipped rows.
+    """
+
+    def __init__(self, X):
+        self.X = X.tocsr() if sparse.issparse(X) else X
+        self.sq_norms = None
+        self.first, self._first_norm = None, None
+        #: False on the matrix-free path: no pass forms a d × d matrix.
+        self.with_gram = True
+
+    def largest_norm(self):
+        self.sq_norms = row_sq_norms(self.X)
+        return max_row_norm(self.X, self.sq_norms)
+
+    def first_pass(self, data_norm, with_sum):
+        self.first = first_pass(self.X, data_norm, self.sq_norms, with_sum=with_sum,
+                                with_gram=self.with_gram)
+        self._first_norm = data_norm
+        return self.first.clipped_sum
+
+    def gram(self, data_norm, mean):
+        gram = clipped_gram(self.X, data_norm, mean, self.first)[0]
+        self.forget_raw_gram()  # the fit's last use of it
+        return gram
+
+    def forget_raw_gram(self):
+        """Free the first pass's raw Gram matrix once no statistic needs it,
+        so that the release holds one d × d matrix, not two."""
+        if self.first is not None:
+            self.first = self.first._replace(gram=None)
+            self._first_norm = None
+
+    def head(self, n_rows):
+        """The first ``n_rows`` rows (a view)."""
+        head = InMemoryRows(self.X[:n_rows])
+        head.with_gram = self.with_gram
+        return head
+
+    def check_finite(self):
+        """Refuse a NaN or infinite entry (scikit-learn's ``ValueError``):
+        one reduction over the values, entry by entry only where it is not
+        finite. For a fit charged before its first pass over every row."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            assert_all_finite(self.X.data if sparse.issparse(self.X) else self.X,
+                              input_name="X")
+
+    def clipped_sum(self, data_norm):
+        r""":math:`\sum \operatorname{clip}_C(x_i)` alone: the first rows' pass
+        (no Gram matrix)."""
+        return np.asarray(clipped_sum(self.X, data_norm)).ravel()
+
+    def centred(self, data_norm, centre):
+        r""":math:`(\sum y y^\top, \sum y)` with
+        :math:`y = \operatorname{clip}_C(x - c)`, in one pass (every row read
+        and checked finite) and the re-reading of the clipped rows. A second
+        call at the same bound (around another centre) reuses the first pass:
+        its raw Gram matrix does not depend on the centre."""
+        if self.first is None or self._first_norm != data_norm:
+            self.first = first_pass(self.X, data_norm, self.sq_norms, with_sum=False,
+                                    direction=unit_direction(centre))
+            self._first_norm = data_norm
+        return centred_sums(self.X, data_norm, centre, self.first)
+
+    def rows(self, data_norm, mean):
+        return CentredRows(self.X, data_norm, mean, self.first.sq_norms)
+
+
+def scatter_products(rows, W):
+    r""":math:`\sum_i a_i (a_i^\top W_j)` — the unit-ball rows' scatter matrix
+    times each :math:`W_j` — exact, in one pass of ``rows.clipped_products``
+    with no clipping (every engine), never forming the :math:`d \times d`
+    matrix. ``W`` is ``(d, k)`` for one product, ``(d, trials, k)`` for
+    several; the result has ``W``'s shape. Not a release: the callers add
+    the noise."""
+    one = W.ndim == 2
+    trials = W[:, None, :] if one else W
+    products = rows.clipped_products(trials, np.full(trials.shape[1], np.inf))[0]
+    return products[:, 0, :] if one else products
+
+
+class ImplicitScatter:
+    r""":math:`\hat{M} = \sum y y^\top + S` as an operator: the release of the
+    dense path, never formed (the matrix-free path; docs/privacy.rst,
+    "Solvers").
+
+    :math:`\hat{M} V = C^2 \sum a_i (a_i^\top V) + S V`: one pass over the
+    rows (``clipped_products`` without clipping, so on every engine: NumPy,
+    sparse, Dask) and the kernel :math:`S`
+    (:class:`~sklearn_dppca.noise.ImplicitGOE`), redrawn by blocks.
+    :math:`\hat{M}` has the law of the dense path's release and every product
+    is a function of it: the solver's use of it is post-processing. Memory
+    :math:`O(d p)` beyond a block of rows and the kernel's blocks.
+
+    Parameters
+    ----------
+    rows : CentredRows or DaskCentredRows (or their progress wrapper)
+    noise : ImplicitGOE
+    scatter_trace : float
+        :math:`\sum \|y_i\|^2` (exact): with ``noise.trace()``,
+        :math:`\operatorname{tr} \hat{M}`.
+    """
+
+    def __init__(self, rows, noise, scatter_trace):
+        self.rows, self.noise = rows, noise
+        self.shape, self.dtype = noise.shape, np.dtype(np.float64)
+        self.scatter_trace = float(scatter_trace)
+        self._first = None  # (V, M̂ V) of the first product: see rest_squares
+
+    def __matmul__(self, V):
+        V = np.ascontiguousarray(V, dtype=np.float64)
+        products = scatter_products(self.rows, V)
+        threads = self.noise.n_threads > 1
+        with _SINGLE_THREADED_BLAS if threads else nullcontext():
+            out = self.noise @ V
+        out += self.rows.data_norm**2 * products
+        if self._first is None:
+            self._first = (V, out.copy())
+        return out
+
+    def trace(self):
+        r""":math:`\operatorname{tr} \hat{M}
+        = \sum \|y_i\|^2 + \operatorname{tr} S`."""
+        return self.scatter_trace + self.noise.trace()
+
+    def rest_squares(self, vectors):
+        r""":math:`\sum \lambda^2` over the eigenvalues of :math:`\hat{M}`
+        whose eigenvectors are orthogonal to ``vectors`` (:math:`d \times k`,
+        orthonormal, from a solver): Hutchinson's estimate
+        :math:`\|(I - P) \hat{M} \Omega\|_F^2 / p` from the first product,
+        unbiased when that product was of :math:`p` standard normal columns
+        :math:`\Omega` (the randomized range finder's first) and :math:`P`
+        spans eigenvectors. On a rest dominated by the noise's bulk its
+        relative error is about :math:`\sqrt{2 / (p d)}`."""
+        omega, product = self._first
+        residual = product - vectors @ (vectors.T @ product)
+        return float(np.vdot(residual, residual)) / omega.shape[1]
