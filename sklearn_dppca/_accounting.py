@@ -1,10 +1,10 @@
-"""The mathematics of privacy accounting: exact, and about no estimator.
+r"""The mathematics of privacy accounting: exact, and about no estimator.
 
-Conversions between ``(ε, δ)``-DP, Gaussian DP (``μ``) and Rényi DP, and
-the calibration of a Gaussian release (Balle & Wang 2018; Dong, Roth & Su
-2022; Mironov 2017). :mod:`sklearn_dppca.privacy` builds the accountant on
-them and documents them (docs/privacy.rst, "§2 Accounting"); nothing here
-holds state.
+Conversions between :math:`(\varepsilon, \delta)`-DP, Gaussian DP
+(:math:`\mu`) and Rényi DP, and the calibration of a Gaussian release
+(Balle & Wang 2018; Dong, Roth & Su 2022; Mironov 2017).
+:mod:`sklearn_dppca.privacy` builds the accountant on them and documents
+them (docs/privacy.rst, "§2 Accounting"); nothing here holds state.
 """
 
 import math
@@ -43,18 +43,22 @@ def _check_nonnegative(value, name, allow_inf=True):
 # Gaussian differential privacy
 # --------------------------------------------------------------------------
 def _log1mexp(x):
-    """``log(1 - exp(x))`` for ``x < 0``, accurate on both sides of ``-ln 2``."""
+    r""":math:`\log(1 - e^x)` for :math:`x < 0`, accurate on both sides of
+    :math:`-\ln 2`."""
     if x > -math.log(2.0):
         return math.log(-math.expm1(x))
     return math.log1p(-math.exp(x))
 
 
 def _log_gdp_delta(mu, epsilon):
-    """``log δ(ε; μ)`` of docs/privacy.rst §2, evaluated in log space.
+    r""":math:`\log \delta(\varepsilon; \mu)` of docs/privacy.rst §2,
+    evaluated in log space.
 
-    ``δ = Φ(a) - e^ε Φ(b)`` with ``a = -ε/μ + μ/2`` and ``b = a - μ``. Writing
-    ``δ = Φ(a) (1 - exp(ε + log Φ(b) - log Φ(a)))`` avoids the overflow of
-    ``e^ε`` and the underflow of ``Φ`` far in the tails.
+    :math:`\delta = \Phi(a) - e^\varepsilon \Phi(b)` with
+    :math:`a = -\varepsilon/\mu + \mu/2` and :math:`b = a - \mu`. Writing
+    :math:`\delta = \Phi(a) \, (1 - \exp(\varepsilon + \log \Phi(b) -
+    \log \Phi(a)))` avoids the overflow of :math:`e^\varepsilon` and the
+    underflow of :math:`\Phi` far in the tails.
     """
     if mu == 0.0 or epsilon == math.inf:
         return -math.inf
@@ -76,7 +80,7 @@ def gdp_delta(mu, epsilon):
     :math:`\delta(\varepsilon; \mu) = \Phi(-\varepsilon/\mu + \mu/2) -
     e^\varepsilon \Phi(-\varepsilon/\mu - \mu/2)` (Dong, Roth & Su 2022,
     Corollary 2.13), computed in log space so that it is accurate for
-    :math:`\varepsilon` from ``1e-3`` to ``1e7``.
+    :math:`\varepsilon` from :math:`10^{-3}` to :math:`10^7`.
 
     Parameters
     ----------

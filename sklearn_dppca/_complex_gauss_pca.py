@@ -13,12 +13,15 @@ from .noise import add_gue_noise, dense_noise, gue_noise, noise_scale
 
 
 def hermitian_release(gram, sigma, rng):
-    """``M̂ = Σ y yᵀ + H`` with ``H`` the GUE kernel (docs/privacy.rst §4, §6).
+    r""":math:`\hat{M} = \sum y y^\top + H` with :math:`H` the GUE kernel
+    (docs/privacy.rst §4, §6).
 
-    ``Re H`` is exactly the GOE kernel PrivatePCA adds with the same ``σ`` and
-    generator state, so ``Re M̂`` is PrivatePCA's release; ``Im H`` is drawn
-    independently of the data. ``H`` is drawn on the host and moved to the
-    device of an Array API ``gram``.
+    :math:`\operatorname{Re} H` is exactly the GOE kernel PrivatePCA adds
+    with the same :math:`\sigma` and generator state, so
+    :math:`\operatorname{Re} \hat{M}` is PrivatePCA's release;
+    :math:`\operatorname{Im} H` is drawn independently of the data.
+    :math:`H` is drawn on the host and moved to the device of an Array API
+    ``gram``.
     """
     if isinstance(gram, np.ndarray):  # in place: no second d × d matrix
         return add_gue_noise(rng, gram.astype(np.complex128), sigma)
@@ -26,13 +29,17 @@ def hermitian_release(gram, sigma, rng):
 
 
 def real_rank_k(basis, values):
-    """Top-k eigenpairs of the real symmetric ``Re(V diag(values) V*)``.
+    r"""Top-k eigenpairs of the real symmetric
+    :math:`\operatorname{Re}(V \operatorname{diag}(\mathrm{values}) V^*)`.
 
-    ``V`` (d × k, complex, orthonormal columns) has ``Re(V Λ V*) = A D Aᵀ``
-    with ``A = [Re V, Im V]`` (d × 2k) and ``D = diag(Λ, Λ)``, a matrix of rank
-    at most 2k. With the thin QR ``A = Q R`` it is ``Q (R D Rᵀ) Qᵀ``, so its
-    eigenpairs come from the 2k × 2k core in O(d k²), never forming a d × d
-    matrix.
+    :math:`V` (:math:`d \times k`, complex, orthonormal columns) has
+    :math:`\operatorname{Re}(V \Lambda V^*) = A D A^\top` with
+    :math:`A = [\operatorname{Re} V, \operatorname{Im} V]`
+    (:math:`d \times 2k`) and :math:`D = \operatorname{diag}(\Lambda,
+    \Lambda)`, a matrix of rank at most :math:`2k`. With the thin QR
+    :math:`A = Q R` it is :math:`Q (R D R^\top) Q^\top`, so its eigenpairs
+    come from the :math:`2k \times 2k` core in :math:`O(d k^2)`, never
+    forming a :math:`d \times d` matrix.
 
     Parameters
     ----------

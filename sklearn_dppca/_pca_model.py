@@ -111,10 +111,11 @@ class _PCAModelMixin(TransformerMixin):
         return xp.maximum(scale, xp.full_like(scale, xp.finfo(scale.dtype).eps))
 
     def inverse_transform(self, X):
-        """Map projected data back to feature space.
+        r"""Map projected data back to feature space.
 
         Exact on the span of ``components_``: ``inverse_transform(transform(X))``
-        is the projection of ``X - mean_`` on that span, plus ``mean_``.
+        is the projection of :math:`X - \mathtt{mean\_}` on that span, plus
+        ``mean_``.
 
         Parameters
         ----------
@@ -153,18 +154,21 @@ class _PCAModelMixin(TransformerMixin):
 
     # --------------------------------------------- probabilistic PCA model
     def _model(self):
-        """The probabilistic PCA model, on the host in float64.
+        r"""The probabilistic PCA model, on the host in float64.
 
-        ``(components, variances, residual)`` with ``cov = componentsᵀ
-        diag(variances − residual) components + residual · I``: the variance
-        along a component is ``max(c, σ²)``, ``c`` its ``captured_variance_``
-        (the data's variance along it, estimated) and ``σ² =
-        noise_variance_``; scikit-learn's model, whose ``c`` is its
-        ``explained_variance_`` (they are equal without noise). With
-        ``whiten=True`` scikit-learn scales the components by the whitening
-        scale ``√λ`` (``λ = explained_variance_``) in its model, which makes
-        it ``σ² + λ · max(c − σ², 0)``: kept for drop-in parity (see
-        :meth:`get_covariance`).
+        ``(components, variances, residual)`` with
+        :math:`\operatorname{cov} = \mathtt{components}^\top
+        \operatorname{diag}(\mathtt{variances} - \mathtt{residual}) \,
+        \mathtt{components} + \mathtt{residual} \cdot I`: the variance along
+        a component is :math:`\max(c, \sigma^2)`, :math:`c` its
+        ``captured_variance_`` (the data's variance along it, estimated) and
+        :math:`\sigma^2` = ``noise_variance_``; scikit-learn's model, whose
+        :math:`c` is its ``explained_variance_`` (they are equal without
+        noise). With ``whiten=True`` scikit-learn scales the components by
+        the whitening scale :math:`\sqrt{\lambda}` (:math:`\lambda` =
+        ``explained_variance_``) in its model, which makes it
+        :math:`\sigma^2 + \lambda \cdot \max(c - \sigma^2, 0)`: kept for
+        drop-in parity (see :meth:`get_covariance`).
         """
         components = _array_api.to_host(self.components_)
         variance = _array_api.to_host(self.captured_variance_)
@@ -175,11 +179,12 @@ class _PCAModelMixin(TransformerMixin):
         return components, excess + residual, residual
 
     def _floored_model(self):
-        """:meth:`_model` with its variances floored.
+        r""":meth:`_model` with its variances floored.
 
         A residual of 0 (the de-noising clamps it there on few rows at small
-        ε) becomes the released total's share per remaining direction,
-        ``(total_variance_ − Σ variances) / (d − k)``, released values; then
+        :math:`\varepsilon`) becomes the released total's share per remaining
+        direction, :math:`(\mathtt{total\_variance\_} -
+        \sum \mathtt{variances}) / (d - k)`, released values; then
         floors at machine precision relative to the largest variance keep
         the precision finite when released variances are 0. Component
         variances are at least the residual one, as in the model.

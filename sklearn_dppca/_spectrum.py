@@ -16,22 +16,30 @@ from . import _array_api
 
 
 def minka_log_evidence(spectrum, n_samples, relative_zero=1e-15):
-    """Minka's Laplace approximation of ``log p(X | k)`` for every rank ``k``.
+    r"""Minka's Laplace approximation of :math:`\log p(X \mid k)` for every
+    rank :math:`k`.
 
     T. P. Minka, "Automatic choice of dimensionality for PCA", NIPS 2000,
-    eq. (30): with ``λ_1 ≥ … ≥ λ_d`` the sample variances, ``N`` samples,
-    ``v = Σ_{j>k} λ_j / (d − k)``, ``m = dk − k(k+1)/2``, ``λ̂_j = λ_j`` for
-    ``j ≤ k`` and ``v`` beyond,
+    eq. (30): with :math:`\lambda_1 \ge \dots \ge \lambda_d` the sample
+    variances, :math:`N` samples, :math:`v = \sum_{j>k} \lambda_j / (d - k)`,
+    :math:`m = dk - k(k+1)/2`, :math:`\hat{\lambda}_j = \lambda_j` for
+    :math:`j \le k` and :math:`v` beyond,
 
-    ``log p(U) − N/2 Σ_{j≤k} log λ_j − N(d−k)/2 log v + (m+k)/2 log 2π
-    − ½ log|A_Z| − k/2 log N``,
+    .. math::
 
-    ``log p(U) = −k log 2 + Σ_{i≤k} [lnΓ((d−i+1)/2) − (d−i+1)/2 log π]`` and
-    ``log|A_Z| = Σ_{i≤k} Σ_{j>i} log[N (λ_i − λ_j)(1/λ̂_j − 1/λ̂_i)]``.
+        \log p(U) - \frac{N}{2} \sum_{j \le k} \log \lambda_j
+        - \frac{N(d-k)}{2} \log v + \frac{m+k}{2} \log 2\pi
+        - \frac{1}{2} \log |A_Z| - \frac{k}{2} \log N,
 
-    In O(d²): the pair sums are cumulated over ``k``. A rank whose ``λ_k`` is
-    (relatively) zero scores ``-inf``, as does ``k = 0``; ``v`` is floored at
-    the same relative level, so the criterion is scale-invariant.
+    :math:`\log p(U) = -k \log 2 + \sum_{i \le k} [\ln \Gamma((d-i+1)/2) -
+    (d-i+1)/2 \, \log \pi]` and :math:`\log |A_Z| = \sum_{i \le k}
+    \sum_{j > i} \log[N (\lambda_i - \lambda_j)(1/\hat{\lambda}_j -
+    1/\hat{\lambda}_i)]`.
+
+    In :math:`O(d^2)`: the pair sums are cumulated over :math:`k`. A rank
+    whose :math:`\lambda_k` is (relatively) zero scores :math:`-\infty`, as
+    does :math:`k = 0`; :math:`v` is floored at the same relative level, so
+    the criterion is scale-invariant.
 
     Parameters
     ----------
@@ -39,14 +47,14 @@ def minka_log_evidence(spectrum, n_samples, relative_zero=1e-15):
         Variances in decreasing order, non-negative.
     n_samples : int
     relative_zero : float, default=1e-15
-        Variances below ``relative_zero · λ_1`` count as zero: round-off of
-        the precision the spectrum was computed in.
+        Variances below :math:`\mathtt{relative\_zero} \cdot \lambda_1` count
+        as zero: round-off of the precision the spectrum was computed in.
 
     Returns
     -------
     log_evidence : ndarray of shape (d,)
-        Entry ``k`` for rank ``k``; entry 0 is ``-inf`` (and ranks ``k = d``
-        are not scored, as in scikit-learn).
+        Entry :math:`k` for rank :math:`k`; entry 0 is :math:`-\infty` (and
+        ranks :math:`k = d` are not scored, as in scikit-learn).
     """
     lam = np.asarray(spectrum, dtype=np.float64)
     d, N = lam.shape[0], float(n_samples)
@@ -104,21 +112,23 @@ def minka_dimension(spectrum, n_samples, relative_zero=1e-15):
     Returns
     -------
     k : int
-        In ``[1, d − 1]``, or 0 when no rank can be scored (``d = 1`` or a
-        zero spectrum), as scikit-learn chooses.
+        In :math:`[1, d - 1]`, or 0 when no rank can be scored
+        (:math:`d = 1` or a zero spectrum), as scikit-learn chooses.
     """
     return int(np.argmax(minka_log_evidence(spectrum, n_samples, relative_zero)))
 
 
 def scatter_trace(gram):
-    """``tr(gram)`` as a host float, for a NumPy or an Array API matrix."""
+    r""":math:`\operatorname{tr}(\mathtt{gram})` as a host float, for a NumPy
+    or an Array API matrix."""
     if not isinstance(gram, np.ndarray):
         gram = _array_api.to_host(gram)
     return float(np.trace(gram))
 
 
 class Spectrum(NamedTuple):
-    """A release's estimated spectrum, in variance units (over ``n − 1``).
+    """A release's estimated spectrum, in variance units (over
+    :math:`n - 1`).
 
     See :func:`denoised_spectrum` and docs/privacy.rst, "The spectrum".
     """
@@ -147,10 +157,11 @@ def _non_increasing(values):
 
 
 def _repulsion(lam, top, rest=None):
-    """``Σ_{j≠i} 1/(λ_i − λ_j)`` for ``i < top``, in blocks of rows (an exact
-    tie contributes 0). With ``rest = (count, sum, sum of squares)`` of the
-    eigenvalues not computed (a truncated solver), their part of the sum is
-    that of a semicircle with their mean and variance (:func:`_bulk_stieltjes`)."""
+    r""":math:`\sum_{j \ne i} 1/(\lambda_i - \lambda_j)` for
+    :math:`i < \mathtt{top}`, in blocks of rows (an exact tie contributes 0).
+    With ``rest = (count, sum, sum of squares)`` of the eigenvalues not
+    computed (a truncated solver), their part of the sum is that of a
+    semicircle with their mean and variance (:func:`_bulk_stieltjes`)."""
     out = np.empty(top)
     for start in range(0, top, 256):
         rows = slice(start, min(start + 256, top))
@@ -164,13 +175,14 @@ def _repulsion(lam, top, rest=None):
 
 
 def _bulk_stieltjes(z, count, total, squares):
-    """``Σ_j 1/(z − λ_j)`` over ``count`` eigenvalues known only by their sum
-    and sum of squares: ``count`` times the Stieltjes transform of the
-    semicircle law of their mean ``b`` and variance ``v`` (radius ``R =
-    2√v``), ``2 (u − √(u² − R²)) / R²`` at ``u = z − b`` beyond the edge,
-    its principal value ``2u/R²`` inside. The noise's bulk is a semicircle
-    (the GOE's), widened a little by the data's small eigenvalues; its mean
-    and variance are exact, from ``tr M̂`` and ``‖M̂‖_F²``."""
+    r""":math:`\sum_j 1/(z - \lambda_j)` over ``count`` eigenvalues known only
+    by their sum and sum of squares: ``count`` times the Stieltjes transform
+    of the semicircle law of their mean :math:`b` and variance :math:`v`
+    (radius :math:`R = 2\sqrt{v}`), :math:`2 (u - \sqrt{u^2 - R^2}) / R^2` at
+    :math:`u = z - b` beyond the edge, its principal value :math:`2u/R^2`
+    inside. The noise's bulk is a semicircle (the GOE's), widened a little
+    by the data's small eigenvalues; its mean and variance are exact, from
+    :math:`\operatorname{tr} \hat{M}` and :math:`\|\hat{M}\|_F^2`."""
     mean = total / count
     variance = max(squares / count - mean * mean, 0.0)
     u = np.asarray(z, dtype=np.float64) - mean
@@ -194,17 +206,19 @@ RESOLVED_AT = 3.0
 
 
 def resolved_weights(lam, sigma, rest=None):
-    """How far each of ``lam`` (decreasing) stands out of the noise's bulk.
+    r"""How far each of ``lam`` (decreasing) stands out of the noise's bulk.
 
-    The bulk of ``M + S`` (``S`` GOE, off-diagonal variance ``τ² = σ²/2``)
-    spans about ``b ± 2√(d_b) τ`` around its centre ``b``, and its top
-    eigenvalue fluctuates beyond that edge on the Tracy–Widom scale
-    ``s = 1.27 d_b^{−1/6} τ``. The eigenvalues above the edge are counted
-    first, ``b`` and ``d_b`` being the mean and number of the others,
-    iterated from all ``d`` until none more cross (at most ``d`` steps; the
-    smallest never does). Each counted one gets the weight ``w = (λ − edge) /
-    (3 s)``, clipped to [0, 1]: 0 at the edge, which the top eigenvalue of
-    pure noise crosses 9–19% of the time (d from 13 to 200), with a mean
+    The bulk of :math:`M + S` (:math:`S` GOE, off-diagonal variance
+    :math:`\tau^2 = \sigma^2/2`) spans about :math:`b \pm 2\sqrt{d_b} \, \tau`
+    around its centre :math:`b`, and its top eigenvalue fluctuates beyond
+    that edge on the Tracy–Widom scale :math:`s = 1.27 \, d_b^{-1/6} \tau`.
+    The eigenvalues above the edge are counted first, :math:`b` and
+    :math:`d_b` being the mean and number of the others, iterated from all
+    :math:`d` until none more cross (at most :math:`d` steps; the smallest
+    never does). Each counted one gets the weight
+    :math:`w = (\lambda - \mathrm{edge}) / (3 s)`, clipped to
+    :math:`[0, 1]`: 0 at the edge, which the top eigenvalue of pure noise
+    crosses 9–19% of the time (:math:`d` from 13 to 200), with a mean
     weight of 0.05–0.07 then; 1 at three standard deviations beyond, which
     it reaches under 1% of the time.
 
@@ -215,7 +229,7 @@ def resolved_weights(lam, sigma, rest=None):
     Returns
     -------
     weights : ndarray of shape (r,)
-        For the ``r`` eigenvalues above the edge, in ``lam``'s order.
+        For the :math:`r` eigenvalues above the edge, in ``lam``'s order.
     """
     tau = sigma / math.sqrt(2.0)
     count, total = (0, 0.0) if rest is None else rest[:2]
@@ -233,65 +247,78 @@ def resolved_weights(lam, sigma, rest=None):
 
 def denoised_spectrum(eigvals, sigma, n_ranks, trace=None, rest=None,
                       hermitian=False):
-    """Estimates of the data's spectrum from a release ``M̂ = M + S``.
+    r"""Estimates of the data's spectrum from a release
+    :math:`\hat{M} = M + S`.
 
-    ``S`` is the GOE (or GUE) kernel of :mod:`sklearn_dppca.noise`: diagonal
-    variance ``σ²``, off-diagonal (complex modulus) variance ``τ² = σ²/2``.
-    Post-processing of released values and public ``σ`` only
-    (docs/privacy.rst §6, "The spectrum").
+    :math:`S` is the GOE (or GUE) kernel of :mod:`sklearn_dppca.noise`:
+    diagonal variance :math:`\sigma^2`, off-diagonal (complex modulus)
+    variance :math:`\tau^2 = \sigma^2/2`. Post-processing of released values
+    and public :math:`\sigma` only (docs/privacy.rst §6, "The spectrum").
 
-    1. The total ``T = tr M``, by inverse-variance weighting of ``tr M̂``
-       (variance ``dσ²``) and ``trace = (value, sd)`` when a separate
+    1. The total :math:`T = \operatorname{tr} M`, by inverse-variance
+       weighting of :math:`\operatorname{tr} \hat{M}` (variance
+       :math:`d \sigma^2`) and ``trace = (value, sd)`` when a separate
        release of it is given.
-    2. The ``r`` eigenvalues above the noise's bulk (:func:`resolved_weights`)
-       keep estimates of their own, from the released spectrum's Stieltjes
-       transform ``h_i = Σ_{j≠i} 1/(λ̂_i − λ̂_j)``: the data's eigenvalue
-       ``θ̂_i = λ̂_i − τ² h_i`` (it inverts ``λ̂ ≈ θ + dτ²/θ`` of a spike, and the
-       second-order shift ``τ² Σ_j 1/(θ_i − θ_j)`` in general), and the
-       data's variance along the released eigenvector, ``η̂_i = λ̂_i − 2τ² h_i``
-       (``θ cos²`` of a spike: the Frobenius-optimal eigenvalue on that
-       eigenvector; Bun, Bouchaud & Potters 2017), each weighted by how far
-       it stands out, ``w_i`` in [0, 1]: ``L + w_i (θ̂_i − L)``.
-    3. The other ranks, up to ``n_ranks``, cannot be told apart in the noise:
-       each gets the level ``L`` that makes the list sum to ``T``,
-       ``L = (T − Σ w_i θ̂_i) / (n_ranks − Σ w_i)`` (and the same with
-       ``η̂``).
+    2. The :math:`r` eigenvalues above the noise's bulk
+       (:func:`resolved_weights`) keep estimates of their own, from the
+       released spectrum's Stieltjes transform
+       :math:`h_i = \sum_{j \ne i} 1/(\hat{\lambda}_i - \hat{\lambda}_j)`:
+       the data's eigenvalue
+       :math:`\hat{\theta}_i = \hat{\lambda}_i - \tau^2 h_i` (it inverts
+       :math:`\hat{\lambda} \approx \theta + d \tau^2 / \theta` of a spike,
+       and the second-order shift
+       :math:`\tau^2 \sum_j 1/(\theta_i - \theta_j)` in general), and the
+       data's variance along the released eigenvector,
+       :math:`\hat{\eta}_i = \hat{\lambda}_i - 2 \tau^2 h_i`
+       (:math:`\theta \cos^2` of a spike: the Frobenius-optimal eigenvalue
+       on that eigenvector; Bun, Bouchaud & Potters 2017), each weighted by
+       how far it stands out, :math:`w_i` in :math:`[0, 1]`:
+       :math:`L + w_i (\hat{\theta}_i - L)`.
+    3. The other ranks, up to ``n_ranks``, cannot be told apart in the
+       noise: each gets the level :math:`L` that makes the list sum to
+       :math:`T`, :math:`L = (T - \sum w_i \hat{\theta}_i) /
+       (\mathtt{n\_ranks} - \sum w_i)` (and the same with
+       :math:`\hat{\eta}`).
     4. Each list is made non-increasing (pool adjacent violators, which keeps
        the sum) and clamped at 0.
 
-    With ``σ = 0`` both lists are the eigenvalues themselves, clamped at 0.
+    With :math:`\sigma = 0` both lists are the eigenvalues themselves,
+    clamped at 0.
 
     Parameters
     ----------
     eigvals : ndarray of shape (d,)
         Every eigenvalue of the release, any order.
     sigma : float
-        Its noise scale ``σ``.
+        Its noise scale :math:`\sigma`.
     n_ranks : int
-        Ranks estimated, ``m = min(n, d)`` (at most ``d``).
+        Ranks estimated, :math:`m = \min(n, d)` (at most :math:`d`).
     hermitian : bool, default=False
-        ``S`` is the GUE kernel: its off-diagonal entries have ``E|S_ij|² =
-        σ²`` (``σ²/2`` in the real part and in the imaginary part), so ``τ² =
-        σ²`` and the bulk's edge is at ``2√d σ``.
+        :math:`S` is the GUE kernel: its off-diagonal entries have
+        :math:`\mathbb{E}|S_{ij}|^2 = \sigma^2` (:math:`\sigma^2/2` in the
+        real part and in the imaginary part), so :math:`\tau^2 = \sigma^2`
+        and the bulk's edge is at :math:`2\sqrt{d} \, \sigma`.
     trace : (float, float) or None
-        A separate unbiased release of ``tr M`` and its noise's standard
-        deviation.
+        A separate unbiased release of :math:`\operatorname{tr} M` and its
+        noise's standard deviation.
     rest : (int, float, float) or None
         With a truncated solver, ``eigvals`` is the top of the spectrum, and
         ``rest`` the count, sum and sum of squares of the other eigenvalues
-        (``tr M̂`` and ``‖M̂‖_F²`` less the computed ones': exact). The total
-        is then exact as before; the bulk's edge (:func:`resolved_weights`)
-        and the repulsion ``h_i`` take the others from these moments
+        (:math:`\operatorname{tr} \hat{M}` and :math:`\|\hat{M}\|_F^2` less
+        the computed ones': exact). The total is then exact as before; the
+        bulk's edge (:func:`resolved_weights`) and the repulsion :math:`h_i`
+        take the others from these moments
         (:func:`_bulk_stieltjes`), and at most ``len(eigvals)`` ranks have
         estimates of their own.
 
     Returns
     -------
     explained, captured : ndarray of shape (n_ranks,)
-        ``θ̂`` and ``η̂`` by rank, non-increasing, non-negative.
+        :math:`\hat{\theta}` and :math:`\hat{\eta}` by rank,
+        non-increasing, non-negative.
     n_resolved : int
-        ``r``, the ranks above the bulk's edge, with estimates of their own
-        (all ``n_ranks`` when ``σ = 0``).
+        :math:`r`, the ranks above the bulk's edge, with estimates of their
+        own (all ``n_ranks`` when :math:`\sigma = 0`).
     """
     lam = np.sort(np.asarray(eigvals, dtype=np.float64))[::-1]
     if sigma == 0.0:
@@ -357,23 +384,25 @@ def power_passes(iterated_power, k, d):
 def top_eigenpairs(matrix, k, solver, rng, *, tol=0.0, iterated_power="auto",
                    n_oversamples=10, power_iteration_normalizer="auto",
                    shift=0.0):
-    """The ``k`` largest eigenpairs of a real symmetric or complex Hermitian
+    r"""The ``k`` largest eigenpairs of a real symmetric or complex Hermitian
     ``matrix``, by decreasing eigenvalue, without all of them.
 
     ``solver="arpack"``: SciPy's ``eigsh`` (Lanczos) for the ``k`` largest
     algebraic eigenvalues, to relative accuracy ``tol`` (0: machine
     precision), from a start vector drawn from ``rng``. ``"randomized"``:
-    Halko, Martinsson & Tropp's range finder on ``matrix + shift·I`` with
-    ``k + n_oversamples`` columns and ``iterated_power`` passes of
-    ``(matrix + shift·I)²`` (``"auto"``: 7 when ``k`` is under a tenth of
-    ``d``, else 4; the normaliser between passes as in scikit-learn's
-    ``randomized_svd``: ``"auto"`` is none for at most 2 passes, else LU),
-    then the Rayleigh–Ritz eigenpairs of ``matrix`` in that range. A range
-    finder captures the eigenvalues largest in modulus: ``shift`` moves the
-    spectrum so that those are the largest algebraic ones (for a released
-    matrix: minus the centre of its noise's bulk). Memory: ``O(d (k +
-    n_oversamples))`` beside ``matrix``; time ``O(d² (k + n_oversamples))``
-    per pass.
+    Halko, Martinsson & Tropp's range finder on
+    :math:`\mathtt{matrix} + \mathtt{shift} \cdot I` with
+    :math:`k + \mathtt{n\_oversamples}` columns and ``iterated_power`` passes
+    of :math:`(\mathtt{matrix} + \mathtt{shift} \cdot I)^2` (``"auto"``: 7
+    when ``k`` is under a tenth of :math:`d`, else 4; the normaliser between
+    passes as in scikit-learn's ``randomized_svd``: ``"auto"`` is none for
+    at most 2 passes, else LU), then the Rayleigh–Ritz eigenpairs of
+    ``matrix`` in that range. A range finder captures the eigenvalues
+    largest in modulus: ``shift`` moves the spectrum so that those are the
+    largest algebraic ones (for a released matrix: minus the centre of its
+    noise's bulk). Memory: :math:`O(d \, (k + \mathtt{n\_oversamples}))`
+    beside ``matrix``; time :math:`O(d^2 (k + \mathtt{n\_oversamples}))` per
+    pass.
 
     Every input is a released matrix and public values, and ``rng`` is the
     fit's generator after its noise: post-processing.

@@ -449,15 +449,18 @@ class BudgetAccountant:
     # Thm 3.5 with the naive ε), to (ε_F(δ_F) + Σ ε_i, 1 − (1 − δ_F) Π (1 − δ_i)).
     # δ_F is what that leaves of the budget's δ.
     def _fits_delta(self, keep_user):
-        """δ_F with ``1 − (1 − δ_F) Π(1 − δ_i) = δ``; ``≤ 0``: none is left."""
+        r""":math:`\delta_F` with
+        :math:`1 - (1 - \delta_F) \prod_i (1 - \delta_i) = \delta`;
+        :math:`\le 0`: none is left."""
         if keep_user == 0.0:  # no δ spent by releases of the user's own
             return self._delta
         return -math.expm1(math.log1p(-self._delta) - keep_user)
 
     @staticmethod
     def _fits_epsilon(totals, delta):
-        """``ε`` of the fits alone at ``delta`` (exact GDP; RDP with an RDP
-        charge, the Gaussian ones included as ``λ μ²/2``)."""
+        r""":math:`\varepsilon` of the fits alone at ``delta`` (exact GDP;
+        RDP with an RDP charge, the Gaussian ones included as
+        :math:`\lambda \mu^2 / 2`)."""
         if totals.mu_sq == 0.0 and not totals.has_rdp:
             return 0.0
         if not delta > 0.0 or totals.mu_sq == math.inf:
@@ -807,7 +810,8 @@ class BudgetAccountant:
         return gdp_epsilon(lo, self._delta) if lo > 0 else 0.0
 
     def _remaining_releases(self, k, delta):
-        """Largest ``ε`` of each of ``k`` more ``(ε, delta)`` releases."""
+        r"""Largest :math:`\varepsilon` of each of ``k`` more
+        (:math:`\varepsilon`, ``delta``) releases."""
         if self._epsilon == math.inf:
             return math.inf
         totals = self._state()
@@ -835,19 +839,21 @@ def _check_budget(epsilon):
 
 
 def _check_budget_delta(delta):
-    """A budget's ``δ``: in ``[0, 1)`` (``0``: pure ``ε``-DP releases only)."""
+    r"""A budget's :math:`\delta`: in :math:`[0, 1)` (``0``: pure
+    :math:`\varepsilon`-DP releases only)."""
     if not isinstance(delta, Real) or not 0.0 <= delta < 1.0:
         raise ValueError(f"delta must be a real number in [0, 1); got {delta!r}.")
     return float(delta)
 
 
 def _log_keep(delta):
-    """``log(1 − δ)`` (``-inf`` for ``δ = 1``)."""
+    r""":math:`\log(1 - \delta)` (:math:`-\infty` for :math:`\delta = 1`)."""
     return -math.inf if delta >= 1.0 else math.log1p(-delta)
 
 
 class _Charge(NamedTuple):
-    """One charge: a Gaussian/RDP release, or a release in ``(ε, δ)``."""
+    r"""One charge: a Gaussian/RDP release, or a release in
+    :math:`(\varepsilon, \delta)`."""
 
     mu: float
     rdp: np.ndarray  # or None
@@ -925,7 +931,8 @@ def _parse_charge(release, mu, rdp, epsilon, delta):
 
 
 def _release_text(release):
-    """JSON of a release's ``(ε, δ)``, exact (``"inf"`` as text)."""
+    r"""JSON of a release's :math:`(\varepsilon, \delta)`, exact (``"inf"``
+    as text)."""
     eps, delta = release
     return json.dumps({"epsilon": float_text(eps), "delta": float_text(delta)},
                       sort_keys=True)
