@@ -191,37 +191,24 @@ class Budget(NamedTuple):
 class BudgetAccountant:
     r"""Shared privacy budget that composes every fit charged to it exactly.
 
-    Gaussian releases are recorded by their GDP parameter :math:`\mu` and
-    composed exactly (:math:`\mu^2 = \sum_j \mu_j^2`); releases described by an
-    RDP curve are composed in RDP together with the Gaussian ones
-    (:math:`\lambda \mu^2 / 2`) and converted with the improved conversion.
-    :attr:`spent` is the composed :math:`\varepsilon` at the accountant's
-    ``delta``. Releases of your own, stated as
+    Gaussian releases are composed exactly in GDP
+    (:math:`\mu^2 = \sum_j \mu_j^2`), releases described by an RDP curve in
+    RDP with them; :attr:`spent` is the composed :math:`\varepsilon` at the
+    accountant's ``delta``. Releases of your own, stated as
     :math:`(\varepsilon, \delta)`-DP (``spend(epsilon, delta)``, as in
-    ``diffprivlib``), are added to the fits by the basic composition theorem
-    (:ref:`own-releases`).
+    ``diffprivlib``), add by basic composition (:ref:`own-releases`). A fit
+    checks and charges atomically, *before* it releases anything; one that
+    would go over ``epsilon`` raises :class:`BudgetExceededError`, uncharged.
 
-    A fit checks and charges atomically, *before* it releases anything; a fit
-    that would take the total over ``epsilon`` raises
-    :class:`BudgetExceededError` and is not charged.
-
-    **In memory** (``path=None``), the record lives as long as the process.
-    The accountant is shared, never copied, by :func:`copy.deepcopy` and so by
-    :func:`sklearn.base.clone`: a ``GridSearchCV`` or ``cross_val_score``
-    charges every fit to it. A copy (unpickled in a joblib worker, or with
-    an estimator pickled and loaded again, or inherited by a forked child)
-    cannot report back, so it refuses to be charged.
-
-    **On a ledger** (``path="budget.db"``), every charge is a row of an
-    append-only, hash-chained SQLite file that survives restarts and is
-    shared by every process and thread that opens it: the check and the
-    charge are one transaction over all its rows, so they never overspend
-    together. The budget is stored in the file. Such an accountant pickles
-    as its path, so joblib worker processes (``n_jobs=-1``) charge the same
-    ledger. See :ref:`ledgers`.
-
+    **In memory** (``path=None``) the record lives with the process, shared
+    (never copied) by :func:`sklearn.base.clone`, so a ``GridSearchCV``
+    charges every fit to it; a copy in another process refuses to be
+    charged. **On a ledger** (``path="budget.db"``) every charge is a row of
+    an append-only, hash-chained SQLite file shared by every process and
+    thread that opens it, checked and charged in one transaction; it pickles
+    as its path, so joblib workers charge the same ledger (:ref:`ledgers`).
     ``with accountant:`` makes it the default accountant inside the block,
-    in the thread or async task that entered it and in the work started there
+    in the thread or task that entered it and the work started there
     (see :func:`~sklearn_dppca.privacy.get_default_accountant`).
 
     Parameters

@@ -2,8 +2,10 @@
 benchmarks, their configuration, the README and the LICENSE: no wheels, no
 build output."""
 
+import ast
 import fnmatch
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -147,3 +149,44 @@ def test_metadata_names_the_contact_and_the_project_urls():
     assert {"Documentation", "Source", "Issues"} <= set(project["urls"])
     assert project["classifiers"] and project["keywords"]
     assert not any(c.startswith("License ::") for c in project["classifiers"])
+
+
+def _docstrings():
+    """Every module, class and function docstring of the package, by file."""
+    package = Path(__file__).resolve().parents[1] / "sklearn_dppca"
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                 ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node)
+                if doc:
+                    yield path.name, node, doc
+
+
+def test_docstrings_write_formulas_as_math_roles():
+    """Issue 35: formulas in docstrings are :math: roles, as scikit-learn
+    writes them; a ``…`` span is code. A span counts as a formula when it
+    holds a mathematical symbol (or an operator between spaces) and nothing
+    that reads as code (a call, a keyword, a snake_case or dotted name, a
+    flag, a string, a file)."""
+    math_char = re.compile(r"[≤≥‖√Σ∑²³⁴ᵀ⁻¹·×μσεδλθπ∞]| [=<>+\-*/^] ")
+    code = re.compile(r"[A-Za-z]\w*\(|\w=|[a-z]+_[a-z_]+|\.\w|^-|['\"]|\.py"
+                      r"|\.rst|@|>>>")
+    roles, formulas = 0, []
+    for name, _, doc in _docstrings():
+        roles += doc.count(":math:`")
+        formulas += [(name, span) for span in re.findall(
+            r"(?<!`)``([^`]+)``(?!`)", doc)
+            if math_char.search(span) and not code.search(span)]
+    assert roles >= 50
+    assert len(formulas) <= 170, formulas[:20]
+
+
+def test_class_summaries_are_short():
+    """Issue 35: no public class says more than 25 lines before its
+    Parameters (scikit-learn's PCA: 23); the mathematics is in the guide."""
+    for name, node, doc in _docstrings():
+        if (isinstance(node, ast.ClassDef) and not node.name.startswith("_")
+                and "\nParameters\n" in doc):
+            head = doc.split("\nParameters\n")[0].strip("\n").splitlines()
+            assert len(head) <= 25, (name, node.name, len(head))
