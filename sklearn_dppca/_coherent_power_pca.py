@@ -8,13 +8,9 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._base import (
-    PrivacyPlan,
-    _BasePrivatePCA,
-    auto_solver,
-    budget_shares,
-    fill_parameter_docs,
-)
+from ._base import PrivacyPlan, _BasePrivatePCA, budget_shares
+from ._param_docs import fill_parameter_docs
+from ._paths import auto_solver
 from ._private_pca import noisy_power, noisy_power_spectrum
 from ._rows import scatter_products
 from ._spectrum import _eigh, top_eigenpairs

@@ -8,9 +8,11 @@ import scipy.linalg
 from sklearn.utils._param_validation import StrOptions
 
 from . import _array_api
-from ._base import _BasePrivatePCA, fill_parameter_docs, matrix_free_faster
-from ._bounds import _engine
+from ._base import _BasePrivatePCA
 from ._dask import ChunkedRows
+from ._param_docs import fill_parameter_docs
+from ._paths import matrix_free_faster
+from ._reported import _engine
 from ._rows import ImplicitScatter, scatter_products
 from ._spectrum import Spectrum, _non_increasing, power_passes, scatter_trace
 from ._stats import kernel_threads

@@ -137,3 +137,8 @@ class _ReportedRows:
         self._pass("clipped energy along the initial components (the test "
                    "that chooses the branch)")
         return self._rows.clipped_energy(*args, **kwargs)
+
+
+def _engine(data):
+    """The rows' engine itself, under the CLI's progress wrapper if any."""
+    return getattr(data, "engine", data)

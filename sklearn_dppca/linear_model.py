@@ -44,13 +44,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from ._base import (
-    _all_or_nothing,
-    _refuse_fit_params,
-    fill_parameter_docs,
-    reported_spend,
-)
+from ._base import _all_or_nothing, _refuse_fit_params, reported_spend
 from ._box import box_radius, check_box
+from ._param_docs import fill_parameter_docs
 from ._released import NoisyReleaseWarning
 from ._stats import _clip_scales, _sq_norms, clip_rows, iter_blocks
 from .noise import add_goe_noise, make_generator, noise_scale

@@ -16,6 +16,7 @@ from sklearn_dppca import (
     PrivatePCA,
     _bounds,
     _norm_plan,
+    _norm_stats,
 )
 from sklearn_dppca._bounds import (
     AUTO_MEAN_SHARE,
@@ -49,7 +50,7 @@ STEP = 2.0 ** (1.0 / BINS_PER_OCTAVE)
 
 def bin_counts(norms, edges):
     X = np.asarray(norms, dtype=float)[:, None]
-    return _bounds._norm_counts(X, None, edges**2)
+    return _norm_stats._norm_counts(X, None, edges**2)
 
 
 def test_grid_is_geometric_and_covers_the_range():
@@ -107,7 +108,7 @@ def test_norms_of_zero_and_beyond_the_grid_land_in_the_end_bins():
     assert counts[0] == 3 and counts[-1] == 3 and counts.sum() == 6
     # a row whose squared norm overflows is in the last bin too
     X = np.array([[1e200, 1e200], [0.0, 0.0]])
-    got = _bounds._norm_counts(X, None, edges**2)
+    got = _norm_stats._norm_counts(X, None, edges**2)
     assert got[0] == 1 and got[-1] == 1
 
 
@@ -1154,7 +1155,7 @@ def test_per_bin_sums_by_runs_equal_the_indicator_product():
     sparse path's product with the bins' indicator matrix."""
     from scipy import sparse
 
-    from sklearn_dppca._bounds import _add_bin_sums
+    from sklearn_dppca._norm_stats import _add_bin_sums
 
     rng = np.random.default_rng(0)
     rows = rng.normal(size=(500, 7))

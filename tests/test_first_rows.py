@@ -17,6 +17,7 @@ from sklearn_dppca import (
     _base,
     _bounds,
     _norm_plan,
+    _norm_stats,
 )
 from sklearn_dppca._stats import (
     _clip_scales,
@@ -413,8 +414,9 @@ def test_the_first_step_on_every_row_counts_as_the_explicit_centring(monkeypatch
     X = centre + rng.normal(size=(5000, 6)) * np.logspace(-1, 1, 5000)[:, None]
     X[:3] = np.array([1e200, 1e300, -1e250])[:, None]
     edges = _bounds.norm_grid(_bounds.DEFAULT_NORM_RANGE)
-    expanded = _bounds._around(np.asfortranarray(X), centre, edges**2, radius=2.0)
-    monkeypatch.setattr(_bounds, "EXPAND_REACH", 0.0)
-    explicit = _bounds._around(X, centre, edges**2, radius=2.0)
+    expanded = _norm_stats._around(np.asfortranarray(X), centre, edges**2,
+                                   radius=2.0)
+    monkeypatch.setattr(_norm_stats, "EXPAND_REACH", 0.0)
+    explicit = _norm_stats._around(X, centre, edges**2, radius=2.0)
     np.testing.assert_array_equal(expanded.counts, explicit.counts)
     np.testing.assert_allclose(expanded.fixed, explicit.fixed, rtol=1e-10)

@@ -17,7 +17,7 @@ import pytest
 from scipy import sparse
 
 from sklearn_dppca import BudgetAccountant, PrivatePCA
-from sklearn_dppca._base import matrix_free_faster
+from sklearn_dppca._paths import matrix_free_faster
 from sklearn_dppca._rows import CentredRows, ImplicitScatter
 from sklearn_dppca._stats import clipped_gram, first_pass
 from sklearn_dppca.audit import audit, neighbouring_datasets, subspace_statistic
