@@ -35,6 +35,7 @@ from ._dask import (
     is_dask_collection,
     reporting_partitions,
 )
+from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
 from ._norm_plan import MIN_DATA_NORM, PILOT_MISS
 from ._norm_plan import PARAMETER_CONSTRAINTS as _BOUND_CONSTRAINTS
 from ._paths import (
@@ -75,10 +76,7 @@ from .noise import (
 )
 from .privacy import (
     BudgetAccountant,
-    _carry_default,
-    _keep_carried_default,
     _outside_stacklevel,
-    _resolve_accountant,
     _warn_if_not_private,
     _warn_leak,
     gdp_epsilon,

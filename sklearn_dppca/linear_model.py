@@ -46,16 +46,14 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from ._base import _all_or_nothing, _refuse_fit_params, reported_spend
 from ._box import box_radius, check_box
+from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
 from ._param_docs import fill_parameter_docs
 from ._released import NoisyReleaseWarning
 from ._stats import _clip_scales, _sq_norms, clip_rows, iter_blocks
 from .noise import add_goe_noise, make_generator, noise_scale
 from .privacy import (
     BudgetAccountant,
-    _carry_default,
-    _keep_carried_default,
     _outside_stacklevel,
-    _resolve_accountant,
     _warn_if_not_private,
     _warn_leak,
     gdp_epsilon,

@@ -75,6 +75,7 @@ from sklearn.utils.validation import (
 from . import _array_api, _search_plan, _search_run
 from . import _supervised_search as _supervised
 from ._base import _all_or_nothing, reported_spend
+from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
 from ._search_plan import (
     SearchPlan,
     _locate_private_step,
@@ -97,9 +98,6 @@ from ._search_run import (
 from .noise import dense_noise, make_generator
 from .privacy import (
     BudgetAccountant,
-    _carry_default,
-    _keep_carried_default,
-    _resolve_accountant,
     _warn_leak,
     private_computation,
 )

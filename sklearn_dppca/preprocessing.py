@@ -43,13 +43,11 @@ from . import _array_api
 from ._array_api import check_same_namespace
 from ._base import _all_or_nothing, _refuse_fit_params, reported_spend
 from ._box import by_feature_name, check_box, parse_box
+from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
 from ._released import FeatureScaleWarning
 from .noise import dense_noise, make_generator, noise_scale
 from .privacy import (
     BudgetAccountant,
-    _carry_default,
-    _keep_carried_default,
-    _resolve_accountant,
     _warn_if_not_private,
     gdp_epsilon,
     gdp_mu,

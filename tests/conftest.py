@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from sklearn_dppca import privacy
+from sklearn_dppca import _defaults
 
 
 @pytest.fixture(autouse=True)
@@ -11,8 +11,8 @@ def _forget_accountant_blocks():
     default from every block entered in the process (get_default_accountant),
     so one test's blocks would otherwise decide another's."""
     yield
-    with privacy._default_lock:
-        privacy._block_accountants.clear()
+    with _defaults._default_lock:
+        _defaults._block_accountants.clear()
 
 
 @pytest.fixture

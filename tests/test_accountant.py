@@ -25,7 +25,12 @@ import pytest
 from scipy.stats import norm
 from sklearn.model_selection import GridSearchCV
 
-from sklearn_dppca import BudgetAccountant, BudgetExceededError, PrivatePCA, privacy
+from sklearn_dppca import (
+    BudgetAccountant,
+    BudgetExceededError,
+    PrivatePCA,
+    _defaults,
+)
 from sklearn_dppca.privacy import (
     Budget,
     gaussian_rdp,
@@ -52,7 +57,7 @@ def original():
     default = get_default_accountant()
     yield default
     set_default_accountant(default)
-    assert privacy._block.get() is None, "a test left a block open"
+    assert _defaults._block.get() is None, "a test left a block open"
 
 
 def pca(**params):
@@ -329,7 +334,7 @@ def test_estimator_pickled_where_the_default_is_ambiguous_refuses_in_a_worker(
         finally:
             release.set()
             holder.join()
-    monkeypatch.setattr(privacy, "_process_id", "another process")
+    monkeypatch.setattr(_defaults, "_process_id", "another process")
     pickle.loads(blob).fit(X)  # "in the worker": charged to the ledger
     with pytest.raises(RuntimeError, match="could not be told"):
         pickle.loads(ambiguous).fit(X)

@@ -660,7 +660,7 @@ def test_untouched_default_is_per_process_outside_workers(X):
     """In this process, or unpickled in a process that is not a descendant of
     the one that pickled it (a saved model loaded later), the estimator
     charges that process's own default; in a descendant it refuses."""
-    from sklearn_dppca.privacy import _CARRIED, _CarriedDefault
+    from sklearn_dppca._defaults import _CARRIED, _CarriedDefault
 
     est = pickle.loads(pickle.dumps(pca()))
     before = get_default_accountant().n_charges
