@@ -259,9 +259,16 @@ def _n_threads(X):
     n, d = X.shape
     if sparse.issparse(X) or 8 * n * d < _MIN_PARALLEL_BYTES:
         return 1
-    if 8 * d * d >= _WIDE_BYTES:  # each thread would hold two d × d matrices
+    if wide(d):  # each thread would hold two d × d matrices
         return 1
     return max(1, min(_SINGLE_THREADED_BLAS.n_threads(), n))
+
+
+def wide(n_features):
+    """Whether a ``d × d`` float64 matrix takes at least :data:`_WIDE_BYTES`
+    (``d`` of 2 048 or more): the passes run in one thread of ours, and a
+    syrk over the rows outweighs a second read of them."""
+    return 8 * n_features * n_features >= _WIDE_BYTES
 
 
 def kernel_threads(n_features):

@@ -893,3 +893,36 @@ def test_a_fit_whose_matrices_cannot_fit_is_refused_before_the_charge(Est,
     assert wide._memory_needed(2000, 5000) == 2 * 8 * 5000**2
     assert PrivatePCA(5, svd_solver="full")._memory_needed(2000, 5000) == (
         3 * 8 * 5000**2)
+
+
+def test_wide_rows_form_the_gram_matrix_once_after_the_centre(monkeypatch):
+    """On wide dense rows in memory (d ≥ 2 048) the first pass forms no raw
+    Gram matrix: the clipped, centred rows' Gram matrix is formed once, after
+    the released bound and centre. The same release as the raw matrix with a
+    correction per clipped row (here every row, centred on a noisy mean, is
+    clipped)."""
+    import sklearn_dppca._base as base
+    import sklearn_dppca._stats as stats
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2048))
+    C = float(np.quantile(np.linalg.norm(X, axis=1), 0.5))
+    seen = []
+    first_pass = stats.first_pass
+
+    def spy(*args, with_gram=True, **kwargs):
+        seen.append(with_gram)
+        return first_pass(*args, with_gram=with_gram, **kwargs)
+
+    monkeypatch.setattr("sklearn_dppca._rows.first_pass", spy)
+    params = dict(n_components=3, epsilon=2.0, data_norm=C, path="dense",
+                  svd_solver="full", random_state=0,
+                  accountant=BudgetAccountant())
+    once = PrivatePCA(**params).fit(X)
+    assert seen == [False]
+    monkeypatch.setattr(base, "wide", lambda d: False)
+    raw = PrivatePCA(**params).fit(X)
+    assert seen == [False, True]
+    np.testing.assert_allclose(once.components_, raw.components_, atol=1e-8)
+    np.testing.assert_allclose(once.explained_variance_, raw.explained_variance_,
+                               rtol=1e-10)
