@@ -949,5 +949,10 @@ def _describe(estimator, label):
 
 # The default accountant and `with accountant:` blocks (the module that holds
 # them imports the accountant from here, so it comes last).
+# (_CarriedDefault: estimators pickled by earlier versions name it here.)
 from . import _defaults  # noqa: E402
-from ._defaults import get_default_accountant, set_default_accountant  # noqa: E402
+from ._defaults import (  # noqa: E402
+    _CarriedDefault,  # noqa: F401
+    get_default_accountant,
+    set_default_accountant,
+)
