@@ -722,3 +722,17 @@ def test_a_budget_refusal_reads_clearly_inside_cross_validation(X):
     with pytest.raises(BudgetExceededError, match="this fit alone: epsilon=0.5"):
         cross_val_score(est, X, cv=5, error_score="raise")
     assert len(acc) == charged  # refused before any charge
+
+
+def test_estimators_pickled_before_the_defaults_moved_still_load():
+    """The carried default's class moved from privacy to _defaults; a pickle
+    that names it at its old place loads (privacy re-exports it)."""
+    X = np.random.default_rng(0).normal(size=(50, 4)) * 0.1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = PrivatePCA(2, data_norm=1.0).fit(X)
+    data = pickle.dumps(est, protocol=2)
+    new = b"sklearn_dppca._defaults\n_CarriedDefault"
+    assert new in data
+    old = data.replace(new, b"sklearn_dppca.privacy\n_CarriedDefault")
+    np.testing.assert_array_equal(pickle.loads(old).components_, est.components_)
