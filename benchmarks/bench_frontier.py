@@ -13,7 +13,8 @@ alone (not from the data). For ``d ∈ {200, 1000}`` and ``n ∈ {d, 2d, 5d,
 - scikit-learn's ``PCA`` (no privacy: the sampling error alone);
 
 and reports the ``sin θ`` of the top ``k`` against ``u₁, u₂`` (mean ± sd
-over the seeds), a table in Markdown, the rows as CSV, and a figure.
+over the seeds) beside ``PrivatePCA``'s predicted one (:func:`predicted`, from
+public values), a table in Markdown, the rows as CSV, and a figure.
 
 Run from the repository root (about 10 minutes on 2 cores)::
 
@@ -122,6 +123,18 @@ def summary(rows):
     return out
 
 
+def predicted(n, d):
+    """``PrivatePCA``'s (fixed bound) predicted ``sin θ`` of the top 2: the
+    weaker spike's ``min(1, n*/n)``, ``n* = C² √d / (μ s)`` with the
+    covariance's ``μ`` from its plan (the BBP threshold of the GOE release;
+    docs/benchmarks.rst, "Where n is close to d"). Public values only."""
+    bound = public_bound(d)
+    mu = PrivatePCA(K, epsilon=EPSILON, delta=DELTA, data_norm=bound)._privacy_plan(
+        n, d).mus["covariance"]
+    threshold = bound**2 * math.sqrt(d) / (mu * min(SPIKES))
+    return min(1.0, threshold / n)
+
+
 def table(rows):
     stats = summary(rows)
     dims = sorted({r["d"] for r in rows})
@@ -130,13 +143,15 @@ def table(rows):
     for d in dims:
         lines += [f"d = {d} (k = {K}, ε = {EPSILON:g}, δ = {DELTA:g}; sin θ, "
                   "mean ± sd)", "",
-                  "| n | " + " | ".join(METHODS) + " | CoherentPowerPCA's branch |",
-                  "|---" * (len(METHODS) + 2) + "|"]
+                  "| n | " + " | ".join(METHODS) + " | CoherentPowerPCA's branch "
+                  "| predicted, PrivatePCA |",
+                  "|---" * (len(METHODS) + 3) + "|"]
         for m in multiples:
             cells = [_cell(stats[d, m, meth]) for meth in METHODS]
             branches = ", ".join(f"{b} {c}" for b, c in sorted(
                 stats[d, m, "CoherentPowerPCA"][2].items()))
-            lines.append(f"| {m}d | " + " | ".join(cells) + f" | {branches} |")
+            lines.append(f"| {m}d | " + " | ".join(cells) + f" | {branches} "
+                         f"| {predicted(m * d, d):.2f} |")
         lines.append("")
     return "\n".join(lines)
 
