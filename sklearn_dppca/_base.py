@@ -122,6 +122,35 @@ class PrivacyPlan(NamedTuple):
 MEAN_BUDGET_SHARE = 0.1
 
 
+def top_with_rest(noisy, k, solver, rng, **params):
+    r"""The top ``k`` eigenpairs of a released matrix by a truncated solver
+    (:func:`top_eigenpairs`, shifted by the noise bulk's centre
+    :math:`-\operatorname{tr}\hat{M}/d`), and ``rest``: the count, sum and
+    sum of squares of the eigenvalues not computed, from
+    :math:`\operatorname{tr}\hat{M}` and :math:`\|\hat{M}\|_F^2`
+    (:func:`denoised_spectrum`'s ``rest``). ``noisy``: a NumPy array, or the
+    matrix-free path's :class:`ImplicitScatter`, whose Frobenius part is
+    Hutchinson's estimate from the solver's first product.
+    Post-processing of the release.
+
+    Returns
+    -------
+    (values, vectors, rest)
+        ``values`` (k,) decreasing, real; ``vectors`` (d, k).
+    """
+    d = noisy.shape[0]
+    implicit = isinstance(noisy, ImplicitScatter)
+    trace = noisy.trace() if implicit else float(np.trace(noisy).real)
+    values, vectors = top_eigenpairs(noisy, k, solver, rng, shift=-trace / d,
+                                     **params)
+    values = values.real
+    if implicit:
+        squares = noisy.rest_squares(vectors)
+    else:
+        squares = float(np.vdot(noisy, noisy).real) - float(values @ values)
+    return values, vectors, (d - k, trace - float(values.sum()), squares)
+
+
 def budget_shares(shares, center):
     """The shares of a fit's releases: without centring, the mean's share is
     dropped and the others rescaled to sum to 1."""
@@ -582,19 +611,10 @@ class _BasePrivatePCA(
         if solver not in TRUNCATED_SOLVERS or not (
                 implicit or isinstance(noisy, np.ndarray)):
             return None
-        k = self._truncated_k(n, d)
-        trace_released = noisy.trace() if implicit else float(np.trace(noisy).real)
-        values, vectors = top_eigenpairs(
-            noisy, k, solver, rng, tol=self.tol,
+        values, vectors, rest = top_with_rest(
+            noisy, self._truncated_k(n, d), solver, rng, tol=self.tol,
             iterated_power=self.iterated_power, n_oversamples=self.n_oversamples,
-            power_iteration_normalizer=self.power_iteration_normalizer,
-            shift=-trace_released / d)
-        values = values.real
-        if implicit:  # Hutchinson's estimate from the range finder's first product
-            squares = noisy.rest_squares(vectors)
-        else:
-            squares = float(np.vdot(noisy, noisy).real) - float(values @ values)
-        rest = (d - k, trace_released - float(values.sum()), squares)
+            power_iteration_normalizer=self.power_iteration_normalizer)
         return self._spectrum(values, sigma, trace, rest), values, vectors
 
     def _path(self, n_samples, n_features, engine):

@@ -8,12 +8,12 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._base import PrivacyPlan, _BasePrivatePCA, budget_shares
+from ._base import PrivacyPlan, _BasePrivatePCA, budget_shares, top_with_rest
 from ._param_docs import fill_parameter_docs
 from ._paths import auto_solver
 from ._private_pca import noisy_power, noisy_power_spectrum
 from ._rows import scatter_products
-from ._spectrum import _eigh, top_eigenpairs
+from ._spectrum import _eigh
 from .noise import add_goe_noise, dense_noise, goe_noise, noise_scale
 from .privacy import DEFAULT_ORDERS, gdp_epsilon, gdp_mu, rdp_to_epsilon, repeated_rdp
 
@@ -730,11 +730,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         """
         n, d = self.n_samples_, matrix.shape[0]
         if k + 1 < d and auto_solver(n, d, self.n_components) == "randomized":
-            trace = float(np.trace(matrix))
-            values, vectors = top_eigenpairs(matrix, k + 1, "randomized", rng,
-                                             shift=-trace / d)
-            squares = float(np.vdot(matrix, matrix)) - float(values @ values)
-            return values, vectors, (d - k - 1, trace - float(values.sum()), squares)
+            return top_with_rest(matrix, k + 1, "randomized", rng)
         values, vectors = _eigh(matrix)
         order = np.argsort(values)[::-1]
         return values[order], vectors[:, order], None
