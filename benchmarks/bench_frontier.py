@@ -27,6 +27,7 @@ Run from the repository root (about 10 minutes on 2 cores)::
 
 import argparse
 import csv
+import functools
 import math
 import time
 import warnings
@@ -51,6 +52,7 @@ def spiked_rows(n, basis, rng):
     return X
 
 
+@functools.lru_cache(maxsize=None)
 def public_bound(d, quantile=0.99, draws=100_000, seed=12345):
     """The model's row-norm quantile, by simulation from its parameters (the
     norm's law does not depend on the basis)."""

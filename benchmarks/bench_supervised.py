@@ -181,9 +181,10 @@ def run_accuracy(datasets, seeds, dpl_python, dpl_timeout, log, checkpoint=None,
                         ("ours, head only", True, None)):
                     model = ours(lower, upper, classes, k, eps, seed, head_only,
                                  pca_norm)
-                    acc, sec = timed_score(
-                        model, X_tr, y_tr, X_te, y_te,
-                        fallback=ours(lower, upper, classes, k, eps, seed))
+                    fallback = None if pca_norm is None else ours(
+                        lower, upper, classes, k, eps, seed)
+                    acc, sec = timed_score(model, X_tr, y_tr, X_te, y_te,
+                                           fallback=fallback)
                     rows.append(dict(dataset=name, method=method, epsilon=eps,
                                      seed=seed, accuracy=acc, seconds=sec))
                 if dpl_python is not None and name not in reused:
