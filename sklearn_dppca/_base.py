@@ -400,6 +400,8 @@ class _BasePrivatePCA(
             # pilot the centre (docs/privacy.rst §5); with "auto" the plan may
             # return unspent budget to our releases.
             released = _bounds.release_bounds(bounds, read, plan, rng)
+            # the read's counts and sums are not kept past the release
+            from_data, read = read.from_data, None
             mean, data_norm, plan = released.mean, released.data_norm, released.plan
             self.mean_norm_ = released.mean_norm
             data = released.data  # the rows clipped into the box, if any
@@ -433,7 +435,7 @@ class _BasePrivatePCA(
             reported.finish()
         # The fit is charged and released: the leaks it was told of, from
         # public values (and, for data_norm=None, the bound it released).
-        if read.from_data:
+        if from_data:
             _warn_leak(self._data_norm_leak(self.data_norm_))
         _warn_if_not_private(self.epsilon, self.random_state)
         # from released values and public noise scales only
