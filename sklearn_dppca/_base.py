@@ -53,6 +53,7 @@ from ._released import (
     warn_if_noise_dominated,
     warn_if_one_feature_dominates,
 )
+from ._releases import CENTRED, GRAM, Release
 from ._reported import _engine, _ReportedPasses
 from ._rows import ImplicitScatter, InMemoryRows
 from ._spectrum import (
@@ -355,6 +356,8 @@ class _BasePrivatePCA(
         bounds, plan = _bounds.plan_bounds(
             self, n_samples, n_features, dtype, engine,
             self._privacy_plan(n_samples, n_features))
+        if reported is not None:  # public values: said before any row is read
+            reported.plan(self._releases(bounds, plan))
         if isinstance(engine, InMemoryRows) and (bounds.auto or (
                 wide(n_features) and isinstance(engine.X, np.ndarray))):
             # The Gram matrix once, after the bound and the centre
@@ -567,6 +570,20 @@ class _BasePrivatePCA(
         composed = math.sqrt(sum(m * m for m in mus.values()))
         spent = (gdp_epsilon(composed, self.delta), self.delta)
         return PrivacyPlan(mus=mus, charge={"mu": mu_total}, spent=spent)
+
+    def _releases(self, bounds, plan):
+        """Every release of the fit in the order they start, as planned
+        (public values only): the norm bounds' and the mean's, then the
+        estimator's own (:mod:`~sklearn_dppca._releases`)."""
+        return _bounds.bounds_releases(bounds, plan) + self._own_releases(
+            plan, bounds.n_samples, bounds.n_features)
+
+    def _own_releases(self, plan, n_samples, n_features):
+        """The estimator's own releases, as planned: here the covariance's,
+        from the Gram matrix's pass (with the pilot's centring, the pass
+        that also sums the rows)."""
+        return [Release("covariance", plan.mus["covariance"],
+                        CENTRED if "centring" in plan.mus else GRAM)]
 
     def _budget_shares(self):
         r"""Fractions of :math:`(\mu^*)^2` per release; they sum to 1

@@ -146,6 +146,7 @@ from ._norm_plan import (
     target_count,
 )
 from ._norm_stats import _around, _pass_around
+from ._releases import BIN_SUMS, CENTRED, MEAN_SUM, PILOT_SUM, Release
 from ._reported import _engine
 from ._rows import InMemoryRows
 from ._stats import (
@@ -554,6 +555,37 @@ def plan_bounds(estimator, n_samples, n_features, dtype, engine, plan):
     return bounds, plan._replace(mus=mus)
 
 
+def bounds_releases(bounds, plan):
+    """The releases of the norm bounds' step and the private mean, as
+    planned (:class:`~sklearn_dppca._releases.Release`; ``plan`` is the one
+    :func:`plan_bounds` returned). With ``"auto"`` a search may run again
+    after a failed check and the mean's steps may stop early: the
+    estimator's own releases then give or take the difference
+    (:func:`_give_back`), so the fit composes to its charge whichever ran."""
+    mus = plan.mus
+    if not bounds.auto:
+        if not bounds.center:
+            return []
+        if bounds.pilot:
+            return [Release("mean", mus["mean"], PILOT_SUM),
+                    Release("centring", mus["centring"] * math.sqrt(2.0),
+                            CENTRED, draws=2)]
+        return [Release("mean", mus["mean"], MEAN_SUM)]
+    count = bounds.n_searches
+    releases = [
+        Release("bound search", bounds.search_mu * math.sqrt(count), "row norms",
+                draws=count),
+        Release("bound check", bounds.check_mu * math.sqrt(count), "row norms",
+                draws=count)]
+    if bounds.center:
+        steps = len(bounds.mean_shares)
+        releases.append(Release(
+            "mean", mus["mean"],
+            BIN_SUMS if bounds.adaptive else "the sum for the private mean",
+            draws=steps, at_most=bounds.adaptive and steps > 1))
+    return releases
+
+
 def _refuse_drowned(estimator, n, d, edges, n_searches, adaptive, most, mu_total):
     r"""Refuse, from public values only and before any charge, a fit whose
     searches would have noise beyond :data:`DROWNED` :math:`\cdot n`
@@ -666,8 +698,7 @@ def _read(bounds, data):
             from_data = True
         check_data_norm_range(data_norm, bounds.dtype)
     if bounds.pilot:
-        _announce_rows(rows, first, bounds.pilot,
-                       "row norms and the clipped sum for the centre")
+        _announce_rows(rows, first, bounds.pilot, PILOT_SUM)
         total = first.clipped_sum(data_norm)
     else:
         total = data.first_pass(data_norm, with_sum=bounds.center)

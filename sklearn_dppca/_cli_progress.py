@@ -8,10 +8,12 @@ numbers and descriptions (fixed by the parameters and released values), and
 the count of partitions done out of their number (which the files fix).
 No time, rate or duration is printed: those depend on the data.
 
-- With ``-v``: a line per pass as it starts; for a Dask pass, its partitions
-  done. On a terminal, one bar redrawn in place, ended by a newline when the
-  pass is done; elsewhere (a log, a pipe, the tests), plain lines at each
-  quarter of the partitions (the same lines whatever the timing).
+- With ``-v``: before the fit, a line per planned release (its μ, its draws
+  and the pass it perturbs); a line per pass as it starts; for a Dask pass,
+  its partitions done. On a terminal, one bar redrawn in place, ended by a
+  newline when the pass is done; elsewhere (a log, a pipe, the tests), plain
+  lines at each quarter of the partitions (the same lines whatever the
+  timing).
 - Without ``-v``, on a terminal: one bar for the current Dask pass, redrawn
   in place and cleared at the end. Elsewhere, nothing.
 - ``-q``: nothing.
@@ -68,6 +70,13 @@ class PassProgress:
         self._pass = message
         if self.lines:
             self._print(message)
+
+    def planned(self, releases):
+        """Before the first pass, with ``-v``: the fit's planned releases, one
+        line each (their GDP μ and the pass each perturbs)."""
+        if self.lines:
+            for release in releases:
+                self._print(release.line())
 
     def partitions(self, done, total):
         """``done`` of the ``total`` partitions of the current pass are done."""

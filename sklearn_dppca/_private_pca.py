@@ -12,6 +12,7 @@ from ._base import _BasePrivatePCA
 from ._dask import ChunkedRows
 from ._param_docs import fill_parameter_docs
 from ._paths import matrix_free_faster
+from ._releases import PRODUCTS, Release
 from ._reported import _engine
 from ._rows import ImplicitScatter, scatter_products
 from ._spectrum import Spectrum, _non_increasing, power_passes, scatter_trace
@@ -323,6 +324,18 @@ class PrivatePCA(_BasePrivatePCA):
                 return "dense"
         return "matrix_free" if cached >= 1.0 else "noisy_power"
 
+    def _own_releases(self, plan, n_samples, n_features):
+        # the matrix-free path: the dense path's release, seen through the
+        # solver's products; the noisy power method: one release per pass
+        if self._fit_path == "dense":
+            return super()._own_releases(plan, n_samples, n_features)
+        passes = 1
+        if self._fit_path == "noisy_power":
+            passes = (NOISY_POWER_PASSES if self.iterated_power == "auto"
+                      else max(int(self.iterated_power), 1))
+        return [Release("covariance", plan.mus["covariance"], PRODUCTS,
+                        draws=passes)]
+
     def _release(self, gram, rows, plan, rng, dtype):
         if self._fit_path == "noisy_power":
             return self._release_noisy_power(rows, plan, rng, dtype)
@@ -401,8 +414,7 @@ class PrivatePCA(_BasePrivatePCA):
         """
         n, d = self.n_samples_, self.n_features_in_
         k = self._truncated_k(n, d)
-        passes = (NOISY_POWER_PASSES if self.iterated_power == "auto"
-                  else max(int(self.iterated_power), 1))
+        passes = self._own_releases(plan, n, d)[0].draws
         power = noisy_power(rows, d, self._block_columns(n, d), passes,
                             plan.mus["covariance"], rng, rows.data_norm**2)
         vectors, values = power.basis[:, :k], power.values[:k]

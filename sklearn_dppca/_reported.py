@@ -4,6 +4,8 @@ words only (what the pass computes), and a Dask pass's partitions counted
 (the CLI's :class:`~sklearn_dppca._cli_progress.PassProgress`).
 """
 
+from ._releases import CENTRED, ENERGY, FIRST_NORMS, GRAM, MEAN_SUM, PRODUCTS, TRACE
+
 
 class _ReportedPasses:
     """``data`` (InMemoryRows, ChunkedRows, ...) announcing each pass to ``progress``.
@@ -22,7 +24,10 @@ class _ReportedPasses:
       that starts unannounced (a step that reads rows this wrapper no longer
       holds) is announced then, as "a pass over the rows": on Dask every pass
       is one reduction, so every one is counted.
-    - ``progress.finished(passes, exact)``: at the end of the fit, the number
+    - ``progress.planned(releases)``: before the first pass, the fit's planned
+  releases (:class:`~sklearn_dppca._releases.Release`: each one's name,
+  GDP μ, draws, branch and the pass it perturbs), public values only.
+- ``progress.finished(passes, exact)``: at the end of the fit, the number
       of passes announced, and whether that is all of them. It is not when
       the estimator's passes are ``hidden``
       (``CoherentPowerPCA(selection="repetition")``: their number would tell
@@ -73,22 +78,27 @@ class _ReportedPasses:
         """A pass of a step outside this interface (the norm bounds)."""
         self._say(what)
 
+    def plan(self, releases):
+        """The fit's planned releases (:class:`~sklearn_dppca._releases.Release`,
+        public values only), told before the first pass."""
+        planned = getattr(self._progress, "planned", None)
+        if planned is not None:
+            planned(releases)
+
     def largest_norm(self):
         self._say("largest row norm (data_norm from the data)")
         return self._data.largest_norm()
 
     def first_pass(self, data_norm, with_sum):
-        self._say("row norms and the clipped sum for the private mean"
-                  if with_sum else "row norms (every value checked finite)")
+        self._say(MEAN_SUM if with_sum else FIRST_NORMS)
         return self._data.first_pass(data_norm, with_sum)
 
     def gram(self, data_norm, mean):
-        self._say("Gram matrix of the centred, clipped rows")
+        self._say(GRAM)
         return self._data.gram(data_norm, mean)
 
     def centred(self, data_norm, centre):
-        self._say("Gram matrix and sum of the rows clipped around the centre"
-                  + ("" if self.passes else " (every value checked finite)"))
+        self._say(CENTRED + ("" if self.passes else " (every value checked finite)"))
         return self._data.centred(data_norm, centre)
 
     def announce_part(self, what):
@@ -126,16 +136,15 @@ class _ReportedRows:
             self._passes.announce(what)
 
     def clipped_products(self, *args, **kwargs):
-        self._pass("power-method products of the clipped rows")
+        self._pass(PRODUCTS)
         return self._rows.clipped_products(*args, **kwargs)
 
     def sq_norm_sum(self):
-        self._pass("sum of the squared norms of the clipped rows (the trace)")
+        self._pass(TRACE)
         return self._rows.sq_norm_sum()
 
     def clipped_energy(self, *args, **kwargs):
-        self._pass("clipped energy along the initial components (the test "
-                   "that chooses the branch)")
+        self._pass(ENERGY)
         return self._rows.clipped_energy(*args, **kwargs)
 
 

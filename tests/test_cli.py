@@ -429,6 +429,11 @@ def test_verbose_reports_reading_and_each_pass_with_public_values_only(
         f"dppca: read {shape} from {data}",
         f"dppca: fitting PrivatePCA (n_components=2, epsilon=1.5, delta=1e-06, "
         f"data_norm=3) on {shape} of {data}",
+        # the plan, before any row is read: each release, its μ, its pass
+        "dppca: release mean: mu=0.1089; pass: row norms and the clipped sum "
+        "for the private mean",
+        "dppca: release covariance: mu=0.3267; pass: Gram matrix of the "
+        "centred, clipped rows",
         "dppca: pass 1: row norms and the clipped sum for the private mean",
         "dppca: pass 2: Gram matrix of the centred, clipped rows",
         "dppca: read the rows in 2 passes",

@@ -1,0 +1,155 @@
+r"""The coherent power method's rules: pure functions of released and
+public values.
+
+The eigenvalue floor and the preconditioner of each power step, the
+go/no-go's sensitivity, the branch rule's estimates (the warm start, the
+predicted errors of either branch) and the Rényi accounting of
+``selection="repetition"``. :class:`~sklearn_dppca.CoherentPowerPCA` applies
+them; docs/privacy.rst §6 and docs/coherent.rst derive them.
+"""
+
+import math
+
+import numpy as np
+
+from .privacy import DEFAULT_ORDERS, rdp_to_epsilon, repeated_rdp
+
+
+def floor_level(noise_scale, k, n_iter, failure_prob):
+    r"""The eigenvalue floor
+    :math:`\gamma = 4\Delta(2\sqrt{k} + \sqrt{2 \ln(8T/\beta)})`
+    (docs/privacy.rst §6)."""
+    return 4.0 * noise_scale * (
+        2.0 * math.sqrt(k) + math.sqrt(2.0 * math.log(8.0 * n_iter / failure_prob))
+    )
+
+
+def preconditioner(H, floor):
+    r""":math:`B = \tilde{H}^{-1/2}`, :math:`\tilde{H}` = :math:`H` with its
+    eigenvalues floored at ``floor``.
+
+    Defined for every symmetric :math:`H` (any sign) as long as ``floor`` is
+    positive.
+    """
+    values, vectors = np.linalg.eigh((H + H.T) / 2.0)
+    return (vectors / np.sqrt(np.maximum(values, floor))) @ vectors.T
+
+
+def projection_gap(X, Y):
+    r""":math:`\|XX^\top - YY^\top\|_2` for orthonormal :math:`X, Y` of equal
+    rank: the sine of the largest principal angle, the largest singular
+    value of :math:`Y - X(X^\top Y)` (not
+    :math:`\sqrt{1 - \sigma_{\min}(X^\top Y)^2}`, whose cancellation returns
+    0 for close subspaces that differ)."""
+    return min(1.0, float(np.linalg.norm(Y - X @ (X.T @ Y), 2)))
+
+
+def decision_sensitivity(X, init, n_samples):
+    r"""L2 sensitivity of the go/no-go statistic :math:`D =
+    \operatorname{tr}(X^\top G X) - \operatorname{tr}(\mathrm{init}^\top G
+    \, \mathrm{init})` as computed: :math:`2\|P_T - P_0\|_2`
+    (:func:`projection_gap`) plus twice a bound on the round-off of the
+    computed :math:`D`, :math:`4 (d + 2) k n \varepsilon` (each trace is at
+    most :math:`k n` in absolute terms, and each of its entries sums
+    :math:`d + 2` rounded products), so that a neighbour's different
+    round-off is covered by the noise too: a decision between close
+    subspaces is never noiseless."""
+    d, k = X.shape
+    roundoff = 4.0 * (d + 2) * k * n_samples * np.finfo(np.float64).eps
+    return 2.0 * (projection_gap(X, init) + roundoff)
+
+
+def warm_start_estimate(eigvals, k, noise_norm):
+    r""":math:`\hat{s}_0`: the initialisation's error predicted from its
+    released spectrum.
+
+    With :math:`\nu` the noise's spectral norm and
+    :math:`\hat{g} = \hat\lambda_k - \hat\lambda_{k+1}`, the gap
+    :math:`\theta` that a perturbation of norm :math:`\nu/2` along the
+    subspace turns into :math:`\hat{g}` solves
+    :math:`\hat{g} = (\theta - \nu/2)^2/\theta`; the larger root is
+    :math:`\hat\theta = ((\nu + \hat{g}) + \sqrt{\hat{g}(2\nu + \hat{g})})/2`
+    and :math:`\hat{s}_0 = \nu/(2\hat\theta)` (Davis–Kahan).
+    A function of released eigenvalues and public values only.
+    """
+    gap = max(float(eigvals[k - 1] - eigvals[k]), 0.0)
+    theta = ((noise_norm + gap) + math.sqrt(gap * (2.0 * noise_norm + gap))) / 2.0
+    return noise_norm / (2.0 * theta) if theta > 0 else math.inf
+
+
+def predicted_errors(eigvals, k, sigma, noise, radius, mus, noise_norm=None,
+                     n_features=None):
+    r"""Predicted :math:`\sin\theta` of the power branch and of the fallback.
+
+    Power: the iteration's noise :math:`\Delta R \cdot G` against its signal
+    :math:`\approx \sqrt{\lambda_k}`,
+    :math:`\Delta R(\sqrt{d} + \sqrt{k})/\sqrt{\hat\lambda_k}`. Fallback: the
+    gap :math:`\hat\theta` estimated from the initialisation
+    (:func:`warm_start_estimate`, noise :math:`\sigma`) seen through the
+    averaged release's noise :math:`\sigma_c` (:math:`\sigma_c^2 =
+    2/(\mu_{\mathrm{init}}^2 + \mu_{\mathrm{fallback}}^2)`):
+    :math:`\hat{s}_0 \sigma_c/\sigma`. Released eigenvalues and public values
+    only. ``noise_norm``: the initialisation's noise's spectral norm (default
+    the GOE kernel's, :math:`\sqrt{2d}\, \sigma`); ``n_features``:
+    :math:`d` where ``eigvals`` is not the whole spectrum (the noisy power
+    path gives both).
+    """
+    d = eigvals.shape[0] if n_features is None else n_features
+    if noise_norm is None:
+        noise_norm = math.sqrt(2.0 * d) * sigma
+    combined = math.sqrt(2.0 / (mus["init"] ** 2 + mus["fallback"] ** 2))
+    fallback = warm_start_estimate(eigvals, k, noise_norm)
+    fallback *= combined / sigma
+    lam_k = float(eigvals[k - 1])
+    if lam_k <= 0:
+        return math.inf, fallback
+    power = noise * radius * (math.sqrt(d) + math.sqrt(k)) / math.sqrt(lam_k)
+    return power, fallback
+
+
+def selection_rdp(rho, shares, theta, orders=DEFAULT_ORDERS):
+    r"""RDP curve of a ``selection="repetition"`` fit at scale ``rho``
+    (§2, §6).
+
+    Gaussian releases outside the selection (mean, initialisation) cost
+    :math:`\lambda \cdot \mathrm{share} \cdot \rho`; one trial (its :math:`T`
+    power iterations at :math:`\Delta = \chi\sqrt{T}` and its noisy score)
+    costs :math:`\lambda (w_{\mathrm{power}} + w_{\mathrm{score}}) \rho`,
+    repeated a :math:`\mathrm{Geometric}(\theta)` number of times (Papernot
+    & Steinke, Theorem 2).
+    """
+    trial = orders * ((shares["power"] + shares["score"]) * rho)
+    outside = sum(w for k, w in shares.items() if k not in ("power", "score"))
+    return orders * (outside * rho) + repeated_rdp(trial, theta, orders)
+
+
+def calibrate_selection(epsilon, delta, theta, shares):
+    r"""The scale :math:`\rho` at which a repetition fit spends exactly
+    :math:`(\varepsilon, \delta)`.
+
+    Bisection on :math:`\log\rho`: the spent :math:`\varepsilon` grows with
+    :math:`\rho`. The repetition theorem's :math:`\ln(1/\theta)` terms do not
+    vanish as :math:`\rho \to 0`, so budgets below a floor cannot be met at
+    all: those raise a ``ValueError`` naming the smallest reachable
+    :math:`\varepsilon`.
+    """
+
+    def spent(log_rho):
+        return rdp_to_epsilon(selection_rdp(math.exp(log_rho), shares, theta), delta)[0]
+
+    lo, hi = -40.0, 10.0
+    floor = spent(lo)
+    if floor >= epsilon:
+        raise ValueError(
+            f"epsilon={epsilon:.6g} is below what selection='repetition' can "
+            f"reach at delta={delta:g} with {1.0 / theta:.4g} expected trials: "
+            f"the smallest reachable epsilon is {floor:.6g}. Use a larger epsilon, "
+            "fewer expected_trials, fixed clip_radius and n_iter, or "
+            "selection='gdp' (exact at any epsilon)."
+        )
+    while spent(hi) < epsilon:
+        hi += 10.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if spent(mid) <= epsilon else (lo, mid)
+    return math.exp(lo)
