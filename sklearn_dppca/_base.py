@@ -343,35 +343,14 @@ class _BasePrivatePCA(
             data = reported = _ReportedPasses(
                 data, progress, hidden=self._hidden_passes()
             )
-        self._check_n_components(n_samples, n_features)
-        if self._honours_svd_solver:  # as scikit-learn's PCA records it
-            self._fit_svd_solver = self._eigen_solver(n_samples, n_features)
-        # dense or matrix-free, from public values (the shape, the solver,
-        # the engine, the memory limit); the memory it needs checked
-        self._fit_path = self._path(n_samples, n_features, engine)
-        engine.with_gram = self._fit_path == "dense"
-        self._check_memory(n_samples, n_features)
-        # norm bounds ("auto", a box): their share is taken from the plan
+        # every release, its μ and its pass, from public values only
         dtype = _array_api.numpy_dtype(X)
-        bounds, plan = _bounds.plan_bounds(
-            self, n_samples, n_features, dtype, engine,
-            self._privacy_plan(n_samples, n_features))
-        if reported is not None:  # public values: said before any row is read
+        bounds, plan = self._plan_fit(n_samples, n_features, dtype, engine)
+        if reported is not None:  # said before any row is read
             reported.plan(self._releases(bounds, plan))
-        if isinstance(engine, InMemoryRows) and (bounds.auto or (
-                wide(n_features) and isinstance(engine.X, np.ndarray))):
-            # The Gram matrix once, after the bound and the centre
-            # (clipped_gram), not a raw one in the first pass and a correction
-            # per clipped row: with "auto" the bound clips many rows; on wide
-            # dense rows a syrk outweighs a second read of them, and centred
-            # on a noisy mean every row may be clipped a little (2 000 × 5 000:
-            # all of them; the fit 1.4–2 times faster, the same release).
-            engine.with_gram = False
         rng = make_generator(self.random_state)
+        # an over-budget fit refused before the data is read
         accountant = _resolve_accountant(self)
-        # Refuse a budget whose noise could underflow, and an over-budget
-        # fit, before the data is read ...
-        _refuse_uncalibrated(plan)
         accountant.check(**plan.charge)
         # From the first read of the rows to the end of the release, no
         # warning is shown: one raised there (an overflow on one extreme row,
@@ -415,6 +394,7 @@ class _BasePrivatePCA(
                 gram = None
             else:
                 gram = data.gram(data_norm, mean)
+            rows = data.rows(data_norm, mean)  # further passes, for _release
             if not self._gram_in_namespace and gram is not None:
                 gram = _array_api.to_host(gram)  # the same array for NumPy and Dask
             vars(self).pop("clipped_fraction_", None)  # only "auto" releases it
@@ -429,7 +409,6 @@ class _BasePrivatePCA(
             ).astype(dtype, copy=False)
             noisy_mean = self.mean_
             self.mean_ = projected_mean = mean_in_box(self.mean_, bounds)
-            rows = data.rows(data_norm, mean)
             self._release(gram, rows, plan, rng, dtype)
             if isinstance(engine, ArrayAPIRows):  # attributes in X's namespace
                 _array_api.move_attributes(self, engine.xp, engine.device)
@@ -447,6 +426,40 @@ class _BasePrivatePCA(
             warn_if_mean_projected(self, noisy_mean, projected_mean)
         warn_if_one_feature_dominates(self)
         return X
+
+    def _plan_fit(self, n_samples, n_features, dtype, engine):
+        """The fit's solver, path, norm bounds and privacy plan, from public
+        values only (the shape, the dtype, the parameters, the kind of input,
+        the memory limit), before any row is read: ``(bounds, plan)``.
+
+        Refuses here a fit that cannot run: ``n_components`` too large, a
+        path that does not fit in ``memory_limit``, a search drowned in its
+        noise, a budget whose noise could underflow.
+        """
+        self._check_n_components(n_samples, n_features)
+        if self._honours_svd_solver:  # as scikit-learn's PCA records it
+            self._fit_svd_solver = self._eigen_solver(n_samples, n_features)
+        # dense or matrix-free (the solver, the engine, the memory limit);
+        # the memory it needs checked
+        self._fit_path = self._path(n_samples, n_features, engine)
+        self._check_memory(n_samples, n_features)
+        # norm bounds ("auto", a box): their share is taken from the plan
+        bounds, plan = _bounds.plan_bounds(
+            self, n_samples, n_features, dtype, engine,
+            self._privacy_plan(n_samples, n_features))
+        _refuse_uncalibrated(plan)
+        # Whether the first pass forms a raw Gram matrix: on the dense path,
+        # but not where the Gram matrix is formed once after the bound and
+        # the centre (clipped_gram) rather than raw in the first pass and a
+        # correction per clipped row: with "auto" the bound clips many rows;
+        # on wide dense rows a syrk outweighs a second read of them, and
+        # centred on a noisy mean every row may be clipped a little
+        # (2 000 × 5 000: all of them; the fit 1.4–2 times faster, the same
+        # release).
+        engine.with_gram = self._fit_path == "dense" and not (
+            isinstance(engine, InMemoryRows) and (bounds.auto or (
+                wide(n_features) and isinstance(engine.X, np.ndarray))))
+        return bounds, plan
 
     def _centred_in_one_pass(self, data, n_samples, data_norm, centre, plan, rng):
         r"""The Gram matrix and the mean from one pass over every row, around
