@@ -417,6 +417,14 @@ class ArrayAPICentredRows:
             total = part if total is None else total + part
         return to_host(total).reshape(d, n_trials, k), counts
 
+    fuses_first_step = False
+
+    def energy_then_products(self, W_test, test_radii, W, radii, n_jobs=None):
+        """The clipping test's energy now and the first power step's products
+        when called (see ``CentredRows.energy_then_products``)."""
+        return self.clipped_energy(W_test, test_radii), (
+            lambda: self.clipped_products(W, radii, n_jobs))
+
     def clipped_energy(self, W, radii):
         r""":math:`q(R) = \sum_i \min(\|a_i^\top W\|^2, R^2)` for several
         radii, in one pass.

@@ -631,14 +631,20 @@ class CoherentPowerPCA(_BasePrivatePCA):
         return values[order], vectors[:, order], None
 
     def _power_rule(self, rows, init, eigvals, sigma, noise_norm, step_noise,
-                    floor, plan, rng):
+                    floor, plan, rng, first_step=None):
         r"""Whether ``selection="gdp"`` runs the power branch: the clipping
         test's two releases (:math:`q(R)`, sensitivity :math:`R^2`: noise
         :math:`R^2/\mu_{\mathrm{test}}`), then the rule on them and on the
         initialisation's released eigenvalues ``eigvals`` (its noise
         ``sigma`` per entry, ``noise_norm`` in spectral norm), the power
         step's noise and the floor; public values otherwise
-        (docs/coherent.rst)."""
+        (docs/coherent.rst).
+
+        With ``first_step`` (the first power step's :math:`X B`, known before
+        the test), returns ``(go, products)``: the test's pass also gives that
+        step's exact clipped products where the engine reads the rows once
+        for both (``energy_then_products``); they are released only if
+        ``go``."""
         n, d = self.n_samples_, init.shape[0]
         k = init.shape[1]
         mus, radius = plan.mus, plan.extra["radius"]
@@ -646,13 +652,18 @@ class CoherentPowerPCA(_BasePrivatePCA):
         kappa = k * max(float(eigvals[k - 1]), 0.0) * 2.0 * math.log(n * k) / n
         test_radii = np.array([2.0 * math.sqrt(k / n), floor**-0.5])
         W0 = init / np.sqrt(np.maximum(eigvals[:k], floor))
-        q = rows.clipped_energy(W0, test_radii) + [
-            dense_noise(rng, (), r**2 / mus["test"]) for r in test_radii
-        ]
+        products = None
+        if first_step is None:
+            energy = rows.clipped_energy(W0, test_radii)
+        else:
+            energy, products = rows.energy_then_products(
+                W0, test_radii, first_step[:, None, :], [radius], self.n_jobs)
+        q = energy + [dense_noise(rng, (), r**2 / mus["test"]) for r in test_radii]
         power, fallback = predicted_errors(eigvals, k, sigma, step_noise, radius,
                                            mus, noise_norm=noise_norm, n_features=d)
-        return bool(q[0] >= ENERGY_RATIO * q[1] and s0 < WARM_START
-                    and kappa <= KAPPA_MAX and power <= GAIN_MAX * fallback)
+        go = bool(q[0] >= ENERGY_RATIO * q[1] and s0 < WARM_START
+                  and kappa <= KAPPA_MAX and power <= GAIN_MAX * fallback)
+        return go if first_step is None else (go, products)
 
     def _gdp_branch(self, rows, unit_gram, released, eigvals, rest, init, sigma,
                     k, plan, rng):
@@ -667,9 +678,12 @@ class CoherentPowerPCA(_BasePrivatePCA):
         mus, extra = plan.mus, plan.extra
         radius, n_iter = extra["radius"], extra["n_iter"]
         floor = floor_level(sigma, k, n_iter, self.failure_prob)
-        go = k < d and self._power_rule(
-            rows, init, eigvals, sigma, math.sqrt(2.0 * d) * sigma,
-            2.0 / mus["step"], floor, plan, rng)
+        go, first = False, None
+        if k < d:  # the first step's B from the released M̂: known before the test
+            first_B = preconditioner(init.T @ released @ init, floor)
+            go, first = self._power_rule(
+                rows, init, eigvals, sigma, math.sqrt(2.0 * d) * sigma,
+                2.0 / mus["step"], floor, plan, rng, first_step=init @ first_B)
         if not go:
             # Fallback: a second release of G, weighted with M̂ by precision
             # (σ² = 2/μ²): together one release of μ² = μ_init² + μ_fallback².
@@ -687,8 +701,12 @@ class CoherentPowerPCA(_BasePrivatePCA):
         noise = 2.0 / mus["step"]
         X = init
         for step in range(n_iter):
-            B = preconditioner(X.T @ released @ X, floor)
-            sums, _ = rows.clipped_products((X @ B)[:, None, :], [radius], self.n_jobs)
+            if step:
+                B = preconditioner(X.T @ released @ X, floor)
+                sums, _ = rows.clipped_products((X @ B)[:, None, :], [radius],
+                                                self.n_jobs)
+            else:  # the same products, from the test's pass where it made them
+                sums, _ = first()
             X = np.linalg.qr(sums[:, 0] + dense_noise(rng, (d, k), noise * radius))[0]
             self._say(2, f"power iteration {step + 1} of {n_iter}")
         # Go/no-go: D = Σ a_iᵀ(P_T − P_0)a_i. Replacing a by b moves it by

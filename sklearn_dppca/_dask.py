@@ -342,6 +342,12 @@ def _chunk_energy(chunk, data_norm, mean, W, radii):
     return rows.clipped_energy(W, radii)
 
 
+def _chunk_energy_and_products(chunk, data_norm, mean, W_test, test_radii, W, radii):
+    rows = CentredRows(chunk, data_norm, mean, row_sq_norms(chunk))
+    return (rows.clipped_energy(W_test, test_radii),
+            *rows.clipped_products(W, radii))
+
+
 def _chunk_sq_norm_sum(chunk, data_norm, mean):
     return CentredRows(chunk, data_norm, mean, row_sq_norms(chunk)).sq_norm_sum()
 
@@ -454,6 +460,20 @@ class DaskCentredRows:
     def sq_norm_sum(self):
         r"""One Dask reduction of :math:`\sum \|a_i\|^2` (see CentredRows)."""
         return map_reduce(self.X, _chunk_sq_norm_sum, self.data_norm, self.mean)
+
+    #: Every pass reads the rows (from disk): the clipping test and the
+    #: first power step share one.
+    fuses_first_step = True
+
+    def energy_then_products(self, W_test, test_radii, W, radii, n_jobs=None):
+        """One Dask reduction of the clipping test's :math:`q(R)` and the first
+        power step's products (see ``CentredRows.energy_then_products``): the
+        products are computed with the test and released only if it chooses
+        the power branch."""
+        q, products, clipped = map_reduce(
+            self.X, _chunk_energy_and_products, self.data_norm, self.mean, W_test,
+            np.asarray(test_radii, dtype=float), W, np.asarray(radii))
+        return q, lambda: (products, clipped)
 
     def clipped_energy(self, W, radii):
         """One Dask reduction of :math:`q(R)` (see CentredRows)."""

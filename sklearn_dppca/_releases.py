@@ -29,6 +29,7 @@ PRODUCTS = "power-method products of the clipped rows"
 TRACE = "sum of the squared norms of the clipped rows (the trace)"
 ENERGY = ("clipped energy along the initial components (the test that chooses "
           "the branch)")
+ENERGY_AND_STEP = ENERGY + " and the first step's " + PRODUCTS
 
 
 class Release(NamedTuple):

@@ -4,7 +4,16 @@ words only (what the pass computes), and a Dask pass's partitions counted
 (the CLI's :class:`~sklearn_dppca._cli_progress.PassProgress`).
 """
 
-from ._releases import CENTRED, ENERGY, FIRST_NORMS, GRAM, MEAN_SUM, PRODUCTS, TRACE
+from ._releases import (
+    CENTRED,
+    ENERGY,
+    ENERGY_AND_STEP,
+    FIRST_NORMS,
+    GRAM,
+    MEAN_SUM,
+    PRODUCTS,
+    TRACE,
+)
 
 
 class _ReportedPasses:
@@ -142,6 +151,19 @@ class _ReportedRows:
     def sq_norm_sum(self):
         self._pass(TRACE)
         return self._rows.sq_norm_sum()
+
+    def energy_then_products(self, *args, **kwargs):
+        fused = self._rows.fuses_first_step
+        self._pass(ENERGY_AND_STEP if fused else ENERGY)
+        energy, products = self._rows.energy_then_products(*args, **kwargs)
+        if fused:
+            return energy, products
+
+        def announced():
+            self._pass(PRODUCTS)
+            return products()
+
+        return energy, announced
 
     def clipped_energy(self, *args, **kwargs):
         self._pass(ENERGY)

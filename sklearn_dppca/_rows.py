@@ -94,6 +94,23 @@ class CentredRows:
             total += np.minimum(sq[:, None], radii**2).sum(axis=0)
         return total
 
+    #: Whether :meth:`energy_then_products` reads the rows once for both.
+    fuses_first_step = False
+
+    def energy_then_products(self, W_test, test_radii, W, radii, n_jobs=None):
+        """The clipping test's :meth:`clipped_energy` now, and the first power
+        step's :meth:`clipped_products` as a callable, ``(q, products)``.
+
+        ``CoherentPowerPCA`` knows its first step's :math:`W` before the test
+        (the preconditioner comes from the released initialisation), but
+        releases those products only if the test chooses the power branch.
+        In memory a pass is cheap to repeat, so the products' pass runs only
+        when ``products()`` is called; an engine whose every pass reads the
+        rows from disk computes both in one (``fuses_first_step``).
+        """
+        return self.clipped_energy(W_test, test_radii), (
+            lambda: self.clipped_products(W, radii, n_jobs))
+
     def sq_norm_sum(self):
         r""":math:`\sum_i \|a_i\|^2`, one pass: the trace of
         :math:`\sum a a^\top` (each term in :math:`[0, 1]`), exact and

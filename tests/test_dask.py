@@ -223,6 +223,27 @@ def test_passes_over_the_rows_are_few(name, shift):
     assert passes <= most + steps
 
 
+def test_coherent_power_branch_reads_its_test_and_first_step_in_one_pass():
+    """Issue 34: out of core, CoherentPowerPCA's clipping test and its first
+    power step share a pass (the step's B comes from the released
+    initialisation, known before the test): the mean, the Gram matrix, the
+    test with the first step, then one pass per later step. It releases what
+    the in-memory fit, which makes them one after the other, releases."""
+    from sklearn_dppca.datasets import make_coherent_low_rank
+
+    X, _ = make_coherent_low_rank(40_000, 30, 3, eigengap=0.5, spread=3.0,
+                                  data_norm=1.0, random_state=0)
+    params = dict(epsilon=3.0, data_norm=1.0, random_state=0)
+    local = CoherentPowerPCA(3, **params).fit(X)
+    lazy = CoherentPowerPCA(3, **params)
+    passes = _count_passes(lazy, X, n_chunks=4)
+    assert local.branch_ == lazy.branch_ == "power" and lazy.n_iter_ == 2
+    assert passes == 2 + 1 + (lazy.n_iter_ - 1)
+    for attribute in FITTED:
+        np.testing.assert_allclose(getattr(lazy, attribute), getattr(local, attribute),
+                                   rtol=1e-8, atol=1e-10, err_msg=attribute)
+
+
 @pytest.mark.parametrize("name", ["private", "coherent-auto"])
 @pytest.mark.parametrize("shift", [0.0, 50.0])
 def test_auto_bound_on_a_cluster_equals_numpy(client, data, name, shift):
