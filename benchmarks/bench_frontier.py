@@ -9,7 +9,8 @@ alone (not from the data). For ``d ∈ {200, 1000}`` and ``n ∈ {d, 2d, 5d,
 
 - ``PrivatePCA`` with that bound, and with ``data_norm="auto"``;
 - ``CoherentPowerPCA`` with that bound (its automatic rule; the branch it
-  took is counted);
+  took is counted), and with ``start="random"`` (power iterations from a
+  random basis, no covariance release);
 - scikit-learn's ``PCA`` (no privacy: the sampling error alone);
 
 and reports the ``sin θ`` of the top ``k`` against ``u₁, u₂`` (mean ± sd
@@ -42,6 +43,7 @@ K, EPSILON, DELTA = 2, 1.0, 0.01
 SPIKES = (10.0, 5.0)
 MULTIPLES = (1, 2, 5, 10, 20)
 METHODS = ("PrivatePCA", 'PrivatePCA, "auto"', "CoherentPowerPCA",
+           'CoherentPowerPCA, start="random"',
            "PCA (not private)")
 
 
@@ -73,6 +75,8 @@ def make(method, bound, seed):
         return PrivatePCA(K, data_norm="auto", **common)
     if method == "CoherentPowerPCA":
         return CoherentPowerPCA(K, data_norm=bound, **common)
+    if method == 'CoherentPowerPCA, start="random"':
+        return CoherentPowerPCA(K, data_norm=bound, start="random", **common)
     return PCA(K, svd_solver="full")
 
 

@@ -78,6 +78,7 @@ _ONLY_FOR = {
     "n_iter": "coherent",
     "n_iter_max": "coherent",
     "selection": "coherent",
+    "start": "coherent",
     "target": "complex",
 }
 
@@ -272,7 +273,7 @@ def _make_estimator(args):
         if not isinstance(args.n_components, int):
             raise ValueError("--estimator coherent needs an integer --n-components")
         params["verbose"] = args.verbose
-        for dest in ("clip_radius", "n_iter", "n_iter_max", "selection"):
+        for dest in ("clip_radius", "n_iter", "n_iter_max", "selection", "start"):
             if getattr(args, dest) is not None:
                 params[dest] = getattr(args, dest)
     elif args.estimator == "complex" and args.target is not None:
@@ -651,6 +652,11 @@ def build_parser():
                      "(default), one exact-GDP run with a private go/no-go; "
                      "repetition, the paper's random repetitions (slower, and "
                      "not with --data-norm auto)")
+    fit.add_argument("--start", choices=["covariance", "random"],
+                     help="coherent only: where the power iterations start: "
+                     "covariance (default), the released covariance; random, a "
+                     "random basis with no covariance release (better where the "
+                     "rows are a few times the columns)")
     fit.add_argument("--seed", type=int, default=None,
                      help="fix the noise, for reproducible tests only: the fit is "
                      "then NOT private")

@@ -22,7 +22,7 @@ from ._coherent_rules import (  # noqa: F401 (decision_sensitivity, projection_g
 from ._param_docs import fill_parameter_docs
 from ._paths import auto_solver
 from ._private_pca import noisy_power, noisy_power_spectrum
-from ._releases import ENERGY, GRAM, PRODUCTS, Release
+from ._releases import ENERGY, GRAM, PRODUCTS, TRACE, Release
 from ._rows import scatter_products
 from ._spectrum import _eigh
 from .noise import add_goe_noise, dense_noise, goe_noise, noise_scale
@@ -56,6 +56,10 @@ GDP_ITERATIONS = 2
 #: initialisation's columns beyond ``k`` and passes, and the fallback's
 #: passes (from the initialisation's basis).
 WIDE_OVERSAMPLES = 10
+#: ``start="random"``: shares of μ*² (the iterations from a random basis, then
+#: the variances: ``Xᵀ M X`` and the trace, half each) and its iterations.
+RANDOM_SHARES = {"mean": 0.10, "step": 0.80, "variance": 0.10}
+RANDOM_ITERATIONS = 5
 WIDE_PASSES = 4
 WIDE_FALLBACK_PASSES = 2
 
@@ -142,7 +146,20 @@ class CoherentPowerPCA(_BasePrivatePCA):
     selection : {"gdp", "repetition"}, default="gdp"
         How an automatic fit (``clip_radius`` or ``n_iter`` ``"auto"``)
         proceeds: the exact-GDP branch rule (:doc:`/coherent`), or the
-        paper's random repetitions. Ignored when both are fixed.
+        paper's random repetitions. Ignored when both are fixed, and with
+        ``start="random"``.
+    start : {"covariance", "random"}, default="covariance"
+        Where the power iterations start. ``"covariance"``: from the
+        released covariance (:class:`PrivatePCA`'s release), as described
+        above. ``"random"``: from a random orthonormal basis, with no
+        covariance release: ``n_iter`` iterations (``"auto"``: 5) at
+        :math:`R` (``"auto"``: :math:`\sqrt{k/n}`), no preconditioner, then
+        one release of :math:`X^\top M X` and the trace for the variances;
+        no :math:`d \times d` matrix. Where :math:`n` is a few times
+        :math:`d` the covariance release is noise, and this start does
+        better (:ref:`where n is close to d <benchmarks-frontier>`); with
+        many rows it does worse. ``selection`` and ``path`` do not apply
+        (``path="dense"`` is refused).
     n_iter_max : int, default=32
         ``selection="repetition"`` only: cap of the grid of :math:`T` (the
         paper's :math:`T_{\max}` is impractically large). Every trial costs the same
@@ -269,6 +286,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         ],
         "n_iter": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "selection": [StrOptions({"gdp", "repetition"})],
+        "start": [StrOptions({"covariance", "random"})],
         "n_iter_max": [Interval(Integral, 1, None, closed="left")],
         "expected_trials": [
             Interval(Integral, 1, None, closed="left"),
@@ -298,6 +316,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         clip_radius="auto",
         n_iter="auto",
         selection="gdp",
+        start="covariance",
         n_iter_max=32,
         expected_trials="auto",
         failure_prob=0.1,
@@ -323,6 +342,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         self.clip_radius = clip_radius
         self.n_iter = n_iter
         self.selection = selection
+        self.start = start
         self.n_iter_max = n_iter_max
         self.expected_trials = expected_trials
         self.failure_prob = failure_prob
@@ -359,6 +379,13 @@ class CoherentPowerPCA(_BasePrivatePCA):
     def _path(self, n_samples, n_features, engine):
         """``"dense"`` or ``"noisy_power"``, from public values only (the
         shape, the parameters, the kind of input, the memory limit)."""
+        if self._mode() == "random":  # passes of d × k products only
+            obstacle = self._blocks_obstacle(engine) or (
+                "does not form a d × d matrix: path='dense'"
+                if self.path == "dense" else None)
+            if obstacle is not None:
+                raise ValueError(f"start='random' {obstacle}.")
+            return "noisy_power"
         obstacle = self._wide_obstacle(n_samples, n_features, engine)
         if self.path == "noisy_power":
             if obstacle is not None:
@@ -378,7 +405,10 @@ class CoherentPowerPCA(_BasePrivatePCA):
 
     # ------------------------------------------------------------ privacy
     def _mode(self):
-        """``"fixed"``, ``"gdp"`` or ``"repetition"`` (public: parameters only)."""
+        """``"random"``, ``"fixed"``, ``"gdp"`` or ``"repetition"`` (public:
+        parameters only)."""
+        if self.start == "random":
+            return "random"
         if self.clip_radius != "auto" and self.n_iter != "auto":
             return "fixed"
         return self.selection
@@ -423,7 +453,10 @@ class CoherentPowerPCA(_BasePrivatePCA):
     def _budget_shares(self):
         r"""Shares of :math:`\mu_*^2` of the exact-GDP modes (fixed, or
         ``selection="gdp"``)."""
-        if self._mode() == "gdp":
+        mode = self._mode()
+        if mode == "random":
+            return budget_shares(RANDOM_SHARES, self.center)
+        if mode == "gdp":
             return budget_shares(GDP_SHARES, self.center)
         return budget_shares(FIXED_SHARES, self.center)
 
@@ -441,9 +474,30 @@ class CoherentPowerPCA(_BasePrivatePCA):
         if mode == "fixed":  # exact GDP composition, as in the base
             return super()._privacy_plan(n_samples, n_features)
         k = self.n_components or min(n_samples, n_features)
+        if mode == "random":
+            return self._random_plan(n_samples, k)
         if mode == "gdp":
             return self._gdp_plan(n_samples, k)
         return self._repetition_plan(n_samples, k)
+
+    def _random_plan(self, n_samples, k):
+        r""":math:`\mu` of every release of ``start="random"``: the mean's,
+        each of the :math:`T` iterations' (``"step"``, their
+        :math:`w_{\mathrm{step}} \mu_*^2` split evenly) and the variances'
+        (``"variance"``: :math:`X^\top M X` and the trace, each at
+        :math:`\mu_{\mathrm{variance}}/\sqrt{2}`). They compose to exactly
+        :math:`\mu_*`, the charge."""
+        mu_total = gdp_mu(self.epsilon, self.delta)
+        shares = self._budget_shares()
+        n_iter = RANDOM_ITERATIONS if self.n_iter == "auto" else int(self.n_iter)
+        mus = {name: mu_total * math.sqrt(w) for name, w in shares.items()}
+        mus["step"] /= math.sqrt(n_iter)  # each of the T iterations
+        radius = (math.sqrt(k / n_samples) if self.clip_radius == "auto"
+                  else float(self.clip_radius))
+        composed = math.sqrt(sum(w for w in shares.values())) * mu_total
+        spent = (gdp_epsilon(composed, self.delta), self.delta)
+        return PrivacyPlan(mus=mus, charge={"mu": mu_total}, spent=spent,
+                           extra={"n_iter": n_iter, "radius": radius})
 
     def _gdp_plan(self, n_samples, k):
         r""":math:`\mu` of every release of ``selection="gdp"``; the charge is
@@ -523,6 +577,11 @@ class CoherentPowerPCA(_BasePrivatePCA):
         # the initialisation: PrivatePCA's release of the Gram matrix, or on
         # the noisy power path WIDE_PASSES of the noisy power method's
         wide, mus, mode = self._fit_path == "noisy_power", plan.mus, self._mode()
+        if mode == "random":
+            n_iter = plan.extra["n_iter"]
+            return [Release("step", mus["step"] * math.sqrt(n_iter), PRODUCTS,
+                            draws=n_iter),
+                    Release("variance", mus["variance"], TRACE, draws=2)]
         own = [Release("init", mus["init"], PRODUCTS if wide else GRAM,
                        draws=WIDE_PASSES if wide else 1)]
         if mode == "repetition":  # the trials' number stays secret
@@ -545,6 +604,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
 
     # ------------------------------------------------------------ release
     def _release(self, gram, rows, plan, rng, dtype):
+        if self._mode() == "random":
+            return self._release_random(rows, plan, rng, dtype)
         if self._fit_path == "noisy_power":
             return self._release_wide(rows, plan, rng, dtype)
         n, d = self.n_samples_, gram.shape[0]
@@ -780,6 +841,52 @@ class CoherentPowerPCA(_BasePrivatePCA):
             source.values[:k] * scale, source.trace * scale, min(n, d), n - 1,
             source.resolved(k))
         self._set_components((final @ rotation).T, values * scale / (n - 1),
+                             spectrum, dtype)
+
+    def _release_random(self, rows, plan, rng, dtype):
+        r"""``start="random"`` (docs/privacy.rst, "From a random start"):
+        :math:`T` clipped power iterations from a random orthonormal
+        :math:`X^{(0)}` (drawn from the fit's generator: public), with no
+        covariance release and no preconditioner, then the variances.
+
+        Each iteration releases
+        :math:`Z = \sum_i a_i \operatorname{Clip}_R(a_i^\top X) + \Delta R G`
+        (Frobenius sensitivity :math:`2R`, :math:`\mu_{\mathrm{step}} =
+        2/\Delta`) and takes :math:`X` the orthonormal basis of :math:`Z`
+        (post-processing). With :math:`R` below the rows' projections every
+        row's contribution is its direction :math:`a_i \hat{p}_i^\top`, a
+        sign-like power step whose span follows the covariance's for
+        elliptical rows. Then :math:`\hat{H} = X^\top M X` (GOE noise,
+        sensitivity :math:`\sqrt{2}`) and :math:`\operatorname{tr} M`
+        (sensitivity 1), each at :math:`\mu_{\mathrm{variance}}/\sqrt{2}`:
+        the components are :math:`X` rotated to :math:`\hat{H}`'s axes, the
+        variances its eigenvalues, the rest of the spectrum shares what the
+        trace leaves.
+        """
+        n, d = self.n_samples_, self.n_features_in_
+        k = self.n_components or min(n, d)
+        mus, n_iter = plan.mus, plan.extra["n_iter"]
+        radius, scale = plan.extra["radius"], rows.data_norm**2
+        X = start = np.linalg.qr(rng.standard_normal((d, k)))[0]
+        noise = 2.0 * radius / mus["step"]  # σ = 2R/μ_step
+        for step in range(n_iter):
+            sums, _ = rows.clipped_products(X[:, None, :], [radius], self.n_jobs)
+            X = np.linalg.qr(sums[:, 0] + dense_noise(rng, (d, k), noise))[0]
+            self._say(2, f"power iteration {step + 1} of {n_iter}")
+        half = mus["variance"] / math.sqrt(2.0)
+        sigma_h = noise_scale(math.sqrt(2.0), half)
+        H = _wide_quadratic(rows, X) + goe_noise(rng, k, sigma_h)
+        trace = rows.sq_norm_sum() + float(dense_noise(rng, (), 1.0 / half))
+        values, rotation = np.linalg.eigh((H + H.T) / 2.0)
+        values, rotation = values[::-1], rotation[:, ::-1]
+        self.init_components_, self.n_clipped_ = start.T.astype(dtype), None
+        self.branch_, self.clip_radius_, self.n_iter_ = "random", radius, n_iter
+        self._say(1, f"released: random start (R={radius:.4g}, T={n_iter})")
+        resolved = int(np.count_nonzero(values > sigma_h * math.sqrt(2.0 * k)))
+        spectrum = noisy_power_spectrum(
+            np.maximum(values, 0.0) * scale, trace * scale, min(n, d), n - 1,
+            resolved)
+        self._set_components((X @ rotation).T, values * scale / (n - 1),
                              spectrum, dtype)
 
     def _gdp_branch_wide(self, rows, power, init, k, plan, rng, quadratic):

@@ -90,8 +90,8 @@ def test_mean_release_never_beats_its_claim(est):
 @pytest.mark.parametrize(
     "params, n_fits",
     [({"clip_radius": 0.1, "n_iter": 3}, 300), ({}, 150),
-     ({"selection": "repetition", "n_iter_max": 2}, 60)],
-    ids=["fixed", "gdp", "repetition"],
+     ({"selection": "repetition", "n_iter_max": 2}, 60), ({"start": "random"}, 150)],
+    ids=["fixed", "gdp", "repetition", "random start"],
 )
 def test_power_method_never_beats_its_claim(params, n_fits, center):
     est = CoherentPowerPCA(2, epsilon=EPSILON, delta=DELTA, data_norm=1.0,

@@ -725,3 +725,18 @@ def test_version_from_python_dash_m():
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and result.stderr == ""
     assert result.stdout == f"dppca {sklearn_dppca.__version__}\n"
+
+
+def test_start_random_reaches_the_coherent_estimator(data, tmp_path, capsys):
+    model = tmp_path / "m.json"
+    rc, _, err = run(capsys, "fit", data, "-k", 2, "--epsilon", 2, "--delta", 1e-6,
+                     "--data-norm", 3, "--estimator", "coherent", "--start",
+                     "random", "-o", model, "-v")
+    assert rc == 0, err
+    saved = json.loads(model.read_text())
+    assert saved["parameters"]["start"] == "random"
+    assert saved["attributes"]["branch_"] == "random"
+    assert "release step: mu=" in err and "in 5 draws" in err
+    rc, _, err = run(capsys, "fit", data, "-k", 2, "--epsilon", 2, "--delta", 1e-6,
+                     "--data-norm", 3, "--start", "random", "-o", tmp_path / "p.json")
+    assert rc == 2 and "--start" in err

@@ -64,6 +64,10 @@ CASES = {
     "coherent, noisy power, fixed": lambda: CoherentPowerPCA(
         n_components=3, data_norm=30, path="noisy_power", clip_radius=0.05,
         n_iter=2),
+    "coherent, random start": lambda: CoherentPowerPCA(
+        n_components=3, data_norm=30, start="random"),
+    "coherent, random start, auto": lambda: CoherentPowerPCA(
+        n_components=3, data_norm="auto", start="random"),
     "coherent, repetition": lambda: CoherentPowerPCA(
         n_components=3, data_norm=30, selection="repetition"),
 }
