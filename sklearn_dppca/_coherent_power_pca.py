@@ -844,25 +844,12 @@ class CoherentPowerPCA(_BasePrivatePCA):
                              spectrum, dtype)
 
     def _release_random(self, rows, plan, rng, dtype):
-        r"""``start="random"`` (docs/privacy.rst, "From a random start"):
-        :math:`T` clipped power iterations from a random orthonormal
-        :math:`X^{(0)}` (drawn from the fit's generator: public), with no
-        covariance release and no preconditioner, then the variances.
-
-        Each iteration releases
-        :math:`Z = \sum_i a_i \operatorname{Clip}_R(a_i^\top X) + \Delta R G`
-        (Frobenius sensitivity :math:`2R`, :math:`\mu_{\mathrm{step}} =
-        2/\Delta`) and takes :math:`X` the orthonormal basis of :math:`Z`
-        (post-processing). With :math:`R` below the rows' projections every
-        row's contribution is its direction :math:`a_i \hat{p}_i^\top`, a
-        sign-like power step whose span follows the covariance's for
-        elliptical rows. Then :math:`\hat{H} = X^\top M X` (GOE noise,
-        sensitivity :math:`\sqrt{2}`) and :math:`\operatorname{tr} M`
-        (sensitivity 1), each at :math:`\mu_{\mathrm{variance}}/\sqrt{2}`:
-        the components are :math:`X` rotated to :math:`\hat{H}`'s axes, the
-        variances its eigenvalues, the rest of the spectrum shares what the
-        trace leaves.
-        """
+        r"""``start="random"``: :math:`T` clipped power iterations from a
+        random orthonormal basis (public, from the fit's generator), each
+        releasing :math:`\sum_i a_i \operatorname{Clip}_R(a_i^\top X) +
+        \Delta R G` (sensitivity :math:`2R`), then :math:`X^\top M X`
+        (:math:`\sqrt 2`) and the trace (1) for the variances
+        (:ref:`the random start <privacy-coherent-random>`)."""
         n, d = self.n_samples_, self.n_features_in_
         k = self.n_components or min(n, d)
         mus, n_iter = plan.mus, plan.extra["n_iter"]
