@@ -869,7 +869,13 @@ class CoherentPowerPCA(_BasePrivatePCA):
         self.init_components_, self.n_clipped_ = start.T.astype(dtype), None
         self.branch_, self.clip_radius_, self.n_iter_ = "random", radius, n_iter
         self._say(1, f"released: random start (R={radius:.4g}, T={n_iter})")
-        resolved = int(np.count_nonzero(values > sigma_h * math.sqrt(2.0 * k)))
+        # resolved: a variance above any a random direction reaches, the
+        # mean eigenvalue (the released trace over d) at the Marchenko–Pastur
+        # edge (1 + √(d/n))², plus Ĥ's noise: its edge σ√(2k) and three σ for
+        # the fluctuations of a small matrix's top eigenvalue (post-processing)
+        reach = (max(trace, 0.0) / d * (1.0 + math.sqrt(d / n)) ** 2
+                 + sigma_h * (math.sqrt(2.0 * k) + 3.0))
+        resolved = int(np.count_nonzero(values > reach))
         spectrum = noisy_power_spectrum(
             np.maximum(values, 0.0) * scale, trace * scale, min(n, d), n - 1,
             resolved)

@@ -2,6 +2,7 @@
 basis, with no covariance release (issue 34: where n is close to d)."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -96,3 +97,24 @@ def test_the_dense_path_is_refused_before_any_charge():
     with pytest.raises(ValueError, match="start='random' does not form a d × d"):
         est.fit(np.random.default_rng(0).normal(size=(100, 5)))
     assert acc.n_charges == 0
+
+
+def test_a_start_that_never_left_the_bulk_is_said_to_be_noise():
+    """Where n is too small for the iterations to find the spikes, the
+    released variances along the components are no larger than a random
+    direction's can be: NoisyReleaseWarning, n_resolved_ 0. With enough rows
+    both spikes stand out and nothing is said."""
+    from sklearn_dppca import NoisyReleaseWarning
+
+    d = 300
+    bound = public_bound(d)
+    for n, resolved in ((3 * d, 0), (40 * d, 2)):
+        X, _ = spiked(n, d, 0)
+        est = CoherentPowerPCA(2, start="random", data_norm=bound, epsilon=1.0,
+                               delta=0.01, random_state=0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est.fit(X)
+        noisy = [w for w in caught if issubclass(w.category, NoisyReleaseWarning)]
+        assert est.n_resolved_ == resolved
+        assert bool(noisy) == (resolved < 2)
