@@ -221,7 +221,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
         As in PrivatePCA, from the released covariance's trace.
     init_components_ : ndarray of shape (n_components_, n_features)
         The initialisation :math:`X^{(0)}` (top-k eigenvectors of the first
-        release).
+        release); not set with ``start="random"``, whose random start is not
+        released.
     branch_ : str
         What was released: ``"power"`` (the power iterate), ``"init"`` (the
         initialisation: the go/no-go or, in the repetition mode, a noisy
@@ -854,7 +855,11 @@ class CoherentPowerPCA(_BasePrivatePCA):
         k = self.n_components or min(n, d)
         mus, n_iter = plan.mus, plan.extra["n_iter"]
         radius, scale = plan.extra["radius"], rows.data_norm**2
-        X = start = np.linalg.qr(rng.standard_normal((d, k)))[0]
+        # The start from a generator of its own, seeded by one draw of the
+        # fit's: it is not released, and were it inferred it would tell
+        # nothing of the noise drawn from the fit's generator.
+        start = np.random.default_rng(int(rng.integers(2**63)))
+        X = np.linalg.qr(start.standard_normal((d, k)))[0]
         noise = 2.0 * radius / mus["step"]  # σ = 2R/μ_step
         for step in range(n_iter):
             sums, _ = rows.clipped_products(X[:, None, :], [radius], self.n_jobs)
@@ -866,7 +871,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
         trace = rows.sq_norm_sum() + float(dense_noise(rng, (), 1.0 / half))
         values, rotation = np.linalg.eigh((H + H.T) / 2.0)
         values, rotation = values[::-1], rotation[:, ::-1]
-        self.init_components_, self.n_clipped_ = start.T.astype(dtype), None
+        vars(self).pop("init_components_", None)  # no initialisation released
+        self.n_clipped_ = None
         self.branch_, self.clip_radius_, self.n_iter_ = "random", radius, n_iter
         self._say(1, f"released: random start (R={radius:.4g}, T={n_iter})")
         # resolved: a variance above any a random direction reaches, the
