@@ -33,10 +33,11 @@ class _ReportedPasses:
       that starts unannounced (a step that reads rows this wrapper no longer
       holds) is announced then, as "a pass over the rows": on Dask every pass
       is one reduction, so every one is counted.
-    - ``progress.planned(releases)``: before the first pass, the fit's planned
-  releases (:class:`~sklearn_dppca._releases.Release`: each one's name,
-  GDP μ, draws, branch and the pass it perturbs), public values only.
-- ``progress.finished(passes, exact)``: at the end of the fit, the number
+    - ``progress.planned(releases)``: before the first pass, the fit's
+      planned releases (:class:`~sklearn_dppca._releases.Release`: each
+      one's name, GDP μ, draws, branch and the pass it perturbs), public
+      values only.
+    - ``progress.finished(passes, exact)``: at the end of the fit, the number
       of passes announced, and whether that is all of them. It is not when
       the estimator's passes are ``hidden``
       (``CoherentPowerPCA(selection="repetition")``: their number would tell
