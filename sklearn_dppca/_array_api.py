@@ -48,6 +48,8 @@ from sklearn.externals import array_api_compat
 from sklearn.utils._array_api import _convert_to_numpy
 from sklearn.utils.validation import validate_data
 
+from ._rows import CentredRows
+
 try:  # scikit-learn >= 1.8
     from sklearn.utils._array_api import check_same_namespace
 except ImportError:  # pragma: no cover
@@ -417,13 +419,9 @@ class ArrayAPICentredRows:
             total = part if total is None else total + part
         return to_host(total).reshape(d, n_trials, k), counts
 
+    # in memory, as CentredRows: the products' pass only when asked
     fuses_first_step = False
-
-    def energy_then_products(self, W_test, test_radii, W, radii, n_jobs=None):
-        """The clipping test's energy now and the first power step's products
-        when called (see ``CentredRows.energy_then_products``)."""
-        return self.clipped_energy(W_test, test_radii), (
-            lambda: self.clipped_products(W, radii, n_jobs))
+    energy_then_products = CentredRows.energy_then_products
 
     def clipped_energy(self, W, radii):
         r""":math:`q(R) = \sum_i \min(\|a_i^\top W\|^2, R^2)` for several

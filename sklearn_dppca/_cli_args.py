@@ -62,31 +62,25 @@ _probability = _number(float, 0.0, 1.0, what="a number in (0, 1)")
 _count = _number(int, 1, closed_low=True, what="an integer >= 1")
 
 
-def _auto_or(kind):
+def _word_or(word, kind):
+    """An option type taking ``word`` as it is, or a value of ``kind``."""
     def parse(text):
-        if text == "auto":
+        if text == word:
             return text
         try:
             return kind(text)
         except argparse.ArgumentTypeError:
             raise argparse.ArgumentTypeError(
-                f"must be 'auto' or {kind.what}, got {text!r}"
+                f"must be '{word}' or {kind.what}, got {text!r}"
             ) from None
 
-    parse.__name__ = f"'auto' or {kind.what}"
+    parse.__name__ = f"'{word}' or {kind.what}"
     return parse
+
+
+def _auto_or(kind):
+    return _word_or("auto", kind)
 
 
 def _mid_or(kind):
-    def parse(text):
-        if text == "mid":
-            return text
-        try:
-            return kind(text)
-        except argparse.ArgumentTypeError:
-            raise argparse.ArgumentTypeError(
-                f"must be 'mid' or {kind.what}, got {text!r}"
-            ) from None
-
-    parse.__name__ = f"'mid' or {kind.what}"
-    return parse
+    return _word_or("mid", kind)

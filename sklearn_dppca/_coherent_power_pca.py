@@ -476,29 +476,25 @@ class CoherentPowerPCA(_BasePrivatePCA):
             return super()._privacy_plan(n_samples, n_features)
         k = self.n_components or min(n_samples, n_features)
         if mode == "random":
-            return self._random_plan(n_samples, k)
+            plan = super()._privacy_plan(n_samples, n_features)  # RANDOM_SHARES
+            return self._random_plan(plan, n_samples, k)
         if mode == "gdp":
             return self._gdp_plan(n_samples, k)
         return self._repetition_plan(n_samples, k)
 
-    def _random_plan(self, n_samples, k):
-        r""":math:`\mu` of every release of ``start="random"``: the mean's,
-        each of the :math:`T` iterations' (``"step"``, their
-        :math:`w_{\mathrm{step}} \mu_*^2` split evenly) and the variances'
-        (``"variance"``: :math:`X^\top M X` and the trace, each at
-        :math:`\mu_{\mathrm{variance}}/\sqrt{2}`). They compose to exactly
+    def _random_plan(self, plan, n_samples, k):
+        r"""``plan``, the base's at :data:`RANDOM_SHARES`, with the
+        ``"step"`` share split evenly over the :math:`T` iterations: the
+        mean's :math:`\mu`, each iteration's and the variances' (``"variance"``:
+        :math:`X^\top M X` and the trace, each at
+        :math:`\mu_{\mathrm{variance}}/\sqrt{2}`) compose to exactly
         :math:`\mu_*`, the charge."""
-        mu_total = gdp_mu(self.epsilon, self.delta)
-        shares = self._budget_shares()
         n_iter = RANDOM_ITERATIONS if self.n_iter == "auto" else int(self.n_iter)
-        mus = {name: mu_total * math.sqrt(w) for name, w in shares.items()}
+        mus = dict(plan.mus)
         mus["step"] /= math.sqrt(n_iter)  # each of the T iterations
         radius = (math.sqrt(k / n_samples) if self.clip_radius == "auto"
                   else float(self.clip_radius))
-        composed = math.sqrt(sum(w for w in shares.values())) * mu_total
-        spent = (gdp_epsilon(composed, self.delta), self.delta)
-        return PrivacyPlan(mus=mus, charge={"mu": mu_total}, spent=spent,
-                           extra={"n_iter": n_iter, "radius": radius})
+        return plan._replace(mus=mus, extra={"n_iter": n_iter, "radius": radius})
 
     def _gdp_plan(self, n_samples, k):
         r""":math:`\mu` of every release of ``selection="gdp"``; the charge is
@@ -702,11 +698,11 @@ class CoherentPowerPCA(_BasePrivatePCA):
         step's noise and the floor; public values otherwise
         (docs/coherent.rst).
 
-        With ``first_step`` (the first power step's :math:`X B`, known before
-        the test), returns ``(go, products)``: the test's pass also gives that
-        step's exact clipped products where the engine reads the rows once
-        for both (``energy_then_products``); they are released only if
-        ``go``."""
+        Returns ``(go, products)``. With ``first_step`` (the first power
+        step's :math:`X B`, known before the test), ``products()`` gives that
+        step's exact clipped products, from the test's pass where the engine
+        reads the rows once for both (``energy_then_products``); they are
+        released only if ``go``. Without, ``products`` is None."""
         n, d = self.n_samples_, init.shape[0]
         k = init.shape[1]
         mus, radius = plan.mus, plan.extra["radius"]
@@ -725,7 +721,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
                                            mus, noise_norm=noise_norm, n_features=d)
         go = bool(q[0] >= ENERGY_RATIO * q[1] and s0 < WARM_START
                   and kappa <= KAPPA_MAX and power <= GAIN_MAX * fallback)
-        return go if first_step is None else (go, products)
+        return go, products
 
     def _gdp_branch(self, rows, unit_gram, released, eigvals, rest, init, sigma,
                     k, plan, rng):
@@ -899,8 +895,9 @@ class CoherentPowerPCA(_BasePrivatePCA):
         eigvals, sigma, edge = power.values, power.sigma, power.edge()
         noise = math.sqrt(6.0) / mus["step"]  # H (√2) and Z (2R): 6/Δ² each
         floor = floor_level(noise, k, n_iter, self.failure_prob)
-        if not self._power_rule(rows, init, eigvals, sigma, edge, noise, floor,
-                                plan, rng):
+        go, _ = self._power_rule(rows, init, eigvals, sigma, edge, noise, floor,
+                                 plan, rng)
+        if not go:
             more = noisy_power(rows, d, power.basis.shape[1], WIDE_FALLBACK_PASSES,
                                mus["fallback"], rng, start=power.basis)
             return more.basis[:, :k], None, more, "fallback", None, 0

@@ -329,12 +329,15 @@ class PrivatePCA(_BasePrivatePCA):
         # solver's products; the noisy power method: one release per pass
         if self._fit_path == "dense":
             return super()._own_releases(plan, n_samples, n_features)
-        passes = 1
-        if self._fit_path == "noisy_power":
-            passes = (NOISY_POWER_PASSES if self.iterated_power == "auto"
-                      else max(int(self.iterated_power), 1))
+        passes = self._noisy_power_passes() if self._fit_path == "noisy_power" else 1
         return [Release("covariance", plan.mus["covariance"], PRODUCTS,
                         draws=passes)]
+
+    def _noisy_power_passes(self):
+        """The noisy power method's releases: ``iterated_power``, or
+        :data:`NOISY_POWER_PASSES` for ``"auto"``."""
+        return (NOISY_POWER_PASSES if self.iterated_power == "auto"
+                else max(int(self.iterated_power), 1))
 
     def _release(self, gram, rows, plan, rng, dtype):
         if self._fit_path == "noisy_power":
@@ -414,7 +417,7 @@ class PrivatePCA(_BasePrivatePCA):
         """
         n, d = self.n_samples_, self.n_features_in_
         k = self._truncated_k(n, d)
-        passes = self._own_releases(plan, n, d)[0].draws
+        passes = self._noisy_power_passes()
         power = noisy_power(rows, d, self._block_columns(n, d), passes,
                             plan.mus["covariance"], rng, rows.data_norm**2)
         vectors, values = power.basis[:, :k], power.values[:k]
