@@ -1,7 +1,8 @@
 r"""The coherent power method's rules: pure functions of released and
 public values.
 
-The eigenvalue floor and the preconditioner of each power step, the
+The budget's shares and the branch rule's thresholds of each mode, the
+eigenvalue floor and the preconditioner of each power step, the
 go/no-go's sensitivity, the branch rule's estimates (the warm start, the
 predicted errors of either branch) and the Rényi accounting of
 ``selection="repetition"``. :class:`~sklearn_dppca.CoherentPowerPCA` applies
@@ -13,6 +14,42 @@ import math
 import numpy as np
 
 from .privacy import DEFAULT_ORDERS, rdp_to_epsilon, repeated_rdp
+
+#: Shares of μ*² (fixed R and T; exact GDP composition, docs/privacy.rst §2).
+#: Smallest ``clip_radius``: the power step's noise ``Δ R`` stays a normal
+#: number for every accepted budget (Δ ≥ 4e-108; _base.SMALLEST_SENSITIVITY).
+MIN_CLIP_RADIUS = 1e-100
+FIXED_SHARES = {"mean": 0.10, "init": 0.44, "power": 0.45, "count": 0.01}
+#: Shares of μ*² of the default automatic mode (``selection="gdp"``): the
+#: clipping test's two releases share "test"; "branch" is spent either by the
+#: power branch (its iterations, then the go/no-go) or by the fallback's
+#: second covariance release — the same μ² whichever runs.
+GDP_SHARES = {"mean": 0.10, "init": 0.45, "test": 0.02, "branch": 0.43}
+#: Part of the branch share the power branch gives its go/no-go release.
+DECISION_PART = 0.05 / 0.43
+#: Shares of the RDP scale ρ (``selection="repetition"``): each Gaussian
+#: release costs ``λ · share · ρ``; "power" and "score" are one trial's,
+#: repeated. No count of clipped rows is released in this mode.
+AUTO_SHARES = {"mean": 0.10, "init": 0.40, "power": 0.40, "score": 0.10}
+#: The branch rule of ``selection="gdp"`` (module docs): the power branch runs
+#: only when all three released criteria agree.
+ENERGY_RATIO = 0.8  # q(2√(k/n)) ≥ 0.8 q(γ^{-1/2}): rows' products are small
+WARM_START = 0.7  # ŝ₀ < 0.7: the initialisation is a warm start
+KAPPA_MAX = 1.0  # κ̂ = k λ̂_k 2 ln(nk)/n ≤ 1: the theory's winning regime
+GAIN_MAX = 0.6  # predicted error: power ≤ 0.6 × fallback (a clear predicted win)
+#: Power iterations of the default (``n_iter="auto"`` with selection="gdp").
+GDP_ITERATIONS = 2
+#: The path without a ``d × d`` matrix (``path="noisy_power"``): its
+#: initialisation's columns beyond ``k`` and passes, and the fallback's
+#: passes (from the initialisation's basis).
+WIDE_OVERSAMPLES = 10
+#: ``start="random"``: shares of μ*² (the iterations from a random basis, then
+#: the variances: ``Xᵀ M X`` and the trace, half each) and its iterations.
+RANDOM_SHARES = {"mean": 0.10, "step": 0.80, "variance": 0.10}
+RANDOM_ITERATIONS = 5
+WIDE_PASSES = 4
+WIDE_FALLBACK_PASSES = 2
+
 
 
 def floor_level(noise_scale, k, n_iter, failure_prob):

@@ -190,3 +190,12 @@ def test_class_summaries_are_short():
                 and "\nParameters\n" in doc):
             head = doc.split("\nParameters\n")[0].strip("\n").splitlines()
             assert len(head) <= 25, (name, node.name, len(head))
+
+
+def test_modules_are_under_a_thousand_lines():
+    """Issue 35: the package is split by concern, no module over 1 000
+    lines (docs/architecture.rst)."""
+    package = ROOT / "sklearn_dppca"
+    long = {path.name: n for path in package.rglob("*.py")
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) >= 1000}
+    assert not long, long
