@@ -467,6 +467,27 @@ def test_coherent_wide_runs_every_fit():
 
 
 # --- benchmarks/bench_frontier.py: n close to d (issue 34) ------------------
+def test_adaptive_oja_noise_and_radius_match_their_sensitivities():
+    """The reconstructed peer: on all-zero rows its gradient is its noise,
+    of deviation 2τ/(μ_m B) per entry (the clipped sum's sensitivity 2τ);
+    its radius is the lowest bin edge when every norm is zero, and a bin edge
+    above most rows otherwise; its components are orthonormal."""
+    est = peers.AdaptiveOjaPCA(2, epsilon=1.0, delta=1e-5)
+    rng = np.random.default_rng(0)
+    W = np.linalg.qr(rng.standard_normal((400, 2)))[0]
+    mu_m = 0.7
+    g, tau = est._noisy_gradient(np.zeros((50, 400)), W, 100.0, mu_m, rng)
+    assert tau == est._EDGES[0]
+    assert np.std(g) * 50 * mu_m / (2 * tau) == pytest.approx(1.0, rel=0.1)
+    norms = np.exp(rng.uniform(0, 5, 5_000))
+    radius = est._radius(norms, 100.0, rng)  # little noise: near its quantile
+    assert radius in est._EDGES
+    assert np.mean(norms >= radius) <= 1 - est.clip_quantile + 0.01
+    X = rng.standard_normal((300, 10))
+    C = peers.AdaptiveOjaPCA(3, random_state=0).fit(X).components_
+    np.testing.assert_allclose(C @ C.T, np.eye(3), atol=1e-10)
+
+
 def test_frontier_tiny_run(tmp_path):
     """One seed at d = 20: every method and n runs, "auto" refused on the
     fewest rows before any charge, the public bound near the model's 99th
@@ -474,7 +495,8 @@ def test_frontier_tiny_run(tmp_path):
     bench = pytest.importorskip("bench_frontier")
     assert bench.main(["--tiny", "--csv", str(tmp_path / "f.csv")]) == 0
     text = (tmp_path / "f.csv").read_text().splitlines()
-    assert len(text) == 1 + len(bench.MULTIPLES) * len(bench.METHODS)
+    # every method, and the k = 1 peer
+    assert len(text) == 1 + len(bench.MULTIPLES) * (len(bench.METHODS) + 1)
     rng = np.random.default_rng(0)
     basis = np.linalg.qr(rng.standard_normal((20, 2)))[0]
     norms = np.linalg.norm(bench.spiked_rows(50_000, basis, rng), axis=1)
