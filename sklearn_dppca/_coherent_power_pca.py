@@ -31,6 +31,7 @@ from ._coherent_rules import (  # noqa: F401 (decision_sensitivity, projection_g
     preconditioner,
     predicted_errors,
     projection_gap,
+    random_step_weights,
     selection_rdp,
     warm_start_estimate,
 )
@@ -132,7 +133,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
         Where the power iterations start. ``"covariance"``: from the
         released covariance (:class:`PrivatePCA`'s release), as described
         above. ``"random"``: from a random orthonormal basis, with no
-        covariance release: ``n_iter`` iterations (``"auto"``: 5) at
+        covariance release: ``n_iter`` iterations (``"auto"``: 8; the
+        last three with a larger share of the budget each) at
         :math:`R` (``"auto"``: :math:`\sqrt{k/n}`), no preconditioner, then
         one release of :math:`X^\top M X` and the trace for the variances;
         no :math:`d \times d` matrix. Where :math:`n` is a few times
@@ -464,17 +466,18 @@ class CoherentPowerPCA(_BasePrivatePCA):
 
     def _random_plan(self, plan, n_samples, k):
         r"""``plan``, the base's at :data:`RANDOM_SHARES`, with the
-        ``"step"`` share split evenly over the :math:`T` iterations: the
-        mean's :math:`\mu`, each iteration's and the variances' (``"variance"``:
-        :math:`X^\top M X` and the trace, each at
-        :math:`\mu_{\mathrm{variance}}/\sqrt{2}`) compose to exactly
+        ``"step"`` share (``mus["step"]``, all iterations together) split
+        over the :math:`T` iterations by :func:`random_step_weights`
+        (``extra["step_mus"]``): the mean's :math:`\mu`, the iterations'
+        and the variances' (``"variance"``: :math:`X^\top M X` and the trace,
+        each at :math:`\mu_{\mathrm{variance}}/\sqrt{2}`) compose to exactly
         :math:`\mu_*`, the charge."""
         n_iter = RANDOM_ITERATIONS if self.n_iter == "auto" else int(self.n_iter)
-        mus = dict(plan.mus)
-        mus["step"] /= math.sqrt(n_iter)  # each of the T iterations
+        step_mus = tuple(plan.mus["step"] * np.sqrt(random_step_weights(n_iter)))
         radius = (math.sqrt(k / n_samples) if self.clip_radius == "auto"
                   else float(self.clip_radius))
-        return plan._replace(mus=mus, extra={"n_iter": n_iter, "radius": radius})
+        return plan._replace(extra={"n_iter": n_iter, "radius": radius,
+                                    "step_mus": step_mus})
 
     def _gdp_plan(self, n_samples, k):
         r""":math:`\mu` of every release of ``selection="gdp"``; the charge is
@@ -556,8 +559,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         wide, mus, mode = self._fit_path == "noisy_power", plan.mus, self._mode()
         if mode == "random":
             n_iter = plan.extra["n_iter"]
-            return [Release("step", mus["step"] * math.sqrt(n_iter), PRODUCTS,
-                            draws=n_iter),
+            return [Release("step", mus["step"], PRODUCTS, draws=n_iter),
                     Release("variance", mus["variance"], TRACE, draws=2)]
         own = [Release("init", mus["init"], PRODUCTS if wide else GRAM,
                        draws=WIDE_PASSES if wide else 1)]
@@ -836,10 +838,11 @@ class CoherentPowerPCA(_BasePrivatePCA):
         # nothing of the noise drawn from the fit's generator.
         start = np.random.default_rng(int(rng.integers(2**63)))
         X = np.linalg.qr(start.standard_normal((d, k)))[0]
-        noise = 2.0 * radius / mus["step"]  # σ = 2R/μ_step
-        for step in range(n_iter):
+        for step, mu in enumerate(plan.extra["step_mus"]):
             sums, _ = rows.clipped_products(X[:, None, :], [radius], self.n_jobs)
-            X = np.linalg.qr(sums[:, 0] + dense_noise(rng, (d, k), noise))[0]
+            # σ = 2R/μ_t: sensitivity 2R, the t-th share of the step budget
+            noise = dense_noise(rng, (d, k), 2.0 * radius / mu)
+            X = np.linalg.qr(sums[:, 0] + noise)[0]
             self._say(2, f"power iteration {step + 1} of {n_iter}")
         half = mus["variance"] / math.sqrt(2.0)
         sigma_h = noise_scale(math.sqrt(2.0), half)

@@ -48,6 +48,9 @@ def test_every_draw_is_calibrated_to_exactly_the_budget(monkeypatch):
     assert [kind for kind, _ in calls] == ["dense"] * 4 + ["goe", "dense"]
     sens = [2 * R] * 4 + [math.sqrt(2.0), 1.0]
     mu2 = [(s / sigma) ** 2 for s, (_, sigma) in zip(sens, calls)]
+    # the step budget over the four iterations: 1, 2, 4, 8 over 15
+    np.testing.assert_allclose(np.array(mu2[:4]) / sum(mu2[:4]),
+                               np.array([1, 2, 4, 8]) / 15, rtol=1e-9)
     mean_mu2 = est._privacy_plan(n, d).mus["mean"] ** 2
     assert math.sqrt(sum(mu2) + mean_mu2) == pytest.approx(gdp_mu(2.0, 1e-6), rel=1e-9)
     assert est.privacy_spent_[0] == pytest.approx(2.0, rel=1e-9)
@@ -60,7 +63,7 @@ def test_it_beats_the_covariance_release_where_n_is_a_few_times_d():
     """Where n is 20 d the covariance release is near its noise's edge: the
     iterations from a random basis, whose rows' contributions are clipped
     to their directions, find the two spikes far better (docs/benchmarks.rst,
-    "Where n is close to d": 0.41 against 0.67 at d = 1000)."""
+    "Where n is close to d": 0.28 against 0.67 at d = 1000)."""
     d, n = 600, 12_000
     bound = public_bound(d)
     ours, theirs = [], []
@@ -73,7 +76,7 @@ def test_it_beats_the_covariance_release_where_n_is_a_few_times_d():
         theirs.append(principal_angle_sin(PrivatePCA(2, **common).fit(X).components_,
                                           basis.T))
     assert np.mean(ours) < np.mean(theirs) - 0.15, (ours, theirs)
-    assert np.mean(ours) < 0.5
+    assert np.mean(ours) < 0.4  # measured 0.29 (0.37 with equal shares)
 
 
 def test_it_is_the_same_release_on_dask_and_sparse_input():
