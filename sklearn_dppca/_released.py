@@ -146,11 +146,32 @@ def warn_if_noise_dominated(estimator):
         f"epsilon: give a tighter data_norm (the bound used: "
         f"{estimator.data_norm_:.4g}) or put the features on a common scale "
         f"{SCALE_ADVICE}, spend more epsilon (now {estimator.epsilon:g}), or "
-        f"keep n_components={max(resolved, 1)}. (Computed from released "
-        "values and the public noise scale only.)",
+        f"keep n_components={max(resolved, 1)}.{_random_start_hint(estimator)} "
+        "(Computed from released values and the public noise scale only.)",
         NoisyReleaseWarning,
         stacklevel=_outside_stacklevel(),
     )
+
+
+#: Where a fit that releases the covariance is told of the random start:
+#: at least this many features, and rows at least this many times as many.
+#: Its releases' noise does not grow with d, the covariance's does (as √d,
+#: docs/benchmarks.rst, "Where n is close to d"); below 5 d nothing resolves.
+HINT_MIN_FEATURES, HINT_MIN_ROWS_PER_FEATURE = 100, 5
+
+
+def _random_start_hint(estimator):
+    """The noise warning's pointer to ``CoherentPowerPCA(start="random")``,
+    from public shapes and the released branch: for wide rows with ``n`` of
+    at least five times ``d`` whose fit released the covariance."""
+    n = getattr(estimator, "n_samples_", 0)
+    d = getattr(estimator, "n_features_in_", 0)
+    if (getattr(estimator, "branch_", None) == "random" or d < HINT_MIN_FEATURES
+            or n < HINT_MIN_ROWS_PER_FEATURE * d):
+        return ""
+    return (f" With {n} rows of {d} features, CoherentPowerPCA(start='random') "
+            "may resolve more: its releases' noise does not grow with the "
+            "number of features, the covariance's does.")
 
 
 class FeatureScaleWarning(UserWarning):

@@ -131,12 +131,42 @@ def test_the_component_rule_needs_a_resolved_dominant_component():
     assert diagnostics(private(data_norm=1.0, random_state=0), X) == []
 
 
+def test_wide_rows_with_a_noisy_covariance_are_pointed_to_the_random_start():
+    """With d ≥ 100 and n ≥ 5 d a covariance fit whose components are noise
+    names CoherentPowerPCA(start="random"); narrow rows, too few rows and a
+    random-start fit itself do not."""
+    from sklearn_dppca import CoherentPowerPCA
+
+    def message(n, d, **attrs):
+        view = types.SimpleNamespace(
+            n_components_=2, n_resolved_=0, data_norm_=1.0, epsilon=1.0,
+            n_samples_=n, n_features_in_=d, **attrs)
+        with pytest.warns(NoisyReleaseWarning) as caught:
+            warn_if_noise_dominated(view)
+        return str(caught[0].message)
+
+    assert "CoherentPowerPCA(start='random')" in message(2_000, 200)
+    assert "With 2000 rows of 200 features" in message(2_000, 200)
+    for quiet in (message(2_000, 50), message(900, 200),
+                  message(2_000, 200, branch_="random")):
+        assert "start='random'" not in quiet
+    X = np.random.default_rng(0).normal(size=(1_500, 150))
+    with pytest.warns(NoisyReleaseWarning, match="start='random'"):
+        PrivatePCA(2, data_norm=30.0, epsilon=1.0, random_state=0,
+                   accountant=BudgetAccountant()).fit(X)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        CoherentPowerPCA(2, start="random", data_norm=30.0, epsilon=1.0,
+                         random_state=0, accountant=BudgetAccountant()).fit(X)
+    assert not any("start='random'" in str(w.message) for w in caught)
+
+
 def released_only(estimator):
     """The fitted attributes the diagnostics may read, and nothing else."""
     names = ("n_components_", "n_resolved_", "components_", "explained_variance_",
              "explained_variance_ratio_", "noise_variance_", "total_variance_",
              "data_norm_", "n_samples_", "n_features_in_", "feature_names_in_",
-             "epsilon", "delta", "mean_")
+             "epsilon", "delta", "mean_", "branch_")
     return types.SimpleNamespace(**{a: getattr(estimator, a) for a in names
                                     if hasattr(estimator, a)})
 
