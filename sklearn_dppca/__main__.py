@@ -655,8 +655,8 @@ def build_parser():
     fit.add_argument("--start", choices=["covariance", "random"],
                      help="coherent only: where the power iterations start: "
                      "covariance (default), the released covariance; random, a "
-                     "random basis with no covariance release (better where the "
-                     "rows are a few times the columns)")
+                     "random basis with no covariance release (better for wide "
+                     "rows, with 10 to 20 times as many rows as columns)")
     fit.add_argument("--seed", type=int, default=None,
                      help="fix the noise, for reproducible tests only: the fit is "
                      "then NOT private")
