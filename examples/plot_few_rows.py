@@ -120,7 +120,7 @@ plt.show()
 # At ``n = 5 d`` every private fit is close to a random subspace. From
 # ``10 d`` the random start finds the two components first: its noise does
 # not grow with ``d``, and PrivatePCA's own warning names it. With many
-# rows the covariance release catches up; on data far from elliptical (a
-# few rows carrying the signal) the random start keeps an error floor that
-# the covariance release does not, so it is not the default
-# (:ref:`benchmarks-frontier`).
+# rows the covariance release catches up. On coherent data (a few rows
+# carrying the subspace) clipping each row to its direction discards what
+# those rows carry, and the covariance release does better: that is why
+# the random start is not the default (:ref:`benchmarks-frontier`).

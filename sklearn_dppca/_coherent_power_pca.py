@@ -19,7 +19,6 @@ from ._coherent_rules import (  # noqa: F401 (decision_sensitivity, projection_g
     GDP_SHARES,
     KAPPA_MAX,
     MIN_CLIP_RADIUS,
-    RANDOM_ITERATIONS,
     RANDOM_SHARES,
     WARM_START,
     WIDE_FALLBACK_PASSES,
@@ -31,6 +30,7 @@ from ._coherent_rules import (  # noqa: F401 (decision_sensitivity, projection_g
     preconditioner,
     predicted_errors,
     projection_gap,
+    random_iterations,
     random_step_weights,
     selection_rdp,
     warm_start_estimate,
@@ -133,8 +133,9 @@ class CoherentPowerPCA(_BasePrivatePCA):
         Where the power iterations start. ``"covariance"``: from the
         released covariance (:class:`PrivatePCA`'s release), as described
         above. ``"random"``: from a random orthonormal basis, with no
-        covariance release: ``n_iter`` iterations (``"auto"``: 8; the
-        last three with a larger share of the budget each) at
+        covariance release: ``n_iter`` iterations (``"auto"``: 8, or 16
+        from :math:`n \ge 50 d`; the last three with a larger share of the
+        budget each) at
         :math:`R` (``"auto"``: :math:`\sqrt{k/n}`), no preconditioner, then
         one release of :math:`X^\top M X` and the trace for the variances;
         no :math:`d \times d` matrix. Where :math:`n` is a few times
@@ -459,12 +460,12 @@ class CoherentPowerPCA(_BasePrivatePCA):
         k = self.n_components or min(n_samples, n_features)
         if mode == "random":
             plan = super()._privacy_plan(n_samples, n_features)  # RANDOM_SHARES
-            return self._random_plan(plan, n_samples, k)
+            return self._random_plan(plan, n_samples, n_features, k)
         if mode == "gdp":
             return self._gdp_plan(n_samples, k)
         return self._repetition_plan(n_samples, k)
 
-    def _random_plan(self, plan, n_samples, k):
+    def _random_plan(self, plan, n_samples, n_features, k):
         r"""``plan``, the base's at :data:`RANDOM_SHARES`, with the
         ``"step"`` share (``mus["step"]``, all iterations together) split
         over the :math:`T` iterations by :func:`random_step_weights`
@@ -472,7 +473,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
         and the variances' (``"variance"``: :math:`X^\top M X` and the trace,
         each at :math:`\mu_{\mathrm{variance}}/\sqrt{2}`) compose to exactly
         :math:`\mu_*`, the charge."""
-        n_iter = RANDOM_ITERATIONS if self.n_iter == "auto" else int(self.n_iter)
+        n_iter = (random_iterations(n_samples, n_features)
+                  if self.n_iter == "auto" else int(self.n_iter))
         step_mus = tuple(plan.mus["step"] * np.sqrt(random_step_weights(n_iter)))
         radius = (math.sqrt(k / n_samples) if self.clip_radius == "auto"
                   else float(self.clip_radius))

@@ -736,7 +736,8 @@ def test_start_random_reaches_the_coherent_estimator(data, tmp_path, capsys):
     saved = json.loads(model.read_text())
     assert saved["parameters"]["start"] == "random"
     assert saved["attributes"]["branch_"] == "random"
-    assert "release step: mu=" in err and "in 8 draws" in err
+    # 300 rows of 5 columns: n ≥ 50 d, so 16 iterations
+    assert "release step: mu=" in err and "in 16 draws" in err
     rc, _, err = run(capsys, "fit", data, "-k", 2, "--epsilon", 2, "--delta", 1e-6,
                      "--data-norm", 3, "--start", "random", "-o", tmp_path / "p.json")
     assert rc == 2 and "--start" in err
