@@ -55,6 +55,8 @@ Run from the repository root::
         --figure docs/_static/benchmarks/coherent_regime.png   # ~15 min on 2 cores
     python benchmarks/bench_coherent.py --replot out.json --figure map.png
     python benchmarks/bench_coherent.py --quick          # smoke run, ~20 s
+    nice python benchmarks/bench_coherent.py --sets grid real spikes coherent \
+        incoherent --seeds 3 --no-timing --start random   # the random start
     python benchmarks/bench_coherent.py --in-memory      # time against PrivatePCA
 """
 
@@ -150,7 +152,7 @@ def label(cell):
             f"gap={cell['eigengap']:g} spread={cell['spread']:g}")
 
 
-def run_cell(cell, seeds, data_seed):
+def run_cell(cell, seeds, data_seed, start="covariance"):
     X, reference, kappa = load(cell, data_seed)
     seeds = max(seeds, cell.get("min_seeds", 0))
     out = []
@@ -160,7 +162,7 @@ def run_cell(cell, seeds, data_seed):
             common = dict(n_components=cell["k"], epsilon=epsilon, delta=DELTA,
                           data_norm=1.0, random_state=seed)
             pp = PrivatePCA(**common).fit(X)
-            cp = CoherentPowerPCA(**common).fit(X)
+            cp = CoherentPowerPCA(start=start, **common).fit(X)
             base.append(principal_angle_sin(pp.components_, reference))
             ours.append(principal_angle_sin(cp.components_, reference))
             branches.append(cp.branch_)
@@ -281,6 +283,10 @@ def parse_args():
                         default=list(SETS), help="sets of cells (default: all)")
     parser.add_argument("--seeds", type=int, default=3, help="noise seeds per cell")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data")
+    parser.add_argument("--start", choices=["covariance", "random"],
+                        default="covariance",
+                        help="CoherentPowerPCA's start (random: in the "
+                        "default's place, to compare; docs/benchmarks.rst)")
     parser.add_argument("--repeats", type=int, default=3,
                         help="timing rounds after a warm-up")
     parser.add_argument("--no-timing", action="store_true", help="skip timing")
@@ -318,7 +324,7 @@ def main():
         print("|---|---|---|---|---|---|---|---|")
         results[name] = []
         for cell in cells:
-            rows = run_cell(cell, seeds, args.seed)
+            rows = run_cell(cell, seeds, args.seed, args.start)
             results[name].append({"cell": label(cell), "rows": rows})
             for r in rows:
                 goal = target(name, r)
