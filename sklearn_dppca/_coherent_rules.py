@@ -15,10 +15,10 @@ import numpy as np
 
 from .privacy import DEFAULT_ORDERS, rdp_to_epsilon, repeated_rdp
 
-#: Shares of μ*² (fixed R and T; exact GDP composition, docs/privacy.rst §2).
 #: Smallest ``clip_radius``: the power step's noise ``Δ R`` stays a normal
 #: number for every accepted budget (Δ ≥ 4e-108; _base.SMALLEST_SENSITIVITY).
 MIN_CLIP_RADIUS = 1e-100
+#: Shares of μ*² (fixed R and T; exact GDP composition, docs/privacy.rst §2).
 FIXED_SHARES = {"mean": 0.10, "init": 0.44, "power": 0.45, "count": 0.01}
 #: Shares of μ*² of the default automatic mode (``selection="gdp"``): the
 #: clipping test's two releases share "test"; "branch" is spent either by the
@@ -43,6 +43,8 @@ GDP_ITERATIONS = 2
 #: initialisation's columns beyond ``k`` and passes, and the fallback's
 #: passes (from the initialisation's basis).
 WIDE_OVERSAMPLES = 10
+WIDE_PASSES = 4
+WIDE_FALLBACK_PASSES = 2
 #: ``start="random"``: shares of μ*² (the iterations from a random basis, then
 #: the variances: ``Xᵀ M X`` and the trace, half each) and its iterations
 #: (the step share split over them by :func:`random_step_weights`): see
@@ -52,9 +54,6 @@ RANDOM_ITERATIONS = 8
 RANDOM_ITERATIONS_MANY_ROWS = 16
 #: From this many rows per feature on, the random start takes the larger count.
 MANY_ROWS_PER_FEATURE = 50
-WIDE_PASSES = 4
-WIDE_FALLBACK_PASSES = 2
-
 
 
 def random_step_weights(n_iter):
