@@ -151,6 +151,21 @@ def test_float32_sparse_and_auto_bounds():
     assert est.components_.dtype == np.float32 and est.path_ == "noisy_power"
 
 
+def test_auto_passes_follow_the_public_shape():
+    """"auto": 4 passes below 100 d rows, 8 from there on (with many rows
+    the passes are limited by convergence, not by their noise); the plan
+    and the passes made agree."""
+    from sklearn_dppca._private_pca import NOISY_POWER_PASSES_MANY_ROWS
+
+    est = npm(epsilon=1.0, data_norm=1.5)
+    assert est._noisy_power_passes(99 * 20, 20) == NOISY_POWER_PASSES == 4
+    assert est._noisy_power_passes(100 * 20, 20) == NOISY_POWER_PASSES_MANY_ROWS == 8
+    X, _ = spiked(2_000, 20)
+    seen = []
+    npm(epsilon=1.0, data_norm=1.5, random_state=0)._fit(X, progress=seen.append)
+    assert len([line for line in seen if "products" in line]) == 8
+
+
 def test_passes_are_those_stated():
     """``iterated_power`` passes of products (4 for "auto"), no more."""
     X, _ = spiked(500, 100)
