@@ -524,7 +524,8 @@ def _orthonormal(matrix):
 #: bench_wide's spiked rows (d = 400 and 1 000, n = 100–150 d, k = 5 and
 #: 10, ε = 1 and 3, 3 seeds) in every one of 12 cells (0.141 against 0.435
 #: at d = 1 000, n = 100 d, k = 5, ε = 1), and on bench_coherent's grid at
-#: n = 500 d (0.034 against 0.186); at 50 d the better count depends on ε.
+#: n = 2 000 d (0.034 against 0.186, ε = 3) and 500 d (0.36 against 0.50 at
+#: ε = 3, equal at ε = 1); at 50 d the better count depends on ε.
 NOISY_POWER_PASSES = 4
 NOISY_POWER_PASSES_MANY_ROWS = 8
 NOISY_POWER_MANY_ROWS_PER_FEATURE = 100
