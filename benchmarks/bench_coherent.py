@@ -84,7 +84,7 @@ from sklearn_dppca.metrics import coherence, principal_angle_sin  # noqa: E402
 DELTA = 1e-6
 SPEED_TARGET = 6.0
 REPETITION_TARGET = 60.0
-BRANCHES = ("power", "init", "fallback")
+BRANCHES = ("power", "init", "fallback", "random")
 
 
 def synthetic(d, n, k, coh, gap, spread, epsilons):
@@ -152,7 +152,7 @@ def label(cell):
             f"gap={cell['eigengap']:g} spread={cell['spread']:g}")
 
 
-def run_cell(cell, seeds, data_seed, start="covariance"):
+def run_cell(cell, seeds, data_seed, start="auto"):
     X, reference, kappa = load(cell, data_seed)
     seeds = max(seeds, cell.get("min_seeds", 0))
     out = []
@@ -283,10 +283,11 @@ def parse_args():
                         default=list(SETS), help="sets of cells (default: all)")
     parser.add_argument("--seeds", type=int, default=3, help="noise seeds per cell")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data")
-    parser.add_argument("--start", choices=["covariance", "random"],
-                        default="covariance",
-                        help="CoherentPowerPCA's start (random: in the "
-                        "default's place, to compare; docs/benchmarks.rst)")
+    parser.add_argument("--start", choices=["auto", "covariance", "random"],
+                        default="auto",
+                        help="CoherentPowerPCA's start (auto: the default's; "
+                        "covariance or random: in the default's place, to "
+                        "compare; docs/benchmarks.rst)")
     parser.add_argument("--repeats", type=int, default=3,
                         help="timing rounds after a warm-up")
     parser.add_argument("--no-timing", action="store_true", help="skip timing")
@@ -320,7 +321,7 @@ def main():
     for name, cells in sets.items():
         print(f"\n## {name} ({'tuning' if name == 'grid' else 'held out'})")
         print("| cell | κ | ε | PrivatePCA | default | ratio | target | "
-              "branches (power/init/fallback) |")
+              "branches (power/init/fallback/random) |")
         print("|---|---|---|---|---|---|---|---|")
         results[name] = []
         for cell in cells:
@@ -336,7 +337,7 @@ def main():
                 print(f"| {label(cell)} | {r['kappa']:.3g} | {r['epsilon']:g} | "
                       f"{r['private_pca']:.3f} | {r['coherent']:.3f} | "
                       f"{r['ratio']:.2f} | {met} | "
-                      f"{b['power']}/{b['init']}/{b['fallback']} |"
+                      f"{b['power']}/{b['init']}/{b['fallback']}/{b['random']} |"
                       + (f" repetition: {r['repetition']:.3f}, ratio "
                          f"{r['repetition_ratio']:.2f} |" if "repetition" in r else ""),
                       flush=True)

@@ -122,5 +122,8 @@ plt.show()
 # not grow with ``d``, and PrivatePCA's own warning names it. With many
 # rows the covariance release catches up. On coherent data (a few rows
 # carrying the subspace) clipping each row to its direction discards what
-# those rows carry, and the covariance release does better: that is why
-# the random start is not the default (:ref:`benchmarks-frontier`).
+# those rows carry, and the covariance release does better. So
+# ``CoherentPowerPCA()``'s default, ``start="auto"``, takes the random
+# start only where public values (``n``, ``d``, ε, δ) say the covariance
+# release would be noise (:ref:`coherent-which-start`): here at every
+# ``n`` shown.

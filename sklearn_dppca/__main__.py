@@ -652,11 +652,12 @@ def build_parser():
                      "(default), one exact-GDP run with a private go/no-go; "
                      "repetition, the paper's random repetitions (slower, and "
                      "not with --data-norm auto)")
-    fit.add_argument("--start", choices=["covariance", "random"],
+    fit.add_argument("--start", choices=["auto", "covariance", "random"],
                      help="coherent only: where the power iterations start: "
-                     "covariance (default), the released covariance; random, a "
-                     "random basis with no covariance release (better for wide "
-                     "rows, with 10 to 20 times as many rows as columns)")
+                     "covariance, the released covariance; random, a random "
+                     "basis with no covariance release (better for wide rows "
+                     "with few rows per column); auto (default), random where "
+                     "public values say the covariance release would be noise")
     fit.add_argument("--seed", type=int, default=None,
                      help="fix the noise, for reproducible tests only: the fit is "
                      "then NOT private")

@@ -31,6 +31,7 @@ from ._coherent_rules import (  # noqa: F401 (decision_sensitivity, projection_g
     predicted_errors,
     projection_gap,
     random_iterations,
+    random_start_wins,
     random_step_weights,
     selection_rdp,
     warm_start_estimate,
@@ -129,20 +130,21 @@ class CoherentPowerPCA(_BasePrivatePCA):
         proceeds: the exact-GDP branch rule (:doc:`/coherent`), or the
         paper's random repetitions. Ignored when both are fixed, and with
         ``start="random"``.
-    start : {"covariance", "random"}, default="covariance"
+    start : {"auto", "covariance", "random"}, default="auto"
         Where the power iterations start. ``"covariance"``: from the
-        released covariance (:class:`PrivatePCA`'s release), as described
-        above. ``"random"``: from a random orthonormal basis, with no
-        covariance release: ``n_iter`` iterations (``"auto"``: 8, or 16
-        from :math:`n \ge 50 d`; the last three with a larger share of the
-        budget each) at
-        :math:`R` (``"auto"``: :math:`\sqrt{k/n}`), no preconditioner, then
-        one release of :math:`X^\top M X` and the trace for the variances;
-        no :math:`d \times d` matrix. Where :math:`n` is a few times
-        :math:`d` the covariance release is noise, and this start does
-        better (:ref:`where n is close to d <benchmarks-frontier>`); with
-        many rows it does worse. ``selection`` and ``path`` do not apply
-        (``path="dense"`` is refused).
+        released covariance (:class:`PrivatePCA`'s release), as above.
+        ``"random"``: from a random orthonormal basis, with no covariance
+        release and no :math:`d \times d` matrix: ``n_iter`` iterations
+        (``"auto"``: 8, or 16 from :math:`n \ge 50 d`) at :math:`R`
+        (``"auto"``: :math:`\sqrt{k/n}`), no preconditioner, then
+        :math:`X^\top M X` and the trace for the variances; ``selection``
+        and ``path`` do not apply (``path="dense"`` is refused).
+        ``"auto"``: ``"random"`` for an automatic fit (``path="auto"``,
+        ``selection="gdp"``, ``clip_radius`` and ``n_iter`` ``"auto"``,
+        NumPy, sparse or Dask input) whose covariance release would be noise
+        by public values, :math:`2\sqrt{2}\, d^{3/2}/(\mu_{\mathrm{init}} n)
+        \ge 3` with :math:`d \ge 100` (:ref:`which start
+        <coherent-which-start>`); ``"covariance"`` otherwise.
     n_iter_max : int, default=32
         ``selection="repetition"`` only: cap of the grid of :math:`T` (the
         paper's :math:`T_{\max}` is impractically large). Every trial costs the same
@@ -204,14 +206,15 @@ class CoherentPowerPCA(_BasePrivatePCA):
         As in PrivatePCA, from the released covariance's trace.
     init_components_ : ndarray of shape (n_components_, n_features)
         The initialisation :math:`X^{(0)}` (top-k eigenvectors of the first
-        release); not set with ``start="random"``, whose random start is not
-        released.
+        release); not set when the random start ran (``branch_`` is
+        ``"random"``): that start is not released.
     branch_ : str
         What was released: ``"power"`` (the power iterate), ``"init"`` (the
         initialisation: the go/no-go or, in the repetition mode, a noisy
         spectrum without a gap returned it), ``"fallback"`` (the averaged
         covariance releases; ``selection="gdp"``), ``"fixed"`` (fixed
-        ``clip_radius`` and ``n_iter``) or ``"repetition"`` (the best trial).
+        ``clip_radius`` and ``n_iter``), ``"repetition"`` (the best trial)
+        or ``"random"`` (the random start).
     clip_radius_ : float or None
         Radius of the released iterate; ``None`` when no iteration's output
         was released (``branch_`` "init" or "fallback").
@@ -270,7 +273,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         ],
         "n_iter": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "selection": [StrOptions({"gdp", "repetition"})],
-        "start": [StrOptions({"covariance", "random"})],
+        "start": [StrOptions({"auto", "covariance", "random"})],
         "n_iter_max": [Interval(Integral, 1, None, closed="left")],
         "expected_trials": [
             Interval(Integral, 1, None, closed="left"),
@@ -300,7 +303,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         clip_radius="auto",
         n_iter="auto",
         selection="gdp",
-        start="covariance",
+        start="auto",
         n_iter_max=32,
         expected_trials="auto",
         failure_prob=0.1,
@@ -360,9 +363,29 @@ class CoherentPowerPCA(_BasePrivatePCA):
                     f"n_features = {n_features}")
         return self._blocks_obstacle(engine)
 
+    def _automatic(self):
+        return (self.selection == "gdp" and self.clip_radius == "auto"
+                and self.n_iter == "auto")
+
+    def _start(self, n_samples, n_features, engine):
+        """``start`` with ``"auto"`` resolved (public values only)."""
+        if self.start != "auto":
+            return self.start
+        k = self.n_components or min(n_samples, n_features)
+        if (not self._automatic() or k >= n_features
+                or self.path != "auto" or not math.isfinite(self.epsilon)
+                or self._blocks_obstacle(engine) is not None):
+            return "covariance"
+        mu_init = gdp_mu(self.epsilon, self.delta) * math.sqrt(
+            budget_shares(GDP_SHARES, self.center)["init"])
+        return ("random" if random_start_wins(n_samples, n_features, mu_init)
+                else "covariance")
+
     def _path(self, n_samples, n_features, engine):
         """``"dense"`` or ``"noisy_power"``, from public values only (the
-        shape, the parameters, the kind of input, the memory limit)."""
+        shape, the parameters, the kind of input, the memory limit); the
+        start resolved first."""
+        self._fit_start = self._start(n_samples, n_features, engine)
         if self._mode() == "random":  # passes of d × k products only
             obstacle = self._blocks_obstacle(engine) or (
                 "does not form a d × d matrix: path='dense'"
@@ -391,7 +414,9 @@ class CoherentPowerPCA(_BasePrivatePCA):
     def _mode(self):
         """``"random"``, ``"fixed"``, ``"gdp"`` or ``"repetition"`` (public:
         parameters only)."""
-        if self.start == "random":
+        # "auto" as this fit's _path resolved it; never stale for repetitions
+        if self.start == "random" or (self.start == "auto" and self._automatic()
+                                      and getattr(self, "_fit_start", "") == "random"):
             return "random"
         if self.clip_radius != "auto" and self.n_iter != "auto":
             return "fixed"
@@ -496,25 +521,16 @@ class CoherentPowerPCA(_BasePrivatePCA):
         shares = self._budget_shares()
         n_iter = GDP_ITERATIONS if self.n_iter == "auto" else int(self.n_iter)
         branch = shares["branch"] * mu_total**2
-        mus = {
-            name: mu_total * math.sqrt(shares[name])
-            for name in ("mean", "init")
-            if name in shares
-        }
+        mus = {name: mu_total * math.sqrt(shares[name])
+               for name in ("mean", "init") if name in shares}
         mus["test"] = mu_total * math.sqrt(shares["test"] / 2.0)  # each of two
         mus["step"] = math.sqrt(branch * (1.0 - DECISION_PART) / n_iter)
         mus["decision"] = math.sqrt(branch * DECISION_PART)
         mus["fallback"] = math.sqrt(branch)
-        composed = math.sqrt(
-            sum(mus[name] ** 2 for name in ("mean", "init") if name in mus)
-            + 2.0 * mus["test"] ** 2
-            + branch
-        )
-        radius = (
-            math.sqrt(k / n_samples)
-            if self.clip_radius == "auto"
-            else float(self.clip_radius)
-        )
+        composed = math.sqrt(sum(mus[name] ** 2 for name in ("mean", "init")
+                                 if name in mus) + 2.0 * mus["test"] ** 2 + branch)
+        radius = (math.sqrt(k / n_samples) if self.clip_radius == "auto"
+                  else float(self.clip_radius))
         extra = {"n_iter": n_iter, "radius": radius, "mu_total": mu_total}
         spent = (gdp_epsilon(composed, self.delta), self.delta)
         return PrivacyPlan(mus=mus, charge={"mu": mu_total}, spent=spent, extra=extra)
@@ -622,14 +638,11 @@ class CoherentPowerPCA(_BasePrivatePCA):
                                  sigma_init, k, plan, rng))
         else:
             final, radius, n_iter = self._select(
-                rows, unit_gram, init, eigvals, sigma_init, k, plan.extra, rng
-            )
+                rows, unit_gram, init, eigvals, sigma_init, k, plan.extra, rng)
             branch = "repetition" if n_iter else "init"
         self.branch_, self.clip_radius_, self.n_iter_ = branch, radius, n_iter
-        if radius is None:
-            self._say(1, f"released: {branch}")
-        else:
-            self._say(1, f"released: {branch} (R={radius:.4g}, T={n_iter})")
+        self._say(1, f"released: {branch}" + (
+            "" if radius is None else f" (R={radius:.4g}, T={n_iter})"))
 
         # Variances: the released covariance seen along the final span,
         # rotated to its principal axes there (post-processing only); the

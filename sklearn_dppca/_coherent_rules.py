@@ -54,6 +54,11 @@ RANDOM_ITERATIONS = 8
 RANDOM_ITERATIONS_MANY_ROWS = 16
 #: From this many rows per feature on, the random start takes the larger count.
 MANY_ROWS_PER_FEATURE = 50
+#: ``start="auto"``: the random start from this ratio of the initialisation's
+#: noise to the rows' mean eigenvalue on (:func:`covariance_noise_ratio`), on
+#: at least this many features (docs/coherent.rst, "Which start").
+RANDOM_START_RATIO = 3.0
+RANDOM_START_FEATURES = 100
 
 
 def random_step_weights(n_iter):
@@ -89,6 +94,37 @@ def random_iterations(n_samples, n_features):
     if n_samples >= MANY_ROWS_PER_FEATURE * n_features:
         return RANDOM_ITERATIONS_MANY_ROWS
     return RANDOM_ITERATIONS
+
+
+def covariance_noise_ratio(n_samples, n_features, mu_init):
+    r""":math:`\rho = \nu / (n/d) = 2\sqrt{2}\, d^{3/2} / (\mu_{\mathrm{init}}\, n)`:
+    the spectral norm :math:`\nu = 2\sigma\sqrt{d}` of the
+    initialisation's GOE noise (:math:`\sigma = \sqrt{2}/\mu_{\mathrm{init}}`,
+    unit-ball units), over the largest mean eigenvalue :math:`n/d` that the
+    unit-ball Gram matrix can have (its trace is at most :math:`n`).
+
+    A component stands out of that release only if its eigenvalue exceeds
+    the mean by about :math:`\rho` times the mean; the random start's
+    releases have no :math:`\sqrt{d}` in their noise against their signal.
+    A function of public values only (the shape and the budget)."""
+    return 2.0 * math.sqrt(2.0) * n_features**1.5 / (mu_init * n_samples)
+
+
+def random_start_wins(n_samples, n_features, mu_init):
+    r"""Whether ``start="auto"`` takes the random start:
+    :math:`d \ge 100` and :func:`covariance_noise_ratio` at least 3.
+
+    Measured against the covariance start (docs/coherent.rst, "Which
+    start"; ``bench_coherent.py`` with either start, 70 cells): on every
+    cell with :math:`d \ge 100` and :math:`\rho \ge 2.4` the random start
+    was as accurate or better (0.48–1.00×); the cell above
+    :math:`\rho = 1.5` where it lost (1.70×, :math:`d = 800`,
+    :math:`\varepsilon = 10`) had :math:`\rho = 1.72`. Below 100 features
+    both are random directions wherever :math:`\rho \ge 3`. Public values
+    only."""
+    return (n_features >= RANDOM_START_FEATURES
+            and covariance_noise_ratio(n_samples, n_features, mu_init)
+            >= RANDOM_START_RATIO)
 
 
 def floor_level(noise_scale, k, n_iter, failure_prob):

@@ -152,3 +152,85 @@ def test_with_many_rows_it_converges_where_the_gap_is_small():
     assert auto.n_iter_ == 16
     assert principal_angle_sin(auto.components_, reference) < 0.1
     assert principal_angle_sin(eight.components_, reference) > 0.2
+
+
+def test_the_automatic_start_is_the_public_rule():
+    """``start="auto"`` takes the random start exactly where ρ = 2√2
+    d^{3/2}/(μ_init n) ≥ 3 on at least 100 features, μ_init being the
+    covariance start's initialisation share of μ* (public values only)."""
+    from sklearn_dppca._coherent_rules import (
+        GDP_SHARES,
+        covariance_noise_ratio,
+        random_start_wins,
+    )
+    from sklearn_dppca._rows import InMemoryRows
+
+    mu = gdp_mu(1.0, 0.01) * math.sqrt(GDP_SHARES["init"])
+    # the spiked benchmark at d = 1000, n = 20 d: ρ = 12.5; at d = 50 never
+    assert covariance_noise_ratio(20_000, 1_000, mu) == pytest.approx(
+        2 * math.sqrt(2) * 1_000**1.5 / (mu * 20_000))
+    assert random_start_wins(20_000, 1_000, mu)
+    assert not random_start_wins(200, 50, mu)  # ρ = 4.2, but d < 100
+    n_edge = 2 * math.sqrt(2) * 200**1.5 / (3 * mu)  # ρ = 3 at d = 200
+    assert random_start_wins(math.floor(n_edge), 200, mu)
+    assert not random_start_wins(math.ceil(n_edge), 200, mu)
+    for n, d, eps, expected in [(2_000, 200, 1.0, "random"),
+                                (200_000, 200, 1.0, "covariance"),
+                                (2_000, 50, 1.0, "covariance"),
+                                (2_000, 200, math.inf, "covariance")]:
+        est = CoherentPowerPCA(2, epsilon=eps, delta=0.01)
+        assert est._start(n, d, InMemoryRows(np.zeros((1, d)))) == expected
+    # Array API input keeps the covariance start (the random one refuses it)
+    assert est.set_params(epsilon=1.0)._start(2_000, 200, None) == "covariance"
+
+
+@pytest.mark.parametrize("params", [dict(path="dense"), dict(path="noisy_power"),
+                                    dict(selection="repetition"),
+                                    dict(clip_radius=0.05, n_iter=2),
+                                    dict(start="covariance")])
+def test_a_configured_fit_keeps_the_covariance_start(params):
+    """``"auto"`` decides only for an automatic fit: a chosen path, selection,
+    (R, T) or start is the covariance start's, as before."""
+    from sklearn_dppca._rows import InMemoryRows
+
+    engine = InMemoryRows(np.zeros((1, 200)))
+    assert CoherentPowerPCA(2, epsilon=1.0, delta=0.01)._start(
+        2_000, 200, engine) == "random"
+    est = CoherentPowerPCA(2, epsilon=1.0, delta=0.01, **params)
+    assert est._start(2_000, 200, engine) == "covariance"
+
+
+def test_where_n_is_a_few_times_d_the_default_is_the_random_start():
+    """The default on the n ≈ d benchmark's shape runs the random start,
+    decided before any row is read: the same release as ``start="random"``
+    under one seed, one charge; with many rows, the covariance start."""
+    X, _ = spiked(2_000, 200, 0)
+    common = dict(data_norm=public_bound(200), epsilon=1.0, delta=0.01,
+                  random_state=0)
+    acc = BudgetAccountant()
+    default = CoherentPowerPCA(2, accountant=acc, **common).fit(X)
+    chosen = CoherentPowerPCA(2, start="random", accountant=BudgetAccountant(),
+                              **common).fit(X)
+    assert default.branch_ == "random" and acc.n_charges == 1
+    assert not hasattr(default, "init_components_")
+    np.testing.assert_array_equal(default.components_, chosen.components_)
+    np.testing.assert_array_equal(default.explained_variance_,
+                                  chosen.explained_variance_)
+    many, _ = spiked(40_000, 100, 1)
+    fitted = CoherentPowerPCA(2, accountant=BudgetAccountant(), **dict(
+        common, data_norm=public_bound(100))).fit(many)
+    assert fitted.branch_ in ("power", "init", "fallback")
+
+
+def test_a_refit_with_repetitions_still_hides_their_passes():
+    """The start an earlier fit resolved never leaks into a later one's
+    decisions: after a fit that took the random start, the same estimator
+    set to ``selection="repetition"`` still hides its trials' passes (which
+    are decided before the new fit resolves its start)."""
+    X, _ = spiked(2_000, 200, 0)
+    est = CoherentPowerPCA(2, data_norm=public_bound(200), epsilon=1.0,
+                           delta=0.01, accountant=BudgetAccountant()).fit(X)
+    assert est.branch_ == "random"
+    est.set_params(selection="repetition")
+    assert est._mode() == "repetition"
+    assert "not reported" in est._hidden_passes()

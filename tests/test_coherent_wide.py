@@ -178,7 +178,8 @@ def test_auto_takes_it_only_where_the_dense_matrices_do_not_fit():
     X = np.random.default_rng(0).normal(size=(500, 3000))
     X /= np.linalg.norm(X, axis=1).max()
     fits = {limit: CoherentPowerPCA(3, data_norm=1.0, accountant=BudgetAccountant(),
-                                    memory_limit=limit, random_state=0).fit(X)
+                                    memory_limit=limit, random_state=0,
+                                    start="covariance").fit(X)
             for limit in ("auto", 50e6)}  # the dense matrices: 216 MB
     assert fits["auto"].path_ == "dense"
     assert fits[50e6].path_ == "noisy_power"
