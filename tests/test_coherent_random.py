@@ -170,7 +170,7 @@ def test_the_automatic_start_is_the_public_rule():
     assert covariance_noise_ratio(20_000, 1_000, mu) == pytest.approx(
         2 * math.sqrt(2) * 1_000**1.5 / (mu * 20_000))
     assert random_start_wins(20_000, 1_000, mu)
-    assert not random_start_wins(200, 50, mu)  # ρ = 4.2, but d < 100
+    assert not random_start_wins(200, 50, mu)  # ρ = 14, but d < 100
     n_edge = 2 * math.sqrt(2) * 200**1.5 / (3 * mu)  # ρ = 3 at d = 200
     assert random_start_wins(math.floor(n_edge), 200, mu)
     assert not random_start_wins(math.ceil(n_edge), 200, mu)
