@@ -343,9 +343,12 @@ def _chunk_energy(chunk, data_norm, mean, W, radii):
 
 
 def _chunk_energy_and_products(chunk, data_norm, mean, W_test, test_radii, W, radii):
+    # one product of the chunk with W and W_test side by side, one set of
+    # clipping scales: the test's energies and the first step's products
     rows = CentredRows(chunk, data_norm, mean, row_sq_norms(chunk))
-    return (rows.clipped_energy(W_test, test_radii),
-            *rows.clipped_products(W, radii))
+    products, clipped, q = rows.clipped_products(W, radii,
+                                                 energy=(W_test, test_radii))
+    return q, products, clipped
 
 
 def _chunk_sq_norm_sum(chunk, data_norm, mean):

@@ -144,7 +144,7 @@ class CentredRows:
             total += float(np.minimum(terms, 1.0).sum())
         return total
 
-    def clipped_products(self, W, radii, n_jobs=None):
+    def clipped_products(self, W, radii, n_jobs=None, energy=None):
         r""":math:`\sum_i a_i \operatorname{Clip}_{R_j}(a_i^\top W_j)` for
         several trials :math:`j` in one pass.
 
@@ -169,15 +169,28 @@ class CentredRows:
             Clipping radius :math:`R_j` of each trial.
         n_jobs : int or None
             Blocks processed in parallel threads (scikit-learn's meaning).
+        energy : (W_test, test_radii) or None
+            Also :meth:`clipped_energy` of ``W_test`` at ``test_radii``, in
+            the same pass: one product of each block with ``W`` and
+            ``W_test`` side by side, one computation of its clipping scales
+            (the out-of-core pass of the clipping test and the first power
+            step).
 
         Returns
         -------
         products : ndarray of shape (n_features, n_trials, k)
         n_clipped : ndarray of shape (n_trials,)
             Rows whose product was clipped, per trial (not released as is).
+        q : ndarray of shape (n_test_radii,)
+            With ``energy`` only: :meth:`clipped_energy`'s value.
         """
         d, n_trials, k = W.shape
-        flat = W.reshape(d, n_trials * k)
+        width = n_trials * k
+        flat = W.reshape(d, width)
+        test_radii = None
+        if energy is not None:  # the test's columns after the trials'
+            flat = np.hstack([flat, energy[0]])
+            test_radii = np.asarray(energy[1], dtype=float)
         if sparse.issparse(self.X):  # else SciPy copies it for every block
             flat = np.ascontiguousarray(flat)
         radii = np.asarray(radii, dtype=float)
@@ -200,6 +213,11 @@ class CentredRows:
             if bad.size:  # x W overflowed (rows of huge norm): centre and scale first
                 rows = (_dense(block[bad]) - centre) * unit[bad, None]
                 products[bad] = rows @ flat
+            q = None
+            if test_radii is not None:  # the test's energies: Σ min(‖aᵀW‖², R²)
+                test, products = products[:, width:], products[:, :width]
+                sq = np.einsum("ij,ij->i", test, test)
+                q = np.minimum(sq[:, None], test_radii**2).sum(axis=0)
             products = products.reshape(-1, n_trials, k)
             norms = np.sqrt(np.einsum("bjk,bjk->bj", products, products))
             # a margin for the rounding of the computed norms (over k entries),
@@ -211,9 +229,10 @@ class CentredRows:
             products *= (factor * unit[:, None])[:, :, None]
             products = products.reshape(-1, n_trials * k)
             if into is None:  # a thread's part, added by the caller
-                return np.asarray(block.T @ products), products.sum(0), over.sum(0)
+                return (np.asarray(block.T @ products), products.sum(0),
+                        over.sum(0), q)
             _add_transposed_product(into, block, products)
-            return None, products.sum(0), over.sum(axis=0)
+            return None, products.sum(0), over.sum(axis=0), q
 
         # threads of ours, if any, each with a single-threaded BLAS (two-threaded
         # BLAS in two threads measured 1.3× slower than one thread)
@@ -221,24 +240,32 @@ class CentredRows:
         # each block's d × (trials · k) sum added as it comes (never one per
         # block held at once: n / 2048 of them on many rows); the centring's
         # − m (Σ q)ᵀ once at the end, in place (no d × (trials · k) temporary)
-        total, counts = np.zeros((d, n_trials * k)), np.zeros(n_trials, dtype=int)
-        q_sum = np.zeros(n_trials * k)
+        total, counts = np.zeros((d, width)), np.zeros(n_trials, dtype=int)
+        q_sum = np.zeros(width)
+        q_test = None if test_radii is None else np.zeros(test_radii.shape)
         if threads:
             with _SINGLE_THREADED_BLAS:
-                for part, q_part, count in Parallel(n_jobs=n_jobs, prefer="threads",
-                                                    return_as="generator")(
-                        delayed(one_block)(*item) for item in iter_blocks(self.X)):
+                parts = Parallel(n_jobs=n_jobs, prefer="threads",
+                                 return_as="generator")(
+                    delayed(one_block)(*item) for item in iter_blocks(self.X))
+                for part, q_part, count, q in parts:
                     total += part
                     q_sum += q_part
                     counts += count
+                    if q is not None:
+                        q_test += q
         else:
             for item in iter_blocks(self.X):
-                _, q_part, count = one_block(*item, into=total)
+                _, q_part, count, q = one_block(*item, into=total)
                 q_sum += q_part
                 counts += count
+                if q is not None:
+                    q_test += q
         if self.mean is not None:
             add_outer(total, centre, q_sum, -1.0)
         self._unit_scales = units  # complete: kept for the next call
+        if q_test is not None:
+            return total.reshape(d, n_trials, k), counts, q_test
         return total.reshape(d, n_trials, k), counts
 
 

@@ -148,6 +148,35 @@ def test_clipped_energy_matches_direct_computation(planted):
     np.testing.assert_allclose(rows.clipped_energy(W, radii), expected, rtol=1e-10)
 
 
+@pytest.mark.parametrize("kind", ["dense", "csr", "threads", "no mean"])
+def test_the_fused_pass_gives_the_energy_and_the_products_of_two(planted, kind):
+    """``clipped_products(..., energy=(W_test, radii))`` (the out-of-core pass
+    of the clipping test and the first power step) returns what
+    ``clipped_energy`` and ``clipped_products`` return apart, with one product
+    of each block and one set of clipping scales."""
+    from scipy import sparse
+
+    X, _ = planted
+    X = sparse.csr_matrix(X) if kind == "csr" else X
+    mean = None if kind == "no mean" else np.asarray(X.mean(axis=0)).ravel()
+    rng = np.random.default_rng(1)
+    W_test = rng.normal(size=(X.shape[1], 3))
+    W = rng.normal(size=(X.shape[1], 2, 3)) * 0.1
+    test_radii, radii = np.array([0.05, 0.5]), np.array([0.01, 0.2])
+    n_jobs = 2 if kind == "threads" else None
+
+    def rows():
+        return CentredRows(X, 0.8, mean, first_pass(X, 0.8, with_sum=False).sq_norms)
+
+    products, clipped, q = rows().clipped_products(W, radii, n_jobs,
+                                                   energy=(W_test, test_radii))
+    apart, apart_clipped = rows().clipped_products(W, radii, n_jobs)
+    np.testing.assert_allclose(q, rows().clipped_energy(W_test, test_radii),
+                               rtol=1e-12)
+    np.testing.assert_allclose(products, apart, rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(clipped, apart_clipped)
+
+
 def test_go_no_go_sensitivity_is_twice_the_projection_gap():
     """D = Σ aᵀ(P_T − P_0)a moves by at most 2‖P_T − P_0‖₂ when one row is
     replaced, and the top and bottom eigenvectors of P_T − P_0 attain it."""
