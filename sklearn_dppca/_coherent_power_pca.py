@@ -9,6 +9,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import PrivacyPlan, _BasePrivatePCA, budget_shares, top_with_rest
+from ._coherent_random import random_plan, release_random
 from ._coherent_rules import (  # noqa: F401 (decision_sensitivity, projection_gap: tests)
     AUTO_SHARES,
     DECISION_PART,
@@ -30,9 +31,7 @@ from ._coherent_rules import (  # noqa: F401 (decision_sensitivity, projection_g
     preconditioner,
     predicted_errors,
     projection_gap,
-    random_iterations,
     random_start_wins,
-    random_step_weights,
     selection_rdp,
     warm_start_estimate,
 )
@@ -485,26 +484,10 @@ class CoherentPowerPCA(_BasePrivatePCA):
         k = self.n_components or min(n_samples, n_features)
         if mode == "random":
             plan = super()._privacy_plan(n_samples, n_features)  # RANDOM_SHARES
-            return self._random_plan(plan, n_samples, n_features, k)
+            return random_plan(self, plan, n_samples, n_features, k)
         if mode == "gdp":
             return self._gdp_plan(n_samples, k)
         return self._repetition_plan(n_samples, k)
-
-    def _random_plan(self, plan, n_samples, n_features, k):
-        r"""``plan``, the base's at :data:`RANDOM_SHARES`, with the
-        ``"step"`` share (``mus["step"]``, all iterations together) split
-        over the :math:`T` iterations by :func:`random_step_weights`
-        (``extra["step_mus"]``): the mean's :math:`\mu`, the iterations'
-        and the variances' (``"variance"``: :math:`X^\top M X` and the trace,
-        each at :math:`\mu_{\mathrm{variance}}/\sqrt{2}`) compose to exactly
-        :math:`\mu_*`, the charge."""
-        n_iter = (random_iterations(n_samples, n_features)
-                  if self.n_iter == "auto" else int(self.n_iter))
-        step_mus = tuple(plan.mus["step"] * np.sqrt(random_step_weights(n_iter)))
-        radius = (math.sqrt(k / n_samples) if self.clip_radius == "auto"
-                  else float(self.clip_radius))
-        return plan._replace(extra={"n_iter": n_iter, "radius": radius,
-                                    "step_mus": step_mus})
 
     def _gdp_plan(self, n_samples, k):
         r""":math:`\mu` of every release of ``selection="gdp"``; the charge is
@@ -602,7 +585,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
     # ------------------------------------------------------------ release
     def _release(self, gram, rows, plan, rng, dtype):
         if self._mode() == "random":
-            return self._release_random(rows, plan, rng, dtype)
+            return release_random(self, rows, plan, rng, dtype)
         if self._fit_path == "noisy_power":
             return self._release_wide(rows, plan, rng, dtype)
         n, d = self.n_samples_, gram.shape[0]
@@ -835,51 +818,6 @@ class CoherentPowerPCA(_BasePrivatePCA):
             source.values[:k] * scale, source.trace * scale, min(n, d), n - 1,
             source.resolved(k))
         self._set_components((final @ rotation).T, values * scale / (n - 1),
-                             spectrum, dtype)
-
-    def _release_random(self, rows, plan, rng, dtype):
-        r"""``start="random"``: :math:`T` clipped power iterations from a
-        random orthonormal basis (public, from the fit's generator), each
-        releasing :math:`\sum_i a_i \operatorname{Clip}_R(a_i^\top X) +
-        \Delta R G` (sensitivity :math:`2R`), then :math:`X^\top M X`
-        (:math:`\sqrt 2`) and the trace (1) for the variances
-        (:ref:`the random start <privacy-coherent-random>`)."""
-        n, d = self.n_samples_, self.n_features_in_
-        k = self.n_components or min(n, d)
-        mus, n_iter = plan.mus, plan.extra["n_iter"]
-        radius, scale = plan.extra["radius"], rows.data_norm**2
-        # The start from a generator of its own, seeded by one draw of the
-        # fit's: it is not released, and were it inferred it would tell
-        # nothing of the noise drawn from the fit's generator.
-        start = np.random.default_rng(int(rng.integers(2**63)))
-        X = np.linalg.qr(start.standard_normal((d, k)))[0]
-        for step, mu in enumerate(plan.extra["step_mus"]):
-            sums, _ = rows.clipped_products(X[:, None, :], [radius], self.n_jobs)
-            # σ = 2R/μ_t: sensitivity 2R, the t-th share of the step budget
-            noise = dense_noise(rng, (d, k), 2.0 * radius / mu)
-            X = np.linalg.qr(sums[:, 0] + noise)[0]
-            self._say(2, f"power iteration {step + 1} of {n_iter}")
-        half = mus["variance"] / math.sqrt(2.0)
-        sigma_h = noise_scale(math.sqrt(2.0), half)
-        H = _wide_quadratic(rows, X) + goe_noise(rng, k, sigma_h)
-        trace = rows.sq_norm_sum() + float(dense_noise(rng, (), 1.0 / half))
-        values, rotation = np.linalg.eigh((H + H.T) / 2.0)
-        values, rotation = values[::-1], rotation[:, ::-1]
-        vars(self).pop("init_components_", None)  # no initialisation released
-        self.n_clipped_ = None
-        self.branch_, self.clip_radius_, self.n_iter_ = "random", radius, n_iter
-        self._say(1, f"released: random start (R={radius:.4g}, T={n_iter})")
-        # resolved: a variance above any a random direction reaches, the
-        # mean eigenvalue (the released trace over d) at the Marchenko–Pastur
-        # edge (1 + √(d/n))², plus Ĥ's noise: its edge σ√(2k) and three σ for
-        # the fluctuations of a small matrix's top eigenvalue (post-processing)
-        reach = (max(trace, 0.0) / d * (1.0 + math.sqrt(d / n)) ** 2
-                 + sigma_h * (math.sqrt(2.0 * k) + 3.0))
-        resolved = int(np.count_nonzero(values > reach))
-        spectrum = noisy_power_spectrum(
-            np.maximum(values, 0.0) * scale, trace * scale, min(n, d), n - 1,
-            resolved)
-        self._set_components((X @ rotation).T, values * scale / (n - 1),
                              spectrum, dtype)
 
     def _gdp_branch_wide(self, rows, power, init, k, plan, rng, quadratic):

@@ -417,11 +417,15 @@ class Draws:
 
         monkeypatch.setattr(_bounds, "dense_noise", bounds_noise)
         monkeypatch.setattr(_bounds, "noise_scale", scale_spy)
+        import sklearn_dppca._coherent_random as crs
+
         for module, name, kind in [(ppca, "add_goe_noise", "covariance"),
                                    (cgp, "add_gue_noise", "covariance"),
                                    (cpp, "goe_noise", "goe"),
                                    (cpp, "add_goe_noise", "goe"),
-                                   (cpp, "dense_noise", "dense")]:
+                                   (cpp, "dense_noise", "dense"),
+                                   (crs, "goe_noise", "goe"),
+                                   (crs, "dense_noise", "dense")]:
             monkeypatch.setattr(module, name, self._spy(getattr(module, name), kind))
         decision = cpp.decision_sensitivity
 

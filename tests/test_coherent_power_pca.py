@@ -243,7 +243,7 @@ def test_both_branches_spend_the_same_and_the_plan_composes_to_mu_star(center, n
 
 
 def record_noise(monkeypatch):
-    """Record (kind, σ) of every noise draw of the estimator module."""
+    """Record (kind, σ) of every noise draw of the estimator's modules."""
     calls = []
     real_dense, real_goe = cpp.dense_noise, cpp.goe_noise
     real_add_goe = cpp.add_goe_noise
@@ -260,8 +260,11 @@ def record_noise(monkeypatch):
         calls.append(("goe", float(sigma)))
         return real_add_goe(rng, matrix, sigma)
 
-    monkeypatch.setattr(cpp, "dense_noise", dense)
-    monkeypatch.setattr(cpp, "goe_noise", goe)
+    from sklearn_dppca import _coherent_random
+
+    for module in (cpp, _coherent_random):  # the random start's module too
+        monkeypatch.setattr(module, "dense_noise", dense)
+        monkeypatch.setattr(module, "goe_noise", goe)
     monkeypatch.setattr(cpp, "add_goe_noise", add_goe)
     return calls
 

@@ -1,0 +1,83 @@
+r"""CoherentPowerPCA's random start (``start="random"``, or ``"auto"`` where
+:func:`~sklearn_dppca._coherent_rules.random_start_wins`): its plan and its
+release.
+
+:math:`T` clipped power iterations from a random orthonormal basis, with no
+covariance release, no preconditioner and no :math:`d \times d` matrix,
+then :math:`X^\top M X` and the trace for the variances (docs/privacy.rst,
+"From a random start"). The estimator calls these with itself; they read
+its parameters and set its fitted attributes as its own methods would.
+"""
+
+import math
+
+import numpy as np
+
+from ._coherent_rules import random_iterations, random_step_weights
+from ._private_pca import noisy_power_spectrum
+from ._rows import scatter_products
+from .noise import dense_noise, goe_noise, noise_scale
+
+
+def random_plan(estimator, plan, n_samples, n_features, k):
+    r"""``plan``, the base's at :data:`RANDOM_SHARES`, with the
+    ``"step"`` share (``mus["step"]``, all iterations together) split
+    over the :math:`T` iterations by :func:`random_step_weights`
+    (``extra["step_mus"]``): the mean's :math:`\mu`, the iterations'
+    and the variances' (``"variance"``: :math:`X^\top M X` and the trace,
+    each at :math:`\mu_{\mathrm{variance}}/\sqrt{2}`) compose to exactly
+    :math:`\mu_*`, the charge."""
+    n_iter = (random_iterations(n_samples, n_features)
+              if estimator.n_iter == "auto" else int(estimator.n_iter))
+    step_mus = tuple(plan.mus["step"] * np.sqrt(random_step_weights(n_iter)))
+    radius = (math.sqrt(k / n_samples) if estimator.clip_radius == "auto"
+              else float(estimator.clip_radius))
+    return plan._replace(extra={"n_iter": n_iter, "radius": radius,
+                                "step_mus": step_mus})
+
+
+def release_random(estimator, rows, plan, rng, dtype):
+    r"""``start="random"``: :math:`T` clipped power iterations from a
+    random orthonormal basis (public, from the fit's generator), each
+    releasing :math:`\sum_i a_i \operatorname{Clip}_R(a_i^\top X) +
+    \Delta R G` (sensitivity :math:`2R`), then :math:`X^\top M X`
+    (:math:`\sqrt 2`) and the trace (1) for the variances
+    (:ref:`the random start <privacy-coherent-random>`)."""
+    n, d = estimator.n_samples_, estimator.n_features_in_
+    k = estimator.n_components or min(n, d)
+    mus, n_iter = plan.mus, plan.extra["n_iter"]
+    radius, scale = plan.extra["radius"], rows.data_norm**2
+    # The start from a generator of its own, seeded by one draw of the
+    # fit's: it is not released, and were it inferred it would tell
+    # nothing of the noise drawn from the fit's generator.
+    start = np.random.default_rng(int(rng.integers(2**63)))
+    X = np.linalg.qr(start.standard_normal((d, k)))[0]
+    for step, mu in enumerate(plan.extra["step_mus"]):
+        sums, _ = rows.clipped_products(X[:, None, :], [radius], estimator.n_jobs)
+        # σ = 2R/μ_t: sensitivity 2R, the t-th share of the step budget
+        noise = dense_noise(rng, (d, k), 2.0 * radius / mu)
+        X = np.linalg.qr(sums[:, 0] + noise)[0]
+        estimator._say(2, f"power iteration {step + 1} of {n_iter}")
+    half = mus["variance"] / math.sqrt(2.0)
+    sigma_h = noise_scale(math.sqrt(2.0), half)
+    H = X.T @ scatter_products(rows, X) + goe_noise(rng, k, sigma_h)
+    trace = rows.sq_norm_sum() + float(dense_noise(rng, (), 1.0 / half))
+    values, rotation = np.linalg.eigh((H + H.T) / 2.0)
+    values, rotation = values[::-1], rotation[:, ::-1]
+    vars(estimator).pop("init_components_", None)  # no initialisation released
+    estimator.n_clipped_ = None
+    estimator.branch_ = "random"
+    estimator.clip_radius_, estimator.n_iter_ = radius, n_iter
+    estimator._say(1, f"released: random start (R={radius:.4g}, T={n_iter})")
+    # resolved: a variance above any a random direction reaches, the
+    # mean eigenvalue (the released trace over d) at the Marchenko–Pastur
+    # edge (1 + √(d/n))², plus Ĥ's noise: its edge σ√(2k) and three σ for
+    # the fluctuations of a small matrix's top eigenvalue (post-processing)
+    reach = (max(trace, 0.0) / d * (1.0 + math.sqrt(d / n)) ** 2
+             + sigma_h * (math.sqrt(2.0 * k) + 3.0))
+    resolved = int(np.count_nonzero(values > reach))
+    spectrum = noisy_power_spectrum(
+        np.maximum(values, 0.0) * scale, trace * scale, min(n, d), n - 1,
+        resolved)
+    estimator._set_components((X @ rotation).T, values * scale / (n - 1),
+                         spectrum, dtype)
