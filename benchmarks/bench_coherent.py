@@ -68,7 +68,6 @@ Run from the repository root::
 
 import argparse
 import json
-import math
 import os
 import statistics
 import sys
@@ -86,12 +85,11 @@ from sklearn_dppca import (  # noqa: E402
     PrivatePCA,
 )
 from sklearn_dppca._coherent_rules import (  # noqa: E402
-    GDP_SHARES,
+    covariance_init_mu,
     covariance_noise_ratio,
 )
 from sklearn_dppca.datasets import load_real_dataset, make_coherent_low_rank  # noqa: E402
 from sklearn_dppca.metrics import coherence, principal_angle_sin  # noqa: E402
-from sklearn_dppca.privacy import gdp_mu  # noqa: E402
 
 DELTA = 1e-6
 SPEED_TARGET = 6.0
@@ -106,7 +104,7 @@ def synthetic(d, n, k, coh, gap, spread, epsilons):
 
 def rows_at_ratio(rho, d, epsilon=1.0):
     """The ``n`` at which ``covariance_noise_ratio`` is ``rho`` (public)."""
-    mu_init = gdp_mu(epsilon, DELTA) * math.sqrt(GDP_SHARES["init"])
+    mu_init = covariance_init_mu(epsilon, DELTA, center=True)
     return int(covariance_noise_ratio(1, d, mu_init) / rho)
 
 

@@ -26,6 +26,7 @@ from ._coherent_rules import (  # noqa: F401 (decision_sensitivity, projection_g
     WIDE_OVERSAMPLES,
     WIDE_PASSES,
     calibrate_selection,
+    covariance_init_mu,
     decision_sensitivity,
     floor_level,
     preconditioner,
@@ -375,8 +376,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
                 or self.path != "auto" or not math.isfinite(self.epsilon)
                 or self._blocks_obstacle(engine) is not None):
             return "covariance"
-        mu_init = gdp_mu(self.epsilon, self.delta) * math.sqrt(
-            budget_shares(GDP_SHARES, self.center)["init"])
+        mu_init = covariance_init_mu(self.epsilon, self.delta, self.center)
         return ("random" if random_start_wins(n_samples, n_features, mu_init)
                 else "covariance")
 

@@ -80,4 +80,4 @@ def release_random(estimator, rows, plan, rng, dtype):
         np.maximum(values, 0.0) * scale, trace * scale, min(n, d), n - 1,
         resolved)
     estimator._set_components((X @ rotation).T, values * scale / (n - 1),
-                         spectrum, dtype)
+                              spectrum, dtype)

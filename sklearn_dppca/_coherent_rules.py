@@ -13,7 +13,8 @@ import math
 
 import numpy as np
 
-from .privacy import DEFAULT_ORDERS, rdp_to_epsilon, repeated_rdp
+from ._base import budget_shares
+from .privacy import DEFAULT_ORDERS, gdp_mu, rdp_to_epsilon, repeated_rdp
 
 #: Smallest ``clip_radius``: the power step's noise ``Δ R`` stays a normal
 #: number for every accepted budget (Δ ≥ 4e-108; _base.SMALLEST_SENSITIVITY).
@@ -94,6 +95,14 @@ def random_iterations(n_samples, n_features):
     if n_samples >= MANY_ROWS_PER_FEATURE * n_features:
         return RANDOM_ITERATIONS_MANY_ROWS
     return RANDOM_ITERATIONS
+
+
+def covariance_init_mu(epsilon, delta, center):
+    r""":math:`\mu_{\mathrm{init}}`, the covariance start's initialisation
+    in ``selection="gdp"``: :math:`\mu_* \sqrt{w_{\mathrm{init}}}` with
+    :data:`GDP_SHARES` (0.45 of :math:`\mu_*^2`, 0.5 without centring)."""
+    return gdp_mu(epsilon, delta) * math.sqrt(
+        budget_shares(GDP_SHARES, center)["init"])
 
 
 def covariance_noise_ratio(n_samples, n_features, mu_init):

@@ -90,8 +90,7 @@ class CentredRows:
             bad = np.flatnonzero(~np.isfinite(products).all(axis=1))
             if bad.size:  # x W overflowed (rows of huge norm): centre and scale first
                 products[bad] = ((_dense(block[bad]) - centre) * unit[bad, None]) @ W
-            sq = np.einsum("ij,ij->i", products, products)
-            total += np.minimum(sq[:, None], radii**2).sum(axis=0)
+            total += _energy_terms(products, radii)
         return total
 
     #: Whether :meth:`energy_then_products` reads the rows once for both.
@@ -214,10 +213,9 @@ class CentredRows:
                 rows = (_dense(block[bad]) - centre) * unit[bad, None]
                 products[bad] = rows @ flat
             q = None
-            if test_radii is not None:  # the test's energies: Σ min(‖aᵀW‖², R²)
-                test, products = products[:, width:], products[:, :width]
-                sq = np.einsum("ij,ij->i", test, test)
-                q = np.minimum(sq[:, None], test_radii**2).sum(axis=0)
+            if test_radii is not None:  # the test's columns: clipped_energy's sum
+                q = _energy_terms(products[:, width:], test_radii)
+                products = products[:, :width]
             products = products.reshape(-1, n_trials, k)
             norms = np.sqrt(np.einsum("bjk,bjk->bj", products, products))
             # a margin for the rounding of the computed norms (over k entries),
@@ -267,6 +265,14 @@ class CentredRows:
         if q_test is not None:
             return total.reshape(d, n_trials, k), counts, q_test
         return total.reshape(d, n_trials, k), counts
+
+
+def _energy_terms(products, radii):
+    r""":math:`\sum_i \min(\|y_i\|^2, R_j^2)` over a block's rows
+    :math:`y_i` (``products``), for each radius: the clipping test's
+    statistic (:meth:`CentredRows.clipped_energy`)."""
+    sq = np.einsum("ij,ij->i", products, products)
+    return np.minimum(sq[:, None], radii**2).sum(axis=0)
 
 
 def _add_transposed_product(total, block, products):
