@@ -60,6 +60,7 @@ from ._spectrum import (
     Spectrum,
     _flip_signs,
     denoised_spectrum,
+    goe_floor,
     minka_dimension,
     top_eigenpairs,
 )
@@ -646,8 +647,15 @@ class _BasePrivatePCA(
         values, vectors, rest = top_with_rest(
             noisy, self._truncated_k(n, d), solver, rng, tol=self.tol,
             iterated_power=self.iterated_power, n_oversamples=self.n_oversamples,
-            power_iteration_normalizer=self.power_iteration_normalizer)
+            power_iteration_normalizer=self.power_iteration_normalizer,
+            floor=self._spectrum_floor(sigma, d))
         return self._spectrum(values, sigma, trace, rest), values, vectors
+
+    def _spectrum_floor(self, sigma, n_features):
+        """A public lower bound of the released matrix's spectrum for the
+        filtered solver (:func:`goe_floor`), or None: the GUE kernel
+        (``_hermitian_noise``) keeps the range finder."""
+        return None if self._hermitian_noise else goe_floor(sigma, n_features)
 
     def _path(self, n_samples, n_features, engine):
         r"""``"dense"``: the release is a :math:`d \times d` matrix (every

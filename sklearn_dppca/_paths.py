@@ -36,21 +36,22 @@ def auto_solver(n_samples, n_features, n_components):
     return "randomized" if 1 <= k < 0.8 * smallest else "full"
 
 
-def matrix_free_faster(n_samples, n_features, size, power_passes, chunked,
+def matrix_free_faster(n_samples, n_features, size, products, chunked,
                        cached=0.0):
     r"""Whether the matrix-free path is predicted faster than the dense one,
     or at most :data:`MATRIX_FREE_SLOWDOWN` times slower (it saves the
     dense path's two :math:`d \times d` matrices), from public values: the
     shape, the solver's block
-    :math:`\mathtt{size} = k + \mathtt{n\_oversamples}` and passes, whether
+    :math:`\mathtt{size} = k + \mathtt{n\_oversamples}` and its products with
+    the released matrix (:func:`~sklearn_dppca._spectrum.solver_products`), whether
     the rows are a Dask array, and the fraction ``cached`` of the kernel's
     blocks kept in memory once drawn.
 
     A model of both costs (:data:`PATH_COSTS`, seconds measured on two cores
     with ``benchmarks/bench_wide.py``; their ratios are what matter). Dense:
     the Gram matrix (:math:`n d^2`), its noise (:math:`d^2`) and the
-    randomized solver's :math:`2 \cdot \mathtt{power\_passes} + 2` products
-    with it (:math:`d^2 \, \mathtt{size}` each). Matrix-free, per product: a
+    randomized solver's ``products`` with it (:math:`d^2 \, \mathtt{size}`
+    each). Matrix-free, per product: a
     pass over the rows (:math:`n d \, \mathtt{size}`) and a product with the
     kernel (:math:`d^2 \, \mathtt{size}`), whose blocks not kept are drawn
     again (:math:`d^2/2` draws in all the first time). Sparse rows are
@@ -61,7 +62,6 @@ def matrix_free_faster(n_samples, n_features, size, power_passes, chunked,
     if chunked:
         return False
     n, d = float(n_samples), float(n_features)
-    products = 2 * power_passes + 2
     cost = PATH_COSTS
     dense = (cost["gram"] * n * d * d + cost["draws"] * d * d
              + products * cost["product"] * d * d * size)

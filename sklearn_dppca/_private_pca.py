@@ -15,7 +15,7 @@ from ._paths import matrix_free_faster
 from ._releases import PRODUCTS, Release
 from ._reported import _engine
 from ._rows import ImplicitScatter, scatter_products
-from ._spectrum import Spectrum, _non_increasing, power_passes, scatter_trace
+from ._spectrum import Spectrum, _non_increasing, scatter_trace, solver_products
 from ._stats import kernel_threads
 from .noise import (
     ImplicitGOE,
@@ -78,8 +78,10 @@ class PrivatePCA(_BasePrivatePCA):
         :math:`p` columns, each product one pass over the rows and the noise
         redrawn by blocks from a secret key
         (:math:`p` = ``n_components + n_oversamples``; memory :math:`O(dp)`
-        beyond a block of rows; ``2 * iterated_power + 2`` passes over the
-        rows after the bounds', and one for the trace).
+        beyond a block of rows; 11 passes over the rows after the bounds'
+        (8 where ``n_components`` is at least a tenth of the features;
+        ``2 * iterated_power + 2`` with an explicit ``iterated_power``), and
+        one for the trace).
         ``"noisy_power"``: another release of the same budget, :ref:`the
         noisy power method <privacy-noisy-power>`: ``iterated_power``
         passes (``"auto"``: 4, and 8 from :math:`n \ge 100 d`), each
@@ -320,7 +322,10 @@ class PrivatePCA(_BasePrivatePCA):
                 n_samples, n_features, "dense") <= limit:
             if not matrix_free_faster(
                     n_samples, n_features, k + self.n_oversamples,
-                    power_passes(self.iterated_power, k, n_features),
+                    solver_products(
+                        k, n_features, iterated_power=self.iterated_power,
+                        power_iteration_normalizer=self.power_iteration_normalizer,
+                        filtered=True),
                     isinstance(_engine(engine), ChunkedRows), min(1.0, cached)):
                 return "dense"
         return "matrix_free" if cached >= 1.0 else "noisy_power"

@@ -257,14 +257,14 @@ def test_auto_leaves_the_dense_path_where_it_does_not_fit():
 
 
 def test_the_cost_model_chooses_from_public_values():
-    assert not matrix_free_faster(20_000, 2_000, 20, 7, chunked=False)
-    assert matrix_free_faster(2_000, 5_000, 20, 7, chunked=False)
+    assert not matrix_free_faster(20_000, 2_000, 20, 16, chunked=False)
+    assert matrix_free_faster(2_000, 5_000, 20, 16, chunked=False)
     # the kernel's cache makes the products cheaper: more shapes qualify
-    assert not matrix_free_faster(600, 4_000, 20, 7, chunked=False)
-    assert matrix_free_faster(600, 4_000, 20, 7, chunked=False, cached=1.0)
-    assert matrix_free_faster(10_000, 20_000, 20, 7, chunked=False)
-    assert matrix_free_faster(100_000, 100_000, 20, 7, chunked=False)
-    assert not matrix_free_faster(100_000, 100_000, 20, 7, chunked=True)
+    assert not matrix_free_faster(600, 4_000, 20, 16, chunked=False)
+    assert matrix_free_faster(600, 4_000, 20, 16, chunked=False, cached=1.0)
+    assert matrix_free_faster(10_000, 20_000, 20, 16, chunked=False)
+    assert matrix_free_faster(100_000, 100_000, 20, 16, chunked=False)
+    assert not matrix_free_faster(100_000, 100_000, 20, 16, chunked=True)
 
 
 def traced_peak(est, X):
