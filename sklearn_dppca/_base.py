@@ -60,7 +60,7 @@ from ._spectrum import (
     Spectrum,
     _flip_signs,
     denoised_spectrum,
-    goe_floor,
+    kernel_floor,
     minka_dimension,
     top_eigenpairs,
 )
@@ -652,10 +652,9 @@ class _BasePrivatePCA(
         return self._spectrum(values, sigma, trace, rest), values, vectors
 
     def _spectrum_floor(self, sigma, n_features):
-        """A public lower bound of the released matrix's spectrum for the
-        filtered solver (:func:`goe_floor`), or None: the GUE kernel
-        (``_hermitian_noise``) keeps the range finder."""
-        return None if self._hermitian_noise else goe_floor(sigma, n_features)
+        """A public lower bound of the released matrix's spectrum, for the
+        filtered solver (:func:`kernel_floor`)."""
+        return kernel_floor(sigma, n_features, hermitian=self._hermitian_noise)
 
     def _path(self, n_samples, n_features, engine):
         r"""``"dense"``: the release is a :math:`d \times d` matrix (every

@@ -121,8 +121,9 @@ default="auto"
         ``"arpack"``'s relative accuracy (0: machine precision).
     iterated_power : int or "auto", default="auto"
         ``"randomized"``'s power passes (``"auto"``: 7 when ``n_components``
-        is under a tenth of the features, else 4). For ``PrivatePCA`` with
-        both this and ``power_iteration_normalizer`` ``"auto"``,
+        is under a tenth of the features, else 4). For ``PrivatePCA`` and
+        ``ComplexGaussPCA`` with both this and ``power_iteration_normalizer``
+        ``"auto"``,
         ``"randomized"`` is a subspace iteration with Chebyshev filters
         instead, as accurate on a released matrix in 11 (or 8) products with
         it as the range finder in 16 (or 10) (:ref:`solvers

@@ -404,22 +404,26 @@ def solver_products(k, d, *, iterated_power="auto",
     return 2 * passes + 2
 
 
-#: How far below the GOE kernel's semicircle edge :math:`-\sigma\sqrt{2d}`
-#: :func:`goe_floor` is put: an eigenvalue below the floor by a fraction
-#: :math:`f` of the interval's half-width is amplified by about
-#: :math:`\cosh(m\sqrt{2f})` in a round of degree :math:`m`, so a floor a
-#: little too high costs little, and one too low only widens the interval.
+#: How far below its kernel's semicircle edge :func:`kernel_floor` is put:
+#: an eigenvalue below the floor by a fraction :math:`f` of the interval's
+#: half-width is amplified by about :math:`\cosh(m\sqrt{2f})` in a round of
+#: degree :math:`m`, so a floor a little too high costs little, and one too
+#: low only widens the interval.
 FLOOR_MARGIN = 1.05
 
 
-def goe_floor(sigma, n_features):
+def kernel_floor(sigma, n_features, hermitian=False):
     r"""A lower bound of the spectrum of :math:`\sum y y^\top + S` from
-    public values: the scatter matrix is positive semidefinite and the GOE
-    kernel :math:`S` (off-diagonal variance :math:`\sigma^2/2`) has its
-    smallest eigenvalue at :math:`-\sigma\sqrt{2d}` up to fluctuations of
-    relative order :math:`d^{-2/3}` (the semicircle's edge), so by Weyl's
-    inequality the release's is above :data:`FLOOR_MARGIN` times that."""
-    return -FLOOR_MARGIN * sigma * math.sqrt(2.0 * n_features)
+    public values: the scatter matrix is positive semidefinite and the
+    kernel :math:`S` has its smallest eigenvalue at the semicircle's edge,
+    :math:`-\sigma\sqrt{2d}` for the GOE kernel (off-diagonal
+    :math:`\mathbb{E} S_{ij}^2 = \sigma^2/2`) and :math:`-2\sigma\sqrt{d}`
+    for the GUE kernel (``hermitian``; :math:`\mathbb{E}|S_{ij}|^2 =
+    \sigma^2`), up to fluctuations of relative order :math:`d^{-2/3}`; by
+    Weyl's inequality the release's is above :data:`FLOOR_MARGIN` times
+    that."""
+    edge = 2.0 * math.sqrt(n_features) if hermitian else math.sqrt(2.0 * n_features)
+    return -FLOOR_MARGIN * sigma * edge
 
 
 def _filtered_subspace(matrix, k, size, floor, centre, rng, degrees):

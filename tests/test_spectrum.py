@@ -17,10 +17,15 @@ from sklearn.decomposition import PCA
 import sklearn_dppca._complex_gauss_pca as complex_module
 import sklearn_dppca._private_pca as private_module
 from sklearn_dppca import CoherentPowerPCA, ComplexGaussPCA, PrivatePCA
-from sklearn_dppca._spectrum import denoised_spectrum, resolved_weights
+from sklearn_dppca._spectrum import (
+    FLOOR_MARGIN,
+    denoised_spectrum,
+    kernel_floor,
+    resolved_weights,
+)
 from sklearn_dppca.audit import audit, gaussian_mu_lower
 from sklearn_dppca.datasets import load_real_dataset
-from sklearn_dppca.noise import goe_noise, make_generator
+from sklearn_dppca.noise import goe_noise, gue_noise, make_generator
 from sklearn_dppca.privacy import gdp_epsilon
 
 from .test_private_pca import gram_of, principal_sin, released_matrix
@@ -378,16 +383,24 @@ def test_the_gue_bulk_is_twice_as_wide_as_the_goes(Est):
     assert fit.noise_variance_ == pytest.approx(sk[3:].mean(), rel=0.5)
 
 
-def _release(d, spikes, sigma, seed=0):
+def _release(d, spikes, sigma, seed=0, hermitian=False):
     """A released matrix's structure: a positive semidefinite scatter with
-    ``spikes`` (in units of the GOE kernel's edge σ√(2d)) on a small bulk,
-    plus the kernel."""
+    ``spikes`` (in units of the kernel's edge, σ√(2d) for the GOE kernel, 2σ√d
+    for the GUE one) on a small bulk, plus the kernel."""
     rng = np.random.default_rng(seed)
-    edge = sigma * math.sqrt(2.0 * d)
+    edge = -kernel_floor(sigma, d, hermitian) / FLOOR_MARGIN
     basis = np.linalg.qr(rng.normal(size=(d, len(spikes))))[0]
     rows = rng.normal(size=(3 * d, d)) * math.sqrt(0.1 * edge / (3 * d))
     scatter = rows.T @ rows + (basis * np.asarray(spikes) * edge) @ basis.T
-    return scatter + goe_noise(make_generator(seed), d, sigma), basis
+    noise = gue_noise if hermitian else goe_noise
+    return scatter + noise(make_generator(seed), d, sigma), basis
+
+
+def _sin(vectors, exact):
+    """Largest principal angle's sine between two (d, k) orthonormal bases,
+    real or complex."""
+    cosines = np.linalg.svd(exact.conj().T @ vectors, compute_uv=False)
+    return math.sqrt(max(0.0, 1.0 - cosines.min() ** 2))
 
 
 class _Counted:
@@ -407,17 +420,17 @@ def test_the_filtered_solver_counts_its_products(k):
     """With a floor and both parameters "auto", 11 products (8 where k ≥ d/10)
     instead of the range finder's 16 (10), and as many as the path's cost
     model is told; an explicit iterated_power runs the range finder."""
-    from sklearn_dppca._spectrum import goe_floor, solver_products, top_eigenpairs
+    from sklearn_dppca._spectrum import solver_products, top_eigenpairs
 
     matrix, _ = _release(400, (3.0, 2.0), 1.0)
     counted = _Counted(matrix)
     top_eigenpairs(counted, k, "randomized", np.random.default_rng(0),
-                   floor=goe_floor(1.0, 400))
+                   floor=kernel_floor(1.0, 400))
     assert counted.products == solver_products(k, 400, filtered=True)
     assert counted.products == (11 if k < 40 else 8)
     counted = _Counted(matrix)
     top_eigenpairs(counted, k, "randomized", np.random.default_rng(0),
-                   floor=goe_floor(1.0, 400), iterated_power=7)
+                   floor=kernel_floor(1.0, 400), iterated_power=7)
     assert counted.products == 16 == solver_products(k, 400, iterated_power=7,
                                                      filtered=True)
 
@@ -426,44 +439,48 @@ def test_the_filtered_solver_finds_the_top_eigenpairs_of_a_release():
     """Spikes out of the noise: the eigenpairs of the matrix itself, the
     values to a relative 1e-6 and the vectors to a sine of 1e-3; without a
     floor the range finder runs (a different basis, the same pairs)."""
-    from sklearn_dppca._spectrum import goe_floor, top_eigenpairs
+    from sklearn_dppca._spectrum import top_eigenpairs
 
     d, sigma = 500, 1.0
     matrix, _ = _release(d, (4.0, 3.0, 2.0), sigma)
     exact_values, exact_vectors = np.linalg.eigh(matrix)
     values, vectors = top_eigenpairs(matrix, 3, "randomized",
                                      np.random.default_rng(1),
-                                     floor=goe_floor(sigma, d),
+                                     floor=kernel_floor(sigma, d),
                                      shift=-np.trace(matrix) / d)
     np.testing.assert_allclose(values, exact_values[::-1][:3], rtol=1e-6)
     assert principal_sin(vectors.T, exact_vectors[:, ::-1][:, :3]) < 1e-3
     np.testing.assert_allclose(vectors.T @ vectors, np.eye(3), atol=1e-10)
 
 
+@pytest.mark.parametrize("hermitian", [False, True])
 @pytest.mark.parametrize("spikes, near_edge", [((0.8, 0.6, 0.5), True),
                                                 ((1.6, 1.35, 1.2), False)])
-def test_the_filtered_solver_is_as_accurate_in_fewer_products(spikes, near_edge):
+def test_the_filtered_solver_is_as_accurate_in_fewer_products(spikes, near_edge,
+                                                              hermitian):
     """Over four seeds, the filtered solver's 11 products against the range
-    finder's 16, on the exact top 3 of the matrix. Where the top eigenvalues
-    stand just above the bulk (a private release's resolved ones: 1.27,
-    1.17 and 1.15 times the kernel's edge, the bulk's at 1.13), it comes
-    much closer (measured 0.38 against 0.66); where they stand well out of
-    it, both converge (0.0065 and 0.0061)."""
-    from sklearn_dppca._spectrum import goe_floor, top_eigenpairs
+    finder's 16, on the exact top 3 of the matrix (PrivatePCA's GOE kernel
+    and ComplexGaussPCA's GUE one). Where the top eigenvalues stand just
+    above the bulk (a private release's resolved ones: 1.27, 1.17 and 1.15
+    times the kernel's edge, the bulk's at 1.13), it comes much closer
+    (measured 0.38 against 0.66 with the GOE kernel, 0.35 against 0.60 with
+    the GUE one); where they stand well out of it, both converge (below
+    0.01)."""
+    from sklearn_dppca._spectrum import top_eigenpairs
 
     d, sigma = 800, 1.0
-    floor = goe_floor(sigma, d)
+    floor = kernel_floor(sigma, d, hermitian)
     filtered, finder = [], []
     for seed in range(4):
-        matrix, _ = _release(d, spikes, sigma, seed=seed)
+        matrix, _ = _release(d, spikes, sigma, seed=seed, hermitian=hermitian)
         exact = np.linalg.eigh(matrix)[1][:, ::-1][:, :3]
-        shift = -np.trace(matrix) / d
+        shift = -np.trace(matrix).real / d
         for out, extra in ((filtered, {"floor": floor}),
                            (finder, {"iterated_power": 7})):
             vectors = top_eigenpairs(matrix, 3, "randomized",
                                      np.random.default_rng(seed + 10),
                                      shift=shift, **extra)[1]
-            out.append(principal_sin(vectors.T, exact))
+            out.append(_sin(vectors, exact))
     if near_edge:
         assert np.mean(filtered) < 0.8 * np.mean(finder)
     else:
@@ -471,14 +488,15 @@ def test_the_filtered_solver_is_as_accurate_in_fewer_products(spikes, near_edge)
 
 
 def test_the_floor_is_below_every_release():
-    """goe_floor lies below the smallest eigenvalue of the GOE kernel (and
-    so of a positive semidefinite scatter plus it), on every draw; and, from
+    """kernel_floor lies below the smallest eigenvalue of the GOE and GUE
+    kernels (and so of a positive semidefinite scatter plus one), on every
+    draw; and, from
     a few hundred features on, within a tenth of the semicircle's edge."""
-    from sklearn_dppca._spectrum import FLOOR_MARGIN, goe_floor
-
-    for d in (50, 300):
-        for seed in range(20):
-            smallest = np.linalg.eigvalsh(goe_noise(make_generator(seed), d, 2.0))[0]
-            assert goe_floor(2.0, d) < smallest
-            if d >= 300:
-                assert smallest < 0.9 * goe_floor(2.0, d) / FLOOR_MARGIN
+    for noise, hermitian in ((goe_noise, False), (gue_noise, True)):
+        for d in (50, 300):
+            floor = kernel_floor(2.0, d, hermitian)
+            for seed in range(20):
+                smallest = np.linalg.eigvalsh(noise(make_generator(seed), d, 2.0))[0]
+                assert floor < smallest
+                if d >= 300:
+                    assert smallest < 0.9 * floor / FLOOR_MARGIN
