@@ -41,7 +41,7 @@ from ._paths import auto_solver
 from ._private_pca import noisy_power, noisy_power_spectrum
 from ._releases import ENERGY, GRAM, PRODUCTS, TRACE, Release
 from ._rows import scatter_products
-from ._spectrum import _eigh
+from ._spectrum import _eigh, kernel_floor
 from .noise import add_goe_noise, dense_noise, goe_noise, noise_scale
 from .privacy import gdp_epsilon, gdp_mu, rdp_to_epsilon
 
@@ -597,7 +597,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         # its noise added in place to a copy (no d × d noise array)
         sigma_init = math.sqrt(2.0) / plan.mus["init"]
         released = add_goe_noise(rng, unit_gram.copy(), sigma_init)
-        eigvals, eigvecs, rest = self._eigenpairs(released, k, rng)
+        eigvals, eigvecs, rest = self._eigenpairs(released, k, rng, sigma_init)
         init = eigvecs[:, :k]
         self.init_components_ = init.T.astype(dtype)
         self._say(1, "initialisation released")
@@ -643,15 +643,16 @@ class CoherentPowerPCA(_BasePrivatePCA):
             (final @ rotation).T, values * scale / (n - 1), spectrum, dtype
         )
 
-    def _eigenpairs(self, matrix, k, rng):
-        r"""Eigenpairs of a released :math:`d \times d` matrix, by decreasing
+    def _eigenpairs(self, matrix, k, rng, sigma):
+        r"""Eigenpairs of a released :math:`d \times d` matrix (a positive
+        semidefinite scatter plus the GOE kernel of ``sigma``), by decreasing
         value.
 
         Every one, or, where scikit-learn's ``PCA`` would take its randomized
         solver on this public shape (:func:`auto_solver`), the top
-        :math:`k + 1` by that solver (shifted by the noise bulk's centre
-        :math:`-\operatorname{tr}\hat{M}/d`, as PrivatePCA's) and the others'
-        count, sum and sum of squares from :math:`\operatorname{tr}\hat{M}`
+        :math:`k + 1` by PrivatePCA's solver (the filtered subspace
+        iteration, its floor from ``sigma``: :func:`top_eigenpairs`) and the
+        others' count, sum and sum of squares from :math:`\operatorname{tr}\hat{M}`
         and :math:`\|\hat{M}\|_F^2`. The branch rule reads the top
         :math:`k + 1` only, the spectrum the rest. Post-processing of the
         release; the solver's start is drawn from ``rng`` after its noise.
@@ -663,7 +664,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
         """
         n, d = self.n_samples_, matrix.shape[0]
         if k + 1 < d and auto_solver(n, d, self.n_components) == "randomized":
-            return top_with_rest(matrix, k + 1, "randomized", rng)
+            return top_with_rest(matrix, k + 1, "randomized", rng,
+                                 floor=kernel_floor(sigma, d))
         values, vectors = _eigh(matrix)
         order = np.argsort(values)[::-1]
         return values[order], vectors[:, order], None
@@ -727,12 +729,14 @@ class CoherentPowerPCA(_BasePrivatePCA):
             # (σ² = 2/μ²): together one release of μ² = μ_init² + μ_fallback².
             combined = add_goe_noise(rng, unit_gram.copy(),
                                      math.sqrt(2.0) / mus["fallback"])
+            # its kernel: variance 2/(μ_init² + μ_fallback²)
+            sigma_combined = math.sqrt(2.0 / (mus["init"] ** 2 + mus["fallback"] ** 2))
             w_init, w_fb = mus["init"] ** 2, mus["fallback"] ** 2
             # (w_init M̂ + w_fb M̂₂)/(w_init + w_fb), in place in M̂₂'s array
             combined *= w_fb / w_init
             combined += released
             combined *= w_init / (w_init + w_fb)
-            values, vectors, rest = self._eigenpairs(combined, k, rng)
+            values, vectors, rest = self._eigenpairs(combined, k, rng, sigma_combined)
             return vectors[:, :k], combined, (values, rest), "fallback", None, 0
         # Power branch: Z = Σ a Clip_R(aᵀXB) + ΔR·G, sensitivity 2R, μ = 2/Δ;
         # B from the released Xᵀ M̂ X (no fresh release).

@@ -629,3 +629,30 @@ def test_wide_dense_path_takes_the_top_eigenpairs_only(selection, monkeypatch):
     np.testing.assert_allclose(part.explained_variance_ratio_,
                                full.explained_variance_ratio_, rtol=0.05)
     assert part.noise_variance_ == pytest.approx(full.noise_variance_, rel=0.05)
+
+
+def test_the_covariance_start_takes_its_top_pairs_with_its_kernels_floor(monkeypatch):
+    """On a shape where scikit-learn would take its randomized solver, the
+    covariance start's two releases (the initialisation, then the
+    fallback's combination) are solved by the filtered subspace iteration
+    with the floor of their own GOE kernels: σ = √2/μ_init, then
+    √(2/(μ_init² + μ_fallback²))."""
+    from sklearn_dppca._spectrum import kernel_floor
+
+    X, _ = make_coherent_low_rank(1200, 600, 3, data_norm=1.0, random_state=0)
+    floors = []
+    real = cpp.top_with_rest
+
+    def spy(matrix, k, solver, rng, **params):
+        floors.append(params["floor"])
+        return real(matrix, k, solver, rng, **params)
+
+    monkeypatch.setattr(cpp, "top_with_rest", spy)
+    est = CoherentPowerPCA(3, start="covariance", epsilon=1.0, data_norm=1.0,
+                           random_state=0, accountant=BudgetAccountant()).fit(X)
+    mus = est._privacy_plan(*X.shape).mus
+    assert est.branch_ == "fallback" and len(floors) == 2
+    assert floors[0] == pytest.approx(
+        kernel_floor(math.sqrt(2.0) / mus["init"], 600))
+    assert floors[1] == pytest.approx(kernel_floor(
+        math.sqrt(2.0 / (mus["init"] ** 2 + mus["fallback"] ** 2)), 600))
