@@ -40,7 +40,7 @@ from ._param_docs import fill_parameter_docs
 from ._paths import auto_solver
 from ._private_pca import noisy_power, noisy_power_spectrum
 from ._releases import ENERGY, GRAM, PRODUCTS, TRACE, Release
-from ._rows import scatter_products
+from ._rows import scatter_products, scatter_quadratic
 from ._spectrum import _eigh, kernel_floor
 from .noise import add_goe_noise, dense_noise, goe_noise, noise_scale
 from .privacy import gdp_epsilon, gdp_mu, rdp_to_epsilon
@@ -50,11 +50,6 @@ def _quadratic(unit_gram):
     r""":math:`X \mapsto X^\top M X` from the exact :math:`M` (the dense
     path)."""
     return lambda X: X.T @ unit_gram @ X
-
-
-def _wide_quadratic(rows, X):
-    r""":math:`X^\top M X`, exact, from one pass over the rows."""
-    return X.T @ scatter_products(rows, X)
 
 
 @fill_parameter_docs
@@ -729,14 +724,14 @@ class CoherentPowerPCA(_BasePrivatePCA):
             # (σ² = 2/μ²): together one release of μ² = μ_init² + μ_fallback².
             combined = add_goe_noise(rng, unit_gram.copy(),
                                      math.sqrt(2.0) / mus["fallback"])
-            # its kernel: variance 2/(μ_init² + μ_fallback²)
-            sigma_combined = math.sqrt(2.0 / (mus["init"] ** 2 + mus["fallback"] ** 2))
             w_init, w_fb = mus["init"] ** 2, mus["fallback"] ** 2
             # (w_init M̂ + w_fb M̂₂)/(w_init + w_fb), in place in M̂₂'s array
             combined *= w_fb / w_init
             combined += released
             combined *= w_init / (w_init + w_fb)
-            values, vectors, rest = self._eigenpairs(combined, k, rng, sigma_combined)
+            # its kernel's variance: 2/(μ_init² + μ_fallback²)
+            values, vectors, rest = self._eigenpairs(
+                combined, k, rng, math.sqrt(2.0 / (w_init + w_fb)))
             return vectors[:, :k], combined, (values, rest), "fallback", None, 0
         # Power branch: Z = Σ a Clip_R(aᵀXB) + ΔR·G, sensitivity 2R, μ = 2/Δ;
         # B from the released Xᵀ M̂ X (no fresh release).
@@ -795,7 +790,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         self.init_components_ = init.T.astype(dtype)
         self._say(1, "initialisation released (noisy power method)")
         self.n_clipped_ = None
-        quadratic = functools.partial(_wide_quadratic, rows)
+        quadratic = functools.partial(scatter_quadratic, rows)
         mode = self._mode()
         source, final, H = power, init, None  # H: a released k × k along final
         if mode == "fixed":

@@ -15,7 +15,7 @@ import numpy as np
 
 from ._coherent_rules import random_iterations, random_step_weights
 from ._private_pca import noisy_power_spectrum
-from ._rows import scatter_products
+from ._rows import scatter_quadratic
 from .noise import dense_noise, goe_noise, noise_scale
 
 
@@ -60,7 +60,7 @@ def release_random(estimator, rows, plan, rng, dtype):
         estimator._say(2, f"power iteration {step + 1} of {n_iter}")
     half = mus["variance"] / math.sqrt(2.0)
     sigma_h = noise_scale(math.sqrt(2.0), half)
-    H = X.T @ scatter_products(rows, X) + goe_noise(rng, k, sigma_h)
+    H = scatter_quadratic(rows, X) + goe_noise(rng, k, sigma_h)
     trace = rows.sq_norm_sum() + float(dense_noise(rng, (), 1.0 / half))
     values, rotation = np.linalg.eigh((H + H.T) / 2.0)
     values, rotation = values[::-1], rotation[:, ::-1]

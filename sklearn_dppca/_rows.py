@@ -379,6 +379,12 @@ def scatter_products(rows, W):
     return products[:, 0, :] if one else products
 
 
+def scatter_quadratic(rows, X):
+    r""":math:`X^\top M X`, exact, from one pass over the rows
+    (:func:`scatter_products`). Not a release: the callers add the noise."""
+    return X.T @ scatter_products(rows, X)
+
+
 class ImplicitScatter:
     r""":math:`\hat{M} = \sum y y^\top + S` as an operator: the release of the
     dense path, never formed (the matrix-free path; docs/privacy.rst,

@@ -392,6 +392,12 @@ def power_passes(iterated_power, k, d):
 FILTER_DEGREES = {7: (2, 2, 3, 3), 4: (2, 2, 3)}
 
 
+def _filters(iterated_power, power_iteration_normalizer):
+    """Whether, given a floor, the filtered subspace iteration replaces the
+    range finder: both parameters left ``"auto"``."""
+    return iterated_power == power_iteration_normalizer == "auto"
+
+
 def solver_products(k, d, *, iterated_power="auto",
                     power_iteration_normalizer="auto", filtered=False):
     """Products of :func:`top_eigenpairs`'s ``"randomized"`` solver with the
@@ -399,7 +405,7 @@ def solver_products(k, d, *, iterated_power="auto",
     sum of :data:`FILTER_DEGREES` for the filtered subspace iteration (with
     a ``floor``, both parameters ``"auto"``)."""
     passes = power_passes(iterated_power, k, d)
-    if filtered and iterated_power == power_iteration_normalizer == "auto":
+    if filtered and _filters(iterated_power, power_iteration_normalizer):
         return 1 + sum(FILTER_DEGREES[passes])
     return 2 * passes + 2
 
@@ -522,7 +528,7 @@ def top_eigenpairs(matrix, k, solver, rng, *, tol=0.0, iterated_power="auto",
     elif size >= d:  # the range is everything: every eigenpair, exactly
         values, vectors = _eigh(matrix)
         values, vectors = values[d - k:], vectors[:, d - k:]
-    elif floor is not None and iterated_power == power_iteration_normalizer == "auto":
+    elif floor is not None and _filters(iterated_power, power_iteration_normalizer):
         values, vectors = _filtered_subspace(
             matrix, k, size, float(floor), -float(shift), rng,
             FILTER_DEGREES[power_passes(iterated_power, k, d)])
