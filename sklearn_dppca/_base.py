@@ -672,8 +672,8 @@ class _BasePrivatePCA(
 
     def _kernel_cache(self, n_features):
         """Bytes of the implicit kernel's blocks kept once drawn: all of them
-        (:math:`4 d^2` bytes) if they fit in :data:`KERNEL_CACHE_SHARE` of
-        ``memory_limit``, else that share."""
+        (:math:`2 d^2` bytes, in single precision) if they fit in
+        :data:`KERNEL_CACHE_SHARE` of ``memory_limit``, else that share."""
         limit = self._memory_limit()
         share = DEFAULT_KERNEL_CACHE if limit is None else KERNEL_CACHE_SHARE * limit
         return int(min(kernel_bytes(n_features), share))
@@ -687,9 +687,10 @@ class _BasePrivatePCA(
         matrix with a truncated solver, three with every eigenpair (LAPACK's
         copy and the eigenvectors); a complex release doubles that part.
         Matrix-free: about twelve :math:`d \times p` blocks of the solver and
-        the products (:math:`p = k + \mathtt{n\_oversamples}`), one per
-        thread drawing the kernel and its block (at most :math:`1024^2`), a
-        block of rows (:class:`ImplicitScatter`) and the kernel's cache
+        the products (:math:`p = k + \mathtt{n\_oversamples}`), one in single
+        precision per thread drawing the kernel and its block (at most
+        :math:`1024^2`, drawn in double and rounded to single), a block of
+        rows (:class:`ImplicitScatter`) and the kernel's cache
         (:meth:`_kernel_cache`).
         """
         d = n_features
@@ -701,8 +702,10 @@ class _BasePrivatePCA(
                 return 8 * (8 * d * p + rows)
             threads = kernel_threads(d)
             kernel = min(IMPLICIT_BLOCK, d) ** 2
-            return (8 * (d * p * (12 + threads) + threads * kernel + rows)
-                    + self._kernel_cache(d))
+            # per thread: its single-precision output, a block drawn in double
+            # and rounded to single; V in single precision
+            return (8 * (12 * d * p + rows) + 4 * d * p * (threads + 1)
+                    + 12 * threads * kernel + self._kernel_cache(d))
         solver = self._eigen_solver(n_samples, d)
         release = 1 if solver in TRUNCATED_SOLVERS else 3
         if self._hermitian_noise:

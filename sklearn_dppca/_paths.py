@@ -53,8 +53,9 @@ def matrix_free_faster(n_samples, n_features, size, products, chunked,
     randomized solver's ``products`` with it (:math:`d^2 \, \mathtt{size}`
     each). Matrix-free, per product: a
     pass over the rows (:math:`n d \, \mathtt{size}`) and a product with the
-    kernel (:math:`d^2 \, \mathtt{size}`), whose blocks not kept are drawn
-    again (:math:`d^2/2` draws in all the first time). Sparse rows are
+    kernel (:math:`d^2 \, \mathtt{size}`, in single precision), whose
+    blocks not kept are drawn again (:math:`d^2/2` draws in all the first
+    time). Sparse rows are
     costed as dense (their density is not public). A Dask array's pass also
     reads its chunks again: there the dense path is kept unless memory
     forces the other.
@@ -67,7 +68,7 @@ def matrix_free_faster(n_samples, n_features, size, products, chunked,
              + products * cost["product"] * d * d * size)
     draws = cost["draws"] * d * d / 2 * (1 + (products - 1) * (1.0 - cached))
     free = draws + products * (cost["pass"] * n * d * size
-                               + cost["product"] * d * d * size)
+                               + cost["kernel"] * d * d * size)
     return free < MATRIX_FREE_SLOWDOWN * dense
 
 
@@ -82,13 +83,15 @@ MATRIX_FREE_SLOWDOWN = 1.6
 
 #: Seconds per unit of :func:`matrix_free_faster`'s terms, measured on two
 #: cores: the Gram matrix per ``n d²``, normal draws per entry of the
-#: kernel, a product with a ``d × d`` matrix per ``d² size``, and a pass of
-#: products with the rows per ``n d size``.
-PATH_COSTS = {"gram": 1.45e-11, "draws": 4e-9, "product": 7e-11, "pass": 2.2e-10}
+#: kernel, a product with a ``d × d`` matrix per ``d² size`` (double
+#: precision; the implicit kernel's, in single precision, half of it), and a
+#: pass of products with the rows per ``n d size``.
+PATH_COSTS = {"gram": 1.45e-11, "draws": 4e-9, "product": 7e-11, "kernel": 3.5e-11,
+              "pass": 2.2e-10}
 
 
 #: Share of ``memory_limit`` the matrix-free path may fill with the kernel's
-#: blocks, kept once drawn (at most the ``4 d²`` bytes of the blocks on and
+#: blocks, kept once drawn (at most the ``2 d²`` bytes of the blocks on and
 #: above the diagonal): later products multiply them instead of drawing
 #: them again (4.7× faster per product at d = 5 000).
 KERNEL_CACHE_SHARE = 0.125

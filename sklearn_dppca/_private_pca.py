@@ -97,7 +97,7 @@ class PrivatePCA(_BasePrivatePCA):
         matrices exceed ``memory_limit`` or a model of both costs on the
         public shape prefers the matrix-free path; that one where the noise
         kernel's blocks fit in their cache (an eighth of ``memory_limit``:
-        :math:`d` up to about 24 000 on a 24 GB machine), else the noisy power
+        :math:`d` up to about 34 000 on a 24 GB machine), else the noisy power
         method (:doc:`/scaling`).
     %(memory_parameter)s
     random_state : None, int, RandomState or Generator, default=None

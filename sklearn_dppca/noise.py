@@ -311,19 +311,23 @@ def add_gue_noise(rng, matrix, sigma):
     return matrix
 
 
+#: Precisions of :class:`ImplicitGOE`'s blocks and products.
+_PRECISIONS = {"single": np.float32, "double": np.float64}
+
 #: Side of the square blocks in which :class:`ImplicitGOE` draws its kernel
-#: (8 MiB of float64 each).
+#: (drawn as 8 MiB of float64 each, kept as 4 MiB of float32).
 IMPLICIT_BLOCK = 1024
 
 
-def kernel_bytes(n_features, block=IMPLICIT_BLOCK):
-    r"""Bytes of the float64 blocks on and above the diagonal of a
-    :math:`d \times d` :class:`ImplicitGOE` (all that is ever drawn, and all
-    a full cache holds): :math:`8 (d^2 + \sum_i b_i^2) / 2` with :math:`b_i`
-    the block rows' sides."""
+def kernel_bytes(n_features, block=IMPLICIT_BLOCK, itemsize=4):
+    r"""Bytes of the blocks on and above the diagonal of a :math:`d \times d`
+    :class:`ImplicitGOE`, kept in single precision (``itemsize`` 4; 8 for
+    double): all that is ever drawn, and all a full cache holds,
+    :math:`\mathtt{itemsize} (d^2 + \sum_i b_i^2) / 2` with :math:`b_i` the
+    block rows' sides."""
     d, b = int(n_features), int(block)
     full, last = divmod(d, b)
-    return 4 * (d * d + full * b * b + last * last)
+    return itemsize * (d * d + full * b * b + last * last) // 2
 
 
 class ImplicitGOE:
@@ -343,8 +347,11 @@ class ImplicitGOE:
     :math:`d^2/2` normal draws and :math:`2 d^2 p` flops per product with
     :math:`V` of :math:`p` columns.
 
-    The key is as secret as the rest of the fit's generator: whoever knows
-    it knows :math:`S` (the module's warning on fixed seeds applies).
+    Blocks are drawn and scaled in double precision, then kept and
+    multiplied in ``precision`` (single: half the memory and time, an error
+    of :math:`2^{-24}` per entry); :meth:`rounded` rounds a sum with a
+    product to it. The key is as secret as the fit's generator: whoever
+    knows it knows :math:`S` (the warning on fixed seeds applies).
 
     Parameters
     ----------
@@ -360,8 +367,11 @@ class ImplicitGOE:
     cache_bytes : int, default=0
         Memory for blocks kept once drawn (the first ones, up to this many
         bytes): later products only multiply them. The same matrix either
-        way; at most :math:`4 d^2` bytes are ever needed (the blocks on and
+        way; at most :func:`kernel_bytes` are ever needed (the blocks on and
         above the diagonal).
+    precision : {"single", "double"}, default="single"
+        Precision of the blocks kept and of the products (returned in double
+        precision; docs/privacy.rst, "The matrix-free path").
 
     Examples
     --------
@@ -369,25 +379,31 @@ class ImplicitGOE:
     >>> from sklearn_dppca.noise import ImplicitGOE, make_generator
     >>> S = ImplicitGOE(make_generator(0), 5, 1.0, block=2)
     >>> dense = S @ np.eye(5)
-    >>> bool(np.allclose(dense, dense.T)), bool(np.allclose(S @ dense, dense @ dense))
-    (True, True)
+    >>> bool(np.array_equal(dense, dense.T))
+    True
+    >>> bool(np.allclose(S @ dense, dense @ dense))
+    True
     """
 
     def __init__(self, rng, n_features, sigma, block=IMPLICIT_BLOCK, n_threads=1,
-                 cache_bytes=0):
+                 cache_bytes=0, precision="single"):
+        if precision not in _PRECISIONS:
+            raise ValueError(
+                f"precision must be 'single' or 'double', got {precision!r}.")
         self.sigma = _check_scale(sigma)
         self.shape = (int(n_features), int(n_features))
-        self.dtype = np.dtype(np.float64)
+        self.dtype = np.dtype(np.float64)  # of the products returned
+        self.precision = np.dtype(_PRECISIONS[precision])
         self.block = int(block)
         self.n_threads = max(1, int(n_threads))
         self._key = [int(word) for word in rng.integers(0, 2**63, size=4)]
         self._trace = None
-        # the first blocks (in the order of _pairs) whose float64 entries fit
-        # in cache_bytes are kept once drawn: the same values, drawn once
+        # the first blocks (in the order of _pairs) whose entries fit in
+        # cache_bytes are kept once drawn: the same values, drawn once
         self._cache, self._cacheable = {}, set()
         used = 0
         for i, j in self._pairs():
-            size = 8 * self._side(i) * self._side(j)
+            size = self.precision.itemsize * self._side(i) * self._side(j)
             if used + size > cache_bytes:
                 break
             self._cacheable.add((i, j))
@@ -397,30 +413,46 @@ class ImplicitGOE:
         """Rows of block row ``i`` (the last one may be short)."""
         return min(self.block, self.shape[0] - i * self.block)
 
-    def _draw(self, i, j, buffer=None):
-        r"""Block ``(i, j)``, :math:`i \le j`, of :math:`S` (into ``buffer``, a
-        C-contiguous float64 array of :math:`\mathtt{block}^2` entries, if
-        given: no fresh pages)."""
-        shape = (self._side(i), self._side(j))
+    def _draw(self, i, j, buffer=None, rounded=None):
+        r"""Block ``(i, j)``, :math:`i \le j`, of :math:`S` in the kernel's
+        precision (into ``buffer`` and ``rounded``, C-contiguous arrays of
+        :math:`\mathtt{block}^2` entries in double and in the kernel's
+        precision, if given: no fresh pages)."""
         if (i, j) in self._cache:
             return self._cache[i, j]
-        if (i, j) in self._cacheable:
-            buffer = None  # a fresh array, kept
-        g = None if buffer is None else buffer[: shape[0] * shape[1]].reshape(shape)
+        shape, count = (self._side(i), self._side(j)), self._side(i) * self._side(j)
+        keep = (i, j) in self._cacheable  # fresh arrays, kept
+        g = None if buffer is None or keep else buffer[:count].reshape(shape)
         seed = np.random.SeedSequence(self._key, spawn_key=(i, j))
         g = np.random.Generator(np.random.SFC64(seed)).standard_normal(shape, out=g)
         if i == j:
-            g += g.T.copy()  # exactly symmetric
-            g *= self.sigma / 2.0
+            g += g.T.copy()  # exactly symmetric (and so after rounding)
+            scale = self.sigma / 2.0
         else:
-            g *= self.sigma / math.sqrt(2.0)
-        if (i, j) in self._cacheable:
-            self._cache[i, j] = g  # one thread per block: no race
-        return g
+            scale = self.sigma / math.sqrt(2.0)
+        if self.precision == np.float64:
+            out = g
+        elif rounded is None or keep:
+            out = np.empty(shape, dtype=self.precision)
+        else:
+            out = rounded[:count].reshape(shape)
+        # scaled in double precision, then rounded once
+        np.multiply(g, scale, out=out, casting="same_kind")
+        if keep:
+            self._cache[i, j] = out  # one thread per block: no race
+        return out
 
     def _pairs(self):
         m = -(-self.shape[0] // self.block)
         return [(i, j) for i in range(m) for j in range(i, m)]
+
+    def rounded(self, values):
+        """``values`` rounded to the kernel's precision (as float64): for a
+        product's sum, so that none of its digits comes from one term
+        alone."""
+        if self.precision == np.float64:
+            return values
+        return values.astype(self.precision).astype(np.float64)
 
     def __matmul__(self, V):
         V = np.asarray(V, dtype=np.float64)
@@ -430,21 +462,22 @@ class ImplicitGOE:
             self._trace = 0.0
             return np.zeros(V.shape).ravel() if vector else np.zeros(V.shape)
         b = self.block
+        low = V.astype(self.precision)
         pairs = self._pairs()
         parts = min(self.n_threads, len(pairs))
 
         def work(part):
-            out, trace = np.zeros_like(V), 0.0
-            buffer = np.empty(b * b)
+            out, trace = np.zeros_like(low), 0.0
+            buffer, rounded = np.empty(b * b), np.empty(b * b, dtype=self.precision)
             for i, j in pairs[part::parts]:
-                g = self._draw(i, j, buffer)
+                g = self._draw(i, j, buffer, rounded)
                 rows = slice(i * b, i * b + g.shape[0])
                 cols = slice(j * b, j * b + g.shape[1])
-                out[rows] += g @ V[cols]
+                out[rows] += g @ low[cols]
                 if i != j:
-                    out[cols] += g.T @ V[rows]
+                    out[cols] += g.T @ low[rows]
                 else:
-                    trace += float(np.trace(g))
+                    trace += float(np.trace(g, dtype=np.float64))
             return out, trace
 
         if parts == 1:
@@ -453,7 +486,7 @@ class ImplicitGOE:
             with ThreadPoolExecutor(parts) as pool:
                 results = list(pool.map(work, range(parts)))
         self._trace = sum(r[1] for r in results)
-        out = sum(r[0] for r in results)
+        out = sum(r[0] for r in results).astype(np.float64)
         return out.ravel() if vector else out
 
     def trace(self):
@@ -463,5 +496,6 @@ class ImplicitGOE:
             return 0.0
         if self._trace is None:
             m = -(-self.shape[0] // self.block)
-            self._trace = sum(float(np.trace(self._draw(i, i))) for i in range(m))
+            self._trace = sum(float(np.trace(self._draw(i, i), dtype=np.float64))
+                              for i in range(m))
         return self._trace
