@@ -703,9 +703,11 @@ class _BasePrivatePCA(
             threads = kernel_threads(d)
             kernel = min(IMPLICIT_BLOCK, d) ** 2
             # per thread: its single-precision output, a block drawn in double
-            # and rounded to single; V in single precision
+            # and rounded to single, and (sparse rows) two blocks' d × p parts
+            # of the rows' product; V in single precision
             return (8 * (12 * d * p + rows) + 4 * d * p * (threads + 1)
-                    + 12 * threads * kernel + self._kernel_cache(d))
+                    + 16 * d * p * threads + 12 * threads * kernel
+                    + self._kernel_cache(d))
         solver = self._eigen_solver(n_samples, d)
         release = 1 if solver in TRUNCATED_SOLVERS else 3
         if self._hermitian_noise:

@@ -366,16 +366,17 @@ class InMemoryRows:
         return CentredRows(self.X, data_norm, mean, self.first.sq_norms)
 
 
-def scatter_products(rows, W):
+def scatter_products(rows, W, n_jobs=None):
     r""":math:`\sum_i a_i (a_i^\top W_j)` — the unit-ball rows' scatter matrix
     times each :math:`W_j` — exact, in one pass of ``rows.clipped_products``
-    with no clipping (every engine), never forming the :math:`d \times d`
-    matrix. ``W`` is ``(d, k)`` for one product, ``(d, trials, k)`` for
-    several; the result has ``W``'s shape. Not a release: the callers add
-    the noise."""
+    with no clipping (every engine; ``n_jobs`` threads over its blocks),
+    never forming the :math:`d \times d` matrix. ``W`` is ``(d, k)`` for one
+    product, ``(d, trials, k)`` for several; the result has ``W``'s shape.
+    Not a release: the callers add the noise."""
     one = W.ndim == 2
     trials = W[:, None, :] if one else W
-    products = rows.clipped_products(trials, np.full(trials.shape[1], np.inf))[0]
+    products = rows.clipped_products(trials, np.full(trials.shape[1], np.inf),
+                                     n_jobs=n_jobs)[0]
     return products[:, 0, :] if one else products
 
 
@@ -416,8 +417,13 @@ class ImplicitScatter:
 
     def __matmul__(self, V):
         V = np.ascontiguousarray(V, dtype=np.float64)
-        products = scatter_products(self.rows, V)
         threads = self.noise.n_threads > 1
+        # SciPy's sparse products run in the calling thread: the kernel's
+        # threads share out the blocks of sparse rows (1.4× faster on two
+        # cores at 5·10⁴ × 2·10⁴, 1%); dense rows have BLAS's own threads
+        sparse_rows = sparse.issparse(getattr(self.rows, "X", None))
+        products = scatter_products(
+            self.rows, V, n_jobs=self.noise.n_threads if sparse_rows else None)
         with _SINGLE_THREADED_BLAS if threads else nullcontext():
             out = self.noise @ V
         out += self.rows.data_norm**2 * products

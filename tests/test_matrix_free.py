@@ -311,8 +311,10 @@ def test_memory_grows_as_d_k_not_d_squared():
     est = mf(5, epsilon=1.0, data_norm=1.5, random_state=0, memory_limit=1e8)
     peak = traced_peak(est, X)
     assert est.path_ == "matrix_free"
-    # the estimate, from public values, bounds it and is not d²
-    assert peak < est._memory_needed(600, 4000) < 0.5 * 8 * 4000**2
+    # the estimate, from public values, bounds it and is not d² (its largest
+    # parts: a block of rows, 19 MB; each thread's kernel block drawn in
+    # double and rounded to single, 12 MB; the cache, 12.5 MB)
+    assert peak < est._memory_needed(600, 4000) < 0.6 * 8 * 4000**2
 
 
 def test_n_components_none_with_the_randomized_solver_chooses_a_path():
