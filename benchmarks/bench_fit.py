@@ -7,7 +7,10 @@ Compared, for each shape ``n x d`` (default 300 000 x 100 and 100 000 x 1000,
   data_norm=C, random_state=None)`` charged to the default (unlimited)
   accountant;
 - ``sklearn.decomposition.PCA(n_components=k, svd_solver="covariance_eigh")``,
-  the non-private fit that works, like PrivatePCA, on the ``d x d`` covariance.
+  the non-private fit that works, like PrivatePCA, on the ``d x d`` covariance
+  (``--sklearn-solver auto``: scikit-learn's default, the randomized solver on
+  wide data, against which issue 31 sets its target of 3x, with PrivatePCA's
+  ``path="auto"`` taking the matrix-free path there).
 
 Data: float64, C-contiguous Gaussian rows with a decaying spectrum (column ``j``
 has variance ``1/j``) and a non-zero mean, scaled so the median row norm is 1.
@@ -25,14 +28,17 @@ Measured:
    ``fit`` minus the traced size before it is reported as a multiple of
    ``X.nbytes`` (NumPy reports its buffers to ``tracemalloc``).
 
-Targets for PrivatePCA: time ratio <= 1.0 and extra memory <= 0.3x the input.
-They are reported, not enforced: the exit status is 0 either way.
+Targets for PrivatePCA: time ratio <= 1.0 and extra memory <= 0.3x the input
+against ``covariance_eigh``; time ratio <= 3 against any other solver. They
+are reported, not enforced: the exit status is 0 either way.
 
 Run from the repository root with the package installed::
 
     python benchmarks/bench_fit.py            # full run, a few minutes
     python benchmarks/bench_fit.py --quick    # smoke run on n/10 rows
     python benchmarks/bench_fit.py --shapes 50000x200 --repeats 9 --json out.json
+    python benchmarks/bench_fit.py --shapes 2000x5000 --sklearn-solver auto \
+        --blas-threads 1                      # wide: against PCA()'s default
 """
 
 import argparse
@@ -49,11 +55,12 @@ import numpy as np
 import scipy
 import sklearn
 from sklearn.decomposition import PCA
-from threadpoolctl import threadpool_info
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from sklearn_dppca import PrivacyLeakWarning, PrivatePCA
 
 TIME_RATIO_TARGET = 1.0
+WIDE_TIME_RATIO_TARGET = 3.0  # issue 31, against any solver but covariance_eigh
 MEMORY_TARGET = 0.3  # peak extra memory of fit, as a multiple of X.nbytes
 ENV_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS",
             "OMP_NUM_THREADS")
@@ -75,14 +82,14 @@ def make_data(n, d, seed):
     return X, float(np.percentile(norms, 99) / scale)
 
 
-def estimators(k, data_norm):
+def estimators(k, data_norm, solver="covariance_eigh"):
     """Factories of the two estimators, PrivatePCA first."""
     return {
         "PrivatePCA": lambda: PrivatePCA(
             n_components=k, epsilon=1.0, delta=1e-6, data_norm=data_norm,
             random_state=None,
         ),
-        "sklearn": lambda: PCA(n_components=k, svd_solver="covariance_eigh"),
+        "sklearn": lambda: PCA(n_components=k, svd_solver=solver),
     }
 
 
@@ -108,10 +115,10 @@ def peak_extra_memory(make, X):
     return peak - baseline
 
 
-def bench_shape(n, d, k, repeats, seed):
+def bench_shape(n, d, k, repeats, seed, solver="covariance_eigh"):
     """Time (alternating rounds after a warm-up) and then trace both estimators."""
     X, data_norm = make_data(n, d, seed)
-    makers = estimators(k, data_norm)
+    makers = estimators(k, data_norm, solver)
     times = {name: [] for name in makers}
     for round_ in range(repeats + 1):  # round 0 is the warm-up
         for name, make in makers.items():
@@ -122,7 +129,7 @@ def bench_shape(n, d, k, repeats, seed):
     memory = {name: peak_extra_memory(make, X) / X.nbytes
               for name, make in makers.items()}
     return {
-        "n": n, "d": d, "k": k, "data_norm": data_norm,
+        "n": n, "d": d, "k": k, "data_norm": data_norm, "sklearn_solver": solver,
         "input_bytes": X.nbytes,
         "times_s": times,
         "median_s": {name: statistics.median(t) for name, t in times.items()},
@@ -172,12 +179,22 @@ def print_report(env, results):
               f"{r['ratio']:>6.2f} {m['PrivatePCA']:>14.2f}x {m['sklearn']:>11.2f}x")
     print("\n(times: medians over the alternating rounds; ratio: median of the "
           "per-round ratios;\n mem: peak extra memory during fit / X.nbytes)\n")
-    print(f"Targets for PrivatePCA: time ratio <= {TIME_RATIO_TARGET}, "
-          f"extra memory <= {MEMORY_TARGET}x input")
     for r in results:
+        time_target, memory_target = targets(r["sklearn_solver"])
         met = "met" if r["time_target_met"] else "NOT met"
-        print(f"  {r['n']}x{r['d']}: time {met}"
-              f", memory {'met' if r['memory_target_met'] else 'NOT met'}")
+        memory = ("" if memory_target is None else ", memory "
+                  + ("met" if r["memory_target_met"] else "NOT met")
+                  + f" (<= {memory_target}x input)")
+        print(f"  {r['n']}x{r['d']} against svd_solver={r['sklearn_solver']!r}: "
+              f"time {met} (ratio <= {time_target}){memory}")
+
+
+def targets(solver):
+    """PrivatePCA's (time ratio, extra memory) targets against ``solver``:
+    the Gram fit's against ``covariance_eigh``, issue 31's 3x otherwise."""
+    if solver == "covariance_eigh":
+        return TIME_RATIO_TARGET, MEMORY_TARGET
+    return WIDE_TIME_RATIO_TARGET, None
 
 
 def parse_args():
@@ -191,6 +208,11 @@ def parse_args():
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: n/10 rows for every shape")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data")
+    parser.add_argument("--sklearn-solver", default="covariance_eigh",
+                        help="PCA's svd_solver (default: %(default)s; 'auto' for "
+                        "scikit-learn's default)")
+    parser.add_argument("--blas-threads", type=int, default=0,
+                        help="BLAS threads of every fit (default: 0, the library's)")
     parser.add_argument("--json", metavar="PATH", help="also write results as JSON")
     return parser.parse_args()
 
@@ -198,14 +220,17 @@ def parse_args():
 def main():
     args = parse_args()
     warnings.filterwarnings("ignore", category=PrivacyLeakWarning)
+    if args.blas_threads > 0:
+        threadpool_limits(args.blas_threads)
     results = []
     for shape in args.shapes:
         n, d = map(int, shape.lower().split("x"))
         r = bench_shape(n // 10 if args.quick else n, d, args.n_components,
-                        args.repeats, args.seed)
-        r["time_target_met"] = r["ratio"] <= TIME_RATIO_TARGET
+                        args.repeats, args.seed, args.sklearn_solver)
+        time_target, memory_target = targets(args.sklearn_solver)
+        r["time_target_met"] = r["ratio"] <= time_target
         extra = r["extra_memory_x_input"]["PrivatePCA"]
-        r["memory_target_met"] = extra <= MEMORY_TARGET
+        r["memory_target_met"] = memory_target is None or extra <= memory_target
         results.append(r)
     env = environment()
     print_report(env, results)

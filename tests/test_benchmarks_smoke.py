@@ -501,3 +501,15 @@ def test_frontier_tiny_run(tmp_path):
     basis = np.linalg.qr(rng.standard_normal((20, 2)))[0]
     norms = np.linalg.norm(bench.spiked_rows(50_000, basis, rng), axis=1)
     assert 0.985 < np.mean(norms <= bench.public_bound(20)) < 0.995
+
+
+def test_bench_fit_times_either_reference_solver():
+    """benchmarks/bench_fit.py: alternating rounds against scikit-learn's
+    covariance_eigh (the Gram fit's targets) or any other solver (issue 31's
+    3x, no memory target)."""
+    bench = pytest.importorskip("bench_fit")
+    result = bench.bench_shape(300, 20, 2, 1, 0, "auto")
+    assert result["sklearn_solver"] == "auto" and result["ratio"] > 0
+    assert set(result["times_s"]) == {"PrivatePCA", "sklearn"}
+    assert bench.targets("auto") == (3.0, None)
+    assert bench.targets("covariance_eigh") == (1.0, 0.3)
