@@ -785,7 +785,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         k = self.n_components or min(n, d)
         scale = rows.data_norm**2
         power = noisy_power(rows, d, self._block_columns(n, d), WIDE_PASSES,
-                            plan.mus["init"], rng)
+                            plan.mus["init"], rng, n_jobs=self.n_jobs)
         init = power.basis[:, :k]
         self.init_components_ = init.T.astype(dtype)
         self._say(1, "initialisation released (noisy power method)")
@@ -834,7 +834,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
                                  plan, rng)
         if not go:
             more = noisy_power(rows, d, power.basis.shape[1], WIDE_FALLBACK_PASSES,
-                               mus["fallback"], rng, start=power.basis)
+                               mus["fallback"], rng, start=power.basis,
+                               n_jobs=self.n_jobs)
             return more.basis[:, :k], None, more, "fallback", None, 0
         X = self._iterate(rows, quadratic, init, [radius], [n_iter], [noise],
                           [floor], rng)[0][0]

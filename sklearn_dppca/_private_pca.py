@@ -14,7 +14,7 @@ from ._param_docs import fill_parameter_docs
 from ._paths import matrix_free_faster
 from ._releases import PRODUCTS, Release
 from ._reported import _engine
-from ._rows import ImplicitScatter, scatter_products
+from ._rows import ImplicitScatter, scatter_products, sparse_row_jobs
 from ._spectrum import Spectrum, _non_increasing, scatter_trace, solver_products
 from ._stats import kernel_threads
 from .noise import (
@@ -431,7 +431,8 @@ class PrivatePCA(_BasePrivatePCA):
         k = self._truncated_k(n, d)
         passes = self._noisy_power_passes(n, d)
         power = noisy_power(rows, d, self._block_columns(n, d), passes,
-                            plan.mus["covariance"], rng, rows.data_norm**2)
+                            plan.mus["covariance"], rng, rows.data_norm**2,
+                            n_jobs=sparse_row_jobs(rows))
         vectors, values = power.basis[:, :k], power.values[:k]
         spectrum = noisy_power_spectrum(values, power.trace, min(n, d), n - 1,
                                         power.resolved(k))
@@ -462,7 +463,8 @@ class NoisyPower(NamedTuple):
         return int(np.count_nonzero(self.singular[:k] > self.edge()))
 
 
-def noisy_power(rows, n_features, p, passes, mu, rng, scale=1.0, start=None):
+def noisy_power(rows, n_features, p, passes, mu, rng, scale=1.0, start=None,
+                n_jobs=None):
     r"""The noisy power method's ``passes`` releases of :math:`M V`
     (:math:`M = \mathrm{scale} \cdot \sum a a^\top`, the rows :math:`a` of
     ``rows`` in the unit ball), composing to ``mu``
@@ -470,7 +472,8 @@ def noisy_power(rows, n_features, p, passes, mu, rng, scale=1.0, start=None):
     each :math:`Y_l = M V_{l-1} + G_l` at :math:`\mu \sqrt{\mathrm{share}_l}`,
     :math:`V_l` the orthonormal basis of :math:`Y_l`, from ``start``
     (:math:`d \times p` orthonormal, a function of earlier releases) or a
-    random :math:`V_0`. Returns :class:`NoisyPower`."""
+    random :math:`V_0`; each pass's blocks of rows in ``n_jobs`` threads.
+    Returns :class:`NoisyPower`."""
     d = n_features
     sensitivity = math.sqrt(2.0) * scale
     basis = (_orthonormal(rng.standard_normal((d, p)))[0] if start is None
@@ -478,7 +481,7 @@ def noisy_power(rows, n_features, p, passes, mu, rng, scale=1.0, start=None):
     for i, share in enumerate(noisy_power_shares(passes)):
         sigma = noise_scale(sensitivity, mu * math.sqrt(share))
         # in place: two d × p blocks alive at once, at most
-        released = scatter_products(rows, basis)
+        released = scatter_products(rows, basis, n_jobs=n_jobs)
         del basis
         released *= scale
         add_dense_noise(rng, released, sigma)

@@ -18,7 +18,7 @@ from scipy import sparse
 
 from sklearn_dppca import BudgetAccountant, PrivatePCA
 from sklearn_dppca._paths import matrix_free_faster
-from sklearn_dppca._rows import CentredRows, ImplicitScatter
+from sklearn_dppca._rows import CentredRows, ImplicitScatter, sparse_row_jobs
 from sklearn_dppca._stats import clipped_gram, first_pass
 from sklearn_dppca.audit import audit, neighbouring_datasets, subspace_statistic
 from sklearn_dppca.metrics import principal_angle_sin
@@ -324,3 +324,28 @@ def test_n_components_none_with_the_randomized_solver_chooses_a_path():
     est = PrivatePCA(None, epsilon=1.0, data_norm=1.5, svd_solver="randomized",
                      accountant=BudgetAccountant(), random_state=0).fit(X)
     assert est.path_ in ("dense", "matrix_free") and est.n_components_ == 100
+
+
+def test_sparse_rows_are_read_in_threads():
+    """SciPy's sparse products run in the calling thread: a pass over sparse
+    rows shares its blocks among as many threads as BLAS would use (one
+    under a limit of one); dense rows keep BLAS's own threads. The products
+    are the same to rounding."""
+    from threadpoolctl import threadpool_limits
+
+    X, _ = spiked(5000, 50, seed=9)
+    X[X < 0.02] = 0.0
+    mean = X.mean(axis=0)
+    first = first_pass(X, 1.5, with_sum=False)
+    dense = CentredRows(X, 1.5, mean, first.sq_norms)
+    csr = CentredRows(sparse.csr_matrix(X), 1.5, mean, first.sq_norms)
+    assert sparse_row_jobs(dense) is None
+    with threadpool_limits(1):
+        assert sparse_row_jobs(csr) == 1
+    with threadpool_limits(2):
+        assert sparse_row_jobs(csr) == 2
+        V = np.random.default_rng(0).standard_normal((50, 1, 4))
+        inf = np.full(1, np.inf)
+        threaded = csr.clipped_products(V, inf, n_jobs=2)[0]
+        assert np.allclose(threaded, csr.clipped_products(V, inf)[0], rtol=1e-12)
+        assert np.allclose(threaded, dense.clipped_products(V, inf)[0], rtol=1e-10)
