@@ -67,6 +67,7 @@ from ._spectrum import (
 from ._stats import (
     _block_rows,
     add_outer,
+    blas_threads,
     kernel_threads,
     wide,
 )
@@ -698,16 +699,16 @@ class _BasePrivatePCA(
         if path != "dense":
             p = self._block_columns(n_samples, d)
             rows = min(n_samples, _block_rows(d)) * (d + p)
+            # sparse rows: two blocks' d × p parts per thread of a pass
+            parts = 16 * d * p * blas_threads()
             if path == "noisy_power":  # V, the products, Y, its noise, its SVD
-                return 8 * (8 * d * p + rows)
+                return 8 * (8 * d * p + rows) + parts
             threads = kernel_threads(d)
             kernel = min(IMPLICIT_BLOCK, d) ** 2
-            # per thread: its single-precision output, a block drawn in double
-            # and rounded to single, and (sparse rows) two blocks' d × p parts
-            # of the rows' product; V in single precision
-            return (8 * (12 * d * p + rows) + 4 * d * p * (threads + 1)
-                    + 16 * d * p * threads + 12 * threads * kernel
-                    + self._kernel_cache(d))
+            # per kernel thread: its single-precision output and a block drawn
+            # in double and rounded to single; V in single precision
+            return (8 * (12 * d * p + rows) + 4 * d * p * (threads + 1) + parts
+                    + 12 * threads * kernel + self._kernel_cache(d))
         solver = self._eigen_solver(n_samples, d)
         release = 1 if solver in TRUNCATED_SOLVERS else 3
         if self._hermitian_noise:

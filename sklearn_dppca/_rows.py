@@ -25,6 +25,7 @@ from ._stats import (
     _ranges,
     _rescaled_norms,
     add_outer,
+    blas_threads,
     centred_sums,
     clipped_gram,
     clipped_sum,
@@ -387,7 +388,7 @@ def sparse_row_jobs(rows):
     2·10⁴, 1% non-zero); None for other rows, whose dense products have
     BLAS's own threads (and Dask's chunks their scheduler)."""
     if sparse.issparse(getattr(rows, "X", None)):
-        return _SINGLE_THREADED_BLAS.n_threads()
+        return blas_threads()
     return None
 
 

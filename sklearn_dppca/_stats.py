@@ -271,6 +271,12 @@ def wide(n_features):
     return 8 * n_features * n_features >= _WIDE_BYTES
 
 
+def blas_threads():
+    """Threads BLAS would use now (its limit, e.g. threadpoolctl's,
+    respected): the cores a pass of ours may use."""
+    return max(1, _SINGLE_THREADED_BLAS.n_threads())
+
+
 def kernel_threads(n_features):
     """Threads drawing the implicit kernel's blocks
     (:class:`~sklearn_dppca.noise.ImplicitGOE`): as many as BLAS would use
@@ -280,7 +286,7 @@ def kernel_threads(n_features):
 
     if n_features < 2 * IMPLICIT_BLOCK:
         return 1
-    return max(1, _SINGLE_THREADED_BLAS.n_threads())
+    return blas_threads()
 
 
 def _map_ranges(function, n_rows, n_threads):
