@@ -93,7 +93,7 @@ PATH_COSTS = {"gram": 1.45e-11, "draws": 4e-9, "product": 7e-11, "kernel": 3.5e-
 #: Share of ``memory_limit`` the matrix-free path may fill with the kernel's
 #: blocks, kept once drawn (at most the ``2 d²`` bytes of the blocks on and
 #: above the diagonal): later products multiply them instead of drawing
-#: them again (4.7× faster per product at d = 5 000).
+#: them again (about 10× faster per product at d = 5 000, p = 20, one thread).
 KERNEL_CACHE_SHARE = 0.125
 
 
