@@ -407,7 +407,8 @@ class ImplicitScatter:
     rows (``clipped_products`` without clipping, so on every engine: NumPy,
     sparse, Dask) and the kernel :math:`S`
     (:class:`~sklearn_dppca.noise.ImplicitGOE`), redrawn by blocks, its
-    product in the kernel's precision (single), and the sum rounded to it.
+    product in the kernel's precision (single), and the sum rounded to its
+    significand.
     :math:`\hat{M}` has the law of the dense path's release and every product
     is a function of it: the solver's use of it is post-processing. Memory
     :math:`O(d p)` beyond a block of rows and the kernel's blocks.
@@ -434,7 +435,7 @@ class ImplicitScatter:
         with _SINGLE_THREADED_BLAS if threads else nullcontext():
             out = self.noise @ V
         out += self.rows.data_norm**2 * products
-        # the sum in the kernel's precision: no digit of the product below
+        # the sum to the kernel's significand: no digit of the product below
         # the kernel's own comes from the rows' part alone
         out = self.noise.rounded(out)
         if self._first is None:

@@ -347,11 +347,12 @@ class ImplicitGOE:
     :math:`d^2/2` normal draws and :math:`2 d^2 p` flops per product with
     :math:`V` of :math:`p` columns.
 
-    Blocks are drawn and scaled in double precision, then kept and
+    Blocks of :math:`S/\sigma` are drawn in double precision, then kept and
     multiplied in ``precision`` (single: half the memory and time, an error
-    of :math:`2^{-24}` per entry); :meth:`rounded` rounds a sum with a
-    product to it. The key is as secret as the fit's generator: whoever
-    knows it knows :math:`S` (the warning on fixed seeds applies).
+    of :math:`2^{-24}` per entry), :math:`\sigma` applied to the product in
+    double; :meth:`rounded` rounds a sum with a product to the kernel's
+    significand. The key is as secret as the fit's generator: whoever knows
+    it knows :math:`S` (the warning on fixed seeds applies).
 
     Parameters
     ----------
@@ -414,10 +415,11 @@ class ImplicitGOE:
         return min(self.block, self.shape[0] - i * self.block)
 
     def _draw(self, i, j, buffer=None, rounded=None):
-        r"""Block ``(i, j)``, :math:`i \le j`, of :math:`S` in the kernel's
-        precision (into ``buffer`` and ``rounded``, C-contiguous arrays of
-        :math:`\mathtt{block}^2` entries in double and in the kernel's
-        precision, if given: no fresh pages)."""
+        r"""Block ``(i, j)``, :math:`i \le j`, of :math:`S/\sigma` in the
+        kernel's precision (into ``buffer`` and ``rounded``, C-contiguous
+        arrays of :math:`\mathtt{block}^2` entries in double and in the
+        kernel's precision, if given: no fresh pages). Unit scale: single
+        precision's range holds it whatever :math:`\sigma`."""
         if (i, j) in self._cache:
             return self._cache[i, j]
         shape, count = (self._side(i), self._side(j)), self._side(i) * self._side(j)
@@ -427,16 +429,16 @@ class ImplicitGOE:
         g = np.random.Generator(np.random.SFC64(seed)).standard_normal(shape, out=g)
         if i == j:
             g += g.T.copy()  # exactly symmetric (and so after rounding)
-            scale = self.sigma / 2.0
+            scale = 0.5
         else:
-            scale = self.sigma / math.sqrt(2.0)
+            scale = math.sqrt(0.5)
         if self.precision == np.float64:
             out = g
         elif rounded is None or keep:
             out = np.empty(shape, dtype=self.precision)
         else:
             out = rounded[:count].reshape(shape)
-        # scaled in double precision, then rounded once
+        # scaled in double precision, then rounded once (S/σ: unit scale)
         np.multiply(g, scale, out=out, casting="same_kind")
         if keep:
             self._cache[i, j] = out  # one thread per block: no race
@@ -447,12 +449,15 @@ class ImplicitGOE:
         return [(i, j) for i in range(m) for j in range(i, m)]
 
     def rounded(self, values):
-        """``values`` rounded to the kernel's precision (as float64): for a
+        """``values`` (float64) rounded to the kernel's significand (24 bits
+        in single precision), keeping double precision's range: for a
         product's sum, so that none of its digits comes from one term
         alone."""
         if self.precision == np.float64:
             return values
-        return values.astype(self.precision).astype(np.float64)
+        significand, exponent = np.frexp(values)
+        bits = np.finfo(self.precision).nmant + 1
+        return np.ldexp(np.round(np.ldexp(significand, bits)), exponent - bits)
 
     def __matmul__(self, V):
         V = np.asarray(V, dtype=np.float64)
@@ -462,7 +467,10 @@ class ImplicitGOE:
             self._trace = 0.0
             return np.zeros(V.shape).ravel() if vector else np.zeros(V.shape)
         b = self.block
-        low = V.astype(self.precision)
+        # V at unit scale in the kernel's precision; its scale and σ go on
+        # the product, in double precision (no overflow or underflow)
+        unit = float(np.abs(V).max()) or 1.0
+        low = (V / unit).astype(self.precision)
         pairs = self._pairs()
         parts = min(self.n_threads, len(pairs))
 
@@ -485,8 +493,9 @@ class ImplicitGOE:
         else:
             with ThreadPoolExecutor(parts) as pool:
                 results = list(pool.map(work, range(parts)))
-        self._trace = sum(r[1] for r in results)
+        self._trace = self.sigma * sum(r[1] for r in results)
         out = sum(r[0] for r in results).astype(np.float64)
+        out *= self.sigma * unit
         return out.ravel() if vector else out
 
     def trace(self):
@@ -496,6 +505,6 @@ class ImplicitGOE:
             return 0.0
         if self._trace is None:
             m = -(-self.shape[0] // self.block)
-            self._trace = sum(float(np.trace(self._draw(i, i), dtype=np.float64))
-                              for i in range(m))
+            self._trace = self.sigma * sum(
+                float(np.trace(self._draw(i, i), dtype=np.float64)) for i in range(m))
         return self._trace

@@ -63,11 +63,14 @@ def test_the_implicit_kernel_has_the_goe_law_and_is_one_matrix():
     V = np.random.default_rng(1).standard_normal((1500, 4))
     assert single_close(one @ V, dense @ V)
     assert single_close(S @ V[:, 0], dense @ V[:, 0])
-    # it is the double-precision kernel rounded entry by entry
-    double = ImplicitGOE(make_generator(0), 1500, sigma, block=256,
-                         precision="double") @ np.eye(1500)
-    assert np.array_equal(dense, double.astype(np.float32))
-    assert not np.array_equal(dense, double)
+    # at σ = 1 it is the double-precision kernel rounded entry by entry (σ
+    # multiplies the unit kernel's product, in double precision)
+    unit, double = (ImplicitGOE(make_generator(0), 1500, 1.0, block=256,
+                                precision=precision) @ np.eye(1500)
+                    for precision in ("single", "double"))
+    assert np.array_equal(unit, double.astype(np.float32))
+    assert not np.array_equal(unit, double)
+    assert single_close(dense, sigma * unit)
     # σ recovered from each part: the diagonal N(0, σ²), the rest N(0, σ²/2)
     # (the coordinates of goe_noise; μ = s/σ for sensitivity s)
     upper = dense[np.triu_indices(1500, 1)]
@@ -108,6 +111,13 @@ def test_the_operator_is_the_dense_release():
     assert not np.array_equal(double @ V, (double @ V).astype(np.float32))
     with pytest.raises(ValueError, match="precision must be"):
         ImplicitGOE(make_generator(3), 40, 0.7, precision="half")
+    # the rounding keeps 24 significant bits in double precision's range
+    tiny_and_huge = np.array([math.pi * 1e-100, -math.e * 1e200, 0.0, 1.0 + 2.0**-30])
+    kept = noise.rounded(tiny_and_huge)
+    significand, _ = np.frexp(kept)
+    assert np.array_equal(significand * 2**24, np.round(significand * 2**24))
+    assert np.allclose(kept, tiny_and_huge, rtol=2.0**-24, atol=0.0)
+    assert kept[3] == 1.0
     # Hutchinson's rest: Σ λ² beyond the top eigenvectors, from the first product
     values, vectors = np.linalg.eigh(matrix)
     top = vectors[:, -3:]
@@ -349,3 +359,17 @@ def test_sparse_rows_are_read_in_threads():
         threaded = csr.clipped_products(V, inf, n_jobs=2)[0]
         assert np.allclose(threaded, csr.clipped_products(V, inf)[0], rtol=1e-12)
         assert np.allclose(threaded, dense.clipped_products(V, inf)[0], rtol=1e-10)
+
+
+@pytest.mark.parametrize("scale", [1e-60, 1e-30, 1e30, 1e60])
+def test_the_single_precision_kernel_works_at_any_scale(scale):
+    """The kernel is kept at unit scale and σ applied in double precision,
+    and products are rounded to 24 significant bits, not to float32's range:
+    a matrix-free fit of the rows times ``scale`` (and its bound) is the fit
+    of the rows, scaled."""
+    X, _ = spiked(2000, 300, seed=10)
+    fits = [mf(3, epsilon=1.0, data_norm=1.5 * s, random_state=0).fit(X * s)
+            for s in (1.0, scale)]
+    assert principal_angle_sin(fits[1].components_, fits[0].components_) < 1e-5
+    assert np.allclose(fits[1].explained_variance_ / scale**2,
+                       fits[0].explained_variance_, rtol=1e-5)
