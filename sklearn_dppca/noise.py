@@ -495,7 +495,8 @@ class ImplicitGOE:
                 results = list(pool.map(work, range(parts)))
         self._trace = self.sigma * sum(r[1] for r in results)
         out = sum(r[0] for r in results).astype(np.float64)
-        out *= self.sigma * unit
+        out *= self.sigma
+        out *= unit  # apart: σ · unit alone could overflow
         return out.ravel() if vector else out
 
     def trace(self):
