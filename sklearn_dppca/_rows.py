@@ -381,13 +381,24 @@ def scatter_products(rows, W, n_jobs=None):
     return products[:, 0, :] if one else products
 
 
+#: Least ``n d`` (the shape's, public; the density is not) at which a pass
+#: over sparse rows is shared among threads. Measured on two cores, 1% dense
+#: CSR, threads against the calling thread: slower at 10⁵ × 3 000 (a
+#: matrix-free fit 1.16 s against 1.02 s) and 10⁴ × 2·10⁴ (4.30 against
+#: 4.15 s), faster from 2·10⁴ × 2·10⁴ (4.27 against 4.55 s; the noisy power
+#: path 0.55 against 0.76 s) to 10⁵ × 2·10⁴ (a pass 1.4× faster): below it
+#: each thread's blocks are too short for its overhead.
+SPARSE_THREADS_MIN_ENTRIES = 4e8
+
+
 def sparse_row_jobs(rows):
-    """Threads for a pass of products over in-memory sparse ``rows``: as
-    many as BLAS would use (its limit respected), since SciPy's sparse
-    products run in the calling thread (1.4× faster on two cores at 5·10⁴ ×
-    2·10⁴, 1% non-zero); None for other rows, whose dense products have
-    BLAS's own threads (and Dask's chunks their scheduler)."""
-    if sparse.issparse(getattr(rows, "X", None)):
+    """Threads for a pass of products over in-memory sparse ``rows`` of at
+    least :data:`SPARSE_THREADS_MIN_ENTRIES` entries (``n d``): as many as
+    BLAS would use (its limit respected), since SciPy's sparse products run
+    in the calling thread; None for other rows (dense products have BLAS's
+    own threads, Dask's chunks their scheduler)."""
+    X = getattr(rows, "X", None)
+    if sparse.issparse(X) and X.shape[0] * X.shape[1] >= SPARSE_THREADS_MIN_ENTRIES:
         return blas_threads()
     return None
 

@@ -336,12 +336,14 @@ def test_n_components_none_with_the_randomized_solver_chooses_a_path():
     assert est.path_ in ("dense", "matrix_free") and est.n_components_ == 100
 
 
-def test_sparse_rows_are_read_in_threads():
-    """SciPy's sparse products run in the calling thread: a pass over sparse
-    rows shares its blocks among as many threads as BLAS would use (one
-    under a limit of one); dense rows keep BLAS's own threads. The products
-    are the same to rounding."""
+def test_sparse_rows_are_read_in_threads(monkeypatch):
+    """SciPy's sparse products run in the calling thread: a pass over large
+    sparse rows shares its blocks among as many threads as BLAS would use
+    (one under a limit of one); small sparse rows and dense rows do not.
+    The products are the same to rounding."""
     from threadpoolctl import threadpool_limits
+
+    from sklearn_dppca import _rows
 
     X, _ = spiked(5000, 50, seed=9)
     X[X < 0.02] = 0.0
@@ -350,6 +352,8 @@ def test_sparse_rows_are_read_in_threads():
     dense = CentredRows(X, 1.5, mean, first.sq_norms)
     csr = CentredRows(sparse.csr_matrix(X), 1.5, mean, first.sq_norms)
     assert sparse_row_jobs(dense) is None
+    assert sparse_row_jobs(csr) is None  # 5 000 × 50: too small to share
+    monkeypatch.setattr(_rows, "SPARSE_THREADS_MIN_ENTRIES", 5000 * 50)
     with threadpool_limits(1):
         assert sparse_row_jobs(csr) == 1
     with threadpool_limits(2):
