@@ -41,7 +41,7 @@ from ._paths import auto_solver
 from ._private_pca import noisy_power, noisy_power_spectrum
 from ._releases import ENERGY, GRAM, PRODUCTS, TRACE, Release
 from ._rows import scatter_products, scatter_quadratic
-from ._spectrum import _eigh, kernel_floor
+from ._spectrum import _eigh
 from .noise import add_goe_noise, dense_noise, goe_noise, noise_scale
 from .privacy import gdp_epsilon, gdp_mu, rdp_to_epsilon
 
@@ -660,7 +660,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         n, d = self.n_samples_, matrix.shape[0]
         if k + 1 < d and auto_solver(n, d, self.n_components) == "randomized":
             return top_with_rest(matrix, k + 1, "randomized", rng,
-                                 floor=kernel_floor(sigma, d))
+                                 floor=self._spectrum_floor(sigma, d))
         values, vectors = _eigh(matrix)
         order = np.argsort(values)[::-1]
         return values[order], vectors[:, order], None

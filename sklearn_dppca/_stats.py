@@ -247,6 +247,12 @@ class _SingleThreadedBlas:
 _SINGLE_THREADED_BLAS = _SingleThreadedBlas()
 
 
+def blas_threads():
+    """Threads BLAS would use now (its limit, e.g. threadpoolctl's,
+    respected): the cores a pass of ours may use."""
+    return max(1, _SINGLE_THREADED_BLAS.n_threads())
+
+
 def _n_threads(X):
     """Threads for a pass over ``X``: as many as BLAS would use, for big data.
 
@@ -261,7 +267,7 @@ def _n_threads(X):
         return 1
     if wide(d):  # each thread would hold two d × d matrices
         return 1
-    return max(1, min(_SINGLE_THREADED_BLAS.n_threads(), n))
+    return max(1, min(blas_threads(), n))
 
 
 def wide(n_features):
@@ -269,12 +275,6 @@ def wide(n_features):
     (``d`` of 2 048 or more): the passes run in one thread of ours, and a
     syrk over the rows outweighs a second read of them."""
     return 8 * n_features * n_features >= _WIDE_BYTES
-
-
-def blas_threads():
-    """Threads BLAS would use now (its limit, e.g. threadpoolctl's,
-    respected): the cores a pass of ours may use."""
-    return max(1, _SINGLE_THREADED_BLAS.n_threads())
 
 
 def kernel_threads(n_features):

@@ -476,7 +476,9 @@ class ImplicitGOE:
 
         def work(part):
             out, trace = np.zeros_like(low), 0.0
-            buffer, rounded = np.empty(b * b), np.empty(b * b, dtype=self.precision)
+            buffer = np.empty(b * b)
+            rounded = (None if self.precision == np.float64  # drawn in place
+                       else np.empty(b * b, dtype=self.precision))
             for i, j in pairs[part::parts]:
                 g = self._draw(i, j, buffer, rounded)
                 rows = slice(i * b, i * b + g.shape[0])
