@@ -404,18 +404,21 @@ def _best_index(refit, results, n_candidates):
     return int(best)
 
 
-def _ranked_results(candidates, scores):
+def _ranked_results(candidates, scores, per_split=True):
     """``GridSearchCV``'s ``cv_results_`` keys from released fold scores:
     ``params``, ``param_<name>``, ``split<i>_test_score``, their mean,
-    standard deviation and rank."""
+    standard deviation and rank. ``per_split=False``: ``scores`` is one
+    column of pooled scores, the mean; no split keys, and the standard
+    deviation over the splits is NaN (not released)."""
     results = {"params": [c.params for c in candidates]}
     for name in sorted({p for c in candidates for p in c.params}):
         results[f"param_{name}"] = _param_column(candidates, name)
-    for f in range(scores.shape[1]):
+    for f in range(scores.shape[1] if per_split else 0):
         results[f"split{f}_test_score"] = scores[:, f]
     means = scores.mean(axis=1)
     results["mean_test_score"] = means
-    results["std_test_score"] = scores.std(axis=1)
+    results["std_test_score"] = (scores.std(axis=1) if per_split
+                                 else np.full(len(means), np.nan))
     if np.all(np.isnan(means)):
         rank = np.ones(len(means))
     else:  # NaN ranks last, as in GridSearchCV

@@ -21,7 +21,9 @@ one validation fold, where replacing it (row and label) moves each
 candidate's block by at most the sensitivity above and the shared block by
 its own, so the whole released score matrix has L2 sensitivity
 :math:`\sqrt{m s_c^2 + s_0^2}` over :math:`m` candidates (docs/privacy.rst,
-"Supervised search").
+"Supervised search"). The search releases the statistics summed over the
+folds, which have the same sensitivity (the row moves only its own fold's
+share of each sum); private cross-validation releases each fold's.
 """
 
 import math
@@ -400,15 +402,27 @@ def _score_fold(plan, X, y, train, test, delta, seeds):
     return fold_statistics(plan, y_val, predictions)
 
 
-def run(search, plan, X, y, splits, rng):
-    """Execute ``plan`` (after its charge) and return the search's state."""
+def run(search, plan, X, y, splits, rng, pooled=True):
+    r"""Execute ``plan`` (after its charge) and return the search's state.
+
+    ``pooled``: each candidate's statistics are summed over the folds and
+    released once (a row is in one validation fold, so the sums have the
+    per-fold sensitivity and get the same noise: :math:`\sqrt F` less noise
+    on the mean score than :math:`F` fold releases); ``cv_results_`` then
+    holds no per-split scores. ``pooled=False`` releases every fold's
+    statistics (:func:`~sklearn_dppca.model_selection.private_cross_validate`,
+    whose output is the fold scores).
+    """
     seeds = [rng.spawn(len(plan.groups)) for _ in splits]
     with private_computation():
         folds = Parallel(n_jobs=search.n_jobs, backend="threading")(
             delayed(_score_fold)(plan, X, y, train, test, search.delta, seeds[f])
             for f, (train, test) in enumerate(splits))
         n_val = np.array([len(test) for _, test in splits], dtype=float)
-        scores = np.empty((len(plan.candidates), len(splits)))
+        if pooled:
+            folds = [(sum(per for per, _ in folds), sum(shared for _, shared in folds))]
+            n_val = np.array([n_val.sum()])
+        scores = np.empty((len(plan.candidates), len(folds)))
         for f, (per_candidate, shared) in enumerate(folds):
             noisy = per_candidate + dense_noise(rng, per_candidate.shape,
                                                 plan.selection_sigma)
@@ -417,7 +431,7 @@ def run(search, plan, X, y, splits, rng):
         del folds  # the exact statistics never leave
         failed = [c.error is not None for c in plan.candidates]
         scores[failed] = search.error_score
-        results = _ranked_results(plan.candidates, scores)
+        results = _ranked_results(plan.candidates, scores, per_split=not pooled)
         best = _best_index(search.refit, results, len(plan.candidates))
         state = {"cv_results_": results, "best_index_": best,
                  "best_params_": plan.candidates[best].params}

@@ -270,7 +270,14 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         ``mean_n_components`` and ``floor_per_component``
         (:math:`\sum_f n_f \tau_f`).
         All released values; no exact score and no timing (they depend on
-        the data). A failed candidate's scores are ``error_score``.
+        the data). A failed candidate's scores are ``error_score``. For
+        candidates that end in a private head, each candidate's statistics
+        are summed over the folds and released once (:math:`\sqrt{K}` less
+        noise in ``mean_test_score`` than :math:`K` fold releases at the
+        same budget): ``mean_test_score`` is the score of all validation
+        rows pooled, there are no ``split<i>_test_score`` keys and
+        ``std_test_score`` is NaN (not released);
+        :func:`private_cross_validate` releases each fold's score.
     best_index_ : int
     best_params_ : dict
     best_score_ : float
@@ -286,7 +293,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         Always False.
     n_splits_ : int
     selection_sigma_ : float
-        Standard deviation of the noise on each released fold score.
+        Standard deviation of the noise on each released fold score (for a
+        private head, on each released statistic pooled over the folds).
     fit_epsilons_ : list of float, or of dict
         ``epsilon`` each release group was fitted with, per fold; for a
         supervised search, per group a dict of each private step's
@@ -338,6 +346,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
     >>> budget.n_charges, round(budget.spent[0], 6)
     (1, 3.0)
     """
+
+    # a supervised search releases its statistics pooled over the folds;
+    # private_cross_validate, whose output is the fold scores, turns it off
+    _pool_folds = True
 
     _parameter_constraints: dict = {
         "estimator": [HasMethods(["fit"])],
@@ -558,7 +570,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 "search: it is not private. Leave random_state=None."
             )
         rng = make_generator(self.random_state)
-        vars(self).update(_supervised.run(self, plan, X, y, splits, rng))
+        vars(self).update(_supervised.run(self, plan, X, y, splits, rng,
+                                          pooled=self._pool_folds))
         self.multimetric_ = False
         self.n_splits_ = len(splits)
         self.selection_sigma_ = plan.selection_sigma
@@ -789,7 +802,9 @@ def private_cross_validate(estimator, X, y=None, *, groups=None, scoring=None,
         refit=False, error_score=error_score,
         return_train_score=return_train_score, verbose=verbose,
         accountant=accountant, random_state=random_state, n_jobs=n_jobs,
-    ).fit(X, y)
+    )
+    search._pool_folds = False  # the output is each fold's score
+    search.fit(X, y)
     scores = np.array([search.cv_results_[f"split{f}_test_score"][0]
                        for f in range(search.n_splits_)])
     result = {"test_score": scores, "privacy_spent": search.privacy_spent_}

@@ -131,8 +131,69 @@ def test_the_search_chooses_and_refits_privately():
     assert best.named_steps["pca"].accountant is budget
     results = search.cv_results_
     assert set(results) >= {"params", "mean_test_score", "rank_test_score",
-                            "split0_test_score", "param_pca__n_components"}
+                            "std_test_score", "param_pca__n_components"}
+    # pooled over the folds: no per-split score is released
+    assert not any(key.startswith("split") for key in results)
+    assert np.isnan(results["std_test_score"]).all()
     assert budget.n_charges == 1
+
+
+@pytest.mark.parametrize("scoring", ["accuracy", "balanced_accuracy", "r2",
+                                     "neg_mean_squared_error"])
+def test_the_search_releases_its_statistics_pooled_over_the_folds(
+        monkeypatch, scoring):
+    """One noisy release per search, of the statistics summed over the
+    folds, with the per-fold sensitivity's σ; without noise, the scores are
+    those of all the validation rows pooled (the fold fits' predictions)."""
+    draws = []
+
+    def no_noise(rng, shape, sigma):
+        if np.prod(shape):  # an empty shared block is drawn but holds nothing
+            draws.append(shape)
+        return np.zeros(shape)
+
+    monkeypatch.setattr(supervised, "dense_noise", no_noise)
+    predictions = {}
+    real_fold = supervised.fold_statistics
+
+    def fold_spy(plan, y_true, preds):
+        predictions.setdefault("rows", []).append((np.asarray(y_true), preds))
+        return real_fold(plan, y_true, preds)
+
+    monkeypatch.setattr(supervised, "fold_statistics", fold_spy)
+    X, y = classes_data(n=3000, seed=2)
+    if scoring in ("accuracy", "balanced_accuracy"):
+        estimator, grid, target = pipe(), GRID, y
+    else:
+        estimator = Pipeline([("pca", PrivatePCA(data_norm=2.0)),
+                              ("ridge", PrivateRidge((-1.0, 2.0), data_norm=2.0))])
+        grid, target = {"pca__n_components": [1, 2]}, y.astype(float)
+    search = PrivateGridSearchCV(estimator, grid, cv=3, epsilon=2.0, refit=False,
+                                 scoring=scoring, random_state=0,
+                                 accountant=BudgetAccountant()).fit(X, target)
+    n_cand = len(search.cv_results_["params"])
+    shared = {"balanced_accuracy": 1, "r2": 1}.get(scoring, 0)
+    assert len(draws) == 1 + shared  # the candidates' block, the shared one
+    assert draws[0][0] == n_cand
+    y_all = np.concatenate([t for t, _ in predictions["rows"]])
+    for c in range(n_cand):
+        p_all = np.concatenate([np.asarray(p[c]) for _, p in predictions["rows"]])
+        if scoring == "accuracy":
+            expected = np.mean(p_all == y_all)
+        elif scoring == "balanced_accuracy":
+            expected = np.mean([np.mean(p_all[y_all == k] == k) for k in (0, 1)])
+        else:  # in the label bounds' units: mid 0.5, half-width 1.5
+            t = np.clip((y_all - 0.5) / 1.5, -1, 1)
+            p = np.clip((p_all - 0.5) / 1.5, -1, 1)
+            sse = np.sum((p - t) ** 2)
+            expected = (-(1.5**2) * sse / len(t) if scoring == "neg_mean_squared_error"
+                        else 1 - sse / np.sum((t - t.mean()) ** 2))
+        assert search.cv_results_["mean_test_score"][c] == pytest.approx(expected)
+    # private_cross_validate releases each fold's statistics
+    draws.clear()
+    private_cross_validate(estimator, X, target, cv=3, epsilon=2.0, scoring=scoring,
+                           random_state=0, accountant=BudgetAccountant())
+    assert len(draws) == 3 * (1 + shared)
 
 
 @pytest.mark.parametrize("head", [PrivateLDA([0, 1, 2], data_norm=4.0),
