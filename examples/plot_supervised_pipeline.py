@@ -107,8 +107,9 @@ plt.show()
 # %%
 # What was released, and what was not
 # -----------------------------------
-# ``search.cv_results_`` holds the *noisy* fold accuracies, and
-# ``search.best_estimator_`` the refitted pipeline. scikit-learn's
+# ``search.cv_results_`` holds each candidate's *noisy* accuracy over the
+# validation rows of all folds pooled (one release per search: less noise
+# than one per fold), and ``search.best_estimator_`` the refitted pipeline. scikit-learn's
 # ``GridSearchCV`` and ``cross_val_score`` would return exact accuracies
 # of the validation rows: a head scored by them warns
 # (``PrivacyLeakWarning``). For cross-validation scores alone, use
