@@ -109,8 +109,8 @@ plt.show()
 # -----------------------------------
 # ``search.cv_results_`` holds each candidate's *noisy* accuracy over the
 # validation rows of all folds pooled (one release per search: less noise
-# than one per fold), and ``search.best_estimator_`` the refitted pipeline. scikit-learn's
-# ``GridSearchCV`` and ``cross_val_score`` would return exact accuracies
-# of the validation rows: a head scored by them warns
+# than one per fold), and ``search.best_estimator_`` the refitted pipeline.
+# scikit-learn's ``GridSearchCV`` and ``cross_val_score`` would return exact
+# accuracies of the validation rows: a head scored by them warns
 # (``PrivacyLeakWarning``). For cross-validation scores alone, use
 # :func:`~sklearn_dppca.model_selection.private_cross_val_score`.

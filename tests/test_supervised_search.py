@@ -13,6 +13,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 
 import sklearn_dppca._supervised_search as supervised
 from sklearn_dppca import BudgetAccountant, PrivacyLeakWarning, PrivatePCA
+from sklearn_dppca.audit import audit
 from sklearn_dppca.linear_model import PrivateLDA, PrivateRidge
 from sklearn_dppca.model_selection import (
     PrivateGridSearchCV,
@@ -194,6 +195,34 @@ def test_the_search_releases_its_statistics_pooled_over_the_folds(
     private_cross_validate(estimator, X, target, cv=3, epsilon=2.0, scoring=scoring,
                            random_state=0, accountant=BudgetAccountant())
     assert len(draws) == 3 * (1 + shared)
+
+
+def test_an_audit_of_the_pooled_score_stays_below_epsilon():
+    """Black-box audit of the released pooled accuracy at ε = 1: neighbours
+    that differ in one row's label, a row every fold fit predicts as class 1,
+    so the exact pooled count of correct predictions differs by one. The
+    lower bound on ε stays below 1, and the distinguishing power is about
+    that of one count under the pooled noise (the fits' own spread lowers
+    it), not √K times more."""
+    rng = np.random.default_rng(0)
+    n = 300
+    y = rng.integers(0, 2, n)
+    X = np.c_[np.where(y == 1, 0.6, -0.6), np.zeros(n)] + rng.normal(0, 0.1, (n, 2))
+    X_prime, y_prime = X.copy(), y.copy()
+    X[0], y[0] = [0.9, 0.0], 1
+    X_prime[0], y_prime[0] = [0.9, 0.0], 0
+
+    def count(search):
+        return float(search.cv_results_["mean_test_score"][0]) * n
+
+    count.gaussian = True
+    search = PrivateGridSearchCV(PrivateLDA([0, 1], data_norm=1.0), {}, cv=3,
+                                 epsilon=1.0, refit=False)
+    result = audit(search, X, X_prime, count, n_fits=300, random_state=0,
+                   y=y, y_prime=y_prime)
+    assert result.epsilon_lower < 1.0
+    sigma = clone(search).fit(X, y).selection_sigma_
+    assert result.mu_estimate < 1.0 / sigma + 3 * math.sqrt(2 / 300)
 
 
 @pytest.mark.parametrize("head", [PrivateLDA([0, 1, 2], data_norm=4.0),
