@@ -98,13 +98,17 @@ reads ``out of memory (killed)``, one that exits on a failed allocation
 other death ``crashed (...)``. The
 limit is on address space, which is at least the resident size, so a fit is
 stopped no later than its resident memory reaches it. At ``d = 10⁵`` a dense
-``10⁵ × 10⁵`` float64 matrix takes 80 GB: ``ComplexGaussPCA`` and
-``CoherentPowerPCA`` are refused there (``MemoryError`` before any charge,
-read as ``out of memory``) and the run goes on; ``PrivatePCA`` takes its
-matrix-free path.
+``10⁵ × 10⁵`` float64 matrix takes 80 GB: ``PrivatePCA`` takes its
+noisy power path there, ``CoherentPowerPCA`` its random start, and
+``ComplexGaussPCA`` its matrix-free path, whose kernel's cache then holds a
+few percent of its blocks (every product draws the rest again: it runs
+into the time limit); a path that does not fit is refused with a
+``MemoryError`` before any charge, read as ``out of memory``, and the run
+goes on.
 
-``--paths`` lists ``PrivatePCA``'s ``path`` values to run (default
-``auto``); the table shows the path ``auto`` chose (``path_``).
+``--paths`` lists the ``path`` values to run (default ``auto``), each
+estimator those it has (``ComplexGaussPCA``: no ``noisy_power``); the table
+shows the path ``auto`` chose (``path_``).
 
 Run from the repository root with the package installed::
 
@@ -140,7 +144,7 @@ from scipy import sparse
 ESTIMATORS = ("PrivatePCA", "ComplexGaussPCA", "CoherentPowerPCA")
 BASELINES = ("PCA auto", "PCA randomized", "TruncatedSVD")
 REFERENCE = "PCA auto"
-#: PrivatePCA's paths (its ``path`` parameter).
+#: The estimators' paths (their ``path`` parameter; each runs those it has).
 PATHS = ("auto", "dense", "matrix_free", "noisy_power")
 #: scikit-learn's PCA solvers, in the order the table lists them.
 SOLVERS = ("auto", "full", "covariance_eigh", "arpack", "randomized")
@@ -367,7 +371,9 @@ def make_cells(meta, args):
                 solvers = [s for s in solvers if s in args.solvers] or solvers[:1]
             paths = [None]
             if "path" in getattr(sklearn_dppca, name)().get_params():
-                paths = args.paths
+                # the paths this estimator has (ComplexGaussPCA: no noisy power)
+                has = getattr(sklearn_dppca, name)._parameter_constraints["path"][0]
+                paths = [p for p in args.paths if p in has.options]
             for solver in solvers:
                 for path in paths:
                     for eps in args.epsilons:
@@ -738,7 +744,7 @@ def parse_args(argv):
                         help="only these svd_solver values (default: every "
                         "value each estimator accepts)")
     parser.add_argument("--paths", nargs="+", default=["auto"], metavar="NAME,...",
-                        help="PrivatePCA's path values (default: auto; the "
+                        help="the estimators' path values (default: auto; the "
                         "table shows what it chose)")
     parser.add_argument("--epsilons", nargs="+", default=["1,3"], metavar="E,...")
     parser.add_argument("--ks", nargs="+", default=None, metavar="K,...",

@@ -658,8 +658,9 @@ class _BasePrivatePCA(
         return kernel_floor(sigma, n_features, hermitian=self._hermitian_noise)
 
     def _path(self, n_samples, n_features, engine):
-        r"""``"dense"``: the release is a :math:`d \times d` matrix (every
-        estimator here but :class:`PrivatePCA` on its matrix-free path)."""
+        r"""``"dense"``: the release is a :math:`d \times d` matrix (the
+        estimators with other paths override this: ``_MatrixFreeMixin``,
+        :class:`CoherentPowerPCA`)."""
         return "dense"
 
     def _memory_limit(self):
@@ -671,13 +672,20 @@ class _BasePrivatePCA(
         total = physical_memory()
         return None if total is None else MEMORY_SHARE * total
 
+    def _kernel_bytes(self, n_features):
+        """Bytes of the implicit kernel's blocks, all of them: twice
+        :func:`kernel_bytes` for the GUE kernel (its real and imaginary
+        parts)."""
+        return kernel_bytes(n_features) * (2 if self._hermitian_noise else 1)
+
     def _kernel_cache(self, n_features):
         """Bytes of the implicit kernel's blocks kept once drawn: all of them
-        (:math:`2 d^2` bytes, in single precision) if they fit in
-        :data:`KERNEL_CACHE_SHARE` of ``memory_limit``, else that share."""
+        (:math:`2 d^2` bytes in single precision, :math:`4 d^2` for the GUE
+        kernel) if they fit in :data:`KERNEL_CACHE_SHARE` of
+        ``memory_limit``, else that share."""
         limit = self._memory_limit()
         share = DEFAULT_KERNEL_CACHE if limit is None else KERNEL_CACHE_SHARE * limit
-        return int(min(kernel_bytes(n_features), share))
+        return int(min(self._kernel_bytes(n_features), share))
 
     def _memory_needed(self, n_samples, n_features, path=None):
         r"""Bytes of the fit's largest arrays at their peak, from public
@@ -692,7 +700,8 @@ class _BasePrivatePCA(
         precision per thread drawing the kernel and its block (at most
         :math:`1024^2`, drawn in double and rounded to single), a block of
         rows (:class:`ImplicitScatter`) and the kernel's cache
-        (:meth:`_kernel_cache`).
+        (:meth:`_kernel_cache`); complex blocks (the GUE kernel) count
+        twice.
         """
         d = n_features
         path = path or getattr(self, "_fit_path", "dense")
@@ -705,6 +714,9 @@ class _BasePrivatePCA(
                 return 8 * (8 * d * p + rows) + parts
             threads = kernel_threads(d)
             kernel = min(IMPLICIT_BLOCK, d) ** 2
+            if self._hermitian_noise:  # complex blocks: [V_r, V_i] for every product
+                p *= 2
+                parts *= 2
             # per kernel thread: its single-precision output and a block drawn
             # in double and rounded to single; V in single precision
             return (8 * (12 * d * p + rows) + 4 * d * p * (threads + 1) + parts

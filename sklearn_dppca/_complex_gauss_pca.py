@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import StrOptions
 from . import _array_api
 from ._base import _BasePrivatePCA
 from ._param_docs import fill_parameter_docs
+from ._private_pca import _MatrixFreeMixin
 from ._spectrum import _eigh, scatter_trace
 from .noise import add_gue_noise, dense_noise, gue_noise, noise_scale
 
@@ -63,7 +64,7 @@ def real_rank_k(basis, values):
 
 
 @fill_parameter_docs
-class ComplexGaussPCA(_BasePrivatePCA):
+class ComplexGaussPCA(_MatrixFreeMixin, _BasePrivatePCA):
     r"""Differentially private PCA by the complex Gaussian mechanism.
 
     The mechanism of Mangoubi & Vishnoi for a private rank-k approximation
@@ -104,6 +105,22 @@ class ComplexGaussPCA(_BasePrivatePCA):
         :math:`\hat V_k` the top-k eigenvectors of the Hermitian release,
         with the principal axes and variances of the real part of the release
         within that span.
+    path : {"auto", "dense", "matrix_free"}, default="auto"
+        How the release is computed, as in :class:`PrivatePCA`.
+        ``"dense"``: the Hermitian release is formed (:math:`d \times d`
+        complex128). ``"matrix_free"``: the same release, its noise and its
+        cost in budget, never formed (:ref:`the matrix-free path
+        <privacy-matrix-free>`): the randomized solver multiplies it by
+        complex blocks of :math:`p` columns (``n_components +
+        n_oversamples``), each product one pass over the rows with
+        :math:`2p` columns and the GUE kernel redrawn by blocks from two
+        secret keys (four times the real kernel's flops; memory
+        :math:`O(dp)` beyond a block of rows and the kernel's cache of
+        :math:`4 d^2` bytes). It needs ``svd_solver="randomized"`` (or
+        ``"auto"`` choosing it) and a NumPy, SciPy sparse or Dask input.
+        ``"auto"``: dense unless its matrices exceed ``memory_limit`` or a
+        model of both costs on the public shape prefers the matrix-free
+        path.
     %(memory_parameter)s
     random_state : None, int, RandomState or Generator, default=None
         Source of the noise. ``None`` draws from operating-system entropy; a
@@ -118,7 +135,11 @@ class ComplexGaussPCA(_BasePrivatePCA):
         The released rank-k matrix :math:`\Psi` in covariance units (divided
         by ``n_samples - 1``):
         ``components_.T @ np.diag(np.maximum(noisy_variance_, 0)) @ components_``,
-        the mechanism's output as the paper defines it.
+        the mechanism's output as the paper defines it. Computed from those
+        two attributes when read (a :math:`d \times d` array each time), not
+        kept by the fit.
+    path_ : {"dense", "matrix_free"}
+        The path the fit took (``path``).
     components_ : ndarray of shape (n_components_, n_features)
         Eigenvectors of :math:`\Psi` (orthonormal, real), by decreasing
         variance.
@@ -194,6 +215,7 @@ class ComplexGaussPCA(_BasePrivatePCA):
     _parameter_constraints: dict = {
         **_BasePrivatePCA._parameter_constraints,
         "target": [StrOptions({"covariance", "subspace"})],
+        "path": [StrOptions({"auto", "dense", "matrix_free"})],
     }
 
     def __init__(
@@ -216,6 +238,7 @@ class ComplexGaussPCA(_BasePrivatePCA):
         n_oversamples=10,
         power_iteration_normalizer="auto",
         target="covariance",
+        path="auto",
         memory_limit="auto",
         random_state=None,
         accountant=None,
@@ -237,6 +260,7 @@ class ComplexGaussPCA(_BasePrivatePCA):
         self.n_oversamples = n_oversamples
         self.power_iteration_normalizer = power_iteration_normalizer
         self.target = target
+        self.path = path
         self.memory_limit = memory_limit
         self.random_state = random_state
         self.accountant = accountant
@@ -245,19 +269,20 @@ class ComplexGaussPCA(_BasePrivatePCA):
     _honours_svd_solver = True  # the top k by a truncated solver, if chosen
     _hermitian_noise = True  # the GUE kernel: τ² = σ² (denoised_spectrum)
 
-    # releases of the Gram matrix: centred in one pass on many rows
-    # (docs/privacy.rst §5)
-    _pilot_centring = True
-
     def _release(self, gram, rows, plan, rng, dtype):
-        # Same sensitivity and σ as PrivatePCA (docs/privacy.rst §3, §6): the
-        # real part of the Hermitian noise is its GOE kernel.
-        sigma = noise_scale(math.sqrt(2.0) * rows.data_norm**2, plan.mus["covariance"])
-        trace = scatter_trace(gram)
-        noisy = hermitian_release(gram, sigma, rng)
-        # The trace with the same σ, after the GUE kernel: free, as PrivatePCA's
-        # (its release is Re M̂ and data-independent Im H; §6, "The trace").
-        trace = (trace + float(dense_noise(rng, (), sigma)), sigma)
+        if gram is None:  # the matrix-free path: the same release, an operator
+            noisy, sigma, trace = self._implicit_release(rows, plan, rng)
+        else:
+            # Same sensitivity and σ as PrivatePCA (docs/privacy.rst §3, §6):
+            # the real part of the Hermitian noise is its GOE kernel.
+            sigma = noise_scale(math.sqrt(2.0) * rows.data_norm**2,
+                                plan.mus["covariance"])
+            trace = scatter_trace(gram)
+            noisy = hermitian_release(gram, sigma, rng)
+            # The trace with the same σ, after the GUE kernel: free, as
+            # PrivatePCA's (its release is Re M̂ and data-independent Im H;
+            # §6, "The trace").
+            trace = (trace + float(dense_noise(rng, (), sigma)), sigma)
         n, d = self.n_samples_, noisy.shape[0]
         truncated = self._truncated_eigenpairs(noisy, sigma, trace, rng)
         if truncated is not None:  # the top k by a truncated solver
@@ -300,11 +325,21 @@ class ComplexGaussPCA(_BasePrivatePCA):
             # arbitrary); rotated within it to the principal axes of the real
             # release, whose variances they then carry.
             _, span = real_rank_k(basis, np.ones(k))
-            inner = span.T @ noisy.real @ span
+            # Re M̂ span: the real part of M̂ times the real span (an operator's
+            # product, or the formed matrix's)
+            inner = span.T @ (noisy @ span.astype(noisy.dtype)).real
             variance, rotation = np.linalg.eigh((inner + inner.T) / 2.0)
             vectors = span @ rotation
         self._set_components(vectors.T, variance / (n - 1), spectrum, dtype)
-        # Ψ as the mechanism releases it: its own (noisy) eigenvalues
-        self.covariance_approximation_ = (
-            self.components_.T * np.maximum(self.noisy_variance_, 0.0)
-        ) @ self.components_
+
+    @property
+    def covariance_approximation_(self):
+        r""":math:`\Psi` as the mechanism releases it, with its own (noisy)
+        eigenvalues, from ``components_`` and ``noisy_variance_``."""
+        if "components_" not in vars(self):
+            raise AttributeError(  # hasattr and check_is_fitted see no fit
+                "'ComplexGaussPCA' object has no attribute "
+                "'covariance_approximation_' (it is not fitted)")
+        components, values = self.components_, self.noisy_variance_
+        xp = _array_api.module_of(components)  # NumPy, or the input's namespace
+        return (components.T * xp.where(values > 0, values, 0.0)) @ components

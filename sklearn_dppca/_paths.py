@@ -37,7 +37,7 @@ def auto_solver(n_samples, n_features, n_components):
 
 
 def matrix_free_faster(n_samples, n_features, size, products, chunked,
-                       cached=0.0):
+                       cached=0.0, hermitian=False):
     r"""Whether the matrix-free path is predicted faster than the dense one,
     or at most :data:`MATRIX_FREE_SLOWDOWN` times slower (it saves the
     dense path's two :math:`d \times d` matrices), from public values: the
@@ -58,17 +58,20 @@ def matrix_free_faster(n_samples, n_features, size, products, chunked,
     time). Sparse rows are
     costed as dense (their density is not public). A Dask array's pass also
     reads its chunks again: there the dense path is kept unless memory
-    forces the other.
+    forces the other. A Hermitian release (``hermitian``, the GUE kernel)
+    draws twice the deviates, and each complex product costs four real ones
+    with a ``d × d`` matrix and two passes' worth of columns over the rows.
     """
     if chunked:
         return False
     n, d = float(n_samples), float(n_features)
     cost = PATH_COSTS
-    dense = (cost["gram"] * n * d * d + cost["draws"] * d * d
-             + products * cost["product"] * d * d * size)
-    draws = cost["draws"] * d * d / 2 * (1 + (products - 1) * (1.0 - cached))
-    free = draws + products * (cost["pass"] * n * d * size
-                               + cost["kernel"] * d * d * size)
+    parts, flops = (2, 4) if hermitian else (1, 1)
+    dense = (cost["gram"] * n * d * d + parts * cost["draws"] * d * d
+             + products * flops * cost["product"] * d * d * size)
+    draws = parts * cost["draws"] * d * d / 2 * (1 + (products - 1) * (1.0 - cached))
+    free = draws + products * (parts * cost["pass"] * n * d * size
+                               + flops * cost["kernel"] * d * d * size)
     return free < MATRIX_FREE_SLOWDOWN * dense
 
 

@@ -417,7 +417,9 @@ class ImplicitScatter:
     :math:`\hat{M} V = C^2 \sum a_i (a_i^\top V) + S V`: one pass over the
     rows (``clipped_products`` without clipping, so on every engine: NumPy,
     sparse, Dask) and the kernel :math:`S`
-    (:class:`~sklearn_dppca.noise.ImplicitGOE`), redrawn by blocks, its
+    (:class:`~sklearn_dppca.noise.ImplicitGOE`, or for a Hermitian release
+    :class:`~sklearn_dppca.noise.ImplicitGUE`: complex products, the rows'
+    part of :math:`V_r` and :math:`V_i` in one pass), redrawn by blocks, its
     product in the kernel's precision (single), and the sum rounded to its
     significand.
     :math:`\hat{M}` has the law of the dense path's release and every product
@@ -427,7 +429,7 @@ class ImplicitScatter:
     Parameters
     ----------
     rows : CentredRows or DaskCentredRows (or their progress wrapper)
-    noise : ImplicitGOE
+    noise : ImplicitGOE or ImplicitGUE
     scatter_trace : float
         :math:`\sum \|y_i\|^2` (exact): with ``noise.trace()``,
         :math:`\operatorname{tr} \hat{M}`.
@@ -435,22 +437,32 @@ class ImplicitScatter:
 
     def __init__(self, rows, noise, scatter_trace):
         self.rows, self.noise = rows, noise
-        self.shape, self.dtype = noise.shape, np.dtype(np.float64)
+        self.shape, self.dtype = noise.shape, noise.dtype
         self.scatter_trace = float(scatter_trace)
-        self._first = None  # (V, M̂ V) of the first product: see rest_squares
+        self._first = None  # (V's columns, M̂ V) of the first product: rest_squares
 
     def __matmul__(self, V):
-        V = np.ascontiguousarray(V, dtype=np.float64)
+        V = np.asarray(V, dtype=self.dtype)
         threads = self.noise.n_threads > 1
-        products = scatter_products(self.rows, V, n_jobs=sparse_row_jobs(self.rows))
+        # a Hermitian release's complex V: Σ y yᵀ (real) times [V_r, V_i]
+        hermitian = self.dtype.kind == "c"
+        columns = np.hstack([V.real, V.imag]) if hermitian else np.ascontiguousarray(V)
+        products = scatter_products(self.rows, columns,
+                                    n_jobs=sparse_row_jobs(self.rows))
+        products *= self.rows.data_norm**2
         with _SINGLE_THREADED_BLAS if threads else nullcontext():
             out = self.noise @ V
-        out += self.rows.data_norm**2 * products
+        if hermitian:
+            p = V.shape[1]
+            out.real += products[:, :p]
+            out.imag += products[:, p:]
+        else:
+            out += products
         # the sum to the kernel's significand: no digit of the product below
         # the kernel's own comes from the rows' part alone
         out = self.noise.rounded(out)
         if self._first is None:
-            self._first = (V, out.copy())
+            self._first = (V.shape[1], out.copy())
         return out
 
     def trace(self):
@@ -467,6 +479,6 @@ class ImplicitScatter:
         :math:`\Omega` (the randomized range finder's first) and :math:`P`
         spans eigenvectors. On a rest dominated by the noise's bulk its
         relative error is about :math:`\sqrt{2 / (p d)}`."""
-        omega, product = self._first
-        residual = product - vectors @ (vectors.T @ product)
-        return float(np.vdot(residual, residual)) / omega.shape[1]
+        p, product = self._first
+        residual = product - vectors @ (vectors.conj().T @ product)
+        return float(np.vdot(residual, residual).real) / p

@@ -115,7 +115,7 @@ def test_model_json_holds_exactly_the_released_attributes(name, data, tmp_path, 
     assert saved["estimator"] == CASES[name][1].__name__
     spectrum = {"captured_variance_", "total_variance_", "noisy_variance_",
                 "n_resolved_"}
-    path = {"path_"} if name in ("private", "coherent") else set()
+    path = {"path_"}  # every estimator's (ComplexGaussPCA: dense or matrix-free)
     assert set(saved["attributes"]) == (COMMON | EXTRA[name] | {"mean_norm_"}
                                         | spectrum | path)
     assert "accountant" not in saved["parameters"]

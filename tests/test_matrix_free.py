@@ -181,15 +181,15 @@ def test_an_audit_of_the_matrix_free_release_finds_no_more_than_its_claim():
     assert result.epsilon_lower <= 1.0
 
 
-def paths_over_seeds(X, basis, paths, seeds=4):
+def paths_over_seeds(X, basis, paths, seeds=4, estimator=PrivatePCA):
     """Per path: the mean subspace error over ``seeds`` fits at ε = 2, the
     mean of their spectra (``explained_variance_``, ``noise_variance_``,
     ``total_variance_``) and the first fit."""
     errors, spectra, first = {}, {}, {}
     for path in paths:
-        fits = [PrivatePCA(basis.shape[1], epsilon=2.0, data_norm=1.5,
-                           svd_solver="randomized", path=path, random_state=seed,
-                           accountant=BudgetAccountant()).fit(X)
+        fits = [estimator(basis.shape[1], epsilon=2.0, data_norm=1.5,
+                          svd_solver="randomized", path=path, random_state=seed,
+                          accountant=BudgetAccountant()).fit(X)
                 for seed in range(seeds)]
         assert {fit.path_ for fit in fits} == {path}
         errors[path] = np.mean([principal_angle_sin(f.components_, basis.T)
