@@ -12,6 +12,7 @@ from sklearn_dppca import BudgetAccountant, ComplexGaussPCA, PrivatePCA
 from sklearn_dppca._complex_gauss_pca import hermitian_release, real_rank_k
 from sklearn_dppca._rows import ImplicitScatter
 from sklearn_dppca._stats import clipped_gram
+from sklearn_dppca.audit import audit, neighbouring_datasets, subspace_statistic
 from sklearn_dppca.noise import (
     ImplicitGOE,
     ImplicitGUE,
@@ -239,6 +240,17 @@ def test_the_matrix_free_release_is_calibrated_to_its_share():
     for part in (noise.real[upper], noise.imag[upper]):
         mu = np.sqrt(2.0) * 1.5**2 / (part.std() * np.sqrt(2.0))
         assert abs(mu / expected - 1.0) < 0.01
+
+
+def test_an_audit_of_the_matrix_free_release_finds_no_more_than_its_claim():
+    """Black-box audit at ε = 1 of the released components (neighbours
+    differing in one row, orthogonal to the others): below the claim."""
+    X, Y = neighbouring_datasets(300, 3, kind="orthogonal", scale=0.3)
+    est = ComplexGaussPCA(1, epsilon=1.0, delta=1e-5, data_norm=1.0,
+                          svd_solver="randomized", n_oversamples=1,
+                          path="matrix_free")
+    result = audit(est, X, Y, subspace_statistic, n_fits=300, random_state=9)
+    assert result.epsilon_lower <= 1.0
 
 
 def test_numpy_csr_and_dask_give_the_same_matrix_free_fit():
