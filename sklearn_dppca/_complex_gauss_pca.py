@@ -8,8 +8,8 @@ from sklearn.utils._param_validation import StrOptions
 
 from . import _array_api
 from ._base import _BasePrivatePCA
+from ._matrix_free import _MatrixFreeMixin
 from ._param_docs import fill_parameter_docs
-from ._private_pca import _MatrixFreeMixin
 from ._spectrum import _eigh, scatter_trace
 from .noise import add_gue_noise, dense_noise, gue_noise, noise_scale
 

@@ -9,137 +9,17 @@ from sklearn.utils._param_validation import StrOptions
 
 from . import _array_api
 from ._base import _BasePrivatePCA
-from ._dask import ChunkedRows
+from ._matrix_free import _MatrixFreeMixin
 from ._param_docs import fill_parameter_docs
-from ._paths import matrix_free_faster
-from ._releases import PRODUCTS, Release
-from ._reported import _engine
-from ._rows import ImplicitScatter, scatter_products, sparse_row_jobs
-from ._spectrum import Spectrum, _non_increasing, scatter_trace, solver_products
-from ._stats import kernel_threads
+from ._rows import scatter_products, sparse_row_jobs
+from ._spectrum import Spectrum, _non_increasing, scatter_trace
 from .noise import (
-    ImplicitGOE,
-    ImplicitGUE,
     add_dense_noise,
     add_goe_noise,
     dense_noise,
     goe_noise,
     noise_scale,
 )
-
-
-class _MatrixFreeMixin:
-    r"""The matrix-free path of a release :math:`\hat{M} = \sum y y^\top +
-    S` (:class:`PrivatePCA`'s GOE kernel, :class:`ComplexGaussPCA`'s GUE
-    kernel, by ``_hermitian_noise``): the choice of the path from public
-    values and the release as an operator. ``_noisy_power``: whether the
-    estimator also has ``path="noisy_power"``, which ``"auto"`` takes where
-    the kernel's blocks do not fit in their cache."""
-
-    _noisy_power = False
-
-    @property
-    def _pilot_centring(self):
-        # releases of the Gram matrix: centred in one pass on many rows
-        # (docs/privacy.rst §5); the matrix-free path centres on the mean
-        return getattr(self, "_fit_path", "dense") == "dense"
-
-    def _matrix_free_obstacle(self, n_samples, n_features, engine):
-        r"""Why no path without a :math:`d \times d` matrix (matrix-free,
-        noisy power) can run this fit, or None."""
-        solver = self._eigen_solver(n_samples, n_features)
-        if solver != "randomized":
-            return (f"needs svd_solver='randomized' (this fit's solver is "
-                    f"{solver!r}: every eigenpair, or ARPACK's one vector at a "
-                    "time, would need M̂ whole or a pass per vector)")
-        size = self._block_columns(n_samples, n_features)
-        if size >= n_features:
-            return (f"needs n_components + n_oversamples = {size} below "
-                    f"n_features = {n_features}")
-        return self._blocks_obstacle(engine)
-
-    def _path(self, n_samples, n_features, engine):
-        """The path, from public values only: the shape, the solver's
-        parameters, the kind of input and the memory limit.
-
-        ``"auto"``: dense where its matrices fit in ``memory_limit`` and a
-        model of both costs does not predict the matrix-free path about as
-        fast (:func:`matrix_free_faster`); otherwise the matrix-free path
-        (the same release) where the kernel's blocks all fit in their cache
-        or the estimator has no other, else the noisy power method: there
-        every product would draw the kernel's deviates again (hours at
-        :math:`d = 10^5`), while the noisy power method's cost grows as
-        :math:`d k`."""
-        obstacle = self._matrix_free_obstacle(n_samples, n_features, engine)
-        if self.path in ("matrix_free", "noisy_power"):
-            if obstacle is not None:
-                raise ValueError(f"path={self.path!r} {obstacle}.")
-            return self.path
-        if self.path == "dense" or obstacle is not None:
-            return "dense"
-        limit = self._memory_limit()
-        k = self._truncated_k(n_samples, n_features)
-        cached = self._kernel_cache(n_features) / self._kernel_bytes(n_features)
-        if limit is None or self._memory_needed(
-                n_samples, n_features, "dense") <= limit:
-            if not matrix_free_faster(
-                    n_samples, n_features, k + self.n_oversamples,
-                    solver_products(
-                        k, n_features, iterated_power=self.iterated_power,
-                        power_iteration_normalizer=self.power_iteration_normalizer,
-                        filtered=True),
-                    isinstance(_engine(engine), ChunkedRows), min(1.0, cached),
-                    hermitian=self._hermitian_noise):
-                return "dense"
-        if cached >= 1.0 or not self._noisy_power:
-            return "matrix_free"
-        return "noisy_power"
-
-    def _own_releases(self, plan, n_samples, n_features):
-        # the matrix-free path: the dense path's release, seen through the
-        # solver's products; the noisy power method: one release per pass
-        if self._fit_path == "dense":
-            return super()._own_releases(plan, n_samples, n_features)
-        passes = (self._noisy_power_passes(n_samples, n_features)
-                  if self._fit_path == "noisy_power" else 1)
-        return [Release("covariance", plan.mus["covariance"], PRODUCTS,
-                        draws=passes)]
-
-    def _implicit_release(self, rows, plan, rng):
-        r"""The dense path's release, :math:`\hat{M} = \sum y y^\top + S`
-        with the same :math:`\sigma` and the same trace release, held as an
-        operator (:class:`~sklearn_dppca._rows.ImplicitScatter`; the kernel
-        :class:`~sklearn_dppca.noise.ImplicitGOE`, or
-        :class:`~sklearn_dppca.noise.ImplicitGUE` for a Hermitian release):
-        its products are post-processing.
-
-        Returns
-        -------
-        (released, sigma, trace)
-            The operator, :math:`\sigma`, and the released trace with its
-            :math:`\sigma` (drawn after the kernel's keys, as the dense
-            path draws it after the kernel).
-        """
-        d = self.n_features_in_
-        sigma = noise_scale(math.sqrt(2.0) * rows.data_norm**2, plan.mus["covariance"])
-        kernel = ImplicitGUE if self._hermitian_noise else ImplicitGOE
-        noise = kernel(rng, d, sigma, n_threads=kernel_threads(d),
-                       cache_bytes=self._kernel_cache(d))
-        exact_trace = rows.data_norm**2 * rows.sq_norm_sum()
-        trace = (exact_trace + float(dense_noise(rng, (), sigma)), sigma)
-        return ImplicitScatter(rows, noise, exact_trace), sigma, trace
-
-    def _matrix_free_advice(self, n_samples, n_features):
-        """What the dense path's refusal advises: the matrix-free path."""
-        return (
-            f"{type(self).__name__}(n_components=k, svd_solver='randomized', "
-            "path='matrix_free') never forms a d × d matrix (its memory grows "
-            "as d·k"
-            + ("; path='noisy_power' also draws only d·k noise per pass, "
-               "at some accuracy" if self._noisy_power else "")
-            + "); with fewer features (a public selection of them) the "
-            "matrices shrink as d²."
-        )
 
 
 @fill_parameter_docs
