@@ -479,8 +479,9 @@ class ImplicitGOE:
         b = self.block
         # V at unit scale in the kernel's precision; its scale and σ go on
         # the product, in double precision (no overflow or underflow)
-        unit = float(np.abs(V).max()) or 1.0
-        low = (V / unit).astype(self.precision)
+        unit = max(float(V.max()), -float(V.min())) or 1.0  # no |V| temporary
+        low = np.empty(V.shape, dtype=self.precision)  # divided in double, rounded
+        np.divide(V, unit, out=low, casting="same_kind")
         pairs = self._pairs()
         parts = min(self.n_threads, len(pairs))
 
@@ -508,7 +509,9 @@ class ImplicitGOE:
             with ThreadPoolExecutor(parts) as pool:
                 results = list(pool.map(work, range(parts)))
         self._trace = self.sigma * sum(r[1] for r in results)
-        out = sum(r[0] for r in results).astype(np.float64)
+        out = results[0][0].astype(np.float64)
+        for part, _ in results[1:]:  # the threads' parts, in double precision
+            out += part
         out *= self.sigma
         out *= unit  # apart: σ · unit alone could overflow
         return out.ravel() if vector else out
@@ -571,6 +574,7 @@ class ImplicitGUE:
         a = self.real @ both
         out = np.empty(V.shape, dtype=self.dtype)  # filled in place: no temporaries
         out.real, out.imag = a[:, :p], a[:, p:]
+        del a  # before the second product's
         a = self.imag @ both
         out.real -= a[:, p:]
         out.imag += a[:, :p]
