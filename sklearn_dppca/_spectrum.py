@@ -465,6 +465,7 @@ def _filtered_subspace(matrix, k, size, floor, centre, rng, degrees):
     spread = float(np.vdot(product, product).real) / (size * d) - centre**2
     upper = centre + 2.0 * math.sqrt(max(spread, 0.0))
     basis, r = linalg.qr(omega, mode="economic", check_finite=False)
+    del omega  # d × p blocks are most of the memory: none kept past its use
     product = linalg.solve_triangular(r, product.conj().T, trans="C",
                                       check_finite=False).conj().T  # M Q
     for degree in degrees:
@@ -472,11 +473,14 @@ def _filtered_subspace(matrix, k, size, floor, centre, rng, degrees):
         if not half > 0.0:  # an interval of zero width: nothing to damp
             half = max(abs(mid), 1.0) * np.finfo(np.float64).eps
         before, current = basis, (product - mid * basis) / half
+        del basis, product  # not needed during the filter's products
         for _ in range(degree - 1):
             following = 2.0 * (matrix @ current - mid * current) / half - before
             scale = float(np.abs(following).max()) or 1.0  # no overflow
             before, current = current / scale, following / scale
+            del following
         basis = linalg.qr(current, mode="economic", check_finite=False)[0]
+        del before, current
         product = matrix @ basis
         core = basis.conj().T @ product
         values, small = _eigh((core + core.conj().T) / 2.0)
