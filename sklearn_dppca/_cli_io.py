@@ -58,7 +58,10 @@ OPTIONAL_ATTRIBUTES = ("mean_norm_", "clipped_fraction_", "captured_variance_",
 #: Further released attributes, by estimator class name.
 EXTRA_ATTRIBUTES = {
     "PrivatePCA": (),
-    "ComplexGaussPCA": ("covariance_approximation_",),
+    # not covariance_approximation_: Ψ is components_.T @ diag(max(
+    # noisy_variance_, 0)) @ components_, both written; a d × d matrix of
+    # JSON would be gigabytes on the wide rows the matrix-free path fits
+    "ComplexGaussPCA": (),
     # Only what CoherentPowerPCA releases: never a number of trials or a
     # score of its selection; n_clipped_ is None (not released) unless both
     # clip_radius and n_iter are fixed.

@@ -26,7 +26,7 @@ COMMON = {
 }
 EXTRA = {
     "private": set(),
-    "complex": {"covariance_approximation_"},
+    "complex": set(),  # Ψ: from components_ and noisy_variance_ (not d × d JSON)
     "coherent": {"branch_", "clip_radius_", "n_iter_", "n_clipped_"},
 }
 #: The CLI options of each estimator and the same fit in Python.
@@ -125,6 +125,12 @@ def test_model_json_holds_exactly_the_released_attributes(name, data, tmp_path, 
     eps, delta = saved["attributes"]["privacy_spent_"]
     assert eps == pytest.approx(1.5, rel=1e-9) and delta == 1e-6
     assert saved["attributes"]["n_samples_"] == 300
+    if name == "complex":  # Ψ, not written, is a function of what is
+        components = np.asarray(saved["attributes"]["components_"])
+        values = np.asarray(saved["attributes"]["noisy_variance_"])
+        psi = components.T @ np.diag(np.maximum(values, 0.0)) @ components
+        assert np.allclose(psi, psi.T)
+        assert np.linalg.eigvalsh(psi).min() > -1e-9 * max(values.max(), 1.0)
 
 
 def test_floats_round_trip_exactly(data, tmp_path, capsys):
