@@ -278,6 +278,37 @@ def test_clipped_products_match_definition(layout):
             assert counts[j] == int((norms[:, 0] > R).sum())
 
 
+@pytest.mark.parametrize("kernel", [True, False])
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+def test_transposed_products_add_into_the_sum(kernel, index, monkeypatch):
+    """``total += blockᵀ products`` for a CSR block: by SciPy's kernel in
+    place, or (a SciPy without it) by bands; dense blocks by BLAS."""
+    from sklearn_dppca import _rows
+
+    calls = []
+    if kernel:  # counted, so that the test knows which way ran
+        real = _rows._csc_matvecs
+        monkeypatch.setattr(_rows, "_csc_matvecs",
+                            lambda *args: calls.append(1) or real(*args))
+    else:
+        monkeypatch.setattr(_rows, "_csc_matvecs", None)
+    monkeypatch.setattr(_rows, "_SCAN_BYTES", 8 * 3 * 40)  # bands of 40 features
+    rng = np.random.default_rng(0)
+    block = sparse.random(300, 130, density=0.05, format="csr", random_state=1)
+    block.indices = block.indices.astype(index)
+    block.indptr = block.indptr.astype(index)
+    products = rng.normal(size=(3, 300)).T  # not C-contiguous
+    total = rng.normal(size=(130, 3))
+    expected = total + block.toarray().T @ products
+    _rows._add_transposed_product(total, block, products)
+    np.testing.assert_allclose(total, expected, rtol=1e-12, atol=1e-12)
+    assert len(calls) == kernel
+    dense_total = rng.normal(size=(130, 3))
+    expected = dense_total + block.toarray().T @ products
+    _rows._add_transposed_product(dense_total, block.toarray(), products)
+    np.testing.assert_allclose(dense_total, expected, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("far", [0.0, 30.0])
 def test_clipped_rows_have_true_norm_at_most_the_bound(dtype, far):
