@@ -1,7 +1,5 @@
 """ComplexGaussPCA: the complex (Hermitian) Gaussian mechanism of Mangoubi & Vishnoi."""
 
-import math
-
 import numpy as np
 from scipy import linalg
 from sklearn.utils._param_validation import StrOptions
@@ -11,7 +9,7 @@ from ._base import _BasePrivatePCA
 from ._matrix_free import _MatrixFreeMixin
 from ._param_docs import fill_parameter_docs
 from ._spectrum import _eigh, scatter_trace
-from .noise import add_gue_noise, dense_noise, gue_noise, noise_scale
+from .noise import add_gue_noise, dense_noise, gue_noise
 
 
 def hermitian_release(gram, sigma, rng):
@@ -273,10 +271,9 @@ class ComplexGaussPCA(_MatrixFreeMixin, _BasePrivatePCA):
         if gram is None:  # the matrix-free path: the same release, an operator
             noisy, sigma, trace = self._implicit_release(rows, plan, rng)
         else:
-            # Same sensitivity and σ as PrivatePCA (docs/privacy.rst §3, §6):
-            # the real part of the Hermitian noise is its GOE kernel.
-            sigma = noise_scale(math.sqrt(2.0) * rows.data_norm**2,
-                                plan.mus["covariance"])
+            # PrivatePCA's σ: the real part of the Hermitian noise is its
+            # GOE kernel (docs/privacy.rst §3, §6)
+            sigma = self._covariance_sigma(rows, plan)
             trace = scatter_trace(gram)
             noisy = hermitian_release(gram, sigma, rng)
             # The trace with the same σ, after the GUE kernel: free, as

@@ -95,6 +95,16 @@ class _MatrixFreeMixin:
         return [Release("covariance", plan.mus["covariance"], PRODUCTS,
                         draws=passes)]
 
+    @staticmethod
+    def _covariance_sigma(rows, plan):
+        r""":math:`\sigma` of the scatter matrix's release, on either path:
+        its Frobenius sensitivity is :math:`\sqrt 2 C^2` (docs/privacy.rst
+        §3) and the GOE kernel's coordinates are i.i.d. :math:`N(0,
+        \sigma^2)`, so :math:`\mu = \sqrt 2 C^2 / \sigma` (§4); the GUE
+        kernel's real part is that kernel and its imaginary part does not
+        depend on the data (§6)."""
+        return noise_scale(math.sqrt(2.0) * rows.data_norm**2, plan.mus["covariance"])
+
     def _implicit_release(self, rows, plan, rng):
         r"""The dense path's release, :math:`\hat{M} = \sum y y^\top + S`
         with the same :math:`\sigma` and the same trace release, held as an
@@ -111,7 +121,7 @@ class _MatrixFreeMixin:
             path draws it after the kernel).
         """
         d = self.n_features_in_
-        sigma = noise_scale(math.sqrt(2.0) * rows.data_norm**2, plan.mus["covariance"])
+        sigma = self._covariance_sigma(rows, plan)
         kernel = ImplicitGUE if self._hermitian_noise else ImplicitGOE
         noise = kernel(rng, d, sigma, n_threads=kernel_threads(d),
                        cache_bytes=self._kernel_cache(d))

@@ -289,10 +289,8 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
             return self._release_noisy_power(rows, plan, rng, dtype)
         if gram is None:
             return self._release_matrix_free(rows, plan, rng, dtype)
-        # Frobenius sensitivity of Σ y yᵀ is √2 C² (docs/privacy.rst §3); the GOE
-        # kernel's coordinates are i.i.d. N(0, σ²), so μ = √2 C² / σ (§4).
         # The noise is drawn on the host and moved to the Gram matrix's device.
-        sigma = noise_scale(math.sqrt(2.0) * rows.data_norm**2, plan.mus["covariance"])
+        sigma = self._covariance_sigma(rows, plan)
         trace = scatter_trace(gram)
         if isinstance(gram, np.ndarray):  # in place: no second d × d matrix
             gram = add_goe_noise(rng, gram, sigma)

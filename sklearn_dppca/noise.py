@@ -403,7 +403,7 @@ class ImplicitGOE:
         self.precision = np.dtype(_PRECISIONS[precision])
         self.block = int(block)
         self.n_threads = max(1, int(n_threads))
-        self._sign = -1.0 if antisymmetric else 1.0
+        self._antisymmetric = bool(antisymmetric)
         self._key = [int(word) for word in rng.integers(0, 2**63, size=4)]
         self._trace = None
         # the first blocks (in the order of _pairs) whose entries fit in
@@ -435,10 +435,10 @@ class ImplicitGOE:
         seed = np.random.SeedSequence(self._key, spawn_key=(i, j))
         g = np.random.Generator(np.random.SFC64(seed)).standard_normal(shape, out=g)
         if i == j:  # exactly (anti)symmetric, and so after rounding
-            if self._sign > 0:
-                g += g.T.copy()
-            else:
+            if self._antisymmetric:
                 g -= g.T.copy()
+            else:
+                g += g.T.copy()
             scale = 0.5
         else:
             scale = math.sqrt(0.5)
@@ -497,10 +497,10 @@ class ImplicitGOE:
                 out[rows] += g @ low[cols]
                 if i == j:
                     trace += float(np.trace(g, dtype=np.float64))
-                elif self._sign > 0:
-                    out[cols] += g.T @ low[rows]
-                else:
+                elif self._antisymmetric:
                     out[cols] -= g.T @ low[rows]
+                else:
+                    out[cols] += g.T @ low[rows]
             return out, trace
 
         if parts == 1:
