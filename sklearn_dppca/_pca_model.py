@@ -8,8 +8,9 @@ fitted attributes, all of them released values (docs/privacy.rst).
 import math
 
 import numpy as np
+from scipy import sparse
 from sklearn.base import TransformerMixin
-from sklearn.utils import check_array
+from sklearn.utils import assert_all_finite, check_array
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _array_api
@@ -19,6 +20,7 @@ from ._dask import (
     check_numeric_columns,
     is_dask_collection,
 )
+from ._stats import row_spans
 
 
 def map_non_finite(X):
@@ -36,6 +38,31 @@ def map_non_finite(X):
     if _array_api.namespace(X) is not None:
         return _array_api.nan_to_num(X)
     return np.nan_to_num(X, copy=True)
+
+
+def _quadratic_form(rows, mean, components, variance, rest, finite=False):
+    """The quadratic form of ``_log_likelihood`` on NumPy or CSR rows (a
+    Dask chunk: checked for NaN and inf first if ``finite``), by blocks of
+    :func:`row_spans`."""
+    if finite:
+        assert_all_finite(rows.data if sparse.issparse(rows) else rows)
+    out = np.empty(rows.shape[0])
+    for a, b in row_spans(rows):
+        block = rows[a:b]
+        if sparse.issparse(block):
+            block = block.astype(np.float64)
+            projected = block @ components.T - mean @ components.T
+            squares = (np.asarray(block.multiply(block).sum(axis=1)).ravel()
+                       - 2.0 * (block @ mean) + mean @ mean)
+            residue = np.maximum(
+                squares - np.einsum("ij,ij->i", projected, projected), 0.0)
+        else:
+            centred = np.subtract(block, mean, dtype=np.float64)
+            projected = centred @ components.T
+            centred -= projected @ components
+            residue = np.einsum("ij,ij->i", centred, centred)
+        out[a:b] = (projected**2 / variance).sum(axis=1) + rest * residue
+    return out
 
 
 class _PCAModelMixin(TransformerMixin):
@@ -276,36 +303,60 @@ class _PCAModelMixin(TransformerMixin):
         return self._in_fit_dtype(self._host_precision())
 
     def _log_likelihood(self, X):
-        """Per-sample log-likelihood of validated ``X``, in float64 where the
-        device has it (on ``X``'s device for an Array API input)."""
+        r"""Per-sample log-likelihood of validated ``X``, in float64 where the
+        device has it (on ``X``'s device for an Array API input).
+
+        With :math:`W` = ``components`` (orthonormal rows), :math:`v` their
+        floored variances and :math:`r` the residual one, the model's
+        precision is :math:`W^\top \operatorname{diag}(1/v) W + (I - W^\top
+        W)/r`, so for :math:`c = x - \mathtt{mean\_}` the quadratic form is
+        :math:`\sum_j (Wc)_j^2/v_j + \lVert c - W^\top W c\rVert^2/r`:
+        :math:`O(dk)` per row and no :math:`d \times d` matrix. Dense rows
+        are centred by blocks; sparse rows (CSR or CSC) implicitly, with
+        :math:`\lVert c - W^\top Wc\rVert^2 = \lVert x\rVert^2 - 2 x
+        \cdot \mathtt{mean\_} + \lVert\mathtt{mean\_}\rVert^2 -
+        \lVert Wc\rVert^2`, never densified; a Dask array chunk by chunk,
+        lazily (a Dask array of log-likelihoods, as ``transform``'s output).
+        """
         check_is_fitted(self)
         check_numeric_columns(X)
-        if not is_dask_collection(X):
+        dask = is_dask_collection(X)
+        if not dask:
             check_same_namespace(X, self, attribute="components_",
                                  method="score_samples")
         namespace = _array_api.namespace(X)
-        if namespace is None:
+        if dask:  # lazily, chunk by chunk, as transform
+            X = self._check_dask_input(X)
+        elif namespace is None:
             X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False,
+                              accept_sparse=("csr", "csc"),
                               ensure_all_finite=self._finite_input())
         else:
             X = validate_data(self, X, dtype=_array_api.float_dtypes(*namespace),
                               reset=False, ensure_all_finite=self._finite_input())
         X = self._mapped(X)
-        _, variance, residual = self._floored_model()
-        precision = self._host_precision()
+        components, variance, residual = self._floored_model()
         n_features, k = X.shape[1], variance.shape[0]
-        if namespace is None:
-            centred = X.astype(np.float64) - self.mean_
-            quad = np.einsum("ij,ij->i", centred, centred @ precision)
-        else:  # on X's device, in float64 where the device has it
+        # without a residual subspace (k = d) its term is rounding: left out
+        rest = 1.0 / residual if k < n_features else 0.0
+        if namespace is not None:  # on X's device, in float64 where it has it
             xp, device = namespace
-            precision = _array_api.like(
-                precision, X, _array_api.widest_float(xp, device)
-            )
-            centred = xp.astype(X, precision.dtype) - xp.astype(
-                self.mean_, precision.dtype
-            )
-            quad = xp.sum(centred * (centred @ precision), axis=1)
+            dtype = _array_api.widest_float(xp, device)
+            basis = _array_api.like(components, X, dtype)
+            centred = xp.astype(X, basis.dtype) - xp.astype(self.mean_, basis.dtype)
+            projected = centred @ basis.T
+            residue = centred - projected @ basis
+            quad = (xp.sum(projected**2 / _array_api.like(variance, X, dtype), axis=1)
+                    + rest * xp.sum(residue**2, axis=1))
+        elif dask:
+            quad = X.map_blocks(
+                _quadratic_form, np.asarray(self.mean_, dtype=np.float64),
+                components, variance, rest, self._finite_input(),
+                drop_axis=1, dtype=np.float64)
+        else:
+            quad = _quadratic_form(X.tocsr() if sparse.issparse(X) else X,
+                                   np.asarray(self.mean_, dtype=np.float64),
+                                   components, variance, rest)
         logdet = float(np.log(variance).sum()) + (n_features - k) * math.log(residual)
         ll = -0.5 * (quad + n_features * math.log(2.0 * math.pi) + logdet)
         return X, ll
@@ -318,29 +369,36 @@ class _PCAModelMixin(TransformerMixin):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Sparse rows (CSR or CSC) are centred implicitly, never densified;
+            a Dask array or DataFrame is scored chunk by chunk, lazily.
 
         Returns
         -------
         ll : array of shape (n_samples,)
-            In ``X``'s namespace and device, in the wider of ``X``'s and the
+            In ``X``'s namespace and device (a Dask array for Dask input;
+            NumPy for sparse), in the wider of ``X``'s and the
             fit's dtypes (float32 for float32 data and fit), as scikit-learn;
             computed in float64.
         """
         X, ll = self._log_likelihood(X)
+        if sparse.issparse(X) or is_dask_collection(X):
+            return ll.astype(np.result_type(X.dtype, self.mean_.dtype))
         xp = _array_api.module_of(X)
         return _array_api.astype(ll, xp.result_type(X.dtype, self.mean_.dtype))
 
     def score(self, X, y=None):
-        """Average log-likelihood of the samples (higher is better).
+        r"""Average log-likelihood of the samples (higher is better).
 
         Lets ``GridSearchCV`` and ``cross_val_score`` select hyperparameters
         without a scorer. The model of :meth:`get_covariance`; the average is
-        taken in float64.
+        taken in float64. Time :math:`O(ndk)` (:math:`O(\mathrm{nnz} \cdot k)`
+        for sparse rows) and no :math:`d \times d` matrix, as
+        :meth:`score_samples`.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : Ignored
 
         Returns
@@ -348,4 +406,6 @@ class _PCAModelMixin(TransformerMixin):
         ll : float
         """
         _, ll = self._log_likelihood(X)
+        if is_dask_collection(ll):
+            return float(ll.mean().compute())
         return float(_array_api.module_of(ll).mean(ll))

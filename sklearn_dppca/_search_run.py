@@ -15,7 +15,7 @@ from sklearn.utils import _safe_indexing
 from . import _array_api
 from ._pca_model import map_non_finite
 from ._search_plan import _locate_private_step, _value_key
-from ._stats import clip_rows
+from ._stats import clipped_projections
 from .privacy import BudgetAccountant
 
 #: Margin, in standard deviations, that each extra component must clear in
@@ -39,7 +39,8 @@ def captured_variance_rows(rows, mean, components, data_norm):
 
     Parameters
     ----------
-    rows : ndarray of shape (n_rows, n_features)
+    rows : {ndarray, sparse matrix} of shape (n_rows, n_features)
+        Sparse rows are centred implicitly, never densified.
     mean : ndarray of shape (n_features,)
     components : ndarray of shape (k, n_features)
     data_norm : float
@@ -57,7 +58,7 @@ def captured_variance_rows(rows, mean, components, data_norm):
     array([0.64, 0.25])
     """
     basis, _ = np.linalg.qr(np.asarray(components, dtype=np.float64).T)
-    projected = clip_rows(rows, data_norm, mean) @ basis
+    projected = clipped_projections(rows, data_norm, mean, basis)
     return np.clip(np.einsum("ij,ij->i", projected, projected), 0.0, data_norm**2)
 
 
@@ -285,7 +286,8 @@ def _cumulative_gains(rows, step):
     are at most :math:`\|y\|^2 \le C^2`; the clip makes the bound exact in
     floating point."""
     C = step.data_norm_
-    projected = clip_rows(rows, C, _host(step.mean_)) @ _host(step.components_).T
+    projected = clipped_projections(rows, C, _host(step.mean_),
+                                    _host(step.components_).T)
     return np.clip(np.cumsum(projected**2, axis=1), 0.0, C**2).sum(axis=0)
 
 
@@ -333,15 +335,16 @@ def _all_finite(Z):
 
 
 def _host(values, non_finite="raise"):
-    """A NumPy float64 array of ``values`` (sparse, Array API or NumPy); with
+    """A NumPy float64 array of ``values`` (Array API or NumPy; sparse
+    stays sparse, as float64 CSR: rows are never densified); with
     ``non_finite="clip"``, mapped first as a private step with that setting
     maps its input (:func:`~sklearn_dppca._pca_model.map_non_finite`, in the
     dtype the step computes in: float32 stays float32, others float64)."""
     if non_finite == "clip":
         values = _as_fit_input(values)
         values = map_non_finite(values)
-    if hasattr(values, "toarray"):
-        values = values.toarray()
+    if hasattr(values, "tocsr"):
+        return values.tocsr().astype(np.float64, copy=False)
     if _array_api.namespace(values) is not None:
         values = _array_api.to_host(values)
     return np.asarray(values, dtype=np.float64)

@@ -513,3 +513,13 @@ def test_bench_fit_times_either_reference_solver():
     assert set(result["times_s"]) == {"PrivatePCA", "sklearn"}
     assert bench.targets("auto") == (3.0, None)
     assert bench.targets("covariance_eigh") == (1.0, 0.3)
+
+
+def test_bench_score_quick(capsys):
+    """benchmarks/bench_score.py: our score beside scikit-learn's, and the
+    rows' validation score, on the quick cases."""
+    bench = pytest.importorskip("bench_score")
+    bench.main(["--quick", "--repeats", "1"])
+    out = capsys.readouterr().out
+    assert "dense 1000 x 2000" in out and "(refuses" in out
+    assert out.count(" ours ") == 3 and out.count(" sklearn ") == 2
