@@ -727,11 +727,19 @@ class _BasePrivatePCA(
             release = 2 * release + 1  # complex matrices, beside the real Gram
         return 8 * d * d * max(2, release)
 
-    @staticmethod
-    def _blocks_obstacle(engine):
-        r"""Why the rows' engine cannot serve a path without a
-        :math:`d \times d` matrix (its passes of :math:`d \times p`
-        products), or None."""
+    #: How a refusal names the columns of the d × p blocks beyond k.
+    _oversampling = "n_oversamples"
+
+    def _blocks_obstacle(self, engine, shape=None):
+        r"""Why a path without a :math:`d \times d` matrix (its passes of
+        :math:`d \times p` products) cannot run: the rows' engine, or with
+        ``shape`` (``(n_samples, n_features)``) blocks of :math:`p \ge d`
+        columns; or None."""
+        if shape is not None:
+            size = self._block_columns(*shape)
+            if size >= shape[1]:
+                return (f"needs n_components + {self._oversampling} = {size} "
+                        f"below n_features = {shape[1]}")
         if not isinstance(_engine(engine), (InMemoryRows, ChunkedRows)):
             return "is not available for Array API inputs (give a NumPy array)"
         return None

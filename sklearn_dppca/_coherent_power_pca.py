@@ -352,11 +352,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
             return ("needs selection='gdp' or a fixed clip_radius and n_iter "
                     "(the repetitions' score eigendecomposes the d × d Gram "
                     "matrix)")
-        size = self._block_columns(n_samples, n_features)
-        if size >= n_features:
-            return (f"needs n_components + {WIDE_OVERSAMPLES} = {size} below "
-                    f"n_features = {n_features}")
-        return self._blocks_obstacle(engine)
+        return self._blocks_obstacle(engine, (n_samples, n_features))
 
     def _automatic(self):
         return (self.selection == "gdp" and self.clip_radius == "auto"
@@ -399,6 +395,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
                 n_samples, n_features, "dense") > limit:
             return "noisy_power"
         return "dense"
+
+    _oversampling = str(WIDE_OVERSAMPLES)  # no n_oversamples parameter here
 
     def _block_columns(self, n_samples, n_features):
         """:math:`p = k + 10` (no ``n_oversamples`` parameter here)."""

@@ -9,7 +9,7 @@ from ._base import _BasePrivatePCA
 from ._matrix_free import _MatrixFreeMixin
 from ._param_docs import fill_parameter_docs
 from ._spectrum import _eigh, scatter_trace
-from .noise import add_gue_noise, dense_noise, gue_noise
+from .noise import add_gue_noise, gue_noise
 
 
 def hermitian_release(gram, sigma, rng):
@@ -276,10 +276,9 @@ class ComplexGaussPCA(_MatrixFreeMixin, _BasePrivatePCA):
             sigma = self._covariance_sigma(rows, plan)
             trace = scatter_trace(gram)
             noisy = hermitian_release(gram, sigma, rng)
-            # The trace with the same σ, after the GUE kernel: free, as
-            # PrivatePCA's (its release is Re M̂ and data-independent Im H;
-            # §6, "The trace").
-            trace = (trace + float(dense_noise(rng, (), sigma)), sigma)
+            # free, as PrivatePCA's: its release is Re M̂ and data-independent
+            # Im H (§6, "The trace")
+            trace = self._released_trace(trace, sigma, rng)
         n, d = self.n_samples_, noisy.shape[0]
         truncated = self._truncated_eigenpairs(noisy, sigma, trace, rng)
         if truncated is not None:  # the top k by a truncated solver

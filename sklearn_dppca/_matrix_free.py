@@ -42,11 +42,7 @@ class _MatrixFreeMixin:
             return (f"needs svd_solver='randomized' (this fit's solver is "
                     f"{solver!r}: every eigenpair, or ARPACK's one vector at a "
                     "time, would need M̂ whole or a pass per vector)")
-        size = self._block_columns(n_samples, n_features)
-        if size >= n_features:
-            return (f"needs n_components + n_oversamples = {size} below "
-                    f"n_features = {n_features}")
-        return self._blocks_obstacle(engine)
+        return self._blocks_obstacle(engine, (n_samples, n_features))
 
     def _path(self, n_samples, n_features, engine):
         """The path, from public values only: the shape, the solver's
@@ -105,6 +101,15 @@ class _MatrixFreeMixin:
         depend on the data (§6)."""
         return noise_scale(math.sqrt(2.0) * rows.data_norm**2, plan.mus["covariance"])
 
+    @staticmethod
+    def _released_trace(exact, sigma, rng):
+        r"""``(exact + N(0, σ²), σ)``: the trace :math:`\sum \lVert y
+        \rVert^2` released with the scatter matrix's :math:`\sigma`, drawn
+        after its kernel, on either path. Jointly with the matrix the
+        sensitivity is still :math:`\sqrt 2 C^2`, so it is free
+        (docs/privacy.rst §6, "The trace")."""
+        return exact + float(dense_noise(rng, (), sigma)), sigma
+
     def _implicit_release(self, rows, plan, rng):
         r"""The dense path's release, :math:`\hat{M} = \sum y y^\top + S`
         with the same :math:`\sigma` and the same trace release, held as an
@@ -126,7 +131,7 @@ class _MatrixFreeMixin:
         noise = kernel(rng, d, sigma, n_threads=kernel_threads(d),
                        cache_bytes=self._kernel_cache(d))
         exact_trace = rows.data_norm**2 * rows.sq_norm_sum()
-        trace = (exact_trace + float(dense_noise(rng, (), sigma)), sigma)
+        trace = self._released_trace(exact_trace, sigma, rng)
         return ImplicitScatter(rows, noise, exact_trace), sigma, trace
 
     def _matrix_free_advice(self, n_samples, n_features):

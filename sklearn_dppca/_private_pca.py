@@ -296,9 +296,7 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
             gram = add_goe_noise(rng, gram, sigma)
         else:
             gram = _array_api.add_noise(gram, goe_noise(rng, gram.shape[0], sigma))
-        # The trace Σ‖y‖² with the same σ, drawn after the GOE kernel: jointly
-        # with the scatter matrix still μ = √2 C² / σ, so free (§6, "The trace").
-        trace = (trace + float(dense_noise(rng, (), sigma)), sigma)
+        trace = self._released_trace(trace, sigma, rng)
         truncated = self._truncated_eigenpairs(gram, sigma, trace, rng)
         if truncated is None:  # every eigenpair
             eigvals, eigvecs = map(_array_api.to_host, _array_api.eigh(gram))

@@ -222,18 +222,30 @@ def _check_heads(plan, X, smallest_fold):
         step._check_n_components(smallest_fold, checked[key])
 
 
+#: Features from which a shared fold fit (:func:`_fit_candidate`'s
+#: ``full``) keeps only the group's largest ``n_components`` instead of every
+#: component: a ``d × d`` matrix of 32 MiB or more, whose full
+#: eigendecomposition (``d³``) and dense path a wide fit avoids (at ``d =
+#: 2·10⁴`` a fold fit with every component took 12 GB and half an hour).
+#: A public rule (``d``); the floor is then the fit's ``noise_variance_``.
+SHARED_FULL_FEATURES = 2048
+
+
 def _fit_candidate(candidate, epsilon, delta, generator, X, y, full=False):
     """The candidate fitted at ``epsilon`` on a throwaway accountant (the
-    search has paid for it); ``full``: with every component, to be truncated.
-    Its own ``privacy_spent_`` must be what was paid for. A private step with
-    steps before it is fitted with ``non_finite="clip"`` (:func:`_headed`)."""
+    search has paid for it); ``full``: to be truncated, with every component
+    (below :data:`SHARED_FULL_FEATURES` features) or ``full`` of them (an
+    integer). Its own ``privacy_spent_`` must be what was paid for. A private
+    step with steps before it is fitted with ``non_finite="clip"``
+    (:func:`_headed`)."""
     p = candidate.prefix
     settings = {p + "epsilon": epsilon, p + "delta": delta,
                 p + "accountant": BudgetAccountant(), p + "random_state": generator}
     if _headed(candidate):
         settings[p + "non_finite"] = "clip"
     if full:
-        settings.update({p + "n_components": None, p + "whiten": False})
+        settings.update({p + "n_components": None if full is True else full,
+                         p + "whiten": False})
     fitted = clone(candidate.estimator).set_params(**settings).fit(X, y)
     spent = _locate_private_step(fitted)[2].privacy_spent_
     if not math.isclose(spent[0], epsilon, rel_tol=1e-6):
@@ -255,6 +267,10 @@ def _score_fold(X, y, train, test, plan, delta, seeds):
     for g, members in enumerate(plan.groups):
         cand = plan.candidates[members[0]]
         shared = plan.shared[g]
+        wanted = [_locate_private_step(plan.candidates[c].estimator)[2].n_components
+                  for c in members]
+        if shared and _shape(X)[1] >= SHARED_FULL_FEATURES and None not in wanted:
+            shared = max(wanted)  # wide rows: the largest k, not every one
         fitted = _fit_candidate(cand, plan.fit_epsilons[g], delta, seeds[g],
                                 X_train, y_train, full=shared)
         step = _locate_private_step(fitted)[2]
@@ -270,11 +286,14 @@ def _score_fold(X, y, train, test, plan, delta, seeds):
         # PrivatePCA(n_components=k) on the same noise keeps the first k of the
         # full fit's sorted eigenpairs: each candidate is a truncation.
         gains = _cumulative_gains(rows, step)
-        for c in members:
-            wanted = _locate_private_step(plan.candidates[c].estimator)[2].n_components
-            k[c] = step.n_components_ if wanted is None else int(wanted)
+        # the floor: the median of every released variance, or beyond the
+        # largest k (wide rows) the fit's own residual variance
+        tau = (float(np.median(_host(step.explained_variance_))) if shared is True
+               else float(step.noise_variance_))
+        for c, want in zip(members, wanted):
+            k[c] = step.n_components_ if want is None else int(want)
             scores[c] = gains[int(k[c]) - 1]
-            floor[c] = float(np.median(_host(step.explained_variance_)))
+            floor[c] = tau
     return scores, k, floor
 
 

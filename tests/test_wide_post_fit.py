@@ -170,3 +170,32 @@ def test_dask_rows_score_lazily_chunk_by_chunk():
     X[700, 3] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         model.score(da.from_array(X, chunks=(250, 30)))
+
+
+@pytest.mark.parametrize("d, expected", [(300, None), (2100, 4)])
+def test_shared_fold_fits_of_wide_rows_keep_the_largest_k(d, expected, monkeypatch):
+    """A grid over n_components shares one fold fit per fold: with every
+    component below SHARED_FULL_FEATURES features, at the grid's largest k
+    from there on (a d × d eigendecomposition and the dense path avoided;
+    its floor the fit's noise_variance_)."""
+    from sklearn_dppca import _search_run
+
+    assert _search_run.SHARED_FULL_FEATURES == 2048
+    made = []
+    fit_candidate = _search_run._fit_candidate
+
+    def recording(*args, **kwargs):
+        fitted = fit_candidate(*args, **kwargs)
+        made.append((kwargs.get("full"), fitted.n_components))
+        return fitted
+
+    monkeypatch.setattr(_search_run, "_fit_candidate", recording)
+    X = rows(400, d, seed=7, density=0.02)
+    search = PrivateGridSearchCV(
+        PrivatePCA(data_norm=2.0, svd_solver="randomized"),
+        {"n_components": [2, 4]}, epsilon=2.0, cv=3,
+        accountant=BudgetAccountant()).fit(X)
+    folds = made[:3]  # then the refit, with the chosen k
+    assert all(fitted_k == expected for _, fitted_k in folds)
+    assert all(np.isfinite(search.cv_results_["mean_test_score"]))
+    assert search.best_estimator_.n_components in (2, 4)
