@@ -336,6 +336,7 @@ class ComplexGaussPCA(_MatrixFreeMixin, _BasePrivatePCA):
             raise AttributeError(  # hasattr and check_is_fitted see no fit
                 "'ComplexGaussPCA' object has no attribute "
                 "'covariance_approximation_' (it is not fitted)")
+        self._check_square_result("covariance_approximation_")
         components, values = self.components_, self.noisy_variance_
         xp = _array_api.module_of(components)  # NumPy, or the input's namespace
         return (components.T * xp.where(values > 0, values, 0.0)) @ components

@@ -281,6 +281,7 @@ class _PCAModelMixin(TransformerMixin):
             for a float32 fit), computed in float64.
         """
         check_is_fitted(self)
+        self._check_square_result("get_covariance")
         components, variance, residual = self._model()
         cov = (components.T * (variance - residual)) @ components
         cov.flat[:: cov.shape[0] + 1] += residual
@@ -300,7 +301,25 @@ class _PCAModelMixin(TransformerMixin):
             in float64.
         """
         check_is_fitted(self)
+        self._check_square_result("get_precision")
         return self._in_fit_dtype(self._host_precision())
+
+    def _check_square_result(self, name):
+        """Refuse a ``d × d`` result (two float64 ``d × d`` arrays while it is
+        computed) over ``memory_limit``, with a clear error, rather than run
+        out of memory part-way: on wide data the model's methods that need
+        no such matrix are named."""
+        d = self.n_features_in_
+        needed, limit = 16.0 * d * d, self._memory_limit()
+        if limit is not None and needed > limit:
+            raise MemoryError(
+                f"{name} returns a {d} × {d} matrix, which takes about "
+                f"{needed / 2**30:.3g} GiB to compute, over this estimator's "
+                f"memory_limit ({limit / 2**30:.3g} GiB). score, score_samples, "
+                "transform and inverse_transform need no such matrix; the model "
+                "is components_, captured_variance_ and noise_variance_ "
+                "(get_covariance's docstring gives the formula)."
+            )
 
     def _log_likelihood(self, X):
         r"""Per-sample log-likelihood of validated ``X``, in float64 where the

@@ -306,7 +306,9 @@ def test_matrix_free_memory_grows_as_d_k_and_psi_is_not_kept():
     assert est.path_ == "matrix_free"
     assert peak < est._memory_needed(600, 4000) < 0.3 * 16 * 4000**2
     assert "covariance_approximation_" not in vars(est)
-    psi = est.covariance_approximation_
+    with pytest.raises(MemoryError, match="over this estimator's memory_limit"):
+        est.covariance_approximation_  # 128 MB, over the fit's 100 MB
+    psi = est.set_params(memory_limit="auto").covariance_approximation_
     np.testing.assert_allclose(
         psi, est.components_.T @ np.diag(np.maximum(est.noisy_variance_, 0))
         @ est.components_, atol=1e-12)

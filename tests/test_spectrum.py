@@ -15,6 +15,7 @@ from sklearn.datasets import load_digits
 from sklearn.decomposition import PCA
 
 import sklearn_dppca._complex_gauss_pca as complex_module
+import sklearn_dppca._matrix_free as matrix_free_module
 import sklearn_dppca._private_pca as private_module
 from sklearn_dppca import CoherentPowerPCA, ComplexGaussPCA, PrivatePCA
 from sklearn_dppca._spectrum import (
@@ -47,7 +48,7 @@ def test_trace_is_released_with_the_covariance_sigma(monkeypatch, Est, module,
     (σ = √2 C²/μ_cov), after the kernel; the spectrum gets exact trace +
     that draw."""
     drawn, seen = {}, {}
-    real_kernel, real_dense = getattr(module, kernel), module.dense_noise
+    real_kernel, real_dense = getattr(module, kernel), matrix_free_module.dense_noise
 
     def kernel_spy(rng, matrix, sigma):
         drawn["kernel"] = sigma
@@ -66,7 +67,7 @@ def test_trace_is_released_with_the_covariance_sigma(monkeypatch, Est, module,
         return real_spectrum(self, eigvals, sigma, trace, rest, **kwargs)
 
     monkeypatch.setattr(module, kernel, kernel_spy)
-    monkeypatch.setattr(module, "dense_noise", dense_spy)
+    monkeypatch.setattr(matrix_free_module, "dense_noise", dense_spy)  # the trace
     monkeypatch.setattr(Est, "_spectrum", spectrum_spy)
     X = np.random.default_rng(1).normal(size=(500, 5)) * 0.4 + 0.2
     C = 0.8
@@ -84,14 +85,14 @@ def test_trace_is_released_with_the_covariance_sigma(monkeypatch, Est, module,
 def test_trace_noise_is_standard_normal_over_fits(monkeypatch):
     """Across fits the trace's noise, over σ, is N(0, 1) (KS test)."""
     values = []
-    real_dense = private_module.dense_noise
+    real_dense = matrix_free_module.dense_noise
 
     def dense_spy(rng, shape, sigma):
         z = real_dense(rng, shape, sigma)
         values.append(float(z) / sigma)
         return z
 
-    monkeypatch.setattr(private_module, "dense_noise", dense_spy)
+    monkeypatch.setattr(matrix_free_module, "dense_noise", dense_spy)
     X = np.random.default_rng(2).normal(size=(200, 3)) * 0.3
     for seed in range(300):
         PrivatePCA(epsilon=1.0, data_norm=1.0, center=False, random_state=seed).fit(X)
@@ -321,7 +322,7 @@ def test_components_do_not_depend_on_the_trace(monkeypatch):
     changes the spectrum, never the components (so sin θ is unchanged)."""
     X, _ = np.random.default_rng(8).normal(size=(2000, 8)) * 0.3, None
     ref = PrivatePCA(4, data_norm=1.0, random_state=2).fit(X)
-    monkeypatch.setattr(private_module, "dense_noise",
+    monkeypatch.setattr(matrix_free_module, "dense_noise",  # the trace's draw
                         lambda rng, shape, sigma: np.asarray(1e3 * sigma))
     moved = PrivatePCA(4, data_norm=1.0, random_state=2).fit(X)
     np.testing.assert_array_equal(moved.components_, ref.components_)

@@ -199,3 +199,21 @@ def test_shared_fold_fits_of_wide_rows_keep_the_largest_k(d, expected, monkeypat
     assert all(fitted_k == expected for _, fitted_k in folds)
     assert all(np.isfinite(search.cv_results_["mean_test_score"]))
     assert search.best_estimator_.n_components in (2, 4)
+
+
+@pytest.mark.parametrize("Est, name", [(PrivatePCA, "get_covariance"),
+                                       (PrivatePCA, "get_precision"),
+                                       (ComplexGaussPCA, "covariance_approximation_")])
+def test_a_d_by_d_result_over_memory_limit_is_refused_clearly(Est, name):
+    """The model's d × d results are refused with a clear error over
+    ``memory_limit`` (a post-fit ``set_params``), never run out of memory
+    part-way; score needs no such matrix and still runs."""
+    X = rows(300, 400, seed=8).toarray()
+    model = fit(Est, X, 3).set_params(memory_limit=2e6)  # 2.4 MB needed
+    with pytest.raises(MemoryError, match=f"{name} returns a 400 × 400 matrix"):
+        value = getattr(model, name)
+        value() if callable(value) else None
+    assert math.isfinite(model.score(X))
+    model.set_params(memory_limit="auto")
+    value = getattr(model, name)
+    assert (value() if callable(value) else value).shape == (400, 400)
