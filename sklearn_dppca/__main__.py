@@ -49,6 +49,7 @@ import os
 import re
 import sys
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -160,8 +161,21 @@ def _read_matrix(args, columns, hint, fill=None, missing_hint=None, check=None,
     values only are reported: the files, the rows × columns, the number of
     partitions.
     """
-    from ._cli_io import numeric_matrix, read_table
+    from ._cli_io import is_sparse_file, numeric_matrix, read_sparse, read_table
 
+    if is_sparse_file(args.data):  # a SciPy sparse matrix: CSR, never dense
+        if args.dask:
+            raise ValueError(f"{args.data} is a sparse matrix (.npz), read whole "
+                             "and kept sparse: leave out --dask (it reads tables)")
+        _verbose(args, f"reading {args.data}")
+        X, names = read_sparse(args.data, columns, fill=fill,
+                               missing_hint=missing_hint)
+        # rows x columns only: how many values are stored depends on the data
+        _verbose(args, f"read {X.shape[0]} rows x {X.shape[1]} columns from "
+                       f"{args.data}")
+        if inspect is not None:
+            inspect(SimpleNamespace(columns=names))
+        return X, names, None
     if not args.dask:
         _refuse_many_files(args.data)
         frame = _read_reporting(args, read_table)
@@ -182,6 +196,18 @@ def _read_matrix(args, columns, hint, fill=None, missing_hint=None, check=None,
     _verbose(args, f"read {lazy.n_rows} rows x {len(frame.columns)} columns "
                    f"in {lazy.partitions} partitions ({files}) from {args.data}")
     return lazy.X, lazy.names, lazy
+
+
+def _refuse_dense_maps(args):
+    """``--scale`` (or a model fitted with it) maps each column's zero to a
+    non-zero value: refused on a sparse matrix before it is read."""
+    from ._cli_io import is_sparse_file
+
+    if getattr(args, "scale", False) and is_sparse_file(args.data):
+        raise ValueError(
+            f"--scale maps each column of {args.data} from its --bounds to [0, 1], "
+            "which makes a sparse matrix dense: scale it yourself, keeping zeros "
+            "at zero (or give --bounds alone)")
 
 
 def _refuse_many_files(path):
@@ -295,6 +321,7 @@ def fit_command(args):
 
     require_pandas("fit")
     _check_dask_options(args)
+    _refuse_dense_maps(args)
     estimator = _make_estimator(args)  # bad options fail before the data is read
     check_writable(args.output)  # and before any budget is spent
     _refuse_overwrite(args)
@@ -507,6 +534,7 @@ def transform_command(args):
     """``dppca transform``: project a table on a saved model."""
     from ._cli_io import (
         check_writable,
+        is_sparse_file,
         load_model,
         quote_names,
         require_pandas,
@@ -517,6 +545,11 @@ def transform_command(args):
     require_pandas("transform")
     _check_dask_options(args)
     model = load_model(args.model)
+    if model.scale_ranges is not None and is_sparse_file(args.data):
+        raise ValueError(
+            f"the model was fitted with --scale, which maps each column's zero "
+            f"to a non-zero value: {args.data}, a sparse matrix, would become "
+            "dense; give it as a table")
     if args.output != "-":
         table_format(args.output)
         check_writable(args.output)
@@ -595,7 +628,8 @@ def build_parser():
     fit.add_argument("data", metavar="DATA",
                      help="table to fit: *.csv (with a header; '-' for standard "
                      "input) or *.parquet (needs pyarrow); with --dask also a "
-                     "glob or a directory of such files")
+                     "glob or a directory of such files; or a sparse matrix, "
+                     "*.npz (scipy.sparse.save_npz; columns x0, x1, ...)")
     fit.add_argument("-o", "--output", metavar="MODEL", required=True,
                      help="model JSON to write ('-': standard output)")
     fit.add_argument("--n-components", "-k", metavar="K", type=_n_components,
@@ -680,7 +714,8 @@ def build_parser():
     tr.add_argument("model", metavar="MODEL", help="model JSON written by 'dppca fit'")
     tr.add_argument("data", metavar="DATA",
                     help="table to project: *.csv ('-': standard input) or "
-                    "*.parquet; with --dask also a glob or a directory of files")
+                    "*.parquet; with --dask also a glob or a directory of files; "
+                    "or a sparse matrix, *.npz")
     tr.add_argument("-o", "--output", metavar="OUT", required=True,
                     help="*.csv or *.parquet to write ('-': CSV on standard output)")
     tr.add_argument("-v", "--verbose", action="count", default=0,

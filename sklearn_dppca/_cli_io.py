@@ -202,6 +202,75 @@ def read_table(path):
     return frame
 
 
+def is_sparse_file(path):
+    """Whether DATA names a SciPy sparse matrix (``*.npz``, as written by
+    :func:`scipy.sparse.save_npz`) rather than a table."""
+    return path != "-" and os.path.basename(str(path)).lower().endswith(".npz")
+
+
+def read_sparse(path, columns, fill=None, missing_hint="drop or impute them first"):
+    """The chosen columns of the sparse matrix in ``path`` as float64 CSR,
+    never densified, with the checks of :func:`numeric_matrix`.
+
+    Its columns are named ``x0``, ``x1``, ... (a ``.npz`` file has no
+    names), as scikit-learn names an array's features. Only stored values
+    can be missing or infinite: their columns are named in the error.
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix of shape (n_rows, len(columns))
+    names : list of str
+    """
+    from scipy import sparse
+
+    try:
+        X = sparse.load_npz(path)
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError, KeyError) as exc:
+        raise ValueError(f"{path}: cannot read a sparse matrix (as written by "
+                         f"scipy.sparse.save_npz): {one_line(exc)}") from None
+    if X.dtype.kind not in "biuf":
+        raise ValueError(f"{path}: the sparse matrix holds {X.dtype} values, not "
+                         "real numbers")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{path}: the sparse matrix has shape {X.shape}: no "
+                         "rows or no columns")
+    names = [f"x{i}" for i in range(X.shape[1])]
+    X = sparse.csr_matrix(X, dtype=np.float64)
+    if columns is not None:
+        chosen = choose_sparse_columns(names, columns, path)
+        X, names = X[:, [int(c[1:]) for c in chosen]], chosen
+    X.sum_duplicates()
+    if callable(fill):
+        fill = fill(names)
+
+    def bad(test):
+        return [names[j] for j in np.unique(X.indices[test(X.data)])]
+
+    refuse_missing(bad(np.isnan), fill, path, missing_hint)
+    if fill is not None:
+        value = np.broadcast_to(np.asarray(fill, dtype=np.float64), (len(names),))
+        X.data = np.where(np.isnan(X.data), value[X.indices], X.data)
+    refuse_infinite(bad(np.isinf), path)
+    return X, names
+
+
+def choose_sparse_columns(names, columns, path):
+    """``columns`` among a sparse file's ``names`` (``x0``, ...), checked."""
+    if len(set(columns)) != len(columns):
+        dupes = sorted({c for c in columns if columns.count(c) > 1})
+        raise ValueError(f"column(s) {quote_names(dupes)} chosen more than once")
+    known = set(names)
+    missing = [c for c in columns if c not in known]
+    if missing:
+        raise ValueError(
+            f"{path} has no column(s) {quote_names(missing)}; a sparse matrix's "
+            f"columns are x0 to x{len(names) - 1}"
+        )
+    return list(columns)
+
+
 #: What to do about missing values in a table to fit.
 MISSING_HINT = (
     "give --fill-missing VALUE to replace them by a public constant, chosen "

@@ -1,6 +1,7 @@
 """The ``dppca`` command line: fit → JSON model → transform, and its errors."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -747,3 +748,78 @@ def test_start_random_reaches_the_coherent_estimator(data, tmp_path, capsys):
     rc, _, err = run(capsys, "fit", data, "-k", 2, "--epsilon", 2, "--delta", 1e-6,
                      "--data-norm", 3, "--start", "random", "-o", tmp_path / "p.json")
     assert rc == 2 and "--start" in err
+
+
+# --- sparse matrices (.npz) --------------------------------------------------
+def sparse_codes(tmp_path, nan=False, n=400, d=60):
+    """Binary code rows saved with scipy.sparse.save_npz; a stored NaN."""
+    from scipy import sparse
+
+    rng = np.random.default_rng(3)
+    X = sparse.random(n, d, density=0.1, random_state=rng, format="csr")
+    X.data[:] = 1.0
+    if nan:
+        X.data[4] = np.nan
+    path = tmp_path / ("nan.npz" if nan else "codes.npz")
+    sparse.save_npz(path, X)
+    return path, X
+
+
+def test_fit_and_transform_a_sparse_matrix_as_the_estimator(tmp_path, capsys):
+    """A .npz matrix is read as CSR and never densified: the fit is
+    PrivatePCA's on the same matrix with the same seed, its columns x0, x1,
+    ...; transform writes its projection."""
+    path, X = sparse_codes(tmp_path)
+    model = tmp_path / "m.json"
+    rc, _, err = run(capsys, "fit", path, "-k", 2, "--epsilon", 2, "--delta", 1e-6,
+                     "--data-norm", 3, "--seed", 5, "-v", "-o", model)
+    assert rc == 0, err
+    # public values only: not how many values are stored
+    assert f"read 400 rows x 60 columns from {path}\n" in err
+    assert str(X.nnz) not in err
+    saved = json.loads(model.read_text())
+    assert saved["feature_names"][:2] == ["x0", "x1"]
+    with pytest.warns(Warning):
+        ref = PrivatePCA(2, epsilon=2, delta=1e-6, data_norm=3.0, random_state=5,
+                         accountant=BudgetAccountant()).fit(X)
+    np.testing.assert_allclose(saved["attributes"]["components_"], ref.components_,
+                               atol=1e-12)
+    out = tmp_path / "z.csv"
+    rc, _, err = run(capsys, "transform", model, path, "-o", out)
+    assert rc == 0, err
+    np.testing.assert_allclose(pd.read_csv(out).to_numpy(), ref.transform(X),
+                               atol=1e-10)
+    rc, _, err = run(capsys, "fit", path, "-k", 2, "--epsilon", 2, "--delta", 1e-6,
+                     "--data-norm", 3, "--columns", "x3,x7,x9", "-o",
+                     tmp_path / "cols.json")
+    assert rc == 0, err
+    assert json.loads((tmp_path / "cols.json").read_text())["feature_names"] == [
+        "x3", "x7", "x9"]
+
+
+@pytest.mark.parametrize("extra, match", [
+    ((), "missing values .* column\\(s\\) 'x"),
+    (("--dask",), "leave out --dask"),
+    (("--bounds", 0, 1, "--scale"), "makes a sparse matrix dense"),
+    (("--columns", "x1,y"), "no column\\(s\\) 'y'"),
+])
+def test_sparse_matrices_are_refused_clearly_before_any_charge(tmp_path, capsys,
+                                                               extra, match):
+    path, _ = sparse_codes(tmp_path, nan=True)
+    ledger = tmp_path / "ledger.db"
+    run(capsys, "ledger", "init", ledger, "--epsilon", 10, "--delta", 1e-5)
+    rc, _, err = run(capsys, "fit", path, "-k", 2, "--epsilon", 2, "--delta", 1e-6,
+                     "--data-norm", 3, "--ledger", ledger, *extra,
+                     "-o", tmp_path / "m.json")
+    assert rc == 2
+    assert_one_error_line(err)
+    assert re.search(match, err), err
+    assert not (tmp_path / "m.json").exists()
+    assert BudgetAccountant(path=ledger).n_charges == 0
+
+
+def test_a_filled_sparse_matrix_fits(tmp_path, capsys):
+    path, _ = sparse_codes(tmp_path, nan=True)
+    rc, _, err = run(capsys, "fit", path, "-k", 2, "--epsilon", 2, "--delta", 1e-6,
+                     "--data-norm", 3, "--fill-missing", 0, "-o", tmp_path / "m.json")
+    assert rc == 0, err
