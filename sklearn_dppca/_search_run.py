@@ -13,6 +13,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils import _safe_indexing
 
 from . import _array_api
+from ._dask import as_dask_array, is_dask_collection
 from ._pca_model import map_non_finite
 from ._search_plan import _locate_private_step, _value_key
 from ._stats import clipped_projections
@@ -348,17 +349,26 @@ def _take(X, indices):
 
 
 def _all_finite(Z):
-    """Whether every entry of ``Z`` (sparse, Array API or NumPy) is finite."""
+    """Whether every entry of ``Z`` (sparse, Dask, Array API or NumPy) is
+    finite; a Dask collection chunk by chunk, never gathered."""
+    if is_dask_collection(Z):
+        import dask.array as da
+
+        return bool(da.isfinite(as_dask_array(Z)[0]).all().compute())
     values = Z.data if hasattr(Z, "tocsr") else _host(Z)
     return bool(np.all(np.isfinite(values)))
 
 
 def _host(values, non_finite="raise"):
     """A NumPy float64 array of ``values`` (Array API or NumPy; sparse
-    stays sparse, as float64 CSR: rows are never densified); with
+    stays sparse, as float64 CSR, and Dask lazy: rows are never densified
+    or gathered); with
     ``non_finite="clip"``, mapped first as a private step with that setting
     maps its input (:func:`~sklearn_dppca._pca_model.map_non_finite`, in the
     dtype the step computes in: float32 stays float32, others float64)."""
+    if is_dask_collection(values):  # rows of a Dask collection stay lazy
+        values = as_dask_array(values)[0]
+        return map_non_finite(values) if non_finite == "clip" else values
     if non_finite == "clip":
         values = _as_fit_input(values)
         values = map_non_finite(values)

@@ -487,7 +487,7 @@ def clip_rows(rows, bound, centre=0.0):
 def clipped_projections(rows, bound, centre, basis):
     r"""``clip_rows(rows, bound, centre) @ basis`` in memory
     :math:`O(n k)` beside a block of rows (:func:`row_spans`): sparse rows
-    never densified (CSC rows are read as CSR).
+    never densified (CSC rows are read as CSR), a Dask array chunk by chunk.
 
     On a sparse row the same scaled quantities as :func:`clip_rows`, with
     the centring implicit: for :math:`x_s = x/s` (stored values only,
@@ -500,6 +500,10 @@ def clipped_projections(rows, bound, centre, basis):
     their per-row values to :math:`[0, C^2]`, which keeps their bound exact.
     """
     basis = np.asarray(basis, dtype=np.float64)
+    if hasattr(rows, "map_blocks") and hasattr(rows, "chunks"):  # Dask: by chunk
+        return rows.map_blocks(clipped_projections, bound, centre, basis,
+                               chunks=(rows.chunks[0], (basis.shape[1],)),
+                               dtype=np.float64).compute()
     thin = sparse.issparse(rows)
     rows = rows.tocsr() if thin else np.asarray(rows)
     centre = np.broadcast_to(np.asarray(centre, dtype=np.float64), (rows.shape[1],))

@@ -217,3 +217,25 @@ def test_a_d_by_d_result_over_memory_limit_is_refused_clearly(Est, name):
     model.set_params(memory_limit="auto")
     value = getattr(model, name)
     assert (value() if callable(value) else value).shape == (400, 400)
+
+
+def test_a_search_on_a_dask_array_scores_it_chunk_by_chunk():
+    """The search's validation rows and its finiteness check stay lazy on a
+    Dask array (never gathered); the search is the one on the same rows in
+    memory."""
+    da = pytest.importorskip("dask.array")
+    from sklearn_dppca._search_run import _all_finite, _host
+
+    X = rows(1500, 40, seed=9).toarray()
+    D = da.from_array(X, chunks=(200, 40))
+    assert isinstance(_host(D), da.Array) and isinstance(_host(D, "clip"), da.Array)
+    bad = X.copy()
+    bad[1300, 2] = np.nan
+    assert _all_finite(D) and not _all_finite(da.from_array(bad, chunks=(200, 40)))
+    results = []
+    for Z in (D, X):
+        search = PrivateGridSearchCV(
+            PrivatePCA(data_norm=2.0), {"n_components": [2, 4]}, epsilon=2.0,
+            cv=3, random_state=0, accountant=BudgetAccountant()).fit(Z)
+        results.append(search.cv_results_["mean_test_score"])
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-8)
