@@ -21,7 +21,7 @@ CSR 10⁵ × 2·10⁴, binary, at most 1% non-zero per row (``--quick``: 500 ×
 
 Run it with::
 
-    python benchmarks/bench_score.py            # about two minutes
+    python benchmarks/bench_score.py            # about four minutes
     python benchmarks/bench_score.py --quick    # seconds
 """
 
