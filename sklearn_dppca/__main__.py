@@ -96,6 +96,12 @@ def _warn(message):
     print(f"dppca: warning: {one_line(message)}", file=sys.stderr, flush=True)
 
 
+#: The estimators' advice to scale the features, in Python terms.
+_SCALER_ADVICE = (
+    r"by their public ranges with sklearn_dppca\.preprocessing\.PublicScaler "
+    r"\(no budget\), or privately with sklearn_dppca\.preprocessing\."
+    r"PrivateStandardScaler \(a charge of its own\)")
+
 #: The estimators' warnings name Python parameters; the CLI user typed flags.
 #: Applied in order: the known sentences first, then any parameter name left.
 _FLAG_WORDING = (
@@ -105,10 +111,8 @@ _FLAG_WORDING = (
      "Leave out --seed (the noise then comes from operating-system entropy)"),
     (r"\bdata_norm=\"auto\"", "--data-norm auto"),
     (r"\bbounds=\(lower, upper\)", "--bounds LOW HIGH"),
-    (r"by their public ranges with sklearn_dppca\.preprocessing\.PublicScaler "
-     r"\(no budget\), or privately with sklearn_dppca\.preprocessing\."
-     r"PrivateStandardScaler \(a charge of its own\)",
-     "by their public ranges with --scale and --bounds FILE (no budget)"),
+    (_SCALER_ADVICE, "by their public ranges with --scale and --bounds FILE "
+     "(no budget)"),
     (r"\brandom_state=(-?\d+)", r"--seed \1"),
     (r"\brandom_state\b", "--seed"),
     (r"\bdata_norm\b", "--data-norm"),
@@ -312,6 +316,7 @@ def fit_command(args):
     from ._cli_io import (
         MISSING_HINT,
         check_writable,
+        is_sparse_file,
         model_to_dict,
         require_pandas,
         save_model,
@@ -378,12 +383,16 @@ def fit_command(args):
                 raise ValueError(in_flags(str(exc))) from exc
     _verbose(args, progress.summary())
     leaks, noisy, seen = [], [], set()
+    sparse_rows = is_sparse_file(args.data)
     for w in caught:
         message = str(w.message)
         if issubclass(w.category, (FeatureScaleWarning, NoisyReleaseWarning)):
             # fitted on an array: the columns' names
             message = re.sub(r"\bfeature (\d+)\b",
                              lambda m: f"{names[int(m.group(1))]!r}", message)
+        if sparse_rows:  # --scale is refused there: say what works instead
+            message = re.sub(_SCALER_ADVICE, "by scaling the matrix's columns "
+                             "yourself, keeping zeros at zero (no budget)", message)
         if message in seen:
             continue
         seen.add(message)

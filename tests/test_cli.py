@@ -777,6 +777,8 @@ def test_fit_and_transform_a_sparse_matrix_as_the_estimator(tmp_path, capsys):
     # public values only: not how many values are stored
     assert f"read 400 rows x 60 columns from {path}\n" in err
     assert str(X.nnz) not in err
+    # no advice to --scale, which a sparse matrix refuses
+    assert "--scale" not in err
     saved = json.loads(model.read_text())
     assert saved["feature_names"][:2] == ["x0", "x1"]
     with pytest.warns(Warning):
