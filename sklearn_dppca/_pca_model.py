@@ -20,7 +20,7 @@ from ._dask import (
     check_numeric_columns,
     is_dask_collection,
 )
-from ._stats import row_spans
+from ._row_maps import row_spans
 
 
 def map_non_finite(X):

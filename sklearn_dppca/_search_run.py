@@ -15,8 +15,8 @@ from sklearn.utils import _safe_indexing
 from . import _array_api
 from ._dask import as_dask_array, is_dask_collection
 from ._pca_model import map_non_finite
+from ._row_maps import clipped_projections
 from ._search_plan import _locate_private_step, _value_key
-from ._stats import clipped_projections
 from .privacy import BudgetAccountant
 
 #: Margin, in standard deviations, that each extra component must clear in

@@ -49,7 +49,8 @@ from ._box import box_radius, check_box
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
 from ._param_docs import fill_parameter_docs
 from ._released import NoisyReleaseWarning
-from ._stats import _clip_scales, _sq_norms, clip_rows, iter_blocks
+from ._row_maps import clip_rows
+from ._stats import _clip_scales, _sq_norms, iter_blocks
 from .noise import add_goe_noise, make_generator, noise_scale
 from .privacy import (
     BudgetAccountant,

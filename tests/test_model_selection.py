@@ -23,7 +23,7 @@ from sklearn_dppca import (
     _search_run,
 )
 from sklearn_dppca import model_selection as ms
-from sklearn_dppca._stats import clip_rows
+from sklearn_dppca._row_maps import clip_rows
 from sklearn_dppca.audit import audit
 from sklearn_dppca.model_selection import (
     SEARCH_BUDGET_SHARES,
