@@ -1,10 +1,17 @@
 """How a fit computes, chosen from public values before the data is read:
 scikit-learn's rule for the solver, the machine's memory and the share a
 fit may take of it, and the model of the dense and matrix-free paths'
-costs (``_BasePrivatePCA._path``, ``_memory_needed``)."""
+costs; and :class:`_PathMixin`, the estimators' methods that apply them
+(``_path``, ``_memory_needed``, ``_check_memory``, the solver's choice)."""
 
 import os
 from numbers import Integral
+
+from ._dask import ChunkedRows
+from ._reported import _engine
+from ._rows import InMemoryRows
+from ._stats import _block_rows, blas_threads, kernel_threads
+from .noise import IMPLICIT_BLOCK, kernel_bytes
 
 #: Share of the machine's memory that a fit may take with
 #: ``memory_limit="auto"`` (``_check_memory``): beyond it the fit is refused
@@ -102,3 +109,208 @@ KERNEL_CACHE_SHARE = 0.125
 
 #: The kernel's cache where the machine's memory cannot be told.
 DEFAULT_KERNEL_CACHE = 2**30
+
+
+#: The ``svd_solver`` values that compute the top ``k`` eigenpairs only.
+TRUNCATED_SOLVERS = ("randomized", "arpack")
+
+
+class _PathMixin:
+    """The fit's solver, path and memory, from public values (mixed into
+    ``_BasePrivatePCA``): which eigensolver, whether a path without a
+    ``d × d`` matrix can run, the bytes each path needs and the refusal of a
+    fit over ``memory_limit``, before the data is read."""
+
+    def _path(self, n_samples, n_features, engine):
+        r"""``"dense"``: the release is a :math:`d \times d` matrix (the
+        estimators with other paths override this: ``_MatrixFreeMixin``,
+        :class:`CoherentPowerPCA`)."""
+        return "dense"
+
+    def _memory_limit(self):
+        """Bytes a fit may take (``memory_limit``), or None where the
+        machine's memory cannot be told (no check)."""
+        limit = self.memory_limit
+        if limit != "auto":
+            return float(limit)
+        total = physical_memory()
+        return None if total is None else MEMORY_SHARE * total
+
+    def _kernel_bytes(self, n_features):
+        """Bytes of the implicit kernel's blocks, all of them: twice
+        :func:`kernel_bytes` for the GUE kernel (its real and imaginary
+        parts)."""
+        return kernel_bytes(n_features) * (2 if self._hermitian_noise else 1)
+
+    def _kernel_cache(self, n_features):
+        """Bytes of the implicit kernel's blocks kept once drawn: all of them
+        (:math:`2 d^2` bytes in single precision, :math:`4 d^2` for the GUE
+        kernel) if they fit in :data:`KERNEL_CACHE_SHARE` of
+        ``memory_limit``, else that share."""
+        limit = self._memory_limit()
+        share = DEFAULT_KERNEL_CACHE if limit is None else KERNEL_CACHE_SHARE * limit
+        return int(min(self._kernel_bytes(n_features), share))
+
+    def _memory_needed(self, n_samples, n_features, path=None):
+        r"""Bytes of the fit's largest arrays at their peak, from public
+        values.
+
+        Dense: its :math:`d \times d` matrices — two float64 matrices in the
+        Gram pass (the raw one and the centred one), then the release: one
+        matrix with a truncated solver, three with every eigenpair (LAPACK's
+        copy and the eigenvectors); a complex release doubles that part.
+        Matrix-free: about twelve :math:`d \times p` blocks of the solver and
+        the products (:math:`p = k + \mathtt{n\_oversamples}`), one in single
+        precision per thread drawing the kernel and its block (at most
+        :math:`1024^2`, drawn in double and rounded to single), a block of
+        rows (:class:`ImplicitScatter`) and the kernel's cache
+        (:meth:`_kernel_cache`); complex blocks (the GUE kernel) count
+        twice.
+        """
+        d = n_features
+        path = path or getattr(self, "_fit_path", "dense")
+        if path != "dense":
+            p = self._block_columns(n_samples, d)
+            rows = min(n_samples, _block_rows(d)) * (d + p)
+            # sparse rows: two blocks' d × p parts per thread of a pass
+            parts = 16 * d * p * blas_threads()
+            if path == "noisy_power":  # V, the products, Y, its noise, its SVD
+                return 8 * (8 * d * p + rows) + parts
+            threads = kernel_threads(d)
+            kernel = min(IMPLICIT_BLOCK, d) ** 2
+            if self._hermitian_noise:  # complex blocks: [V_r, V_i] for every product
+                p *= 2
+                parts *= 2
+            # per kernel thread: its single-precision output and a block drawn
+            # in double and rounded to single; V in single precision
+            return (8 * (12 * d * p + rows) + 4 * d * p * (threads + 1) + parts
+                    + 12 * threads * kernel + self._kernel_cache(d))
+        solver = self._eigen_solver(n_samples, d)
+        release = 1 if solver in TRUNCATED_SOLVERS else 3
+        if self._hermitian_noise:
+            release = 2 * release + 1  # complex matrices, beside the real Gram
+        return 8 * d * d * max(2, release)
+
+    #: How a refusal names the columns of the d × p blocks beyond k.
+    _oversampling = "n_oversamples"
+
+    def _blocks_obstacle(self, engine, shape=None):
+        r"""Why a path without a :math:`d \times d` matrix (its passes of
+        :math:`d \times p` products) cannot run: the rows' engine, or with
+        ``shape`` (``(n_samples, n_features)``) blocks of :math:`p \ge d`
+        columns; or None."""
+        if shape is not None:
+            size = self._block_columns(*shape)
+            if size >= shape[1]:
+                return (f"needs n_components + {self._oversampling} = {size} "
+                        f"below n_features = {shape[1]}")
+        if not isinstance(_engine(engine), (InMemoryRows, ChunkedRows)):
+            return "is not available for Array API inputs (give a NumPy array)"
+        return None
+
+    def _block_columns(self, n_samples, n_features):
+        r""":math:`p`, the columns of the :math:`d \times p` blocks of a path
+        without a :math:`d \times d` matrix:
+        :math:`k + \mathtt{n\_oversamples}`."""
+        return self._truncated_k(n_samples, n_features) + self.n_oversamples
+
+    def _check_memory(self, n_samples, n_features):
+        """Refuse, before the data is read and before any charge, a fit
+        whose arrays cannot fit in ``memory_limit`` (by default
+        :data:`MEMORY_SHARE` of this machine's memory): it would otherwise
+        run out of memory part-way, after its charge. The message names the
+        path that fits, if one does."""
+        limit = self._memory_limit()
+        needed = self._memory_needed(n_samples, n_features)
+        if limit is None or needed <= limit:
+            return
+        gib = 2.0**30
+        d = n_features
+        what = {"dense": f"its {d} × {d} matrices",
+                "matrix_free": "the blocks of its matrix-free solver",
+                "noisy_power": "the blocks of its noisy power method"}[self._fit_path]
+        limit_text = (f"memory_limit={self.memory_limit!r}"
+                      if self.memory_limit != "auto"
+                      else f"{MEMORY_SHARE:.0%} of this machine's memory")
+        raise MemoryError(
+            f"{type(self).__name__} on {d} features needs about "
+            f"{needed / gib:.3g} GiB for {what}, more than {limit_text} "
+            f"({limit / gib:.3g} GiB). The fit was refused before reading the "
+            "data or spending any budget. "
+            + (self._matrix_free_advice(n_samples, n_features)
+               if self._fit_path == "dense" else
+               "Fewer features (a public selection of them) or fewer "
+               "components shrink it.")
+        )
+
+    def _matrix_free_advice(self, n_samples, n_features):
+        """What the dense path's refusal advises: the matrix-free path."""
+        return (
+            "PrivatePCA(n_components=k, svd_solver='randomized', "
+            "path='matrix_free') never forms a d × d matrix (its memory grows "
+            "as d·k; path='noisy_power' also draws only d·k noise per pass, "
+            "at some accuracy); with fewer features (a public selection of "
+            "them) the matrices shrink as d²."
+        )
+
+    def _eigen_solver(self, n_samples, n_features):
+        """How the released matrix is eigendecomposed (post-processing: the
+        release is the same), by scikit-learn's names: ``"covariance_eigh"``
+        and ``"full"`` compute every eigenpair (the same LAPACK call here),
+        ``"randomized"`` and ``"arpack"`` the top :math:`k`.
+        ``svd_solver="auto"`` follows scikit-learn's rule on the public
+        shape (:func:`auto_solver`)."""
+        solver = self.svd_solver if self._honours_svd_solver else "full"
+        if solver == "auto":
+            return auto_solver(n_samples, n_features, self.n_components)
+        return solver
+
+    def _truncated_k(self, n_samples, n_features):
+        r"""The :math:`k` of a truncated solver: ``n_components``, or for
+        ``None`` scikit-learn's :math:`\min(n, d)` (:math:`\min(n, d) - 1`
+        with ARPACK)."""
+        k = self.n_components
+        if k is None:
+            k = min(n_samples, n_features)
+            if self._eigen_solver(n_samples, n_features) == "arpack":
+                k -= 1
+        return int(k)
+
+    def _check_n_components(self, n_samples, n_features):
+        # scikit-learn's errors (and its rule: 'mle' needs n_samples >= n_features)
+        k = self.n_components
+        solver = self._eigen_solver(n_samples, n_features)
+        if solver in TRUNCATED_SOLVERS:  # scikit-learn's rules for them
+            smallest = min(n_samples, n_features)
+            if isinstance(k, str):
+                raise ValueError(
+                    f"n_components={k!r} cannot be a string with "
+                    f"svd_solver={solver!r}"
+                )
+            k = self._truncated_k(n_samples, n_features)
+            if not (isinstance(self.n_components, Integral) or
+                    self.n_components is None) or not 1 <= k <= smallest:
+                raise ValueError(
+                    f"n_components={self.n_components!r} must be between 1 and "
+                    f"min(n_samples, n_features)={smallest} with "
+                    f"svd_solver={solver!r}"
+                )
+            if solver == "arpack" and k == smallest:
+                raise ValueError(
+                    f"n_components={k!r} must be strictly less than "
+                    f"min(n_samples, n_features)={smallest} with "
+                    f"svd_solver={solver!r}"
+                )
+            return
+        if isinstance(k, str):  # 'mle'
+            if n_samples < n_features:
+                raise ValueError(
+                    "n_components='mle' is only supported if n_samples >= n_features"
+                )
+            return
+        low = self._parameter_constraints["n_components"][0].left  # 0, or 1
+        if isinstance(k, Integral) and not low <= k <= min(n_samples, n_features):
+            raise ValueError(
+                f"n_components={k} must be between {low} and "
+                f"min(n_samples, n_features)={min(n_samples, n_features)}."
+            )

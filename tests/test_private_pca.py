@@ -874,18 +874,18 @@ def test_a_fit_whose_matrices_cannot_fit_is_refused_before_the_charge(Est,
     """Issue 31, item 4: the d × d matrices' memory is known from public
     values before the data is read; a fit that could not hold them is
     refused then, not out of memory after its charge."""
-    from sklearn_dppca import _base
+    from sklearn_dppca import _paths
 
     X, _ = _spiked(n=200, d=40)
     budget = BudgetAccountant()
     est = Est(2, data_norm=1.0, accountant=budget)
     needed = est._memory_needed(*X.shape)
     assert needed >= 2 * 8 * 40 * 40
-    monkeypatch.setattr(_base, "physical_memory", lambda: needed)
+    monkeypatch.setattr(_paths, "physical_memory", lambda: needed)
     with pytest.raises(MemoryError, match="refused before reading the data"):
         est.fit(X)
     assert budget.n_charges == 0
-    monkeypatch.setattr(_base, "physical_memory", lambda: 2 * needed)
+    monkeypatch.setattr(_paths, "physical_memory", lambda: 2 * needed)
     est.fit(X)
     assert budget.n_charges == 1
     # a truncated solver needs fewer of them

@@ -21,8 +21,8 @@ from sklearn_dppca import (
     ComplexGaussPCA,
     PrivatePCA,
 )
-from sklearn_dppca._search_run import _cumulative_gains
 from sklearn_dppca._row_maps import clip_rows, clipped_projections
+from sklearn_dppca._search_run import _cumulative_gains
 from sklearn_dppca.model_selection import PrivateGridSearchCV, captured_variance_rows
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
