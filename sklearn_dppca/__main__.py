@@ -203,11 +203,12 @@ def _read_matrix(args, columns, hint, fill=None, missing_hint=None, check=None,
 
 
 def _refuse_dense_maps(args):
-    """``--scale`` (or a model fitted with it) maps each column's zero to a
-    non-zero value: refused on a sparse matrix before it is read."""
+    """``--scale`` maps each column's zero to a non-zero value: refused on a
+    sparse matrix before it is read (``transform`` refuses a model fitted
+    with it the same way)."""
     from ._cli_io import is_sparse_file
 
-    if getattr(args, "scale", False) and is_sparse_file(args.data):
+    if args.scale and is_sparse_file(args.data):
         raise ValueError(
             f"--scale maps each column of {args.data} from its --bounds to [0, 1], "
             "which makes a sparse matrix dense: scale it yourself, keeping zeros "

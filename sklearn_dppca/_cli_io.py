@@ -239,7 +239,7 @@ def read_sparse(path, columns, fill=None, missing_hint="drop or impute them firs
     names = [f"x{i}" for i in range(X.shape[1])]
     X = sparse.csr_matrix(X, dtype=np.float64)
     if columns is not None:
-        chosen = choose_sparse_columns(names, columns, path)
+        chosen = check_chosen(columns, names, path)
         X, names = X[:, [int(c[1:]) for c in chosen]], chosen
     X.sum_duplicates()
     if callable(fill):
@@ -256,17 +256,18 @@ def read_sparse(path, columns, fill=None, missing_hint="drop or impute them firs
     return X, names
 
 
-def choose_sparse_columns(names, columns, path):
-    """``columns`` among a sparse file's ``names`` (``x0``, ...), checked."""
+def check_chosen(columns, available, path):
+    """``columns`` (a list of names) checked against the ``available`` ones
+    of ``path``: each chosen once, each present."""
     if len(set(columns)) != len(columns):
         dupes = sorted({c for c in columns if columns.count(c) > 1})
         raise ValueError(f"column(s) {quote_names(dupes)} chosen more than once")
-    known = set(names)
+    known = set(available)
     missing = [c for c in columns if c not in known]
     if missing:
         raise ValueError(
-            f"{path} has no column(s) {quote_names(missing)}; a sparse matrix's "
-            f"columns are x0 to x{len(names) - 1}"
+            f"{path} has no column(s) {quote_names(missing)}; its columns are "
+            f"{quote_names(available)}"
         )
     return list(columns)
 
@@ -326,18 +327,8 @@ def choose_columns(frame, columns, path, hint):
     pandas or a (lazy) Dask DataFrame."""
     from pandas.api.types import is_numeric_dtype
 
-    if columns is None:
-        columns = list(frame.columns)
-    else:
-        if len(set(columns)) != len(columns):
-            dupes = sorted({c for c in columns if columns.count(c) > 1})
-            raise ValueError(f"column(s) {quote_names(dupes)} chosen more than once")
-        missing = [c for c in columns if c not in frame.columns]
-        if missing:
-            raise ValueError(
-                f"{path} has no column(s) {quote_names(missing)}; its columns are "
-                f"{quote_names(frame.columns)}"
-            )
+    columns = (list(frame.columns) if columns is None
+               else check_chosen(columns, list(frame.columns), path))
     dtypes = frame.dtypes
     text = [c for c in columns if not is_numeric_dtype(dtypes[c])]
     if text:

@@ -8,6 +8,7 @@ released values; a release's own clipping is ``_stats``'s
 import numpy as np
 from scipy import sparse
 
+from ._dask import is_dask_collection
 from ._stats import _BLOCK_BYTES, _ranges
 
 
@@ -48,7 +49,7 @@ def clipped_projections(rows, bound, centre, basis):
     their per-row values to :math:`[0, C^2]`, which keeps their bound exact.
     """
     basis = np.asarray(basis, dtype=np.float64)
-    if hasattr(rows, "map_blocks") and hasattr(rows, "chunks"):  # Dask: by chunk
+    if is_dask_collection(rows):  # a Dask array (all columns per chunk): by chunk
         return rows.map_blocks(clipped_projections, bound, centre, basis,
                                chunks=(rows.chunks[0], (basis.shape[1],)),
                                dtype=np.float64).compute()
