@@ -14,10 +14,10 @@ It also times :func:`sklearn_dppca.model_selection.captured_variance_rows`,
 the private search's per-row validation score, on the same rows.
 scikit-learn refuses sparse rows in ``score``: its cells say so.
 
-Cases: dense 2 000 × 5 000 and 4 000 × 10 000 (a rank-20 signal plus noise);
-CSR 10⁵ × 2·10⁴, binary, at most 1% non-zero per row (``--quick``: 500 ×
-1 000, 1 000 × 2 000, 2 000 × 5 000 CSR). One BLAS thread unless
-``--blas-threads`` says otherwise.
+Cases, with ``bench_wide.py``'s data: its planted spikes, dense 2 000 ×
+5 000 and 4 000 × 10 000, and its binary topic rows, CSR 10⁵ × 2·10⁴ at 1%
+(``--quick``: 500 × 1 000, 1 000 × 2 000, 2 000 × 5 000 CSR). One BLAS
+thread unless ``--blas-threads`` says otherwise.
 
 Run it with::
 
@@ -31,8 +31,7 @@ import time
 import tracemalloc
 import warnings
 
-import numpy as np
-from scipy import sparse
+from bench_wide import make_spiked, make_topics  # benchmarks/ is on the path
 from sklearn.decomposition import PCA
 from threadpoolctl import threadpool_limits
 
@@ -45,18 +44,11 @@ K = 10
 
 
 def make(kind, n, d, seed=0):
-    rng = np.random.default_rng(seed)
-    if kind == "csr":  # binary rows of at most d/100 ones, drawn per row
-        m = max(1, d // 100)
-        columns = rng.integers(d, size=(n, m)).astype(np.int32)
-        X = sparse.csr_matrix((np.ones(n * m), columns.ravel(),
-                               np.arange(0, n * m + 1, m)), shape=(n, d))
-        X.sum_duplicates()
-        X.data[:] = 1.0
-        return X, float(np.sqrt(m))
-    X = rng.standard_normal((n, 20)) @ rng.standard_normal((20, d)) / np.sqrt(d)
-    X += 0.1 * rng.standard_normal((n, d))
-    return X, 4.0
+    """The case's rows and public ``data_norm``: ``bench_wide.py``'s planted
+    spikes (dense) or its topic rows at 1% (CSR)."""
+    X, meta = (make_topics(n, d, 0.01, seed) if kind == "csr"
+               else make_spiked(n, d, seed))
+    return X, meta["data_norm"]
 
 
 def measure(call, repeats):
