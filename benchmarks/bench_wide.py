@@ -82,9 +82,16 @@ process.) Where
 ``clear_refs`` cannot be written (not Linux), each fit gets a fresh worker
 and the peak is ``ru_maxrss`` after the fit minus ``ru_maxrss`` once the data
 is loaded: an upper bound of the same quantity when loading peaked lower.
-Timing is wall time (``time.perf_counter``) of ``fit`` alone, one fit per
-cell, in the same process for every cell of a case (unless a worker had to
-be replaced). Every fit runs with **one BLAS thread** by default
+Timing is wall time (``time.perf_counter``) of ``fit`` alone, in the same
+process for every cell of a case (unless a worker had to be replaced). The
+cells run in rounds: ``--repeats`` rounds of every cell (default 1), and
+the baselines in ``--baseline-repeats`` rounds at least (default 3), the
+cells of a round in the table's order; a cell's time and peak are the
+medians of its runs (every run is in the JSON output, ``times_s`` and
+``peaks_bytes``). A baseline timed once can flatter or harm every ratio of
+its case: the first large fit of a worker, or one right after a private
+fit, can run cold (on the genotypes ``PCA()`` took 10.9, 10.4 and 6.5 s in
+one run). Every fit runs with **one BLAS thread** by default
 (``--blas-threads 1``; 0 keeps the library default), as in
 ``evaluate.py``: on a 2-core machine shared with other jobs, a descheduled
 second BLAS thread stalls every BLAS call (one ``ComplexGaussPCA`` fit on
@@ -137,6 +144,7 @@ import resource
 import select
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -637,6 +645,41 @@ def run_case(folder, cells, timeout, memory_limit, progress=log, blas_threads=1)
     return results
 
 
+def round_robin(cells, repeats, baseline_repeats):
+    """The order the cells run in: round ``r`` runs, in order, every cell
+    with more than ``r`` runs (``repeats``, or at least ``baseline_repeats``
+    for a baseline). Returns the cells' indices, round after round."""
+    counts = [max(repeats, baseline_repeats if cell["estimator"] in BASELINES else 0)
+              for cell in cells]
+    return [i for r in range(max(counts, default=0))
+            for i, count in enumerate(counts) if count > r]
+
+
+def merge_runs(runs):
+    """One cell's result from its runs: the medians of the time and the peak,
+    each run's in ``times_s`` and ``peaks_bytes``; a run that failed makes
+    the cell's status its own."""
+    failed = [r for r in runs if r["status"] != "ok"]
+    merged = dict(failed[0] if failed else runs[0], runs=len(runs))
+    if not failed:
+        merged["times_s"] = [r["time_s"] for r in runs]
+        merged["peaks_bytes"] = [r["peak_bytes"] for r in runs]
+        merged["time_s"] = statistics.median(merged["times_s"])
+        merged["peak_bytes"] = statistics.median(merged["peaks_bytes"])
+    return merged
+
+
+def run_rounds(folder, cells, args, progress=log):
+    """Every cell's runs (:func:`round_robin`) in one worker, merged."""
+    order = round_robin(cells, args.repeats, args.baseline_repeats)
+    results = run_case(folder, [cells[i] for i in order], args.timeout,
+                       args.memory_limit, progress, blas_threads=args.blas_threads)
+    runs = [[] for _ in cells]
+    for i, result in zip(order, results):
+        runs[i].append(result)
+    return [merge_runs(r) for r in runs]
+
+
 def describe(cell):
     solver = "" if cell["svd_solver"] is None else f" svd_solver={cell['svd_solver']}"
     if cell.get("path") is not None:
@@ -766,12 +809,20 @@ def parse_args(argv):
     parser.add_argument("--blas-threads", type=int, default=1,
                         help="BLAS threads of every fit (default: 1; 0 keeps the "
                         "library default)")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="runs of every cell, in rounds; the table shows "
+                        "medians (default: %(default)s)")
+    parser.add_argument("--baseline-repeats", type=int, default=3,
+                        help="runs of each scikit-learn baseline at least "
+                        "(default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the data and of the estimators")
     parser.add_argument("--out", metavar="FILE.json", help="also write the results")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.memory_limit = args.memory_limit * 1e9
+    if args.repeats < 1 or args.baseline_repeats < 0:
+        parser.error("--repeats must be at least 1 and --baseline-repeats at least 0")
     if args.worker:
         return args
     args.size = "tiny" if args.tiny else "quick" if args.quick else "full"
@@ -798,7 +849,9 @@ def main(argv=None):
     threads = args.blas_threads or "the library default"
     print(f"size: {args.size}; ε ∈ {args.epsilons}, k ∈ {args.ks}, δ = {DELTA:g}; "
           f"per fit: {args.timeout:g} s, {args.memory_limit / 1e9:g} GB, "
-          f"BLAS threads: {threads}; "
+          f"BLAS threads: {threads}; time and peak: medians of "
+          f"{args.repeats} run(s), the baselines' of "
+          f"{max(args.repeats, args.baseline_repeats)}; "
           "peak = resident high-water mark of the fit above the resident size "
           "before it\n", flush=True)
     metas, results = [], []
@@ -814,8 +867,7 @@ def main(argv=None):
             gc.collect()
             log(f"{name}: data and reference in {time.perf_counter() - started:.1f}s")
             cells = make_cells(meta, args)
-            case_results = run_case(folder, cells, args.timeout, args.memory_limit,
-                                    blas_threads=args.blas_threads)
+            case_results = run_rounds(folder, cells, args)
             add_ratios(case_results)
             shutil.rmtree(folder, ignore_errors=True)
             print(markdown(meta, case_results) + "\n", flush=True)

@@ -523,3 +523,21 @@ def test_bench_score_quick(capsys):
     out = capsys.readouterr().out
     assert "dense 1000 x 2000" in out and "(refuses" in out
     assert out.count(" ours ") == 3 and out.count(" sklearn ") == 2
+
+
+def test_wide_rounds_repeat_the_baselines_and_take_medians():
+    """The baselines run in more rounds than the private fits, every round
+    in the table's order, and a cell reads the medians of its runs (a failed
+    run makes its status)."""
+    bench = pytest.importorskip("bench_wide")
+    cells = [dict(estimator="PCA auto"), dict(estimator="PrivatePCA"),
+             dict(estimator="TruncatedSVD")]
+    assert bench.round_robin(cells, 1, 3) == [0, 1, 2, 0, 2, 0, 2]
+    assert bench.round_robin(cells, 2, 0) == [0, 1, 2, 0, 1, 2]
+    runs = [dict(status="ok", time_s=t, peak_bytes=p, k=10)
+            for t, p in ((3.0, 10), (1.0, 30), (2.0, 20))]
+    merged = bench.merge_runs(runs)
+    assert (merged["time_s"], merged["peak_bytes"], merged["runs"]) == (2.0, 20, 3)
+    assert merged["times_s"] == [3.0, 1.0, 2.0]
+    failed = bench.merge_runs(runs[:1] + [dict(status="timeout", k=10)])
+    assert failed["status"] == "timeout" and "time_s" not in failed
