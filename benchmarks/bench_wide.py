@@ -88,7 +88,7 @@ cells run in rounds: ``--repeats`` rounds of every cell (default 1), and
 the baselines in ``--baseline-repeats`` rounds at least (default 3), the
 cells of a round in the table's order; a cell's time and peak are the
 medians of its runs (every run is in the JSON output, ``times_s`` and
-``peaks_bytes``). A baseline timed once can flatter or harm every ratio of
+``peaks_bytes``; a cell that failed is not run again). A baseline timed once can flatter or harm every ratio of
 its case: the first large fit of a worker, or one right after a private
 fit, can run cold (on the genotypes ``PCA()`` took 10.9, 10.4 and 6.5 s in
 one run). Every fit runs with **one BLAS thread** by default
@@ -622,19 +622,28 @@ class Worker:
         self.stderr.close()
 
 
-def run_case(folder, cells, timeout, memory_limit, progress=log, blas_threads=1):
+def run_case(folder, cells, timeout, memory_limit, progress=log, blas_threads=1,
+             keys=None):
     """Run ``cells`` on the case saved in ``folder``; a new worker replaces
     one that timed out or died, and, where the high-water mark cannot be
-    reset, each fit gets its own."""
+    reset, each fit gets its own. ``keys`` (one per cell): a cell whose key
+    already failed is not run again, its failure is repeated (a baseline's
+    later rounds after a timeout)."""
     start_timeout = max(120.0, timeout)
     worker = None
-    results = []
+    results, failed = [], {}
     try:
         for i, cell in enumerate(cells):
+            key = None if keys is None else keys[i]
+            if key in failed:
+                results.append(failed[key])
+                continue
             if worker is None or not worker.alive:
                 worker = Worker(folder, memory_limit, start_timeout, blas_threads)
             result = dict(cell, **worker.fit(cell, timeout))
             results.append(result)
+            if key is not None and result["status"] != "ok":
+                failed[key] = result
             progress(f"  [{i + 1}/{len(cells)}] {describe(cell)}: "
                      f"{format_status(result)}")
             if not worker.resettable:
@@ -673,7 +682,8 @@ def run_rounds(folder, cells, args, progress=log):
     """Every cell's runs (:func:`round_robin`) in one worker, merged."""
     order = round_robin(cells, args.repeats, args.baseline_repeats)
     results = run_case(folder, [cells[i] for i in order], args.timeout,
-                       args.memory_limit, progress, blas_threads=args.blas_threads)
+                       args.memory_limit, progress, blas_threads=args.blas_threads,
+                       keys=order)
     runs = [[] for _ in cells]
     for i, result in zip(order, results):
         runs[i].append(result)

@@ -433,6 +433,10 @@ def test_wide_limits_are_reported_not_fatal(tmp_path):
     quiet = lambda message: None  # noqa: E731
     (late,) = bench.run_case(tmp_path / "case", [cell], 1e-3, 20e9, quiet)
     assert late["status"] == "timeout"
+    # a later round of a cell that failed is not run again
+    again = bench.run_case(tmp_path / "case", [cell, cell], 1e-3, 20e9, quiet,
+                           keys=[0, 0])
+    assert again[1] is again[0] and again[0]["status"] == "timeout"
     # 3 000 features: PrivatePCA's d × d matrices (72 MB each) exceed 10 MB
     wide = np.random.default_rng(0).standard_normal((40, 3000)) / 60
     bench.write_case(tmp_path / "wide", wide, np.eye(2, 3000), dict(data_norm=1.0))
