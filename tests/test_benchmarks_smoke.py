@@ -529,10 +529,10 @@ def test_bench_score_quick(capsys):
     assert out.count(" ours ") == 3 and out.count(" sklearn ") == 2
 
 
-def test_wide_rounds_repeat_the_baselines_and_take_medians():
+def test_wide_rounds_repeat_the_baselines_and_keep_the_fastest():
     """The baselines run in more rounds than the private fits, every round
-    in the table's order, and a cell reads the medians of its runs (a failed
-    run makes its status)."""
+    in the table's order, and a cell reads its fastest time and its median
+    peak (a failed run makes its status)."""
     bench = pytest.importorskip("bench_wide")
     cells = [dict(estimator="PCA auto"), dict(estimator="PrivatePCA"),
              dict(estimator="TruncatedSVD")]
@@ -541,7 +541,7 @@ def test_wide_rounds_repeat_the_baselines_and_take_medians():
     runs = [dict(status="ok", time_s=t, peak_bytes=p, k=10)
             for t, p in ((3.0, 10), (1.0, 30), (2.0, 20))]
     merged = bench.merge_runs(runs)
-    assert (merged["time_s"], merged["peak_bytes"], merged["runs"]) == (2.0, 20, 3)
+    assert (merged["time_s"], merged["peak_bytes"], merged["runs"]) == (1.0, 20, 3)
     assert merged["times_s"] == [3.0, 1.0, 2.0]
     failed = bench.merge_runs(runs[:1] + [dict(status="timeout", k=10)])
     assert failed["status"] == "timeout" and "time_s" not in failed
