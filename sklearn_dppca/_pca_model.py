@@ -47,13 +47,15 @@ def _quadratic_form(rows, mean, components, variance, rest, finite=False):
     if finite:
         assert_all_finite(rows.data if sparse.issparse(rows) else rows)
     out = np.empty(rows.shape[0])
+    if sparse.issparse(rows):  # the centre's terms, once for every block
+        shift, mean_squares = mean @ components.T, mean @ mean
     for a, b in row_spans(rows):
         block = rows[a:b]
         if sparse.issparse(block):
             block = block.astype(np.float64)
-            projected = block @ components.T - mean @ components.T
+            projected = block @ components.T - shift
             squares = (np.asarray(block.multiply(block).sum(axis=1)).ravel()
-                       - 2.0 * (block @ mean) + mean @ mean)
+                       - 2.0 * (block @ mean) + mean_squares)
             residue = np.maximum(
                 squares - np.einsum("ij,ij->i", projected, projected), 0.0)
         else:
