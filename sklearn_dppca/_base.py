@@ -222,7 +222,7 @@ class _BasePrivatePCA(
         "epsilon": [Interval(Real, 0, math.inf, closed="right")],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "center": ["boolean"],
-        "whiten": ["boolean"],
+        "whiten": ["boolean", StrOptions({"partial"})],
         "non_finite": [StrOptions({"raise", "clip"})],
         "random_state": ["random_state", np.random.Generator],
         "accountant": [BudgetAccountant, None],

@@ -544,7 +544,10 @@ class ReleasedModel:
         self.attributes = model["attributes"]
         self.privacy_warnings = list(model.get("privacy_warnings", []))
         self.release_warnings = list(model.get("release_warnings", []))
-        self.whiten = bool(self.parameters.get("whiten", False))
+        whiten = self.parameters.get("whiten", False)
+        self.whiten = whiten if whiten == "partial" else bool(whiten)
+        if self.whiten == "partial" and "total_variance_" not in self.attributes:
+            raise ValueError('whiten="partial" without total_variance_')
         self.components_ = np.asarray(self.attributes["components_"], dtype=np.float64)
         self.mean_ = np.asarray(self.attributes["mean_"], dtype=np.float64)
         self.explained_variance_ = np.asarray(
@@ -585,8 +588,12 @@ class ReleasedModel:
             X = X * factor + (0.0 - lower * factor)
         X_new = X @ self.components_.T
         X_new -= self.mean_ @ self.components_.T
-        if self.whiten:
-            scale = np.sqrt(self.explained_variance_)
+        if self.whiten:  # the estimator's _whiten_scale
+            scale = self.explained_variance_
+            if self.whiten == "partial":
+                scale = scale * float(self.attributes["total_variance_"])
+                scale = np.sqrt(scale)
+            scale = np.sqrt(scale)
             X_new /= np.maximum(scale, np.finfo(scale.dtype).eps)
         return X_new
 

@@ -96,10 +96,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         exactly.
     center : bool, default=True
         Centre the data on a private mean.
-    whiten : bool, default=False
-        Scale the projections to unit released variance. As in scikit-learn,
-        it also changes the model of ``get_covariance``, ``get_precision``
-        and ``score`` (see :meth:`get_covariance`), not the release.
+    %(whiten_parameter)s
     %(non_finite_parameter)s
     copy, svd_solver
         scikit-learn :class:`~sklearn.decomposition.PCA`'s parameters, with

@@ -90,10 +90,7 @@ class ComplexGaussPCA(_MatrixFreeMixin, _BasePrivatePCA):
     %(norm_bound_parameters)s
     center : bool, default=True
         Centre the data on a private mean (10% of the budget).
-    whiten : bool, default=False
-        Scale the projections to unit released variance. As in scikit-learn,
-        it also changes the model of ``get_covariance``, ``get_precision``
-        and ``score`` (see :meth:`get_covariance`), not the release.
+    %(whiten_parameter)s
     %(non_finite_parameter)s
     %(solver_parameters)s
     target : {"covariance", "subspace"}, default="covariance"

@@ -66,6 +66,18 @@ SHARED_PARAMETER_DOCS = {
         ``gdp_mu(epsilon, delta)``; see :doc:`/bounds`). The private mean's
         steps aim at the median.
 """,
+    # transform's scaling of the scores (every estimator)
+    "whiten_parameter": """\
+    whiten : bool or "partial", default=False
+        Scale the projections to unit released variance (``True``). As in
+        scikit-learn, it also changes the model of ``get_covariance``,
+        ``get_precision`` and ``score`` (see :meth:`get_covariance`), not the
+        release. ``"partial"`` divides each component's score by
+        :math:`(\\lambda_j T)^{1/4}` (``explained_variance_`` times
+        ``total_variance_``): dimensionless scores whose squared norm is
+        :math:`\\sum_j \\sqrt{\\lambda_j / T} \\le \\sqrt{k}` on average, the
+        input a private head wants (``data_norm=1``; :ref:`supervised`).
+""",
     # what a NaN or infinite value in X does (every estimator)
     "non_finite_parameter": """\
     non_finite : {"raise", "clip"}, default="raise"
@@ -146,7 +158,8 @@ default="auto"
     data_norm : float or None, default=None
         Public bound on the norm of the input rows; rows beyond it are
         clipped. ``None`` with ``bounds``: the box's radius around its
-        midpoint.
+        midpoint. After a ``PrivatePCA(whiten="partial")``, 1 (its scores
+        are dimensionless: :ref:`supervised-head-input`).
     bounds : (lower, upper), dict or None, default=None
         Public per-feature ranges of the input rows (after a
         :class:`~sklearn_dppca.preprocessing.PublicScaler` to :math:`[0, 1]`:

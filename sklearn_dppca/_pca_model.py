@@ -135,8 +135,20 @@ class _PCAModelMixin(TransformerMixin):
         return X_new
 
     def _whiten_scale(self):
+        r"""What ``transform`` divides each component's score by:
+        :math:`\sqrt{\lambda_j}` (``whiten=True``, scikit-learn's) or, for
+        ``whiten="partial"``, :math:`(\lambda_j T)^{1/4}`, the geometric mean
+        of the component's standard deviation and the data's total one
+        (:math:`\lambda` = ``explained_variance_``, :math:`T` =
+        ``total_variance_``): released values only. Each component's scale
+        is its own, so the first :math:`k` scores of a fit are those of its
+        truncation to :math:`k` components."""
         xp = _array_api.module_of(self.explained_variance_)  # NumPy for NumPy
-        scale = xp.sqrt(self.explained_variance_)
+        variance = self.explained_variance_
+        if isinstance(self.whiten, str):  # "partial"
+            scale = xp.sqrt(xp.sqrt(variance * float(self.total_variance_)))
+        else:
+            scale = xp.sqrt(variance)
         return xp.maximum(scale, xp.full_like(scale, xp.finfo(scale.dtype).eps))
 
     def inverse_transform(self, X):
@@ -197,13 +209,14 @@ class _PCAModelMixin(TransformerMixin):
         the whitening scale :math:`\sqrt{\lambda}` (:math:`\lambda` =
         ``explained_variance_``) in its model, which makes it
         :math:`\sigma^2 + \lambda \cdot \max(c - \sigma^2, 0)`: kept for
-        drop-in parity (see :meth:`get_covariance`).
+        drop-in parity (see :meth:`get_covariance`); ``whiten="partial"``,
+        which scikit-learn does not have, keeps the data's model.
         """
         components = _array_api.to_host(self.components_)
         variance = _array_api.to_host(self.captured_variance_)
         residual = float(self.noise_variance_)
         excess = np.maximum(variance - residual, 0.0)
-        if self.whiten:
+        if self.whiten and not isinstance(self.whiten, str):  # True, not "partial"
             excess = excess * _array_api.to_host(self.explained_variance_)
         return components, excess + residual, residual
 
@@ -274,7 +287,8 @@ class _PCAModelMixin(TransformerMixin):
         depend on ``whiten``, which only scales ``transform``'s output: for
         the data's model, call these methods with ``whiten=False``
         (``set_params(whiten=False)`` on the fitted estimator is
-        post-processing and costs no budget).
+        post-processing and costs no budget). ``whiten="partial"``, which
+        scikit-learn does not have, leaves the model the data's.
 
         Returns
         -------

@@ -56,10 +56,7 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
     center : bool, default=True
         Centre the data on a private mean (10% of the budget). With
         ``False`` the data is used as it is and ``mean_`` is zero.
-    whiten : bool, default=False
-        Scale the projections to unit released variance. As in scikit-learn,
-        it also changes the model of ``get_covariance``, ``get_precision``
-        and ``score`` (see :meth:`get_covariance`), not the release.
+    %(whiten_parameter)s
     %(non_finite_parameter)s
     %(solver_parameters)s
     path : {"auto", "dense", "matrix_free", "noisy_power"}, default="auto"

@@ -137,9 +137,8 @@ class _PrivateHead(BaseEstimator):
                 f"{type(self).__name__} needs data_norm or bounds: a public bound "
                 "on the norm of its input rows, or their public per-feature "
                 "ranges (lower, upper), known without looking at the data (rows "
-                "beyond are clipped). After a PrivatePCA, about half of its "
-                "data_norm (the projected, centred rows are short); after a "
-                "PublicScaler to [0, 1], bounds=(0, 1)."
+                "beyond are clipped). After a PrivatePCA(whiten='partial'), "
+                "1; after a PublicScaler to [0, 1], bounds=(0, 1)."
             )
         if sparse.issparse(X):
             raise TypeError(

@@ -172,7 +172,7 @@ def test_sklearn_array_api_check(est, ns, device, dtype):
 
 @pytest.mark.parametrize("ns", NAMESPACES)
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("whiten", [False, True])
+@pytest.mark.parametrize("whiten", [False, True, "partial"])
 def test_model_in_the_fits_namespace_and_dtype(whiten, dtype, ns):
     """get_covariance, get_precision and score_samples return arrays of the
     fit's namespace in its dtype (float32 in, float32 out), as scikit-learn's
@@ -186,7 +186,8 @@ def test_model_in_the_fits_namespace_and_dtype(whiten, dtype, ns):
         other = clone(est).fit(Xx)
         results = [(other.get_covariance(), ref.get_covariance()),
                    (other.get_precision(), ref.get_precision()),
-                   (other.score_samples(Xx), ref.score_samples(X))]
+                   (other.score_samples(Xx), ref.score_samples(X)),
+                   (other.transform(Xx), ref.transform(X))]
         score = other.score(Xx)
     tol = 1e-10 if dtype == "float64" else 1e-4
     for got, want in results:

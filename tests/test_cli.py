@@ -78,6 +78,30 @@ def fit_args(data, model, *extra, epsilon=1.5):
             "--data-norm", 3, "-o", model, *extra]
 
 
+def test_transform_whitens_partially_as_the_estimator(data, tmp_path, capsys):
+    """A model file with whiten="partial" (written from an estimator) is
+    applied with the estimator's scale, (λ_j T)^{1/4}; without
+    total_variance_ it is refused as damaged."""
+    model, out = tmp_path / "model.json", tmp_path / "out.csv"
+    rc, _, err = run(capsys, *fit_args(data, model, "--seed", 0))
+    assert rc == 0, err
+    saved = json.loads(model.read_text())
+    saved["parameters"]["whiten"] = "partial"
+    model.write_text(json.dumps(saved))
+    rc, _, err = run(capsys, "transform", model, data, "-o", out)
+    assert rc == 0, err
+    X = make_frame().to_numpy()
+    with pytest.warns(PrivacyLeakWarning):
+        est = PrivatePCA(2, epsilon=1.5, delta=1e-6, data_norm=3.0, random_state=0,
+                         whiten="partial", accountant=BudgetAccountant()).fit(X)
+    np.testing.assert_allclose(pd.read_csv(out).to_numpy(), est.transform(X),
+                               rtol=0, atol=1e-12)
+    del saved["attributes"]["total_variance_"]
+    model.write_text(json.dumps(saved))
+    rc, _, err = run(capsys, "transform", model, data, "-o", out)
+    assert rc != 0 and "damaged model" in err and "total_variance_" in err
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_fit_transform_round_trip_matches_the_estimator(name, data, tmp_path, capsys):
     options, cls, params = CASES[name]

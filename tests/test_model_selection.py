@@ -210,7 +210,8 @@ def test_pipeline_with_a_stateless_step(data):
 
 
 # ------------------------------------------------------------ truncation
-@pytest.mark.parametrize("k, whiten", [(1, False), (3, True), (10, False)])
+@pytest.mark.parametrize("k, whiten", [(1, False), (3, True), (10, False),
+                                      (3, "partial")])
 def test_truncation_equals_a_fit_with_that_n_components(k, whiten, data):
     """What sharing one release per fold relies on: on the same noise, a fit
     with n_components=k keeps the first k eigenpairs of the full fit, and
@@ -223,6 +224,10 @@ def test_truncation_equals_a_fit_with_that_n_components(k, whiten, data):
         np.testing.assert_allclose(getattr(full, name)[:k], getattr(direct, name),
                                    rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(full.mean_, direct.mean_, rtol=1e-12)
+    # a supervised search's head reads the first k scores of the full fit
+    np.testing.assert_allclose(full.set_params(whiten=whiten).transform(data)[:, :k],
+                               direct.transform(data), rtol=1e-9, atol=1e-12)
+    full.set_params(whiten=False)
     rest = full.captured_variance_[k:]
     assert direct.noise_variance_ == pytest.approx(
         rest.mean() if rest.size else 0.0, rel=1e-12)

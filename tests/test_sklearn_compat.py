@@ -168,8 +168,31 @@ def test_pca_check_projection_list(Est):
     assert_allclose(X_trans.std(), 0.71, rtol=5e-3)
 
 
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_partial_whitening_divides_by_the_fourth_root_of_variance_times_total(Est):
+    """whiten="partial": each score over (λ_j T)^{1/4}, released values only;
+    dimensionless (a scaled X gives the same scores), squared norms of mean
+    Σ √(λ_j/T), and the model stays the data's (not scikit-learn's
+    whitened one, which it has no counterpart of)."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(3000, 8) * np.arange(1.0, 9.0)
+    pca = fitted(Est, X, n_components=3)
+    scores, projected = pca.transform(X), pca.inverse_transform(pca.transform(X))
+    cov, score = pca.get_covariance(), pca.score(X)
+    scale = (pca.explained_variance_ * pca.total_variance_) ** 0.25
+    Z = pca.set_params(whiten="partial").transform(X)  # post-processing
+    assert_allclose(Z, scores / scale, rtol=1e-12)
+    assert_allclose(pca.inverse_transform(Z), projected, rtol=1e-10, atol=1e-10)
+    assert (Z**2).sum(axis=1).mean() == pytest.approx(
+        np.sqrt(pca.explained_variance_ / pca.total_variance_).sum(), rel=0.05)
+    assert_allclose(pca.get_covariance(), cov)
+    assert pca.score(X) == pytest.approx(score)
+    rescaled = fitted(Est, 10.0 * X, n_components=3, whiten="partial")
+    assert_allclose(rescaled.transform(10.0 * X), Z, rtol=1e-3, atol=1e-5)
+
+
 @pytest.mark.parametrize("epsilon, rtol", [(EPS, 1e-3), (np.inf, 5e-6)])
-@pytest.mark.parametrize("whiten", [False, True])
+@pytest.mark.parametrize("whiten", [False, True, "partial"])
 @pytest.mark.parametrize("Est", ESTIMATORS)
 def test_pca_inverse(Est, whiten, epsilon, rtol):
     rng = np.random.RandomState(0)

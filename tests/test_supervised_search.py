@@ -266,6 +266,8 @@ def test_candidates_differing_only_in_k_share_their_fold_fits():
     assert groups(pipe(), GRID) == [[2, 1, 0]]
     assert groups(pipe(), {"pca__n_components": [1, 2], "pca__whiten": [False, True]}
                   ) == [[2, 0], [3, 1]]
+    assert groups(pipe(), {"pca__n_components": [1, 2], "pca__whiten": ["partial"]}
+                  ) == [[1, 0]]
     boxed = Pipeline([("pca", PrivatePCA(data_norm=2.0)),
                       ("lda", PrivateLDA([0, 1], bounds=(-2.0, 2.0)))])
     assert groups(boxed, GRID) == [[0], [1], [2]]
