@@ -7,12 +7,15 @@ two-class problem of 10⁵ rows, over ``--seeds`` stratified 70/30 splits:
 =====================  ======================================================
 pipeline               what it is
 =====================  ======================================================
-ours                   ``PublicScaler(ranges) → PrivatePCA(k) → PrivateLDA``,
-                       each private step at ``μ*/√2`` (they compose to
+ours                   ``PublicScaler(ranges) → PrivatePCA(k,
+                       whiten="partial") → PrivateLDA(data_norm=1)``, each
+                       private step at ``μ*/√2`` (they compose to
                        ``(ε, δ)``); the PCA's ``data_norm = √d/2`` (the
-                       radius of the unit box the scaler maps the ranges to),
-                       the head's half of it (it sees the ``k`` projected
-                       coordinates of the centred rows, far shorter)
+                       radius of the unit box the scaler maps the ranges
+                       to); the head sees each score over
+                       ``(λ_j T)^{1/4}``, dimensionless (``--unwhitened``:
+                       the pipeline before, raw scores and the head's
+                       ``data_norm`` half the PCA's)
 ours, "auto" bound     ``ours`` with ``PrivatePCA(data_norm="auto")``: the
                        PCA's bound a private quantile of the row norms (in
                        the same budget); where that is refused before any
@@ -112,6 +115,12 @@ def load(name):
     return X.astype(np.float64), y, lower, upper
 
 
+#: How the head sees the PCA's scores: ``"partial"`` (each over
+#: :math:`(\lambda_j T)^{1/4}`, the head's bound 1) or ``False`` (raw, the
+#: head's bound half the PCA's; ``--unwhitened``).
+WHITEN = "partial"
+
+
 def ours(lower, upper, classes, k, epsilon, seed, head_only=False, pca_norm=None):
     d = lower.shape[0]
     norm = math.sqrt(d) / 2.0
@@ -124,10 +133,11 @@ def ours(lower, upper, classes, k, epsilon, seed, head_only=False, pca_norm=None
     return Pipeline([
         ("scale", scaler),
         ("pca", PrivatePCA(k, data_norm=norm if pca_norm is None else pca_norm,
+                           whiten=WHITEN, epsilon=step, random_state=seed,
+                           accountant=BudgetAccountant())),
+        ("lda", PrivateLDA(classes, data_norm=1.0 if WHITEN else norm / 2.0,
                            epsilon=step, random_state=seed,
                            accountant=BudgetAccountant())),
-        ("lda", PrivateLDA(classes, data_norm=norm / 2.0, epsilon=step,
-                           random_state=seed, accountant=BudgetAccountant())),
     ])
 
 
@@ -312,8 +322,13 @@ def main(argv=None):
                         help="reuse diffprivlib's rows of an earlier results.csv")
     parser.add_argument("--datasets", nargs="*",
                         default=["breast_cancer", "digits", "wine", "synthetic"])
+    parser.add_argument("--unwhitened", action="store_true",
+                        help="the head reads the PCA's raw scores, its bound "
+                        "half the PCA's (the pipeline before whiten='partial')")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    global WHITEN
+    WHITEN = False if args.unwhitened else "partial"
     datasets = args.datasets
     if args.quick:
         args.seeds, args.search_seeds = 3, 3
