@@ -588,12 +588,13 @@ class ReleasedModel:
             X = X * factor + (0.0 - lower * factor)
         X_new = X @ self.components_.T
         X_new -= self.mean_ @ self.components_.T
-        if self.whiten:  # the estimator's _whiten_scale
-            scale = self.explained_variance_
+        if self.whiten:  # as the estimator's _whiten_scale
+            variance = self.explained_variance_
             if self.whiten == "partial":
-                scale = scale * float(self.attributes["total_variance_"])
-                scale = np.sqrt(scale)
-            scale = np.sqrt(scale)
+                total = float(self.attributes["total_variance_"])
+                scale = np.sqrt(np.sqrt(variance * total))
+            else:
+                scale = np.sqrt(variance)
             X_new /= np.maximum(scale, np.finfo(scale.dtype).eps)
         return X_new
 
