@@ -25,6 +25,8 @@ from urllib.request import url2pathname
 
 import numpy as np
 
+from ._pca_model import whiten_scale
+
 #: Written as ``"format"``; a file without it is not a model.
 MODEL_FORMAT = "sklearn_dppca.model"
 #: Written as ``"format_version"``; bumped on any incompatible change.
@@ -588,14 +590,9 @@ class ReleasedModel:
             X = X * factor + (0.0 - lower * factor)
         X_new = X @ self.components_.T
         X_new -= self.mean_ @ self.components_.T
-        if self.whiten:  # as the estimator's _whiten_scale
-            variance = self.explained_variance_
-            if self.whiten == "partial":
-                total = float(self.attributes["total_variance_"])
-                scale = np.sqrt(np.sqrt(variance * total))
-            else:
-                scale = np.sqrt(variance)
-            X_new /= np.maximum(scale, np.finfo(scale.dtype).eps)
+        if self.whiten:  # the estimator's scale
+            X_new /= whiten_scale(self.explained_variance_, self.whiten,
+                                  self.attributes.get("total_variance_"))
         return X_new
 
 

@@ -23,6 +23,24 @@ from ._dask import (
 from ._row_maps import row_spans
 
 
+def whiten_scale(variance, whiten, total):
+    r"""What ``transform`` divides each component's score by:
+    :math:`\sqrt{\lambda_j}` (``whiten=True``, scikit-learn's) or, for
+    ``whiten="partial"``, :math:`(\lambda_j T)^{1/4}`, the geometric mean of
+    the component's standard deviation and the data's total one
+    (:math:`\lambda` = ``explained_variance_``, :math:`T` =
+    ``total_variance_``): released values only, floored at the dtype's
+    epsilon. Each component's scale is its own, so the first :math:`k`
+    scores of a fit are those of its truncation to :math:`k` components.
+    The estimators' ``transform`` and the CLI's share it."""
+    xp = _array_api.module_of(variance)  # NumPy for NumPy
+    if isinstance(whiten, str):  # "partial"
+        scale = xp.sqrt(xp.sqrt(variance * float(total)))
+    else:
+        scale = xp.sqrt(variance)
+    return xp.maximum(scale, xp.full_like(scale, xp.finfo(scale.dtype).eps))
+
+
 def map_non_finite(X):
     """The public map of ``non_finite="clip"``: :func:`numpy.nan_to_num` of
     every value (NaN → 0, ±inf → ± the dtype's largest finite value), on a
@@ -135,21 +153,8 @@ class _PCAModelMixin(TransformerMixin):
         return X_new
 
     def _whiten_scale(self):
-        r"""What ``transform`` divides each component's score by:
-        :math:`\sqrt{\lambda_j}` (``whiten=True``, scikit-learn's) or, for
-        ``whiten="partial"``, :math:`(\lambda_j T)^{1/4}`, the geometric mean
-        of the component's standard deviation and the data's total one
-        (:math:`\lambda` = ``explained_variance_``, :math:`T` =
-        ``total_variance_``): released values only. Each component's scale
-        is its own, so the first :math:`k` scores of a fit are those of its
-        truncation to :math:`k` components."""
-        xp = _array_api.module_of(self.explained_variance_)  # NumPy for NumPy
-        variance = self.explained_variance_
-        if isinstance(self.whiten, str):  # "partial"
-            scale = xp.sqrt(xp.sqrt(variance * float(self.total_variance_)))
-        else:
-            scale = xp.sqrt(variance)
-        return xp.maximum(scale, xp.full_like(scale, xp.finfo(scale.dtype).eps))
+        return whiten_scale(self.explained_variance_, self.whiten,
+                            self.total_variance_)
 
     def inverse_transform(self, X):
         r"""Map projected data back to feature space.
