@@ -157,20 +157,31 @@ def _read_matrix(args, columns, hint, fill=None, missing_hint=None, check=None,
                  inspect=None):
     """The chosen columns of DATA as float64 rows, with ``-v`` progress.
 
-    Returns ``(X, names, lazy)``: in memory, ``X`` a NumPy array and ``lazy``
-    None; with ``--dask``, ``X`` a Dask array and ``lazy`` the
-    :class:`~sklearn_dppca._cli_dask.LazyMatrix` it came from (``check``: its
-    chunks' own checks). ``inspect(frame)``, if given, is called on the table
-    read (its columns only are looked at) before its matrix is made. Public
-    values only are reported: the files, the rows × columns, the number of
-    partitions.
+    Returns ``(X, names, lazy)``: in memory, ``X`` a NumPy array (CSR for
+    ``.npz``) and ``lazy`` None; with ``--dask``, ``X`` a Dask array and
+    ``lazy`` the :class:`~sklearn_dppca._cli_dask.LazyMatrix` (or, for
+    ``.npz`` files, :class:`~sklearn_dppca._cli_dask.LazySparse`) it came
+    from (``check``: its chunks' own checks). ``inspect(frame)``, if given,
+    is called on the table read (its columns only are looked at) before its
+    matrix is made. Public values only are reported: the files, the rows ×
+    columns, the number of partitions.
     """
     from ._cli_io import is_sparse_file, numeric_matrix, read_sparse, read_table
 
+    if is_sparse_file(args.data) and args.dask:  # CSR chunks, one per file
+        from ._cli_dask import LazySparse, table_files
+
+        _verbose(args, f"reading {args.data} with Dask")
+        files, _ = table_files(args.data)
+        lazy = LazySparse(files, columns, args.data, fill=fill,
+                          missing_hint=missing_hint, check=check)
+        if inspect is not None:
+            inspect(SimpleNamespace(columns=lazy.names))
+        _verbose(args, f"read {lazy.n_rows} rows x {len(lazy.names)} columns "
+                       f"in {_partitions(lazy, len(files))} from {args.data}")
+        return lazy.X, lazy.names, lazy
     if is_sparse_file(args.data):  # a SciPy sparse matrix: CSR, never dense
-        if args.dask:
-            raise ValueError(f"{args.data} is a sparse matrix (.npz), read whole "
-                             "and kept sparse: leave out --dask (it reads tables)")
+        _refuse_many_files(args.data)
         _verbose(args, f"reading {args.data}")
         X, names = read_sparse(args.data, columns, fill=fill,
                                missing_hint=missing_hint)
@@ -196,10 +207,17 @@ def _read_matrix(args, columns, hint, fill=None, missing_hint=None, check=None,
         inspect(frame)
     lazy = LazyMatrix(frame, columns, args.data, hint=hint, fill=fill,
                       missing_hint=missing_hint, check=check)
-    files = f"{n_files} file{'' if n_files == 1 else 's'}"
     _verbose(args, f"read {lazy.n_rows} rows x {len(frame.columns)} columns "
-                   f"in {lazy.partitions} partitions ({files}) from {args.data}")
+                   f"in {_partitions(lazy, n_files)} from {args.data}")
     return lazy.X, lazy.names, lazy
+
+
+def _partitions(lazy, n_files):
+    """``"3 partitions (2 files)"``: how DATA was cut (public: the files)."""
+    def count(n, what):
+        return f"{n} {what}{'' if n == 1 else 's'}"
+
+    return f"{count(lazy.partitions, 'partition')} ({count(n_files, 'file')})"
 
 
 def _refuse_dense_maps(args):
@@ -639,7 +657,8 @@ def build_parser():
                      help="table to fit: *.csv (with a header; '-' for standard "
                      "input) or *.parquet (needs pyarrow); with --dask also a "
                      "glob or a directory of such files; or a sparse matrix, "
-                     "*.npz (scipy.sparse.save_npz; columns x0, x1, ...)")
+                     "*.npz (scipy.sparse.save_npz; columns x0, x1, ...), with "
+                     "--dask also several, one block of rows each")
     fit.add_argument("-o", "--output", metavar="MODEL", required=True,
                      help="model JSON to write ('-': standard output)")
     fit.add_argument("--n-components", "-k", metavar="K", type=_n_components,
@@ -725,7 +744,7 @@ def build_parser():
     tr.add_argument("data", metavar="DATA",
                     help="table to project: *.csv ('-': standard input) or "
                     "*.parquet; with --dask also a glob or a directory of files; "
-                    "or a sparse matrix, *.npz")
+                    "or a sparse matrix, *.npz (with --dask, also several)")
     tr.add_argument("-o", "--output", metavar="OUT", required=True,
                     help="*.csv or *.parquet to write ('-': CSV on standard output)")
     tr.add_argument("-v", "--verbose", action="count", default=0,

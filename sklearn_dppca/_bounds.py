@@ -111,6 +111,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+from scipy import sparse
 
 from ._box import box_radius, check_box, inward_box
 from ._dask import ChunkedRows
@@ -304,29 +305,45 @@ def _announce(data, what):
 
 def _box_rows(data, lower, upper, centre):
     r"""The rows clipped into the box and translated by
-    :math:`-\mathrm{centre}`.
+    :math:`-\mathrm{centre}` (:func:`_boxed`).
 
-    One copy of the data in memory (a Dask array stays lazy). A CSR matrix
-    stays sparse when the translation is 0 and 0 lies in the box (only its
-    stored entries change); otherwise it is densified.
+    One copy of the data in memory (a Dask array stays lazy, chunk by
+    chunk, its CSR chunks as CSR rows in memory are).
     """
     engine = _engine(data)
     X = engine.X
     if isinstance(engine, ChunkedRows):
-        return ChunkedRows(X.clip(lower, upper) - centre.astype(X.dtype))
+        if not sparse.issparse(getattr(X, "_meta", None)):
+            return ChunkedRows(X.clip(lower, upper) - centre.astype(X.dtype))
+        meta = (X._meta if _stays_sparse(lower, upper, centre)
+                else np.empty((0, 0), dtype=X.dtype))
+        return ChunkedRows(X.map_blocks(_boxed, lower, upper, centre,
+                                        dtype=X.dtype, meta=meta))
     _announce(data, "the rows clipped into the box (one copy)")
-    if hasattr(X, "tocsr"):
-        if not centre.any() and (lower <= 0).all() and (upper >= 0).all():
+    return InMemoryRows(_boxed(X, lower, upper, centre))
+
+
+def _boxed(X, lower, upper, centre):
+    """A block of rows clipped into the box and translated (a copy). A CSR
+    (or CSC) matrix stays sparse when the translation is 0 and 0 lies in
+    the box (only its stored entries change); otherwise it is densified."""
+    if sparse.issparse(X):
+        if _stays_sparse(lower, upper, centre):
             X = X.tocsr(copy=True)
             columns = X.indices
             X.data = np.clip(X.data, lower[columns], upper[columns]).astype(
                 X.dtype, copy=False
             )
-            return InMemoryRows(X)
+            return X
         X = X.toarray()
     rows = np.clip(X, lower, upper).astype(X.dtype, copy=False)
     rows -= centre.astype(X.dtype)
-    return InMemoryRows(rows)
+    return rows
+
+
+def _stays_sparse(lower, upper, centre):
+    """Whether :func:`_boxed` keeps sparse rows sparse: zeros stay zeros."""
+    return not centre.any() and (lower <= 0).all() and (upper >= 0).all()
 
 
 # ------------------------------------------------------------ the fit's step

@@ -26,12 +26,19 @@ import numpy as np
 
 from ._cli_io import (
     _COMPRESSIONS,
+    bad_sparse_columns,
+    check_chosen,
     choose_columns,
     cli_extra_command,
+    directory_tables,
+    file_kind,
     fill_missing,
+    fill_sparse,
+    load_sparse,
     one_line,
     refuse_infinite,
     refuse_missing,
+    sparse_column_names,
     table_format,
 )
 from ._dask import partition_lengths
@@ -83,22 +90,19 @@ def scheduler(address):
 def table_files(path):
     """The files DATA names: one file, a glob, or a directory's tables.
 
-    Returns the sorted file names and their format (``"parquet"`` or
-    ``"csv"``). A directory holds Parquet files (``*.parquet``, ``*.pq``;
-    others, such as ``_SUCCESS``, are ignored), or else CSV files.
+    Returns the sorted file names and their kind (``"parquet"``, ``"csv"``
+    or ``"npz"``, sparse matrices). A directory holds Parquet files
+    (``*.parquet``, ``*.pq``; others, such as ``_SUCCESS``, are ignored),
+    or else CSV files, or else ``.npz`` files.
     """
     if path == "-":
         raise ValueError("--dask reads files; standard input ('-') is read in "
                          "memory: leave out --dask, or write the table to a file")
     if os.path.isdir(path):
-        found = sorted(os.path.join(path, f) for f in os.listdir(path))
-        found = [f for f in found if os.path.isfile(f)]
-        kinds = {f: _kind(f) for f in found}
-        files = [f for f in found if kinds[f] == "parquet"] or [
-            f for f in found if kinds[f] == "csv"]
+        files, _ = directory_tables(path)
         if not files:
-            raise ValueError(f"{path}: the directory holds no *.parquet or *.csv "
-                             "file")
+            raise ValueError(f"{path}: the directory holds no *.parquet, *.csv "
+                             "or *.npz file")
     elif glob.has_magic(path):
         files = sorted(f for f in glob.glob(path) if os.path.isfile(f))
         if not files:
@@ -107,18 +111,13 @@ def table_files(path):
         raise FileNotFoundError(2, "No such file or directory", path)
     else:
         files = [path]
-    kinds = sorted({table_format(f) for f in files})
+    kinds = {file_kind(f) for f in files}
+    if None in kinds:  # the format named in the message of table_format
+        table_format(next(f for f in files if file_kind(f) is None))
     if len(kinds) > 1:
-        raise ValueError(f"{path}: matches both Parquet and CSV files; name one "
-                         "kind")
-    return files, kinds[0]
-
-
-def _kind(name):
-    try:
-        return table_format(name)
-    except ValueError:
-        return None
+        raise ValueError(f"{path}: matches files of several kinds "
+                         f"({', '.join(sorted(kinds))}); name one kind")
+    return files, kinds.pop()
 
 
 def read_lazy_table(path):
@@ -217,6 +216,127 @@ class LazyMatrix:
                        self.fill, self.path, self.missing_hint)
         refuse_infinite([c for c, bad in zip(self.names, infinite) if bad],
                         self.path)
+
+
+class LazySparse:
+    """The chosen columns of ``.npz`` files (sparse matrices, as
+    :func:`scipy.sparse.save_npz` writes them: one per row block, with the
+    same columns) as a Dask array of float64 CSR chunks, one per file.
+
+    Only the files' headers are read here (shape, format, the values'
+    type): each file is loaded when a pass reads its chunk, with
+    :func:`~sklearn_dppca._cli_io.load_sparse`, and never densified. The
+    attributes and :meth:`name_bad_values` are :class:`LazyMatrix`'s; the
+    columns are named ``x0``, ``x1``, ... as in memory.
+    """
+
+    def __init__(self, files, columns, path, fill=None,
+                 missing_hint="drop or impute them first", check=None):
+        import dask
+        import dask.array as da
+        from scipy import sparse
+
+        self.path, self.missing_hint = path, missing_hint
+        shapes = [_npz_header(f) for f in files]
+        widths = {f: shape[1] for f, shape in zip(files, shapes)}
+        first = files[0]
+        other = next((f for f in files if widths[f] != widths[first]), None)
+        if other is not None:
+            raise ValueError(f"{path}: the sparse matrices have different numbers "
+                             f"of columns ({first}: {widths[first]}, {other}: "
+                             f"{widths[other]}); every file is a block of rows "
+                             "with the same columns")
+        self.names = sparse_column_names(shapes[0][1])
+        self.chosen = None
+        if columns is not None:
+            self.names = check_chosen(columns, self.names, path)
+            self.chosen = [int(c[1:]) for c in self.names]
+        if callable(fill):  # public values that depend on the columns chosen
+            fill = fill(self.names)
+        self.fill = fill
+        self.files = [f for f, shape in zip(files, shapes) if shape[0]]
+        if not self.files:
+            raise ValueError(f"{path}: the sparse matrices have no rows")
+        rows = [shape[0] for shape in shapes if shape[0]]
+        width = len(self.names)
+        meta = sparse.csr_matrix((0, width))
+        self.X = da.concatenate([
+            da.from_delayed(dask.delayed(_sparse_part, pure=True)(
+                f, self.chosen, fill, check), shape=(n, width),
+                dtype=np.float64, meta=meta)
+            for f, n in zip(self.files, rows)], axis=0)
+        self.n_rows = int(sum(rows))
+        self.partitions = len(self.files)
+        self._dask = dask
+
+    def name_bad_values(self, exc):
+        """As :meth:`LazyMatrix.name_bad_values`: the columns whose stored
+        values are missing or infinite (one more read of the files)."""
+        if not str(exc).startswith(_BAD_VALUES):
+            return
+        found = self._dask.compute(*[self._dask.delayed(_sparse_bad)(f, self.chosen)
+                                     for f in self.files])
+        with_nan = np.logical_or.reduce([nan for nan, _ in found])
+        infinite = np.logical_or.reduce([inf for _, inf in found])
+        refuse_missing([c for c, bad in zip(self.names, with_nan) if bad],
+                       self.fill, self.path, self.missing_hint)
+        refuse_infinite([c for c, bad in zip(self.names, infinite) if bad],
+                        self.path)
+
+
+def _npz_header(path):
+    """``(rows, columns)`` of the sparse matrix in ``path``, from its
+    header, with :func:`~sklearn_dppca._cli_io.load_sparse`'s refusals of
+    what is not a real sparse matrix (its values' type from the header of
+    their array, or where that header is of another version, the array)."""
+    try:
+        with np.load(path, allow_pickle=False) as saved:
+            kind = saved["format"].item()
+            kind = kind.decode("ascii") if isinstance(kind, bytes) else str(kind)
+            shape = tuple(int(s) for s in saved["shape"])
+            if kind not in ("csr", "csc", "coo", "bsr", "dia") or len(shape) != 2:
+                raise ValueError(f"format {kind!r}, shape {shape}")
+            with saved.zip.open("data.npy") as stream:
+                version = np.lib.format.read_magic(stream)
+                read = {(1, 0): np.lib.format.read_array_header_1_0,
+                        (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+                dtype = read(stream)[2] if read else saved["data"].dtype
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError, KeyError) as exc:
+        raise ValueError(f"{path}: cannot read a sparse matrix (as written by "
+                         f"scipy.sparse.save_npz): {one_line(exc)}") from None
+    if dtype.kind not in "biuf":
+        raise ValueError(f"{path}: the sparse matrix holds {dtype} values, not "
+                         "real numbers")
+    if shape[1] == 0:
+        raise ValueError(f"{path}: the sparse matrix has shape {shape}: no "
+                         "columns")
+    return shape
+
+
+def _sparse_part(path, chosen, fill, check):
+    """One file's chunk, as :func:`_checked` makes a table's: missing values
+    filled, no infinite value, nor (``check="all"``) a missing one; only
+    stored values can be either. Module-level, for distributed workers."""
+    X = load_sparse(path)
+    if chosen is not None:
+        X = X[:, chosen]
+    if fill is not None:
+        fill_sparse(X, fill)
+    elif check == "all" and np.isnan(X.data).any():
+        raise ValueError("Input X contains NaN.")
+    if np.isinf(X.data).any():
+        raise ValueError("Input X contains infinity.")
+    return X
+
+
+def _sparse_bad(path, chosen):
+    """Which chosen columns of one file store a NaN, an infinite value."""
+    X = load_sparse(path)
+    if chosen is not None:
+        X = X[:, chosen]
+    return bad_sparse_columns(X, np.isnan), bad_sparse_columns(X, np.isinf)
 
 
 def _reading(path, read):

@@ -205,24 +205,49 @@ def read_table(path):
 
 
 def is_sparse_file(path):
-    """Whether DATA names a SciPy sparse matrix (``*.npz``, as written by
-    :func:`scipy.sparse.save_npz`) rather than a table."""
-    return path != "-" and os.path.basename(str(path)).lower().endswith(".npz")
+    """Whether DATA names SciPy sparse matrices (``*.npz``, as written by
+    :func:`scipy.sparse.save_npz`) rather than a table: one file, a glob of
+    them, or a directory whose tables are ``.npz`` files (file names only)."""
+    import glob
+
+    if path == "-":
+        return False
+    if os.path.isdir(path):
+        return directory_tables(path)[1] == "npz"
+    if not os.path.exists(path) and glob.has_magic(path):
+        kinds = {file_kind(f) for f in glob.glob(path) if os.path.isfile(f)}
+        return kinds == {"npz"}
+    return file_kind(path) == "npz"
 
 
-def read_sparse(path, columns, fill=None, missing_hint="drop or impute them first"):
-    """The chosen columns of the sparse matrix in ``path`` as float64 CSR,
-    never densified, with the checks of :func:`numeric_matrix`.
+def directory_tables(path):
+    """The tables a directory holds, sorted, and their kind: its Parquet
+    files (``*.parquet``, ``*.pq``), or else its CSV files, or else its
+    sparse matrices (``*.npz``); other files (``_SUCCESS``, ...) are
+    ignored. ``([], None)`` if it holds none."""
+    found = sorted(os.path.join(path, f) for f in os.listdir(path))
+    found = [f for f in found if os.path.isfile(f)]
+    for kind in ("parquet", "csv", "npz"):
+        files = [f for f in found if file_kind(f) == kind]
+        if files:
+            return files, kind
+    return [], None
 
-    Its columns are named ``x0``, ``x1``, ... (a ``.npz`` file has no
-    names), as scikit-learn names an array's features. Only stored values
-    can be missing or infinite: their columns are named in the error.
 
-    Returns
-    -------
-    X : scipy.sparse.csr_matrix of shape (n_rows, len(columns))
-    names : list of str
-    """
+def file_kind(path):
+    """``"parquet"``, ``"csv"`` or ``"npz"`` from the file name, or None."""
+    if os.path.basename(str(path)).lower().endswith(".npz"):
+        return "npz"
+    try:
+        return table_format(path)
+    except ValueError:
+        return None
+
+
+def load_sparse(path):
+    """The matrix of one ``.npz`` file as float64 CSR, duplicates summed,
+    with one-line errors naming the file: not a sparse matrix, values that
+    are not real numbers, no rows or no columns."""
     from scipy import sparse
 
     try:
@@ -238,22 +263,60 @@ def read_sparse(path, columns, fill=None, missing_hint="drop or impute them firs
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"{path}: the sparse matrix has shape {X.shape}: no "
                          "rows or no columns")
-    names = [f"x{i}" for i in range(X.shape[1])]
     X = sparse.csr_matrix(X, dtype=np.float64)
-    if columns is not None:
-        chosen = check_chosen(columns, names, path)
-        X, names = X[:, [int(c[1:]) for c in chosen]], chosen
     X.sum_duplicates()
+    return X
+
+
+def sparse_column_names(n_columns):
+    """``x0``, ``x1``, ...: a ``.npz`` file's columns, named as scikit-learn
+    names an array's features."""
+    return [f"x{i}" for i in range(n_columns)]
+
+
+def bad_sparse_columns(X, test):
+    """Whether each column of the CSR matrix ``X`` stores a value for which
+    ``test`` (``np.isnan``, ``np.isinf``) holds."""
+    bad = np.zeros(X.shape[1], dtype=bool)
+    bad[X.indices[test(X.data)]] = True
+    return bad
+
+
+def fill_sparse(X, fill):
+    """``X`` (CSR, changed in place) with each stored NaN replaced by
+    ``fill``: a constant, or one per column."""
+    value = np.broadcast_to(np.asarray(fill, dtype=np.float64), (X.shape[1],))
+    X.data = np.where(np.isnan(X.data), value[X.indices], X.data)
+    return X
+
+
+def read_sparse(path, columns, fill=None, missing_hint="drop or impute them first"):
+    """The chosen columns of the sparse matrix in ``path`` as float64 CSR,
+    never densified, with the checks of :func:`numeric_matrix`.
+
+    Its columns are named ``x0``, ``x1``, ... (a ``.npz`` file has no
+    names), as scikit-learn names an array's features. Only stored values
+    can be missing or infinite: their columns are named in the error.
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix of shape (n_rows, len(columns))
+    names : list of str
+    """
+    X = load_sparse(path)
+    names = sparse_column_names(X.shape[1])
+    if columns is not None:
+        names = check_chosen(columns, names, path)
+        X = X[:, [int(c[1:]) for c in names]]
     if callable(fill):
         fill = fill(names)
 
     def bad(test):
-        return [names[j] for j in np.unique(X.indices[test(X.data)])]
+        return [c for c, hit in zip(names, bad_sparse_columns(X, test)) if hit]
 
     refuse_missing(bad(np.isnan), fill, path, missing_hint)
     if fill is not None:
-        value = np.broadcast_to(np.asarray(fill, dtype=np.float64), (len(names),))
-        X.data = np.where(np.isnan(X.data), value[X.indices], X.data)
+        fill_sparse(X, fill)
     refuse_infinite(bad(np.isinf), path)
     return X, names
 

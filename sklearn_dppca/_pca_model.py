@@ -47,8 +47,8 @@ def map_non_finite(X):
     copy of validated ``X``, in its dtype: a Dask array lazily, chunk by
     chunk; a sparse matrix's stored values; an Array API array with its
     namespace's functions. ``X`` is never modified."""
-    if is_dask_collection(X):
-        return X.map_blocks(np.nan_to_num, dtype=X.dtype)
+    if is_dask_collection(X):  # each chunk as in memory (CSR ones too)
+        return X.map_blocks(map_non_finite, dtype=X.dtype)
     if hasattr(X, "tocsr"):  # SciPy sparse: the implicit zeros are finite
         X = X.copy()
         X.data = np.nan_to_num(X.data, copy=False)
@@ -147,6 +147,11 @@ class _PCAModelMixin(TransformerMixin):
         return X
 
     def _transform(self, X):
+        if is_dask_collection(X) and sparse.issparse(getattr(X, "_meta", None)):
+            # Dask multiplies NumPy chunks only: CSR chunks, one at a time
+            k = self.components_.shape[0]
+            return X.map_blocks(self._transform, chunks=(X.chunks[0], (k,)),
+                                meta=np.empty((0, 0), dtype=self.components_.dtype))
         X_new = X @ self.components_.T - self.mean_ @ self.components_.T
         if self.whiten:
             X_new = X_new / self._whiten_scale()

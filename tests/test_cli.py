@@ -825,7 +825,6 @@ def test_fit_and_transform_a_sparse_matrix_as_the_estimator(tmp_path, capsys):
 
 @pytest.mark.parametrize("extra, match", [
     ((), "missing values .* column\\(s\\) 'x"),
-    (("--dask",), "leave out --dask"),
     (("--bounds", 0, 1, "--scale"), "makes a sparse matrix dense"),
     (("--columns", "x1,y"), "no column\\(s\\) 'y'"),
 ])

@@ -373,3 +373,111 @@ def test_many_rows_interrupted_or_failing_after_the_first_rows_stay_charged(
     rc, _, err = run(capsys, *fit)
     assert rc == 2 and err.endswith("infinite values in column(s) 'a'\n"), err
     assert BudgetAccountant(path=ledger).n_charges == 2
+
+
+# --- sparse matrices in parts: .npz files, one block of rows each ------------
+def write_sparse_parts(folder, nan=None, inf=None):
+    """The rows of tests/test_cli.py's sparse codes in three .npz files (the
+    second stored as CSC: any format scipy.sparse.save_npz writes); ``nan``
+    and ``inf``: (part, stored value) to spoil."""
+    from scipy import sparse
+
+    from .test_cli import sparse_codes
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path, X = sparse_codes(folder)
+    parts = [X[i:i + 150].copy() for i in (0, 150, 300)]  # 150, 150, 100 rows
+    for where, value in ((nan, np.nan), (inf, np.inf)):
+        if where is not None:
+            parts[where[0]].data[where[1]] = value
+    for i, part in enumerate(parts):
+        sparse.save_npz(folder / f"part-{i}.npz", part.tocsc() if i == 1 else part)
+    path.unlink()
+    return X, parts
+
+
+def test_sparse_parts_fit_and_transform_as_in_memory(cluster, tmp_path, capsys):
+    """A directory or a glob of .npz files is one Dask array of CSR chunks:
+    the release of the whole matrix in memory, and its projection."""
+    from scipy import sparse
+
+    X, _ = write_sparse_parts(tmp_path / "codes")
+    sparse.save_npz(tmp_path / "all.npz", X)
+    fit = ["-k", 2, "--epsilon", 2, "--delta", 1e-6, "--data-norm", 3, "--seed", 5]
+    rc, _, err = run(capsys, "fit", tmp_path / "all.npz", *fit,
+                     "-o", tmp_path / "local.json")
+    assert rc == 0, err
+    for data, extra in ((tmp_path / "codes", ()),
+                        (f"{tmp_path}/codes/part-*.npz",
+                         ("--scheduler", cluster.scheduler_address))):
+        model = tmp_path / "parts.json"
+        rc, _, err = run(capsys, "fit", data, "--dask", *extra, *fit, "-v",
+                         "--force", "-o", model)
+        assert rc == 0, err
+        assert (f"read 400 rows x 60 columns in 3 partitions (3 files) from "
+                f"{data}") in err
+        assert str(X.nnz) not in err  # how many values are stored: not public
+        (saved, got), (_, expected) = fitted(model), fitted(tmp_path / "local.json")
+        assert_same_release(got, expected)
+        assert saved["feature_names"][:2] == ["x0", "x1"]
+        assert saved["reading"]["partitions"] == 3
+    rc, _, err = run(capsys, "transform", model, tmp_path / "codes", "--dask",
+                     "-o", tmp_path / "z.csv")
+    assert rc == 0, err
+    rc, _, err = run(capsys, "transform", tmp_path / "local.json", tmp_path / "all.npz",
+                     "-o", tmp_path / "z0.csv")
+    assert rc == 0, err
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "z.csv"),
+                                  pd.read_csv(tmp_path / "z0.csv"), atol=1e-10)
+    # chosen columns, chunk by chunk
+    rc, _, err = run(capsys, "fit", tmp_path / "codes", "--dask", *fit,
+                     "--columns", "x3,x7,x9", "-o", tmp_path / "cols.json")
+    assert rc == 0, err
+    rc, _, err = run(capsys, "fit", tmp_path / "all.npz", *fit,
+                     "--columns", "x3,x7,x9", "-o", tmp_path / "cols0.json")
+    assert rc == 0, err
+    assert_same_release(fitted(tmp_path / "cols.json")[1],
+                        fitted(tmp_path / "cols0.json")[1])
+
+
+def test_sparse_parts_are_checked_before_any_charge(tmp_path, capsys):
+    """Stored NaN and infinite values named by column, files of other widths
+    or of complex values, and --scale: refused before the ledger is charged;
+    a filled NaN fits."""
+    from scipy import sparse
+
+    X, parts = write_sparse_parts(tmp_path / "holes", nan=(2, 4), inf=(1, 7))
+    nan_column = f"x{parts[2].indices[4]}"
+    inf_column = f"x{parts[1].tocsr().indices[7]}"
+    ledger = tmp_path / "budget.db"
+    run(capsys, "ledger", "init", ledger, "--epsilon", 9, "--delta", 1e-6)
+    fit = ["fit", "--dask", "-k", 2, "--epsilon", 2, "--delta", 1e-6,
+           "--data-norm", 3, "--ledger", ledger, "-o", tmp_path / "m.json"]
+    rc, _, err = run(capsys, *fit[:1], tmp_path / "holes", *fit[1:])
+    assert rc == 2 and f"missing values (NaN or empty cells) in column(s) " \
+        f"'{nan_column}'" in err
+    for extra in (["--fill-missing", 0], ["--fill-missing", 0, "--bounds", 0, 1]):
+        rc, _, err = run(capsys, *fit[:1], tmp_path / "holes", *fit[1:], *extra)
+        assert rc == 2 and err.endswith(
+            f"infinite values in column(s) '{inf_column}'\n"), err
+    rc, _, err = run(capsys, *fit[:1], tmp_path / "holes", *fit[1:],
+                     "--bounds", 0, 1, "--scale")
+    assert rc == 2 and "makes a sparse matrix dense" in err
+    sparse.save_npz(tmp_path / "holes" / "part-3.npz", sparse.csr_matrix((5, 61)))
+    rc, _, err = run(capsys, *fit[:1], tmp_path / "holes", *fit[1:])
+    assert rc == 2 and "different numbers of columns" in err and "60, " in err
+    sparse.save_npz(tmp_path / "holes" / "part-3.npz", (X[:5] * 1j).tocsr())
+    rc, _, err = run(capsys, *fit[:1], tmp_path / "holes", *fit[1:])
+    assert rc == 2 and "holds complex128 values, not real numbers" in err
+    assert BudgetAccountant(path=ledger).n_charges == 0
+    assert not (tmp_path / "m.json").exists()
+    # several files without --dask: say how to read them
+    rc, _, err = run(capsys, *fit[:1], f"{tmp_path}/holes/*.npz", *fit[2:])
+    assert rc == 2 and "read them with --dask" in err
+    (tmp_path / "holes" / "part-3.npz").unlink()
+    parts[1].data[7] = 0.0
+    sparse.save_npz(tmp_path / "holes" / "part-1.npz", parts[1])
+    rc, _, err = run(capsys, *fit[:1], tmp_path / "holes", *fit[1:],
+                     "--fill-missing", 0)
+    assert rc == 0, err
+    assert BudgetAccountant(path=ledger).n_charges == 1

@@ -122,6 +122,54 @@ def test_non_finite_clip_is_nan_to_num_chunk_by_chunk(name):
         ESTIMATORS[name](**params).fit(lazy)
 
 
+def sparse_chunks(X, rows=400):
+    """A Dask array of CSR chunks (as ``dppca fit --dask`` makes of ``.npz``
+    files), ``rows`` rows each."""
+    import dask
+    from scipy import sparse
+
+    meta = sparse.csr_matrix((0, X.shape[1]), dtype=X.dtype)
+    return da.concatenate([
+        da.from_delayed(dask.delayed(X[i:i + rows].copy()), shape=X[i:i + rows].shape,
+                        dtype=X.dtype, meta=meta)
+        for i in range(0, X.shape[0], rows)])
+
+
+@pytest.mark.filterwarnings("ignore::sklearn_dppca.NoisyReleaseWarning")
+@pytest.mark.parametrize("name", ["private", "complex", "coherent-fixed"])
+@pytest.mark.parametrize("params", [
+    dict(bounds=(0.0, 1.0), center=False),  # the box keeps zeros: chunks stay CSR
+    dict(bounds=(0.2, 1.0), whiten="partial"),  # the box moves zeros: densified
+    dict(data_norm="auto", whiten=True),
+    dict(data_norm=2.0, non_finite="clip"),
+])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_csr_chunks_fit_and_transform_as_in_memory(name, params, dtype):
+    """A Dask array of CSR chunks: the in-memory CSR fit with the same seed,
+    and transform and score_samples chunk by chunk."""
+    from scipy import sparse
+
+    X = sparse.random(1100, 30, density=0.1, format="csr", random_state=2, dtype=dtype)
+    if "non_finite" in params:
+        X.data[[3, 40]] = np.nan, np.inf
+    before = X.copy()
+    lazy = sparse_chunks(X)
+    local = ESTIMATORS[name](random_state=0, **params).fit(X)
+    remote = ESTIMATORS[name](random_state=0, **params).fit(lazy)
+    for attribute in FITTED:
+        np.testing.assert_allclose(getattr(remote, attribute),
+                                   getattr(local, attribute),
+                                   rtol=1e-5, atol=1e-6, err_msg=attribute)
+    Z = remote.transform(lazy).compute()
+    assert Z.dtype == local.transform(X).dtype
+    tol = 1e-4 if dtype == np.float32 else 1e-9
+    with np.errstate(over="ignore"):  # a clipped ±max projects beyond the range
+        np.testing.assert_allclose(Z, local.transform(X), rtol=tol, atol=tol)
+        np.testing.assert_allclose(remote.score_samples(lazy).compute(),
+                                   local.score_samples(X), rtol=tol)
+    np.testing.assert_array_equal(X.data, before.data)  # the caller's rows
+
+
 def test_generated_blocks_are_never_materialised(client):
     """A fit on an array generated chunk by chunk (never in the client)."""
     rng = da.random.default_rng(0)
