@@ -43,6 +43,21 @@ def is_dask_collection(X):
     return type(X).__module__.split(".")[0] in ("dask", "dask_expr")
 
 
+def gather_sparse_chunks(X):
+    """A Dask array of SciPy sparse chunks as one CSR matrix in memory, as
+    scikit-learn's ``check_array`` gathers a Dask array of NumPy chunks into
+    one array (of sparse chunks it makes an object scalar); anything else as
+    it is. For the steps that read their rows in memory (the scalers, the
+    search's validation, the heads); the estimators' fits and transforms
+    read the chunks where they are."""
+    if is_dask_collection(X):
+        from scipy import sparse
+
+        if sparse.issparse(getattr(X, "_meta", None)):
+            return sparse.csr_matrix(X.compute())
+    return X
+
+
 def _is_dataframe(X):
     """A pandas or Dask DataFrame (anything with per-column dtypes), no import."""
     return hasattr(X, "columns") and hasattr(X, "dtypes") and getattr(X, "ndim", 2) == 2

@@ -75,6 +75,7 @@ from sklearn.utils.validation import (
 from . import _array_api, _search_plan, _search_run
 from . import _supervised_search as _supervised
 from ._base import _all_or_nothing, reported_spend
+from ._dask import gather_sparse_chunks
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
 from ._search_plan import (
     SearchPlan,
@@ -584,6 +585,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         pass here for a Pipeline's public fill or a step's ``non_finite=
         "clip"`` (:func:`_check_raw_rows` then refuses, before the charge, any
         a bare step with ``non_finite="raise"`` would read)."""
+        X = gather_sparse_chunks(X)
         namespace = _array_api.namespace(X)
         if namespace is not None:
             return validate_data(self, X, ensure_min_samples=2,
@@ -646,8 +648,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         check_is_fitted(self, "best_estimator_")
         if not hasattr(self.best_estimator_, "transform"):
             return self.scorer_(self.best_estimator_, X, y)
-        X = validate_data(self, X, reset=False, accept_sparse=("csr", "csc"),
-                          dtype=None, ensure_all_finite=False)
+        X = validate_data(self, gather_sparse_chunks(X), reset=False,
+                          accept_sparse=("csr", "csc"), dtype=None,
+                          ensure_all_finite=False)
         return self.scorer_(self.best_estimator_, X, y)
 
     @available_if(_refitted_has("predict"))

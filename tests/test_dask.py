@@ -170,6 +170,42 @@ def test_csr_chunks_fit_and_transform_as_in_memory(name, params, dtype):
     np.testing.assert_array_equal(X.data, before.data)  # the caller's rows
 
 
+def test_csr_chunks_in_the_steps_that_read_rows_in_memory():
+    """The scalers, a private search and the heads gather a Dask array of CSR
+    chunks into one CSR matrix (as they gather NumPy chunks into one array):
+    the results on the same rows in memory, and a head's refusal of sparse
+    rows, not an error about an object scalar."""
+    from scipy import sparse
+    from sklearn.pipeline import make_pipeline
+
+    from sklearn_dppca import BudgetAccountant
+    from sklearn_dppca.linear_model import PrivateLDA
+    from sklearn_dppca.model_selection import PrivateGridSearchCV
+    from sklearn_dppca.preprocessing import PrivateStandardScaler, PublicScaler
+
+    X = sparse.random(900, 20, density=0.1, format="csr", random_state=4)
+    y = np.arange(900) % 2
+    lazy = sparse_chunks(X, rows=300)
+    ranges = (np.zeros(20), np.ones(20))
+
+    def search():
+        return PrivateGridSearchCV(
+            make_pipeline(PublicScaler(ranges=ranges), PrivatePCA(data_norm=3.0)),
+            {"privatepca__n_components": [1, 2]}, epsilon=1.0, random_state=0,
+            accountant=BudgetAccountant())
+
+    for make in (lambda: PublicScaler(ranges=ranges),
+                 lambda: PrivateStandardScaler(bounds=(0, 1), with_mean=False,
+                                               epsilon=1.0, random_state=0)):
+        got, expected = make().fit_transform(lazy), make().fit_transform(X)
+        assert sparse.issparse(got) and abs(got - expected).max() == 0
+    fitted, expected = search().fit(lazy), search().fit(X)
+    assert fitted.score(lazy) == expected.score(X)
+    np.testing.assert_array_equal(fitted.transform(lazy), expected.transform(X))
+    with pytest.raises(TypeError, match="PrivateLDA takes dense rows"):
+        PrivateLDA([0, 1], data_norm=1.0).fit(lazy, y)
+
+
 def test_generated_blocks_are_never_materialised(client):
     """A fit on an array generated chunk by chunk (never in the client)."""
     rng = da.random.default_rng(0)
