@@ -257,6 +257,23 @@ def _tree(parts, combine):
     return parts[0]
 
 
+def local_threads():
+    """Threads a Dask computation runs on in this process: 1 under the
+    synchronous scheduler, else Dask's ``num_workers`` setting or the CPU
+    count; ``None`` where a distributed client computes it (on its
+    workers)."""
+    if _active_client() is not None:
+        return None
+    import dask
+    import dask.local
+    from dask.base import get_scheduler
+    from dask.system import CPU_COUNT
+
+    if get_scheduler() is dask.local.get_sync:
+        return 1
+    return int(dask.config.get("num_workers", None) or CPU_COUNT)
+
+
 def _active_client():
     """The ``dask.distributed`` client that ``dask.compute`` would use, or None.
 
@@ -398,6 +415,14 @@ class ChunkedRows:
         self._gram = None  # (data_norm, Σ clip(x) clip(x)ᵀ) from the first pass
         #: False on the matrix-free path: no pass forms a d × d matrix.
         self.with_gram = True
+
+    @property
+    def sparse_chunks(self):
+        """Whether the chunks are SciPy sparse matrices (the array's meta, a
+        public fact about the input, like its dtype)."""
+        from scipy import sparse
+
+        return sparse.issparse(getattr(self.X, "_meta", None))
 
     def largest_norm(self):
         return max_norm(self.X)

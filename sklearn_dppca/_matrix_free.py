@@ -18,6 +18,17 @@ from ._stats import kernel_threads
 from .noise import ImplicitGOE, ImplicitGUE, dense_noise, noise_scale
 
 
+def _reread_costly(engine):
+    """Whether each pass of the matrix-free path reads a Dask array's chunks
+    again at a cost that keeps ``"auto"`` on the dense path: dense chunks
+    (a Parquet partition decoded again). Sparse chunks are not: their dense
+    path forms a :math:`d \times d` Gram matrix of every chunk from sparse
+    products, which costs more than reading them again, so the cost model of
+    sparse rows in memory applies."""
+    engine = _engine(engine)
+    return isinstance(engine, ChunkedRows) and not engine.sparse_chunks
+
+
 class _MatrixFreeMixin:
     r"""The matrix-free path of a release :math:`\hat{M} = \sum y y^\top +
     S` (:class:`PrivatePCA`'s GOE kernel, :class:`ComplexGaussPCA`'s GUE
@@ -74,7 +85,7 @@ class _MatrixFreeMixin:
                         k, n_features, iterated_power=self.iterated_power,
                         power_iteration_normalizer=self.power_iteration_normalizer,
                         filtered=True),
-                    isinstance(_engine(engine), ChunkedRows), min(1.0, cached),
+                    _reread_costly(engine), min(1.0, cached),
                     hermitian=self._hermitian_noise):
                 return "dense"
         if cached >= 1.0 or not self._noisy_power:

@@ -206,6 +206,41 @@ def test_csr_chunks_in_the_steps_that_read_rows_in_memory():
         PrivateLDA([0, 1], data_norm=1.0).fit(lazy, y)
 
 
+def test_wide_dask_fits_count_the_chunks_gram_matrices():
+    """The dense path over Dask chunks holds each running chunk's Gram matrix
+    and the tree's partial sums: counted before the data is read, so a limit
+    an in-memory fit meets refuses the Dask one (before any charge), or
+    sends "auto" to the matrix-free path; sparse chunks follow the
+    in-memory rule of sparse rows."""
+    import dask
+    from scipy import sparse
+
+    from sklearn_dppca import BudgetAccountant
+
+    X, _ = make_planted(n=2400, d=1500, seed=1)
+    lazy = da.from_array(X, chunks=(600, 1500))
+    d2 = 8.0 * 1500**2
+    limit = 4 * d2  # the in-memory dense fit's 2 matrices fit; 2 + 5 + 2.5·2 do not
+    with dask.config.set(scheduler="threads", num_workers=2):
+        dense = PrivatePCA(10, data_norm=3.0, random_state=0, path="dense",
+                           memory_limit=limit)
+        assert dense.fit(X).path_ == "dense"
+        budget = BudgetAccountant()
+        with pytest.raises(MemoryError, match="before reading the data"):
+            dense.set_params(accountant=budget).fit(lazy)
+        assert budget.n_charges == 0
+        auto = PrivatePCA(10, data_norm=3.0, random_state=0, memory_limit=limit)
+        assert auto.fit(lazy).path_ == "matrix_free"
+        assert dense.set_params(memory_limit=13 * d2).fit(lazy).path_ == "dense"
+    with dask.config.set(scheduler="sync"):  # one thread: 2 + 5 + 2.5
+        assert dense.set_params(memory_limit=10 * d2).fit(lazy).path_ == "dense"
+    # CSR chunks: the path of the same rows in memory (matrix-free here)
+    rows = sparse.random(4000, 3000, density=0.01, format="csr", random_state=0)
+    wide = PrivatePCA(10, data_norm=3.0, random_state=0)
+    assert wide.fit(rows).path_ == "matrix_free"
+    assert wide.fit(sparse_chunks(rows, rows=1000)).path_ == "matrix_free"
+
+
 def test_generated_blocks_are_never_materialised(client):
     """A fit on an array generated chunk by chunk (never in the client)."""
     rng = da.random.default_rng(0)
