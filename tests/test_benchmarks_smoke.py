@@ -529,6 +529,17 @@ def test_bench_score_quick(capsys):
     assert out.count(" ours ") == 3 and out.count(" sklearn ") == 2
 
 
+def test_bench_npz_parts_tiny(capsys):
+    """benchmarks/bench_npz_parts.py: PCA(), the CLI on one .npz and on its
+    row blocks with --dask, each in its own process."""
+    pytest.importorskip("dask.array")
+    bench = pytest.importorskip("bench_npz_parts")
+    bench.main(["--size", "tiny", "--repeats", "1", "--parts", "3"])
+    out = capsys.readouterr().out
+    assert "500 x 100" in out and "--dask (3 files)" in out
+    assert out.count(" GB ") == 3
+
+
 def test_wide_rounds_repeat_the_baselines_and_keep_the_fastest():
     """The baselines run in more rounds than the private fits, every round
     in the table's order, and a cell reads its fastest time and its median
