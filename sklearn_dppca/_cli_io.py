@@ -12,6 +12,7 @@ Nothing is computed from the data here. Floats are written with ``repr``
 precision, so they read back bit for bit.
 """
 
+import glob
 import importlib.util
 import json
 import math
@@ -208,8 +209,6 @@ def is_sparse_file(path):
     """Whether DATA names SciPy sparse matrices (``*.npz``, as written by
     :func:`scipy.sparse.save_npz`) rather than a table: one file, a glob of
     them, or a directory whose tables are ``.npz`` files (file names only)."""
-    import glob
-
     if path == "-":
         return False
     if os.path.isdir(path):

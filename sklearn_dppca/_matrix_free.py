@@ -19,7 +19,7 @@ from .noise import ImplicitGOE, ImplicitGUE, dense_noise, noise_scale
 
 
 def _reread_costly(engine):
-    """Whether each pass of the matrix-free path reads a Dask array's chunks
+    r"""Whether each pass of the matrix-free path reads a Dask array's chunks
     again at a cost that keeps ``"auto"`` on the dense path: dense chunks
     (a Parquet partition decoded again). Sparse chunks are not: their dense
     path forms a :math:`d \times d` Gram matrix of every chunk from sparse
