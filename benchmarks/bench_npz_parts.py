@@ -42,15 +42,17 @@ PCA(int(sys.argv[2])).fit(sparse.load_npz(sys.argv[1]))
 
 def timed(command, env):
     """Seconds and peak resident bytes of ``command`` run to its end."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - start
-    error = proc.stderr.read().decode()
-    proc.stderr.close()
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{command} failed:\n{error}")
+    # stderr to a file: a pipe read only after the wait could fill and block
+    with tempfile.TemporaryFile() as errors:
+        start = time.perf_counter()
+        proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                                stderr=errors)
+        _, status, usage = os.wait4(proc.pid, 0)  # reaped here, with its usage
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            errors.seek(0)
+            raise RuntimeError(f"{command} failed:\n{errors.read().decode()}")
     return seconds, usage.ru_maxrss * 1024
 
 

@@ -168,7 +168,8 @@ def _read_matrix(args, columns, hint, fill=None, missing_hint=None, check=None,
     """
     from ._cli_io import is_sparse_file, numeric_matrix, read_sparse, read_table
 
-    if is_sparse_file(args.data) and args.dask:  # CSR chunks, one per file
+    sparse_data = is_sparse_file(args.data)  # .npz: lists a directory or glob
+    if sparse_data and args.dask:  # CSR chunks, one per file
         from ._cli_dask import LazySparse, table_files
 
         _verbose(args, f"reading {args.data} with Dask")
@@ -180,7 +181,7 @@ def _read_matrix(args, columns, hint, fill=None, missing_hint=None, check=None,
         _verbose(args, f"read {lazy.n_rows} rows x {len(lazy.names)} columns "
                        f"in {_partitions(lazy, len(files))} from {args.data}")
         return lazy.X, lazy.names, lazy
-    if is_sparse_file(args.data):  # a SciPy sparse matrix: CSR, never dense
+    if sparse_data:  # a SciPy sparse matrix: CSR, never dense
         _refuse_many_files(args.data)
         _verbose(args, f"reading {args.data}")
         X, names = read_sparse(args.data, columns, fill=fill,

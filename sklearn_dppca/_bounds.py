@@ -313,7 +313,7 @@ def _box_rows(data, lower, upper, centre):
     engine = _engine(data)
     X = engine.X
     if isinstance(engine, ChunkedRows):
-        if not sparse.issparse(getattr(X, "_meta", None)):
+        if not engine.sparse_chunks:
             return ChunkedRows(X.clip(lower, upper) - centre.astype(X.dtype))
         meta = (X._meta if _stays_sparse(lower, upper, centre)
                 else np.empty((0, 0), dtype=X.dtype))

@@ -28,6 +28,7 @@ from ._cli_io import (
     _COMPRESSIONS,
     bad_sparse_columns,
     check_chosen,
+    check_sparse,
     choose_columns,
     cli_extra_command,
     directory_tables,
@@ -40,6 +41,7 @@ from ._cli_io import (
     refuse_missing,
     sparse_column_names,
     table_format,
+    unreadable_sparse,
 )
 from ._dask import partition_lengths
 
@@ -304,14 +306,8 @@ def _npz_header(path):
     except FileNotFoundError:
         raise
     except (OSError, ValueError, KeyError) as exc:
-        raise ValueError(f"{path}: cannot read a sparse matrix (as written by "
-                         f"scipy.sparse.save_npz): {one_line(exc)}") from None
-    if dtype.kind not in "biuf":
-        raise ValueError(f"{path}: the sparse matrix holds {dtype} values, not "
-                         "real numbers")
-    if shape[1] == 0:
-        raise ValueError(f"{path}: the sparse matrix has shape {shape}: no "
-                         "columns")
+        raise unreadable_sparse(path, exc) from None
+    check_sparse(path, shape, dtype, rows=False)  # a file of no rows is skipped
     return shape
 
 

@@ -254,17 +254,28 @@ def load_sparse(path):
     except FileNotFoundError:
         raise
     except (OSError, ValueError, KeyError) as exc:
-        raise ValueError(f"{path}: cannot read a sparse matrix (as written by "
-                         f"scipy.sparse.save_npz): {one_line(exc)}") from None
-    if X.dtype.kind not in "biuf":
-        raise ValueError(f"{path}: the sparse matrix holds {X.dtype} values, not "
-                         "real numbers")
-    if X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"{path}: the sparse matrix has shape {X.shape}: no "
-                         "rows or no columns")
+        raise unreadable_sparse(path, exc) from None
+    check_sparse(path, X.shape, X.dtype)
     X = sparse.csr_matrix(X, dtype=np.float64)
     X.sum_duplicates()
     return X
+
+
+def unreadable_sparse(path, exc):
+    """The one-line error of a file that is not a sparse matrix."""
+    return ValueError(f"{path}: cannot read a sparse matrix (as written by "
+                      f"scipy.sparse.save_npz): {one_line(exc)}")
+
+
+def check_sparse(path, shape, dtype, rows=True):
+    """Refuse a sparse matrix of values that are not real numbers, or with
+    no columns (or, unless ``rows`` is False, no rows)."""
+    if dtype.kind not in "biuf":
+        raise ValueError(f"{path}: the sparse matrix holds {dtype} values, not "
+                         "real numbers")
+    if shape[1] == 0 or (rows and shape[0] == 0):
+        raise ValueError(f"{path}: the sparse matrix has shape {shape}: no "
+                         f"{'rows or no ' if rows else ''}columns")
 
 
 def sparse_column_names(n_columns):

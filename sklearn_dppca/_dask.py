@@ -26,6 +26,7 @@ import sys
 import uuid
 
 import numpy as np
+from scipy import sparse
 
 from ._rows import CentredRows
 from ._stats import (
@@ -43,6 +44,12 @@ def is_dask_collection(X):
     return type(X).__module__.split(".")[0] in ("dask", "dask_expr")
 
 
+def has_sparse_chunks(X):
+    """Whether ``X`` is a Dask array whose chunks are SciPy sparse matrices
+    (from its ``meta``, a public fact about the input, like its dtype)."""
+    return is_dask_collection(X) and sparse.issparse(getattr(X, "_meta", None))
+
+
 def gather_sparse_chunks(X):
     """A Dask array of SciPy sparse chunks as one CSR matrix in memory, as
     scikit-learn's ``check_array`` gathers a Dask array of NumPy chunks into
@@ -50,12 +57,7 @@ def gather_sparse_chunks(X):
     it is. For the steps that read their rows in memory (the scalers, the
     search's validation, the heads); the estimators' fits and transforms
     read the chunks where they are."""
-    if is_dask_collection(X):
-        from scipy import sparse
-
-        if sparse.issparse(getattr(X, "_meta", None)):
-            return sparse.csr_matrix(X.compute())
-    return X
+    return sparse.csr_matrix(X.compute()) if has_sparse_chunks(X) else X
 
 
 def _is_dataframe(X):
@@ -418,11 +420,9 @@ class ChunkedRows:
 
     @property
     def sparse_chunks(self):
-        """Whether the chunks are SciPy sparse matrices (the array's meta, a
-        public fact about the input, like its dtype)."""
-        from scipy import sparse
-
-        return sparse.issparse(getattr(self.X, "_meta", None))
+        """Whether the chunks are SciPy sparse matrices
+        (:func:`has_sparse_chunks`)."""
+        return has_sparse_chunks(self.X)
 
     def largest_norm(self):
         return max_norm(self.X)

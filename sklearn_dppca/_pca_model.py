@@ -18,6 +18,7 @@ from ._array_api import check_same_namespace
 from ._dask import (
     as_dask_array,
     check_numeric_columns,
+    has_sparse_chunks,
     is_dask_collection,
 )
 from ._row_maps import row_spans
@@ -147,7 +148,7 @@ class _PCAModelMixin(TransformerMixin):
         return X
 
     def _transform(self, X):
-        if is_dask_collection(X) and sparse.issparse(getattr(X, "_meta", None)):
+        if has_sparse_chunks(X):
             # Dask multiplies NumPy chunks only: CSR chunks, one at a time
             k = self.components_.shape[0]
             return X.map_blocks(self._transform, chunks=(X.chunks[0], (k,)),
