@@ -399,6 +399,8 @@ class _BasePrivatePCA(
             ).astype(dtype, copy=False)
             noisy_mean = self.mean_
             self.mean_ = projected_mean = mean_in_box(self.mean_, bounds)
+            if getattr(self, "_keep_release", False):  # a search's fold fit
+                self._release_centre = (noisy_mean, bounds)  # PrivatePCA's _kept
             self._release(gram, rows, plan, rng, dtype)
             if isinstance(engine, ArrayAPIRows):  # attributes in X's namespace
                 _array_api.move_attributes(self, engine.xp, engine.device)
@@ -409,13 +411,18 @@ class _BasePrivatePCA(
         # public values (and, for data_norm=None, the bound it released).
         if from_data:
             _warn_leak(self._data_norm_leak(self.data_norm_))
+        self._warn_released(noisy_mean, projected_mean)
+        return X
+
+    def _warn_released(self, noisy_mean, projected_mean):
+        """The warnings of a fitted release: a fixed seed or no privacy
+        (public parameters), then those computed from released values and
+        public noise scales only."""
         _warn_if_not_private(self.epsilon, self.random_state)
-        # from released values and public noise scales only
         if math.isfinite(self.epsilon):
             warn_if_noise_dominated(self)
             warn_if_mean_projected(self, noisy_mean, projected_mean)
         warn_if_one_feature_dominates(self)
-        return X
 
     def _plan_fit(self, n_samples, n_features, dtype, engine):
         """The fit's solver, path, norm bounds and privacy plan, from public

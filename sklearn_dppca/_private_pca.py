@@ -8,9 +8,10 @@ import scipy.linalg
 from sklearn.utils._param_validation import StrOptions
 
 from . import _array_api
-from ._base import _BasePrivatePCA
+from ._base import _all_or_nothing, _BasePrivatePCA
 from ._matrix_free import _MatrixFreeMixin
 from ._param_docs import fill_parameter_docs
+from ._released import mean_in_box
 from ._rows import scatter_products, sparse_row_jobs
 from ._spectrum import Spectrum, _non_increasing, scatter_trace
 from .noise import (
@@ -18,6 +19,7 @@ from .noise import (
     add_goe_noise,
     dense_noise,
     goe_noise,
+    make_generator,
     noise_scale,
 )
 
@@ -282,6 +284,7 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
         return NOISY_POWER_PASSES
 
     def _release(self, gram, rows, plan, rng, dtype):
+        centre = vars(self).pop("_release_centre", None)  # _keep_release
         if self._fit_path == "noisy_power":
             return self._release_noisy_power(rows, plan, rng, dtype)
         if gram is None:
@@ -294,6 +297,16 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
         else:
             gram = _array_api.add_noise(gram, goe_noise(rng, gram.shape[0], sigma))
         trace = self._released_trace(trace, sigma, rng)
+        if centre is not None and isinstance(gram, np.ndarray) and (
+                gram.shape[0] <= KEPT_MAX_FEATURES):  # for a search's refit
+            self._kept = KeptRelease(gram.copy(), sigma, trace, centre[0],
+                                     self.n_samples_, centre[1], self.data_norm_,
+                                     self.mean_norm_)
+        self._released_components(gram, sigma, trace, rng, dtype)
+
+    def _released_components(self, gram, sigma, trace, rng, dtype):
+        """The components and spectrum of the released scatter matrix
+        ``gram`` (noise ``sigma``; the released ``trace``): post-processing."""
         truncated = self._truncated_eigenpairs(gram, sigma, trace, rng)
         if truncated is None:  # every eigenpair
             eigvals, eigvecs = map(_array_api.to_host, _array_api.eigh(gram))
@@ -305,6 +318,35 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
             spectrum, values, vectors = truncated
         noisy = values / (self.n_samples_ - 1)
         self._set_components(vectors.T, noisy, spectrum, dtype)
+
+    @_all_or_nothing
+    def _fit_released(self, X, release, spent):
+        r"""Fit on the rows ``X`` from ``release``, a :class:`KeptRelease` of
+        those rows made before (:func:`pooled_release`): post-processing, no
+        new release and no charge. ``X`` is read for its shape and feature
+        names only; ``spent`` is the ``privacy_spent_`` of the releases
+        ``release`` was made of. A search's refit (docs/privacy.rst,
+        "Supervised search")."""
+        X, _ = self._validate_for_fit(X)
+        n, d = X.shape
+        if (n, d) != (release.n_samples, release.scatter.shape[0]):
+            raise ValueError(f"The release is of {release.n_samples} rows and "
+                             f"{release.scatter.shape[0]} features, not {X.shape}.")
+        self._check_n_components(n, d)
+        self._fit_svd_solver = self._eigen_solver(n, d)
+        self._fit_path = self.path_ = "dense"
+        vars(self).pop("clipped_fraction_", None)
+        self.mean_norm_, self.data_norm_ = release.mean_norm, release.data_norm
+        self.n_samples_ = n
+        dtype = _array_api.numpy_dtype(X)
+        noisy_mean = release.mean.astype(dtype)
+        self.mean_ = projected_mean = mean_in_box(noisy_mean, release.bounds)
+        self._released_components(release.scatter.copy(), release.sigma,
+                                  release.trace, make_generator(self.random_state),
+                                  dtype)
+        self.privacy_spent_ = spent
+        self._warn_released(noisy_mean, projected_mean)
+        return self
 
     def _release_matrix_free(self, rows, plan, rng, dtype):
         """The dense path's release held as an operator
@@ -354,6 +396,71 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
         spectrum = noisy_power_spectrum(values, power.trace, min(n, d), n - 1,
                                         power.resolved(k))
         self._set_components(vectors.T, values / (n - 1), spectrum, dtype)
+
+
+#: The widest release a search's fold fit keeps for the refit (a d × d
+#: float64 matrix of 32 MB per fold); wider fits' refits make their own.
+KEPT_MAX_FEATURES = 2048
+
+
+class KeptRelease(NamedTuple):
+    r"""A dense fit's release, kept (``_keep_release``) for a search's refit:
+    the noisy scatter matrix :math:`\hat G` of the rows clipped around
+    ``mean``, its noise's :math:`\sigma`, the released trace
+    ``(value, σ)``, the released centre (the rows' coordinates), and the
+    public ``n_samples``, norm bounds (``BoundsPlan``), ``data_norm_`` and
+    ``mean_norm_``."""
+
+    scatter: np.ndarray
+    sigma: float
+    trace: tuple
+    mean: np.ndarray
+    n_samples: int
+    bounds: object
+    data_norm: float
+    mean_norm: object
+
+
+def pooled_release(folds, folds_per_row):
+    r"""The release of all the rows made of the training folds' releases.
+
+    Every row is in exactly :math:`r` = ``folds_per_row`` of the training
+    folds :math:`T_1, \dots, T_K` (checked by the caller). Fold :math:`i`
+    released :math:`\hat G_i = \sum_{T_i} (y - m_i)(y - m_i)^\top + E_i`,
+    the scatter of its rows around its released mean :math:`m_i` (clipped
+    to :math:`C` around it) plus a GOE kernel :math:`E_i` of
+    :math:`\sigma_i`, and its trace with :math:`N(0, \sigma_i^2)`. Then
+
+    .. math::
+
+        \hat G = \frac{1}{r} \sum_i \hat G_i, \qquad
+        \hat m = \frac{\sum_i n_i m_i}{\sum_i n_i}
+
+    and the trace likewise: :math:`\sum_i \sum_{T_i} (x - \bar x)(x -
+    \bar x)^\top = r S` for the scatter :math:`S` of all
+    :math:`n = \sum_i n_i / r` rows, and :math:`\sum_{T_i} (x - m_i)(x -
+    m_i)^\top` differs from :math:`\sum_{T_i} (x - \bar x)(x - \bar
+    x)^\top` by :math:`n_i (\bar x_i - \bar x)(\bar x_i - \bar x)^\top`
+    (the fold's mean against all rows', a sampling difference of the order
+    of one row) and the bias of :math:`m_i`'s noise, which a single fit's
+    release carries too. (Adding the released :math:`n_i (m_i - \hat m)(m_i
+    - \hat m)^\top` instead would add the folds' mean noise a second time:
+    measured, it lowered the refits' accuracy; docs/benchmarks.rst.) The
+    noise :math:`\sum_i E_i / r` is a GOE kernel of :math:`\sigma^2 =
+    \sum_i \sigma_i^2 / r^2`, the trace's the same. A function of released
+    values only: post-processing. Against one release of the rows at the
+    folds' :math:`\mu` per row, :math:`\sqrt{r} \mu_f`, its noise variance
+    is :math:`K / r` times larger for :math:`K` folds (3/2 for 3-fold), and
+    it costs nothing.
+    """
+    r = float(folds_per_row)
+    sizes = np.array([f.n_samples for f in folds], dtype=float)
+    means = np.stack([np.asarray(f.mean, dtype=np.float64) for f in folds])
+    sigma = math.sqrt(sum(f.sigma**2 for f in folds)) / r
+    return folds[0]._replace(
+        scatter=sum(f.scatter for f in folds) / r, sigma=sigma,
+        trace=(sum(f.trace[0] for f in folds) / r, sigma),
+        mean=sizes @ means / sizes.sum(), n_samples=int(round(sizes.sum() / r)))
 
 
 class NoisyPower(NamedTuple):

@@ -40,9 +40,9 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import check_consistent_length, column_or_1d
 
-from ._base import _BasePrivatePCA
+from ._base import _BasePrivatePCA, reported_spend
 from ._coherent_power_pca import CoherentPowerPCA
-from ._private_pca import PrivatePCA
+from ._private_pca import PrivatePCA, pooled_release
 from ._search_plan import (
     _OWNED,
     _check_splits,
@@ -68,6 +68,12 @@ SCORERS = {
     "neg_mean_squared_error": (4.0, 0.0),
     "r2": (4.0, math.sqrt(5.0)),
 }
+
+
+#: The most memory the fold fits' kept PCA releases may take together (one
+#: d × d float64 matrix per fold and pooled group, d the search's
+#: ``n_features``); beyond it the refit makes its own PCA release.
+KEPT_MAX_BYTES = 2**29
 
 
 def final_head(estimator):
@@ -107,7 +113,9 @@ class SupervisedPlan(NamedTuple):
     labels: object  # the public label domain: classes, or (mid, half)
     groups: list  # candidate indices sharing one fit per fold, the fitted one first
     fit_epsilons: list  # per group: {prefix: ε of that step's fold fits}
-    refit_mus: list  # per candidate: μ of each private step in the refit
+    refit_mu: float  # μ of the refit (0 without one)
+    pooled: list  # per group: its fold fits keep the PCA's release (_pooled_pca)
+    folds_per_row: int
     selection_sigma: float
     mu: float
     spent: tuple
@@ -283,8 +291,10 @@ def plan_supervised_search(estimator, param_grid, *, epsilon, delta, splits,
         eps = calibrated_epsilon(mu_g / math.sqrt(len(steps)), delta, epsilon)
         fit_epsilons.append({prefix: eps for prefix, _ in steps})
     mu_refit = mu_total * math.sqrt(shares.get("refit", 0.0))
-    refit_mus = [None if cand.error is not None
-                 else mu_refit / math.sqrt(len(cand.private)) for cand in candidates]
+    pooled = [bool(refit) and _pooled_pca(candidates[members[0]], splits)
+              for members in groups]
+    if sum(pooled) * len(splits) * 8 * n_features**2 > KEPT_MAX_BYTES:
+        pooled = [False] * len(groups)  # the kept releases would not fit
     s_cand, s_shared = SCORERS[scoring]
     sensitivity = math.sqrt(len(ok) * s_cand**2 + s_shared**2)
     mu_sel = mu_total * math.sqrt(shares["selection"])
@@ -294,8 +304,26 @@ def plan_supervised_search(estimator, param_grid, *, epsilon, delta, splits,
                             for eps in fit_epsilons)
         + mu_sel**2 + mu_refit**2)
     return SupervisedPlan(candidates, scoring, labels, groups, fit_epsilons,
-                          refit_mus, selection_sigma, mu_total,
-                          (gdp_epsilon(composed, delta), delta))
+                          mu_refit, pooled, folds_per_row, selection_sigma,
+                          mu_total, (gdp_epsilon(composed, delta), delta))
+
+
+def _pooled_pca(cand, splits):
+    """Whether the refit of ``cand``'s group can take its PCA from the fold
+    fits' releases (:func:`~sklearn_dppca._private_pca.pooled_release`):
+    a ``PrivatePCA`` right before the head, and every row in the same
+    number of training folds (public). Whether each fold fit kept its
+    release (a dense one, of at most ``KEPT_MAX_FEATURES`` features) is
+    known, from public values too, after the folds."""
+    if len(cand.private) != 2 or not isinstance(cand.estimator, Pipeline):
+        return False
+    pca = cand.private[0][1]
+    if type(pca) is not PrivatePCA or cand.estimator.steps[-2][1] is not pca:
+        return False
+    n_samples = sum(len(test) for _, test in splits)  # they partition the rows
+    counts = np.bincount(np.concatenate([train for train, _ in splits]),
+                         minlength=n_samples)
+    return bool(np.all(counts == counts[0]))
 
 
 def check_labels(plan, y, n_samples):
@@ -312,10 +340,23 @@ def check_labels(plan, y, n_samples):
     return y
 
 
-def fit_candidate(cand, epsilons, delta, generator, X, y, keep=False):
+def fit_candidate(cand, epsilons, delta, generator, X, y, keep=False,
+                  keep_pca=False):
     r"""``cand`` fitted with each private step at its :math:`\varepsilon` on
     a throwaway accountant (the search has paid); ``keep``: its head keeps
-    its release for the group's other candidates."""
+    its release for the group's other candidates; ``keep_pca``: its PCA
+    keeps its release for the refit (``_kept``)."""
+    model = _with_settings(cand, epsilons, delta, generator)
+    if keep:
+        final_head(model)._keep_release = True
+    if keep_pca:
+        model.steps[-2][1]._keep_release = True
+    return model.fit(X, y)
+
+
+def _with_settings(cand, epsilons, delta, generator):
+    """A clone of ``cand``'s estimator with the search's settings on each
+    private step: its ε, δ, a throwaway accountant, the generator."""
     settings = {}
     first = (cand.estimator.steps[0][1] if isinstance(cand.estimator, Pipeline)
              else cand.estimator)
@@ -329,10 +370,7 @@ def fit_candidate(cand, epsilons, delta, generator, X, y, keep=False):
             # make non-finite is mapped, never a failure that tells
             # neighbours apart (docs/model_selection.rst)
             settings[prefix + "non_finite"] = "clip"
-    model = clone(cand.estimator).set_params(**settings)
-    if keep:
-        final_head(model)._keep_release = True
-    return model.fit(X, y)
+    return clone(cand.estimator).set_params(**settings)
 
 
 def fold_statistics(plan, y_true, predictions):
@@ -387,10 +425,14 @@ def _score_fold(plan, X, y, train, test, delta, seeds):
     X_train, X_val = _take(X, train), _take(X, test)
     y_train, y_val = _safe_indexing(y, train), _safe_indexing(y, test)
     predictions = [None] * len(plan.candidates)
+    kept = [None] * len(plan.groups)
     for g, members in enumerate(plan.groups):
         lead = plan.candidates[members[0]]
         fitted = fit_candidate(lead, plan.fit_epsilons[g], delta, seeds[g],
-                               X_train, y_train, keep=len(members) > 1)
+                               X_train, y_train, keep=len(members) > 1,
+                               keep_pca=plan.pooled[g])
+        if plan.pooled[g]:  # a dense release (a noisy one: it may leave)
+            kept[g] = getattr(fitted.steps[-2][1], "_kept", None)
         if len(members) == 1:
             predictions[members[0]] = fitted.predict(X_val)
             continue
@@ -399,7 +441,7 @@ def _score_fold(plan, X, y, train, test, delta, seeds):
         for c in members:
             k = _leading_k(plan.candidates[c])
             predictions[c] = head._leading(k).predict(rows[:, :k])
-    return fold_statistics(plan, y_val, predictions)
+    return fold_statistics(plan, y_val, predictions), kept
 
 
 def run(search, plan, X, y, splits, rng, pooled=True):
@@ -418,6 +460,8 @@ def run(search, plan, X, y, splits, rng, pooled=True):
         folds = Parallel(n_jobs=search.n_jobs, backend="threading")(
             delayed(_score_fold)(plan, X, y, train, test, search.delta, seeds[f])
             for f, (train, test) in enumerate(splits))
+        kept = [[fold[1][g] for fold in folds] for g in range(len(plan.groups))]
+        folds = [fold[0] for fold in folds]
         n_val = np.array([len(test) for _, test in splits], dtype=float)
         if pooled:
             folds = [(sum(per for per, _ in folds), sum(shared for _, shared in folds))]
@@ -442,9 +486,10 @@ def run(search, plan, X, y, splits, rng, pooled=True):
             if cand.error is not None:
                 raise ValueError(f"The candidate to refit, {cand.params}, cannot "
                                  f"be fitted: {cand.error!r}.")
-            eps = gdp_epsilon(plan.refit_mus[best], search.delta, tidy=False)
-            fitted = fit_candidate(cand, {p: eps for p, _ in cand.private},
-                                   search.delta, rng.spawn(1)[0], X, y)
+            group = next(g for g, members in enumerate(plan.groups)
+                         if best in members)
+            fitted = refit(plan, cand, group, kept[group], search.delta,
+                           rng.spawn(1)[0], X, y)
             for prefix, step in cand.private:  # later refits charge the search's
                 fitted.set_params(**{prefix + "accountant": search.accountant,
                                      prefix + "random_state": step.random_state})
@@ -453,3 +498,39 @@ def run(search, plan, X, y, splits, rng, pooled=True):
     state["fit_epsilons_"] = plan.fit_epsilons
     return state
 
+
+def refit(plan, cand, group, kept, delta, generator, X, y):
+    r"""The chosen candidate refitted on all the rows at the refit's
+    :math:`\mu`.
+
+    Where its group's fold fits all kept their PCA's release
+    (``plan.pooled``), the refit's PCA is made of them
+    (:func:`~sklearn_dppca._private_pca.pooled_release`: post-processing,
+    no new release) and the head alone is fitted, at the whole
+    :math:`\mu_\mathrm{refit}`; its ``privacy_spent_`` is what the fold
+    releases it is made of cost a row, :math:`\sqrt r` times the PCA's
+    :math:`\mu` on a fold. Otherwise every private step is fitted at
+    :math:`\mu_\mathrm{refit} / \sqrt p`. The choice rests on public
+    values (the plan, and the path each fold fit took by its shape).
+    """
+    if kept is None or any(release is None for release in kept):
+        eps = gdp_epsilon(plan.refit_mu / math.sqrt(len(cand.private)), delta,
+                          tidy=False)
+        return fit_candidate(cand, {p: eps for p, _ in cand.private}, delta,
+                             generator, X, y)
+    (pca_prefix, _), (head_prefix, _) = cand.private
+    r = plan.folds_per_row
+    fold_mu = gdp_mu(plan.fit_epsilons[group][pca_prefix], delta)
+    pca_eps = gdp_epsilon(math.sqrt(r) * fold_mu, delta, tidy=False)
+    head_eps = gdp_epsilon(plan.refit_mu, delta, tidy=False)
+    model = _with_settings(cand, {pca_prefix: pca_eps, head_prefix: head_eps},
+                           delta, generator)
+    *before, (_, pca), (_, head) = model.steps
+    rows = X
+    for _, step in before:  # stateless (the plan checked): nothing learnt
+        if step is not None and not (isinstance(step, str) and step == "passthrough"):
+            rows = step.fit_transform(rows, y)
+    pca._fit_released(rows, pooled_release(kept, r),
+                      reported_spend((pca_eps, delta), pca_eps))
+    head.fit(pca.transform(rows), y)
+    return model

@@ -47,13 +47,22 @@ GRID = {"pca__n_components": [1, 2, 4]}
 
 def test_one_charge_equals_everything_the_search_released(monkeypatch):
     """Every fold fit's μ (each private step), the score matrix's μ (its
-    sensitivity over its σ) and the refit's compose to the charge μ*."""
-    fits, noise = [], []
+    sensitivity over its σ) and the refit's compose to the charge μ*. The
+    refit's PCA is made of the fold fits' releases (no release of its own:
+    three PCA releases in all), its head fitted at the whole refit's μ."""
+    fits, noise, releases = [], [], []
     real_fit, real_noise = supervised.fit_candidate, supervised.dense_noise
+    real_release = PrivatePCA._release
 
-    def fit_spy(cand, epsilons, delta, generator, X, y, keep=False):
+    def fit_spy(cand, epsilons, delta, generator, X, y, **keep):
         fits.append((len(y), [gdp_mu(e, delta) for e in epsilons.values()]))
-        return real_fit(cand, epsilons, delta, generator, X, y, keep)
+        return real_fit(cand, epsilons, delta, generator, X, y, **keep)
+
+    def release_spy(self, *args):
+        releases.append(self.n_samples_)
+        return real_release(self, *args)
+
+    monkeypatch.setattr(PrivatePCA, "_release", release_spy)
 
     def noise_spy(rng, shape, sigma):
         noise.append((shape, sigma))
@@ -69,9 +78,14 @@ def test_one_charge_equals_everything_the_search_released(monkeypatch):
     assert budget.spent[0] == pytest.approx(2.0, rel=1e-9)
     n = len(y)
     fold_fits = [mus for rows, mus in fits if rows < n]
-    (refit,) = [mus for rows, mus in fits if rows == n]
+    assert len(fold_fits) == len(fits) == len(releases) == 3
+    assert max(releases) < n
+    best = search.best_estimator_
+    refit = [gdp_mu(best.named_steps["lda"].epsilon, 1e-6)]
+    pca_mu = gdp_mu(best.named_steps["pca"].privacy_spent_[0], 1e-6)
+    assert pca_mu == pytest.approx(math.sqrt(2) * fold_fits[0][0], rel=1e-9)
     # the three candidates share one fit per fold (at the largest k)
-    assert len(fold_fits) == 3 and all(len(m) == 2 for m in fold_fits)
+    assert all(len(m) == 2 for m in fold_fits)
     # a row is in 2 of the 3 training folds: the fold fits compose 2/3 of
     # their sum; the scores: the matrix's sensitivity √m over its σ
     sigma = search.selection_sigma_
@@ -91,8 +105,8 @@ def test_one_charge_equals_everything_the_search_released(monkeypatch):
 def test_score_statistics_have_their_stated_sensitivity(scoring, labels):
     """Replacing one validation row (and its label) moves the released
     statistics by at most √(m s_c² + s_0²); a worst case attains it."""
-    plan = supervised.SupervisedPlan([None, None], scoring, labels, [], [], [],
-                                     1.0, 1.0, (1.0, 1e-6))
+    plan = supervised.SupervisedPlan([None, None], scoring, labels, [], [], 0.0,
+                                     [], 2, 1.0, 1.0, (1.0, 1e-6))
     s_cand, s_shared = supervised.SCORERS[scoring]
     bound = math.sqrt(2 * s_cand**2 + s_shared**2)
     rng = np.random.default_rng(0)
@@ -370,3 +384,99 @@ def test_a_private_transformer_after_other_steps_maps_non_finite_values():
                                  accountant=budget).fit(X, y)
     assert search.best_estimator_.named_steps["pca"].non_finite == "clip"
     assert budget.n_charges == 1
+
+
+def _fold_releases(X, splits, seed=0, **params):
+    """Each training fold's PrivatePCA fit (its own seed), keeping its release."""
+    kept = []
+    for f, (train, _) in enumerate(splits):
+        pca = PrivatePCA(**params, random_state=seed * len(splits) + f)
+        pca._keep_release = True
+        kept.append(pca.fit(X[train])._kept)
+    return kept
+
+
+def test_the_pooled_release_is_the_scatter_of_all_rows():
+    """Without noise (ε = inf) and without clipping, the fold releases pooled
+    are the folds' scatter matrices summed over r, which differ from the
+    scatter of all the rows by the folds' mean differences only; the PCA
+    made of them is the PCA of all the rows to that difference."""
+    from sklearn_dppca._private_pca import pooled_release
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(900, 5)) * [3.0, 2.0, 1.0, 0.5, 0.1] + 4.0
+    splits = list(KFold(3, shuffle=True, random_state=0).split(X))
+    kept = _fold_releases(X, splits, epsilon=np.inf, data_norm=100.0)
+    pooled = pooled_release(kept, 2)
+    folds = [X[train] - X[train].mean(axis=0) for train, _ in splits]
+    np.testing.assert_allclose(pooled.mean, X.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(pooled.scatter, sum(f.T @ f for f in folds) / 2,
+                               rtol=1e-10)
+    assert pooled.trace[0] == pytest.approx(np.trace(pooled.scatter), rel=1e-10)
+    assert pooled.n_samples == 900 and pooled.sigma == 0.0
+    centred = X - X.mean(axis=0)
+    apart = np.stack([X[train].mean(axis=0) - X.mean(axis=0) for train, _ in splits])
+    np.testing.assert_allclose(pooled.scatter + 600 * apart.T @ apart / 2,
+                               centred.T @ centred, rtol=1e-10)
+    made = PrivatePCA(3, epsilon=np.inf, data_norm=100.0)._fit_released(
+        X, pooled, (np.inf, 1e-6))
+    direct = PrivatePCA(3, epsilon=np.inf, data_norm=100.0, random_state=0).fit(X)
+    np.testing.assert_allclose(made.mean_, direct.mean_, rtol=1e-12)
+    np.testing.assert_allclose(abs(made.components_ @ direct.components_.T),
+                               np.eye(3), atol=2e-3)
+    np.testing.assert_allclose(made.explained_variance_,
+                               direct.explained_variance_, rtol=3e-3)
+    assert made.n_samples_ == 900 and made.path_ == "dense"
+
+
+def test_the_pooled_release_has_its_stated_noise():
+    """The pooled matrix's noise is a GOE kernel of σ² = Σ σ_i² / r²
+    (diagonal variance σ², off-diagonal σ²/2) and the trace's noise has σ²:
+    measured over 400 draws of the fold releases (uncentred, so the exact
+    scatter is fixed)."""
+    from sklearn_dppca._private_pca import pooled_release
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 4)) * 0.3
+    splits = list(KFold(4).split(X))
+    exact = X.T @ X
+    diag, off, trace = [], [], []
+    for seed in range(400):
+        kept = _fold_releases(X, splits, seed, epsilon=1.0, data_norm=2.0,
+                              center=False)
+        pooled = pooled_release(kept, 3)
+        noise = pooled.scatter - exact
+        diag.append(np.diag(noise))
+        off.append(noise[np.triu_indices(4, 1)])
+        trace.append(pooled.trace[0] - np.trace(exact))
+    sigma = math.sqrt(sum(k.sigma**2 for k in kept)) / 3
+    assert pooled.sigma == pytest.approx(sigma) and pooled.trace[1] == pooled.sigma
+    # 1600, 2400 and 400 draws: standard deviations within 7%, 6%, 14%
+    assert np.std(diag) == pytest.approx(sigma, rel=0.07)
+    assert np.std(off) == pytest.approx(sigma / math.sqrt(2), rel=0.06)
+    assert np.std(trace) == pytest.approx(sigma, rel=0.14)
+    assert abs(np.mean(diag)) < 0.1 * sigma
+
+
+def test_the_refit_makes_its_own_pca_release_where_the_folds_cannot_be_pooled(
+        monkeypatch):
+    """Training folds that hold rows unequally often (or folds that kept no
+    release): the refit fits every private step at μ_refit/√2, as before."""
+    releases = []
+    real_release = PrivatePCA._release
+
+    def release_spy(self, *args):
+        releases.append(self.n_samples_)
+        return real_release(self, *args)
+
+    monkeypatch.setattr(PrivatePCA, "_release", release_spy)
+    X, y = classes_data(n=1200)
+    thirds = np.array_split(np.arange(len(y)), 3)
+    uneven = [(thirds[1], thirds[0]), (np.r_[thirds[0], thirds[2]], thirds[1]),
+              (thirds[0], thirds[2])]
+    search = PrivateGridSearchCV(pipe(), GRID, cv=uneven, epsilon=2.0,
+                                 random_state=0, accountant=BudgetAccountant())
+    search.fit(X, y)
+    assert releases[-1] == len(y)  # the refit's own
+    best = search.best_estimator_
+    assert best.named_steps["pca"].epsilon == best.named_steps["lda"].epsilon
