@@ -285,6 +285,7 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
 
     def _release(self, gram, rows, plan, rng, dtype):
         centre = vars(self).pop("_release_centre", None)  # _keep_release
+        pool = vars(self).pop("_pool_with", None)  # a search's refit
         if self._fit_path == "noisy_power":
             return self._release_noisy_power(rows, plan, rng, dtype)
         if gram is None:
@@ -297,6 +298,10 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
         else:
             gram = _array_api.add_noise(gram, goe_noise(rng, gram.shape[0], sigma))
         trace = self._released_trace(trace, sigma, rng)
+        if pool is not None and isinstance(gram, np.ndarray) and (
+                pool.scatter.shape == gram.shape):
+            gram, sigma, trace = _combined(gram, sigma, trace, pool)
+            self._pooled = True
         if centre is not None and isinstance(gram, np.ndarray) and (
                 gram.shape[0] <= KEPT_MAX_FEATURES):  # for a search's refit
             self._kept = KeptRelease(gram.copy(), sigma, trace, centre[0],
@@ -419,6 +424,25 @@ class KeptRelease(NamedTuple):
     bounds: object
     data_norm: float
     mean_norm: object
+
+
+def _combined(gram, sigma, trace, pool):
+    r"""This fit's release and ``pool`` (a :class:`KeptRelease` of the same
+    rows, :func:`pooled_release`) weighed by their noises' inverse
+    variances, in place of ``gram``: ``(gram, sigma, trace)``.
+
+    With :math:`a = \sigma_p^2 / (\sigma^2 + \sigma_p^2)`,
+    :math:`a \hat G + (1 - a) \hat G_p` carries the GOE kernel of
+    :math:`\sigma_c^2 = a^2 \sigma^2 + (1 - a)^2 \sigma_p^2 = \sigma^2
+    \sigma_p^2 / (\sigma^2 + \sigma_p^2)`, below either; the traces the
+    same. Post-processing of two releases (docs/privacy.rst, "The fold
+    fits' releases, pooled for the refit")."""
+    total = sigma**2 + pool.sigma**2
+    a = pool.sigma**2 / total if total > 0 else 1.0
+    gram *= a
+    gram += (1.0 - a) * pool.scatter
+    combined = math.sqrt(a * a * sigma**2 + (1.0 - a) ** 2 * pool.sigma**2)
+    return gram, combined, (a * trace[0] + (1.0 - a) * pool.trace[0], combined)
 
 
 def pooled_release(folds, folds_per_row):

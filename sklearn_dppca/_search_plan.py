@@ -66,6 +66,8 @@ class SearchPlan(NamedTuple):
     refit_epsilon: object  # ε of the refit on all rows, or None
     mu: float  # μ* = gdp_mu(epsilon, delta), charged once
     spent: tuple  # (ε, δ) of the composed plan
+    pooled: list = None  # per group: its fold fits keep their release (pooled_groups)
+    folds_per_row: int = 1  # r: every row's training folds, for the pooled refit
 
 
 def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,
@@ -177,6 +179,11 @@ def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,
         refit_epsilon=gdp_epsilon(mu_refit, delta, tidy=False) if refit else None,
         mu=mu_total,
         spent=(gdp_epsilon(composed, delta), delta),
+        pooled=pooled_groups(
+            [bool(refit) and type(_locate_private_step(
+                candidates[members[0]].estimator)[2]) is PrivatePCA
+             for members in groups.values()], splits, n_features),
+        folds_per_row=folds_per_row,
     )
 
 
@@ -205,6 +212,28 @@ def fit_budget(groups, weights, refit, epsilon, delta, folds_per_row):
     mu_fit_sq = shares["fits"] * mu_total**2 / folds_per_row
     mus = [math.sqrt(mu_fit_sq * w / sum(group_weights)) for w in group_weights]
     return shares, mu_total, mus
+
+
+#: The most memory the fold fits' kept ``PrivatePCA`` releases may take
+#: together (one d × d float64 matrix per fold and pooled group, d the
+#: search's ``n_features``); beyond it the refit makes its release alone.
+KEPT_MAX_BYTES = 2**29
+
+
+def pooled_groups(poolable, splits, n_features):
+    """Per group, whether its fold fits keep their ``PrivatePCA`` release
+    for the refit (:func:`~sklearn_dppca._private_pca.pooled_release`):
+    where ``poolable`` says so for the group, every row is in the same
+    number of training folds, and the kept releases fit in
+    :data:`KEPT_MAX_BYTES`. Public values only."""
+    n_samples = sum(len(test) for _, test in splits)  # they partition the rows
+    counts = np.bincount(np.concatenate([train for train, _ in splits]),
+                         minlength=n_samples)
+    if not np.all(counts == counts[0]):
+        return [False] * len(poolable)
+    if sum(poolable) * len(splits) * 8 * n_features**2 > KEPT_MAX_BYTES:
+        return [False] * len(poolable)
+    return [bool(p) for p in poolable]
 
 
 def calibrated_epsilon(mu, delta, epsilon):

@@ -15,9 +15,10 @@ from sklearn.utils import _safe_indexing
 from . import _array_api
 from ._dask import as_dask_array, is_dask_collection
 from ._pca_model import map_non_finite
+from ._private_pca import pooled_release
 from ._row_maps import clipped_projections
 from ._search_plan import _locate_private_step, _value_key
-from .privacy import BudgetAccountant
+from .privacy import BudgetAccountant, gdp_epsilon, gdp_mu
 
 #: Margin, in standard deviations, that each extra component must clear in
 #: the floor-penalised score (see :func:`floor_penalised_scores`).
@@ -232,13 +233,20 @@ def _check_heads(plan, X, smallest_fold):
 SHARED_FULL_FEATURES = 2048
 
 
-def _fit_candidate(candidate, epsilon, delta, generator, X, y, full=False):
-    """The candidate fitted at ``epsilon`` on a throwaway accountant (the
+def _fit_candidate(candidate, epsilon, delta, generator, X, y, full=False,
+                   keep=False, pool=None):
+    r"""The candidate fitted at ``epsilon`` on a throwaway accountant (the
     search has paid for it); ``full``: to be truncated, with every component
     (below :data:`SHARED_FULL_FEATURES` features) or ``full`` of them (an
     integer). Its own ``privacy_spent_`` must be what was paid for. A private
     step with steps before it is fitted with ``non_finite="clip"``
-    (:func:`_headed`)."""
+    (:func:`_headed`).
+
+    ``keep``: a ``PrivatePCA`` keeps its release (``_kept``) for the refit.
+    ``pool``: ``(release, mu2)``, the fold fits' pooled release and the
+    :math:`\mu^2` it cost a row; a ``PrivatePCA`` refit on the dense path
+    combines it with its own (``PrivatePCA._release``) and reports, as its
+    ``privacy_spent_``, the composition of both."""
     p = candidate.prefix
     settings = {p + "epsilon": epsilon, p + "delta": delta,
                 p + "accountant": BudgetAccountant(), p + "random_state": generator}
@@ -247,13 +255,22 @@ def _fit_candidate(candidate, epsilon, delta, generator, X, y, full=False):
     if full:
         settings.update({p + "n_components": None if full is True else full,
                          p + "whiten": False})
-    fitted = clone(candidate.estimator).set_params(**settings).fit(X, y)
-    spent = _locate_private_step(fitted)[2].privacy_spent_
+    model = clone(candidate.estimator).set_params(**settings)
+    step = _locate_private_step(model)[2]
+    if keep:
+        step._keep_release = True
+    if pool is not None:
+        step._pool_with = pool[0]
+    fitted = model.fit(X, y)
+    spent = step.privacy_spent_
     if not math.isclose(spent[0], epsilon, rel_tol=1e-6):
         raise RuntimeError(
             f"A candidate spent epsilon={spent[0]:.6g} where the search paid for "
             f"{epsilon:.6g}; its accounting does not fit the search."
         )
+    if vars(step).pop("_pooled", False):  # its release and the fold fits'
+        step.privacy_spent_ = (gdp_epsilon(
+            math.sqrt(gdp_mu(epsilon, delta) ** 2 + pool[1]), delta), delta)
     return fitted
 
 
@@ -265,6 +282,7 @@ def _score_fold(X, y, train, test, plan, delta, seeds):
     y_train = None if y is None else _safe_indexing(y, train)
     m = len(plan.candidates)
     scores, k, floor = np.full(m, np.nan), np.full(m, np.nan), np.full(m, np.nan)
+    kept = [None] * len(plan.groups)
     for g, members in enumerate(plan.groups):
         cand = plan.candidates[members[0]]
         shared = plan.shared[g]
@@ -273,8 +291,9 @@ def _score_fold(X, y, train, test, plan, delta, seeds):
         if shared and _shape(X)[1] >= SHARED_FULL_FEATURES and None not in wanted:
             shared = max(wanted)  # wide rows: the largest k, not every one
         fitted = _fit_candidate(cand, plan.fit_epsilons[g], delta, seeds[g],
-                                X_train, y_train, full=shared)
+                                X_train, y_train, full=shared, keep=plan.pooled[g])
         step = _locate_private_step(fitted)[2]
+        kept[g] = getattr(step, "_kept", None)  # a noisy release: it may leave
         # the validation rows through the fit's own map of non-finite values
         rows = _host(_before_step(fitted, cand.prefix, X_val), step.non_finite)
         if not shared:
@@ -295,7 +314,21 @@ def _score_fold(X, y, train, test, plan, delta, seeds):
             k[c] = step.n_components_ if want is None else int(want)
             scores[c] = gains[int(k[c]) - 1]
             floor[c] = tau
-    return scores, k, floor
+    return scores, k, floor, kept
+
+
+def refit_pool(plan, best, folds):
+    r"""``(release, mu2)`` for :func:`_fit_candidate`'s ``pool``: the
+    release of all rows made of the fold fits' releases of ``best``'s group
+    (:func:`~sklearn_dppca._private_pca.pooled_release`) and the
+    :math:`\mu^2` they cost a row (:math:`r \mu_g^2`); ``None`` where the
+    group's fits did not all keep one (public)."""
+    g = next(g for g, members in enumerate(plan.groups) if best in members)
+    kept = [fold[3][g] for fold in folds]
+    if not plan.pooled[g] or any(release is None for release in kept):
+        return None
+    r = plan.folds_per_row
+    return pooled_release(kept, r), r * plan.fit_mus[g] ** 2
 
 
 def _cumulative_gains(rows, step):

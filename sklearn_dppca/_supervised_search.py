@@ -54,6 +54,7 @@ from ._search_plan import (
     _weights,
     calibrated_epsilon,
     fit_budget,
+    pooled_groups,
 )
 from ._search_run import _best_index, _ranked_results, _take
 from .linear_model import PrivateLDA, _PrivateHead
@@ -68,12 +69,6 @@ SCORERS = {
     "neg_mean_squared_error": (4.0, 0.0),
     "r2": (4.0, math.sqrt(5.0)),
 }
-
-
-#: The most memory the fold fits' kept PCA releases may take together (one
-#: d × d float64 matrix per fold and pooled group, d the search's
-#: ``n_features``); beyond it the refit makes its own PCA release.
-KEPT_MAX_BYTES = 2**29
 
 
 def final_head(estimator):
@@ -291,10 +286,8 @@ def plan_supervised_search(estimator, param_grid, *, epsilon, delta, splits,
         eps = calibrated_epsilon(mu_g / math.sqrt(len(steps)), delta, epsilon)
         fit_epsilons.append({prefix: eps for prefix, _ in steps})
     mu_refit = mu_total * math.sqrt(shares.get("refit", 0.0))
-    pooled = [bool(refit) and _pooled_pca(candidates[members[0]], splits)
-              for members in groups]
-    if sum(pooled) * len(splits) * 8 * n_features**2 > KEPT_MAX_BYTES:
-        pooled = [False] * len(groups)  # the kept releases would not fit
+    pooled = pooled_groups([bool(refit) and _pca_before_head(candidates[g[0]])
+                            for g in groups], splits, n_features)
     s_cand, s_shared = SCORERS[scoring]
     sensitivity = math.sqrt(len(ok) * s_cand**2 + s_shared**2)
     mu_sel = mu_total * math.sqrt(shares["selection"])
@@ -308,22 +301,16 @@ def plan_supervised_search(estimator, param_grid, *, epsilon, delta, splits,
                           mu_total, (gdp_epsilon(composed, delta), delta))
 
 
-def _pooled_pca(cand, splits):
-    """Whether the refit of ``cand``'s group can take its PCA from the fold
-    fits' releases (:func:`~sklearn_dppca._private_pca.pooled_release`):
-    a ``PrivatePCA`` right before the head, and every row in the same
-    number of training folds (public). Whether each fold fit kept its
-    release (a dense one, of at most ``KEPT_MAX_FEATURES`` features) is
-    known, from public values too, after the folds."""
+def _pca_before_head(cand):
+    """Whether ``cand`` is a ``PrivatePCA`` right before its head, whose
+    refit can take the PCA from the fold fits' releases
+    (:func:`~sklearn_dppca._search_plan.pooled_groups`; whether each fold
+    fit kept its release, a dense one of at most ``KEPT_MAX_FEATURES``
+    features, is known from public values too, after the folds)."""
     if len(cand.private) != 2 or not isinstance(cand.estimator, Pipeline):
         return False
     pca = cand.private[0][1]
-    if type(pca) is not PrivatePCA or cand.estimator.steps[-2][1] is not pca:
-        return False
-    n_samples = sum(len(test) for _, test in splits)  # they partition the rows
-    counts = np.bincount(np.concatenate([train for train, _ in splits]),
-                         minlength=n_samples)
-    return bool(np.all(counts == counts[0]))
+    return type(pca) is PrivatePCA and cand.estimator.steps[-2][1] is pca
 
 
 def check_labels(plan, y, n_samples):

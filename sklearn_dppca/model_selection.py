@@ -95,6 +95,7 @@ from ._search_run import (
     captured_variance_rows,
     captured_variance_score,
     floor_penalised_scores,
+    refit_pool,
 )
 from .noise import dense_noise, make_generator
 from .privacy import (
@@ -510,8 +511,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             state = self._select(plan, released, folds, splits)
             if self.refit:
                 cand = plan.candidates[state["best_index_"]]
-                best = _fit_candidate(cand, plan.refit_epsilon, self.delta,
-                                      rng.spawn(1)[0], X, y)
+                best = _fit_candidate(
+                    cand, plan.refit_epsilon, self.delta, rng.spawn(1)[0], X, y,
+                    pool=refit_pool(plan, state["best_index_"], folds))
                 # Later refits by the user charge the search's accountant, with
                 # the candidate's own randomness.
                 own = _locate_private_step(cand.estimator)[2].random_state

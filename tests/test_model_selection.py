@@ -147,9 +147,13 @@ def test_whole_search_spends_exactly_the_request_once(data):
     assert 4 * mu_fit**2 == pytest.approx(SEARCH_BUDGET_SHARES["fits"] * mu**2)
     mu_sel = math.sqrt(len(GRID["n_components"])) / fitted.selection_sigma_
     assert mu_sel**2 == pytest.approx(SEARCH_BUDGET_SHARES["selection"] * mu**2)
+    # The refit's release is combined with the fold fits' (pooled): its
+    # privacy_spent_ is what both cost a row; its epsilon its own release's.
     refit = fitted.best_estimator_
-    assert refit.privacy_spent_[0] == pytest.approx(
+    assert refit.epsilon == pytest.approx(
         gdp_epsilon(mu * math.sqrt(SEARCH_BUDGET_SHARES["refit"]), 1e-6))
+    assert refit.privacy_spent_[0] == pytest.approx(gdp_epsilon(mu * math.sqrt(
+        SEARCH_BUDGET_SHARES["refit"] + SEARCH_BUDGET_SHARES["fits"]), 1e-6))
     assert refit.accountant is budget  # a later refit charges the user
     # Nothing left: the next search is refused before the data is read.
     X_bad = data.copy()
@@ -624,10 +628,10 @@ def test_a_failing_search_leaves_the_object_as_it_was(data, monkeypatch):
     before = dict(vars(search))
     original = ms._fit_candidate
 
-    def refit_fails(candidate, epsilon, delta, generator, X, y, full=False):
+    def refit_fails(candidate, epsilon, delta, generator, X, y, **options):
         if len(X) == len(data):
             raise MemoryError("the refit failed")
-        return original(candidate, epsilon, delta, generator, X, y, full)
+        return original(candidate, epsilon, delta, generator, X, y, **options)
 
     monkeypatch.setattr(ms, "_fit_candidate", refit_fails)
     with pytest.raises(MemoryError):
@@ -928,3 +932,72 @@ def test_a_pipeline_into_a_public_box_is_searched():
     with pytest.raises(ValueError, match=r"or None with public bounds"):
         ms.plan_search(PrivatePCA(), {"n_components": [1]}, epsilon=2.0, delta=1e-6,
                     splits=folds, n_samples=3000, n_features=4)
+
+
+# ------------------------------------------------------ the pooled refit
+def test_a_combined_release_has_the_inverse_variance_noise():
+    """The refit's release weighed with the fold fits' pooled one by their
+    inverse variances: the combination's noise is the GOE kernel of
+    σ² σ_p² / (σ² + σ_p²), measured over 500 draws, and without noise of
+    its own (σ = 0) the fit's release is kept as it is."""
+    from sklearn_dppca._private_pca import KeptRelease, _combined
+    from sklearn_dppca.noise import add_goe_noise, make_generator
+
+    d, sigma, sigma_p = 6, 2.0, 3.0
+    exact = np.arange(d * d, dtype=float).reshape(d, d)
+    exact = exact + exact.T
+    diag, off = [], []
+    for seed in range(500):
+        rng = make_generator(seed)
+        own = add_goe_noise(rng, exact.copy(), sigma)
+        pool = KeptRelease(add_goe_noise(rng, exact.copy(), sigma_p), sigma_p,
+                           (0.0, sigma_p), np.zeros(d), 10, None, 1.0, 1.0)
+        gram, combined, trace = _combined(own, sigma, (0.0, sigma), pool)
+        diag.append(np.diag(gram - exact))
+        off.append((gram - exact)[np.triu_indices(d, 1)])
+    expected = sigma * sigma_p / math.hypot(sigma, sigma_p)
+    assert combined == pytest.approx(expected) and trace[1] == combined
+    # 3000 and 7500 draws: standard deviations within 5% and 4%
+    assert np.std(diag) == pytest.approx(expected, rel=0.05)
+    assert np.std(off) == pytest.approx(expected / math.sqrt(2), rel=0.04)
+    kept, _, _ = _combined(exact.copy(), 0.0, (1.0, 0.0), pool)
+    np.testing.assert_array_equal(kept, exact)
+
+
+def test_the_refit_combines_its_release_with_the_fold_fits():
+    """On planted rows (2 000 × 10, ε = 1), the refit that combines its
+    release with the fold fits' is closer to the non-private components
+    than the refit alone (the same searches with the pooling turned off):
+    mean sin θ over 12 seeds 0.103 against 0.133 when written; its
+    privacy_spent_ composes both. Uneven training folds turn it off."""
+    from sklearn_dppca import _search_plan
+
+    shares = _search_plan.SEARCH_BUDGET_SHARES
+
+    def refits(pooling):
+        errors = []
+        for seed in range(12):
+            X, _ = make_planted(n=2000, d=10, seed=seed)
+            exact = PrivatePCA(3, data_norm=1.0, epsilon=np.inf).fit(X).components_.T
+            s = PrivateGridSearchCV(PrivatePCA(data_norm=1.0), {"n_components": [3]},
+                                    cv=5, epsilon=1.0, random_state=seed,
+                                    accountant=BudgetAccountant()).fit(X)
+            V = s.best_estimator_.components_.T
+            errors.append(np.linalg.norm(exact - V @ (V.T @ exact), 2))
+            used = shares["refit"] + (shares["fits"] if pooling else 0.0)
+            assert gdp_mu(s.best_estimator_.privacy_spent_[0], 1e-6) == (
+                pytest.approx(gdp_mu(1.0, 1e-6) * math.sqrt(used)))
+        return np.mean(errors)
+
+    pooled = refits(True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_search_plan, "pooled_groups",
+                      lambda poolable, splits, d: [False] * len(poolable))
+        alone = refits(False)
+    assert pooled < 0.85 * alone
+    thirds = np.array_split(np.arange(90), 3)
+    uneven = [(thirds[1], thirds[0]), (np.r_[thirds[0], thirds[2]], thirds[1]),
+              (thirds[0], thirds[2])]
+    assert _search_plan.pooled_groups([True], uneven, 5) == [False]
+    assert _search_plan.pooled_groups([True], list(KFold(3).split(np.zeros(90))),
+                                      5) == [True]
