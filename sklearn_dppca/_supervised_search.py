@@ -233,7 +233,9 @@ def plan_supervised_search(estimator, param_grid, *, epsilon, delta, splits,
     score matrix gets
     :math:`\mu_{\mathrm{sel}}^2 = s_{\mathrm{sel}} \mu^{*2}`; the refit
     :math:`s_{\mathrm{refit}} \mu^{*2}`, shared among the chosen
-    candidate's private steps. They compose to :math:`\mu^{*2}`: one charge.
+    candidate's private steps, or all of it the head's where the PCA before
+    it is pooled from the fold fits (:func:`refit`). They compose to
+    :math:`\mu^{*2}`: one charge.
 
     Returns
     -------

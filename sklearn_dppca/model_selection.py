@@ -33,7 +33,9 @@ executes the plan:
 3. **Choice.** Post-processing of the noisy scores and of the released
    spectra: the floor-penalised score of :func:`floor_penalised_scores`.
 4. **Refit** of the chosen candidate on all rows at
-   :math:`\mu_{\mathrm{refit}}`.
+   :math:`\mu_{\mathrm{refit}}`; a ``PrivatePCA`` weighs its release with
+   its fold fits' releases pooled (post-processing; docs/privacy.rst, "The
+   fold fits' releases, pooled for the refit").
 
 Candidates that end in a private supervised head
 (:mod:`sklearn_dppca.linear_model`) are searched with the same shares and
