@@ -330,8 +330,9 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
         those rows made before (:func:`pooled_release`): post-processing, no
         new release and no charge. ``X`` is read for its shape and feature
         names only; ``spent`` is the ``privacy_spent_`` of the releases
-        ``release`` was made of. A search's refit (docs/privacy.rst,
-        "Supervised search")."""
+        ``release`` was made of. A supervised search's refit
+        (docs/privacy.rst, "The fold fits' releases, pooled for the
+        refit")."""
         X, _ = self._validate_for_fit(X)
         n, d = X.shape
         if (n, d) != (release.n_samples, release.scatter.shape[0]):
@@ -469,7 +470,8 @@ def pooled_release(folds, folds_per_row):
     of one row) and the bias of :math:`m_i`'s noise, which a single fit's
     release carries too. (Adding the released :math:`n_i (m_i - \hat m)(m_i
     - \hat m)^\top` instead would add the folds' mean noise a second time:
-    measured, it lowered the refits' accuracy; docs/benchmarks.rst.) The
+    measured, it lowered the refits' accuracy; docs/privacy.rst, "The fold
+    fits' releases, pooled for the refit".) The
     noise :math:`\sum_i E_i / r` is a GOE kernel of :math:`\sigma^2 =
     \sum_i \sigma_i^2 / r^2`, the trace's the same. A function of released
     values only: post-processing. Against one release of the rows at the
