@@ -30,6 +30,7 @@ from ._cli_io import (
     check_chosen,
     check_sparse,
     choose_columns,
+    chosen_indices,
     cli_extra_command,
     directory_tables,
     file_kind,
@@ -252,7 +253,7 @@ class LazySparse:
         self.chosen = None
         if columns is not None:
             self.names = check_chosen(columns, self.names, path)
-            self.chosen = [int(c[1:]) for c in self.names]
+            self.chosen = chosen_indices(self.names)
         if callable(fill):  # public values that depend on the columns chosen
             fill = fill(self.names)
         self.fill = fill
@@ -315,9 +316,7 @@ def _sparse_part(path, chosen, fill, check):
     """One file's chunk, as :func:`_checked` makes a table's: missing values
     filled, no infinite value, nor (``check="all"``) a missing one; only
     stored values can be either. Module-level, for distributed workers."""
-    X = load_sparse(path)
-    if chosen is not None:
-        X = X[:, chosen]
+    X = load_sparse(path, chosen)
     if fill is not None:
         fill_sparse(X, fill)
     elif check == "all" and np.isnan(X.data).any():
@@ -329,9 +328,7 @@ def _sparse_part(path, chosen, fill, check):
 
 def _sparse_bad(path, chosen):
     """Which chosen columns of one file store a NaN, an infinite value."""
-    X = load_sparse(path)
-    if chosen is not None:
-        X = X[:, chosen]
+    X = load_sparse(path, chosen)
     return bad_sparse_columns(X, np.isnan), bad_sparse_columns(X, np.isinf)
 
 

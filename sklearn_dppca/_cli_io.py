@@ -243,10 +243,11 @@ def file_kind(path):
         return None
 
 
-def load_sparse(path):
+def load_sparse(path, chosen=None):
     """The matrix of one ``.npz`` file as float64 CSR, duplicates summed,
-    with one-line errors naming the file: not a sparse matrix, values that
-    are not real numbers, no rows or no columns."""
+    its columns ``chosen`` (indices) if given, with one-line errors naming
+    the file: not a sparse matrix, values that are not real numbers, no rows
+    or no columns."""
     from scipy import sparse
 
     try:
@@ -258,7 +259,12 @@ def load_sparse(path):
     check_sparse(path, X.shape, X.dtype)
     X = sparse.csr_matrix(X, dtype=np.float64)
     X.sum_duplicates()
-    return X
+    return X if chosen is None else X[:, chosen]
+
+
+def chosen_indices(names):
+    """The column indices of the chosen names ``x<j>`` of a ``.npz`` file."""
+    return [int(c[1:]) for c in names]
 
 
 def unreadable_sparse(path, exc):
@@ -317,7 +323,7 @@ def read_sparse(path, columns, fill=None, missing_hint="drop or impute them firs
     names = sparse_column_names(X.shape[1])
     if columns is not None:
         names = check_chosen(columns, names, path)
-        X = X[:, [int(c[1:]) for c in names]]
+        X = X[:, chosen_indices(names)]
     if callable(fill):
         fill = fill(names)
 

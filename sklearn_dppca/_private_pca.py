@@ -447,7 +447,9 @@ def _combined(gram, sigma, trace, pool):
 
 
 def pooled_release(folds, folds_per_row):
-    r"""The release of all the rows made of the training folds' releases.
+    r"""The release of all the rows made of the training folds' releases
+    (``None`` where a fold kept none: its path was not dense, or it was too
+    wide).
 
     Every row is in exactly :math:`r` = ``folds_per_row`` of the training
     folds :math:`T_1, \dots, T_K` (checked by the caller). Fold :math:`i`
@@ -479,6 +481,8 @@ def pooled_release(folds, folds_per_row):
     is :math:`K / r` times larger for :math:`K` folds (3/2 for 3-fold), and
     it costs nothing.
     """
+    if any(f is None for f in folds):
+        return None
     r = float(folds_per_row)
     sizes = np.array([f.n_samples for f in folds], dtype=float)
     means = np.stack([np.asarray(f.mean, dtype=np.float64) for f in folds])

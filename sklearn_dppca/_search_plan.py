@@ -220,6 +220,12 @@ def fit_budget(groups, weights, refit, epsilon, delta, folds_per_row):
 KEPT_MAX_BYTES = 2**29
 
 
+def group_of(groups, candidate):
+    """The index of the group (a list of candidate indices) holding
+    ``candidate``."""
+    return next(g for g, members in enumerate(groups) if candidate in members)
+
+
 def pooled_groups(poolable, splits, n_features):
     """Per group, whether its fold fits keep their ``PrivatePCA`` release
     for the refit (:func:`~sklearn_dppca._private_pca.pooled_release`):

@@ -17,7 +17,7 @@ from ._dask import as_dask_array, is_dask_collection
 from ._pca_model import map_non_finite
 from ._private_pca import pooled_release
 from ._row_maps import clipped_projections
-from ._search_plan import _locate_private_step, _value_key
+from ._search_plan import _locate_private_step, _value_key, group_of
 from .privacy import BudgetAccountant, gdp_epsilon, gdp_mu
 
 #: Margin, in standard deviations, that each extra component must clear in
@@ -323,12 +323,10 @@ def refit_pool(plan, best, folds):
     (:func:`~sklearn_dppca._private_pca.pooled_release`) and the
     :math:`\mu^2` they cost a row (:math:`r \mu_g^2`); ``None`` where the
     group's fits did not all keep one (public)."""
-    g = next(g for g, members in enumerate(plan.groups) if best in members)
-    kept = [fold[3][g] for fold in folds]
-    if not plan.pooled[g] or any(release is None for release in kept):
-        return None
+    g = group_of(plan.groups, best)
     r = plan.folds_per_row
-    return pooled_release(kept, r), r * plan.fit_mus[g] ** 2
+    pool = pooled_release([fold[3][g] for fold in folds], r)
+    return None if pool is None else (pool, r * plan.fit_mus[g] ** 2)
 
 
 def _cumulative_gains(rows, step):

@@ -54,6 +54,7 @@ from ._search_plan import (
     _weights,
     calibrated_epsilon,
     fit_budget,
+    group_of,
     pooled_groups,
 )
 from ._search_run import _best_index, _ranked_results, _take
@@ -475,8 +476,7 @@ def run(search, plan, X, y, splits, rng, pooled=True):
             if cand.error is not None:
                 raise ValueError(f"The candidate to refit, {cand.params}, cannot "
                                  f"be fitted: {cand.error!r}.")
-            group = next(g for g, members in enumerate(plan.groups)
-                         if best in members)
+            group = group_of(plan.groups, best)
             fitted = refit(plan, cand, group, kept[group], search.delta,
                            rng.spawn(1)[0], X, y)
             for prefix, step in cand.private:  # later refits charge the search's
@@ -502,13 +502,14 @@ def refit(plan, cand, group, kept, delta, generator, X, y):
     :math:`\mu_\mathrm{refit} / \sqrt p`. The choice rests on public
     values (the plan, and the path each fold fit took by its shape).
     """
-    if kept is None or any(release is None for release in kept):
+    r = plan.folds_per_row
+    pool = pooled_release(kept, r)
+    if pool is None:
         eps = gdp_epsilon(plan.refit_mu / math.sqrt(len(cand.private)), delta,
                           tidy=False)
         return fit_candidate(cand, {p: eps for p, _ in cand.private}, delta,
                              generator, X, y)
     (pca_prefix, _), (head_prefix, _) = cand.private
-    r = plan.folds_per_row
     fold_mu = gdp_mu(plan.fit_epsilons[group][pca_prefix], delta)
     pca_eps = gdp_epsilon(math.sqrt(r) * fold_mu, delta, tidy=False)
     head_eps = gdp_epsilon(plan.refit_mu, delta, tidy=False)
@@ -519,7 +520,6 @@ def refit(plan, cand, group, kept, delta, generator, X, y):
     for _, step in before:  # stateless (the plan checked): nothing learnt
         if step is not None and not (isinstance(step, str) and step == "passthrough"):
             rows = step.fit_transform(rows, y)
-    pca._fit_released(rows, pooled_release(kept, r),
-                      reported_spend((pca_eps, delta), pca_eps))
+    pca._fit_released(rows, pool, reported_spend((pca_eps, delta), pca_eps))
     head.fit(pca.transform(rows), y)
     return model
