@@ -107,10 +107,28 @@ def iter_blocks(X):
     """Yield ``(start, stop, block)`` with blocks of rows as float64 arrays.
 
     Dense blocks are views of ``X`` when ``X`` is C-contiguous float64 and
-    copies of one block otherwise; sparse blocks are CSR.
+    copies of one block otherwise; sparse blocks are CSR, read-only views of
+    a float64 CSR ``X`` (:func:`_csr_rows`).
     """
+    view = sparse.issparse(X) and X.format == "csr" and X.dtype == np.float64
     for start, stop in _ranges(0, X.shape[0], _block_rows(X.shape[1])):
-        yield start, stop, _as_float64(X[start:stop])
+        yield start, stop, (_csr_rows(X, start, stop) if view
+                            else _as_float64(X[start:stop]))
+
+
+def _csr_rows(X, start, stop):
+    """Rows ``start:stop`` of the CSR matrix ``X``, their entries read-only
+    views of ``X``'s: SciPy's slice copies them (on 10⁵ × 2·10⁴ rows at 1%,
+    0.8 s of a matrix-free fit's 27 s went to those copies), and no pass may
+    write into the caller's matrix."""
+    lo, hi = X.indptr[start], X.indptr[stop]
+    data, indices = X.data[lo:hi], X.indices[lo:hi]
+    data.flags.writeable = indices.flags.writeable = False
+    # set after construction: SciPy's constructor copies a short view
+    block = type(X)((stop - start, X.shape[1]), dtype=X.dtype)
+    block.data, block.indices = data, indices
+    block.indptr = (X.indptr[start:stop + 1] - lo).astype(X.indptr.dtype)
+    return block
 
 
 def _sq_norms(block):

@@ -147,6 +147,31 @@ def test_multi_block_paths_match_definition(small_blocks, layout, shift):
     assert n_clipped == int((np.linalg.norm(dense - mean, axis=1) > bound).sum())
 
 
+@pytest.mark.parametrize("container", [sparse.csr_matrix, sparse.csr_array])
+def test_csr_blocks_are_read_only_views_of_the_rows(small_blocks, container):
+    """A pass over float64 CSR rows copies none of them (SciPy's row slice
+    would) and cannot write into them; the blocks are the slices, and the
+    caller's matrix stays as it was, writeable."""
+    rng = np.random.default_rng(3)
+    X = container(sparse.random(1000, 40, density=0.1, random_state=rng))
+    data, indices = X.data.copy(), X.indices.copy()
+    blocks = list(_stats.iter_blocks(X))
+    assert len(blocks) > 2 and blocks[-1][1] == X.shape[0]
+    for start, stop, block in blocks:
+        assert type(block) is type(X) and block.shape == (stop - start, 40)
+        assert np.shares_memory(block.data, X.data)
+        assert np.shares_memory(block.indices, X.indices)
+        assert (block != X[start:stop]).nnz == 0
+        with pytest.raises(ValueError, match="read-only"):
+            block.data *= 2.0
+    np.testing.assert_array_equal(X.data, data)
+    np.testing.assert_array_equal(X.indices, indices)
+    assert X.data.flags.writeable and X.indices.flags.writeable
+    X32 = X.astype(np.float32)  # other dtypes: float64 copies, as before
+    assert all(not np.shares_memory(b.data, X32.data)
+               for _, _, b in _stats.iter_blocks(X32))
+
+
 def _blas_threads():
     libs = threadpool_info()
     return [lib["num_threads"] for lib in libs if lib["user_api"] == "blas"]
