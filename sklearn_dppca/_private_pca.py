@@ -303,7 +303,8 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
             gram, sigma, trace = _combined(gram, sigma, trace, pool)
             self._pooled = True
         if centre is not None and isinstance(gram, np.ndarray) and (
-                gram.shape[0] <= KEPT_MAX_FEATURES):  # for a search's refit
+                gram.shape[0] <= KEPT_MAX_FEATURES
+                and gram.nbytes <= self._keep_release):  # for a search's refit
             self._kept = KeptRelease(gram.copy(), sigma, trace, centre[0],
                                      self.n_samples_, centre[1], self.data_norm_,
                                      self.mean_norm_)

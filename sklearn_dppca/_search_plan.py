@@ -66,7 +66,7 @@ class SearchPlan(NamedTuple):
     refit_epsilon: object  # ε of the refit on all rows, or None
     mu: float  # μ* = gdp_mu(epsilon, delta), charged once
     spent: tuple  # (ε, δ) of the composed plan
-    pooled: list = None  # per group: its fold fits keep their release (pooled_groups)
+    pooled: list = None  # per group: bytes each fold fit may keep (pooled_groups)
     folds_per_row: int = 1  # r: every row's training folds, for the pooled refit
 
 
@@ -182,7 +182,7 @@ def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,
         pooled=pooled_groups(
             [bool(refit) and type(_locate_private_step(
                 candidates[members[0]].estimator)[2]) is PrivatePCA
-             for members in groups.values()], splits, n_features),
+             for members in groups.values()], splits),
         folds_per_row=folds_per_row,
     )
 
@@ -215,8 +215,10 @@ def fit_budget(groups, weights, refit, epsilon, delta, folds_per_row):
 
 
 #: The most memory the fold fits' kept ``PrivatePCA`` releases may take
-#: together (one d × d float64 matrix per fold and pooled group, d the
-#: search's ``n_features``); beyond it the refit makes its release alone.
+#: together (one d × d float64 matrix per fold and pooled group, d the width
+#: the PCA sees, which a stateless step before it may change): each fit may
+#: keep an equal share; a wider fit keeps none, and its group's refit makes
+#: its release alone.
 KEPT_MAX_BYTES = 2**29
 
 
@@ -226,20 +228,21 @@ def group_of(groups, candidate):
     return next(g for g, members in enumerate(groups) if candidate in members)
 
 
-def pooled_groups(poolable, splits, n_features):
-    """Per group, whether its fold fits keep their ``PrivatePCA`` release
-    for the refit (:func:`~sklearn_dppca._private_pca.pooled_release`):
-    where ``poolable`` says so for the group, every row is in the same
-    number of training folds, and the kept releases fit in
-    :data:`KEPT_MAX_BYTES`. Public values only."""
+def pooled_groups(poolable, splits):
+    """Per group, the bytes each of its fold fits may keep of its
+    ``PrivatePCA`` release for the refit
+    (:func:`~sklearn_dppca._private_pca.pooled_release`), 0 for none: an
+    equal share of :data:`KEPT_MAX_BYTES` where ``poolable`` says so for
+    the group and every row is in the same number of training folds. A fit
+    whose release is larger keeps none (``PrivatePCA._release``; its width,
+    after the steps before it, is known only then). Public values only."""
     n_samples = sum(len(test) for _, test in splits)  # they partition the rows
     counts = np.bincount(np.concatenate([train for train, _ in splits]),
                          minlength=n_samples)
-    if not np.all(counts == counts[0]):
-        return [False] * len(poolable)
-    if sum(poolable) * len(splits) * 8 * n_features**2 > KEPT_MAX_BYTES:
-        return [False] * len(poolable)
-    return [bool(p) for p in poolable]
+    if not np.all(counts == counts[0]) or not any(poolable):
+        return [0] * len(poolable)
+    share = KEPT_MAX_BYTES // (sum(map(bool, poolable)) * len(splits))
+    return [share if p else 0 for p in poolable]
 
 
 def calibrated_epsilon(mu, delta, epsilon):

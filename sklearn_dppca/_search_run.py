@@ -242,7 +242,9 @@ def _fit_candidate(candidate, epsilon, delta, generator, X, y, full=False,
     step with steps before it is fitted with ``non_finite="clip"``
     (:func:`_headed`).
 
-    ``keep``: a ``PrivatePCA`` keeps its release (``_kept``) for the refit.
+    ``keep``: a ``PrivatePCA`` keeps its release (``_kept``) for the refit
+    if it takes at most that many bytes
+    (:func:`~sklearn_dppca._search_plan.pooled_groups`).
     ``pool``: ``(release, mu2)``, the fold fits' pooled release and the
     :math:`\mu^2` it cost a row; a ``PrivatePCA`` refit on the dense path
     combines it with its own (``PrivatePCA._release``) and reports, as its
@@ -258,10 +260,13 @@ def _fit_candidate(candidate, epsilon, delta, generator, X, y, full=False,
     model = clone(candidate.estimator).set_params(**settings)
     step = _locate_private_step(model)[2]
     if keep:
-        step._keep_release = True
+        step._keep_release = keep
     if pool is not None:
         step._pool_with = pool[0]
     fitted = model.fit(X, y)
+    # the step fitted: a caching Pipeline (memory=) fits a clone of it, which
+    # lacks the settings above (that fit neither keeps nor pools: public)
+    step = _locate_private_step(fitted)[2]
     spent = step.privacy_spent_
     if not math.isclose(spent[0], epsilon, rel_tol=1e-6):
         raise RuntimeError(

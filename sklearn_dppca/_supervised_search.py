@@ -110,7 +110,7 @@ class SupervisedPlan(NamedTuple):
     groups: list  # candidate indices sharing one fit per fold, the fitted one first
     fit_epsilons: list  # per group: {prefix: ε of that step's fold fits}
     refit_mu: float  # μ of the refit (0 without one)
-    pooled: list  # per group: its fold fits keep the PCA's release (_pooled_pca)
+    pooled: list  # per group: bytes each fold fit's PCA may keep (pooled_groups)
     folds_per_row: int
     selection_sigma: float
     mu: float
@@ -290,7 +290,7 @@ def plan_supervised_search(estimator, param_grid, *, epsilon, delta, splits,
         fit_epsilons.append({prefix: eps for prefix, _ in steps})
     mu_refit = mu_total * math.sqrt(shares.get("refit", 0.0))
     pooled = pooled_groups([bool(refit) and _pca_before_head(candidates[g[0]])
-                            for g in groups], splits, n_features)
+                            for g in groups], splits)
     s_cand, s_shared = SCORERS[scoring]
     sensitivity = math.sqrt(len(ok) * s_cand**2 + s_shared**2)
     mu_sel = mu_total * math.sqrt(shares["selection"])
@@ -335,12 +335,13 @@ def fit_candidate(cand, epsilons, delta, generator, X, y, keep=False,
     r"""``cand`` fitted with each private step at its :math:`\varepsilon` on
     a throwaway accountant (the search has paid); ``keep``: its head keeps
     its release for the group's other candidates; ``keep_pca``: its PCA
-    keeps its release for the refit (``_kept``)."""
+    keeps its release for the refit (``_kept``) if it takes at most that
+    many bytes."""
     model = _with_settings(cand, epsilons, delta, generator)
     if keep:
         final_head(model)._keep_release = True
     if keep_pca:
-        model.steps[-2][1]._keep_release = True
+        model.steps[-2][1]._keep_release = keep_pca
     return model.fit(X, y)
 
 

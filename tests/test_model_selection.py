@@ -992,15 +992,65 @@ def test_the_refit_combines_its_release_with_the_fold_fits():
     pooled = refits(True)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_search_plan, "pooled_groups",
-                      lambda poolable, splits, d: [False] * len(poolable))
+                      lambda poolable, splits: [0] * len(poolable))
         alone = refits(False)
     assert pooled < 0.85 * alone
     thirds = np.array_split(np.arange(90), 3)
     uneven = [(thirds[1], thirds[0]), (np.r_[thirds[0], thirds[2]], thirds[1]),
               (thirds[0], thirds[2])]
-    assert _search_plan.pooled_groups([True], uneven, 5) == [False]
-    assert _search_plan.pooled_groups([True], list(KFold(3).split(np.zeros(90))),
-                                      5) == [True]
+    assert _search_plan.pooled_groups([True], uneven) == [0]
+    assert _search_plan.pooled_groups(
+        [True, False, True], list(KFold(3).split(np.zeros(90)))) == [
+        _search_plan.KEPT_MAX_BYTES // 6, 0, _search_plan.KEPT_MAX_BYTES // 6]
+
+
+def test_kept_releases_stay_within_their_share_at_the_width_the_pca_sees(
+        monkeypatch):
+    """The fold fits keep their releases within KEPT_MAX_BYTES whatever a
+    stateless step before the PCA does to the width: a fit whose release
+    is larger than its share keeps none (and its refit makes its release
+    alone)."""
+    from sklearn_dppca import _search_run
+
+    kept = []
+    fit = _search_run._fit_candidate
+
+    def recording(*args, **kwargs):
+        fitted = fit(*args, **kwargs)
+        step = _search_plan._locate_private_step(fitted)[2]
+        kept.append(getattr(step, "_kept", None))
+        return fitted
+
+    monkeypatch.setattr(_search_run, "_fit_candidate", recording)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(240, 4))
+    widen = FunctionTransformer(lambda rows: np.hstack([rows] * 8))  # 32 wide
+    pipe = Pipeline([("w", widen), ("pca", PrivatePCA(data_norm=6.0))])
+    search = dict(cv=3, epsilon=1.0, random_state=0)
+    for limit, keeps in ((3 * 8 * 32**2, True), (3 * 8 * 32**2 - 1, False)):
+        monkeypatch.setattr(_search_plan, "KEPT_MAX_BYTES", limit)
+        kept.clear()
+        PrivateGridSearchCV(pipe, {"pca__n_components": [1, 2]},
+                            accountant=BudgetAccountant(), **search).fit(X)
+        folds = kept[:3]
+        assert all((k is not None) == keeps for k in folds)
+        assert sum(k.scatter.nbytes for k in folds if k is not None) <= limit
+
+
+def test_a_caching_pipeline_is_searched_and_refitted(tmp_path):
+    """With memory=, a Pipeline fits clones of its steps: the search reads
+    what the fitted step spent (no pooling through the clone: a public
+    fallback), and its refit is a fitted model."""
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, size=(300, 6))
+    pipe = Pipeline([("pca", PrivatePCA(data_norm=3.0)),
+                     ("f", FunctionTransformer())], memory=str(tmp_path))
+    accountant = BudgetAccountant()
+    search = PrivateGridSearchCV(pipe, {"pca__n_components": [1, 2]}, cv=3,
+                                 epsilon=1.0, accountant=accountant).fit(X)
+    assert accountant.n_charges == 1
+    assert search.best_estimator_[0].components_.shape[1] == 6
+    assert search.best_estimator_[0].privacy_spent_[0] < 1.0
 
 
 def test_an_audit_of_the_combined_refit_stays_below_epsilon():
@@ -1008,8 +1058,10 @@ def test_an_audit_of_the_combined_refit_stays_below_epsilon():
     release combined with the fold fits') on the neighbours that attain the
     scatter's sensitivity, the search at ε = 1: the lower bound on ε stays
     below 1, and the Gaussian test's μ is that of the combination,
-    √(μ_refit² + r² μ_f² / K) = √0.75 μ* here (3 folds, no centring),
-    within its sampling error (about 0.08 at 300 fits a side)."""
+    √(μ_refit² + r² μ_f² / K) = √0.75 μ* = 0.205 here (3 folds, no
+    centring), within 1.5 times its sampling error (about 0.08 at 300 fits
+    a side; 0.168 on this seed). 300 fits cannot tell it from μ* = 0.237
+    itself: the bound on ε is what holds the search to its charge."""
     from sklearn_dppca.audit import neighbouring_datasets, scatter_statistic
 
     X, X_prime = neighbouring_datasets(200, 3, scale=0.5)
@@ -1023,4 +1075,4 @@ def test_an_audit_of_the_combined_refit_stays_below_epsilon():
     result = audit(search, X, X_prime, statistic, n_fits=300, random_state=0)
     assert result.epsilon_lower < 1.0
     expected = math.sqrt(0.45 + 4 * 0.225 / 3) * gdp_mu(1.0, 1e-6)
-    assert abs(result.mu_estimate - expected) < 0.25
+    assert abs(result.mu_estimate - expected) < 0.12

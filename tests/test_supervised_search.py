@@ -391,7 +391,7 @@ def _fold_releases(X, splits, seed=0, **params):
     kept = []
     for f, (train, _) in enumerate(splits):
         pca = PrivatePCA(**params, random_state=seed * len(splits) + f)
-        pca._keep_release = True
+        pca._keep_release = 2**29  # bytes it may keep
         kept.append(pca.fit(X[train])._kept)
     return kept
 
