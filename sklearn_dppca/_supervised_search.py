@@ -347,15 +347,21 @@ def fit_candidate(cand, epsilons, delta, generator, X, y, keep=False,
 
 def _with_settings(cand, epsilons, delta, generator):
     """A clone of ``cand``'s estimator with the search's settings on each
-    private step: its ε, δ, a throwaway accountant, the generator."""
+    private step: its ε, δ, a throwaway accountant, and a generator of its
+    own spawned from ``generator``. Never one generator for two steps: a
+    caching Pipeline (``memory=``) fits a clone of each step before the
+    last, whose deep copy of a shared generator would start from the
+    head's state, so the two releases would carry the same noise and not
+    compose as independent mechanisms."""
     settings = {}
     first = (cand.estimator.steps[0][1] if isinstance(cand.estimator, Pipeline)
              else cand.estimator)
-    for prefix, step in cand.private:
+    generators = generator.spawn(len(cand.private))
+    for (prefix, step), own in zip(cand.private, generators):
         settings.update({prefix + "epsilon": epsilons[prefix],
                          prefix + "delta": delta,
                          prefix + "accountant": BudgetAccountant(),
-                         prefix + "random_state": generator})
+                         prefix + "random_state": own})
         if step is not first:
             # as in the unsupervised search: a value the steps before it
             # make non-finite is mapped, never a failure that tells

@@ -422,7 +422,10 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
         except TypeError:  # labels of another type than the classes
             known = np.zeros(y.shape[0], dtype=bool)
         if not known.all():
-            kind = type_of_target(y)
+            try:
+                kind = type_of_target(y)
+            except (TypeError, ValueError):  # labels of mixed types
+                kind = "unknown"
             if kind.startswith("continuous"):
                 raise ValueError(
                     f"Unknown label type: {kind}. PrivateLDA is a classifier: "
@@ -645,8 +648,11 @@ class PrivateRidge(RegressorMixin, _PrivateHead):
         return low / 2.0 + high / 2.0, (high - low) / 2.0
 
     def _targets(self, y):
-        try:
-            y = column_or_1d(y, warn=True).astype(np.float64)
+        y = column_or_1d(y, warn=True)
+        try:  # numbers, not text that reads as numbers ("1.5")
+            if y.dtype.kind in "USO" and any(isinstance(v, (str, bytes)) for v in y):
+                raise TypeError
+            y = y.astype(np.float64)
         except (TypeError, ValueError):
             raise ValueError("PrivateRidge needs numeric labels y.") from None
         if not np.isfinite(y).all():

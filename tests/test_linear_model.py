@@ -189,6 +189,14 @@ def test_each_fit_is_one_charge_and_all_or_nothing():
     (lambda acc: PrivateRidge((0, 1), data_norm=1.0, accountant=acc),
      np.ones((5, 2)), ["a"] * 5, ValueError, "numeric labels"),
     (lambda acc: PrivateRidge((0, 1), data_norm=1.0, accountant=acc),
+     np.ones((5, 2)), ["0.5", "1", "0", "1", "0"], ValueError, "numeric labels"),
+    (lambda acc: PrivateRidge((0, 1), data_norm=1.0, accountant=acc),
+     np.ones((5, 2)), np.array([0.5, "1", 0, 1, 0], dtype=object), ValueError,
+     "numeric labels"),
+    (lambda acc: PrivateLDA([0, 1], data_norm=1.0, accountant=acc),
+     np.ones((5, 2)), np.array(["x", 0, 1, 0, 1], dtype=object), ValueError,
+     "outside classes"),
+    (lambda acc: PrivateRidge((0, 1), data_norm=1.0, accountant=acc),
      np.ones((5, 2)), [0.0, np.nan, 1.0, 0.0, 1.0], ValueError, "NaN"),
 ])
 def test_bad_input_is_refused_before_the_charge(make, X, y, error, match):

@@ -480,3 +480,36 @@ def test_the_refit_makes_its_own_pca_release_where_the_folds_cannot_be_pooled(
     assert releases[-1] == len(y)  # the refit's own
     best = search.best_estimator_
     assert best.named_steps["pca"].epsilon == best.named_steps["lda"].epsilon
+
+
+def test_a_caching_pipeline_gives_each_private_step_its_own_noise(tmp_path):
+    """With memory=, a Pipeline fits a deep copy of its PCA step: were the
+    PCA and the head handed one generator, the copy would start from the
+    head's state and both releases would carry the same noise. Each private
+    step of every fit (folds and refit) starts from a state of its own."""
+    import sklearn_dppca._base as base
+    import sklearn_dppca.linear_model as lm
+    from sklearn_dppca import noise
+
+    starts = []
+    make = noise.make_generator
+
+    def recording(random_state):
+        generator = make(random_state)
+        starts.append(str(generator.bit_generator.state))
+        return generator
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 600)
+    X = rng.normal(size=(600, 5)) * 0.3 + y[:, None] * [0.6, 0, 0, 0, 0]
+    pipe = Pipeline([("pca", PrivatePCA(2, data_norm=2.0)),
+                     ("lda", PrivateLDA([0, 1], data_norm=2.0))],
+                    memory=str(tmp_path))
+    with pytest.MonkeyPatch.context() as patch:
+        for module in (base, lm):
+            patch.setattr(module, "make_generator", recording)
+        search = PrivateGridSearchCV(pipe, {"pca__n_components": [2]}, cv=3,
+                                     epsilon=3.0,
+                                     accountant=BudgetAccountant()).fit(X, y)
+    assert len(starts) >= 8 and len(set(starts)) == len(starts)
+    assert search.best_estimator_.score(X, y) > 0.5
