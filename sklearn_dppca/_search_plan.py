@@ -342,6 +342,11 @@ def _locate_private_step(estimator):
 _STATELESS_TYPES = frozenset({PublicScaler})
 
 
+def _is_passthrough(step):
+    """A Pipeline's empty step: ``None`` or ``"passthrough"``."""
+    return step is None or (isinstance(step, str) and step == "passthrough")
+
+
 def _is_stateless(step):
     """A step whose fit learns nothing from the data that reaches its output:
     ``None``, ``"passthrough"``, a ``FunctionTransformer`` (exactly that
@@ -349,7 +354,7 @@ def _is_stateless(step):
     per-row function, which the search cannot check), one of the package's
     own ``_STATELESS_TYPES`` (exact type), or a public constant fill
     (:func:`_is_constant_fill`)."""
-    if step is None or (isinstance(step, str) and step == "passthrough"):
+    if _is_passthrough(step):
         return True
     return (type(step) is FunctionTransformer or type(step) in _STATELESS_TYPES
             or _is_constant_fill(step))
@@ -441,9 +446,8 @@ def _public_norm(step, n_features, heads=()):
             return error
     sides = [np.asarray(side, dtype=np.float64) for side in bounds]
     sized = [side.size for side in sides if side.ndim > 0]
-    keeps = all(h is None or (isinstance(h, str) and h == "passthrough")
-                or type(h) in _STATELESS_TYPES or _is_constant_fill(h)
-                for h in heads)
+    keeps = all(_is_passthrough(h) or type(h) in _STATELESS_TYPES
+                or _is_constant_fill(h) for h in heads)
     if sized:
         n_features = sized[0]
     elif not keeps:

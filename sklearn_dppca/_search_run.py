@@ -17,7 +17,7 @@ from ._dask import as_dask_array, is_dask_collection
 from ._pca_model import map_non_finite
 from ._private_pca import pooled_release
 from ._row_maps import clipped_projections
-from ._search_plan import _locate_private_step, _value_key, group_of
+from ._search_plan import _is_passthrough, _locate_private_step, _value_key, group_of
 from .privacy import BudgetAccountant, gdp_epsilon, gdp_mu
 
 #: Margin, in standard deviations, that each extra component must clear in
@@ -347,16 +347,16 @@ def _cumulative_gains(rows, step):
     return np.clip(np.cumsum(projected**2, axis=1), 0.0, C**2).sum(axis=0)
 
 
-def _before_step(fitted, prefix, X):
+def _before_step(pipeline, prefix, X, fit=False, y=None):
     """Rows as the private step sees them: through the (stateless) steps
-    before it."""
+    before it, fitted on the way (``fit_transform``) if ``fit``."""
     if not prefix:
         return X
-    for name, step in fitted.steps:
+    for name, step in pipeline.steps:
         if name == prefix[:-2]:
             return X
-        if step is not None and step != "passthrough":
-            X = step.transform(X)
+        if not _is_passthrough(step):
+            X = step.fit_transform(X, y) if fit else step.transform(X)
     return X
 
 

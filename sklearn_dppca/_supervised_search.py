@@ -57,7 +57,7 @@ from ._search_plan import (
     group_of,
     pooled_groups,
 )
-from ._search_run import _best_index, _ranked_results, _take
+from ._search_run import _before_step, _best_index, _ranked_results, _take
 from .linear_model import PrivateLDA, _PrivateHead
 from .noise import dense_noise, noise_scale
 from .privacy import BudgetAccountant, gdp_epsilon, gdp_mu, private_computation
@@ -522,11 +522,9 @@ def refit(plan, cand, group, kept, delta, generator, X, y):
     head_eps = gdp_epsilon(plan.refit_mu, delta, tidy=False)
     model = _with_settings(cand, {pca_prefix: pca_eps, head_prefix: head_eps},
                            delta, generator)
-    *before, (_, pca), (_, head) = model.steps
-    rows = X
-    for _, step in before:  # stateless (the plan checked): nothing learnt
-        if step is not None and not (isinstance(step, str) and step == "passthrough"):
-            rows = step.fit_transform(rows, y)
+    (_, pca), (_, head) = model.steps[-2:]
+    # the steps before the PCA are stateless (the plan checked): nothing learnt
+    rows = _before_step(model, pca_prefix, X, fit=True, y=y)
     pca._fit_released(rows, pool, reported_spend((pca_eps, delta), pca_eps))
     head.fit(pca.transform(rows), y)
     return model
