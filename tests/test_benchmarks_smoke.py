@@ -450,13 +450,15 @@ def test_bench_supervised_quick_tables(capsys, tmp_path):
     import bench_supervised
 
     bench_supervised.main(["--no-diffprivlib", "--seeds", "1", "--search-seeds",
-                           "1", "--datasets", "wine", "--out", str(tmp_path)])
+                           "1", "--reference-seeds", "2", "--datasets", "wine",
+                           "--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert "| wine | 3 |" in out and "picks within 0.02" in out
+    assert "each k's accuracy over 2 splits" in out
     rows = (tmp_path / "results.csv").read_text().splitlines()
     assert len(rows) == 1 + 1 + 3 * 3  # header, not private, 3 ε × 3 of ours
     bench_supervised.main(["--seeds", "1", "--search-seeds", "1", "--datasets",
-                           "wine", "--no-diffprivlib",
+                           "wine", "--no-diffprivlib", "--reference-seeds", "0",
                            "--dpl-from", str(tmp_path / "results.csv")])
 
 
