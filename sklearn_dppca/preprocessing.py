@@ -658,8 +658,14 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         mu_total = gdp_mu(self.epsilon, self.delta)
         mus = {k: mu_total * math.sqrt(w) for k, w in shares.items()}
         if first:
-            self._rng_ = make_generator(self.random_state)
             self._released_ = _ReleasedSums.empty(int(free.sum()))
+            # a seed's stream continues across partial_fit calls (not private:
+            # warned); random_state=None draws a new generator for each call
+            # and none is kept: a model pickled, copied or sent to a worker
+            # would carry its state, so its copies would draw the same noise
+            # and its file would tell the noise drawn
+            self._seeded_rng = (None if self.random_state is None
+                                else make_generator(self.random_state))
         accountant = _resolve_accountant(self)
         if shares:  # refuse an over-budget fit before the data is read
             accountant.check(mu=mu_total)
@@ -690,7 +696,9 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
     def _release(self, sums, squares, mus):
         """The batch's noisy sums in box units (``None`` where not released)
         and the variance of the noise on the sum of squares."""
-        d_free, rng = sums.shape[0], self._rng_
+        d_free = sums.shape[0]
+        rng = (self._seeded_rng if self._seeded_rng is not None
+               else make_generator(None))
         if "sum" not in mus:
             return None, None, 0.0
         # Σ z_i: every entry of z in [−½, ½], so one row moves each

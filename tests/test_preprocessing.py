@@ -623,6 +623,38 @@ def test_private_scaler_partial_fit_with_a_seed_continues_one_stream(people):
     assert not np.allclose(est._released_.sums, 2 * first)
 
 
+def test_private_scaler_keeps_no_generator_without_a_seed(people):
+    """With random_state=None the fitted scaler holds no generator: a kept
+    one would travel in its pickle (whose state after the draws tells the
+    noise drawn, and so the exact sums) and in every copy (copies that each
+    add a batch would add the same noise, and their difference be exact)."""
+    import copy
+    import io
+    import pickle
+
+    kinds = (np.random.Generator, np.random.BitGenerator,
+             np.random.SeedSequence, np.random.RandomState)
+    found = []
+
+    class Scan(pickle.Pickler):
+        def persistent_id(self, obj):
+            if isinstance(obj, kinds):
+                found.append(type(obj).__name__)
+
+    bounds = tuple(np.array(RANGES).T)
+    est = PrivateStandardScaler(bounds=bounds, accountant=BudgetAccountant())
+    est.partial_fit(people)
+    Scan(io.BytesIO()).dump(est)
+    Scan(io.BytesIO()).dump(clone(est).fit(people))
+    assert found == []
+    twin = copy.deepcopy(est)
+    before = est._released_.sums.copy()
+    est.partial_fit(people)
+    twin.partial_fit(people)
+    assert not np.allclose(est._released_.sums - before,
+                           twin._released_.sums - before)
+
+
 def test_private_scaler_refuses_sample_weight_and_takes_one_row_batches(people):
     bounds = tuple(np.array(RANGES).T)
     budget = BudgetAccountant()

@@ -273,3 +273,66 @@ def test_object_columns_of_numbers_are_numbers():
     frame["z"] = ["x"] + [1.0] * (len(frame) - 1)
     with pytest.raises(ValueError, match="'z' \\(object\\)"):
         PrivatePCA(2, data_norm=4.0).fit(frame)
+
+
+def _generators_in_pickle(obj):
+    """Names of the random generators (or their states and seeds) that a
+    pickle of ``obj`` carries."""
+    import io
+    import pickle
+
+    kinds = (np.random.Generator, np.random.BitGenerator,
+             np.random.SeedSequence, np.random.RandomState)
+    found = []
+
+    class Scan(pickle.Pickler):
+        def persistent_id(self, obj):
+            if isinstance(obj, kinds):
+                found.append(type(obj).__name__)
+
+    Scan(io.BytesIO()).dump(obj)
+    return found
+
+
+def test_no_fitted_model_carries_a_generator_without_a_seed():
+    """With random_state=None nothing fitted keeps a generator: its state
+    after the draws would tell the noise drawn (and so the exact statistics)
+    to whoever holds the pickled model, and every copy of it would draw the
+    same noise again (docs/security.rst)."""
+    from sklearn.pipeline import Pipeline, make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    from sklearn_dppca import CoherentPowerPCA, ComplexGaussPCA
+    from sklearn_dppca.linear_model import PrivateLDA, PrivateRidge
+    from sklearn_dppca.model_selection import PrivateGridSearchCV
+    from sklearn_dppca.preprocessing import PrivateStandardScaler
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 600)
+    X = rng.uniform(-1, 1, size=(600, 5)) + y[:, None] * [0.5, 0, 0, 0, 0]
+
+    def acc():
+        return BudgetAccountant(epsilon=1e6, delta=0.5)
+
+    fitted = [
+        PrivatePCA(2, data_norm=2.0, accountant=acc()).fit(X),
+        PrivatePCA(2, data_norm="auto", accountant=acc()).fit(X),
+        PrivatePCA(2, data_norm=2.0, path="matrix_free", svd_solver="randomized",
+                   n_oversamples=1, accountant=acc()).fit(X),
+        CoherentPowerPCA(2, data_norm=2.0, accountant=acc()).fit(X),
+        ComplexGaussPCA(2, data_norm=2.0, accountant=acc()).fit(X),
+        PrivateLDA([0, 1], data_norm=2.0, accountant=acc()).fit(X, y),
+        PrivateRidge((-3, 3), data_norm=2.0, accountant=acc()).fit(X, X[:, 0]),
+        PrivateStandardScaler((-2, 2), accountant=acc()).fit(X),
+        PrivateStandardScaler((-2, 2), accountant=acc()).partial_fit(X),
+        PrivateGridSearchCV(
+            Pipeline([("p", PrivatePCA(data_norm=2.0)), ("f", FunctionTransformer())]),
+            {"p__n_components": [1, 2]}, epsilon=2, cv=3, accountant=acc()).fit(X),
+        PrivateGridSearchCV(
+            make_pipeline(PrivatePCA(2, data_norm=2.0),
+                          PrivateLDA([0, 1], data_norm=2.0)),
+            {"privatepca__n_components": [1, 2]}, epsilon=3, cv=3,
+            accountant=acc()).fit(X, y),
+    ]
+    for model in fitted:
+        assert _generators_in_pickle(model) == [], type(model).__name__
