@@ -347,6 +347,18 @@ def _is_passthrough(step):
     return step is None or (isinstance(step, str) and step == "passthrough")
 
 
+def caching_params(estimator):
+    """``estimator``'s ``memory`` parameters that are set, at any depth
+    (a caching ``Pipeline``'s joblib cache). The searches fit with every one
+    of them ``None``: a cache holds the rows' transforms and each fit's
+    generator (its seed's entropy) on disk, and could never be hit, every
+    fit drawing new noise; the fitted steps are then the ones the search
+    set (a caching Pipeline would fit clones of them). The refitted
+    ``best_estimator_`` gets them back for the user's own fits."""
+    return {key: value for key, value in estimator.get_params(deep=True).items()
+            if (key == "memory" or key.endswith("__memory")) and value is not None}
+
+
 def _is_stateless(step):
     """A step whose fit learns nothing from the data that reaches its output:
     ``None``, ``"passthrough"``, a ``FunctionTransformer`` (exactly that

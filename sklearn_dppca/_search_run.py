@@ -17,7 +17,13 @@ from ._dask import as_dask_array, is_dask_collection
 from ._pca_model import map_non_finite
 from ._private_pca import pooled_release
 from ._row_maps import clipped_projections
-from ._search_plan import _is_passthrough, _locate_private_step, _value_key, group_of
+from ._search_plan import (
+    _is_passthrough,
+    _locate_private_step,
+    _value_key,
+    caching_params,
+    group_of,
+)
 from .privacy import BudgetAccountant, gdp_epsilon, gdp_mu
 
 #: Margin, in standard deviations, that each extra component must clear in
@@ -251,7 +257,8 @@ def _fit_candidate(candidate, epsilon, delta, generator, X, y, full=False,
     ``privacy_spent_``, the composition of both."""
     p = candidate.prefix
     settings = {p + "epsilon": epsilon, p + "delta": delta,
-                p + "accountant": BudgetAccountant(), p + "random_state": generator}
+                p + "accountant": BudgetAccountant(), p + "random_state": generator,
+                **dict.fromkeys(caching_params(candidate.estimator))}
     if _headed(candidate):
         settings[p + "non_finite"] = "clip"
     if full:
@@ -264,8 +271,6 @@ def _fit_candidate(candidate, epsilon, delta, generator, X, y, full=False,
     if pool is not None:
         step._pool_with = pool[0]
     fitted = model.fit(X, y)
-    # the step fitted: a caching Pipeline (memory=) fits a clone of it, which
-    # lacks the settings above (that fit neither keeps nor pools: public)
     step = _locate_private_step(fitted)[2]
     spent = step.privacy_spent_
     if not math.isclose(spent[0], epsilon, rel_tol=1e-6):

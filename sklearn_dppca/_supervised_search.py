@@ -52,6 +52,7 @@ from ._search_plan import (
     _refuse_owned,
     _refused_step,
     _weights,
+    caching_params,
     calibrated_epsilon,
     fit_budget,
     group_of,
@@ -348,12 +349,13 @@ def fit_candidate(cand, epsilons, delta, generator, X, y, keep=False,
 def _with_settings(cand, epsilons, delta, generator):
     """A clone of ``cand``'s estimator with the search's settings on each
     private step: its ε, δ, a throwaway accountant, and a generator of its
-    own spawned from ``generator``. Never one generator for two steps: a
-    caching Pipeline (``memory=``) fits a clone of each step before the
-    last, whose deep copy of a shared generator would start from the
-    head's state, so the two releases would carry the same noise and not
-    compose as independent mechanisms."""
-    settings = {}
+    own spawned from ``generator``; no joblib cache
+    (:func:`~sklearn_dppca._search_plan.caching_params`). Never one
+    generator for two steps: a copy of a step (a caching Pipeline fits
+    clones of the steps before the last) would start from the head's
+    state, so the two releases would carry the same noise and not compose
+    as independent mechanisms."""
+    settings = dict.fromkeys(caching_params(cand.estimator))
     first = (cand.estimator.steps[0][1] if isinstance(cand.estimator, Pipeline)
              else cand.estimator)
     generators = generator.spawn(len(cand.private))
@@ -486,6 +488,7 @@ def run(search, plan, X, y, splits, rng, pooled=True):
             group = group_of(plan.groups, best)
             fitted = refit(plan, cand, group, kept[group], search.delta,
                            rng.spawn(1)[0], X, y)
+            fitted.set_params(**caching_params(cand.estimator))
             for prefix, step in cand.private:  # later refits charge the search's
                 fitted.set_params(**{prefix + "accountant": search.accountant,
                                      prefix + "random_state": step.random_state})

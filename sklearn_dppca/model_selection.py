@@ -83,6 +83,7 @@ from ._search_plan import (
     SearchPlan,
     _locate_private_step,
     _resolve_cv,
+    caching_params,
     plan_search,
 )
 from ._search_run import (
@@ -519,7 +520,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                 # Later refits by the user charge the search's accountant, with
                 # the candidate's own randomness.
                 own = _locate_private_step(cand.estimator)[2].random_state
-                best.set_params(**{cand.prefix + "accountant": self.accountant,
+                best.set_params(**caching_params(cand.estimator),
+                                **{cand.prefix + "accountant": self.accountant,
                                    cand.prefix + "random_state": own})
                 state["best_estimator_"] = best
         if self.verbose > 0 and self.refit:

@@ -1037,20 +1037,31 @@ def test_kept_releases_stay_within_their_share_at_the_width_the_pca_sees(
         assert sum(k.scatter.nbytes for k in folds if k is not None) <= limit
 
 
-def test_a_caching_pipeline_is_searched_and_refitted(tmp_path):
-    """With memory=, a Pipeline fits clones of its steps: the search reads
-    what the fitted step spent (no pooling through the clone: a public
-    fallback), and its refit is a fitted model."""
+def test_a_caching_pipeline_is_searched_without_its_cache(tmp_path):
+    """With memory=, a Pipeline would write every fit's transformed rows and
+    fitted steps (their generators, seeded from the search's entropy) to
+    its cache, and fit clones of its steps. The search fits with no cache:
+    nothing is written, its fold fits pool as a plain Pipeline's do, and
+    the refitted model gets the user's memory back."""
     rng = np.random.default_rng(1)
     X = rng.uniform(-1, 1, size=(300, 6))
+    cache = tmp_path / "cache"
     pipe = Pipeline([("pca", PrivatePCA(data_norm=3.0)),
-                     ("f", FunctionTransformer())], memory=str(tmp_path))
+                     ("f", FunctionTransformer())], memory=str(cache))
     accountant = BudgetAccountant()
     search = PrivateGridSearchCV(pipe, {"pca__n_components": [1, 2]}, cv=3,
                                  epsilon=1.0, accountant=accountant).fit(X)
     assert accountant.n_charges == 1
-    assert search.best_estimator_[0].components_.shape[1] == 6
-    assert search.best_estimator_[0].privacy_spent_[0] < 1.0
+    assert not cache.exists() or not any(cache.rglob("*.pkl"))
+    best = search.best_estimator_
+    assert best.memory == str(cache)
+    assert best[0].components_.shape[1] == 6
+    assert best[0].privacy_spent_[0] < 1.0
+    plain = PrivateGridSearchCV(clone(pipe).set_params(memory=None),
+                                {"pca__n_components": [1, 2]}, cv=3, epsilon=1.0,
+                                accountant=BudgetAccountant()).fit(X)
+    # the pooled refit's report: the same composition with or without memory=
+    assert best[0].privacy_spent_ == plain.best_estimator_[0].privacy_spent_
 
 
 def test_an_audit_of_the_combined_refit_stays_below_epsilon():

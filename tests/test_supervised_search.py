@@ -483,10 +483,11 @@ def test_the_refit_makes_its_own_pca_release_where_the_folds_cannot_be_pooled(
 
 
 def test_a_caching_pipeline_gives_each_private_step_its_own_noise(tmp_path):
-    """With memory=, a Pipeline fits a deep copy of its PCA step: were the
-    PCA and the head handed one generator, the copy would start from the
+    """With memory=, a Pipeline would fit a deep copy of its PCA step: were
+    the PCA and the head handed one generator, the copy would start from the
     head's state and both releases would carry the same noise. Each private
-    step of every fit (folds and refit) starts from a state of its own."""
+    step of every fit (folds and refit) starts from a state of its own, and
+    the search fits with no cache (nothing written, the refit pooled)."""
     import sklearn_dppca._base as base
     import sklearn_dppca.linear_model as lm
     from sklearn_dppca import noise
@@ -511,5 +512,8 @@ def test_a_caching_pipeline_gives_each_private_step_its_own_noise(tmp_path):
         search = PrivateGridSearchCV(pipe, {"pca__n_components": [2]}, cv=3,
                                      epsilon=3.0,
                                      accountant=BudgetAccountant()).fit(X, y)
-    assert len(starts) >= 8 and len(set(starts)) == len(starts)
+    # 3 folds × (PCA, head) and the refit's head (its PCA pools the folds')
+    assert len(starts) == 7 and len(set(starts)) == len(starts)
     assert search.best_estimator_.score(X, y) > 0.5
+    assert search.best_estimator_.memory == str(tmp_path)
+    assert not any(tmp_path.rglob("*.pkl"))  # no fit was cached
