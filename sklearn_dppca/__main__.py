@@ -200,16 +200,16 @@ def _read_matrix(args, columns, hint, fill=None, missing_hint=None, check=None,
         X, names = numeric_matrix(frame, columns, args.data, hint=hint, fill=fill,
                                   missing_hint=missing_hint)
         return X, names, None
-    from ._cli_dask import LazyMatrix, read_lazy_table
+    from ._cli_dask import LazyMatrix, LazyTable
 
     _verbose(args, f"reading {args.data} with Dask")
-    frame, n_files = read_lazy_table(args.data)
+    table = LazyTable(args.data)
     if inspect is not None:
-        inspect(frame)
-    lazy = LazyMatrix(frame, columns, args.data, hint=hint, fill=fill,
+        inspect(table.frame)
+    lazy = LazyMatrix(table, columns, args.data, hint=hint, fill=fill,
                       missing_hint=missing_hint, check=check)
-    _verbose(args, f"read {lazy.n_rows} rows x {len(frame.columns)} columns "
-                   f"in {_partitions(lazy, n_files)} from {args.data}")
+    _verbose(args, f"read {lazy.n_rows} rows x {len(table.frame.columns)} columns "
+                   f"in {_partitions(lazy, table.n_files)} from {args.data}")
     return lazy.X, lazy.names, lazy
 
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from ._cli_io import (
     _COMPRESSIONS,
+    as_numbers,
     bad_sparse_columns,
     check_chosen,
     check_sparse,
@@ -123,36 +124,73 @@ def table_files(path):
     return files, kinds.pop()
 
 
-def read_lazy_table(path):
-    """The table of DATA as a lazy Dask DataFrame, nothing read but the
-    files' schemas (and, for CSV, their first rows, to infer the dtypes).
+#: Rows of the first file read to tell whether a column Dask types as
+#: objects holds numbers (:meth:`LazyTable.peek`).
+PEEK_ROWS = 10_000
 
-    Returns the frame and the number of files.
+
+class LazyTable:
+    """The table of DATA, read lazily with Dask: nothing read but the files'
+    schemas (and, for CSV, their first rows, to infer the dtypes).
+
+    Attributes
+    ----------
+    frame : dask.dataframe.DataFrame
+        Every column, with the dtypes Dask inferred: for CSV, from the first
+        256 kB of the first file.
+    n_files : int
     """
-    import dask.dataframe as dd
 
-    files, kind = table_files(path)
-    compression = {_COMPRESSIONS.get(os.path.splitext(f.lower())[1]) for f in files}
-    if kind == "csv" and len(compression) > 1:
-        raise ValueError(f"{path}: matches CSV files compressed in different "
-                         "ways (or not): name files of one kind")
-    compression = compression.pop()
-    try:
-        if kind == "parquet":
-            frame = dd.read_parquet(files)
-        else:  # a compressed file cannot be split into blocks
-            frame = dd.read_csv(files, compression=compression, blocksize=None
-                                if compression else "default")
-    except (OSError, ValueError) as exc:
-        if isinstance(exc, FileNotFoundError):
-            raise
-        what = "Parquet" if kind == "parquet" else "CSV"
-        raise ValueError(f"{path}: cannot read {what}: {one_line(exc)}") from exc
-    if len(frame.columns) == 0:
-        raise ValueError(f"{path}: the table has no columns")
-    if not all(isinstance(c, str) for c in frame.columns):
-        frame.columns = [str(c) for c in frame.columns]
-    return frame, len(files)
+    def __init__(self, path):
+        import dask.dataframe as dd
+
+        files, kind = table_files(path)
+        compression = {_COMPRESSIONS.get(os.path.splitext(f.lower())[1])
+                       for f in files}
+        if kind == "csv" and len(compression) > 1:
+            raise ValueError(f"{path}: matches CSV files compressed in different "
+                             "ways (or not): name files of one kind")
+        self._files, self._kind = files, kind
+        self._csv = dict(compression=compression.pop())
+        # a compressed file cannot be split into blocks
+        self._csv["blocksize"] = None if self._csv["compression"] else "default"
+        try:
+            frame = (dd.read_parquet(files) if kind == "parquet"
+                     else dd.read_csv(files, **self._csv))
+        except (OSError, ValueError) as exc:
+            if isinstance(exc, FileNotFoundError):
+                raise
+            what = "Parquet" if kind == "parquet" else "CSV"
+            raise ValueError(f"{path}: cannot read {what}: {one_line(exc)}") from exc
+        if len(frame.columns) == 0:
+            raise ValueError(f"{path}: the table has no columns")
+        if not all(isinstance(c, str) for c in frame.columns):
+            frame.columns = [str(c) for c in frame.columns]
+        self.frame, self.n_files = frame, len(files)
+
+    def peek(self, names):
+        """The first :data:`PEEK_ROWS` rows of the columns ``names`` of the
+        first file (CSV: as text), as a pandas frame."""
+        if self._kind == "parquet":
+            return self.frame[names].head(PEEK_ROWS, npartitions=1)
+        import pandas as pd
+
+        return pd.read_csv(self._files[0], usecols=names, dtype=object,
+                           nrows=PEEK_ROWS, compression=self._csv["compression"])
+
+    def select(self, names):
+        """The columns ``names`` as a lazy float64 frame. A CSV file is read
+        again with only those columns, each parsed as float64: with the
+        dtypes Dask inferred from its first rows, a later value of a wider
+        type (``1.5`` in a column of integers, an empty cell, an integer
+        beyond 64 bits) would fail the read of its partition, a refusal
+        that tells a row's value apart; a column not chosen is not parsed."""
+        if self._kind == "parquet":
+            return self.frame[names].astype(np.float64)
+        import dask.dataframe as dd
+
+        return dd.read_csv(self._files, usecols=names,
+                           dtype=dict.fromkeys(names, np.float64), **self._csv)[names]
 
 
 class LazyMatrix:
@@ -172,18 +210,29 @@ class LazyMatrix:
         row groups), not of the rows' values.
     """
 
-    def __init__(self, frame, columns, path, hint, fill=None,
+    def __init__(self, table, columns, path, hint, fill=None,
                  missing_hint="drop or impute them first", check=None):
         import dask.array as da
+        from pandas.api.types import is_object_dtype
 
         self.path, self.missing_hint = path, missing_hint
-        self.names = choose_columns(frame, columns, path, hint)
+        frame = table.frame
+        chosen = (list(frame.columns) if columns is None
+                  else check_chosen(columns, list(frame.columns), path))
+        # objects that are numbers in the first rows (integers beyond 64 bits,
+        # Parquet's null type) are numbers, as in memory (as_numbers)
+        objects = [c for c in chosen if is_object_dtype(frame.dtypes[c])]
+        if objects:
+            head = as_numbers(table.peek(objects), objects)
+            frame = frame.astype({c: np.float64 for c in objects
+                                  if not is_object_dtype(head[c].dtype)})
+        self.names = choose_columns(frame, chosen, path, hint)
         if callable(fill):  # public values that depend on the columns chosen
             fill = fill(self.names)
         self.fill = fill
         # int, bool and pandas' extension dtypes to float64, missing values
         # to NaN, as to_numpy(dtype=float64) does in memory
-        frame = frame[self.names].astype(np.float64)
+        frame = table.select(self.names)
         # The rows of each partition, from the Parquet footers where Dask
         # has them (else Dask counts them, a read of the chosen columns):
         # their sum is n, a public value (the fit states it).

@@ -388,6 +388,7 @@ def numeric_matrix(frame, columns, path, hint, fill=None,
     X : ndarray of shape (n_rows, len(columns))
     names : list of str
     """
+    frame = as_numbers(frame, frame.columns if columns is None else columns)
     columns = choose_columns(frame, columns, path, hint)
     frame = frame[columns]
     if callable(fill):  # public values that depend on the columns chosen
@@ -400,6 +401,25 @@ def numeric_matrix(frame, columns, path, hint, fill=None,
     refuse_infinite([c for c, ok in zip(columns, np.isfinite(X).all(axis=0))
                      if not ok], path)
     return X, columns
+
+
+def as_numbers(frame, names):
+    """``frame`` with each column of ``names`` (those it has) whose every
+    cell is a number or missing made float64, where pandas kept it as
+    objects: integers beyond 64 bits (CSV), a column with no value at all
+    (Parquet's null type). Such a column is in the domain like any other:
+    refusing it as non-numeric would tell a row's value apart. A column
+    with text stays as it is, and :func:`choose_columns` refuses it."""
+    from pandas.api.types import is_object_dtype
+
+    converted = {}
+    for name in names:
+        if name in frame.columns and is_object_dtype(frame[name].dtype):
+            try:
+                converted[name] = frame[name].astype(np.float64)
+            except (TypeError, ValueError, OverflowError):
+                pass  # text: refused by name
+    return frame.assign(**converted) if converted else frame
 
 
 def choose_columns(frame, columns, path, hint):

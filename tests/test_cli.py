@@ -287,6 +287,20 @@ def test_errors_are_one_line_with_exit_status_2(case, data, tmp_path, capsys):
     assert not (tmp_path / "m.json").exists()
 
 
+def test_integers_beyond_64_bits_are_numbers(tmp_path, capsys):
+    """pandas keeps a column holding an integer beyond 64 bits as objects:
+    it is a number like its neighbour's 1, not a non-numeric column (a
+    refusal that would tell the two apart); text is still refused."""
+    rows = "".join(f"{i % 3},{i % 5}\n" for i in range(50))
+    for cell in ("1", "99999999999999999999", "-9223372036854775809"):
+        path = _write(tmp_path, "big.csv", "a,b\n" + rows + f"2,{cell}\n")
+        rc, _, err = run(capsys, *fit_args(path, tmp_path / "m.json", "--force"))
+        assert rc == 0, (cell, err)
+    path = _write(tmp_path, "text.csv", "a,b\n" + rows + "2,x\n")
+    rc, _, err = run(capsys, *fit_args(path, tmp_path / "m.json", "--force"))
+    assert rc == 2 and "non-numeric column(s) 'b'" in err
+
+
 def test_transform_checks_features_and_model_version(data, tmp_path, capsys):
     model = tmp_path / "m.json"
     run(capsys, *fit_args(data, model))

@@ -214,6 +214,47 @@ def test_checks_of_the_columns_and_values(tables, tmp_path, capsys):
     assert model["preprocessing"] == local["preprocessing"]
 
 
+def test_numbers_past_dasks_dtype_sample_are_numbers(tmp_path, capsys):
+    """Dask types a CSV's columns from the first 256 kB of its first file;
+    a later number of a wider type (1.5 or an empty cell in a column of
+    integers, an integer beyond 64 bits), in a chosen column or not, must not
+    fail the read where its neighbour is fitted: the chosen columns are read
+    as float64, the others not at all, and the release is the in-memory
+    one. Parquet's null type (a column with no value) is a number too."""
+    rows = [f"{i % 3},{i % 5},{i % 2}" for i in range(400)]
+    cells = {"int": "1", "float": "1.5", "empty": "",
+             "huge": "99999999999999999999"}
+    for name, cell in cells.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        for i in range(2):
+            late = [f"{cell},{cell},{cell}" if (i, r) == (1, 350) else row
+                    for r, row in enumerate(rows)]
+            (folder / f"part-{i}.csv").write_text("a,b,c\n" + "\n".join(late) + "\n")
+        for columns in (["--columns", "a,b"], ["--columns", "c", "-k", 1]):
+            fit = ["fit", folder, *FIT, "--data-norm", 3, "--fill-missing", 0,
+                   *columns, "--force"]
+            rc, _, err = run(capsys, *fit, "--dask", "-o", tmp_path / "d.json")
+            assert rc == 0, (name, err)
+            both = folder / "both.csv"
+            both.write_text("a,b,c\n" + "\n".join(
+                [*rows, *(f"{cell},{cell},{cell}" if r == 350 else row
+                          for r, row in enumerate(rows))]) + "\n")
+            rc, _, err = run(capsys, "fit", both, *fit[2:], "-o", tmp_path / "m.json")
+            both.unlink()
+            assert rc == 0, (name, err)
+            assert_same_release(fitted(tmp_path / "d.json")[1],
+                                fitted(tmp_path / "m.json")[1])
+    parts = make_parts()
+    parts[0]["g"] = None  # no value at all: Parquet's null type
+    write_parts(tmp_path / "null", parts)
+    for dask in ([], ["--dask"]):
+        rc, _, err = run(capsys, "fit", tmp_path / "null" / "part-0.parquet", *FIT,
+                         "--data-norm", 3, "--fill-missing", 0, *dask, "--force",
+                         "-o", tmp_path / "n.json")
+        assert rc == 0, err
+
+
 def test_transform_streams_the_projection(tables, cluster, tmp_path, capsys):
     model = tmp_path / "m.json"
     assert run(capsys, "fit", tables / "all.csv", *FIT, "--data-norm", 3,
