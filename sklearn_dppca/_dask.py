@@ -37,6 +37,7 @@ from ._stats import (
     weighted_gram,
 )
 from ._stats import clipped_sum as _stats_clipped_sum
+from ._warning_rules import private_computation
 
 
 def is_dask_collection(X):
@@ -50,14 +51,22 @@ def has_sparse_chunks(X):
     return is_dask_collection(X) and sparse.issparse(getattr(X, "_meta", None))
 
 
-def gather_sparse_chunks(X):
-    """A Dask array of SciPy sparse chunks as one CSR matrix in memory, as
-    scikit-learn's ``check_array`` gathers a Dask array of NumPy chunks into
-    one array (of sparse chunks it makes an object scalar); anything else as
-    it is. For the steps that read their rows in memory (the scalers, the
-    search's validation, the heads); the estimators' fits and transforms
-    read the chunks where they are."""
-    return sparse.csr_matrix(X.compute()) if has_sparse_chunks(X) else X
+def gather_rows(X):
+    """A Dask collection's rows in memory, for the steps that read their rows
+    there (the scalers, the heads, a supervised search's validation): a
+    Dask array of SciPy sparse chunks as one CSR matrix, one of NumPy chunks
+    as an array, a Dask DataFrame as a pandas one; anything else as it is.
+    Computed inside the private computation: the lazy steps it runs are the
+    fit's first read of the rows, and a warning of theirs would tell the
+    rows apart (docs/privacy.rst, "Warnings"). The estimators' fits and
+    transforms, and the unsupervised search, read the chunks where they
+    are."""
+    if not is_dask_collection(X):
+        return X
+    with private_computation():
+        if has_sparse_chunks(X):
+            return sparse.csr_matrix(X.compute())
+        return X.compute()
 
 
 def _is_dataframe(X):
@@ -130,11 +139,16 @@ def as_dask_array(X):
             # (then refused by the first pass, as in memory); a mixed frame
             # would otherwise become an object array
             X = X.astype(np.complex128 if _has_complex(X) else np.float64)
-        X = X.to_dask_array(lengths=partition_lengths(X))
+        lengths = partition_lengths(X)
+        # counting the rows runs the lazy steps: a warning of theirs would
+        # tell the rows apart (docs/privacy.rst, "Warnings")
+        with private_computation():
+            X = X.to_dask_array(lengths=lengths)
     if X.ndim != 2:
         raise ValueError(f"Expected a 2D array, got a {X.ndim}D Dask array.")
     if np.isnan(X.shape[0]):
-        X = X.compute_chunk_sizes()
+        with private_computation():
+            X = X.compute_chunk_sizes()
     kind = X.dtype.kind
     if kind == "c":
         raise ValueError("Complex data not supported.")

@@ -24,6 +24,7 @@ from ._search_plan import (
     caching_params,
     group_of,
 )
+from ._warning_rules import private_computation
 from .privacy import BudgetAccountant, gdp_epsilon, gdp_mu
 
 #: Margin, in standard deviations, that each extra component must clear in
@@ -391,11 +392,13 @@ def _take(X, indices):
 
 def _all_finite(Z):
     """Whether every entry of ``Z`` (sparse, Dask, Array API or NumPy) is
-    finite; a Dask collection chunk by chunk, never gathered."""
+    finite; a Dask collection chunk by chunk, never gathered, inside the
+    private computation (its lazy steps run: their warnings are dropped)."""
     if is_dask_collection(Z):
         import dask.array as da
 
-        return bool(da.isfinite(as_dask_array(Z)[0]).all().compute())
+        with private_computation():
+            return bool(da.isfinite(as_dask_array(Z)[0]).all().compute())
     values = Z.data if hasattr(Z, "tocsr") else _host(Z)
     return bool(np.all(np.isfinite(values)))
 

@@ -46,7 +46,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from ._base import _all_or_nothing, _refuse_fit_params, reported_spend
 from ._box import box_radius, check_box
-from ._dask import gather_sparse_chunks
+from ._dask import gather_rows
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
 from ._param_docs import fill_parameter_docs
 from ._released import NoisyReleaseWarning
@@ -141,7 +141,7 @@ class _PrivateHead(BaseEstimator):
                 "beyond are clipped). After a PrivatePCA(whiten='partial'), "
                 "1; after a PublicScaler to [0, 1], bounds=(0, 1)."
             )
-        X = gather_sparse_chunks(X)
+        X = gather_rows(X)
         if sparse.issparse(X):
             raise TypeError(
                 f"{type(self).__name__} takes dense rows: densify X, or put a "

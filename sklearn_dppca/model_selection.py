@@ -77,7 +77,7 @@ from sklearn.utils.validation import (
 from . import _array_api, _search_plan, _search_run
 from . import _supervised_search as _supervised
 from ._base import _all_or_nothing, reported_spend
-from ._dask import gather_sparse_chunks
+from ._dask import as_dask_array, gather_rows, has_sparse_chunks, is_dask_collection
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
 from ._search_plan import (
     SearchPlan,
@@ -451,10 +451,14 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         """
         supervised = _supervised.is_supervised(self.estimator, self.param_grid)
         self._check_settings(supervised)
+        names = None
+        if is_dask_collection(X) and not has_sparse_chunks(X):
+            # read chunk by chunk, never gathered; its rows counted privately
+            X, names = as_dask_array(X)
         n_samples, n_features = _shape(X)
         splits = _resolve_cv(self.cv, n_samples)
         if supervised:
-            return self._fit_supervised(X, y, splits, n_samples, n_features)
+            return self._fit_supervised(X, y, splits, n_samples, n_features, names)
         plan = plan_search(self.estimator, self.param_grid, epsilon=self.epsilon,
                            delta=self.delta, splits=splits, n_samples=n_samples,
                            n_features=n_features,
@@ -464,7 +468,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             raise failed[0].error
         accountant = _resolve_accountant(self)
         accountant.check(plan.mu)  # refused before the data is read
-        checked = self._validate_rows(X)
+        checked = self._validate_rows(X, names)
         # a DataFrame goes to the fits as it is, so that the refitted
         # estimator knows its feature names, as in GridSearchCV
         X = X if hasattr(X, "iloc") else checked
@@ -536,7 +540,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.privacy_spent_ = reported_spend(plan.spent, self.epsilon)
         return self
 
-    def _fit_supervised(self, X, y, splits, n_samples, n_features):
+    def _fit_supervised(self, X, y, splits, n_samples, n_features, names):
         """The search over supervised candidates (every fitted step private;
         :mod:`sklearn_dppca._supervised_search`)."""
         plan = _supervised.plan_supervised_search(
@@ -548,7 +552,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             raise failed[0].error
         accountant = _resolve_accountant(self)
         accountant.check(plan.mu)  # refused before the data is read
-        checked = self._validate_rows(X)
+        checked = self._validate_rows(X, names)
         X = X if hasattr(X, "iloc") else checked
         y = _supervised.check_labels(plan, y, n_samples)
         reads_x = [c for c in plan.candidates
@@ -585,13 +589,21 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         self.privacy_spent_ = reported_spend(plan.spent, self.epsilon)
         return self
 
-    def _validate_rows(self, X):
+    def _validate_rows(self, X, names=None):
         """``X`` checked (numeric, at least 2 rows, no infinity); an Array API
-        array stays in its namespace and on its device. Missing values (NaN)
-        pass here for a Pipeline's public fill or a step's ``non_finite=
-        "clip"`` (:func:`_check_raw_rows` then refuses, before the charge, any
-        a bare step with ``non_finite="raise"`` would read)."""
-        X = gather_sparse_chunks(X)
+        array stays in its namespace and on its device, a Dask array (of
+        NumPy chunks, ``names`` its DataFrame's columns) lazy: its shape and
+        names only. Missing values (NaN) pass here for a Pipeline's public
+        fill or a step's ``non_finite="clip"`` (:func:`_check_raw_rows` then
+        refuses, before the charge, any a bare step with
+        ``non_finite="raise"`` would read)."""
+        if is_dask_collection(X) and not has_sparse_chunks(X):
+            self.n_features_in_ = X.shape[1]
+            vars(self).pop("feature_names_in_", None)
+            if names is not None:
+                self.feature_names_in_ = names
+            return X
+        X = gather_rows(X)
         namespace = _array_api.namespace(X)
         if namespace is not None:
             return validate_data(self, X, ensure_min_samples=2,
@@ -654,7 +666,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
         check_is_fitted(self, "best_estimator_")
         if not hasattr(self.best_estimator_, "transform"):
             return self.scorer_(self.best_estimator_, X, y)
-        X = validate_data(self, gather_sparse_chunks(X), reset=False,
+        X = validate_data(self, gather_rows(X), reset=False,
                           accept_sparse=("csr", "csc"), dtype=None,
                           ensure_all_finite=False)
         return self.scorer_(self.best_estimator_, X, y)

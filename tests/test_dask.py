@@ -206,6 +206,97 @@ def test_csr_chunks_in_the_steps_that_read_rows_in_memory():
         PrivateLDA([0, 1], data_norm=1.0).fit(lazy, y)
 
 
+def _warns_above(block, limit=5.0):
+    """A user's lazy step that warns when its block holds a value above
+    ``limit``: what a neighbour holding such a row would show, if it ran
+    outside the private computation."""
+    import warnings
+
+    if (np.abs(block) > limit).any():
+        warnings.warn("a value above the limit in this block", UserWarning)
+    return block
+
+
+@pytest.mark.parametrize("known", [True, False])
+def test_lazy_steps_run_only_inside_the_private_computation(known):
+    """Every fit that reads a Dask input (the estimators with known or
+    counted chunks, the heads, both searches, the private cross-validation)
+    runs its lazy steps inside the private computation: a warning of the
+    user's step shows for neither neighbour."""
+    import warnings
+
+    from sklearn.pipeline import make_pipeline
+
+    from sklearn_dppca import BudgetAccountant
+    from sklearn_dppca.linear_model import PrivateLDA, PrivateRidge
+    from sklearn_dppca.model_selection import (
+        PrivateGridSearchCV,
+        private_cross_val_score,
+    )
+
+    y = np.arange(4000) % 2
+
+    def acc():
+        return BudgetAccountant(epsilon=100, delta=1e-3)
+
+    fits = [
+        lambda D: PrivatePCA(2, data_norm=5.0, accountant=acc()).fit(D),
+        lambda D: PrivateLDA([0, 1], data_norm=5.0, accountant=acc()).fit(D, y),
+        lambda D: PrivateRidge((0, 1), data_norm=5.0, accountant=acc()).fit(D, y),
+        lambda D: PrivateGridSearchCV(
+            PrivatePCA(data_norm=5.0), {"n_components": [1, 2]}, epsilon=2.0,
+            accountant=acc()).fit(D),
+        lambda D: PrivateGridSearchCV(
+            make_pipeline(PrivatePCA(2, data_norm=5.0),
+                          PrivateLDA([0, 1], data_norm=5.0)),
+            {"privatepca__n_components": [1, 2]}, epsilon=2.0,
+            accountant=acc()).fit(D, y),
+        lambda D: private_cross_val_score(
+            make_pipeline(PrivatePCA(2, data_norm=5.0),
+                          PrivateLDA([0, 1], data_norm=5.0)),
+            D, y, epsilon=2.0, accountant=acc()),
+    ]
+    for fit in fits:
+        for extreme in (False, True):
+            X = np.random.default_rng(0).normal(size=(4000, 3)).clip(-4, 4)
+            X[3500, 1] = 6.0 if extreme else 0.0
+            D = da.from_array(X, chunks=(1000, 3)).map_blocks(_warns_above)
+            if not known:  # a row filter: chunk sizes counted by the fit
+                D = D[da.from_array(np.ones(4000, bool), chunks=1000)]
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                fit(D)
+            assert not [w for w in seen if "above the limit" in str(w.message)]
+
+
+def test_the_search_reads_a_dask_array_chunk_by_chunk(monkeypatch):
+    """An unsupervised search over a Dask array never gathers it (no
+    ``numpy.asarray`` of the whole array) and gives the search over the same
+    rows in memory, and a Dask DataFrame's columns name its features."""
+    from sklearn_dppca import BudgetAccountant
+    from sklearn_dppca.model_selection import PrivateGridSearchCV
+
+    X, _ = make_planted(n=3000, d=6, seed=2)
+
+    def search(rows):
+        return PrivateGridSearchCV(
+            PrivatePCA(data_norm=4.0), {"n_components": [1, 2, 3]}, epsilon=3.0,
+            random_state=0, accountant=BudgetAccountant()).fit(rows)
+
+    expected = search(X).cv_results_["mean_test_score"]
+
+    def refused(self, *args, **kwargs):
+        raise AssertionError("the Dask array was gathered")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(da.Array, "__array__", refused)
+        lazy = search(da.from_array(X, chunks=(500, 6)))
+    np.testing.assert_allclose(lazy.cv_results_["mean_test_score"], expected,
+                               rtol=1e-9)
+    frame = dd.from_pandas(pd.DataFrame(X, columns=list("abcdef")), npartitions=3)
+    assert list(search(frame).feature_names_in_) == list("abcdef")
+
+
 def test_wide_dask_fits_count_the_chunks_gram_matrices():
     """The dense path over Dask chunks holds each running chunk's Gram matrix
     and the tree's partial sums: counted before the data is read, so a limit
