@@ -2,12 +2,22 @@
 options: numbers in a range, ``auto`` or a number, ``n_components``."""
 
 import argparse
+import re
 
 import numpy as np
 
+#: What argparse reads as a negative number rather than an option: its own
+#: ``-3`` and ``-.5``, and the exponent form ``-1e3`` it reads as an option.
+NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+
 
 class _Parser(argparse.ArgumentParser):
-    """Usage errors in one line, like every other error."""
+    """Usage errors in one line, like every other error; a negative number
+    in exponent form (``--bounds -1e3 1e3``) is a value, as ``-1000`` is."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = NEGATIVE_NUMBER
 
     def error(self, message):
         self.exit(2, f"dppca: error: {message} (see '{self.prog} --help')\n")

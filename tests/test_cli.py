@@ -301,6 +301,17 @@ def test_integers_beyond_64_bits_are_numbers(tmp_path, capsys):
     assert rc == 2 and "non-numeric column(s) 'b'" in err
 
 
+def test_negative_numbers_in_exponent_form_are_values(data, tmp_path, capsys):
+    """argparse reads -1e3 as an option; the parser reads it as -1000."""
+    models = [tmp_path / "e.json", tmp_path / "f.json"]
+    for low, model in zip(("-1e3", "-1000"), models):
+        rc, _, err = run(capsys, *fit_args(data, model, "--bounds", low, "1e3",
+                                           "--seed", 3))
+        assert rc == 0, err
+    assert (json.loads(models[0].read_text())["attributes"]
+            == json.loads(models[1].read_text())["attributes"])
+
+
 def test_transform_checks_features_and_model_version(data, tmp_path, capsys):
     model = tmp_path / "m.json"
     run(capsys, *fit_args(data, model))
