@@ -68,3 +68,22 @@ def typed_frame(dtype, n=300, missing=False, seed=0):
     frame = pd.DataFrame({"x": x, "y": y, "z": z})
     values = frame.astype("float64").to_numpy() if dtype in numeric else None
     return frame, values
+
+
+def generators_in_pickle(obj):
+    """Names of the random generators (or their states and seeds) that a
+    pickle of ``obj`` carries."""
+    import io
+    import pickle
+
+    kinds = (np.random.Generator, np.random.BitGenerator,
+             np.random.SeedSequence, np.random.RandomState)
+    found = []
+
+    class Scan(pickle.Pickler):
+        def persistent_id(self, obj):
+            if isinstance(obj, kinds):
+                found.append(type(obj).__name__)
+
+    Scan(io.BytesIO()).dump(obj)
+    return found

@@ -24,6 +24,8 @@ from sklearn_dppca.noise import noise_scale
 from sklearn_dppca.preprocessing import PrivateStandardScaler, PublicScaler
 from sklearn_dppca.privacy import gdp_epsilon, gdp_mu
 
+from .conftest import generators_in_pickle
+
 RANGES = [(0.0, 500_000.0), (18.0, 90.0), (1.0, 5.0)]
 NAMES = ["income", "age", "satisfaction"]
 BOX = tuple(np.array(RANGES).T)  # (lower, upper)
@@ -629,24 +631,12 @@ def test_private_scaler_keeps_no_generator_without_a_seed(people):
     noise drawn, and so the exact sums) and in every copy (copies that each
     add a batch would add the same noise, and their difference be exact)."""
     import copy
-    import io
-    import pickle
-
-    kinds = (np.random.Generator, np.random.BitGenerator,
-             np.random.SeedSequence, np.random.RandomState)
-    found = []
-
-    class Scan(pickle.Pickler):
-        def persistent_id(self, obj):
-            if isinstance(obj, kinds):
-                found.append(type(obj).__name__)
 
     bounds = tuple(np.array(RANGES).T)
     est = PrivateStandardScaler(bounds=bounds, accountant=BudgetAccountant())
     est.partial_fit(people)
-    Scan(io.BytesIO()).dump(est)
-    Scan(io.BytesIO()).dump(clone(est).fit(people))
-    assert found == []
+    assert generators_in_pickle(est) == []
+    assert generators_in_pickle(clone(est).fit(people)) == []
     twin = copy.deepcopy(est)
     before = est._released_.sums.copy()
     est.partial_fit(people)

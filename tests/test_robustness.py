@@ -22,6 +22,7 @@ from .conftest import (
     EXTENSION_DTYPES,
     NON_NUMERIC_DTYPES,
     NUMERIC_DTYPES,
+    generators_in_pickle,
     typed_frame,
 )
 
@@ -275,25 +276,6 @@ def test_object_columns_of_numbers_are_numbers():
         PrivatePCA(2, data_norm=4.0).fit(frame)
 
 
-def _generators_in_pickle(obj):
-    """Names of the random generators (or their states and seeds) that a
-    pickle of ``obj`` carries."""
-    import io
-    import pickle
-
-    kinds = (np.random.Generator, np.random.BitGenerator,
-             np.random.SeedSequence, np.random.RandomState)
-    found = []
-
-    class Scan(pickle.Pickler):
-        def persistent_id(self, obj):
-            if isinstance(obj, kinds):
-                found.append(type(obj).__name__)
-
-    Scan(io.BytesIO()).dump(obj)
-    return found
-
-
 def test_no_fitted_model_carries_a_generator_without_a_seed():
     """With random_state=None nothing fitted keeps a generator: its state
     after the draws would tell the noise drawn (and so the exact statistics)
@@ -335,4 +317,4 @@ def test_no_fitted_model_carries_a_generator_without_a_seed():
             accountant=acc()).fit(X, y),
     ]
     for model in fitted:
-        assert _generators_in_pickle(model) == [], type(model).__name__
+        assert generators_in_pickle(model) == [], type(model).__name__
