@@ -34,6 +34,7 @@ from ._dask import (
     check_numeric_columns,
     is_dask_collection,
     reporting_partitions,
+    saturate_big_numbers,
 )
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
 from ._norm_plan import MIN_DATA_NORM, PILOT_MISS
@@ -550,6 +551,7 @@ class _BasePrivatePCA(
             if self.non_finite == "clip":
                 X = map_non_finite(X)  # lazily, chunk by chunk
             return X, ChunkedRows(X)
+        X = saturate_big_numbers(X)
         check_numeric_columns(X)
         namespace = _array_api.namespace(X)
         if namespace is not None:  # Array API dispatch: the statistics on X's device

@@ -22,8 +22,10 @@ reported.
 
 import contextlib
 import contextvars
+import math
 import sys
 import uuid
+from numbers import Real
 
 import numpy as np
 from scipy import sparse
@@ -96,6 +98,47 @@ def non_numeric_columns(X, lazy=False):
                 continue
         bad.append(name)
     return bad
+
+
+def saturate_big_numbers(X):
+    """``X`` with every number too large for a float (a Python integer
+    beyond float64's range, held in an object array, a DataFrame's object
+    column, or nested lists) made ±inf, as the float it rounds to; anything
+    else as it is, ``X`` itself never modified. NumPy refuses to convert such
+    a number, so a fit would fail on one dataset and be released on its
+    neighbour, where the domain holds both: as an infinite value, it is then
+    refused before the charge or, with ``non_finite="clip"``, mapped like
+    any other (docs/privacy.rst, "Over which domain the guarantee holds")."""
+    if isinstance(X, (list, tuple)):
+        try:
+            values = np.asarray(X)
+        except (ValueError, TypeError):  # ragged: the validation says why
+            return X
+        return _saturated(values) if values.dtype == object else X
+    if isinstance(X, np.ndarray):
+        return _saturated(X) if X.dtype == object else X
+    if _is_dataframe(X) and not is_dask_collection(X):
+        objects = [i for i, t in enumerate(X.dtypes) if t == np.dtype(object)]
+        if not objects:
+            return X
+        X = X.copy(deep=False)
+        for i in objects:
+            X.isetitem(i, _saturated(X.iloc[:, i].to_numpy()))
+        return X
+    return X
+
+
+def _saturated(values):
+    """An object array with its numbers beyond float64's range as ±inf."""
+    def one(value):
+        if isinstance(value, Real) and not isinstance(value, float):
+            try:
+                float(value)
+            except OverflowError:
+                return math.inf if value > 0 else -math.inf
+        return value
+
+    return np.frompyfunc(one, 1, 1)(values).astype(object)
 
 
 def check_numeric_columns(X, lazy=False):

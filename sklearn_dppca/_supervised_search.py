@@ -59,7 +59,7 @@ from ._search_plan import (
     pooled_groups,
 )
 from ._search_run import _before_step, _best_index, _ranked_results, _take
-from .linear_model import PrivateLDA, _PrivateHead
+from .linear_model import PrivateLDA, _on_host, _PrivateHead
 from .noise import dense_noise, noise_scale
 from .privacy import BudgetAccountant, gdp_epsilon, gdp_mu, private_computation
 
@@ -324,7 +324,7 @@ def check_labels(plan, y, n_samples):
     would otherwise make after the charge."""
     if y is None:
         raise ValueError("A supervised search needs y: the labels of the rows.")
-    y = column_or_1d(y, warn=True)
+    y = column_or_1d(_on_host(y), warn=True)  # the search scores on the host
     check_consistent_length(np.empty((n_samples, 0)), y)
     head = next(c for c in plan.candidates if c.error is None).private[-1][1]
     head._targets(y)  # the labels as every fit would check them
@@ -433,10 +433,10 @@ def _score_fold(plan, X, y, train, test, delta, seeds):
         if plan.pooled[g]:  # a dense release (a noisy one: it may leave)
             kept[g] = getattr(fitted.steps[-2][1], "_kept", None)
         if len(members) == 1:
-            predictions[members[0]] = fitted.predict(X_val)
+            predictions[members[0]] = _on_host(fitted.predict(X_val))
             continue
         head = fitted.steps[-1][1]
-        rows = np.asarray(fitted[:-1].transform(X_val))  # as the head sees them
+        rows = _on_host(fitted[:-1].transform(X_val))  # as the head sees them
         for c in members:
             k = _leading_k(plan.candidates[c])
             predictions[c] = head._leading(k).predict(rows[:, :k])

@@ -44,9 +44,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
+from . import _array_api
 from ._base import _all_or_nothing, _refuse_fit_params, reported_spend
 from ._box import box_radius, check_box
-from ._dask import gather_rows
+from ._dask import gather_rows, saturate_big_numbers
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
 from ._param_docs import fill_parameter_docs
 from ._released import NoisyReleaseWarning
@@ -97,6 +98,30 @@ def _augmented_gram(X, targets, data_norm, weights):
     return gram
 
 
+def _on_host(values):
+    """An Array API array (``array_api_dispatch``) as a NumPy one: the heads
+    fit and predict on the host, their models being small (a ``d × d``
+    release at most, after a ``PrivatePCA`` ``k × k``); anything else as it
+    is."""
+    if values is None or _array_api.namespace(values) is None:
+        return values
+    return _array_api.to_host(values)
+
+
+def _like(values, X):
+    """A head's output for the rows ``X``: in ``X``'s namespace and on its
+    device where ``X`` is an Array API array, as scikit-learn's estimators
+    return it (floats in ``X``'s precision; labels that are not numbers stay
+    a NumPy array); otherwise as it is."""
+    if _array_api.namespace(X) is None:
+        return values
+    if values.dtype.kind == "f":
+        return _array_api.like(values, X)
+    if values.dtype.kind in "biu":
+        return _array_api.like(values, X, dtype=values.dtype)
+    return values
+
+
 class _PrivateHead(BaseEstimator):
     r"""What both heads share: the parameters, the checks, the one release.
 
@@ -141,7 +166,7 @@ class _PrivateHead(BaseEstimator):
                 "beyond are clipped). After a PrivatePCA(whiten='partial'), "
                 "1; after a PublicScaler to [0, 1], bounds=(0, 1)."
             )
-        X = gather_rows(X)
+        X, y = saturate_big_numbers(_on_host(gather_rows(X))), _on_host(y)
         if sparse.issparse(X):
             raise TypeError(
                 f"{type(self).__name__} takes dense rows: densify X, or put a "
@@ -234,7 +259,7 @@ class _PrivateHead(BaseEstimator):
     def _decision(self, X):
         check_is_fitted(self)
         _warn_if_scored_exactly(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64,
+        X = validate_data(self, _on_host(X), reset=False, dtype=np.float64,
                           ensure_all_finite=self.non_finite == "raise")
         if self.non_finite == "clip":
             X = np.nan_to_num(X)
@@ -527,11 +552,13 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
         """Discriminant scores: ``(n_samples,)`` for two classes (positive for
         ``classes_[1]``), else ``(n_samples, n_classes)``."""
         scores = self._decision(X)
-        return scores.ravel() if self.classes_.shape[0] == 2 else scores
+        return _like(scores.ravel() if self.classes_.shape[0] == 2 else scores, X)
 
     def predict_proba(self, X):
         """Class probabilities of the discriminant model (its softmax)."""
-        scores = self._decision(X)
+        return _like(self._proba(self._decision(X)), X)
+
+    def _proba(self, scores):
         if self.classes_.shape[0] == 2:
             scores = np.hstack([np.zeros_like(scores), scores])
         scores = scores - scores.max(axis=1, keepdims=True)
@@ -540,14 +567,16 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
-        return np.log(self.predict_proba(X))
+        return _like(np.log(self._proba(self._decision(X))), X)
 
     def predict(self, X):
         """The class of highest discriminant."""
         scores = self._decision(X)
         if self.classes_.shape[0] == 2:
-            return self.classes_[(scores.ravel() > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
+            labels = self.classes_[(scores.ravel() > 0).astype(int)]
+        else:
+            labels = self.classes_[np.argmax(scores, axis=1)]
+        return _like(labels, X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -700,4 +729,4 @@ class PrivateRidge(RegressorMixin, _PrivateHead):
     def predict(self, X):
         """Predictions, clipped into ``y_bounds``."""
         mid, half = self._label_box()
-        return np.clip(self._decision(X), mid - half, mid + half)
+        return _like(np.clip(self._decision(X), mid - half, mid + half), X)

@@ -77,7 +77,13 @@ from sklearn.utils.validation import (
 from . import _array_api, _search_plan, _search_run
 from . import _supervised_search as _supervised
 from ._base import _all_or_nothing, reported_spend
-from ._dask import as_dask_array, gather_rows, has_sparse_chunks, is_dask_collection
+from ._dask import (
+    as_dask_array,
+    gather_rows,
+    has_sparse_chunks,
+    is_dask_collection,
+    saturate_big_numbers,
+)
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
 from ._search_plan import (
     SearchPlan,
@@ -603,7 +609,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             if names is not None:
                 self.feature_names_in_ = names
             return X
-        X = gather_rows(X)
+        X = saturate_big_numbers(gather_rows(X))
         namespace = _array_api.namespace(X)
         if namespace is not None:
             return validate_data(self, X, ensure_min_samples=2,

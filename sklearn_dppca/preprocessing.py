@@ -43,7 +43,7 @@ from . import _array_api
 from ._array_api import check_same_namespace
 from ._base import _all_or_nothing, _refuse_fit_params, reported_spend
 from ._box import by_feature_name, check_box, parse_box
-from ._dask import gather_rows
+from ._dask import gather_rows, saturate_big_numbers
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
 from ._released import FeatureScaleWarning
 from .noise import dense_noise, make_generator, noise_scale
@@ -76,7 +76,7 @@ def _validate(estimator, X, *, reset, **params):
     """``validate_data`` in float64 or float32: NumPy's, or under
     ``array_api_dispatch`` the namespace's own dtypes (on ``X``'s device);
     a Dask array gathered in memory (its sparse chunks as CSR)."""
-    X = gather_rows(X)
+    X = saturate_big_numbers(gather_rows(X))
     where = _array_api.namespace(X)
     dtype = FLOAT_DTYPES if where is None else _array_api.float_dtypes(*where)
     return validate_data(estimator, X, accept_sparse=("csr", "csc"), dtype=dtype,

@@ -433,6 +433,49 @@ def test_private_grid_search_on_array_api_input(name):
                                rtol=1e-6)
 
 
+@pytest.mark.parametrize("ns", NAMESPACES)
+def test_heads_fit_on_the_host_and_answer_in_the_namespace(ns):
+    """A pipeline PublicScaler → PrivatePCA → PrivateLDA on the namespace's
+    arrays: the PCA runs there, the head fits and predicts on the host (its
+    model is k × k) and answers in X's namespace; its release and its
+    predictions are the NumPy pipeline's with the same seeds, and a
+    supervised search runs on such input."""
+    from sklearn.pipeline import make_pipeline
+
+    from sklearn_dppca.linear_model import PrivateLDA, PrivateRidge
+    from sklearn_dppca.model_selection import PrivateGridSearchCV
+
+    module = _module(ns)
+    X = data(n=900, d=5)
+    y = (X[:, 0] > X[:, 0].mean()).astype(int)
+
+    def pipe():
+        return make_pipeline(
+            PublicScaler((-1, 1)),
+            PrivatePCA(2, data_norm=1.0, whiten="partial", random_state=1),
+            PrivateLDA([0, 1], data_norm=1.0, random_state=2))
+
+    ref = pipe().fit(X, y)
+    ridge = PrivateRidge((-1, 1), data_norm=1.0, random_state=3)
+    ref_ridge = clone(ridge).fit(X, X[:, 0])
+    with config_context(array_api_dispatch=True):
+        Xx, yx = module.asarray(X), module.asarray(y)
+        fitted = pipe().fit(Xx, yx)
+        labels, proba = fitted.predict(Xx), fitted.predict_proba(Xx)
+        assert namespace_of(labels) == namespace_of(proba) == namespace_of(Xx)
+        np.testing.assert_array_equal(to_numpy(labels), ref.predict(X))
+        np.testing.assert_allclose(to_numpy(proba), ref.predict_proba(X),
+                                   rtol=1e-6, atol=1e-9)
+        assert fitted.score(Xx, yx) == pytest.approx(ref.score(X, y))
+        got = clone(ridge).fit(Xx, module.asarray(X[:, 0])).predict(Xx)
+        np.testing.assert_allclose(to_numpy(got), ref_ridge.predict(X), rtol=1e-6)
+        search = PrivateGridSearchCV(
+            make_pipeline(PrivatePCA(data_norm=1.0), PrivateLDA([0, 1], data_norm=1.0)),
+            {"privatepca__n_components": [1, 2]}, epsilon=3.0,
+            accountant=BudgetAccountant()).fit(Xx, yx)
+        assert namespace_of(search.predict(Xx)) == namespace_of(Xx)
+
+
 def namespace_of(array):
     return type(array).__module__.partition(".")[0]
 

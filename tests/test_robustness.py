@@ -1,5 +1,6 @@
 """Adversarial and degenerate inputs, released-values-only attributes, threads."""
 
+import math
 import threading
 import warnings
 
@@ -318,3 +319,34 @@ def test_no_fitted_model_carries_a_generator_without_a_seed():
     ]
     for model in fitted:
         assert generators_in_pickle(model) == [], type(model).__name__
+
+
+def test_an_integer_beyond_floats_is_an_infinite_value():
+    """A Python integer too large for a float (pandas holds one in an object
+    column) is the infinite value it rounds to: refused before the charge
+    where inf is, mapped where inf is (non_finite="clip"), never a failure
+    of its own that would tell it from its neighbour's finite value."""
+    X = np.random.default_rng(0).normal(size=(300, 4)) * 0.3
+    outcomes = {}
+    for value in (10**400, math.inf, -(10**400), -math.inf):
+        rows = X.astype(object)
+        rows[0, 1] = value
+        for make in (np.asarray, lambda r: pd.DataFrame(r), lambda r: r.tolist()):
+            for non_finite in ("raise", "clip"):
+                accountant = BudgetAccountant()
+                est = PrivatePCA(2, data_norm=1.0, non_finite=non_finite,
+                                 random_state=0, accountant=accountant)
+                try:
+                    got = est.fit(make(rows)).components_
+                except ValueError as exc:
+                    got = str(exc)
+                    assert accountant.n_charges == 0
+                outcomes.setdefault((value > 0, non_finite), []).append(got)
+    for results in outcomes.values():
+        for got in results[1:]:
+            if isinstance(got, str):
+                assert got == results[0]
+            else:
+                np.testing.assert_array_equal(got, results[0])
+    assert isinstance(outcomes[(True, "raise")][0], str)
+    assert not isinstance(outcomes[(True, "clip")][0], str)
