@@ -48,6 +48,11 @@ class _MatrixFreeMixin:
     def _matrix_free_obstacle(self, n_samples, n_features, engine):
         r"""Why no path without a :math:`d \times d` matrix (matrix-free,
         noisy power) can run this fit, or None."""
+        if (self.epsilon == math.inf and self.data_norm is None
+                and getattr(self, "bounds", None) is None):
+            return ("needs a norm bound (data_norm or bounds): epsilon=inf with "
+                    "data_norm=None clips nothing, and these paths compute on "
+                    "the rows scaled by the bound")
         solver = self._eigen_solver(n_samples, n_features)
         if solver != "randomized":
             return (f"needs svd_solver='randomized' (this fit's solver is "

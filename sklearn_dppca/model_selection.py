@@ -502,7 +502,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
                   f"epsilon={[round(e, 6) for e in plan.fit_epsilons]}, fold "
                   f"scores with noise sigma={plan.selection_sigma:.6g}, refit at "
                   f"epsilon={plan.refit_epsilon}.")
-        accountant.spend(plan.mu)  # the whole search, once
+        accountant.spend(plan.mu, estimator=self)  # the whole search, once
         if self.random_state is not None:
             _warn_leak(
                 f"random_state={self.random_state!r} fixes the noise of the whole "
@@ -580,7 +580,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             print(f"Fitting {len(splits)} folds for each of {len(plan.candidates)} "
                   f"candidates: scoring={plan.scoring!r} released with noise "
                   f"sigma={plan.selection_sigma:.6g}.")
-        accountant.spend(plan.mu)  # the whole search, once
+        accountant.spend(plan.mu, estimator=self)  # the whole search, once
         if self.random_state is not None:
             _warn_leak(
                 f"random_state={self.random_state!r} fixes the noise of the whole "
@@ -824,6 +824,8 @@ def private_cross_validate(estimator, X, y=None, *, groups=None, scoring=None,
             "return_estimator=True is not supported: the fold models are fitted "
             "inside the private cross-validation and not kept. Fit the "
             "estimator on all rows (its own charge) for a model.")
+    if return_indices:  # resolved once: the splits the search uses are returned
+        cv = _resolve_cv(cv, _shape(X)[0])
     search = PrivateGridSearchCV(
         estimator, {}, scoring=scoring, cv=cv, epsilon=epsilon, delta=delta,
         refit=False, error_score=error_score,
@@ -836,9 +838,8 @@ def private_cross_validate(estimator, X, y=None, *, groups=None, scoring=None,
                        for f in range(search.n_splits_)])
     result = {"test_score": scores, "privacy_spent": search.privacy_spent_}
     if return_indices:
-        splits = _resolve_cv(cv, _shape(X)[0])
-        result["indices"] = {"train": [np.asarray(t) for t, _ in splits],
-                             "test": [np.asarray(t) for _, t in splits]}
+        result["indices"] = {"train": [np.asarray(t) for t, _ in cv],
+                             "test": [np.asarray(t) for _, t in cv]}
     return result
 
 

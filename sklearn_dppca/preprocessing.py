@@ -434,6 +434,12 @@ class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return tags
 
 
+def _same_settings(one, other):
+    """Whether two ``(lower, upper, with_mean, with_std)`` are the same."""
+    return (all(np.array_equal(a, b) for a, b in zip(one[:2], other[:2]))
+            and one[2:] == other[2:])
+
+
 class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     r"""Standardise features with a private mean and standard deviation.
 
@@ -654,17 +660,26 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
                 "number; rescale the features."
             )
         free = width > 0  # the features that carry information
+        settings = (lower, upper, self.with_mean, self.with_std)
+        if not first and not _same_settings(self._settings_, settings):
+            # public values, refused before the charge
+            raise ValueError(
+                "bounds, with_mean or with_std changed since the first "
+                "partial_fit: the sums released so far are in that call's "
+                "units. Call fit to start afresh."
+            )
         shares = self._shares()
         mu_total = gdp_mu(self.epsilon, self.delta)
         mus = {k: mu_total * math.sqrt(w) for k, w in shares.items()}
         if first:
             self._released_ = _ReleasedSums.empty(int(free.sum()))
+            self._settings_ = settings
             # a seed's stream continues across partial_fit calls (not private:
             # warned); random_state=None draws a new generator for each call
             # and none is kept: a model pickled, copied or sent to a worker
             # would carry its state, so its copies would draw the same noise
             # and its file would tell the noise drawn
-            self._seeded_rng = (None if self.random_state is None
+            self._seeded_rng_ = (None if self.random_state is None
                                 else make_generator(self.random_state))
         accountant = _resolve_accountant(self)
         if shares:  # refuse an over-budget fit before the data is read
@@ -697,7 +712,7 @@ class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimato
         """The batch's noisy sums in box units (``None`` where not released)
         and the variance of the noise on the sum of squares."""
         d_free = sums.shape[0]
-        rng = (self._seeded_rng if self._seeded_rng is not None
+        rng = (self._seeded_rng_ if self._seeded_rng_ is not None
                else make_generator(None))
         if "sum" not in mus:
             return None, None, 0.0

@@ -51,6 +51,23 @@ def mf(k=3, **params):
 
 
 # --- the kernel ---------------------------------------------------------------
+def test_no_privacy_without_a_bound_stays_on_the_dense_path():
+    """epsilon=inf with data_norm=None clips nothing (the bound is inf),
+    while these paths compute on the rows scaled by it: an explicit path is
+    refused before the charge, and "auto" takes the dense path."""
+    X = np.random.default_rng(0).normal(size=(300, 30))
+    for path in ("matrix_free", "noisy_power"):
+        budget = BudgetAccountant()
+        with pytest.raises(ValueError, match="needs a norm bound"):
+            PrivatePCA(2, epsilon=math.inf, path=path, svd_solver="randomized",
+                       accountant=budget).fit(X)
+        assert budget.n_charges == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted = PrivatePCA(2, epsilon=math.inf, svd_solver="randomized").fit(X)
+    assert fitted.path_ == "dense" and np.isfinite(fitted.components_).all()
+
+
 def test_the_implicit_kernel_has_the_goe_law_and_is_one_matrix():
     sigma = 2.5
     S = ImplicitGOE(make_generator(0), 1500, sigma, block=256, n_threads=2)

@@ -396,6 +396,9 @@ def test_default_coherent_and_a_ledger_see_one_charge(tmp_path):
     assert ledger.spent[0] == pytest.approx(2.0, rel=1e-9)
     assert search.privacy_spent_ == pytest.approx((2.0, 1e-6), rel=1e-9)
     assert BudgetAccountant(path=tmp_path / "budget.db").n_charges == 1
+    row = BudgetAccountant(path=tmp_path / "budget.db").charges[0]
+    assert row["estimator"] == "PrivateGridSearchCV"  # as every fit's row does
+    assert row["params"]["epsilon"] == 2.0
 
 
 # ---------------------------------------- refusals before the charge (review)

@@ -645,6 +645,32 @@ def test_private_scaler_keeps_no_generator_without_a_seed(people):
                            twin._released_.sums - before)
 
 
+def test_private_scaler_refused_calls_leave_it_as_it_was(people):
+    """All or nothing: a fit refused before the charge (a NaN) leaves a
+    seeded scaler's noise stream where it was (restarting it would add a
+    batch's noise again, and the difference of two releases be exact), and
+    a partial_fit after new bounds is refused, uncharged: the sums released
+    so far are in the first call's units."""
+    bounds = tuple(np.array(RANGES).T)
+    budget = BudgetAccountant()
+    with pytest.warns(PrivacyLeakWarning):
+        est = PrivateStandardScaler(bounds=bounds, random_state=0, accountant=budget)
+        est.partial_fit(people)
+        first = est._released_.sums.copy()
+        bad = people.copy()
+        bad[0, 0] = np.nan
+        with pytest.raises(ValueError, match="NaN"):
+            est.fit(bad)
+        est.partial_fit(people)
+    second = est._released_.sums - first
+    assert not np.allclose(second, first)  # the same sums, other noise
+    charges = budget.n_charges
+    est.set_params(bounds=(bounds[0], bounds[1] * 2))
+    with pytest.raises(ValueError, match="changed since the first partial_fit"):
+        est.partial_fit(people)
+    assert budget.n_charges == charges
+
+
 def test_private_scaler_refuses_sample_weight_and_takes_one_row_batches(people):
     bounds = tuple(np.array(RANGES).T)
     budget = BudgetAccountant()

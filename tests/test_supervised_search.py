@@ -352,6 +352,16 @@ def test_private_cross_validation_is_one_charge_of_noisy_scores():
     assert set(result) == {"test_score", "privacy_spent", "indices"}
     assert result["privacy_spent"] == (3.0, 1e-6)
     assert budget.n_charges == 2
+    # the indices are the splits used, the splitter read once: a generator
+    # of splits, or a shuffling KFold without a seed, read twice, would give
+    # none, or other ones
+    for cv in (KFold(3).split(X), KFold(3, shuffle=True)):
+        got = private_cross_validate(model, X, y, cv=cv, epsilon=3.0,
+                                     accountant=BudgetAccountant(),
+                                     return_indices=True)
+        tests = got["indices"]["test"]
+        assert len(tests) == len(got["test_score"]) == 3
+        assert sorted(np.concatenate(tests).tolist()) == list(range(len(y)))
     for params, match in [({"groups": np.zeros(len(y))}, "groups"),
                           ({"params": {"sample_weight": np.ones(len(y))}}, "params"),
                           ({"return_estimator": True}, "return_estimator"),
