@@ -115,8 +115,10 @@ STOP_RATIO = 1.5
 DROWNED = 0.25
 #: A private mean farther than this many covariance bounds from the origin is
 #: subtracted from the rows explicitly (one copy) before the covariance pass:
-#: centring by ``‖x‖² − 2 x·m + ‖m‖²`` errs by about ``4·1e-16 ‖m‖²``, 1e-12 of
-#: ``C²`` here, far below what would move a sensitivity.
+#: centring by ``‖x‖² − 2 x·m + ‖m‖²`` errs by about ``4·1e-16 ‖m‖²`` a row,
+#: 1e-12 of ``C²`` here; summed over the rows, about ``1e-16 n ‖m‖²``
+#: (measured: 1e-8 of the sensitivity at 4·10⁵ rows), the floating-point
+#: round-off docs/security.rst states is not accounted for.
 FAR_MEAN = 32.0
 #: :func:`_around` takes the norms around a centre by expansion when the
 #: centre is within this many radii of the origin: the expansion's round-off,

@@ -591,9 +591,10 @@ def clipped_gram(X, data_norm, mean=None, first=None, with_sum=False):
     first pass, :math:`v` near the direction of :math:`m`) rules the others
     out. The correction is :math:`-(1 - w) x x^\top` for a clipped row of the
     raw sum and :math:`+(s x)(s x)^\top` for a row left out of it. The
-    round-off of these subtractions is of order :math:`10^{-16} n C^2`,
-    because :math:`\|m\|` is at most about :math:`C` and corrected rows have
-    norm at most :math:`8C`.
+    round-off of these subtractions is of order :math:`10^{-16} n (C +
+    \|m\|)^2`, with :math:`\|m\|` up to ``FAR_MEAN`` (32) times :math:`C`
+    (the rows are translated beyond: ``_bounds._translate_if_far``): not
+    accounted for in the sensitivity (docs/security.rst, "Floating point").
 
     Parameters
     ----------
