@@ -63,6 +63,7 @@ from ._cli_args import (
     _Parser,
     _positive,
     _probability,
+    _seed,
 )
 from ._cli_demo import demo
 from ._cli_ledger import _add_ledger_commands
@@ -416,11 +417,12 @@ def fit_command(args):
         if message in seen:
             continue
         seen.add(message)
+        message = in_flags(message)  # printed and stored in the flags' words
         if issubclass(w.category, PrivacyLeakWarning):
             leaks.append(message)
         elif issubclass(w.category, (FeatureScaleWarning, NoisyReleaseWarning)):
             noisy.append(message)
-        _warn(in_flags(message))
+        _warn(message)
     # public values: how the rows were read (partitions: fixed by the files)
     reading = {"passes": progress.passes, "all_passes_counted": progress.exact,
                "partitions": None if lazy is None else lazy.partitions}
@@ -582,6 +584,11 @@ def transform_command(args):
     if args.output != "-":
         table_format(args.output)
         check_writable(args.output)
+        if os.path.exists(args.output) and any(
+                os.path.samefile(args.output, f) for f in (args.data, args.model)
+                if os.path.isfile(f)):
+            raise ValueError(f"-o {args.output} is an input of this command: "
+                             "its projection would overwrite it; name another file")
 
     def match(frame):
         extra = [c for c in frame.columns if c not in model.feature_names]
@@ -722,7 +729,7 @@ def build_parser():
                      "basis with no covariance release (better for wide rows "
                      "with few rows per column); auto (default), random where "
                      "public values say the covariance release would be noise")
-    fit.add_argument("--seed", type=int, default=None,
+    fit.add_argument("--seed", type=_seed, default=None,
                      help="fix the noise, for reproducible tests only: the fit is "
                      "then NOT private")
     fit.add_argument("-v", "--verbose", action="count", default=0,
@@ -758,9 +765,12 @@ def build_parser():
     run = commands.add_parser("demo", help="private PCA of the bundled digits",
                               description="Private PCA of scikit-learn's digits at "
                               "several budgets, compared with the non-private PCA.")
-    run.add_argument("--n-components", type=int, default=2)
-    run.add_argument("--epsilon", type=float, nargs="+", default=[1.0, 2.0, 5.0, 10.0])
-    run.add_argument("--seed", type=int, default=None,
+    run.add_argument("--n-components", metavar="K", type=_count, default=2,
+                     help="components to keep, 1 to 64 (default: 2)")
+    run.add_argument("--epsilon", metavar="E", type=_positive, nargs="+",
+                     default=[1.0, 2.0, 5.0, 10.0],
+                     help="the budgets to fit at (default: 1 2 5 10)")
+    run.add_argument("--seed", type=_seed, default=None,
                      help="fix the noise (reproducible, not private)")
     run.add_argument("--plot", metavar="FILE.png", default=None,
                      help="also save the privacy-utility curve as a PNG "

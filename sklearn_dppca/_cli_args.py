@@ -72,6 +72,9 @@ _probability = _number(float, 0.0, 1.0, what="a number in (0, 1)")
 _count = _number(int, 1, closed_low=True, what="an integer >= 1")
 
 
+_seed = _number(int, 0, closed_low=True, what="an integer >= 0")
+
+
 def _word_or(word, kind):
     """An option type taking ``word`` as it is, or a value of ``kind``."""
     def parse(text):

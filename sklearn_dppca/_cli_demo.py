@@ -51,6 +51,9 @@ def demo(n_components=2, epsilons=(1.0, 2.0, 5.0, 10.0), seed=None, out=None,
     out = sys.stdout if out is None else out
     X = load_digits().data / 16.0
     n, d = X.shape
+    if not 1 <= n_components <= d:
+        raise ValueError(f"--n-components must be between 1 and the digits' "
+                         f"{d} features, got {n_components}")
     reference = PCA(n_components, svd_solver="covariance_eigh").fit(X)
     cov = np.cov(X, rowvar=False)
     best = _captured_variance(reference.components_, cov)

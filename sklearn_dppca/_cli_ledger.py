@@ -39,7 +39,7 @@ def ledger_show(args, out=None):
                      f"{fit_eps:g}" if isinstance(fit_eps, float) else str(fit_eps),
                      f"{fit_delta:g}" if isinstance(fit_delta, float)
                      else str(fit_delta),
-                     f"{c['epsilon_spent']:.6g}", c["label"] or ""))
+                     f"{c['epsilon_spent']:.6g}", _printable(c["label"] or "")))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip(), file=out)
@@ -50,6 +50,13 @@ def ledger_show(args, out=None):
           file=out)
     print(f"anchor: {ledger.anchor()}", file=out)
     return 0
+
+
+def _printable(label):
+    """A label as one line of text: one with control characters (a newline,
+    a terminal escape) shown as its Python literal, so that no label can
+    print lines of its own."""
+    return label if label.isprintable() else repr(label)
 
 
 def ledger_verify(args):

@@ -476,10 +476,18 @@ class CoherentPowerPCA(_BasePrivatePCA):
             plan = super()._privacy_plan(n_samples, n_features)  # RANDOM_SHARES
             return random_plan(self, plan, n_samples, n_features, k)
         if mode == "gdp":
-            return self._gdp_plan(n_samples, k)
+            return self._gdp_plan(n_samples, k, tested=k < n_features)
+        if k >= n_features:  # public: nothing to select, nothing to charge for
+            raise ValueError(
+                f"selection='repetition' chooses the clipping radius and the "
+                f"iterations of a {k}-dimensional subspace of {n_features} "
+                "features: with n_components >= n_features every direction is "
+                "kept and no trial would run, while the selection's whole cost "
+                "would be charged. Use selection='gdp' (or fewer components)."
+            )
         return self._repetition_plan(n_samples, k)
 
-    def _gdp_plan(self, n_samples, k):
+    def _gdp_plan(self, n_samples, k, tested=True):
         r""":math:`\mu` of every release of ``selection="gdp"``; the charge is
         :math:`\mu_*`.
 
@@ -488,12 +496,15 @@ class CoherentPowerPCA(_BasePrivatePCA):
         :math:`(1 - p)\, w_{\mathrm{branch}} \mu_*^2` (:math:`p` =
         ``DECISION_PART``) and its go/no-go the rest; the fallback all of it.
         The composition is exactly :math:`\mu_*` whichever branch the
-        released values choose.
+        released values choose. Without a test (``tested`` false: ``k`` is
+        ``d``, where the power branch cannot run) its share goes to the
+        fallback, so that the fit still spends what it is charged.
         """
         mu_total = gdp_mu(self.epsilon, self.delta)
         shares = self._budget_shares()
         n_iter = GDP_ITERATIONS if self.n_iter == "auto" else int(self.n_iter)
-        branch = shares["branch"] * mu_total**2
+        test = shares["test"] if tested else 0.0
+        branch = (shares["branch"] + shares["test"] - test) * mu_total**2
         mus = {name: mu_total * math.sqrt(shares[name])
                for name in ("mean", "init") if name in shares}
         mus["test"] = mu_total * math.sqrt(shares["test"] / 2.0)  # each of two
@@ -501,7 +512,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         mus["decision"] = math.sqrt(branch * DECISION_PART)
         mus["fallback"] = math.sqrt(branch)
         composed = math.sqrt(sum(mus[name] ** 2 for name in ("mean", "init")
-                                 if name in mus) + 2.0 * mus["test"] ** 2 + branch)
+                                 if name in mus) + test * mu_total**2 + branch)
         radius = (math.sqrt(k / n_samples) if self.clip_radius == "auto"
                   else float(self.clip_radius))
         extra = {"n_iter": n_iter, "radius": radius, "mu_total": mu_total}

@@ -54,6 +54,14 @@ def _check_int(value, name, low, high=None):
     return int(value)
 
 
+#: Largest ``data_norm`` of the generators: its square (and the rows'
+#: squared norms) stay finite floats.
+MAX_DATA_NORM = 1e150
+#: Smallest ``fst``: the smallest normal float, so that ``(1 − F)/F`` is
+#: finite.
+TINY = float(np.finfo(np.float64).tiny)
+
+
 def _check_real(value, name, low, high, low_open=False, high_open=False):
     ok = isinstance(value, Real) and not isinstance(value, bool)
     if ok:
@@ -199,7 +207,8 @@ def make_coherent_low_rank(
         evenly); larger values make them decay geometrically from
         :math:`\lambda_1` to :math:`\lambda_1 / \mathtt{spread}`.
     data_norm : float, default=1.0
-        Norm bound :math:`C` of the rows (the estimators' ``data_norm``).
+        Norm bound :math:`C` of the rows (the estimators' ``data_norm``), in
+        :math:`(0, 10^{150}]` (the rows' squared norms are computed).
     return_info : bool, default=False
         Also return a :class:`~sklearn.utils.Bunch` describing the data.
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator
@@ -280,8 +289,9 @@ def make_coherent_low_rank(
             )
     eigengap = _check_real(eigengap, "eigengap", 0.0, 1.0, low_open=True)
     spread = _check_real(spread, "spread", 1.0, math.inf, high_open=True)
+    # squared norms are computed: the bound's square must be a finite float
     data_norm = _check_real(
-        data_norm, "data_norm", 0.0, math.inf, low_open=True, high_open=True
+        data_norm, "data_norm", 0.0, MAX_DATA_NORM, low_open=True
     )
     rng = make_generator(random_state)
 
@@ -411,7 +421,8 @@ def make_genotypes(
     n_populations : int, default=3
         Number of populations.
     fst : float, default=0.05
-        Fixation index :math:`F` in :math:`(0, 1)`: how far the populations' allele
+        Fixation index :math:`F` in :math:`(0, 1)`, at least the smallest
+        normal float: how far the populations' allele
         frequencies drift from the ancestral ones (0.05 is typical of
         continental human populations; smaller values are harder to
         separate).
@@ -497,7 +508,8 @@ def make_genotypes(
         raise ValueError(
             f"n_populations must be at most n_samples={n}; got {n_populations!r}."
         )
-    fst = _check_real(fst, "fst", 0.0, 1.0, low_open=True, high_open=True)
+    # (1 − F) / F must be a finite float: F at least the smallest normal one
+    fst = _check_real(fst, "fst", TINY, 1.0, high_open=True)
     try:
         low, high = maf_range
         low = _check_real(low, "maf_range[0]", 0.0, 0.5, low_open=True)

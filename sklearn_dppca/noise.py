@@ -39,7 +39,7 @@ def make_generator(random_state=None):
     ----------
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator
         ``None`` seeds from operating-system entropy (the only private
-        choice). An int seeds a new generator. A ``RandomState`` is advanced
+        choice). A non-negative int seeds a new generator. A ``RandomState`` is advanced
         (one draw seeds the generator), as scikit-learn's convention wants.
         A ``Generator`` is used as is.
 
@@ -60,6 +60,9 @@ def make_generator(random_state=None):
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(0, 2**32, size=4))
     if isinstance(random_state, Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(
+                f"random_state must be a non-negative int; got {random_state!r}.")
         return np.random.default_rng(int(random_state))
     raise ValueError(
         "random_state must be None, an int, a numpy RandomState or Generator; "

@@ -777,7 +777,7 @@ class BudgetAccountant:
             return 0.0
         budget_mu = gdp_mu(eps_left, delta_fits)
         if not totals.has_rdp:  # exact in GDP
-            left = budget_mu**2 - totals.mu_sq
+            left = budget_mu * budget_mu - totals.mu_sq  # inf, not an error
             return gdp_epsilon(math.sqrt(left / k), self._delta) if left > 0 else 0.0
 
         def total(mu):

@@ -181,6 +181,9 @@ def test_fixed_seed_and_estimated_norm_warn_that_the_fit_is_not_private(
     assert all("not" in w.lower() and "private" in w.lower() for w in warnings)
     saved = json.loads(model.read_text())
     assert len(saved["privacy_warnings"]) == 2
+    # stored as printed: in the flags' words
+    assert any("--seed 3" in w for w in saved["privacy_warnings"])
+    assert not any("random_state" in w for w in saved["privacy_warnings"])
     assert saved["parameters"]["random_state"] == 3
     assert saved["parameters"]["data_norm"] is None
 
@@ -610,6 +613,29 @@ def test_demo_defines_its_measures_and_saves_the_curve(tmp_path, capsys):
     assert lines[-1] == f"Privacy-utility curve saved to {figure}"
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert figure.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--n-components", 0], "argument --n-components: must be an integer >= 1"),
+    (["--n-components", 65], "between 1 and the digits' 64 features"),
+    (["--epsilon", 0], "argument --epsilon: must be a positive number"),
+    (["--epsilon", "nan"], "argument --epsilon: must be a positive number"),
+    (["--seed", -1], "argument --seed: must be an integer >= 0"),
+])
+def test_demo_arguments_are_checked_in_one_line(args, says, capsys):
+    rc, out, err = run(capsys, "demo", *args)
+    assert rc == 2 and says in err and err.count("\n") == 1 and out == ""
+
+
+def test_transform_refuses_to_write_over_its_input(data, tmp_path, capsys):
+    model = tmp_path / "m.json"
+    assert run(capsys, *fit_args(data, model))[0] == 0
+    copy = tmp_path / "rows.csv"
+    copy.write_text(data.read_text())
+    before = copy.read_text()
+    rc, _, err = run(capsys, "transform", model, copy, "-o", copy)
+    assert rc == 2 and "is an input of this command" in err
+    assert copy.read_text() == before
 
 
 def test_demo_plot_without_matplotlib_says_what_to_install(tmp_path, capsys,

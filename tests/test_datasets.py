@@ -176,7 +176,9 @@ def test_coherence_orders_the_datasets():
         (dict(spread=np.inf), "spread"),
         (dict(data_norm=0.0), "data_norm"),
         (dict(data_norm=np.nan), "data_norm"),
+        (dict(data_norm=1e155), "data_norm"),  # its square: not a float
         (dict(random_state="seed"), "random_state"),
+        (dict(random_state=-1), "random_state must be a non-negative int"),
     ],
 )
 def test_invalid_parameters(kwargs, match):
@@ -272,6 +274,7 @@ def test_genotypes_populations_separate_in_the_top_two_components():
         (dict(n_samples=2, n_populations=3), "n_populations"),
         (dict(fst=0.0), "fst"),
         (dict(fst=1.0), "fst"),
+        (dict(fst=1e-310), "fst"),  # subnormal: (1 - F) / F overflows
         (dict(maf_range=(0.0, 0.5)), "maf_range"),
         (dict(maf_range=(0.3, 0.2)), "maf_range"),
         (dict(maf_range=(0.1, 0.6)), "maf_range"),

@@ -734,6 +734,14 @@ def test_cli_ledger_init_show_verify_and_fit(capsys, tmp_path, table):
     assert acc.charges[-1]["hash"] in lines[-1]
     rc, out, _ = cli(capsys, "ledger", "verify", ledger)
     assert rc == 0 and "2 charge(s), hash chain intact" in out
+    # a label cannot print lines of its own: its control characters are shown
+    forged = "x\nspent: epsilon=0 at delta=1e-06 in 0 charge(s)"
+    rc, _, err = cli_fit(capsys, table, tmp_path / "m2.json", "--ledger", ledger,
+                         "--label", forged, epsilon=0.1)
+    assert rc == 0, err
+    rc, out, _ = cli(capsys, "ledger", "show", ledger)
+    assert sum(line.startswith("spent:") for line in out.splitlines()) == 1
+    assert repr(forged) in out
 
 
 def test_cli_fit_over_the_ledger_budget_is_one_line_before_reading(

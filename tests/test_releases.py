@@ -104,10 +104,10 @@ def test_the_plan_composes_to_the_charge_and_names_the_passes_made(case):
         assert composed_mu(releases) is None  # charged in Rényi DP
         assert releases[-1].draws is None  # the trials' number is secret
     elif case == "coherent, all components":
-        # k = d: no clipping test, so the fallback always runs; the test's
-        # planned share is charged, unspent (conservative)
+        # k = d: no clipping test, so the fallback always runs, with the
+        # test's share: what it is charged, exactly
         assert names == ["mean", "init", "fallback"]
-        assert composed_mu(releases) < gdp_mu(1.0, 1e-6)
+        assert composed_mu(releases) == pytest.approx(gdp_mu(1.0, 1e-6), rel=1e-12)
     else:
         assert composed_mu(releases) == pytest.approx(gdp_mu(1.0, 1e-6), rel=1e-12)
         # the branches are alternatives of equal μ²
@@ -122,6 +122,17 @@ def test_the_plan_composes_to_the_charge_and_names_the_passes_made(case):
     for r in releases:
         if r.draws is not None and _taken(r, estimator):
             assert any(r.reads in line for line in seen.lines), (r, seen.lines)
+
+
+def test_a_repetition_over_every_component_is_refused_uncharged():
+    """With n_components >= d there is nothing for selection="repetition"
+    to select and no trial would run: refused before the charge rather
+    than charged the selection's whole cost."""
+    budget = BudgetAccountant()
+    with pytest.raises(ValueError, match="no trial would run"):
+        CoherentPowerPCA(data_norm=30, selection="repetition",
+                         accountant=budget).fit(_rows())
+    assert budget.n_charges == 0
 
 
 def test_the_plan_is_the_same_for_rows_of_the_same_shape():
