@@ -10,7 +10,8 @@ workers read the files and reduce them; only sums of d × d (or d × k) reach th
 client, which draws the noise once.
 
 The checks of an in-memory table are kept, with the same messages: columns
-present, chosen once and numeric (from the dtypes, without reading rows);
+present, chosen once and numeric (from the dtypes, and for a column Dask
+reads as objects from its first rows: :class:`LazyTable`);
 missing and infinite values are found by the fit's own passes, and only when
 one is found is the table read once more to name the columns that hold them
 (as in memory, before anything is charged). ``--fill-missing`` and
