@@ -409,15 +409,19 @@ def as_numbers(frame, names):
     objects: integers beyond 64 bits (CSV), a column with no value at all
     (Parquet's null type). Such a column is in the domain like any other:
     refusing it as non-numeric would tell a row's value apart. A column
-    with text stays as it is, and :func:`choose_columns` refuses it."""
+    with text stays as it is, and :func:`choose_columns` refuses it. An
+    integer beyond a float is the infinite value it rounds to, as in the
+    Python API (:func:`~sklearn_dppca._dask.saturated`), refused as one."""
     from pandas.api.types import is_object_dtype
+
+    from ._dask import saturated
 
     converted = {}
     for name in names:
         if name in frame.columns and is_object_dtype(frame[name].dtype):
             try:
-                converted[name] = frame[name].astype(np.float64)
-            except (TypeError, ValueError, OverflowError):
+                converted[name] = saturated(frame[name].to_numpy()).astype(np.float64)
+            except (TypeError, ValueError):
                 pass  # text: refused by name
     return frame.assign(**converted) if converted else frame
 

@@ -114,22 +114,23 @@ def saturate_big_numbers(X):
             values = np.asarray(X)
         except (ValueError, TypeError):  # ragged: the validation says why
             return X
-        return _saturated(values) if values.dtype == object else X
+        return saturated(values) if values.dtype == object else values
     if isinstance(X, np.ndarray):
-        return _saturated(X) if X.dtype == object else X
+        return saturated(X) if X.dtype == object else X
     if _is_dataframe(X) and not is_dask_collection(X):
         objects = [i for i, t in enumerate(X.dtypes) if t == np.dtype(object)]
         if not objects:
             return X
         X = X.copy(deep=False)
         for i in objects:
-            X.isetitem(i, _saturated(X.iloc[:, i].to_numpy()))
+            X.isetitem(i, saturated(X.iloc[:, i].to_numpy()))
         return X
     return X
 
 
-def _saturated(values):
-    """An object array with its numbers beyond float64's range as ±inf."""
+def saturated(values):
+    """An object array with its numbers beyond float64's range as ±inf (a
+    new array; the rest as it is)."""
     def one(value):
         if isinstance(value, Real) and not isinstance(value, float):
             try:

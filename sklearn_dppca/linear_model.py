@@ -677,7 +677,8 @@ class PrivateRidge(RegressorMixin, _PrivateHead):
         return low / 2.0 + high / 2.0, (high - low) / 2.0
 
     def _targets(self, y):
-        y = column_or_1d(y, warn=True)
+        # an integer beyond a float is the infinite label it rounds to
+        y = saturate_big_numbers(column_or_1d(y, warn=True))
         try:  # numbers, not text that reads as numbers ("1.5")
             if y.dtype.kind in "USO" and any(isinstance(v, (str, bytes)) for v in y):
                 raise TypeError

@@ -824,6 +824,8 @@ def private_cross_validate(estimator, X, y=None, *, groups=None, scoring=None,
             "return_estimator=True is not supported: the fold models are fitted "
             "inside the private cross-validation and not kept. Fit the "
             "estimator on all rows (its own charge) for a model.")
+    if is_dask_collection(X) and not has_sparse_chunks(X):
+        X = as_dask_array(X)[0]  # its rows counted once, privately, for both
     if return_indices:  # resolved once: the splits the search uses are returned
         cv = _resolve_cv(cv, _shape(X)[0])
     search = PrivateGridSearchCV(

@@ -302,6 +302,11 @@ def test_integers_beyond_64_bits_are_numbers(tmp_path, capsys):
     path = _write(tmp_path, "text.csv", "a,b\n" + rows + "2,x\n")
     rc, _, err = run(capsys, *fit_args(path, tmp_path / "m.json", "--force"))
     assert rc == 2 and "non-numeric column(s) 'b'" in err
+    # beyond a float: the infinite value it rounds to, refused as "1e400" is
+    for cell in ("1e400", "1" + "0" * 400):
+        path = _write(tmp_path, "huge.csv", "a,b\n" + rows + f"2,{cell}\n")
+        rc, _, err = run(capsys, *fit_args(path, tmp_path / "m.json", "--force"))
+        assert rc == 2 and "infinite values in column(s) 'b'" in err, (cell, err)
 
 
 def test_negative_numbers_in_exponent_form_are_values(data, tmp_path, capsys):

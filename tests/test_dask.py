@@ -232,6 +232,7 @@ def test_lazy_steps_run_only_inside_the_private_computation(known):
     from sklearn_dppca.model_selection import (
         PrivateGridSearchCV,
         private_cross_val_score,
+        private_cross_validate,
     )
 
     y = np.arange(4000) % 2
@@ -255,6 +256,9 @@ def test_lazy_steps_run_only_inside_the_private_computation(known):
             make_pipeline(PrivatePCA(2, data_norm=5.0),
                           PrivateLDA([0, 1], data_norm=5.0)),
             D, y, epsilon=2.0, accountant=acc()),
+        lambda D: private_cross_validate(  # the indices need n: counted there
+            PrivatePCA(2, data_norm=5.0), D, epsilon=2.0, accountant=acc(),
+            return_indices=True),
     ]
     for fit in fits:
         for extreme in (False, True):

@@ -350,3 +350,16 @@ def test_an_integer_beyond_floats_is_an_infinite_value():
                 np.testing.assert_array_equal(got, results[0])
     assert isinstance(outcomes[(True, "raise")][0], str)
     assert not isinstance(outcomes[(True, "clip")][0], str)
+    # a regression label too: refused before the charge as an infinite one
+    from sklearn_dppca.linear_model import PrivateRidge
+
+    messages = []
+    for label in (10**400, math.inf):
+        y = (X[:, 0] * 0.1).astype(object)
+        y[0] = label
+        accountant = BudgetAccountant()
+        with pytest.raises(ValueError) as refused:
+            PrivateRidge((-1, 1), data_norm=1.0, accountant=accountant).fit(X, y)
+        messages.append(str(refused.value))
+        assert accountant.n_charges == 0
+    assert messages[0] == messages[1]
