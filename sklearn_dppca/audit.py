@@ -41,10 +41,11 @@ True
 import math
 import warnings
 from dataclasses import dataclass
+from numbers import Integral, Real
 from typing import Optional
 
 import numpy as np
-from scipy import stats
+from scipy import sparse, stats
 from scipy.optimize import brentq
 from sklearn.base import clone
 
@@ -59,6 +60,7 @@ __all__ = [
     "neighbouring_datasets",
     "scatter_statistic",
     "subspace_statistic",
+    "threshold_ceiling",
 ]
 
 
@@ -87,8 +89,16 @@ def neighbouring_datasets(n_samples, n_features, data_norm=1.0, kind="orthogonal
     >>> int((X != Y).any(axis=1).sum())
     1
     """
-    if n_features < 2:
-        raise ValueError("neighbouring_datasets needs n_features >= 2.")
+    for name, value, least in (("n_samples", n_samples, 1),
+                               ("n_features", n_features, 2)):
+        if isinstance(value, bool) or not isinstance(value, Integral) or value < least:
+            raise ValueError(f"neighbouring_datasets needs an integer {name} >= "
+                             f"{least}; got {value!r}.")
+    if not (isinstance(data_norm, Real) and 0.0 < data_norm < math.inf):
+        raise ValueError(
+            f"data_norm must be a positive finite number; got {data_norm!r}.")
+    if not (isinstance(scale, Real) and 0.0 <= scale < math.inf):
+        raise ValueError(f"scale must be a non-negative finite number; got {scale!r}.")
     if kind not in ("orthogonal", "opposite"):
         raise ValueError(f"kind must be 'orthogonal' or 'opposite'; got {kind!r}.")
     rng = np.random.default_rng(random_state)
@@ -154,6 +164,11 @@ def scatter_statistic(estimator):
     ...                 rtol=1e-2))
     True
     """
+    if estimator.components_.shape[0] != estimator.n_features_in_:
+        raise ValueError(
+            "scatter_statistic reconstructs the released matrix from every "
+            f"component; this fit kept {estimator.components_.shape[0]} of "
+            f"{estimator.n_features_in_} (fit with n_components=None).")
     variance = estimator.noisy_variance_ * (estimator.n_samples_ - 1)
     released = (estimator.components_.T * variance) @ estimator.components_
     return float(released[0, 0] - released[1, 1]) / math.sqrt(2.0)
@@ -187,27 +202,70 @@ def subspace_statistic(estimator):
     return float(first @ first - second @ second)
 
 
-def _clopper_pearson(successes, trials, alpha):
-    r"""Two-sided :math:`1 - \alpha` Clopper–Pearson interval of a binomial
-    rate."""
+def _rate_bounds(successes, trials, alpha):
+    r"""One-sided :math:`1 - \alpha` Clopper–Pearson bounds of a binomial
+    rate: a lower and an upper bound, each holding with probability at least
+    :math:`1 - \alpha` on its own."""
     low, high = 0.0, 1.0
     if successes:
-        low = stats.beta.ppf(alpha / 2, successes, trials - successes + 1)
+        low = stats.beta.ppf(alpha, successes, trials - successes + 1)
     if successes < trials:
-        high = stats.beta.ppf(1 - alpha / 2, successes + 1, trials - successes)
+        high = stats.beta.ppf(1 - alpha, successes + 1, trials - successes)
     return float(low), float(high)
+
+
+def _check_level(alpha, delta=0.0):
+    """Refuse a confidence level or a δ outside its range."""
+    if isinstance(alpha, bool) or not (isinstance(alpha, Real) and 0.0 < alpha < 1.0):
+        raise ValueError(f"alpha must be a number in (0, 1); got {alpha!r}.")
+    if isinstance(delta, bool) or not (isinstance(delta, Real) and 0.0 <= delta < 1.0):
+        raise ValueError(f"delta must be a number in [0, 1); got {delta!r}.")
+
+
+def _finite_samples(samples, name, minimum):
+    """``samples`` as a 1-D float array of at least ``minimum`` finite values."""
+    values = np.asarray(samples, dtype=float).ravel()
+    if values.size < minimum:
+        raise ValueError(f"{name} needs at least {minimum} samples on each side; "
+                         f"got {values.size}.")
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"{name} needs finite samples; got NaN or infinite values "
+                         "(a statistic that failed on some fit?).")
+    return values
+
+
+def threshold_ceiling(n_fits, delta, alpha=0.05):
+    r"""The largest ε :func:`clopper_pearson_epsilon` can return with
+    ``n_fits`` samples a side: its bound on two samples separated completely.
+
+    An audit whose statistic has only the threshold test cannot refute a
+    claimed ε at or above it, whatever the mechanism; it needs more fits.
+
+    Examples
+    --------
+    >>> from sklearn_dppca.audit import threshold_ceiling
+    >>> round(threshold_ceiling(40, 1e-5), 2), round(threshold_ceiling(400, 1e-5), 2)
+    (1.6, 3.98)
+    """
+    _check_level(alpha, delta)
+    half = n_fits - n_fits // 2  # the evaluation half of clopper_pearson_epsilon
+    tpr_low, _ = _rate_bounds(half, half, alpha / 2)
+    _, fpr_high = _rate_bounds(0, half, alpha / 2)
+    return max(0.0, math.log(max(tpr_low - delta, 1e-300) / fpr_high))
 
 
 def clopper_pearson_epsilon(samples, samples_prime, delta, alpha=0.05):
     r"""Lower confidence bound on ε from the best threshold test.
 
-    The threshold (and the direction of the test) is chosen on the first half
-    of each sample, to maximise the point estimate of
-    :math:`\ln((\mathrm{TPR} - \delta)/\mathrm{FPR})`; the bound is computed on
-    the second half with Clopper–Pearson intervals at level
-    :math:`1 - \mathtt{alpha}` (Bonferroni over the two rates). Both
-    directions of the test are valid since the neighbour relation is
-    symmetric.
+    The test (a threshold, its direction, and which dataset's samples are the
+    positives) is chosen on the first half of each sample, to maximise the
+    point estimate of :math:`\ln((\mathrm{TPR} - \delta)/\mathrm{FPR})`; the
+    bound is computed on the second half from one-sided Clopper–Pearson bounds
+    of the two rates, each at level :math:`1 - \mathtt{alpha}/2`, so that it
+    holds with probability at least :math:`1 - \mathtt{alpha}`. Every
+    direction and both roles are valid tests, since the neighbour relation is
+    symmetric. With ``n`` samples a side the bound is at most
+    :func:`threshold_ceiling`\ ``(n, delta, alpha)``.
 
     Returns
     -------
@@ -229,26 +287,26 @@ def clopper_pearson_epsilon(samples, samples_prime, delta, alpha=0.05):
     >>> clopper_pearson_epsilon(a, rng.normal(0.0, 1.0, 2000), delta=1e-6)
     0.0
     """
-    a, b = np.asarray(samples, float), np.asarray(samples_prime, float)
-    half_a, half_b = a.size // 2, b.size // 2
-    if min(half_a, half_b) < 2:
-        raise ValueError(
-            "clopper_pearson_epsilon needs at least 4 samples on each side."
-        )
+    _check_level(alpha, delta)
+    a = _finite_samples(samples, "clopper_pearson_epsilon", 4)
+    b = _finite_samples(samples_prime, "clopper_pearson_epsilon", 4)
+    halves = {"a": (a[: a.size // 2], a[a.size // 2 :]),
+              "b": (b[: b.size // 2], b[b.size // 2 :])}
     best, choice = -np.inf, None
     for sign in (1.0, -1.0):
-        s, t = sign * a[:half_a], sign * b[:half_b]
-        for threshold in np.unique(np.r_[s, t]):
-            fpr = (np.sum(s > threshold) + 0.5) / (half_a + 1)
-            tpr = (np.sum(t > threshold) + 0.5) / (half_b + 1)
-            value = math.log(max(tpr - delta, 1e-300) / fpr)
-            if value > best:
-                best, choice = value, (sign, threshold)
-    sign, threshold = choice
-    s, t = sign * a[half_a:], sign * b[half_b:]
-    _, fpr_high = _clopper_pearson(int(np.sum(s > threshold)), s.size, alpha / 2)
-    tpr_low, _ = _clopper_pearson(int(np.sum(t > threshold)), t.size, alpha / 2)
-    if tpr_low <= delta or fpr_high <= 0:
+        for negatives, positives in (("a", "b"), ("b", "a")):
+            s, t = sign * halves[negatives][0], sign * halves[positives][0]
+            for threshold in np.unique(np.r_[s, t]):
+                fpr = (np.sum(s > threshold) + 0.5) / (s.size + 1)
+                tpr = (np.sum(t > threshold) + 0.5) / (t.size + 1)
+                value = math.log(max(tpr - delta, 1e-300) / fpr)
+                if value > best:
+                    best, choice = value, (sign, negatives, positives, threshold)
+    sign, negatives, positives, threshold = choice
+    s, t = sign * halves[negatives][1], sign * halves[positives][1]
+    _, fpr_high = _rate_bounds(int(np.sum(s > threshold)), s.size, alpha / 2)
+    tpr_low, _ = _rate_bounds(int(np.sum(t > threshold)), t.size, alpha / 2)
+    if tpr_low <= delta:
         return 0.0
     return max(0.0, math.log((tpr_low - delta) / fpr_high))
 
@@ -257,9 +315,12 @@ def gaussian_mu_lower(samples, samples_prime, alpha=0.05):
     r"""Lower confidence bound on the GDP :math:`\mu` of a Gaussian release.
 
     :math:`\hat\mu = \lvert \mathrm{mean}_1 - \mathrm{mean}_0 \rvert / s` with the
-    pooled standard deviation :math:`s`; the bound is the
-    :math:`1 - \mathtt{alpha}` lower limit of the noncentral-t confidence
-    interval of the standardised mean difference (exact under normality).
+    pooled standard deviation :math:`s`; the bound is the lower limit of the
+    two-sided :math:`1 - \mathtt{alpha}` noncentral-t confidence interval of
+    the standardised mean difference (exact under normality): two-sided,
+    since the sign of the shift is read off the samples, so the bound holds
+    with probability at least :math:`1 - \mathtt{alpha}` whatever
+    :math:`\mu` is, 0 included.
 
     Returns
     -------
@@ -275,10 +336,10 @@ def gaussian_mu_lower(samples, samples_prime, alpha=0.05):
     >>> bool(0.9 < gaussian_mu_lower(a, b) < 1.0)
     True
     """
-    a, b = np.asarray(samples, float), np.asarray(samples_prime, float)
+    _check_level(alpha)
+    a = _finite_samples(samples, "gaussian_mu_lower", 3)
+    b = _finite_samples(samples_prime, "gaussian_mu_lower", 3)
     n_a, n_b = a.size, b.size
-    if min(n_a, n_b) < 3:
-        raise ValueError("gaussian_mu_lower needs at least 3 samples on each side.")
     pooled = math.sqrt(((n_a - 1) * a.var(ddof=1) + (n_b - 1) * b.var(ddof=1))
                        / (n_a + n_b - 2))
     if pooled == 0:
@@ -286,18 +347,52 @@ def gaussian_mu_lower(samples, samples_prime, alpha=0.05):
     scale = math.sqrt(1.0 / n_a + 1.0 / n_b)
     t_obs = abs(b.mean() - a.mean()) / pooled / scale
     dof = n_a + n_b - 2
-    if stats.nct.cdf(t_obs, dof, 0.0) <= 1 - alpha:
+    level = 1 - alpha / 2
+    if stats.nct.cdf(t_obs, dof, 0.0) <= level:
         return 0.0  # not significant: no positive lower bound
 
     def excess(noncentrality):
-        return stats.nct.cdf(t_obs, dof, noncentrality) - (1 - alpha)
+        return stats.nct.cdf(t_obs, dof, noncentrality) - level
 
-    return brentq(excess, 0.0, t_obs + 10.0) * scale
+    high = t_obs + 10.0
+    while excess(high) > 0:  # the t distribution's heavy tail at few samples
+        high *= 2.0
+    return brentq(excess, 0.0, high) * scale
+
+
+def _changed_rows(X, X_prime, y, y_prime):
+    """How many rows (with their labels) differ between the two datasets."""
+    if sparse.issparse(X) or sparse.issparse(X_prime):
+        if X.shape != getattr(X_prime, "shape", None):
+            return None
+        differ = np.asarray(abs(sparse.csr_matrix(X) - sparse.csr_matrix(X_prime))
+                            .sum(axis=1)).ravel() != 0
+    else:
+        a, b = np.asarray(X), np.asarray(X_prime)
+        if a.ndim != 2 or a.shape != b.shape:
+            return None
+        differ = ~((a == b) | ((a != a) & (b != b))).all(axis=1)  # NaN equals NaN
+    if (y is None) != (y_prime is None):
+        return None
+    if y is not None:
+        y, y_prime = np.asarray(y), np.asarray(y_prime)
+        if y.shape != y_prime.shape or y.shape[:1] != differ.shape:
+            return None
+        differ = differ | (y != y_prime).reshape(len(differ), -1).any(axis=1)
+    return int(differ.sum())
 
 
 @dataclass
 class AuditResult:
-    """What an audit found. ``epsilon_lower`` is the larger of the two bounds.
+    """What an audit found.
+
+    ``epsilon_lower`` is the larger of the two bounds, and holds with
+    probability at least ``1 - alpha``. It bounds the ε of the release
+    the statistic reads: :func:`mean_statistic` reads only the mean's
+    release, so compare its ``mu_lower`` with the μ of the mean's share of
+    the budget, not with the fit's whole ε. ``threshold_ceiling`` is the
+    largest ``epsilon_threshold`` these ``n_fits`` allow
+    (:func:`threshold_ceiling`).
 
     Examples
     --------
@@ -319,6 +414,7 @@ class AuditResult:
     n_fits: int
     samples: np.ndarray
     samples_prime: np.ndarray
+    threshold_ceiling: float
 
 
 def audit(estimator, X, X_prime, statistic, n_fits=500, delta=None, alpha=0.05,
@@ -332,16 +428,21 @@ def audit(estimator, X, X_prime, statistic, n_fits=500, delta=None, alpha=0.05,
         unlimited accountant (audits do not spend a real budget: the data are
         synthetic).
     X, X_prime : array-like
-        Neighbouring datasets (see :func:`neighbouring_datasets`).
+        Neighbouring datasets, of one shape, that differ in exactly one row
+        (see :func:`neighbouring_datasets`); anything else is refused, since
+        a bound on such a pair says nothing of the claimed ε.
     statistic : callable
         Maps a fitted estimator to a float. If it has ``gaussian = True``, the
         Gaussian test runs too.
     n_fits : int, default=500
-        Fits per dataset.
+        Fits per dataset, at least 4. Where the statistic has only the
+        threshold test, a claimed ε at or above :func:`threshold_ceiling`
+        cannot be refuted: a ``UserWarning`` says so.
     delta : float, default=None
         :math:`\delta` of the bounds; the estimator's ``delta`` by default.
     alpha : float, default=0.05
-        One minus the confidence of each bound.
+        One minus the confidence of ``epsilon_lower`` (where both tests run,
+        each bound is taken at ``alpha / 2``).
     random_state : int or None
         Seeds of the fits (drawn from one ``SeedSequence``).
     y, y_prime : array-like or None, default=None
@@ -368,7 +469,27 @@ def audit(estimator, X, X_prime, statistic, n_fits=500, delta=None, alpha=0.05,
     >>> result.epsilon_lower <= 1.0
     True
     """
-    delta = estimator.get_params()["delta"] if delta is None else delta
+    params = estimator.get_params()
+    delta = params["delta"] if delta is None else delta
+    _check_level(alpha, delta)
+    if isinstance(n_fits, bool) or not isinstance(n_fits, Integral) or n_fits < 4:
+        raise ValueError(f"n_fits must be an integer of at least 4; got {n_fits!r}.")
+    changed = _changed_rows(X, X_prime, y, y_prime)
+    if changed != 1:
+        raise ValueError(
+            "audit needs neighbouring datasets: two of one shape that differ in "
+            "exactly one row (and its label); "
+            + ("their shapes differ" if changed is None
+               else f"they differ in {changed}") + ".")
+    gaussian = getattr(statistic, "gaussian", False)
+    level = alpha / 2 if gaussian else alpha  # two bounds: each at alpha / 2
+    ceiling = threshold_ceiling(n_fits, delta, level)
+    claimed = params.get("epsilon")
+    if not gaussian and isinstance(claimed, Real) and claimed >= ceiling:
+        warnings.warn(
+            f"this audit cannot refute epsilon={claimed}: with n_fits={n_fits} its "
+            f"threshold test returns at most {ceiling:.3g}; use more fits.",
+            UserWarning, stacklevel=2)
     seeds = np.random.SeedSequence(random_state).generate_state(2 * n_fits)
     values = []
     with warnings.catch_warnings():
@@ -380,15 +501,16 @@ def audit(estimator, X, X_prime, statistic, n_fits=500, delta=None, alpha=0.05,
                     random_state=int(seeds[offset + i]), accountant=BudgetAccountant()
                 )
                 column.append(statistic(fit.fit(data, labels)))
-            values.append(np.asarray(column))
+            values.append(np.asarray(column, dtype=float))
     samples, samples_prime = values
-    eps_threshold = clopper_pearson_epsilon(samples, samples_prime, delta, alpha)
+    eps_threshold = clopper_pearson_epsilon(samples, samples_prime, delta, level)
     mu_estimate = mu_lower = eps_gaussian = None
-    if getattr(statistic, "gaussian", False):
+    if gaussian:
         pooled = math.sqrt((samples.var(ddof=1) + samples_prime.var(ddof=1)) / 2.0)
-        mu_estimate = abs(samples_prime.mean() - samples.mean()) / pooled
-        mu_lower = gaussian_mu_lower(samples, samples_prime, alpha)
+        shift = abs(samples_prime.mean() - samples.mean())
+        mu_estimate = shift / pooled if pooled else (math.inf if shift else 0.0)
+        mu_lower = gaussian_mu_lower(samples, samples_prime, level)
         eps_gaussian = gdp_epsilon(mu_lower, delta) if mu_lower < math.inf else math.inf
     lower = max(eps_threshold, eps_gaussian or 0.0)
     return AuditResult(lower, eps_threshold, mu_estimate, mu_lower, eps_gaussian,
-                       n_fits, samples, samples_prime)
+                       n_fits, samples, samples_prime, ceiling)

@@ -34,6 +34,7 @@ This module imports nothing from the estimators.
 from numbers import Integral
 
 import numpy as np
+from scipy import sparse
 from scipy.linalg import eigh
 
 __all__ = [
@@ -50,7 +51,15 @@ __all__ = [
 # --------------------------------------------------------------------------
 def _as_finite_2d(a, name):
     """``a`` as a finite, non-empty, real 2-D float64 array."""
+    if sparse.issparse(a):
+        raise ValueError(f"{name} must be a dense array; got a sparse "
+                         f"{type(a).__name__} (convert it with .toarray()).")
     arr = np.asarray(a)
+    if arr.dtype == object:  # numbers in an object array or DataFrame
+        try:
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError):
+            pass  # refused below, as non-numeric
     if np.iscomplexobj(arr):
         raise ValueError(f"{name} must be real; got a complex array.")
     if arr.dtype.kind not in "biuf":
@@ -117,7 +126,7 @@ def _check_symmetric(matrix, name, n_features=None):
             f"{name} must be symmetric; max |{name} − {name}ᵀ| = {asym:.3g} "
             f"(relative {asym / scale:.3g})."
         )
-    return (arr + arr.T) / 2.0
+    return arr / 2.0 + arr.T / 2.0  # no overflow near the largest float
 
 
 def _check_n_components(k, upper, name="k"):
@@ -314,9 +323,12 @@ def rank_k_covariance_error(approximation, covariance, k, *, relative=False):
             f"{psi.shape} and {cov.shape}."
         )
     k = _check_n_components(k, d)
-    w, v = _top_eigh(cov, k)
+    # homogeneous of degree 1: computed on the matrices over their largest
+    # entry, so that squares of entries near the largest float do not overflow
+    scale = max(float(np.max(np.abs(cov))), float(np.max(np.abs(psi)))) or 1.0
+    w, v = _top_eigh(cov / scale, k)
     best = (v * w) @ v.T
-    error = float(np.linalg.norm(psi - best))
+    error = float(np.linalg.norm(psi / scale - best))
     if relative:
         norm = float(np.linalg.norm(w))  # ‖M_k‖_F
         if norm == 0.0:
@@ -324,8 +336,8 @@ def rank_k_covariance_error(approximation, covariance, k, *, relative=False):
                 "relative=True needs a non-zero rank-k approximation of "
                 "covariance; its top-k eigenvalues are all 0."
             )
-        error /= norm
-    return error
+        return error / norm
+    return error * scale
 
 
 def captured_variance(components, covariance, reference=None, *, atol=None):
@@ -374,6 +386,7 @@ def captured_variance(components, covariance, reference=None, *, atol=None):
     """
     comp = _check_basis(components, "components", atol)
     cov = _check_symmetric(covariance, "covariance", comp.shape[1])
+    cov = cov / (float(np.max(np.abs(cov))) or 1.0)  # a ratio: scale-free
     numerator = float(np.einsum("ij,ij->", comp @ cov, comp))
     if reference is None:
         w, _ = _top_eigh(cov, comp.shape[0])
@@ -467,9 +480,12 @@ def coherence(X, n_components=None):
     if n_components is not None:
         n_components = _check_n_components(n_components, r, "n_components")
     k = r if n_components is None else n_components
-    if n >= d and np.allclose(arr.T @ arr, np.eye(d), rtol=0.0, atol=1e-10):
+    largest = float(np.max(np.abs(arr)))
+    if (n >= d and largest <= 1.0
+            and np.allclose(arr.T @ arr, np.eye(d), rtol=0.0, atol=1e-10)):
         return float(np.max(np.abs(arr[:, :k])))
-    U, s, _ = np.linalg.svd(arr, full_matrices=False)
+    # U does not depend on the scale: over the largest entry, nothing overflows
+    U, s, _ = np.linalg.svd(arr / (largest or 1.0), full_matrices=False)
     if s[0] == 0.0:
         raise ValueError("X is zero: it has no singular vectors.")
     rank = int(np.sum(s > s[0] * max(n, d) * np.finfo(np.float64).eps))

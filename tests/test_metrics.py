@@ -331,3 +331,41 @@ def test_coherence_rejects_bad_input():
         coherence(np.eye(4)[:, :2], n_components=3)
     with pytest.raises(ValueError, match="n_components"):
         coherence(np.eye(4), n_components=0)
+
+
+def test_measures_do_not_overflow_near_the_largest_float():
+    """Each measure is homogeneous in the covariance (or the rows): entries
+    near the largest float give the measure of the same matrix scaled down,
+    with no overflow warning."""
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((6, 6))
+    cov = A @ A.T
+    cov /= np.abs(cov).max()
+    basis = random_basis(rng, 2, 6)
+    psi = (basis.T * [2.0, 1.0]) @ basis
+    X = rng.standard_normal((20, 4))
+    with np.errstate(all="raise"):
+        for scale in (1e160, 1e300, 1e307):
+            assert captured_variance(basis, scale * cov) == pytest.approx(
+                captured_variance(basis, cov), rel=1e-12)
+            assert rank_k_covariance_error(
+                scale * psi, scale * cov, 2, relative=True) == pytest.approx(
+                rank_k_covariance_error(psi, cov, 2, relative=True), rel=1e-12)
+            assert coherence(scale * X) == pytest.approx(coherence(X), rel=1e-12)
+        assert rank_k_covariance_error(1e300 * psi, 1e300 * cov, 2) == pytest.approx(
+            1e300 * rank_k_covariance_error(psi, cov, 2), rel=1e-12)
+
+
+def test_sparse_input_is_refused_by_name_and_object_numbers_are_read():
+    from scipy import sparse
+
+    rng = np.random.default_rng(1)
+    basis = random_basis(rng, 2, 5)
+    with pytest.raises(ValueError, match="dense array; got a sparse csr_matrix"):
+        principal_angle_sin(sparse.csr_matrix(basis), basis)
+    with pytest.raises(ValueError, match="X must be a dense array"):
+        coherence(sparse.csr_array(rng.standard_normal((10, 3))))
+    same = principal_angle_sin(basis.astype(object), basis)
+    assert same == pytest.approx(0.0, abs=1e-7)
+    with pytest.raises(ValueError, match="numeric"):
+        principal_angle_sin(np.array([["a"] * 5] * 2, dtype=object), basis)
