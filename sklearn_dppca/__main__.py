@@ -582,13 +582,13 @@ def transform_command(args):
             f"to a non-zero value: {args.data}, a sparse matrix, would become "
             "dense; give it as a table")
     if args.output != "-":
-        table_format(args.output)
-        check_writable(args.output)
         if os.path.exists(args.output) and any(
                 os.path.samefile(args.output, f) for f in (args.data, args.model)
                 if os.path.isfile(f)):
             raise ValueError(f"-o {args.output} is an input of this command: "
                              "its projection would overwrite it; name another file")
+        table_format(args.output)
+        check_writable(args.output)
 
     def match(frame):
         extra = [c for c in frame.columns if c not in model.feature_names]

@@ -641,6 +641,11 @@ def test_transform_refuses_to_write_over_its_input(data, tmp_path, capsys):
     rc, _, err = run(capsys, "transform", model, copy, "-o", copy)
     assert rc == 2 and "is an input of this command" in err
     assert copy.read_text() == before
+    # the model too, though its name is no table's
+    saved = model.read_text()
+    rc, _, err = run(capsys, "transform", model, copy, "-o", model)
+    assert rc == 2 and "is an input of this command" in err
+    assert model.read_text() == saved
 
 
 def test_demo_plot_without_matplotlib_says_what_to_install(tmp_path, capsys,
