@@ -8,7 +8,8 @@ them (docs/privacy.rst, "§2 Accounting"); nothing here holds state.
 """
 
 import math
-from numbers import Real
+import sys
+from numbers import Integral, Real
 
 import numpy as np
 from scipy.optimize import brentq
@@ -23,13 +24,29 @@ DEFAULT_ORDERS = np.concatenate(
 # --------------------------------------------------------------------------
 # Input checks shared by the public functions
 # --------------------------------------------------------------------------
+_FLOAT_MAX = sys.float_info.max
+
+
+def _shown(value):
+    """``repr(value)``, but a few words for an integer beyond a float (whose
+    hundreds of digits would fill the message)."""
+    if isinstance(value, Integral) and abs(value) > _FLOAT_MAX:
+        return "an integer beyond float64's range (about 1.8e308)"
+    return repr(value)
+
+
 def _check_delta(delta):
     if not isinstance(delta, Real) or not 0.0 < delta < 1.0:
-        raise ValueError(f"delta must be a real number in (0, 1); got {delta!r}.")
+        raise ValueError(
+            f"delta must be a real number in (0, 1); got {_shown(delta)}.")
     return float(delta)
 
 
 def _check_nonnegative(value, name, allow_inf=True):
+    if isinstance(value, Integral) and abs(value) > _FLOAT_MAX:
+        unbounded = " (math.inf is the unbounded value)" if allow_inf else ""
+        raise ValueError(f"{name} must lie within float64's range; got "
+                         f"{_shown(value)}{unbounded}.")
     ok = isinstance(value, Real) and not math.isnan(value) and value >= 0.0
     if ok and not allow_inf:
         ok = math.isfinite(value)

@@ -11,6 +11,7 @@ and the probabilistic-PCA ``score``. A subclass writes only ``_release``.
 import functools
 import math
 import re
+import sys
 import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
@@ -23,7 +24,12 @@ from sklearn.base import (
     TransformerMixin,
     _fit_context,
 )
-from sklearn.utils._param_validation import Interval, RealNotInt, StrOptions
+from sklearn.utils._param_validation import (
+    Interval,
+    InvalidParameterError,
+    RealNotInt,
+    StrOptions,
+)
 from sklearn.utils.validation import validate_data
 
 from . import _array_api, _bounds
@@ -187,6 +193,35 @@ NON_FINITE_HINT = (
 )
 
 
+def _beyond_float(value):
+    """Whether a parameter's value holds a Python integer beyond float64's
+    range (in a tuple, list, dict or object array too)."""
+    if isinstance(value, (tuple, list)):
+        return any(map(_beyond_float, value))
+    if isinstance(value, dict):
+        return any(map(_beyond_float, value.values()))
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        return any(map(_beyond_float, value.ravel()))
+    return (isinstance(value, Integral) and not isinstance(value, bool)
+            and abs(value) > sys.float_info.max)
+
+
+class _FloatParamsMixin:
+    """Refuses, as the parameters are validated, a numeric parameter that
+    holds an integer beyond float64's range (``epsilon=10**400`` or
+    ``bounds=(-10**400, 10**400)`` pass scikit-learn's constraints, then
+    made ``float()`` raise ``OverflowError`` deep in a fit)."""
+
+    def _validate_params(self):
+        super()._validate_params()
+        for name, value in self.get_params(deep=False).items():
+            if _beyond_float(value):
+                raise InvalidParameterError(
+                    f"The {name!r} parameter of {type(self).__name__} holds an "
+                    "integer beyond float64's range (about 1.8e308); give a "
+                    "float (math.inf where an unbounded value is meant).")
+
+
 def _refuse_fit_params(estimator, params):
     """Refuse fit parameters (``sample_weight``, ...) with the reason."""
     if not params:
@@ -203,6 +238,7 @@ def _refuse_fit_params(estimator, params):
 
 
 class _BasePrivatePCA(
+    _FloatParamsMixin,
     _PCAModelMixin,
     _PathMixin,
     ClassNamePrefixFeaturesOutMixin,

@@ -155,9 +155,10 @@ def check_numeric_columns(X, lazy=False):
         dtypes = dict(zip(X.columns, X.dtypes))
         listed = ", ".join(f"{name!r} ({dtypes[name]})" for name in bad)
         raise ValueError(
-            f"X has {len(bad)} non-numeric column(s): {listed}. PCA needs "
-            "numbers: drop these columns, or encode them first (for instance "
-            "with sklearn.preprocessing.OneHotEncoder in a ColumnTransformer)."
+            f"X has {len(bad)} non-numeric column(s): {listed}. The private "
+            "estimators need numbers: drop these columns, or encode them first "
+            "(for instance with sklearn.preprocessing.OneHotEncoder in a "
+            "ColumnTransformer)."
         )
 
 

@@ -20,6 +20,7 @@ from ._dask import (
     check_numeric_columns,
     has_sparse_chunks,
     is_dask_collection,
+    saturate_big_numbers,
 )
 from ._row_maps import row_spans
 
@@ -113,7 +114,7 @@ class _PCAModelMixin(TransformerMixin):
         namespace = _array_api.namespace(X)
         X = validate_data(
             self,
-            X,
+            saturate_big_numbers(X),  # as the fit reads them: infinite
             accept_sparse=("csr", "csc") if namespace is None else False,
             dtype=[np.float64, np.float32]
             if namespace is None
@@ -186,7 +187,7 @@ class _PCAModelMixin(TransformerMixin):
             )
             X = check_array(X, dtype=_array_api.float_dtypes(*namespace))
         else:
-            X = check_array(X, dtype=[np.float64, np.float32])
+            X = check_array(saturate_big_numbers(X), dtype=[np.float64, np.float32])
         if X.shape[1] != self.n_components_:
             raise ValueError(
                 f"X has {X.shape[1]} features, but inverse_transform expects "
@@ -374,7 +375,8 @@ class _PCAModelMixin(TransformerMixin):
         if dask:  # lazily, chunk by chunk, as transform
             X = self._check_dask_input(X)
         elif namespace is None:
-            X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False,
+            X = validate_data(self, saturate_big_numbers(X),
+                              dtype=[np.float64, np.float32], reset=False,
                               accept_sparse=("csr", "csc"),
                               ensure_all_finite=self._finite_input())
         else:

@@ -420,6 +420,8 @@ def _host(values, non_finite="raise"):
         return values.tocsr().astype(np.float64, copy=False)
     if _array_api.namespace(values) is not None:
         values = _array_api.to_host(values)
+    if hasattr(values, "to_numpy"):  # pandas: pd.NA is a missing value, NaN
+        return values.to_numpy(dtype=np.float64, na_value=np.nan)
     return np.asarray(values, dtype=np.float64)
 
 

@@ -45,9 +45,14 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from . import _array_api
-from ._base import _all_or_nothing, _refuse_fit_params, reported_spend
+from ._base import (
+    _all_or_nothing,
+    _FloatParamsMixin,
+    _refuse_fit_params,
+    reported_spend,
+)
 from ._box import box_radius, check_box
-from ._dask import gather_rows, saturate_big_numbers
+from ._dask import check_numeric_columns, gather_rows, saturate_big_numbers
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
 from ._param_docs import fill_parameter_docs
 from ._released import NoisyReleaseWarning
@@ -122,7 +127,7 @@ def _like(values, X):
     return values
 
 
-class _PrivateHead(BaseEstimator):
+class _PrivateHead(_FloatParamsMixin, BaseEstimator):
     r"""What both heads share: the parameters, the checks, the one release.
 
     ``_weights`` is :math:`(w_1, w_t)`: the augmented row is
@@ -166,6 +171,7 @@ class _PrivateHead(BaseEstimator):
                 "beyond are clipped). After a PrivatePCA(whiten='partial'), "
                 "1; after a PublicScaler to [0, 1], bounds=(0, 1)."
             )
+        check_numeric_columns(X)
         X, y = saturate_big_numbers(_on_host(gather_rows(X))), _on_host(y)
         if sparse.issparse(X):
             raise TypeError(
@@ -259,7 +265,9 @@ class _PrivateHead(BaseEstimator):
     def _decision(self, X):
         check_is_fitted(self)
         _warn_if_scored_exactly(self)
-        X = validate_data(self, _on_host(X), reset=False, dtype=np.float64,
+        check_numeric_columns(X)
+        X = validate_data(self, saturate_big_numbers(_on_host(X)), reset=False,
+                          dtype=np.float64,
                           ensure_all_finite=self.non_finite == "raise")
         if self.non_finite == "clip":
             X = np.nan_to_num(X)
@@ -447,6 +455,8 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
         except TypeError:  # labels of another type than the classes
             known = np.zeros(y.shape[0], dtype=bool)
         if not known.all():
+            if y.dtype.kind in "fc" and np.isnan(y).any():  # as fit says it
+                raise ValueError("Input y contains NaN. Nothing was spent.")
             try:
                 kind = type_of_target(y)
             except (TypeError, ValueError):  # labels of mixed types

@@ -76,9 +76,10 @@ from sklearn.utils.validation import (
 
 from . import _array_api, _search_plan, _search_run
 from . import _supervised_search as _supervised
-from ._base import _all_or_nothing, reported_spend
+from ._base import _all_or_nothing, _FloatParamsMixin, reported_spend
 from ._dask import (
     as_dask_array,
+    check_numeric_columns,
     gather_rows,
     has_sparse_chunks,
     is_dask_collection,
@@ -163,7 +164,7 @@ def _refitted_has(*attrs):
     return check
 
 
-class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
+class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
     r"""Grid search over a private estimator whose choice is private too.
 
     The :class:`~sklearn.model_selection.GridSearchCV` surface for a private
@@ -609,6 +610,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, BaseEstimator):
             if names is not None:
                 self.feature_names_in_ = names
             return X
+        check_numeric_columns(X)
         X = saturate_big_numbers(gather_rows(X))
         namespace = _array_api.namespace(X)
         if namespace is not None:

@@ -41,9 +41,14 @@ from sklearn.utils.validation import FLOAT_DTYPES, check_is_fitted, validate_dat
 
 from . import _array_api
 from ._array_api import check_same_namespace
-from ._base import _all_or_nothing, _refuse_fit_params, reported_spend
+from ._base import (
+    _all_or_nothing,
+    _FloatParamsMixin,
+    _refuse_fit_params,
+    reported_spend,
+)
 from ._box import by_feature_name, check_box, parse_box
-from ._dask import gather_rows, saturate_big_numbers
+from ._dask import check_numeric_columns, gather_rows, saturate_big_numbers
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
 from ._released import FeatureScaleWarning
 from .noise import dense_noise, make_generator, noise_scale
@@ -76,6 +81,7 @@ def _validate(estimator, X, *, reset, **params):
     """``validate_data`` in float64 or float32: NumPy's, or under
     ``array_api_dispatch`` the namespace's own dtypes (on ``X``'s device);
     a Dask array gathered in memory (its sparse chunks as CSR)."""
+    check_numeric_columns(X)
     X = saturate_big_numbers(gather_rows(X))
     where = _array_api.namespace(X)
     dtype = FLOAT_DTYPES if where is None else _array_api.float_dtypes(*where)
@@ -142,7 +148,12 @@ def _finite_map(factor, offset, given):
     return factor, offset
 
 
-class PublicScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class PublicScaler(
+    OneToOneFeatureMixin,
+    TransformerMixin,
+    _FloatParamsMixin,
+    BaseEstimator,
+):
     r"""Scale each feature by public knowledge: its range, or a centre and scale.
 
     The stateless, budget-free way to put features on a common scale before
@@ -440,7 +451,12 @@ def _same_settings(one, other):
             and one[2:] == other[2:])
 
 
-class PrivateStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class PrivateStandardScaler(
+    OneToOneFeatureMixin,
+    TransformerMixin,
+    _FloatParamsMixin,
+    BaseEstimator,
+):
     r"""Standardise features with a private mean and standard deviation.
 
     :class:`~sklearn.preprocessing.StandardScaler` for private data, when no

@@ -36,6 +36,7 @@ import numpy as np
 from . import _accounting
 from ._accounting import (  # the mathematics; the accountant is here
     _check_nonnegative,
+    _shown,
     calibrate_gaussian,
     gaussian_rdp,
     gdp_delta,
@@ -816,16 +817,17 @@ class BudgetAccountant:
 
 
 def _check_budget(epsilon):
-    if not isinstance(epsilon, Real) or not epsilon > 0.0:
-        raise ValueError(f"epsilon must be a positive number; got {epsilon!r}.")
-    return float(epsilon)
+    if isinstance(epsilon, Real) and epsilon > 0.0:
+        return _check_nonnegative(epsilon, "epsilon")  # refuses 10**400
+    raise ValueError(f"epsilon must be a positive number; got {_shown(epsilon)}.")
 
 
 def _check_budget_delta(delta):
     r"""A budget's :math:`\delta`: in :math:`[0, 1)` (``0``: pure
     :math:`\varepsilon`-DP releases only)."""
     if not isinstance(delta, Real) or not 0.0 <= delta < 1.0:
-        raise ValueError(f"delta must be a real number in [0, 1); got {delta!r}.")
+        raise ValueError(
+            f"delta must be a real number in [0, 1); got {_shown(delta)}.")
     return float(delta)
 
 

@@ -363,3 +363,119 @@ def test_an_integer_beyond_floats_is_an_infinite_value():
         messages.append(str(refused.value))
         assert accountant.n_charges == 0
     assert messages[0] == messages[1]
+
+
+BEYOND = 10**400  # a Python integer no float holds
+
+
+@pytest.mark.parametrize("make, name", [
+    (lambda: PrivatePCA(2, data_norm=5.0, epsilon=BEYOND), "epsilon"),
+    (lambda: PrivatePCA(2, data_norm=BEYOND), "data_norm"),
+    (lambda: CoherentPowerPCA(2, bounds=(-BEYOND, BEYOND)), "bounds"),
+    (lambda: ComplexGaussPCA(2, bounds={"x0": (0, BEYOND)}), "bounds"),
+])
+def test_a_parameter_beyond_a_float_is_refused_by_name(make, name):
+    """10**400 passes scikit-learn's constraints (it is a Real); float() of it
+    raised OverflowError deep in the fit. It is refused by name instead, as
+    the scalers', heads' and search's are (tests/test_linear_model.py)."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    accountant = BudgetAccountant()
+    with pytest.raises(InvalidParameterError, match=f"'{name}' parameter .* beyond"):
+        make().set_params(accountant=accountant).fit(X)
+    assert accountant.n_charges == 0
+    for call in (lambda: BudgetAccountant(epsilon=BEYOND),
+                 lambda: BudgetAccountant().spend(BEYOND, 0.0)):
+        with pytest.raises(ValueError, match="beyond float64's range"):
+            call()
+
+
+@pytest.mark.parametrize("factory", ["private", "complex", "coherent-fixed"])
+def test_post_fit_methods_read_an_integer_beyond_a_float_as_fit_does(factory):
+    """fit reads it as infinite (refused, or mapped with non_finite='clip');
+    transform and score did not, and raised OverflowError."""
+    rows = np.full((60, 4), BEYOND, dtype=object)
+    rows[:, 1:] = np.random.default_rng(1).normal(size=(60, 3))
+    clipped = FACTORIES[factory](n_components=2, non_finite="clip",
+                                 data_norm=3.0).fit(rows)
+    infinite = np.where(rows == BEYOND, np.inf, rows).astype(float)
+    np.testing.assert_array_equal(clipped.transform(rows), clipped.transform(infinite))
+    assert clipped.score(rows) == clipped.score(infinite)
+    strict = FACTORIES[factory](n_components=2, data_norm=3.0).fit(
+        rows[:, 1:].astype(float) @ np.ones((3, 4)))
+    for method in (strict.transform, strict.score):
+        with pytest.raises(ValueError, match="infinity"):
+            method(rows)
+
+
+def _entry_points():
+    """Every estimator a user fits on a table, with settings that fit it."""
+    from sklearn.pipeline import make_pipeline
+
+    from sklearn_dppca.linear_model import PrivateLDA, PrivateRidge
+    from sklearn_dppca.model_selection import PrivateGridSearchCV
+    from sklearn_dppca.preprocessing import PrivateStandardScaler, PublicScaler
+
+    head = make_pipeline(PrivatePCA(2, data_norm=5.0),
+                         PrivateLDA(classes=[0, 1], data_norm=1.0))
+    return {
+        "PrivatePCA": PrivatePCA(1, data_norm=5.0),
+        "PublicScaler": PublicScaler(ranges=(-5, 5)),
+        "PrivateStandardScaler": PrivateStandardScaler(bounds=(-5, 5)),
+        "PrivateLDA": PrivateLDA(classes=[0, 1], data_norm=5.0),
+        "PrivateRidge": PrivateRidge(y_bounds=(-3, 3), data_norm=5.0),
+        "PrivateGridSearchCV": PrivateGridSearchCV(
+            head, {"privatepca__n_components": [1, 2]}, cv=3),
+    }
+
+
+@pytest.mark.parametrize("name", list(_entry_points()))
+@pytest.mark.parametrize("dtype", ["category", "str", "datetime"])
+def test_every_estimator_names_its_non_numeric_columns(name, dtype):
+    """As the PCA estimators do, before the charge; the scalers and heads
+    had given NumPy's conversion error, or converted numeric strings."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(60, 3)), columns=["a", "b", "c"])
+    frame["c"] = {"category": pd.Categorical(["x", "y"] * 30),
+                  "str": frame["c"].astype(str),
+                  "datetime": pd.date_range("2020", periods=60)}[dtype]
+    y = (frame["a"] > 0).astype(int)
+    estimator = _entry_points()[name]
+    with pytest.raises(ValueError, match=r"1 non-numeric column\(s\): 'c' \("):
+        estimator.set_params(**{key: BudgetAccountant() for key in
+                                estimator.get_params() if key.endswith("accountant")})
+        estimator.fit(frame, y)
+
+
+@pytest.mark.parametrize("name", list(_entry_points()))
+def test_every_estimator_refuses_a_parameter_beyond_a_float(name):
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    estimator = _entry_points()[name]
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    with pytest.raises(InvalidParameterError, match="beyond float64's range"):
+        key = "epsilon" if "epsilon" in estimator.get_params() else "ranges"
+        value = BEYOND if key == "epsilon" else (-BEYOND, BEYOND)
+        estimator.set_params(**{key: value}).fit(X, (X[:, 0] > 0).astype(int))
+
+
+def test_the_search_reads_pandas_missing_values_as_missing():
+    """pd.NA in a nullable column: the search and cross-validation refuse it
+    as the estimators do (they raised a TypeError converting it), and a
+    NaN label is named as fit names it."""
+    from sklearn_dppca.model_selection import private_cross_validate
+
+    X = pd.DataFrame(np.arange(120).reshape(60, 2) % 7, columns=["a", "b"])
+    y = np.arange(60) % 2
+    for dtype in ("Int64", "Float64"):
+        frame = X.astype(dtype)
+        frame.iloc[0, 0] = pd.NA
+        with pytest.raises(ValueError, match="Input X contains NaN"):
+            private_cross_validate(PrivatePCA(1, data_norm=10.0), frame, cv=3,
+                                   accountant=BudgetAccountant())
+    search = _entry_points()["PrivateGridSearchCV"]
+    labels = y.astype(float)
+    labels[0] = np.nan
+    with pytest.raises(ValueError, match="Input y contains NaN"):
+        search.set_params(accountant=BudgetAccountant()).fit(X.astype(float), labels)
