@@ -95,14 +95,12 @@ def run(cells, rhos, reps, split_reps, seed, log=print):
             values = {c: [] for c in columns}
             for rep in range(reps):
                 # the seeds of bench_peers_covariance.py: same fits as its table
-                children = np.random.SeedSequence(seed, spawn_key=(ci, ri, rep)).spawn(
-                    len(peers.MECHANISMS))
-                ours = ours_row(X, truth, rho, np.random.default_rng(children[0]))
+                ours = ours_row(X, truth, rho,
+                                peers.fit_rng(seed, ci, ri, rep, peers.OURS))
                 for key, value in ours.items():
                     values[key].append(value)
                 adaptive, _ = peers.adaptive_cov(
-                    X, rho, np.random.default_rng(
-                        children[peers.MECHANISMS.index("AdaptiveCov")]))
+                    X, rho, peers.fit_rng(seed, ci, ri, rep, "AdaptiveCov"))
                 values["AdaptiveCov"].append(float(np.linalg.norm(truth - adaptive)))
                 values["zero"].append(float(np.linalg.norm(truth)))
             rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(

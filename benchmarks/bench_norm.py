@@ -171,14 +171,16 @@ def measure(n_seeds, only=None):
 def verdict(rows):
     table = {(r["dataset"], r["method"], r["epsilon"]): r["sin_theta"] for r in rows}
     lines, passed = [], 0
-    checks = 0
+    checks = cells = refused = 0
     for name in sorted({r["dataset"] for r in rows}):
         for eps in (e for e in EPSILONS if e >= 1):
             auto = table[name, "auto", eps]
             best = min(table[name, "oracle", eps], table[name, "x0.1", eps])
             shifted = table[name, "auto X+c", eps]
             oracle = table[name, "oracle", eps]
+            cells += 1
             if np.isnan(auto) or np.isnan(shifted):  # refused: nothing to compare
+                refused += 1
                 lines.append(f"{name:14s} eps={eps:<4g} auto refused (drowned)")
                 continue
             ok = (auto <= 1.25 * best, auto < table[name, "x10", eps],
@@ -188,7 +190,9 @@ def verdict(rows):
             marks = " ".join("ok" if o else "MISS" for o in ok)
             lines.append(f"{name:14s} eps={eps:<4g} auto/best={auto / best:5.2f} "
                          f"auto<x10 shifted/oracle={shifted / oracle:5.2f}  {marks}")
-    lines.append(f"{passed}/{checks} targets met")
+    lines.append(f"{passed}/{checks} targets met"
+                 + (f"; {refused} of {cells} cells refused (not counted)"
+                    if refused else ""))
     return lines
 
 

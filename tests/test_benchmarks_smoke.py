@@ -243,9 +243,10 @@ def test_peers_covariance_each_mechanism_once(monkeypatch):
             # the first step whitens by A_0 = I: radius 1, ρ/8
             assert sigmas[0] == pytest.approx(
                 math.sqrt(2.0) / n / math.sqrt(2 * rho / 8))
-    # EMCov: the d − 1 draws are ε_i-DP, ε_i = 2η, and ε_i²/2-zCDP: they share ρ/2
+    # EMCov: the d − 1 draws are ε_i-bounded-range, ε_i = 2η, so ε_i²/8-zCDP:
+    # they share ρ/2
     eta = bench.emcov_eta(rho, d)
-    assert (d - 1) * (2 * eta) ** 2 / 2 == pytest.approx(rho / 2)
+    assert (d - 1) * (2 * eta) ** 2 / 8 == pytest.approx(rho / 2)
     assert sum(bench.COINPRESS_SHARES) == pytest.approx(1.0)
     # the symmetric noise: i.i.d. N(0, σ²) on and above the diagonal
     noise = real_noise(np.random.default_rng(3), 300, 2.0)
