@@ -20,20 +20,22 @@ from .noise import dense_noise, goe_noise, noise_scale
 
 
 def random_plan(estimator, plan, n_samples, n_features, k):
-    r"""``plan``, the base's at :data:`RANDOM_SHARES`, with the
-    ``"step"`` share (``mus["step"]``, all iterations together) split
-    over the :math:`T` iterations by :func:`random_step_weights`
-    (``extra["step_mus"]``): the mean's :math:`\mu`, the iterations'
-    and the variances' (``"variance"``: :math:`X^\top M X` and the trace,
-    each at :math:`\mu_{\mathrm{variance}}/\sqrt{2}`) compose to exactly
+    r"""``plan``, the base's at :data:`RANDOM_SHARES`, with the number of
+    iterations :math:`T` and the radius :math:`R` (``extra``). The
+    ``"step"`` share (``mus["step"]``, all iterations together) is split
+    over the iterations by :func:`random_step_weights` when they run
+    (:func:`release_random`), from the plan as the fit has it then:
+    ``data_norm="auto"`` scales every share of the estimator's after its
+    bound's releases (docs/privacy.rst §5), the step's included. The
+    mean's :math:`\mu`, the iterations' and the variances' (``"variance"``:
+    :math:`X^\top M X` and the trace, each at
+    :math:`\mu_{\mathrm{variance}}/\sqrt{2}`) compose to exactly
     :math:`\mu_*`, the charge."""
     n_iter = (random_iterations(n_samples, n_features)
               if estimator.n_iter == "auto" else int(estimator.n_iter))
-    step_mus = tuple(plan.mus["step"] * np.sqrt(random_step_weights(n_iter)))
     radius = (math.sqrt(k / n_samples) if estimator.clip_radius == "auto"
               else float(estimator.clip_radius))
-    return plan._replace(extra={"n_iter": n_iter, "radius": radius,
-                                "step_mus": step_mus})
+    return plan._replace(extra={"n_iter": n_iter, "radius": radius})
 
 
 def release_random(estimator, rows, plan, rng, dtype):
@@ -52,7 +54,11 @@ def release_random(estimator, rows, plan, rng, dtype):
     # nothing of the noise drawn from the fit's generator.
     start = np.random.default_rng(int(rng.integers(2**63)))
     X = np.linalg.qr(start.standard_normal((d, k)))[0]
-    for step, mu in enumerate(plan.extra["step_mus"]):
+    # the step share split over the iterations now, from the plan the fit
+    # has: one computed with the plan and kept would miss data_norm="auto"'s
+    # scaling of the shares, and spend more than the charge
+    step_mus = mus["step"] * np.sqrt(random_step_weights(n_iter))
+    for step, mu in enumerate(step_mus):
         sums, _ = rows.clipped_products(X[:, None, :], [radius], estimator.n_jobs)
         # σ = 2R/μ_t: sensitivity 2R, the t-th share of the step budget
         noise = dense_noise(rng, (d, k), 2.0 * radius / mu)

@@ -42,10 +42,7 @@ def under_noised(Est, factor, releases=None):
             plan = super()._privacy_plan(n_samples, n_features)
             mus = {name: mu * (factor if releases is None or name in releases else 1.0)
                    for name, mu in plan.mus.items()}
-            extra = dict(plan.extra or {})
-            if "step_mus" in extra and releases is None:  # the random start's
-                extra["step_mus"] = tuple(mu * factor for mu in extra["step_mus"])
-            return plan._replace(mus=mus, extra=extra)
+            return plan._replace(mus=mus)
 
     UnderNoised.__name__ = Est.__name__
     return UnderNoised
