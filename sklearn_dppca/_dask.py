@@ -25,6 +25,7 @@ import contextvars
 import math
 import sys
 import uuid
+from decimal import Decimal
 from numbers import Real
 
 import numpy as np
@@ -86,16 +87,16 @@ def non_numeric_columns(X, lazy=False):
     values are (pandas infers it); a lazy (Dask) one cannot be looked at and
     counts as text.
     """
-    from pandas.api.types import infer_dtype, is_complex_dtype, is_numeric_dtype
+    from pandas.api.types import is_complex_dtype, is_numeric_dtype
 
-    numeric_objects = {"integer", "floating", "mixed-integer-float", "boolean"}
     bad = []
     for name, dtype in zip(X.columns, X.dtypes):
         if is_numeric_dtype(dtype) or is_complex_dtype(dtype):
             continue  # complex data is refused later, with its own message
-        if getattr(dtype, "kind", None) == "O" and not lazy:
-            if infer_dtype(X[name], skipna=True) in numeric_objects | {"empty"}:
-                continue
+        if isinstance(dtype, np.dtype) and dtype.kind == "O" and not lazy:
+            cells = saturated(X[name].to_numpy())
+            if all(isinstance(cell, (float, complex)) for cell in cells):
+                continue  # every cell a number or missing
         bad.append(name)
     return bad
 
@@ -114,32 +115,64 @@ def saturate_big_numbers(X):
             values = np.asarray(X)
         except (ValueError, TypeError):  # ragged: the validation says why
             return X
-        return saturated(values) if values.dtype == object else values
+        return _narrowed(values)
     if isinstance(X, np.ndarray):
-        return saturated(X) if X.dtype == object else X
+        return _narrowed(X)
     if _is_dataframe(X) and not is_dask_collection(X):
-        objects = [i for i, t in enumerate(X.dtypes) if t == np.dtype(object)]
-        if not objects:
+        mapped = [i for i, t in enumerate(X.dtypes) if _wide_or_object(t)]
+        if not mapped:
             return X
         X = X.copy(deep=False)
-        for i in objects:
-            X.isetitem(i, saturated(X.iloc[:, i].to_numpy()))
+        for i in mapped:
+            X.isetitem(i, _narrowed(X.iloc[:, i].to_numpy()))
         return X
     return X
 
 
-def saturated(values):
-    """An object array with its numbers beyond float64's range as ±inf (a
-    new array; the rest as it is)."""
-    def one(value):
-        if isinstance(value, Real) and not isinstance(value, float):
-            try:
-                float(value)
-            except OverflowError:
-                return math.inf if value > 0 else -math.inf
-        return value
+def _wide_or_object(dtype):
+    """An object dtype, or a float wider than float64 (long double)."""
+    return isinstance(dtype, np.dtype) and (dtype.kind == "O" or (
+        dtype.kind == "f" and dtype.itemsize > 8))
 
-    return np.frompyfunc(one, 1, 1)(values).astype(object)
+
+def _narrowed(values):
+    """An array's numbers as float64 can hold them: an object array's cells
+    through :func:`saturated`, a long double array cast to float64, its
+    values beyond float64's range ±inf (silently: a cast's overflow warning
+    would tell a dataset holding one from its neighbour, and is raised
+    before the fit's private computation)."""
+    if values.dtype == object:
+        return saturated(values)
+    if values.dtype.kind == "f" and values.dtype.itemsize > 8:
+        with np.errstate(over="ignore"):
+            return values.astype(np.float64)
+    return values
+
+
+def _as_number(value):
+    """One cell of an object array as a float where it is a real number:
+    ``float`` itself, NumPy's, ``int`` and ``bool``, ``Fraction``,
+    ``Decimal``; beyond float64's range the infinite value it rounds to; a
+    missing marker (``None``, ``pd.NA``, ``NaT``) NaN. Anything else
+    (text, a complex number) as it is, refused later by name."""
+    if value is None or type(value).__name__ in ("NAType", "NaTType"):
+        return math.nan
+    if isinstance(value, (Real, Decimal)):
+        try:
+            return float(value)  # a long double's overflow: ±inf
+        except OverflowError:
+            return math.inf if value > 0 else -math.inf
+        except ValueError:  # Decimal's signalling NaN
+            return math.nan
+    return value
+
+
+def saturated(values):
+    """An object array with its numbers as floats (:func:`_as_number`):
+    beyond float64's range ±inf, missing markers NaN; other cells as they
+    are. A new array."""
+    with np.errstate(all="ignore"):  # checked after the loop: silenced there
+        return np.frompyfunc(_as_number, 1, 1)(values).astype(object)
 
 
 def check_numeric_columns(X, lazy=False):

@@ -13,7 +13,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils import _safe_indexing
 
 from . import _array_api
-from ._dask import as_dask_array, is_dask_collection
+from ._dask import as_dask_array, is_dask_collection, saturate_big_numbers
 from ._pca_model import map_non_finite
 from ._private_pca import pooled_release
 from ._row_maps import clipped_projections
@@ -413,6 +413,12 @@ def _host(values, non_finite="raise"):
     if is_dask_collection(values):  # rows of a Dask collection stay lazy
         values = as_dask_array(values)[0]
         return map_non_finite(values) if non_finite == "clip" else values
+    # as a fit reads them: numbers beyond a float infinite, pd.NA NaN
+    values = saturate_big_numbers(values)
+    if hasattr(values, "dtypes") and hasattr(values, "to_numpy"):  # pandas
+        single = all(t == np.float32 for t in values.dtypes)
+        values = values.to_numpy(dtype=np.float32 if single else np.float64,
+                                  na_value=np.nan)
     if non_finite == "clip":
         values = _as_fit_input(values)
         values = map_non_finite(values)
@@ -420,8 +426,6 @@ def _host(values, non_finite="raise"):
         return values.tocsr().astype(np.float64, copy=False)
     if _array_api.namespace(values) is not None:
         values = _array_api.to_host(values)
-    if hasattr(values, "to_numpy"):  # pandas: pd.NA is a missing value, NaN
-        return values.to_numpy(dtype=np.float64, na_value=np.nan)
     return np.asarray(values, dtype=np.float64)
 
 

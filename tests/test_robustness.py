@@ -3,6 +3,8 @@
 import math
 import threading
 import warnings
+from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -474,8 +476,54 @@ def test_the_search_reads_pandas_missing_values_as_missing():
         with pytest.raises(ValueError, match="Input X contains NaN"):
             private_cross_validate(PrivatePCA(1, data_norm=10.0), frame, cv=3,
                                    accountant=BudgetAccountant())
+    # pd.NA in an object column: with non_finite="clip" it is mapped, in
+    # the fold scores too (they raised a TypeError after the charge)
+    frame = X.astype(float).astype(object)
+    frame.iloc[0, 1] = pd.NA
+    private_cross_validate(PrivatePCA(1, data_norm=10.0, non_finite="clip"), frame,
+                           cv=3, accountant=BudgetAccountant())
     search = _entry_points()["PrivateGridSearchCV"]
     labels = y.astype(float)
     labels[0] = np.nan
     with pytest.raises(ValueError, match="Input y contains NaN"):
         search.set_params(accountant=BudgetAccountant()).fit(X.astype(float), labels)
+
+
+@pytest.mark.parametrize("cell", [
+    np.longdouble("1e400") if np.finfo(np.longdouble).max > 1e400 else 1e400,
+    pd.NA, None, Decimal("0.25"), Fraction(1, 4), True, np.float32(0.25), BEYOND])
+@pytest.mark.parametrize("container", ["object frame", "object array", "list"])
+def test_every_real_cell_is_read_as_a_number_silently(cell, container):
+    """One row's cell of any real-number type, a missing marker, or a value
+    beyond float64 (a long double, a Python integer): the fit with
+    non_finite="clip" runs, under NumPy's strictest settings, showing only
+    what its neighbour's fit shows. A long double's cast warned before the
+    private computation, pd.NA raised a TypeError, and a Decimal, Fraction
+    or bool made its column 'non-numeric': each told the row from a float."""
+    rng = np.random.default_rng(0)
+    rows = rng.normal(size=(50, 3)).astype(object)
+    neighbour = rows.copy()
+    neighbour[0, 1] = cell
+    wrap = {"object frame": lambda a: pd.DataFrame(a, columns=["a", "b", "c"]),
+            "object array": lambda a: a, "list": lambda a: a.tolist()}[container]
+    shown = []
+    for data in (rows, neighbour):
+        with warnings.catch_warnings(record=True) as caught, np.errstate(all="raise"):
+            warnings.simplefilter("always")
+            PrivatePCA(2, data_norm=1.0, non_finite="clip",
+                       accountant=BudgetAccountant()).fit(wrap(data))
+        shown.append(sorted({w.category.__name__ for w in caught}
+                            - {"PrivacyLeakWarning", "NoisyReleaseWarning"}))
+    assert shown[0] == shown[1] == []
+
+
+def test_a_long_double_array_beyond_a_float_is_infinite():
+    X = np.random.default_rng(1).normal(size=(40, 3)).astype(np.longdouble)
+    X[0, 0] = np.finfo(np.longdouble).max
+    with np.errstate(all="raise"), warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(ValueError, match="infinity"):
+            PrivatePCA(2, data_norm=1.0, accountant=BudgetAccountant()).fit(X)
+        for frame in (X, pd.DataFrame(X)):
+            PrivatePCA(2, data_norm=1.0, non_finite="clip",
+                       accountant=BudgetAccountant()).fit(frame)
