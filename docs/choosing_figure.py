@@ -3,9 +3,9 @@
 Fits PrivatePCA (k = 2, δ = 1e-6) on the four bundled datasets of
 :func:`sklearn_dppca.datasets.load_real_dataset` at several ε with their
 recommended ``data_norm``, and on the digits at several ``data_norm``, over
-20 noise seeds each, and measures against the non-private PCA of the same
+60 noise seeds each (``--seeds``), and measures against the non-private PCA of the same
 data (:mod:`sklearn_dppca.metrics`). Writes two PNGs to
-``docs/_static/choosing/`` and prints the page's table. About 40 s of CPU::
+``docs/_static/choosing/`` and prints the page's table. About 50 s of CPU::
 
     python docs/choosing_figure.py
 
@@ -122,5 +122,5 @@ def main(n_seeds):
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--seeds", type=int, default=60)
     main(parser.parse_args().seeds)

@@ -683,7 +683,8 @@ class _BasePrivatePCA(
             noisy, self._truncated_k(n, d), solver, rng, tol=self.tol,
             iterated_power=self.iterated_power, n_oversamples=self.n_oversamples,
             power_iteration_normalizer=self.power_iteration_normalizer,
-            floor=self._spectrum_floor(sigma, d))
+            # at epsilon=inf no noise floor: scikit-learn's range finder
+            floor=self._spectrum_floor(sigma, d) if sigma > 0 else None)
         return self._spectrum(values, sigma, trace, rest), values, vectors
 
     def _spectrum_floor(self, sigma, n_features):
@@ -750,15 +751,21 @@ class _BasePrivatePCA(
         explained, captured = explained / scale, captured / scale
         total = float(explained.sum())
         k = self.n_components
-        if k is None:
-            k = top
-        elif isinstance(k, str):  # 'mle', on the released eigenvalues
-            released = np.sort(np.maximum(eigvals, 0.0))[::-1] / scale
-            # zero to round-off: float64's, or d unit round-offs of a matrix
+        if k is None:  # every rank, or the truncated solver's (ARPACK's is one less)
+            k = top if rest is None else min(top, eigvals.shape[0])
+        elif isinstance(k, str):
+            # 'mle': Minka's choice on the released eigenvalues (clamped at 0),
+            # at most the ranks that stand out of the noise (at least one).
+            # The noise's bulk looks like structure to Minka's rule, which
+            # kept 47 to 49 of 50 ranks at epsilon=1 where five stood out;
+            # at epsilon=inf every rank stands out: scikit-learn's choice.
+            # Zero to round-off: float64's, or d unit round-offs of a matrix
             # computed in float32 on a device (a rank that is zero in exact
             # arithmetic must not count, whatever the namespace)
+            released = np.sort(np.maximum(eigvals, 0.0))[::-1] / scale
             eps = np.finfo(precision).eps
             k = minka_dimension(released, n, 1e-15 if eps <= 1e-15 else d * eps)
+            k = max(1, min(k, int(resolved)))
         elif not isinstance(k, Integral):  # variance fraction
             ratio = explained / total if total > 0 else np.zeros_like(explained)
             k = int(np.searchsorted(np.cumsum(ratio), k, side="right")) + 1

@@ -14,9 +14,12 @@ SHARED_PARAMETER_DOCS = {
         components whose released explained-variance ratio exceeds it;
         ``'mle'`` keeps Minka's maximum-likelihood choice of the dimension
         (needs ``n_samples >= n_features``), computed, like every other
-        choice here, on the *released* eigenvalues: free post-processing, but
-        of noisy values, so at small ``epsilon`` it can differ from the choice
-        scikit-learn makes on the exact spectrum.
+        choice here, on the *released* eigenvalues, and at most the
+        components that stand out of the noise (``n_resolved_``, at least
+        one): free post-processing. The noise's bulk looks like structure to
+        Minka's rule, which would keep nearly every rank at ``epsilon=1``;
+        capped, it matches scikit-learn's choice where the components it
+        picks stand out (``epsilon=inf``: always).
     epsilon : float, default=1.0
         Privacy parameter :math:`\\varepsilon > 0` of the whole fit.
         ``float("inf")`` is the non-private fit: no noise, scikit-learn's

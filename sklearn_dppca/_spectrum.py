@@ -324,8 +324,10 @@ def denoised_spectrum(eigvals, sigma, n_ranks, trace=None, rest=None,
     if sigma == 0.0:
         values = np.maximum(lam[:n_ranks], 0.0)
         if rest is not None and values.shape[0] < n_ranks:
-            # the ranks not computed share what the computed ones leave
-            level = max(rest[1], 0.0) / rest[0]
+            # the ranks not computed share what the computed ones leave: over
+            # the n_ranks - k that can hold it (with n < d, the other d - n
+            # are zero), so the total is exact, as scikit-learn's
+            level = max(rest[1], 0.0) / (n_ranks - values.shape[0])
             values = np.r_[values, np.full(n_ranks - values.shape[0], level)]
             values = np.maximum(_non_increasing(values), 0.0)
         return values, values.copy(), n_ranks
@@ -561,5 +563,7 @@ def top_eigenpairs(matrix, k, solver, rng, *, tol=0.0, iterated_power="auto",
         core = basis.conj().T @ (matrix @ basis)
         values, small = _eigh((core + core.conj().T) / 2.0)
         values, vectors = values[size - k:], basis @ small[:, size - k:]
-    order = np.argsort(values)[::-1]
+    # the top k, largest first (SciPy's ARPACK returns k + 1 pairs of a
+    # complex Hermitian matrix, through its general solver)
+    order = np.argsort(values.real)[::-1][:k]
     return values[order], vectors[:, order]
