@@ -83,9 +83,10 @@ def non_numeric_columns(X, lazy=False):
     Numbers are NumPy's integer, float and bool dtypes and pandas' numeric
     extension dtypes (``Int64``, ``Float64``, ``boolean``, ...), whose missing
     values become NaN. Text (``str``, ``string``), categories, dates and
-    other dtypes are not. An ``object`` column counts as numbers when its
-    values are (pandas infers it); a lazy (Dask) one cannot be looked at and
-    counts as text.
+    other dtypes are not. An ``object`` column counts as numbers when every
+    cell is a real number or a missing marker (:func:`_as_number`), whatever
+    their Python types; a lazy (Dask) one cannot be looked at and counts as
+    text.
     """
     from pandas.api.types import is_complex_dtype, is_numeric_dtype
 
@@ -102,10 +103,12 @@ def non_numeric_columns(X, lazy=False):
 
 
 def saturate_big_numbers(X):
-    """``X`` with every number too large for a float (a Python integer
-    beyond float64's range, held in an object array, a DataFrame's object
-    column, or nested lists) made ±inf, as the float it rounds to; anything
-    else as it is, ``X`` itself never modified. NumPy refuses to convert such
+    """``X`` with every number read as float64 holds it: too large for a
+    float (a Python integer, or a long double, beyond float64's range, in an
+    array, a DataFrame's column, or nested lists) ±inf, the float it rounds
+    to; every real cell of an object array or column a float and a missing
+    marker NaN (:func:`_as_number`); anything else as it is, ``X`` itself
+    never modified. NumPy refuses to convert such
     a number, so a fit would fail on one dataset and be released on its
     neighbour, where the domain holds both: as an infinite value, it is then
     refused before the charge or, with ``non_finite="clip"``, mapped like
