@@ -462,6 +462,11 @@ class Draws:
         if not isinstance(est, CoherentPowerPCA):
             (( _, _, sigma),) = self.own
             return (math.sqrt(2.0) * est.data_norm_**2 / sigma) ** 2
+        if est.branch_ == "random":  # T steps (2R), Xᵀ M X (√2), the trace (1)
+            R = est.clip_radius_
+            return sum(((2.0 * R if shape != () else 1.0) if kind == "dense"
+                        else math.sqrt(2.0)) ** 2 / sigma**2
+                       for kind, shape, sigma in self.own)
         k = est.n_components_
         goes = [sigma for kind, _, sigma in self.own if kind == "goe"]
         denses = [(shape, sigma) for kind, shape, sigma in self.own if kind == "dense"]
@@ -506,6 +511,10 @@ SPEND_PATHS = {
     "coherent fallback": (lambda: CoherentPowerPCA(2), _spikes, {}, "fallback"),
     # the branch rule forced to "power" (its outcome is a released value's)
     "coherent power": (lambda: CoherentPowerPCA(2), _spikes, {}, "power"),
+    # its iterations' shares split when they run, after the bounds step
+    # (they were split before it, and spent 1.23 μ*²)
+    "coherent random": (lambda: CoherentPowerPCA(2, start="random"),
+                        lambda: _shifted(40.0), {}, "random"),
     "dask": (lambda: PrivatePCA(2), lambda: _shifted(40.0), {}, "dask"),
     # the first comparison forced wrong: its check fails, the search runs again
     "recovery": (lambda: PrivatePCA(2), lambda: _shifted(0.0), {"center": False},
@@ -551,6 +560,8 @@ def test_every_noise_draw_composes_to_exactly_the_charge(monkeypatch, path):
         assert steps == 0
     elif shows == "box":  # one mean release at the box's radius, one search
         assert steps == 1 and record.steps[0][1] == pytest.approx(4 * math.sqrt(3))
+    elif shows == "random":
+        assert est.branch_ == "random" and 2 < steps
     elif shows in ("fallback", "power"):
         assert est.branch_ in ({"fallback"} if shows == "fallback"
                                else {"power", "init"})
