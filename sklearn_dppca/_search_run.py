@@ -212,6 +212,27 @@ def _check_raw_rows(plan, X):
             return
 
 
+def _check_public_scalers(plan, n_features, names):
+    """Check, before the charge, what a ``PublicScaler`` that reads ``X``
+    first in a candidate checks at its fit: its ranges against ``X``'s
+    columns, their number and names (public), on a row of zeros. Its
+    failure (a dict of ranges by name on an array without names) is then a
+    refusal that spends nothing, where in :func:`_check_heads`, after the
+    charge, it failed a charged search."""
+    from .preprocessing import PublicScaler
+
+    zeros = np.zeros((1, n_features))
+    if names is not None:
+        import pandas as pd
+
+        zeros = pd.DataFrame(zeros, columns=list(names))
+    for cand in plan.candidates:
+        if cand.error is None and cand.index:
+            first = cand.estimator.steps[0][1]
+            if isinstance(first, PublicScaler):
+                clone(first).fit(zeros)
+
+
 def _check_heads(plan, X, smallest_fold):
     """Refuse ranks above the features a candidate's head (its stateless
     steps before the private one) makes, before any fit. Run after the

@@ -377,7 +377,8 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
     classes_ : ndarray of shape (n_classes,)
         ``classes``, sorted.
     class_count_ : ndarray of shape (n_classes,)
-        Released (noisy) rows per class, at least 1 and summing to :math:`n`.
+        Released (noisy) rows per class, summing to :math:`n`: floored at 1,
+        then rescaled to that sum (so a floored count may be below 1).
     priors_ : ndarray of shape (n_classes,)
         ``class_count_`` divided by :math:`n`.
     means_ : ndarray of shape (n_classes, n_features)
@@ -506,7 +507,8 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
         labels = slice(d + 1, d + 1 + K)
         # two noisy copies of n_c: the diagonal, g_t² n_c + N(0, σ²), and the
         # constant's row, g₁ g_t n_c + N(0, σ²/2), weighed by their inverse
-        # variances; then Σ n_c = n (public), each at least 1
+        # variances; then floored at 1 and rescaled to Σ n_c = n (public): a
+        # floored count may end below 1
         w_diag, w_row = g_label**4, 2.0 * (g_one * g_label) ** 2
         counts = (w_diag * np.diag(released)[labels] / g_label**2
                   + w_row * released[d, labels] / (g_one * g_label)) / (w_diag + w_row)

@@ -97,6 +97,7 @@ from ._search_run import (
     _all_finite,
     _best_index,
     _check_heads,
+    _check_public_scalers,
     _check_raw_rows,
     _fit_candidate,
     _results,
@@ -476,6 +477,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         accountant = _resolve_accountant(self)
         accountant.check(plan.mu)  # refused before the data is read
         checked = self._validate_rows(X, names)
+        _check_public_scalers(plan, self.n_features_in_,
+                              getattr(self, "feature_names_in_", None))
         # a DataFrame goes to the fits as it is, so that the refitted
         # estimator knows its feature names, as in GridSearchCV
         X = X if hasattr(X, "iloc") else checked
@@ -560,6 +563,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         accountant = _resolve_accountant(self)
         accountant.check(plan.mu)  # refused before the data is read
         checked = self._validate_rows(X, names)
+        _check_public_scalers(plan, self.n_features_in_,
+                              getattr(self, "feature_names_in_", None))
         X = X if hasattr(X, "iloc") else checked
         y = _supervised.check_labels(plan, y, n_samples)
         reads_x = [c for c in plan.candidates

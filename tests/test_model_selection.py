@@ -1090,3 +1090,25 @@ def test_an_audit_of_the_combined_refit_stays_below_epsilon():
     assert result.epsilon_lower < 1.0
     expected = math.sqrt(0.45 + 4 * 0.225 / 3) * gdp_mu(1.0, 1e-6)
     assert abs(result.mu_estimate - expected) < 0.12
+
+
+def test_a_public_scalers_misconfiguration_is_refused_before_the_charge():
+    """Ranges by feature name on an array without names: PublicScaler's own
+    fit refuses them from the columns alone (public), so the search refuses
+    them before it spends, where it failed after its charge."""
+    import pandas as pd
+    from sklearn.pipeline import Pipeline
+
+    from sklearn_dppca.preprocessing import PublicScaler
+
+    X = np.random.default_rng(0).uniform(0, 1, (90, 3))
+    acc = BudgetAccountant(epsilon=5.0)
+    pipe = Pipeline([("s", PublicScaler({"a": (0, 1), "b": (0, 1), "c": (0, 1)})),
+                     ("pca", PrivatePCA(data_norm=1.0))])
+    search = PrivateGridSearchCV(pipe, {"pca__n_components": [1, 2]}, cv=3,
+                                 epsilon=2.0, accountant=acc)
+    with pytest.raises(ValueError, match="feature names"):
+        search.fit(X)
+    assert acc.n_charges == 0
+    search.fit(pd.DataFrame(X, columns=["a", "b", "c"]))  # names: it fits
+    assert acc.n_charges == 1
