@@ -154,6 +154,8 @@ def to_host(array):
     post-processing is the NumPy path's (no copy of a float64 ndarray).
     """
     if not isinstance(array, np.ndarray):
+        if getattr(array, "requires_grad", False):
+            array = array.detach()
         array = _convert_to_numpy(array, array_api_compat.array_namespace(array))
     if array.dtype.kind not in "fc":
         return np.asarray(array)
@@ -292,8 +294,23 @@ class ArrayAPIRows:
         top, unit = self._norms(rows)  # also the finiteness check
         if limit == math.inf:  # epsilon=inf without data_norm: no clipping
             return xp.ones_like(unit)
-        bound = xp.full_like(unit, limit) if top is None else limit / top
-        return bound / xp.maximum(unit, bound)  # exactly 1 inside the ball
+        if top is None:
+            bound = xp.full_like(unit, limit)
+            return bound / xp.maximum(unit, bound)  # exactly 1 inside the ball
+        # the block's norms were rescaled (some row's overflowed): per row,
+        # ratio = C / max|x| overflows for a tiny row of the block (inside
+        # the ball: 1, never inf / inf) and is subnormal for a huge row with
+        # a small C, where each rounding errs by up to a subnormal step, far
+        # beyond the margin: those scales lose two steps, so that the scaled
+        # row stays within C (a row beyond 10³⁰⁰ C may become 0)
+        with np.errstate(over="ignore", under="ignore"):  # NumPy-backed
+            ratio = limit / top
+            inside = unit <= ratio
+            scale = xp.where(inside, xp.ones_like(unit), ratio / unit)
+            finfo = xp.finfo(rows.dtype)
+            step = finfo.smallest_normal * finfo.eps  # the smallest subnormal
+            return xp.where(scale < finfo.smallest_normal,
+                            xp.clip(scale - 2 * step, min=0.0), scale)
 
     def _clipped(self, block, limit, centre):
         r"""The rows :math:`\operatorname{clip}(x - m)` of a block as computed
@@ -466,12 +483,25 @@ def nan_to_num(X):
     return xp.where(out < -top, -top, out)
 
 
+def _plain(X, xp):
+    """``X`` refused if complex (scikit-learn's check reads a NumPy dtype's
+    ``kind``, which other namespaces' dtypes lack, so a complex tensor was
+    cast to its real part with a warning), and detached from an autograd
+    graph (a tensor that requires grad cannot be read on the host): public
+    properties, checked before any charge."""
+    if xp.isdtype(X.dtype, "complex floating"):
+        raise ValueError("Complex data not supported.")
+    if getattr(X, "requires_grad", False):
+        X = X.detach()
+    return X
+
+
 def fit_rows(estimator, X, xp, device, non_finite="raise"):
     """Validated ``X`` (float64 or float32, at least 2 rows) and its engine;
     with ``non_finite="clip"``, its values mapped by :func:`nan_to_num`."""
     X = validate_data(
         estimator,
-        X,
+        _plain(X, xp),
         dtype=float_dtypes(xp, device),
         ensure_min_samples=2,
         ensure_all_finite=False,  # checked by the first pass

@@ -113,6 +113,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import sparse
 
+from ._array_api import ArrayAPIRows, like
 from ._box import box_radius, check_box, inward_box
 from ._dask import ChunkedRows
 from ._norm_plan import (
@@ -807,12 +808,16 @@ def _translate_if_far(mean, data_norm, data, offset, dtype, first_pass=True):
     centre = np.asarray(mean, dtype=dtype)
     if isinstance(engine, ChunkedRows):
         moved = ChunkedRows(engine.X - centre)
+    elif isinstance(engine, ArrayAPIRows):  # on the device, in its namespace
+        moved = ArrayAPIRows(engine.X - like(centre, engine.X), engine.xp,
+                             engine.device)
     else:
         _announce(data, "the rows moved to the private mean (one copy)")
         moved = InMemoryRows(_dense(engine.X) - centre)
     # whether the passes form a raw Gram matrix stays the fit's choice
     # (not on the matrix-free paths, nor with "auto": clipped_gram)
-    moved.with_gram = engine.with_gram
+    if hasattr(engine, "with_gram"):
+        moved.with_gram = engine.with_gram
     data = _rebound(data, moved)
     if first_pass and not isinstance(engine, ChunkedRows):
         data.first_pass(data_norm, with_sum=False)

@@ -7,6 +7,7 @@ NumPy fit's with the same seed (the noise is drawn on the host).
 
 import math
 import warnings
+from fractions import Fraction
 from functools import partial
 
 import numpy as np
@@ -269,6 +270,65 @@ def test_computed_clipped_rows_stay_in_the_ball(dtype):
     change = np.linalg.norm(to_numpy(a).astype(float) - to_numpy(b).astype(float))
     slack = 1e-4 if dtype == "float32" else 1e-12  # summation round-off only
     assert change <= math.sqrt(2.0) * C**2 + slack
+
+
+@pytest.mark.parametrize("dtype, huge, C", [("float32", 3e38, 6.7e-7),
+                                             ("float64", 1e308, 7.9e-16),
+                                             ("float64", 1e200, 1e-3)])
+def test_a_huge_row_with_a_small_bound_stays_in_the_ball(dtype, huge, C):
+    """An outside review: a row whose squared norm overflows is scaled by
+    C / max|x|, subnormal for a small C, whose roundings erred far beyond
+    the margin (the scaled row's true norm was 1.25 C in both dtypes, and
+    two neighbours' Gram matrices moved by 1.86 C² for a stated √2 C²)."""
+    rows = np.zeros((3, 2))
+    rows[0] = [huge, huge / 3]
+    rows[1] = [0.5 * C, 0.0]
+    rows[2] = [0.0, 2.0 * C]
+    X = xps.asarray(rows.astype(dtype))
+    with config_context(array_api_dispatch=True):
+        engine = ArrayAPIRows(X, xps, X.device)
+        clipped = to_numpy(engine._clipped(X, C * engine.shrink, None))
+    exact = [math.sqrt(sum(Fraction(float(v)) ** 2 for v in row)) for row in clipped]
+    assert max(exact) <= C
+
+
+def test_a_tiny_row_beside_a_huge_one_is_not_nan():
+    """The rescaled norms' ratio C / max|x| overflowed for a tiny row in a
+    block where another row's norm overflowed: inf / inf made its scale
+    NaN, and the fit failed, after its charge, on that neighbour only."""
+    rng = np.random.default_rng(0)
+    rows = rng.normal(size=(50, 3))
+    rows[0] = [1e-310, 0.0, 0.0]
+    neighbour = rows.copy()
+    neighbour[1] = 1e200
+    for D in (rows, neighbour):
+        X = xps.asarray(D)
+        with config_context(array_api_dispatch=True):
+            engine = ArrayAPIRows(X, xps, X.device)
+            scales = to_numpy(engine._scales(X, 1.0))
+            est = PrivatePCA(2, data_norm=1.0, accountant=BudgetAccountant()).fit(X)
+        assert np.isfinite(scales).all() and scales[0] == 1.0
+        assert np.isfinite(to_numpy(est.components_)).all()
+
+
+def test_far_rows_stay_on_their_device_and_complex_is_refused():
+    """A private mean far from the origin moves the rows to it: on the
+    device, in their namespace (they became a NumPy engine, which failed on
+    another device after the charge). A complex array is refused before the
+    charge (scikit-learn's check reads a NumPy dtype's kind and cast it to
+    its real part)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(4, 3)) * 0.01 + 100.0
+    device = xps.Device("device1")
+    with config_context(array_api_dispatch=True):
+        est = PrivatePCA(2, epsilon=0.05, data_norm=1.0, accountant=BudgetAccountant())
+        est.fit(xps.asarray(X, device=device))
+        assert est.components_.device == device
+        acc = BudgetAccountant()
+        with pytest.raises(ValueError, match="Complex data not supported"):
+            PrivatePCA(2, data_norm=1.0, accountant=acc).fit(
+                xps.asarray(X.astype(np.complex128)))
+        assert acc.n_charges == 0
 
 
 def test_clipped_products_match_the_numpy_engine():

@@ -1,5 +1,6 @@
 """The clipped statistics equal their definitions on every input layout."""
 
+import math
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -401,3 +402,21 @@ def test_a_wide_fit_holds_about_two_d_by_d_matrices(center):
         tracemalloc.stop()
     assert pca._fit_svd_solver == "randomized"
     assert peak <= 3.0 * 8 * d * d
+
+
+@pytest.mark.parametrize("dtype, huge, C", [("float32", 3e38, 6.7e-7),
+                                             ("float64", 1e308, 7.9e-16),
+                                             ("float64", 1.7e308, 1e-15)])
+def test_a_subnormal_scale_keeps_the_row_in_the_ball(dtype, huge, C):
+    """C / ‖x‖ for a row of 1e308 and C = 1e-15 is subnormal: its roundings
+    erred by 25%, and the scaled row's true norm was 1.25 C (an outside
+    review of the Array API engine, which shares the rule)."""
+    from fractions import Fraction
+
+    from sklearn_dppca._stats import _clip_scales, _sq_norms
+
+    X = np.array([[huge, huge / 3], [0.5 * C, 0.0]], dtype=dtype)
+    scales = _clip_scales(X, _sq_norms(X), C)
+    rows = X * scales[:, None].astype(dtype)
+    exact = [math.sqrt(sum(Fraction(float(v)) ** 2 for v in row)) for row in rows]
+    assert max(exact) <= C and scales[1] == 1.0
