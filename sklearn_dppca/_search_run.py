@@ -227,7 +227,7 @@ def _check_public_scalers(plan, n_features, names):
 
         zeros = pd.DataFrame(zeros, columns=list(names))
     for cand in plan.candidates:
-        if cand.error is None and cand.index:
+        if cand.error is None and isinstance(cand.estimator, Pipeline):
             first = cand.estimator.steps[0][1]
             if isinstance(first, PublicScaler):
                 clone(first).fit(zeros)
