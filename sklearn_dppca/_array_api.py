@@ -416,14 +416,24 @@ class ArrayAPICentredRows:
         """
         data, xp = self.data, self.data.xp
         d, n_trials, k = W.shape
-        flat = data._device(np.reshape(W, (d, n_trials * k)))
         shrink = 1.0 / ((1.0 + (k + 8) * data.eps) * data.rounding)
-        radii = data._device(np.asarray(radii, dtype=np.float64) * shrink)
+        radii = np.asarray(radii, dtype=np.float64) * shrink
+        # float32 rows with a radius near or below float32's normal range
+        # (clip_radius may be 1e-100): the radius would round to 0 or to a
+        # subnormal, whose rounding errs far beyond the margin (0/0 = NaN for
+        # a zero product, terms of 1.67 R): their products in float64
+        wide = (numpy_dtype(data.X) == np.float32
+                and float(radii.min()) < FLOAT32_SMALLEST_RADIUS)
+        dtype = np.float64 if wide else None
+        flat = like(np.reshape(W, (d, n_trials * k)), data.X, dtype=dtype)
+        radii = like(radii, data.X, dtype=dtype)
         centre = None if self.mean is None else data._device(self.mean)
         limit = self.data_norm * data.shrink
         total, counts = None, np.zeros(n_trials, dtype=np.int64)
         for block in data._blocks():
             unit = data._clipped(block, limit, centre) / self.data_norm
+            if wide:
+                unit = xp.astype(unit, xp.float64)
             products = xp.reshape(unit @ flat, (-1, n_trials, k))
             norms = xp.sqrt(xp.sum(products * products, axis=2))
             # min(1, R/‖p‖), and 1 for p = 0
@@ -481,6 +491,12 @@ def nan_to_num(X):
     out = xp.where(xp.isnan(X), xp.zeros_like(X), X)
     out = xp.where(out > top, top, out)
     return xp.where(out < -top, -top, out)
+
+
+#: The smallest clipping radius of products computed in float32 (a tenth of
+#: float32's smallest normal over its eps): below it a product's entries
+#: round by subnormal steps, and the products are computed in float64.
+FLOAT32_SMALLEST_RADIUS = 1e-30
 
 
 def _plain(X, xp):

@@ -230,12 +230,20 @@ class CentredRows:
             over = norms > radii
             with np.errstate(divide="ignore", invalid="ignore"):
                 factor = np.where(over, radii / norms, 1.0)
-            products *= (factor * unit[:, None])[:, :, None]
+            explicit = _explicit_terms(block, centre, unit, radii, products, factor)
+            coef = factor * unit[:, None]
+            if explicit is not None:  # those terms are not in XᵀQ − m Σ qᵀ
+                coef[explicit[0]] = 0.0
+            products *= coef[:, :, None]
             products = products.reshape(-1, n_trials * k)
             if into is None:  # a thread's part, added by the caller
-                return (np.asarray(block.T @ products), products.sum(0),
-                        over.sum(0), q)
+                part = np.asarray(block.T @ products)
+                if explicit is not None:
+                    part += explicit[1]
+                return part, products.sum(0), over.sum(0), q
             _add_transposed_product(into, block, products)
+            if explicit is not None:
+                into += explicit[1]
             return None, products.sum(0), over.sum(axis=0), q
 
         # threads of ours, if any, each with a single-threaded BLAS (two-threaded
@@ -279,6 +287,42 @@ def _energy_terms(products, radii):
     statistic (:meth:`CentredRows.clipped_energy`)."""
     sq = np.einsum("ij,ij->i", products, products)
     return np.minimum(sq[:, None], radii**2).sum(axis=0)
+
+
+#: Below this :math:`R t_i` (a row's clipping radius times its unit scale)
+#: a term's :math:`q_i = t_i \operatorname{Clip}_R(y_i)` has entries that
+#: round by subnormal steps, an error that :math:`x_i q_i^\top` multiplies
+#: by :math:`\|x_i\| \approx 1/t_i`: the term is formed from normal
+#: numbers instead (:func:`_explicit_terms`).
+SUBNORMAL_TERMS = np.finfo(np.float64).tiny / np.finfo(np.float64).eps
+
+
+def _explicit_terms(block, centre, unit, radii, products, factor):
+    r"""The terms :math:`a_i \operatorname{Clip}_R(y_i)^	op` of the rows and
+    trials where :math:`R t_i` < :data:`SUBNORMAL_TERMS` (a row of norm near
+    :math:`10^{308}` with a small :math:`R`), formed as
+    :math:`((x_i - m) t_i) \otimes (f_i y_i)`: both factors of norm at most 1
+    and :math:`R`, so their roundings are relative, within the margin. In
+    :math:`X^	op Q - m (\sum q_i)^	op` those terms' :math:`q_i` were
+    subnormal, and rounded by up to half a subnormal step, which
+    :math:`x_i` multiplied by up to :math:`10^{308}`: a term reached 1.98
+    :math:`R` (an outside review), and neighbours' sums differed by 3.2
+    :math:`R` for a stated :math:`2R`.
+
+    Returns
+    -------
+    None, or (mask, terms)
+        ``mask`` (rows, trials): the pairs formed here, whose ``q`` the
+        caller zeroes; ``terms`` (d, trials · k): their sum.
+    """
+    small = radii[None, :] * unit[:, None] < SUBNORMAL_TERMS
+    if not small.any():
+        return None
+    rows = np.flatnonzero(small.any(axis=1))
+    a = (_dense(block[rows]) - centre) * unit[rows, None]
+    clipped = products[rows] * factor[rows][:, :, None]
+    clipped[~small[rows]] = 0.0  # those pairs take the usual route
+    return small, a.T @ clipped.reshape(rows.size, -1)
 
 
 def _add_transposed_product(total, block, products):

@@ -331,6 +331,34 @@ def test_far_rows_stay_on_their_device_and_complex_is_refused():
         assert acc.n_charges == 0
 
 
+def test_float32_products_with_a_tiny_radius_are_finite_and_bounded():
+    """clip_radius=1e-50 (allowed: it is above 1e-100) rounded to 0 in
+    float32, and a zero product then became 0/0: the fit failed on the
+    neighbour holding a zero row only; radii in float32's subnormal range
+    gave terms of 1.67 R. Such radii's products are computed in float64."""
+    base = np.random.default_rng(0).standard_normal((200, 5)).astype(np.float32)
+    base *= 0.1
+    neighbour = base.copy()
+    neighbour[-1] = 0.0
+    for X in (base, neighbour):
+        with config_context(array_api_dispatch=True):
+            est = CoherentPowerPCA(2, epsilon=2.0, data_norm=1.0, clip_radius=1e-50,
+                                   n_iter=2, center=False,
+                                   accountant=BudgetAccountant()).fit(xps.asarray(X))
+        assert np.isfinite(to_numpy(est.components_)).all()
+    from sklearn_dppca._array_api import ArrayAPICentredRows
+
+    with config_context(array_api_dispatch=True):
+        X = xps.asarray(neighbour)
+        rows = ArrayAPICentredRows(ArrayAPIRows(X, xps, X.device), 1.0, None)
+        W = np.random.default_rng(1).normal(size=(5, 1, 2))
+        for R in (8.4e-46, 1e-50, 1e-3):
+            total = rows.clipped_products(W, [R])[0]
+            assert np.isfinite(total).all()
+            # at most R per row: n rows' terms, each of norm ≤ R
+            assert np.linalg.norm(total) <= len(base) * R
+
+
 def test_clipped_products_match_the_numpy_engine():
     X = data(2000, 5)
     rng = np.random.default_rng(2)

@@ -420,3 +420,35 @@ def test_a_subnormal_scale_keeps_the_row_in_the_ball(dtype, huge, C):
     rows = X * scales[:, None].astype(dtype)
     exact = [math.sqrt(sum(Fraction(float(v)) ** 2 for v in row)) for row in rows]
     assert max(exact) <= C and scales[1] == 1.0
+
+
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+def test_clipped_products_of_huge_rows_keep_their_sensitivity(layout):
+    """A row of norm 1.7e308 whose product is clipped to a small R: its
+    term's q_i = t_i Clip(y_i) was subnormal, rounded by up to half a
+    subnormal step, which x_i multiplied back: neighbours' sums differed
+    by 3.24 R for a stated 2 R (an outside review). Those terms are now
+    formed from normal numbers."""
+    from fractions import Fraction
+
+    from sklearn_dppca._rows import CentredRows
+
+    angle = np.deg2rad(80.0)
+    C = 1e10
+    huge = 1.7e308 * np.array([np.cos(angle), np.sin(angle)])
+    other = C * np.array([np.cos(-angle), np.sin(-angle)])
+    filler = np.array([0.3 * C, 0.1 * C])
+    W = np.array([[[1.0]], [[0.0]]])
+
+    def total(rows, R):
+        rows = sparse.csr_matrix(rows) if layout == "csr" else rows
+        engine = CentredRows(rows, C, None, row_sq_norms(rows))
+        return engine.clipped_products(W, [R])[0][:, 0, :]
+
+    worst = 0.0
+    for R in np.geomspace(1e-17, 1e-14, 40):
+        diff = (total(np.vstack([huge, filler]), R)
+                - total(np.vstack([other, filler]), R))
+        exact = sum(Fraction(float(v)) ** 2 for v in diff.ravel()) / Fraction(R) ** 2
+        worst = max(worst, math.sqrt(exact))
+    assert worst <= 2.0
