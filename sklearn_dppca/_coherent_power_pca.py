@@ -145,7 +145,9 @@ class CoherentPowerPCA(_BasePrivatePCA):
         convergence, and ``n_iter_`` may be 0; see ``n_iter_``.)
     expected_trials : int or "auto", default="auto"
         ``selection="repetition"`` only: mean :math:`1/\theta` of the
-        geometric number of trials; ``"auto"`` is twice the number of grid points.
+        geometric number of trials; ``"auto"`` is twice the number of grid
+        points (at the fixed point of the plan's iteration; where the grid's
+        size alternates, that of the last pass).
     failure_prob : float, default=0.1
         The :math:`\beta` of the floor :math:`\gamma` on the preconditioner's
         eigenvalues (and of the repetition score's margin).
