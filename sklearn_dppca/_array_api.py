@@ -499,7 +499,7 @@ def nan_to_num(X):
 FLOAT32_SMALLEST_RADIUS = 1e-30
 
 
-def _plain(X, xp):
+def plain(X, xp):
     """``X`` refused if complex (scikit-learn's check reads a NumPy dtype's
     ``kind``, which other namespaces' dtypes lack, so a complex tensor was
     cast to its real part with a warning), and detached from an autograd
@@ -517,7 +517,7 @@ def fit_rows(estimator, X, xp, device, non_finite="raise"):
     with ``non_finite="clip"``, its values mapped by :func:`nan_to_num`."""
     X = validate_data(
         estimator,
-        _plain(X, xp),
+        plain(X, xp),
         dtype=float_dtypes(xp, device),
         ensure_min_samples=2,
         ensure_all_finite=False,  # checked by the first pass

@@ -8,6 +8,7 @@ import scipy.linalg
 from sklearn.utils._param_validation import StrOptions
 
 from . import _array_api
+from ._array_api import ArrayAPIRows
 from ._base import _all_or_nothing, _BasePrivatePCA
 from ._matrix_free import _MatrixFreeMixin
 from ._param_docs import fill_parameter_docs
@@ -298,14 +299,20 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
         else:
             gram = _array_api.add_noise(gram, goe_noise(rng, gram.shape[0], sigma))
         trace = self._released_trace(trace, sigma, rng)
-        if pool is not None and isinstance(gram, np.ndarray) and (
-                pool.scatter.shape == gram.shape):
-            gram, sigma, trace = _combined(gram, sigma, trace, pool)
+        # a search's pooled refit and kept fold releases: on the host (an
+        # Array API release's d × d crosses once; it was neither pooled nor
+        # kept, so its refit had the noise of its own share only)
+        on_host = isinstance(gram, np.ndarray)
+        if pool is not None and pool.scatter.shape == tuple(gram.shape):
+            host, sigma, trace = _combined(
+                gram if on_host else _array_api.to_host(gram), sigma, trace, pool)
+            gram = host if on_host else _array_api.like(host, gram)
             self._pooled = True
-        if centre is not None and isinstance(gram, np.ndarray) and (
+        if centre is not None and (
                 gram.shape[0] <= KEPT_MAX_FEATURES
-                and gram.nbytes <= self._keep_release):  # for a search's refit
-            self._kept = KeptRelease(gram.copy(), sigma, trace, centre[0],
+                and 8 * gram.shape[0] ** 2 <= self._keep_release):
+            kept = gram.copy() if on_host else _array_api.to_host(gram).copy()
+            self._kept = KeptRelease(kept, sigma, trace, centre[0],
                                      self.n_samples_, centre[1], self.data_norm_,
                                      self.mean_norm_)
         self._released_components(gram, sigma, trace, rng, dtype)
@@ -334,7 +341,7 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
         ``release`` was made of. A supervised search's refit
         (docs/privacy.rst, "The fold fits' releases, pooled for the
         refit")."""
-        X, _ = self._validate_for_fit(X)
+        X, engine = self._validate_for_fit(X)
         n, d = X.shape
         if (n, d) != (release.n_samples, release.scatter.shape[0]):
             raise ValueError(f"The release is of {release.n_samples} rows and "
@@ -351,6 +358,8 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
         self._released_components(release.scatter.copy(), release.sigma,
                                   release.trace, make_generator(self.random_state),
                                   dtype)
+        if isinstance(engine, ArrayAPIRows):  # attributes in X's namespace
+            _array_api.move_attributes(self, engine.xp, engine.device)
         self.privacy_spent_ = spent
         self._warn_released(noisy_mean, projected_mean)
         return self

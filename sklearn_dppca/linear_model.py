@@ -118,10 +118,15 @@ def _like(values, X):
     device where ``X`` is an Array API array, as scikit-learn's estimators
     return it (floats in ``X``'s precision; labels that are not numbers stay
     a NumPy array); otherwise as it is."""
-    if _array_api.namespace(X) is None:
+    namespace = _array_api.namespace(X)
+    if namespace is None:
         return values
     if values.dtype.kind == "f":
-        return _array_api.like(values, X)
+        # X's precision, or the device's widest float for integer rows
+        # (their dtype cast the outputs to integers: probabilities of 0)
+        floating = _array_api.numpy_dtype(X).kind == "f"
+        return _array_api.like(
+            values, X, dtype=None if floating else _array_api.widest_float(*namespace))
     if values.dtype.kind in "biu":
         return _array_api.like(values, X, dtype=values.dtype)
     return values

@@ -567,9 +567,12 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
                               getattr(self, "feature_names_in_", None))
         X = X if hasattr(X, "iloc") else checked
         y = _supervised.check_labels(plan, y, n_samples)
-        reads_x = [c for c in plan.candidates
-                   if c.error is None and not isinstance(c.estimator, Pipeline)
-                   or c.error is None and c.estimator.steps[0][1] is c.private[0][1]]
+        # the candidates whose private step reads X itself, and refuses NaN
+        # (with non_finite="clip" it maps it, as the step alone does)
+        reads_x = [c for c in plan.candidates if c.error is None and (
+            not isinstance(c.estimator, Pipeline)
+            or c.estimator.steps[0][1] is c.private[0][1])
+            and c.private[0][1].get_params().get("non_finite") != "clip"]
         if reads_x and not _all_finite(X):
             raise ValueError(
                 "Input X contains NaN: the private steps need finite rows. Fill "
@@ -619,6 +622,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         X = saturate_big_numbers(gather_rows(X))
         namespace = _array_api.namespace(X)
         if namespace is not None:
+            X = _array_api.plain(X, namespace[0])  # complex refused, as a fit does
             return validate_data(self, X, ensure_min_samples=2,
                                  dtype=_array_api.float_dtypes(*namespace),
                                  ensure_all_finite="allow-nan")

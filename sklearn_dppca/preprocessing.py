@@ -84,6 +84,8 @@ def _validate(estimator, X, *, reset, **params):
     check_numeric_columns(X)
     X = saturate_big_numbers(gather_rows(X))
     where = _array_api.namespace(X)
+    if where is not None:
+        X = _array_api.plain(X, where[0])  # complex refused, as a fit does
     dtype = FLOAT_DTYPES if where is None else _array_api.float_dtypes(*where)
     return validate_data(estimator, X, accept_sparse=("csr", "csc"), dtype=dtype,
                          reset=reset, **params)

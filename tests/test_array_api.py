@@ -606,3 +606,60 @@ def test_mle_choice_is_the_numpy_one_in_float32(est, ns):
     with config_context(array_api_dispatch=True):
         other = est("mle", epsilon=math.inf, data_norm=10.0).fit(module.asarray(X))
     assert other.n_components_ == ref.n_components_ == 18
+
+
+def test_searches_on_array_api_input_are_the_numpy_searches():
+    """An outside review: the refit's pooled release (the fold fits' kept
+    releases) was made on the host only, so a search on an Array API array
+    refitted with its own share's noise alone (and a supervised refit spent
+    half the head's share on the PCA again); a complex array was charged
+    and cast to its real part; a head's outputs on integer rows were cast to
+    integers. Each is now the NumPy search's."""
+    from sklearn.pipeline import Pipeline
+
+    from sklearn_dppca.linear_model import PrivateLDA
+    from sklearn_dppca.model_selection import PrivateGridSearchCV
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 5)) * [2.0, 1.0, 0.5, 0.3, 0.2]
+    y = (X[:, 0] + 0.3 * rng.normal(size=600) > 0).astype(int)
+    pipe = Pipeline([("s", PublicScaler((-3.0, 3.0))),
+                     ("pca", PrivatePCA(data_norm=2.0, whiten="partial")),
+                     ("lda", PrivateLDA(classes=[0, 1], data_norm=1.0))])
+    searches = {
+        "pca": (PrivateGridSearchCV(PrivatePCA(data_norm=2.0),
+                                    {"n_components": [1, 2, 3]}, epsilon=3.0,
+                                    cv=3, random_state=0), False),
+        "pipeline": (PrivateGridSearchCV(pipe, {"pca__n_components": [1, 2, 3]},
+                                         epsilon=3.0, cv=3, random_state=0), True),
+    }
+    for search, supervised in searches.values():
+        labels = (y,) if supervised else ()
+        ours = clone(search).fit(X, *labels).best_estimator_
+        with config_context(array_api_dispatch=True):
+            theirs = clone(search).fit(xps.asarray(X),
+                                       *(xps.asarray(v) for v in labels))
+        theirs = theirs.best_estimator_
+        pcas = (ours["pca"], theirs["pca"]) if supervised else (ours, theirs)
+        assert pcas[0].privacy_spent_ == pytest.approx(pcas[1].privacy_spent_)
+        np.testing.assert_allclose(to_numpy(pcas[1].components_),
+                                   pcas[0].components_, rtol=1e-8, atol=1e-10)
+        if supervised:  # the head had the whole refit's share on both
+            assert ours["lda"].privacy_spent_ == pytest.approx(
+                theirs["lda"].privacy_spent_)
+            np.testing.assert_allclose(theirs["lda"].coef_, ours["lda"].coef_,
+                                       rtol=1e-8, atol=1e-10)
+    complex_rows = X.astype(np.complex128)
+    complex_rows[:, 0] += 1j
+    acc = BudgetAccountant()
+    with config_context(array_api_dispatch=True):
+        with pytest.raises(ValueError, match="Complex data not supported"):
+            clone(searches["pca"][0]).set_params(accountant=acc).fit(
+                xps.asarray(complex_rows))
+        assert acc.n_charges == 0
+        head = PrivateLDA(classes=[0, 1], data_norm=1.0, random_state=0,
+                          accountant=BudgetAccountant())
+        integers = xps.asarray(np.round(X).astype(np.int64))
+        head.fit(integers, xps.asarray(y))
+        proba = to_numpy(head.predict_proba(integers))
+    assert proba.dtype.kind == "f" and 0 < proba.mean() < 1

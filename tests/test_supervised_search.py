@@ -527,3 +527,24 @@ def test_a_caching_pipeline_gives_each_private_step_its_own_noise(tmp_path):
     assert search.best_estimator_.score(X, y) > 0.5
     assert search.best_estimator_.memory == str(tmp_path)
     assert not any(tmp_path.rglob("*.pkl"))  # no fit was cached
+
+
+def test_a_bare_head_with_clip_reads_nan_as_it_does_alone():
+    """A bare head with non_finite="clip" maps NaN, alone and in a search (the
+    search refused it before its charge, as if the head raised)."""
+    from sklearn_dppca import BudgetAccountant
+    from sklearn_dppca.linear_model import PrivateRidge
+    from sklearn_dppca.model_selection import PrivateGridSearchCV
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3))
+    y = X[:, 0] + 0.1 * rng.normal(size=120)
+    X[0, 1] = np.nan
+    head = PrivateRidge(y_bounds=(-3, 3), data_norm=3.0, non_finite="clip")
+    head.set_params(accountant=BudgetAccountant()).fit(X, y)
+    acc = BudgetAccountant()
+    PrivateGridSearchCV(head, {"alpha": [1.0, 10.0]}, cv=3, accountant=acc).fit(X, y)
+    assert acc.n_charges == 1
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        PrivateGridSearchCV(head.set_params(non_finite="raise"), {"alpha": [1.0]},
+                            cv=3, accountant=BudgetAccountant()).fit(X, y)
