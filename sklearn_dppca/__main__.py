@@ -463,7 +463,9 @@ def _use_ledger(args, estimator):
         return None
     from .privacy import BudgetAccountant, gdp_mu
 
-    label = f"dppca fit {args.data}" if args.label is None else args.label
+    # a file name that is not UTF-8 holds surrogates: written with escapes
+    label = (f"dppca fit {args.data}".encode("utf-8", "backslashreplace")
+             .decode("utf-8") if args.label is None else args.label)
     ledger = BudgetAccountant(path=args.ledger, label=label)
     # Exact for the GDP-accounted fits; a --selection repetition fit (an
     # RDP curve) is checked exactly again when it is charged.

@@ -154,6 +154,8 @@ def _decode_curve(text):
         return None
     value = json.loads(text)
     if isinstance(value, dict):  # a release stated in (epsilon, delta)
+        if set(value) != {"epsilon", "delta"}:
+            raise ValueError(f"a release's (epsilon, delta) has keys {sorted(value)}")
         return {key: float(v) for key, v in value.items()}
     return [float(v) for v in value]
 
@@ -379,6 +381,10 @@ class Ledger:
                      "inserted or moved there", i)
             if _row_hash(row) != row["hash"]:
                 fail(f"row {i} was edited: its contents do not match its hash", i)
+            try:  # a rewrite with its hashes recomputed may hold anything
+                _decoded(row)
+            except (TypeError, ValueError, KeyError) as exc:
+                fail(f"row {i} is malformed ({exc}): the ledger was rewritten", i)
             previous = row["hash"]
         recorded, n = int(meta["n_charges"]), len(rows)
         if recorded > n:
@@ -429,11 +435,16 @@ class Ledger:
                        time=now.isoformat(timespec="microseconds"),
                        prev_hash=rows[-1]["hash"] if rows else self.header["genesis"])
             row["hash"] = _row_hash(row)
-            con.execute(
+            inserted = con.execute(
                 "INSERT INTO charges VALUES (:seq, :time, :estimator, :params, "
                 ":label, :mu, :rdp, :epsilon_spent, :prev_hash, :hash)", row)
-            con.executemany("UPDATE meta SET value = ? WHERE key = ?",
-                            [(str(row["seq"]), "n_charges"), (row["hash"], "head")])
+            updated = [con.execute("UPDATE meta SET value = ? WHERE key = ?", pair)
+                       for pair in ((str(row["seq"]), "n_charges"),
+                                    (row["hash"], "head"))]
+            if inserted.rowcount != 1 or any(u.rowcount != 1 for u in updated):
+                raise LedgerIntegrityError(  # rolled back: nothing is charged
+                    f"{self.path}: the charge was not written (the ledger "
+                    "ignored it): refused", row=row["seq"])
             return row
 
         row = self._transaction(body, "IMMEDIATE")
@@ -481,11 +492,26 @@ def _copy_exclusive(source, path):
     return True
 
 
+#: The schema objects of a ledger: its two tables and the meta key's index.
+#: Anything else (a trigger, a view, another table) is refused: a trigger
+#: that ignores the inserts of charges would drop every later one while the
+#: chain stays well-formed and every anchor verifies.
+_SCHEMA = {("table", "meta"), ("table", "charges"),
+           ("index", "sqlite_autoindex_meta_1")}
+#: The header's keys, each required.
+_META_KEYS = (*_META_HASHED, "genesis", "n_charges", "head")
+
+
 def _meta(con, path):
     try:
-        meta = dict(con.execute("SELECT key, value FROM meta"))
-    except sqlite3.OperationalError:
-        meta = {}
+        schema = set(con.execute("SELECT type, name FROM sqlite_master"))
+        meta = (dict(con.execute("SELECT key, value FROM meta"))
+                if ("table", "meta") in schema else {})
+    except sqlite3.DatabaseError as exc:
+        if "not a database" not in str(exc) and "malformed" not in str(exc):
+            # busy, locked, or an I/O error: not a verdict on the file
+            raise LedgerError(f"{path}: cannot read the ledger ({exc})") from exc
+        schema, meta = set(), {}
     if meta.get("format") != FORMAT:
         if not meta and os.path.exists(path) and os.path.getsize(path) == 0:
             raise LedgerError(
@@ -498,6 +524,19 @@ def _meta(con, path):
         raise LedgerError(
             f"{path}: ledger format version {meta.get('version')} is not "
             f"supported (this sklearn_dppca writes version {VERSION})")
+    if schema != _SCHEMA:
+        extra = sorted(f"{kind} {name!r}" for kind, name in schema - _SCHEMA)
+        raise LedgerIntegrityError(
+            f"{path}: the ledger's schema was altered ("
+            + (", ".join(extra) or "a table is missing")
+            + "): a trigger or view could drop or change charges unseen",
+            row=None)
+    missing = [key for key in _META_KEYS if key not in meta]
+    if missing or not str(meta.get("n_charges", "")).isdecimal():
+        raise LedgerIntegrityError(
+            f"{path}: the ledger's header was edited ("
+            + (f"{', '.join(missing)} removed" if missing else "n_charges not a count")
+            + ")", row=None)
     return meta
 
 

@@ -247,8 +247,7 @@ class BudgetAccountant:
 
     def __init__(self, epsilon=None, delta=None, *, path=None, label=None,
                  spent_budget=None):
-        if label is not None and not isinstance(label, str):
-            raise TypeError(f"label must be a string or None; got {label!r}.")
+        _check_label(label)
         self.label = label
         self._lock = threading.Lock()
         self._detached = False
@@ -937,10 +936,25 @@ def _compose(rows):
     return totals
 
 
+def _check_label(label):
+    """A charge's label: None, or a string a ledger can store (UTF-8: a lone
+    surrogate, as a file name not in UTF-8 decodes to, cannot be hashed, and
+    failed the charge after the data was read)."""
+    if label is None:
+        return
+    if not isinstance(label, str):
+        raise TypeError(f"label must be a string or None; got {label!r}.")
+    try:
+        label.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"label must be encodable as UTF-8; got {label!r} (a file name not "
+            "in UTF-8?).") from None
+
+
 def _describe(estimator, label):
     """What a charge records of who made it: public values only."""
-    if label is not None and not isinstance(label, str):
-        raise TypeError(f"label must be a string or None; got {label!r}.")
+    _check_label(label)
     if estimator is None:
         return {"estimator": None, "params": params_text({}), "label": label}
     params = estimator.get_params(deep=False)

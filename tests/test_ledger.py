@@ -854,3 +854,52 @@ def test_one_accountant_shared_by_threads_never_accuses_itself(path, journal):
     for t in threads:
         t.join(timeout=300)
     assert errors == [] and acc.verify() == 45
+
+
+def test_a_trigger_that_drops_charges_is_refused(path):
+    """An attacker's review: triggers that ignore the inserts of charges and
+    the header's updates made every later charge vanish (4.7 spent against
+    a budget of 3) while the chain stayed well-formed and every anchor
+    verified. The ledger's schema is now checked on every read, and a
+    charge whose insert did not take is refused."""
+    acc = BudgetAccountant(3.0, 1e-6, path=path)
+    acc.spend(MU1)
+    con = sqlite3.connect(path, isolation_level=None)
+    con.execute("CREATE TRIGGER drop_ins BEFORE INSERT ON charges "
+                "BEGIN SELECT RAISE(IGNORE); END")
+    con.close()
+    for call in (lambda: acc.spend(MU1 / 3), lambda: BudgetAccountant(path=path)):
+        with pytest.raises(LedgerIntegrityError, match="schema was altered.*drop_ins"):
+            call()
+    assert main(["ledger", "verify", path]) == 2
+
+
+def test_a_busy_ledger_is_said_busy_and_an_edited_header_edited(path, monkeypatch):
+    from sklearn_dppca import _ledger
+
+    BudgetAccountant(5.0, 1e-6, path=path)
+    monkeypatch.setattr(_ledger, "BUSY_TIMEOUT", 0.2)
+    con = sqlite3.connect(path, isolation_level=None)
+    con.execute("BEGIN EXCLUSIVE")
+    with pytest.raises(LedgerError, match="cannot read the ledger .*locked"):
+        BudgetAccountant(path=path)
+    con.execute("ROLLBACK")
+    for key in ("epsilon", "genesis", "head"):
+        copy = path + "." + key
+        shutil.copy(path, copy)
+        edit = sqlite3.connect(copy, isolation_level=None)
+        edit.execute("DELETE FROM meta WHERE key = ?", (key,))
+        edit.close()
+        with pytest.raises(LedgerIntegrityError, match=f"header was edited .*{key}"):
+            BudgetAccountant(path=copy)
+
+
+def test_a_label_a_ledger_cannot_store_is_refused_before_the_data(path):
+    """A lone surrogate (a file name not in UTF-8, the CLI's default label)
+    failed the charge's hash, after the data was read."""
+    with pytest.raises(ValueError, match="encodable as UTF-8"):
+        BudgetAccountant(3.0, path=path, label="caf\udce9.csv")
+    acc = BudgetAccountant(3.0, path=path)
+    with pytest.raises(ValueError, match="encodable as UTF-8"):
+        acc.spend(MU1, label="caf\udce9.csv")
+    assert acc.n_charges == 0
