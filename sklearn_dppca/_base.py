@@ -8,6 +8,7 @@ turns released eigenpairs into scikit-learn's PCA attributes, plus
 and the probabilistic-PCA ``score``. A subclass writes only ``_release``.
 """
 
+import contextlib
 import functools
 import math
 import re
@@ -222,6 +223,24 @@ class _FloatParamsMixin:
                     "float (math.inf where an unbounded value is meant).")
 
 
+@contextlib.contextmanager
+def _after_the_charge():
+    """A NaN or infinite value met after the charge, which only a Dask
+    array's rows past the first rows can hold (read after it on many rows,
+    docs/privacy.rst §5): scikit-learn's error with what to do, and that
+    the fit was charged."""
+    try:
+        yield
+    except ValueError as error:
+        if not _NON_FINITE_ERROR.search(str(error)) or NON_FINITE_HINT in str(error):
+            raise
+        raise ValueError(
+            f"{error} {NON_FINITE_HINT} This fit was charged: on many rows, a "
+            "Dask array's rows after its first rows are read after the charge "
+            "(docs/privacy.rst, \"The first rows\"; in memory every value is "
+            "checked first).") from error
+
+
 def _refuse_fit_params(estimator, params):
     """Refuse fit parameters (``sample_weight``, ...) with the reason."""
     if not params:
@@ -405,40 +424,43 @@ class _BasePrivatePCA(
                 if not _NON_FINITE_ERROR.search(str(error)):
                     raise
                 raise ValueError(f"{error} {NON_FINITE_HINT}") from error
-            # The bounds' searches (if "auto") and the private mean, or with a
-            # pilot the centre (docs/privacy.rst §5); with "auto" the plan may
-            # return unspent budget to our releases.
-            released = _bounds.release_bounds(bounds, read, plan, rng)
-            # the read's counts and sums are not kept past the release
-            from_data, read = read.from_data, None
-            mean, data_norm, plan = released.mean, released.data_norm, released.plan
-            self.mean_norm_ = released.mean_norm
-            data = released.data  # the rows clipped into the box, if any
-            if "centring" in plan.mus:  # the numeric fit's pilot
-                gram, mean = self._centred_in_one_pass(
-                    data, n_samples, data_norm, mean, plan, rng)
-            elif self._fit_path != "dense":  # never formed (_release)
-                gram = None
-            else:
-                gram = data.gram(data_norm, mean)
-            rows = data.rows(data_norm, mean)  # further passes, for _release
-            if not self._gram_in_namespace and gram is not None:
-                gram = _array_api.to_host(gram)  # the same array for NumPy and Dask
-            vars(self).pop("clipped_fraction_", None)  # only "auto" releases it
-            if released.clipped_fraction is not None:
-                self.clipped_fraction_ = released.clipped_fraction
-            self.data_norm_ = data_norm
-            self.n_samples_ = n_samples
-            if "path" in self._parameter_constraints:  # PrivatePCA's
-                self.path_ = self._fit_path
-            self.mean_ = (
-                released.offset if mean is None else released.offset + mean
-            ).astype(dtype, copy=False)
-            noisy_mean = self.mean_
-            self.mean_ = projected_mean = mean_in_box(self.mean_, bounds)
-            if getattr(self, "_keep_release", False):  # a search's fold fit
-                self._release_centre = (noisy_mean, bounds)  # PrivatePCA's _kept
-            self._release(gram, rows, plan, rng, dtype)
+            # past the first pass, a NaN met (a Dask array's later rows, read
+            # after the charge on many rows) is said to have been charged
+            with _after_the_charge():
+                # The bounds' searches (if "auto") and the private mean, or with a
+                # pilot the centre (docs/privacy.rst §5); with "auto" the plan may
+                # return unspent budget to our releases.
+                released = _bounds.release_bounds(bounds, read, plan, rng)
+                # the read's counts and sums are not kept past the release
+                from_data, read = read.from_data, None
+                mean, data_norm, plan = released.mean, released.data_norm, released.plan
+                self.mean_norm_ = released.mean_norm
+                data = released.data  # the rows clipped into the box, if any
+                if "centring" in plan.mus:  # the numeric fit's pilot
+                    gram, mean = self._centred_in_one_pass(
+                        data, n_samples, data_norm, mean, plan, rng)
+                elif self._fit_path != "dense":  # never formed (_release)
+                    gram = None
+                else:
+                    gram = data.gram(data_norm, mean)
+                rows = data.rows(data_norm, mean)  # further passes, for _release
+                if not self._gram_in_namespace and gram is not None:
+                    gram = _array_api.to_host(gram)  # the same array for NumPy and Dask
+                vars(self).pop("clipped_fraction_", None)  # only "auto" releases it
+                if released.clipped_fraction is not None:
+                    self.clipped_fraction_ = released.clipped_fraction
+                self.data_norm_ = data_norm
+                self.n_samples_ = n_samples
+                if "path" in self._parameter_constraints:  # PrivatePCA's
+                    self.path_ = self._fit_path
+                self.mean_ = (
+                    released.offset if mean is None else released.offset + mean
+                ).astype(dtype, copy=False)
+                noisy_mean = self.mean_
+                self.mean_ = projected_mean = mean_in_box(self.mean_, bounds)
+                if getattr(self, "_keep_release", False):  # a search's fold fit
+                    self._release_centre = (noisy_mean, bounds)  # PrivatePCA's _kept
+                self._release(gram, rows, plan, rng, dtype)
             if isinstance(engine, ArrayAPIRows):  # attributes in X's namespace
                 _array_api.move_attributes(self, engine.xp, engine.device)
             self.privacy_spent_ = reported_spend(plan.spent, self.epsilon)

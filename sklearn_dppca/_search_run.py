@@ -203,11 +203,12 @@ def _check_raw_rows(plan, X):
                 continue
             if not _all_finite(X):
                 raise ValueError(
-                    "Input X contains NaN: the private estimator needs finite "
-                    "rows. Fill missing values with a public constant in the "
-                    "Pipeline, before the private estimator: SimpleImputer("
-                    "strategy='constant', fill_value=..., keep_empty_features="
-                    "True). The search was refused before it spent any budget."
+                    "Input X contains NaN or infinity: the private estimator "
+                    "needs finite rows. Fill missing values with a public "
+                    "constant in the Pipeline, before the private estimator: "
+                    "SimpleImputer(strategy='constant', fill_value=..., "
+                    "keep_empty_features=True). The search was refused before "
+                    "it spent any budget."
                 )
             return
 

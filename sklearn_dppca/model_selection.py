@@ -575,9 +575,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
             and c.private[0][1].get_params().get("non_finite") != "clip"]
         if reads_x and not _all_finite(X):
             raise ValueError(
-                "Input X contains NaN: the private steps need finite rows. Fill "
-                "missing values with a public constant in the Pipeline. The "
-                "search was refused before it spent any budget.")
+                "Input X contains NaN or infinity: the private steps need "
+                "finite rows. Fill missing values with a public constant in "
+                "the Pipeline. The search was refused before it spent any budget.")
         if failed:
             warnings.warn(
                 f"{len(failed)} of the {len(plan.candidates)} candidates cannot "

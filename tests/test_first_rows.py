@@ -211,11 +211,15 @@ def test_a_nan_past_the_first_rows_fails_the_fit_charged_after_a_release(
     estimator = PrivatePCA(2, epsilon=EPSILON, data_norm=data_norm,
                            accountant=accountant)
     data = da.from_array(X, chunks=(N // N_CHUNKS, D)) if chunked else X
-    with pytest.raises(ValueError, match="NaN"):
+    with pytest.raises(ValueError, match="NaN") as info:
         with dask.config.set(scheduler="synchronous"):
             estimator.fit(data)
     assert accountant.n_charges == (1 if chunked else 0)
     assert not hasattr(estimator, "components_")
+    # what to do, and (charged) that it was charged: a Dask review found the
+    # charged error bare of both
+    assert "non_finite='clip'" in str(info.value)
+    assert ("This fit was charged" in str(info.value)) == chunked
 
 
 class _Watch:

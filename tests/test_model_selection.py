@@ -1112,3 +1112,16 @@ def test_a_public_scalers_misconfiguration_is_refused_before_the_charge():
     assert acc.n_charges == 0
     search.fit(pd.DataFrame(X, columns=["a", "b", "c"]))  # names: it fits
     assert acc.n_charges == 1
+
+
+def test_the_searchs_refusal_of_a_lazy_array_names_infinity_too():
+    """On a Dask array the search checks finiteness lazily, and said "NaN"
+    for an infinite value too."""
+    da = pytest.importorskip("dask.array")
+    X = np.random.default_rng(0).normal(size=(90, 3))
+    X[5, 1] = np.inf
+    acc = BudgetAccountant()
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        PrivateGridSearchCV(PrivatePCA(data_norm=3.0), {"n_components": [1, 2]},
+                            cv=3, accountant=acc).fit(da.from_array(X, chunks=(30, 3)))
+    assert acc.n_charges == 0
