@@ -27,10 +27,17 @@ DEFAULT_ORDERS = np.concatenate(
 _FLOAT_MAX = sys.float_info.max
 
 
+def beyond_float(value):
+    """Whether ``value`` is an integer (not a bool) beyond float64's range,
+    which ``float()`` refuses with ``OverflowError``."""
+    return (isinstance(value, Integral) and not isinstance(value, bool)
+            and abs(value) > _FLOAT_MAX)
+
+
 def _shown(value):
     """``repr(value)``, but a few words for an integer beyond a float (whose
     hundreds of digits would fill the message)."""
-    if isinstance(value, Integral) and abs(value) > _FLOAT_MAX:
+    if beyond_float(value):
         return "an integer beyond float64's range (about 1.8e308)"
     return repr(value)
 
@@ -43,7 +50,7 @@ def _check_delta(delta):
 
 
 def _check_nonnegative(value, name, allow_inf=True):
-    if isinstance(value, Integral) and abs(value) > _FLOAT_MAX:
+    if beyond_float(value):
         unbounded = " (math.inf is the unbounded value)" if allow_inf else ""
         raise ValueError(f"{name} must lie within float64's range; got "
                          f"{_shown(value)}{unbounded}.")

@@ -49,6 +49,7 @@ from sklearn.utils._array_api import _convert_to_numpy
 from sklearn.utils.validation import validate_data
 
 from ._rows import CentredRows
+from ._stats import subnormal_safe
 
 try:  # scikit-learn >= 1.8
     from sklearn.utils._array_api import check_same_namespace
@@ -307,10 +308,7 @@ class ArrayAPIRows:
             ratio = limit / top
             inside = unit <= ratio
             scale = xp.where(inside, xp.ones_like(unit), ratio / unit)
-            finfo = xp.finfo(rows.dtype)
-            step = finfo.smallest_normal * finfo.eps  # the smallest subnormal
-            return xp.where(scale < finfo.smallest_normal,
-                            xp.clip(scale - 2 * step, min=0.0), scale)
+            return subnormal_safe(scale, xp.finfo(rows.dtype), xp)
 
     def _clipped(self, block, limit, centre):
         r"""The rows :math:`\operatorname{clip}(x - m)` of a block as computed

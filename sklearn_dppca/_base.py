@@ -12,7 +12,6 @@ import contextlib
 import functools
 import math
 import re
-import sys
 import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
@@ -34,6 +33,7 @@ from sklearn.utils._param_validation import (
 from sklearn.utils.validation import validate_data
 
 from . import _array_api, _bounds
+from ._accounting import beyond_float
 from ._array_api import ArrayAPIRows
 from ._dask import (
     ChunkedRows,
@@ -194,17 +194,16 @@ NON_FINITE_HINT = (
 )
 
 
-def _beyond_float(value):
+def _holds_beyond_float(value):
     """Whether a parameter's value holds a Python integer beyond float64's
     range (in a tuple, list, dict or object array too)."""
     if isinstance(value, (tuple, list)):
-        return any(map(_beyond_float, value))
+        return any(map(_holds_beyond_float, value))
     if isinstance(value, dict):
-        return any(map(_beyond_float, value.values()))
+        return any(map(_holds_beyond_float, value.values()))
     if isinstance(value, np.ndarray) and value.dtype == object:
-        return any(map(_beyond_float, value.ravel()))
-    return (isinstance(value, Integral) and not isinstance(value, bool)
-            and abs(value) > sys.float_info.max)
+        return any(map(_holds_beyond_float, value.ravel()))
+    return beyond_float(value)
 
 
 class _FloatParamsMixin:
@@ -216,7 +215,7 @@ class _FloatParamsMixin:
     def _validate_params(self):
         super()._validate_params()
         for name, value in self.get_params(deep=False).items():
-            if _beyond_float(value):
+            if _holds_beyond_float(value):
                 raise InvalidParameterError(
                     f"The {name!r} parameter of {type(self).__name__} holds an "
                     "integer beyond float64's range (about 1.8e308); give a "
@@ -224,21 +223,21 @@ class _FloatParamsMixin:
 
 
 @contextlib.contextmanager
-def _after_the_charge():
-    """A NaN or infinite value met after the charge, which only a Dask
-    array's rows past the first rows can hold (read after it on many rows,
-    docs/privacy.rst §5): scikit-learn's error with what to do, and that
-    the fit was charged."""
+def _non_finite_hint(charged=False):
+    """scikit-learn's error on a NaN or infinite value, with what to do; and,
+    ``charged``, that the fit was charged: only a Dask array's rows past the
+    first rows, read after the charge on many rows (docs/privacy.rst §5),
+    can hold one then."""
     try:
         yield
     except ValueError as error:
         if not _NON_FINITE_ERROR.search(str(error)) or NON_FINITE_HINT in str(error):
             raise
-        raise ValueError(
-            f"{error} {NON_FINITE_HINT} This fit was charged: on many rows, a "
-            "Dask array's rows after its first rows are read after the charge "
-            "(docs/privacy.rst, \"The first rows\"; in memory every value is "
-            "checked first).") from error
+        raise ValueError(f"{error} {NON_FINITE_HINT}" + (
+            " This fit was charged: on many rows, a Dask array's rows after "
+            "its first rows are read after the charge (docs/privacy.rst, \"The "
+            "first rows\"; in memory every value is checked first)."
+            if charged else "")) from error
 
 
 def _refuse_fit_params(estimator, params):
@@ -417,16 +416,12 @@ class _BasePrivatePCA(
             # finite, so a fit failing on its data (NaN, inf) is not charged;
             # with a pilot (read_bounds) the first rows, and a Dask
             # array's later rows are checked after the charge.
-            try:
+            with _non_finite_hint():
                 read = _bounds.read_bounds(bounds, data, functools.partial(
                     accountant.spend, **plan.charge, estimator=self))
-            except ValueError as error:  # NaN or inf: say what to do
-                if not _NON_FINITE_ERROR.search(str(error)):
-                    raise
-                raise ValueError(f"{error} {NON_FINITE_HINT}") from error
             # past the first pass, a NaN met (a Dask array's later rows, read
             # after the charge on many rows) is said to have been charged
-            with _after_the_charge():
+            with _non_finite_hint(charged=True):
                 # The bounds' searches (if "auto") and the private mean, or with a
                 # pilot the centre (docs/privacy.rst §5); with "auto" the plan may
                 # return unspent budget to our releases.

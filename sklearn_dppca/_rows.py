@@ -298,12 +298,12 @@ SUBNORMAL_TERMS = np.finfo(np.float64).tiny / np.finfo(np.float64).eps
 
 
 def _explicit_terms(block, centre, unit, radii, products, factor):
-    r"""The terms :math:`a_i \operatorname{Clip}_R(y_i)^	op` of the rows and
+    r"""The terms :math:`a_i \operatorname{Clip}_R(y_i)^\top` of the rows and
     trials where :math:`R t_i` < :data:`SUBNORMAL_TERMS` (a row of norm near
     :math:`10^{308}` with a small :math:`R`), formed as
     :math:`((x_i - m) t_i) \otimes (f_i y_i)`: both factors of norm at most 1
     and :math:`R`, so their roundings are relative, within the margin. In
-    :math:`X^	op Q - m (\sum q_i)^	op` those terms' :math:`q_i` were
+    :math:`X^\top Q - m (\sum q_i)^\top` those terms' :math:`q_i` were
     subnormal, and rounded by up to half a subnormal step, which
     :math:`x_i` multiplied by up to :math:`10^{308}`: a term reached 1.98
     :math:`R` (an outside review), and neighbours' sums differed by 3.2

@@ -217,13 +217,14 @@ def _clip_scales(block, sq, data_norm, mean=None):
         with np.errstate(under="ignore"):
             scale[bad] = subnormal_safe(
                 np.minimum(1.0, (data_norm / top) / (unit * (1.0 + gamma))),
-                block.dtype)
+                np.finfo(np.float32 if block.dtype == np.float32 else np.float64))
     return scale
 
 
-def subnormal_safe(scale, dtype):
-    r"""Scales below the smallest normal number of ``dtype`` (or float64),
-    less two subnormal steps, floored at 0.
+def subnormal_safe(scale, finfo, xp=np):
+    r"""Scales below ``finfo``'s smallest normal number less two subnormal
+    steps, floored at 0 (``xp``: NumPy, or an Array API namespace and its
+    ``finfo``; the Array API engine applies the same rule).
 
     A row of huge norm with a small bound (:math:`10^{308}` and :math:`C =
     10^{-15}`) has a subnormal scale :math:`C/\|x\|`: each of its two
@@ -233,12 +234,9 @@ def subnormal_safe(scale, dtype):
     steps less keep every scaled row within :math:`C`; a row beyond
     :math:`10^{300} C` may become 0, a row of norm at most :math:`C` as
     well."""
-    finfo = np.finfo(np.float32 if np.dtype(dtype) == np.float32 else np.float64)
-    small = scale < finfo.tiny
-    if np.any(small):
-        scale = scale.copy()
-        scale[small] = np.maximum(scale[small] - 2 * finfo.smallest_subnormal, 0.0)
-    return scale
+    step = finfo.smallest_normal * finfo.eps  # the smallest subnormal
+    return xp.where(scale < finfo.smallest_normal,
+                    xp.maximum(scale - 2 * step, xp.zeros_like(scale)), scale)
 
 
 class _SingleThreadedBlas:
