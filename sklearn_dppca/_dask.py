@@ -140,12 +140,17 @@ def _wide_or_object(dtype):
 
 def _narrowed(values):
     """An array's numbers as float64 can hold them: an object array's cells
-    through :func:`saturated`, a long double array cast to float64, its
+    through :func:`saturated` (a float64 array where every cell is then a
+    float, so that :func:`non_numeric_columns` need not read them again), a
+    long double array cast to float64, its
     values beyond float64's range ±inf (silently: a cast's overflow warning
     would tell a dataset holding one from its neighbour, and is raised
     before the fit's private computation)."""
     if values.dtype == object:
-        return saturated(values)
+        cells = saturated(values)
+        if all(type(cell) is float for cell in cells.flat):
+            return cells.astype(np.float64)  # a numeric column, read once
+        return cells
     if values.dtype.kind == "f" and values.dtype.itemsize > 8:
         with np.errstate(over="ignore"):
             return values.astype(np.float64)

@@ -109,12 +109,13 @@ class _PCAModelMixin(TransformerMixin):
         check_is_fitted(self)
         if is_dask_collection(X):  # lazily, chunk by chunk: a Dask array
             return self._transform(self._mapped(self._check_dask_input(X)))
+        X = saturate_big_numbers(X)  # as the fit reads them: infinite
         check_numeric_columns(X)
         check_same_namespace(X, self, attribute="components_", method="transform")
         namespace = _array_api.namespace(X)
         X = validate_data(
             self,
-            saturate_big_numbers(X),  # as the fit reads them: infinite
+            X,
             accept_sparse=("csr", "csc") if namespace is None else False,
             dtype=[np.float64, np.float32]
             if namespace is None
@@ -366,8 +367,9 @@ class _PCAModelMixin(TransformerMixin):
         lazily (a Dask array of log-likelihoods, as ``transform``'s output).
         """
         check_is_fitted(self)
-        check_numeric_columns(X)
         dask = is_dask_collection(X)
+        X = saturate_big_numbers(X)  # a Dask collection as it is
+        check_numeric_columns(X)
         if not dask:
             check_same_namespace(X, self, attribute="components_",
                                  method="score_samples")
@@ -375,7 +377,7 @@ class _PCAModelMixin(TransformerMixin):
         if dask:  # lazily, chunk by chunk, as transform
             X = self._check_dask_input(X)
         elif namespace is None:
-            X = validate_data(self, saturate_big_numbers(X),
+            X = validate_data(self, X,
                               dtype=[np.float64, np.float32], reset=False,
                               accept_sparse=("csr", "csc"),
                               ensure_all_finite=self._finite_input())

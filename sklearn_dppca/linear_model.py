@@ -176,8 +176,8 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
                 "beyond are clipped). After a PrivatePCA(whiten='partial'), "
                 "1; after a PublicScaler to [0, 1], bounds=(0, 1)."
             )
-        check_numeric_columns(X)
         X, y = saturate_big_numbers(_on_host(gather_rows(X))), _on_host(y)
+        check_numeric_columns(X)
         if sparse.issparse(X):
             raise TypeError(
                 f"{type(self).__name__} takes dense rows: densify X, or put a "
@@ -270,8 +270,9 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
     def _decision(self, X):
         check_is_fitted(self)
         _warn_if_scored_exactly(self)
+        X = saturate_big_numbers(_on_host(X))
         check_numeric_columns(X)
-        X = validate_data(self, saturate_big_numbers(_on_host(X)), reset=False,
+        X = validate_data(self, X, reset=False,
                           dtype=np.float64,
                           ensure_all_finite=self.non_finite == "raise")
         if self.non_finite == "clip":

@@ -81,8 +81,8 @@ def _validate(estimator, X, *, reset, **params):
     """``validate_data`` in float64 or float32: NumPy's, or under
     ``array_api_dispatch`` the namespace's own dtypes (on ``X``'s device);
     a Dask array gathered in memory (its sparse chunks as CSR)."""
-    check_numeric_columns(X)
     X = saturate_big_numbers(gather_rows(X))
+    check_numeric_columns(X)
     where = _array_api.namespace(X)
     if where is not None:
         X = _array_api.plain(X, where[0])  # complex refused, as a fit does

@@ -517,6 +517,20 @@ def test_every_real_cell_is_read_as_a_number_silently(cell, container):
     assert shown[0] == shown[1] == []
 
 
+def test_an_object_column_of_numbers_is_read_once(monkeypatch):
+    """A column of numbers stored as objects is mapped cell by cell once
+    (it becomes float64), not once to judge it numeric and again to read it."""
+    from sklearn_dppca import _dask
+
+    calls = []
+    as_number = _dask._as_number
+    monkeypatch.setattr(_dask, "_as_number",
+                        lambda v: calls.append(v) or as_number(v))
+    frame = pd.DataFrame({"a": np.arange(40.0), "b": [Decimal(i) for i in range(40)]})
+    PrivatePCA(1, data_norm=50.0, accountant=BudgetAccountant()).fit(frame)
+    assert len(calls) == 40
+
+
 def test_a_long_double_array_beyond_a_float_is_infinite():
     X = np.random.default_rng(1).normal(size=(40, 3)).astype(np.longdouble)
     X[0, 0] = np.finfo(np.longdouble).max
