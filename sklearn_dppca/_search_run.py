@@ -191,26 +191,24 @@ def _headed(candidate):
     return bool(candidate.index)
 
 
-def _check_raw_rows(plan, X):
-    """Refuse, before the charge, NaN in ``X`` that a bare private step with
-    ``non_finite="raise"`` would read: outside its domain (a dataset with
-    NaN is no neighbour of the datasets the guarantee is about), and its fit
-    would fail on it after the charge. A candidate with steps before the
-    private one maps non-finite values instead (:func:`_headed`)."""
-    for cand in plan.candidates:
-        if cand.error is None and not cand.index:  # the step reads X itself
-            if _locate_private_step(cand.estimator)[2].non_finite == "clip":
-                continue
-            if not _all_finite(X):
-                raise ValueError(
-                    "Input X contains NaN or infinity: the private estimator "
-                    "needs finite rows. Fill missing values with a public "
-                    "constant in the Pipeline, before the private estimator: "
-                    "SimpleImputer(strategy='constant', fill_value=..., "
-                    "keep_empty_features=True). The search was refused before "
-                    "it spent any budget."
-                )
-            return
+def _check_raw_rows(steps, X):
+    """Refuse, before the charge, NaN or infinity in ``X`` that one of
+    ``steps`` (the private steps that read ``X`` themselves: bare, or first
+    in their Pipeline) with ``non_finite="raise"`` would read: outside its
+    domain (a dataset with NaN is no neighbour of the datasets the guarantee
+    is about), and its fit would fail on it after the charge. A step with
+    ``non_finite="clip"`` maps such values, as it does alone; a candidate
+    with steps before the private one maps them too (:func:`_headed`). The
+    unsupervised and the supervised searches both check here."""
+    if any(getattr(step, "non_finite", "raise") != "clip" for step in steps) \
+            and not _all_finite(X):
+        raise ValueError(
+            "Input X contains NaN or infinity: the private estimator needs "
+            "finite rows. Fill missing values with a public constant in the "
+            "Pipeline, before the private estimator: SimpleImputer("
+            "strategy='constant', fill_value=..., keep_empty_features=True). "
+            "The search was refused before it spent any budget."
+        )
 
 
 def _check_public_scalers(plan, n_features, names):

@@ -94,7 +94,6 @@ from ._search_plan import (
     plan_search,
 )
 from ._search_run import (
-    _all_finite,
     _best_index,
     _check_heads,
     _check_public_scalers,
@@ -489,7 +488,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
             if not (hasattr(y, "iloc") or hasattr(y, "__array_namespace__")
                     or isinstance(y, np.ndarray)):
                 y = np.asarray(y)
-        _check_raw_rows(plan, X)
+        _check_raw_rows([  # the private steps that read X themselves
+            _locate_private_step(c.estimator)[2]
+            for c in plan.candidates if c.error is None and not c.index], X)
         if failed:
             warnings.warn(
                 f"{len(failed)} of the {len(plan.candidates)} candidates cannot "
@@ -567,17 +568,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
                               getattr(self, "feature_names_in_", None))
         X = X if hasattr(X, "iloc") else checked
         y = _supervised.check_labels(plan, y, n_samples)
-        # the candidates whose private step reads X itself, and refuses NaN
-        # (with non_finite="clip" it maps it, as the step alone does)
-        reads_x = [c for c in plan.candidates if c.error is None and (
-            not isinstance(c.estimator, Pipeline)
-            or c.estimator.steps[0][1] is c.private[0][1])
-            and c.private[0][1].get_params().get("non_finite") != "clip"]
-        if reads_x and not _all_finite(X):
-            raise ValueError(
-                "Input X contains NaN or infinity: the private steps need "
-                "finite rows. Fill missing values with a public constant in "
-                "the Pipeline. The search was refused before it spent any budget.")
+        _check_raw_rows([  # the private steps that read X themselves
+            c.private[0][1] for c in plan.candidates if c.error is None and (
+                not isinstance(c.estimator, Pipeline)
+                or c.estimator.steps[0][1] is c.private[0][1])], X)
         if failed:
             warnings.warn(
                 f"{len(failed)} of the {len(plan.candidates)} candidates cannot "
@@ -618,8 +612,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
             if names is not None:
                 self.feature_names_in_ = names
             return X
-        check_numeric_columns(X)
         X = saturate_big_numbers(gather_rows(X))
+        check_numeric_columns(X)
         namespace = _array_api.namespace(X)
         if namespace is not None:
             X = _array_api.plain(X, namespace[0])  # complex refused, as a fit does
