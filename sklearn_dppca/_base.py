@@ -158,23 +158,19 @@ def budget_shares(shares, center):
 
 
 def _all_or_nothing(fit):
-    """A fit that raises, even after its charge, leaves the fitted state as it
-    was: every trailing-underscore attribute (``n_features_in_`` and
-    ``feature_names_in_`` included) is put back, and none is left half-set.
-    The charge stays (conservative)."""
-
-    def fitted(estimator):
-        return {k: v for k, v in vars(estimator).items()
-                if k.endswith("_") and not k.startswith("__")}
+    """A fit that raises, even after its charge, leaves the estimator as it
+    was: every attribute (the trailing-underscore ones, ``n_features_in_``
+    and ``feature_names_in_`` included, and the plan's private ones such as
+    ``_fit_path``) is put back, and none is left half-set. The charge stays
+    (conservative)."""
 
     @functools.wraps(fit)
     def guarded(self, *args, **kwargs):
-        kept = fitted(self)
+        kept = dict(vars(self))
         try:
             return fit(self, *args, **kwargs)
         except BaseException:
-            for name in fitted(self):
-                del vars(self)[name]
+            vars(self).clear()
             vars(self).update(kept)
             raise
 

@@ -261,14 +261,22 @@ class _SingleThreadedBlas:
             self._controller = ThreadpoolController().select(user_api="blas")
         return self._controller
 
+    def _heal(self):
+        """Restore the limit an interrupted exit left (``_lock`` held)."""
+        if self._users == 0 and self._limiter is not None:
+            self._limiter.restore_original_limits()
+            self._limiter = None
+
     def n_threads(self):
         """Threads BLAS would use now: the cores we may use (1 if unknown)."""
         with self._lock:
+            self._heal()
             counts = [lib.get_num_threads() for lib in self._blas().lib_controllers]
         return min([c for c in counts if c is not None] or [1])
 
     def __enter__(self):
         with self._lock:
+            self._heal()
             if self._users == 0:
                 self._limiter = self._blas().limit(limits=1)
             self._users += 1
@@ -278,6 +286,8 @@ class _SingleThreadedBlas:
         with self._lock:
             self._users -= 1
             if self._users == 0:
+                # forgotten once restored: an interrupt inside (Ctrl-C) leaves
+                # it to _heal, never taken as the original limit
                 self._limiter.restore_original_limits()
                 self._limiter = None
 

@@ -164,10 +164,12 @@ def private_computation():
             _silence["filters"].append(warnings.filters)
         _silence["depth"] += 1
         _own_silence.depth = getattr(_own_silence, "depth", 0) + 1
+    saved = np.geterr()
     try:
         with np.errstate(all="ignore"):
             yield
     finally:
+        np.seterr(**saved)  # as it was, even where errstate's exit was interrupted
         with _silence_lock:
             _own_silence.depth -= 1
             _silence["depth"] -= 1

@@ -613,15 +613,17 @@ class BudgetAccountant:
             return result[0]
         with self._lock:
             totals, total = self._admit(self._totals, charge)
-            self._totals = totals
             now = datetime.datetime.now(datetime.timezone.utc)
-            self._charges.append(dict(
+            entry = dict(
                 record, params=json.loads(record["params"]),
                 seq=len(self._charges) + 1,
                 time=now.isoformat(timespec="microseconds"), mu=charge.mu,
                 rdp=None if charge.rdp is None else charge.rdp.tolist(),
                 epsilon_delta=charge.release, epsilon_spent=total.epsilon,
-            ))
+            )
+            # the total and its record change together, once both are made
+            self._totals = totals
+            self._charges.append(entry)
             return total
 
     # -- reading ------------------------------------------------------------

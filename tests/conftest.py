@@ -1,3 +1,5 @@
+import sys
+
 import numpy as np
 import pytest
 
@@ -87,3 +89,26 @@ def generators_in_pickle(obj):
 
     Scan(io.BytesIO()).dump(obj)
     return found
+
+
+class interrupted_at:
+    """Raise ``KeyboardInterrupt`` (a Ctrl-C's) at the first call of the
+    function named ``name`` made from a function named ``caller``, inside
+    the ``with`` block: an interrupt landing at that exact point."""
+
+    def __init__(self, name, caller):
+        self.name, self.caller = name, caller
+
+    def _trace(self, frame, event, arg):
+        if (event == "call" and frame.f_code.co_name == self.name
+                and frame.f_back is not None
+                and frame.f_back.f_code.co_name == self.caller):
+            sys.settrace(None)
+            raise KeyboardInterrupt(f"at {self.name} from {self.caller}")
+
+    def __enter__(self):
+        sys.settrace(self._trace)
+        return self
+
+    def __exit__(self, *exc_info):
+        sys.settrace(None)

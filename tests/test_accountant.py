@@ -41,6 +41,8 @@ from sklearn_dppca.privacy import (
     set_default_accountant,
 )
 
+from .conftest import interrupted_at
+
 GRID = {"n_components": [1, 2]}
 
 
@@ -736,3 +738,15 @@ def test_estimators_pickled_before_the_defaults_moved_still_load():
     assert new in data
     old = data.replace(new, b"sklearn_dppca.privacy\n_CarriedDefault")
     np.testing.assert_array_equal(pickle.loads(old).components_, est.components_)
+
+
+def test_an_interrupted_charge_is_counted_with_its_record(X):
+    """A Ctrl-C inside an in-memory charge, after the total was updated and
+    before its record was made, left ``spent`` counting a fit that
+    ``charges`` and ``len`` did not list: the two change together now."""
+    acc = BudgetAccountant(10.0, 1e-6)
+    with pytest.raises(KeyboardInterrupt), interrupted_at("loads", "spend"):
+        PrivatePCA(2, data_norm=5.0, accountant=acc).fit(X)
+    assert acc.spent == (0.0, 0.0) and len(acc) == 0
+    PrivatePCA(2, data_norm=5.0, accountant=acc).fit(X)
+    assert len(acc) == 1 and acc.spent.epsilon == pytest.approx(1.0)

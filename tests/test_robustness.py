@@ -26,6 +26,7 @@ from .conftest import (
     NON_NUMERIC_DTYPES,
     NUMERIC_DTYPES,
     generators_in_pickle,
+    interrupted_at,
     typed_frame,
 )
 
@@ -541,3 +542,17 @@ def test_a_long_double_array_beyond_a_float_is_infinite():
         for frame in (X, pd.DataFrame(X)):
             PrivatePCA(2, data_norm=1.0, non_finite="clip",
                        accountant=BudgetAccountant()).fit(frame)
+
+
+@pytest.mark.parametrize("Estimator", [PrivatePCA, CoherentPowerPCA])
+def test_an_interrupt_after_the_charge_leaves_a_new_estimator_new(Estimator):
+    """Interrupted after its charge, a fit on an estimator never fitted left
+    its plan's private attributes (``_fit_path``, ``_fit_svd_solver``,
+    ``_fit_start``) behind: every attribute is now put back."""
+    acc = BudgetAccountant()
+    est = Estimator(2, data_norm=5.0, accountant=acc)
+    before = dict(vars(est))
+    X = np.random.default_rng(0).normal(size=(300, 6))
+    with pytest.raises(KeyboardInterrupt), interrupted_at("release_bounds", "_fit"):
+        est.fit(X)
+    assert acc.n_charges == 1 and vars(est) == before

@@ -17,6 +17,8 @@ from sklearn_dppca._stats import (
     row_sq_norms,
 )
 
+from .conftest import interrupted_at
+
 
 def clip(rows, bound):
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
@@ -452,3 +454,18 @@ def test_clipped_products_of_huge_rows_keep_their_sensitivity(layout):
         exact = sum(Fraction(float(v)) ** 2 for v in diff.ravel()) / Fraction(R) ** 2
         worst = max(worst, math.sqrt(exact))
     assert worst <= 2.0
+
+
+def test_an_interrupted_restore_of_the_blas_limit_heals(small_blocks, data,
+                                                        monkeypatch):
+    """A Ctrl-C inside the restore of BLAS's threads left them at one for the
+    rest of the process: the next pass read 1 as the limit to restore, and
+    the next fit saw one core, so never took the threaded pass that would
+    have mended it. The next look at the threads restores them."""
+    before = _blas_threads()
+    with pytest.raises(KeyboardInterrupt), \
+            interrupted_at("restore_original_limits", "__exit__"):
+        first_pass(data, 3.0)
+    monkeypatch.delattr(_stats._SINGLE_THREADED_BLAS, "n_threads")  # the real one
+    assert _stats.blas_threads() == min(before)
+    assert _blas_threads() == before

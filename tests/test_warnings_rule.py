@@ -38,6 +38,8 @@ from sklearn_dppca import (
 from sklearn_dppca.preprocessing import FeatureScaleWarning
 from sklearn_dppca.privacy import private_computation
 
+from .conftest import interrupted_at
+
 try:
     import dask.array as da
 except ImportError:  # pragma: no cover - dask is a test dependency
@@ -214,6 +216,20 @@ def test_a_public_warning_raised_as_an_error_leaves_the_fit_undone():
             est.set_params(random_state=0).fit(Y)
     assert acc.n_charges == 2
     np.testing.assert_array_equal(est.components_, fitted)
+
+
+def test_an_interrupt_leaving_the_private_computation_restores_numpys_errors():
+    """A Ctrl-C landing in ``np.errstate``'s exit at the end of a fit left
+    NumPy's floating-point warnings off in that thread for the rest of the
+    process (the user's own overflows silent, their "raise" ignored)."""
+    X, _ = neighbours(1.0)
+    before = np.geterr()
+    est = PrivatePCA(2, data_norm=1.0, accountant=BudgetAccountant())
+    with pytest.raises(KeyboardInterrupt), \
+            interrupted_at("__exit__", "private_computation"):
+        est.fit(X)
+    assert np.geterr() == before
+    assert vars(est) == vars(PrivatePCA(2, data_norm=1.0, accountant=est.accountant))
 
 
 def test_a_refused_fit_warns_nothing_about_its_data():
