@@ -387,6 +387,24 @@ def test_bad_data_is_refused_before_the_charge():
     assert budget.n_charges == 0
 
 
+@pytest.mark.parametrize("est, refused", [
+    (PrivatePCA(data_norm="auto", epsilon=10.0), "not supported for Array API"),
+    (PrivatePCA(data_norm=1.0, bounds=(-1.0, 1.0)), "not supported for Array API"),
+    (PrivatePCA(2, data_norm=1.0, svd_solver="randomized", n_oversamples=2,
+                path="matrix_free"), "not available for Array API"),
+    (PrivatePCA(2, data_norm=1.0, svd_solver="randomized", n_oversamples=2,
+                path="noisy_power"), "not available for Array API"),
+])
+def test_host_only_options_are_refused_before_the_charge(est, refused):
+    """What runs on NumPy, sparse and Dask input only (docs/array_api.rst,
+    Limits) is refused by name on an Array API array, spending nothing."""
+    budget = BudgetAccountant(epsilon=20.0)
+    with config_context(array_api_dispatch=True):
+        with pytest.raises(ValueError, match=refused):
+            clone(est).set_params(accountant=budget).fit(xps.asarray(data(300, 8)))
+    assert budget.n_charges == 0
+
+
 @pytest.mark.parametrize("ns", NAMESPACES)
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_non_finite_clip_in_the_namespace(dtype, ns):
