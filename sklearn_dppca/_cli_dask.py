@@ -140,6 +140,7 @@ class LazyTable:
         Every column, with the dtypes Dask inferred: for CSV, from the first
         256 kB of the first file.
     n_files : int
+    kind : {"csv", "parquet"}
     """
 
     def __init__(self, path):
@@ -151,7 +152,7 @@ class LazyTable:
         if kind == "csv" and len(compression) > 1:
             raise ValueError(f"{path}: matches CSV files compressed in different "
                              "ways (or not): name files of one kind")
-        self._files, self._kind = files, kind
+        self._files, self.kind = files, kind
         self._csv = dict(compression=compression.pop())
         # a compressed file cannot be split into blocks
         self._csv["blocksize"] = None if self._csv["compression"] else "default"
@@ -172,7 +173,7 @@ class LazyTable:
     def peek(self, names):
         """The first :data:`PEEK_ROWS` rows of the columns ``names`` of the
         first file (CSV: as text), as a pandas frame."""
-        if self._kind == "parquet":
+        if self.kind == "parquet":
             return self.frame[names].head(PEEK_ROWS, npartitions=1)
         import pandas as pd
 
@@ -186,12 +187,30 @@ class LazyTable:
         type (``1.5`` in a column of integers, an empty cell, an integer
         beyond 64 bits) would fail the read of its partition, a refusal
         that tells a row's value apart; a column not chosen is not parsed."""
-        if self._kind == "parquet":
+        if self.kind == "parquet":
             return self.frame[names].astype(np.float64)
         import dask.dataframe as dd
 
         return dd.read_csv(self._files, usecols=names,
                            dtype=dict.fromkeys(names, np.float64), **self._csv)[names]
+
+    def text_columns(self, names):
+        """The CSV columns of ``names`` with a cell that is not a number
+        (:func:`~sklearn_dppca._cli_io.as_numbers`): one more read of the
+        files, as text, after :meth:`select`'s read stopped on such a cell."""
+        import dask.dataframe as dd
+        import pandas as pd
+
+        def text(part):  # as objects (Dask may have made them strings)
+            numbers = as_numbers(part.astype(object), names, csv=True)
+            return pd.DataFrame([[numbers[c].dtype != np.float64 for c in names]],
+                                columns=names)
+
+        frame = dd.read_csv(self._files, usecols=names, dtype=object, **self._csv)
+        flags = frame[names].map_partitions(
+            text, meta=pd.DataFrame({c: pd.Series(dtype=bool) for c in names})
+        ).compute()
+        return [c for c in names if flags[c].any()]
 
 
 class LazyMatrix:
@@ -214,20 +233,22 @@ class LazyMatrix:
     def __init__(self, table, columns, path, hint, fill=None,
                  missing_hint="drop or impute them first", check=None):
         import dask.array as da
-        from pandas.api.types import is_object_dtype
+        from pandas.api.types import is_object_dtype, is_string_dtype
 
         self.path, self.missing_hint = path, missing_hint
-        frame = table.frame
+        frame, csv = table.frame, table.kind == "csv"
         chosen = (list(frame.columns) if columns is None
                   else check_chosen(columns, list(frame.columns), path))
-        # objects that are numbers in the first rows (integers beyond 64 bits,
-        # Parquet's null type) are numbers, as in memory (as_numbers)
-        objects = [c for c in chosen if is_object_dtype(frame.dtypes[c])]
+        # objects or text that are numbers in the first rows (integers beyond
+        # 64 bits, which Dask may type as text; Parquet's null type) are
+        # numbers, as in memory (as_numbers)
+        objects = [c for c in chosen if is_object_dtype(frame.dtypes[c])
+                   or is_string_dtype(frame.dtypes[c])]
         if objects:
-            head = as_numbers(table.peek(objects), objects)
+            head = as_numbers(table.peek(objects), objects, csv)
             frame = frame.astype({c: np.float64 for c in objects
-                                  if not is_object_dtype(head[c].dtype)})
-        self.names = choose_columns(frame, chosen, path, hint)
+                                  if head[c].dtype == np.float64})
+        self.names = choose_columns(frame, chosen, path, hint, csv)
         if callable(fill):  # public values that depend on the columns chosen
             fill = fill(self.names)
         self.fill = fill
@@ -237,8 +258,14 @@ class LazyMatrix:
         # The rows of each partition, from the Parquet footers where Dask
         # has them (else Dask counts them, a read of the chosen columns):
         # their sum is n, a public value (the fit states it).
-        raw = _reading(path, lambda: frame.to_dask_array(
-            lengths=partition_lengths(frame)))
+        try:
+            raw = _reading(path, lambda: frame.to_dask_array(
+                lengths=partition_lengths(frame)))
+        except _NotANumber:  # text past the first rows: named as in memory
+            # (all of them where only pandas' parser refuses the cell)
+            text = table.text_columns(self.names) or self.names
+            choose_columns(frame.astype(dict.fromkeys(text, object)),
+                           self.names, path, hint, csv)  # raises, naming them
         keep = [i for i, n in enumerate(raw.chunks[0]) if n]
         if not keep:
             raise ValueError(f"{path}: the table has a header but no rows")
@@ -382,14 +409,21 @@ def _sparse_bad(path, chosen):
     return bad_sparse_columns(X, np.isnan), bad_sparse_columns(X, np.isinf)
 
 
+class _NotANumber(ValueError):
+    """A CSV cell of a chosen column that does not read as a float."""
+
+
 def _reading(path, read):
     """``read()``, the first read of the files: their errors in one line,
-    naming DATA."""
+    naming DATA, and never quoting a cell (:class:`_NotANumber` where one
+    does not read as a number: pandas' message quotes it)."""
     try:
         return read()
     except (OSError, ValueError) as exc:
         if isinstance(exc, FileNotFoundError):
             raise
+        if "convert" in str(exc) or "Unable to parse" in str(exc):
+            raise _NotANumber() from None
         raise ValueError(f"{path}: cannot read the table: {one_line(exc)}") from None
 
 

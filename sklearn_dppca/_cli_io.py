@@ -388,8 +388,9 @@ def numeric_matrix(frame, columns, path, hint, fill=None,
     X : ndarray of shape (n_rows, len(columns))
     names : list of str
     """
-    frame = as_numbers(frame, frame.columns if columns is None else columns)
-    columns = choose_columns(frame, columns, path, hint)
+    csv = table_format(path) == "csv"
+    frame = as_numbers(frame, frame.columns if columns is None else columns, csv)
+    columns = choose_columns(frame, columns, path, hint, csv)
     frame = frame[columns]
     if callable(fill):  # public values that depend on the columns chosen
         fill = fill(columns)
@@ -403,15 +404,16 @@ def numeric_matrix(frame, columns, path, hint, fill=None,
     return X, columns
 
 
-def as_numbers(frame, names):
+def as_numbers(frame, names, csv=False):
     """``frame`` with each column of ``names`` (those it has) whose every
     cell is a number or missing made float64, where pandas kept it as
     objects: integers beyond 64 bits (CSV), a column with no value at all
-    (Parquet's null type). Such a column is in the domain like any other:
-    refusing it as non-numeric would tell a row's value apart. A column
-    with text stays as it is, and :func:`choose_columns` refuses it. An
-    integer beyond a float is the infinite value it rounds to, as in the
-    Python API (:func:`~sklearn_dppca._dask.saturated`), refused as one."""
+    (Parquet's null type). Such a column is in the domain like any
+    other: refusing it as non-numeric would tell a row's value apart. A
+    column with text stays as it is, and :func:`choose_columns` refuses it.
+    An integer beyond a float is the infinite value it rounds to, as in the
+    Python API (:func:`~sklearn_dppca._dask.saturated`), refused as one.
+    With ``csv``, ``True`` and ``False`` are text (:func:`choose_columns`)."""
     from pandas.api.types import is_object_dtype
 
     from ._dask import saturated
@@ -419,26 +421,38 @@ def as_numbers(frame, names):
     converted = {}
     for name in names:
         if name in frame.columns and is_object_dtype(frame[name].dtype):
+            cells = frame[name].to_numpy()
+            if csv and any(isinstance(c, (bool, np.bool_)) for c in cells):
+                continue  # True/False among missing cells: text in a CSV
             try:
-                converted[name] = saturated(frame[name].to_numpy()).astype(np.float64)
+                converted[name] = saturated(cells).astype(np.float64)
             except (TypeError, ValueError):
                 pass  # text: refused by name
     return frame.assign(**converted) if converted else frame
 
 
-def choose_columns(frame, columns, path, hint):
+def choose_columns(frame, columns, path, hint, csv=False):
     """``columns`` of ``frame`` (``None``: all of them), checked: present,
     chosen once, numeric. Looks at the dtypes only, so ``frame`` may be a
-    pandas or a (lazy) Dask DataFrame."""
-    from pandas.api.types import is_numeric_dtype
+    pandas or a (lazy) Dask DataFrame.
+
+    With ``csv`` (the frame read from CSV text), a column pandas typed as
+    booleans is text too: it does so only where every cell is ``True`` or
+    ``False``, so reading them as 1 and 0 would let one row's ``0.5`` (a
+    column of text then) decide the refusal (docs/privacy.rst, "Which cells
+    are numbers")."""
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
     columns = (list(frame.columns) if columns is None
                else check_chosen(columns, list(frame.columns), path))
     dtypes = frame.dtypes
-    text = [c for c in columns if not is_numeric_dtype(dtypes[c])]
+    text = [c for c in columns if not is_numeric_dtype(dtypes[c])
+            or (csv and is_bool_dtype(dtypes[c]))]
     if text:
+        flags = ("; a CSV cell is a number where it reads as one (True and "
+                 "False do not: write them as 1 and 0)" if csv else "")
         raise ValueError(
-            f"{path}: non-numeric column(s) {quote_names(text)}; {hint}"
+            f"{path}: non-numeric column(s) {quote_names(text)}; {hint}{flags}"
         )
     return list(columns)
 

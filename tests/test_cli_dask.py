@@ -255,6 +255,36 @@ def test_numbers_past_dasks_dtype_sample_are_numbers(tmp_path, capsys):
         assert rc == 0, err
 
 
+def test_where_a_cell_sits_decides_nothing(tmp_path, capsys):
+    """A review's neighbours: an integer beyond 64 bits among Dask's first
+    rows (typed as text there) refused the column, at row 350 it did not;
+    a column of True and False was fitted and its neighbour with one 0.5
+    refused. Now each pair reads alike with and without Dask: the integer
+    is a number, True and False are text (write 1 and 0), and text past the
+    first rows is named as in memory, its cell never quoted."""
+    rows = [f"{i % 3},{i % 5}" for i in range(400)]
+    flags = [f"{i % 3},{'True' if i % 2 else 'False'}" for i in range(400)]
+
+    def outcome(name, lines, where, cell, *dask):
+        lines = [f"{r.split(',')[0]},{cell}" if i == where else r
+                 for i, r in enumerate(lines)]
+        path = tmp_path / f"{name}.csv"
+        path.write_text("a,b\n" + "\n".join(lines) + "\n")
+        rc, _, err = run(capsys, "fit", path, *FIT, "--data-norm", 3, *dask,
+                         "--force", "-o", tmp_path / "m.json")
+        return rc, err.replace(str(path), "DATA")
+
+    for dask in ([], ["--dask"]):
+        for where in (5, 350):
+            assert outcome("big", rows, where, "99999999999999999999", *dask)[0] == 0
+            rc, err = outcome("text", rows, where, "Jane Doe 555-0100", *dask)
+            assert rc == 2 and "non-numeric column(s) 'b'" in err and "Jane" not in err
+        for lines, where, cell in ((flags, 0, "True"), (flags, 350, "0.5")):
+            rc, err = outcome("flags", lines, where, cell, *dask)
+            assert rc == 2 and "non-numeric column(s) 'b'" in err, err
+            assert "True and False do not: write them as 1 and 0" in err
+
+
 def test_transform_streams_the_projection(tables, cluster, tmp_path, capsys):
     model = tmp_path / "m.json"
     assert run(capsys, "fit", tables / "all.csv", *FIT, "--data-norm", 3,
