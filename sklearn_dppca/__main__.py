@@ -44,6 +44,7 @@ computes).
 """
 
 import argparse
+import concurrent.futures
 import contextlib
 import os
 import re
@@ -785,7 +786,9 @@ def build_parser():
 def _error(exc):
     from ._cli_io import one_line
 
-    if isinstance(exc, OSError) and exc.strerror and exc.filename:
+    if isinstance(exc, str):
+        message = one_line(exc)
+    elif isinstance(exc, OSError) and exc.strerror and exc.filename:
         message = f"{exc.filename}: {exc.strerror}"
     else:
         message = one_line(exc) or type(exc).__name__
@@ -811,8 +814,12 @@ def main(argv=None):
         return 130
     except (ValueError, TypeError, OSError, ImportError, MemoryError) as exc:
         # BudgetExceededError, pandas' parser errors and scikit-learn's
-        # InvalidParameterError are all ValueErrors.
+        # InvalidParameterError are all ValueErrors; a lost Dask cluster's
+        # connection an OSError.
         return _error(exc)
+    except concurrent.futures.CancelledError as exc:  # a lost Dask scheduler's
+        return _error(f"the Dask cluster stopped the computation ({exc}); a fit "
+                      "stopped after its charge stays charged")
 
 
 if __name__ == "__main__":

@@ -342,7 +342,8 @@ class LazySparse:
         meta = sparse.csr_matrix((0, width))
         self.X = da.concatenate([
             da.from_delayed(dask.delayed(_sparse_part, pure=True)(
-                f, self.chosen, fill, check), shape=(n, width),
+                # absolute: a worker's directory may not be ours
+                os.path.abspath(f), self.chosen, fill, check), shape=(n, width),
                 dtype=np.float64, meta=meta)
             for f, n in zip(self.files, rows)], axis=0)
         self.n_rows = int(sum(rows))
@@ -354,8 +355,9 @@ class LazySparse:
         values are missing or infinite (one more read of the files)."""
         if not str(exc).startswith(_BAD_VALUES):
             return
-        found = self._dask.compute(*[self._dask.delayed(_sparse_bad)(f, self.chosen)
-                                     for f in self.files])
+        found = self._dask.compute(*[
+            self._dask.delayed(_sparse_bad)(os.path.abspath(f), self.chosen)
+            for f in self.files])
         with_nan = np.logical_or.reduce([nan for nan, _ in found])
         infinite = np.logical_or.reduce([inf for _, inf in found])
         refuse_missing([c for c, bad in zip(self.names, with_nan) if bad],

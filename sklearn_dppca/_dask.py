@@ -427,8 +427,8 @@ def _reduce_on_client(client, parts, combine, observer):
     pending = as_completed(futures)
     del futures
     for done, future in enumerate(pending, 1):
-        if future.status == "error":
-            future.result()  # raises the chunk's error (NaN, inf), as dask would
+        if future.status != "finished":  # an error (NaN, inf) or cancelled
+            future.result()  # raises it, as dask would (a lost scheduler too)
         observer(done, total)
     return final.result()
 

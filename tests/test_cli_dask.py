@@ -19,7 +19,7 @@ pytestmark = pytest.mark.filterwarnings(
 from sklearn_dppca import BudgetAccountant, _dask  # noqa: E402
 from sklearn_dppca._cli_progress import PassProgress  # noqa: E402
 
-from .test_cli import run  # noqa: E402
+from .test_cli import assert_one_error_line, run  # noqa: E402
 
 FEATURES = ["a", "b", "c", "d", "e"]
 N_FILES, N_ROWS = 3, 400
@@ -552,3 +552,21 @@ def test_sparse_parts_are_checked_before_any_charge(tmp_path, capsys):
                      "--fill-missing", 0)
     assert rc == 0, err
     assert BudgetAccountant(path=ledger).n_charges == 1
+
+
+def test_a_lost_scheduler_is_one_error_line(tables, tmp_path, capsys, monkeypatch):
+    """A review killed the cluster mid-fit: the fit ended in a traceback and
+    exit status 1 (a cancelled future is no ValueError), and the progress
+    counted the cancelled partitions as done."""
+    from distributed.client import FutureCancelledError
+
+    from sklearn_dppca import PrivatePCA
+
+    def lost(*args, **kwargs):
+        raise FutureCancelledError("chunk", reason="scheduler-connection-lost")
+
+    monkeypatch.setattr(PrivatePCA, "_fit", lost)
+    rc, _, err = run(capsys, "fit", tables / "all.csv", *FIT, "--data-norm", 3,
+                     "--dask", "-o", tmp_path / "m.json")
+    assert rc == 2 and "dppca: error: the Dask cluster stopped" in err, err
+    assert_one_error_line(err)
