@@ -294,6 +294,22 @@ def _fit_reporting_passes(estimator, X, args):
     return progress
 
 
+def _refuse_idle_coherent_options(args):
+    """Refuse a coherent-only option that would change nothing (the
+    estimator ignores it there, as its docstring says): a flag given
+    should act, as the other estimators' options refused above."""
+    fixed = all(getattr(args, dest) not in (None, "auto")
+                for dest in ("clip_radius", "n_iter"))
+    if args.n_iter_max is not None and args.selection != "repetition":
+        raise ValueError("--n-iter-max caps the grid of --selection repetition "
+                         "only: give that too, or leave --n-iter-max out")
+    if args.selection == "repetition" and (fixed or args.start == "random"):
+        why = ("--clip-radius and --n-iter are both fixed" if fixed
+               else "--start random chooses neither")
+        raise ValueError(f"--selection chooses --clip-radius and --n-iter, but {why}: "
+                         "leave --selection out")
+
+
 def _make_estimator(args):
     import sklearn_dppca
 
@@ -324,6 +340,7 @@ def _make_estimator(args):
     if args.estimator == "coherent":
         if not isinstance(args.n_components, int):
             raise ValueError("--estimator coherent needs an integer --n-components")
+        _refuse_idle_coherent_options(args)
         params["verbose"] = args.verbose
         for dest in ("clip_radius", "n_iter", "n_iter_max", "selection", "start"):
             if getattr(args, dest) is not None:

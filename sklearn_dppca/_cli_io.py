@@ -735,10 +735,20 @@ def load_model(path):
             f"{path}: model format version {version!r}; this dppca reads versions "
             f"{', '.join(map(str, READ_VERSIONS))}"
         )
-    missing = [k for k in ("estimator", "parameters", "feature_names", "attributes")
-               if k not in model]
+    kinds = {"estimator": str, "parameters": dict, "feature_names": list,
+             "attributes": dict}
+    missing = [k for k in kinds if k not in model]
     if missing:
         raise ValueError(f"{path}: damaged model, missing {quote_names(missing)}")
+    wrong = [k for k, kind in kinds.items() if not isinstance(model[k], kind)]
+    if not isinstance(model.get("preprocessing") or {}, dict):
+        wrong.append("preprocessing")
+    if "feature_names" not in wrong and not all(
+            isinstance(name, str) for name in model["feature_names"]):
+        wrong.append("feature_names")
+    if wrong:
+        raise ValueError(f"{path}: damaged model ({quote_names(wrong)} not of "
+                         "the type dppca writes)")
     if model["estimator"] not in EXTRA_ATTRIBUTES:
         raise ValueError(f"{path}: unknown estimator {model['estimator']!r}")
     absent = [a for a in COMMON_ATTRIBUTES if a not in model["attributes"]]
@@ -748,8 +758,9 @@ def load_model(path):
         )
     try:
         released = ReleasedModel(model, path)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{path}: damaged model ({one_line(exc)})") from None
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        why = f"missing {exc.args[0]!r}" if isinstance(exc, KeyError) else one_line(exc)
+        raise ValueError(f"{path}: damaged model ({why})") from None
     d = len(released.feature_names)
     fill = released.fill_missing
     if fill is not None and fill.shape not in ((), (d,)):
@@ -773,4 +784,14 @@ def load_model(path):
             f"mean_ {released.mean_.shape}, explained_variance_ {k} do not fit "
             f"{d} feature names)"
         )
+    values = {"components_": released.components_, "mean_": released.mean_,
+              "explained_variance_": released.explained_variance_,
+              "fill_missing": fill, "scale": ranges}
+    bad = [name for name, value in values.items()
+           if value is not None and not np.isfinite(value).all()]
+    if (released.explained_variance_ < 0).any():
+        bad.append("explained_variance_")
+    if bad:
+        raise ValueError(f"{path}: damaged model (non-finite or negative values "
+                         f"in {quote_names(bad)})")
     return released

@@ -909,3 +909,47 @@ def test_a_filled_sparse_matrix_fits(tmp_path, capsys):
     rc, _, err = run(capsys, "fit", path, "-k", 2, "--epsilon", 2, "--delta", 1e-6,
                      "--data-norm", 3, "--fill-missing", 0, "-o", tmp_path / "m.json")
     assert rc == 0, err
+
+
+@pytest.mark.parametrize("edit, named", [
+    (lambda m: m.update(parameters=None), "'parameters' not of the type"),
+    (lambda m: m.update(feature_names="abcde"), "'feature_names' not of the type"),
+    (lambda m: m.update(estimator=["PrivatePCA"]), "'estimator' not of the type"),
+    (lambda m: m.update(format_version=2, preprocessing=[1]), "'preprocessing'"),
+    (lambda m: m.update(format_version=2, preprocessing={"scale": {"lower": [0] * 5}}),
+     "missing 'upper'"),
+    (lambda m: m["attributes"]["components_"][0].__setitem__(0, float("nan")),
+     "non-finite or negative values in 'components_'"),
+    (lambda m: m["attributes"].update(explained_variance_=[1.0, -1.0]),
+     "'explained_variance_'"),
+])
+def test_transform_refuses_a_hand_edited_model(edit, named, data, tmp_path, capsys):
+    """A review's hand edits gave tracebacks (a list where a dict belongs, a
+    missing key) or silently wrote NaN (a NaN loading, a negative variance
+    under whitening): each is now one error line naming what is wrong."""
+    model = tmp_path / "model.json"
+    rc, _, err = run(capsys, *fit_args(data, model, "--seed", 0))
+    assert rc == 0, err
+    saved = json.loads(model.read_text())
+    edit(saved)
+    model.write_text(json.dumps(saved))
+    rc, out, err = run(capsys, "transform", model, data, "-o", "-")
+    assert rc == 2 and "damaged model" in err and named in err, err
+    assert_one_error_line(err)
+
+
+@pytest.mark.parametrize("options, named", [
+    (["--n-iter-max", 5], "--n-iter-max caps the grid of --selection repetition"),
+    (["--selection", "repetition", "--clip-radius", 0.1, "--n-iter", 2],
+     "--clip-radius and --n-iter are both fixed"),
+    (["--selection", "repetition", "--start", "random"], "--start random"),
+])
+def test_coherent_options_that_would_do_nothing_are_refused(options, named, data,
+                                                             tmp_path, capsys):
+    """A review saw these accepted and ignored (the models differed only in
+    the stored option): refused before the data is read, as options of
+    another estimator are."""
+    rc, _, err = run(capsys, *fit_args(data, tmp_path / "m.json", "--estimator",
+                                       "coherent", *options))
+    assert rc == 2 and named in err, err
+    assert not (tmp_path / "m.json").exists()
