@@ -374,6 +374,8 @@ def fit_command(args):
     if args.columns:
         columns = [c.strip() for arg in args.columns for c in arg.split(",")]
         columns = [c for c in columns if c]
+        if not columns:
+            raise ValueError("--columns names no column: give NAME,NAME,...")
     fill = args.fill_missing
     if fill == "mid":  # each column's public midpoint, once the columns are known
         def fill(names):

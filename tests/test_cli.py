@@ -953,3 +953,9 @@ def test_coherent_options_that_would_do_nothing_are_refused(options, named, data
                                        "coherent", *options))
     assert rc == 2 and named in err, err
     assert not (tmp_path / "m.json").exists()
+
+
+def test_columns_naming_no_column_is_refused_before_the_read(data, tmp_path, capsys):
+    rc, _, err = run(capsys, *fit_args(data, tmp_path / "m.json", "--columns", ",",
+                                       "-v"))
+    assert rc == 2 and "--columns names no column" in err and "reading" not in err
