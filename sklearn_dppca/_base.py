@@ -67,6 +67,7 @@ from ._spectrum import (
     top_eigenpairs,
 )
 from ._stats import (
+    _SINGLE_THREADED_BLAS,
     add_outer,
     wide,
 )
@@ -166,12 +167,15 @@ def _all_or_nothing(fit):
 
     @functools.wraps(fit)
     def guarded(self, *args, **kwargs):
-        kept = dict(vars(self))
+        kept, errors = dict(vars(self)), np.geterr()
         try:
             return fit(self, *args, **kwargs)
         except BaseException:
-            vars(self).clear()
-            vars(self).update(kept)
+            self.__dict__ = kept  # one store: never seen half-restored
+            # what an interrupt (Ctrl-C) inside a block's own exit can
+            # leave: NumPy's error state, BLAS's threads
+            np.seterr(**errors)
+            _SINGLE_THREADED_BLAS.heal()
             raise
 
     return guarded

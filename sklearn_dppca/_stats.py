@@ -253,7 +253,7 @@ class _SingleThreadedBlas:
     def __init__(self):
         self._lock = threading.Lock()
         self._users = 0
-        self._limiter = None
+        self._original = None  # BLAS's threads before the first pass in
         self._controller = None
 
     def _blas(self):
@@ -262,10 +262,21 @@ class _SingleThreadedBlas:
         return self._controller
 
     def _heal(self):
-        """Restore the limit an interrupted exit left (``_lock`` held)."""
-        if self._users == 0 and self._limiter is not None:
-            self._limiter.restore_original_limits()
-            self._limiter = None
+        """Put BLAS's threads back as they were before the first pass
+        limited them, once no pass runs (``_lock`` held). Their counts are
+        recorded before any is changed, so a pass interrupted (Ctrl-C) while
+        limiting or restoring them leaves them to the next call, never taken
+        for the original."""
+        if self._users == 0 and self._original is not None:
+            for lib, threads in zip(self._blas().lib_controllers, self._original):
+                if threads is not None:
+                    lib.set_num_threads(threads)
+            self._original = None
+
+    def heal(self):
+        """:meth:`_heal`, taking the lock (after a fit's exception)."""
+        with self._lock:
+            self._heal()
 
     def n_threads(self):
         """Threads BLAS would use now: the cores we may use (1 if unknown)."""
@@ -278,18 +289,17 @@ class _SingleThreadedBlas:
         with self._lock:
             self._heal()
             if self._users == 0:
-                self._limiter = self._blas().limit(limits=1)
+                libs = self._blas().lib_controllers
+                self._original = [lib.get_num_threads() for lib in libs]
+                for lib in libs:
+                    lib.set_num_threads(1)  # as threadpoolctl's limit(1)
             self._users += 1
         return self
 
     def __exit__(self, *exc_info):
         with self._lock:
             self._users -= 1
-            if self._users == 0:
-                # forgotten once restored: an interrupt inside (Ctrl-C) leaves
-                # it to _heal, never taken as the original limit
-                self._limiter.restore_original_limits()
-                self._limiter = None
+            self._heal()
 
 
 _SINGLE_THREADED_BLAS = _SingleThreadedBlas()

@@ -154,6 +154,7 @@ def private_computation():
     or left during a fit can neither lift the silence nor leave it behind.
     NumPy's error state is per thread and set in each.
     """
+    saved = np.geterr()
     with _silence_lock:
         if not _display:  # installed once, for the life of the process
             _display.append(warnings._showwarnmsg)
@@ -164,17 +165,18 @@ def private_computation():
             _silence["filters"].append(warnings.filters)
         _silence["depth"] += 1
         _own_silence.depth = getattr(_own_silence, "depth", 0) + 1
-    saved = np.geterr()
     try:
         with np.errstate(all="ignore"):
             yield
     finally:
-        np.seterr(**saved)  # as it was, even where errstate's exit was interrupted
-        with _silence_lock:
-            _own_silence.depth -= 1
-            _silence["depth"] -= 1
-            if _silence["depth"] == 0:
-                _lift_silence()
+        try:
+            with _silence_lock:
+                _own_silence.depth -= 1
+                _silence["depth"] -= 1
+                if _silence["depth"] == 0:
+                    _lift_silence()
+        finally:  # as it was, even where errstate's exit was interrupted
+            np.seterr(**saved)
 
 
 def _lift_silence():

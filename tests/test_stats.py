@@ -456,15 +456,15 @@ def test_clipped_products_of_huge_rows_keep_their_sensitivity(layout):
     assert worst <= 2.0
 
 
-def test_an_interrupted_restore_of_the_blas_limit_heals(small_blocks, data,
-                                                        monkeypatch):
-    """A Ctrl-C inside the restore of BLAS's threads left them at one for the
-    rest of the process: the next pass read 1 as the limit to restore, and
-    the next fit saw one core, so never took the threaded pass that would
-    have mended it. The next look at the threads restores them."""
+@pytest.mark.parametrize("caller", ["__enter__", "_heal"])
+def test_an_interrupted_blas_limit_heals(small_blocks, data, monkeypatch, caller):
+    """A Ctrl-C inside the limit or the restore of BLAS's threads left them
+    at one for the rest of the process: the next pass read 1 as the limit to
+    restore, and the next fit saw one core, so never took the threaded pass
+    that would have mended it. The counts are recorded before any change,
+    and the next look at the threads restores them."""
     before = _blas_threads()
-    with pytest.raises(KeyboardInterrupt), \
-            interrupted_at("restore_original_limits", "__exit__"):
+    with pytest.raises(KeyboardInterrupt), interrupted_at("set_num_threads", caller):
         first_pass(data, 3.0)
     monkeypatch.delattr(_stats._SINGLE_THREADED_BLAS, "n_threads")  # the real one
     assert _stats.blas_threads() == min(before)

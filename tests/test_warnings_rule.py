@@ -218,17 +218,27 @@ def test_a_public_warning_raised_as_an_error_leaves_the_fit_undone():
     np.testing.assert_array_equal(est.components_, fitted)
 
 
-def test_an_interrupt_leaving_the_private_computation_restores_numpys_errors():
-    """A Ctrl-C landing in ``np.errstate``'s exit at the end of a fit left
-    NumPy's floating-point warnings off in that thread for the rest of the
-    process (the user's own overflows silent, their "raise" ignored)."""
+@pytest.mark.parametrize("name", ["geterr", "__exit__", "seterr"])
+def test_an_interrupt_at_the_silences_edges_leaves_nothing_silenced(name):
+    """A Ctrl-C landing where the silence is set up or taken down: in
+    ``np.errstate``'s exit it left NumPy's floating-point warnings off in
+    that thread (the user's own overflows silent, their "raise" ignored);
+    in the restore of NumPy's state, placed before the silence's count went
+    down, it left every warning of the process dropped for good."""
+    from sklearn_dppca import _warning_rules
+
     X, _ = neighbours(1.0)
     before = np.geterr()
     est = PrivatePCA(2, data_norm=1.0, accountant=BudgetAccountant())
     with pytest.raises(KeyboardInterrupt), \
-            interrupted_at("__exit__", "private_computation"):
+            interrupted_at(name, "private_computation"):
         est.fit(X)
     assert np.geterr() == before
+    assert _warning_rules._silence["depth"] == 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.warn("the user's own")
+    assert len(caught) == 1
     assert vars(est) == vars(PrivatePCA(2, data_norm=1.0, accountant=est.accountant))
 
 
