@@ -173,8 +173,10 @@ def gdp_epsilon(mu, delta, *, tidy=True):
         return max(_log_gdp_delta(mu, eps), -1e300) - log_target
 
     hi = max(1.0, mu * mu / 2.0 + 10.0 * mu)
-    while excess(hi) > 0.0:
+    while math.isfinite(hi) and excess(hi) > 0.0:
         hi *= 2.0
+    if not math.isfinite(hi):  # ε ≈ μ²/2 beyond a float
+        return math.inf
     root = brentq(excess, 0.0, hi, xtol=1e-300, rtol=1e-14, maxiter=500)
     if not tidy:
         return root
@@ -223,13 +225,18 @@ def gdp_mu(epsilon, delta):
     def excess(log_mu):
         return max(_log_gdp_delta(math.exp(log_mu), epsilon), -1e300) - log_target
 
-    # μ grows like ε / sqrt(2 ln(1/δ)) for small ε and like sqrt(2ε) for large ε.
-    guess = math.log(max(epsilon / math.sqrt(2.0 * math.log(1.25 / delta)), 1e-12))
+    # μ grows like ε / sqrt(2 ln(1/δ)) for small ε and like sqrt(2ε) for large
+    # ε: the smaller of the two, so that the bracket starts finite for every
+    # finite ε (ε / sqrt(2 ln(1.25/δ)) alone overflows near the largest float).
+    guess = math.log(max(min(epsilon / math.sqrt(2.0 * math.log(1.25 / delta)),
+                             math.sqrt(2.0) * math.sqrt(epsilon) + 1.0), 1e-12))
     lo, hi = guess - 1.0, guess + 1.0
     while excess(lo) > 0.0:
         lo -= 2.0
-    while excess(hi) < 0.0:
+    while excess(hi) < 0.0 and hi < 709.0:  # μ beyond a float: inf
         hi += 2.0
+    if excess(hi) < 0.0:
+        return math.inf
     return math.exp(brentq(excess, lo, hi, xtol=1e-15, rtol=1e-15, maxiter=500))
 
 
@@ -255,6 +262,12 @@ def calibrate_gaussian(epsilon, delta, sensitivity=1.0):
     -------
     sigma : float
 
+    Raises
+    ------
+    ValueError
+        Where ``sigma`` would be infinite or subnormal (a sensitivity near
+        float64's limits): no draw carries such a noise.
+
     Examples
     --------
     >>> from sklearn_dppca.privacy import calibrate_gaussian
@@ -262,7 +275,14 @@ def calibrate_gaussian(epsilon, delta, sensitivity=1.0):
     5.975
     """
     sensitivity = _check_nonnegative(sensitivity, "sensitivity", allow_inf=False)
-    return sensitivity / gdp_mu(epsilon, delta)
+    sigma = sensitivity / gdp_mu(epsilon, delta)
+    if sigma == math.inf or 0.0 < sigma < np.finfo(np.float64).tiny:
+        # a noise no draw can carry (inf), or with few or no significant bits
+        raise ValueError(
+            f"sensitivity / gdp_mu(epsilon, delta) = {sigma!r} is outside "
+            f"float64's normal range (sensitivity={sensitivity!r}): express "
+            "the statistic in units where its sensitivity is nearer 1.")
+    return sigma
 
 
 # --------------------------------------------------------------------------
@@ -270,9 +290,21 @@ def calibrate_gaussian(epsilon, delta, sensitivity=1.0):
 # --------------------------------------------------------------------------
 def _check_orders(orders):
     orders = np.asarray(orders, dtype=float)
-    if orders.ndim != 1 or orders.size == 0 or not np.all(orders > 1.0):
-        raise ValueError("orders must be a non-empty 1-D array of Rényi orders > 1.")
+    if orders.ndim != 1 or orders.size == 0 or not np.all(
+            (orders > 1.0) & np.isfinite(orders)):
+        raise ValueError("orders must be a non-empty 1-D array of finite Rényi "
+                         "orders > 1.")
     return orders
+
+
+def _check_curve(rdp, orders):
+    """An RDP curve on ``orders``: non-negative (``inf`` allowed), no NaN."""
+    rdp = np.asarray(rdp, dtype=float)
+    if rdp.shape != orders.shape:
+        raise ValueError("rdp and orders must have the same shape.")
+    if not np.all(rdp >= 0.0):
+        raise ValueError("rdp must be a non-negative curve (inf allowed, no NaN).")
+    return rdp
 
 
 def gaussian_rdp(mu, orders=DEFAULT_ORDERS):
@@ -333,9 +365,7 @@ def rdp_to_epsilon(rdp, delta, orders=DEFAULT_ORDERS):
     """
     delta = _check_delta(delta)
     orders = _check_orders(orders)
-    rdp = np.asarray(rdp, dtype=float)
-    if rdp.shape != orders.shape:
-        raise ValueError("rdp and orders must have the same shape.")
+    rdp = _check_curve(rdp, orders)
     eps = rdp + np.log1p(-1.0 / orders) - (math.log(delta) + np.log(orders)) / (
         orders - 1.0
     )
@@ -377,9 +407,7 @@ def repeated_rdp(rdp, theta, orders=DEFAULT_ORDERS):
     True
     """
     orders = _check_orders(orders)
-    rdp = np.asarray(rdp, dtype=float)
-    if rdp.shape != orders.shape:
-        raise ValueError("rdp and orders must have the same shape.")
+    rdp = _check_curve(rdp, orders)
     if not isinstance(theta, Real) or not 0.0 < theta <= 1.0:
         raise ValueError(f"theta must be in (0, 1]; got {theta!r}.")
     log_inv = -math.log(theta)

@@ -573,6 +573,7 @@ def _check_splits(splits, n_samples):
         )
     in_test = np.zeros(n_samples, dtype=np.int64)
     in_train = np.zeros(n_samples, dtype=np.int64)
+    splits = [(np.asarray(train), np.asarray(test)) for train, test in splits]
     for train, test in splits:
         for indices in (train, test):
             if indices.size and (

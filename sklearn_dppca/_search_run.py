@@ -66,6 +66,10 @@ def captured_variance_rows(rows, mean, components, data_norm):
     >>> captured_variance_rows(rows, np.zeros(2), np.array([[0.0, 1.0]]), 1.0)
     array([0.64, 0.25])
     """
+    if isinstance(data_norm, bool) or not isinstance(data_norm, Real) \
+            or not 0.0 < data_norm < math.inf:
+        raise ValueError(
+            f"data_norm must be a positive, finite number; got {data_norm!r}.")
     basis, _ = np.linalg.qr(np.asarray(components, dtype=np.float64).T)
     projected = clipped_projections(rows, data_norm, mean, basis)
     return np.clip(np.einsum("ij,ij->i", projected, projected), 0.0, data_norm**2)
@@ -161,6 +165,9 @@ def floor_penalised_scores(released, n_components, n_validation, floor,
     released = np.asarray(released, dtype=np.float64)
     k = np.asarray(n_components, dtype=np.float64)
     n_val = np.asarray(n_validation, dtype=np.float64)
+    if not np.all(n_val >= 1):
+        raise ValueError("n_validation must count at least one row per split; "
+                         f"got {n_validation!r}.")
     floor = np.broadcast_to(np.asarray(floor, dtype=np.float64), released.shape)
     expected = k * n_val * floor
     # τ and σ are of order C²: their squares under- or overflow for C far

@@ -48,6 +48,7 @@ import numpy as np
 from scipy import sparse, stats
 from scipy.optimize import brentq
 from sklearn.base import clone
+from sklearn.utils.validation import check_is_fitted
 
 from .privacy import BudgetAccountant, PrivacyLeakWarning, gdp_epsilon
 
@@ -129,7 +130,11 @@ def mean_statistic(feature=0):
     (True, True)
     """
 
+    if isinstance(feature, bool) or not isinstance(feature, Integral) or feature < 0:
+        raise ValueError(f"feature must be a non-negative integer; got {feature!r}.")
+
     def statistic(estimator):
+        _reads_features(estimator, "mean_statistic", least=feature + 1)
         return float(estimator.mean_[feature]) * estimator.n_samples_
 
     statistic.gaussian = True
@@ -164,6 +169,7 @@ def scatter_statistic(estimator):
     ...                 rtol=1e-2))
     True
     """
+    _reads_features(estimator, "scatter_statistic")
     if estimator.components_.shape[0] != estimator.n_features_in_:
         raise ValueError(
             "scatter_statistic reconstructs the released matrix from every "
@@ -197,9 +203,19 @@ def subspace_statistic(estimator):
     >>> [round(subspace_statistic(pca.fit(D))) for D in (X, X_prime)]
     [1, -1]
     """
+    _reads_features(estimator, "subspace_statistic")
     components = estimator.components_
     first, second = components[:, 0], components[:, 1]
     return float(first @ first - second @ second)
+
+
+def _reads_features(estimator, name, least=2):
+    """Refuse an unfitted estimator, or one fitted on fewer features than
+    the statistic reads (two: it compares features 1 and 2)."""
+    check_is_fitted(estimator)
+    if estimator.n_features_in_ < least:
+        raise ValueError(f"{name} reads feature {least - 1} (counting from 0); "
+                         f"this fit has {estimator.n_features_in_} feature(s).")
 
 
 def _rate_bounds(successes, trials, alpha):
@@ -220,6 +236,11 @@ def _check_level(alpha, delta=0.0):
         raise ValueError(f"alpha must be a number in (0, 1); got {alpha!r}.")
     if isinstance(delta, bool) or not (isinstance(delta, Real) and 0.0 <= delta < 1.0):
         raise ValueError(f"delta must be a number in [0, 1); got {delta!r}.")
+
+
+def _check_n_fits(n_fits):
+    if isinstance(n_fits, bool) or not isinstance(n_fits, Integral) or n_fits < 4:
+        raise ValueError(f"n_fits must be an integer of at least 4; got {n_fits!r}.")
 
 
 def _finite_samples(samples, name, minimum):
@@ -248,6 +269,7 @@ def threshold_ceiling(n_fits, delta, alpha=0.05):
     (1.6, 3.98)
     """
     _check_level(alpha, delta)
+    _check_n_fits(n_fits)
     half = n_fits - n_fits // 2  # the evaluation half of clopper_pearson_epsilon
     tpr_low, _ = _rate_bounds(half, half, alpha / 2)
     _, fpr_high = _rate_bounds(0, half, alpha / 2)
@@ -357,6 +379,12 @@ def gaussian_mu_lower(samples, samples_prime, alpha=0.05):
     high = t_obs + 10.0
     while excess(high) > 0:  # the t distribution's heavy tail at few samples
         high *= 2.0
+    if math.isnan(excess(high)):
+        # far beyond where SciPy evaluates the noncentral t (t ≈ 1e16: next
+        # to no noise): T = (Z + λ)/sqrt(V/dof) with Z negligible beside λ,
+        # so λ is at least T sqrt(V/dof) at V's lower quantile, less Z's
+        return max(0.0, t_obs * math.sqrt(stats.chi2.ppf(alpha / 2, dof) / dof)
+                   - stats.norm.ppf(level)) * scale
     return brentq(excess, 0.0, high) * scale
 
 
@@ -470,10 +498,11 @@ def audit(estimator, X, X_prime, statistic, n_fits=500, delta=None, alpha=0.05,
     True
     """
     params = estimator.get_params()
+    if delta is None and "delta" not in params:
+        raise ValueError("give delta=...: this estimator has no delta parameter.")
     delta = params["delta"] if delta is None else delta
     _check_level(alpha, delta)
-    if isinstance(n_fits, bool) or not isinstance(n_fits, Integral) or n_fits < 4:
-        raise ValueError(f"n_fits must be an integer of at least 4; got {n_fits!r}.")
+    _check_n_fits(n_fits)
     changed = _changed_rows(X, X_prime, y, y_prime)
     if changed != 1:
         raise ValueError(

@@ -55,7 +55,8 @@ def _check_int(value, name, low, high=None):
 
 
 #: Largest ``data_norm`` of the generators: its square (and the rows'
-#: squared norms) stay finite floats.
+#: squared norms) stay finite floats; its inverse is the smallest, whose
+#: square (the eigenvalues) stays a normal float.
 MAX_DATA_NORM = 1e150
 #: Smallest ``fst``: the smallest normal float, so that ``(1 − F)/F`` is
 #: finite.
@@ -65,7 +66,10 @@ TINY = float(np.finfo(np.float64).tiny)
 def _check_real(value, name, low, high, low_open=False, high_open=False):
     ok = isinstance(value, Real) and not isinstance(value, bool)
     if ok:
-        v = float(value)
+        try:
+            v = float(value)
+        except OverflowError:  # an integer beyond a float: outside any range
+            v = math.inf if value > 0 else -math.inf
         ok = (v > low if low_open else v >= low) and (
             v < high if high_open else v <= high
         )
@@ -208,7 +212,8 @@ def make_coherent_low_rank(
         :math:`\lambda_1` to :math:`\lambda_1 / \mathtt{spread}`.
     data_norm : float, default=1.0
         Norm bound :math:`C` of the rows (the estimators' ``data_norm``), in
-        :math:`(0, 10^{150}]` (the rows' squared norms are computed).
+        :math:`[10^{-150}, 10^{150}]` (the rows' squared norms and the
+        eigenvalues are computed).
     return_info : bool, default=False
         Also return a :class:`~sklearn.utils.Bunch` describing the data.
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator
@@ -290,9 +295,7 @@ def make_coherent_low_rank(
     eigengap = _check_real(eigengap, "eigengap", 0.0, 1.0, low_open=True)
     spread = _check_real(spread, "spread", 1.0, math.inf, high_open=True)
     # squared norms are computed: the bound's square must be a finite float
-    data_norm = _check_real(
-        data_norm, "data_norm", 0.0, MAX_DATA_NORM, low_open=True
-    )
+    data_norm = _check_real(data_norm, "data_norm", 1.0 / MAX_DATA_NORM, MAX_DATA_NORM)
     rng = make_generator(random_state)
 
     # Population eigenvalues before scaling: λ_1 = 1, geometric to 1/spread.

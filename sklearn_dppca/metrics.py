@@ -54,12 +54,18 @@ def _as_finite_2d(a, name):
     if sparse.issparse(a):
         raise ValueError(f"{name} must be a dense array; got a sparse "
                          f"{type(a).__name__} (convert it with .toarray()).")
-    arr = np.asarray(a)
+    try:
+        arr = np.asarray(a)
+    except OverflowError:  # an integer beyond a float in nested lists
+        arr = np.asarray(a, dtype=object)
     if arr.dtype == object:  # numbers in an object array or DataFrame
         try:
             arr = arr.astype(np.float64)
         except (TypeError, ValueError):
             pass  # refused below, as non-numeric
+        except OverflowError:
+            raise ValueError(
+                f"{name} holds an integer beyond float64's range.") from None
     if np.iscomplexobj(arr):
         raise ValueError(f"{name} must be real; got a complex array.")
     if arr.dtype.kind not in "biuf":

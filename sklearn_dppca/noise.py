@@ -78,7 +78,12 @@ TINY = float(np.finfo(np.float64).tiny)
 def _check_scale(sigma):
     r""":math:`\sigma` as a float: 0 (only the non-private fit's
     :func:`noise_scale` gives it) or a positive, finite, normal number."""
-    sigma = float(sigma)
+    if isinstance(sigma, (str, bytes, bool, np.bool_)):
+        raise TypeError(f"sigma must be a real number; got {sigma!r}.")
+    try:
+        sigma = float(sigma)
+    except OverflowError:  # an integer beyond a float: refused below, by name
+        sigma = math.inf
     if not (sigma == 0.0 or TINY <= sigma < math.inf):
         raise ValueError(
             f"sigma must be 0 or a positive, finite, normal number (at least "
@@ -219,6 +224,20 @@ def noise_scale(sensitivity, mu):
 _BLOCK_ENTRIES = 1 << 22
 
 
+def _square(matrix, kind):
+    """Refuse what ``add_*_noise`` cannot add its kernel to in place, before
+    a draw: a partly noised or half-modified matrix would be a leak."""
+    if not (isinstance(matrix, np.ndarray) and matrix.ndim == 2
+            and matrix.shape[0] == matrix.shape[1]
+            and matrix.dtype.kind == kind and matrix.flags.writeable):
+        what = "complex" if kind == "c" else "real floating"
+        got = (f"{matrix.dtype} array of shape {matrix.shape}"
+               if isinstance(matrix, np.ndarray) else type(matrix).__name__)
+        raise ValueError(f"matrix must be a square, writeable {what} NumPy "
+                         f"array; got a {got}.")
+    return matrix
+
+
 def _add_symmetric_blocks(rng, matrix, scale, sign):
     r""":math:`\mathtt{matrix} \mathrel{+}= \mathtt{scale} \cdot (G +
     \mathtt{sign} \cdot G^\top)` in place, :math:`G` of i.i.d. N(0, 1)
@@ -267,7 +286,8 @@ def add_goe_noise(rng, matrix, sigma):
     >>> bool(np.allclose(M, np.eye(3) + goe_noise(make_generator(0), 3, 1.0)))
     True
     """
-    return _add_symmetric_blocks(rng, matrix, _check_scale(sigma) / 2.0, 1)
+    scale = _check_scale(sigma) / 2.0
+    return _add_symmetric_blocks(rng, _square(matrix, "f"), scale, 1)
 
 
 def add_dense_noise(rng, matrix, sigma):
@@ -309,6 +329,7 @@ def add_gue_noise(rng, matrix, sigma):
     True
     """
     scale = _check_scale(sigma) / 2.0
+    _square(matrix, "c")
     _add_symmetric_blocks(rng, matrix.real, scale, 1)
     _add_symmetric_blocks(rng, matrix.imag, scale, -1)
     return matrix
@@ -401,6 +422,11 @@ class ImplicitGOE:
             raise ValueError(
                 f"precision must be 'single' or 'double', got {precision!r}.")
         self.sigma = _check_scale(sigma)
+        for name, value, least in (("n_features", n_features, 0), ("block", block, 1)):
+            if not isinstance(value, Integral) or isinstance(value, bool) \
+                    or not least <= value < 2**31:
+                raise ValueError(f"{name} must be an integer in [{least}, 2**31); "
+                                 f"got {value!r}.")
         self.shape = (int(n_features), int(n_features))
         self.dtype = np.dtype(np.float64)  # of the products returned
         self.precision = np.dtype(_PRECISIONS[precision])
