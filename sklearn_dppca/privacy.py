@@ -171,18 +171,34 @@ class Budget(NamedTuple):
     delta: float
 
     def __ge__(self, other):
-        eps, delta = other
-        return self.epsilon >= eps and self.delta >= delta
+        pair = _pair(other)
+        if pair is None:
+            return NotImplemented
+        return self.epsilon >= pair[0] and self.delta >= pair[1]
 
     def __le__(self, other):
-        eps, delta = other
-        return self.epsilon <= eps and self.delta <= delta
+        pair = _pair(other)
+        if pair is None:
+            return NotImplemented
+        return self.epsilon <= pair[0] and self.delta <= pair[1]
 
     def __gt__(self, other):
-        return self >= other and tuple(self) != tuple(other)
+        ge = self.__ge__(other)
+        return ge if ge is NotImplemented else ge and tuple(self) != tuple(other)
 
     def __lt__(self, other):
-        return self <= other and tuple(self) != tuple(other)
+        le = self.__le__(other)
+        return le if le is NotImplemented else le and tuple(self) != tuple(other)
+
+
+def _pair(other):
+    """``other`` as ``(epsilon, delta)``, or None where it is no pair (the
+    comparison is then not supported, as between a tuple and a number)."""
+    try:
+        eps, delta = other
+    except (TypeError, ValueError):
+        return None
+    return eps, delta
 
 
 class BudgetAccountant:
@@ -262,8 +278,11 @@ class BudgetAccountant:
             _in_memory.add(self)
         # diffprivlib's spent_budget: releases already made, charged now as
         # releases of your own (a spend over the budget refuses, as spend does)
-        for pair in spent_budget or ():
-            self.spend(*pair)
+        for pair in () if spent_budget is None else spent_budget:
+            if _pair(pair) is None:
+                raise ValueError("spent_budget must be a list of (epsilon, delta) "
+                                 f"pairs, as diffprivlib's; got an entry {pair!r}.")
+            self.spend(epsilon=_pair(pair)[0], delta=_pair(pair)[1])
 
     def _open_ledger(self, path, epsilon, delta):
         header = None

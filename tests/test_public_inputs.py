@@ -162,3 +162,18 @@ def test_generators_and_metrics_read_huge_integers_by_name():
         make_coherent_low_rank(100, 8, spread=10**400)
     with pytest.raises(ValueError, match="beyond float64"):
         principal_angle_sin([[10**400, 0]], [[1.0, 0.0]])
+
+
+def test_spent_budget_takes_pairs_and_budgets_compare_with_pairs():
+    """An array of pairs was refused as 'ambiguous', and a 1-tuple was
+    charged as a Gaussian μ; comparing a Budget with a number failed inside
+    its unpacking."""
+    from sklearn_dppca.privacy import Budget, BudgetAccountant
+
+    acc = BudgetAccountant(10.0, spent_budget=np.array([[1.0, 0.0]]))
+    assert acc.spent == (1.0, 0.0) and len(acc) == 1
+    with pytest.raises(ValueError, match=r"\(epsilon, delta\) pairs"):
+        BudgetAccountant(10.0, spent_budget=[(1.0,)])
+    with pytest.raises(TypeError, match="not supported"):
+        Budget(1.0, 0.0) >= 5
+    assert Budget(1.0, 1e-6) >= (0.5, 1e-7) and not Budget(1.0, 1e-6) >= (0.5, 1.0)
