@@ -7,8 +7,10 @@ import re
 import numpy as np
 
 #: What argparse reads as a negative number rather than an option: its own
-#: ``-3`` and ``-.5``, and the exponent form ``-1e3`` it reads as an option.
-NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+#: ``-3`` and ``-.5``, and the exponent form ``-1e3`` and ``-inf`` it reads
+#: as options (``--bounds -inf inf`` then said "expected an argument").
+NEGATIVE_NUMBER = re.compile(
+    r"^-((\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|inf(inity)?)$", re.IGNORECASE)
 
 
 class _Parser(argparse.ArgumentParser):

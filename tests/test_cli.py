@@ -959,3 +959,10 @@ def test_columns_naming_no_column_is_refused_before_the_read(data, tmp_path, cap
     rc, _, err = run(capsys, *fit_args(data, tmp_path / "m.json", "--columns", ",",
                                        "-v"))
     assert rc == 2 and "--columns names no column" in err and "reading" not in err
+
+
+def test_minus_inf_is_a_value_of_bounds(data, tmp_path, capsys):
+    """argparse read ``-inf`` as an option: "expected at least one argument"."""
+    rc, _, err = run(capsys, "fit", data, "-k", 1, "--epsilon", 1, "--delta", 1e-6,
+                     "--bounds", "-inf", "inf", "-o", tmp_path / "m.json")
+    assert rc == 2 and "bounds must be finite" in err, err
