@@ -431,6 +431,11 @@ def fit_command(args):
             # fitted on an array: the columns' names
             message = re.sub(r"\bfeature (\d+)\b",
                              lambda m: f"{names[int(m.group(1))]!r}", message)
+        if args.scale:  # already on a common scale: not advice to give
+            message = re.sub(" or put the features on a common scale "
+                             + _SCALER_ADVICE, "", message)
+            message = re.sub("Put the features on a common scale "
+                             + _SCALER_ADVICE + ", tighten", "Tighten", message)
         if sparse_rows:  # --scale is refused there: say what works instead
             message = re.sub(_SCALER_ADVICE, "by scaling the matrix's columns "
                              "yourself, keeping zeros at zero (no budget)", message)

@@ -214,3 +214,17 @@ def test_a_bounds_file_missing_a_column_points_to_columns(files, tmp_path,
     rc, _, err = run(capsys, *fit(table, tmp_path / "m.json", "--bounds", ranges))
     assert rc == 2
     assert "no bounds for the columns 'vote'" in err and "--columns" in err
+
+
+def test_a_scaled_fit_is_not_advised_to_scale(files, tmp_path, capsys):
+    """A review's fit with --scale was told to put the features on a common
+    scale with --scale: the noisy-release warning drops that advice there."""
+    table, ranges = files
+    rc, _, err = run(capsys, *fit(table, tmp_path / "m.json", "--bounds", ranges,
+                                  "--scale", "-k", 3, epsilon=0.05))
+    assert rc == 0, err
+    assert "do not stand out of the noise" in err or "does not stand out" in err
+    assert "common scale" not in err
+    rc, _, err = run(capsys, *fit(table, tmp_path / "u.json", "--data-norm", 1e6,
+                                  "-k", 3, epsilon=0.05))
+    assert rc == 0 and "common scale by their public ranges with --scale" in err, err
