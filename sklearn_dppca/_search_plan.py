@@ -605,7 +605,10 @@ def _check_splits(splits, n_samples):
 
 def _resolve_cv(cv, n_samples):
     """The public splits as index arrays: from an int, a KFold, or an
-    iterable of (train, test) pairs of indices or boolean masks."""
+    iterable of (train, test) pairs of indices or boolean masks; ``None``
+    is 5 folds, as in scikit-learn."""
+    if cv is None:
+        cv = 5
     if isinstance(cv, Integral):
         cv = KFold(n_splits=int(cv))
     if isinstance(cv, KFold):
@@ -618,8 +621,14 @@ def _resolve_cv(cv, n_samples):
             "every row in exactly one validation fold (ShuffleSplit does not)."
         )
     splits = []
+    if isinstance(cv, (str, bytes, dict)) or not hasattr(cv, "__iter__"):
+        raise ValueError(f"cv must be None, an int, a KFold or an iterable of "
+                         f"(train, test) pairs; got {cv!r}.")
     for pair in cv:
         parts = [np.asarray(part) for part in pair]
+        if len(parts) != 2:
+            raise ValueError(f"cv gives an entry of {len(parts)} parts where a "
+                             "(train, test) pair belongs.")
         for part in parts:
             if part.dtype == bool and part.shape != (n_samples,):
                 raise ValueError(

@@ -11,6 +11,7 @@ from scipy.stats import rankdata
 from sklearn.base import clone
 from sklearn.pipeline import Pipeline
 from sklearn.utils import _safe_indexing
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _array_api
 from ._dask import as_dask_array, is_dask_collection, saturate_big_numbers
@@ -96,6 +97,13 @@ def captured_variance_score(estimator, X, y=None):
     score : float
     """
     prefix, _, step = _locate_private_step(estimator)
+    check_is_fitted(step)
+    if not prefix and _array_api.namespace(X) is None and not is_dask_collection(X):
+        # a Pipeline's steps before it check X; a bare step's X as transform does
+        X = validate_data(step, saturate_big_numbers(X), reset=False,
+                          accept_sparse=("csr", "csc"),
+                          dtype=[np.float64, np.float32],
+                          ensure_all_finite=step.non_finite == "raise")
     rows = _host(_before_step(estimator, prefix, X), step.non_finite)
     return float(np.mean(captured_variance_rows(
         rows, _host(step.mean_), _host(step.components_), step.data_norm_)))

@@ -266,8 +266,8 @@ def plan_supervised_search(estimator, param_grid, *, epsilon, delta, splits,
     labels = _label_domain(ok)
     classifier = isinstance(ok[0].private[-1][1], PrivateLDA)
     scoring = scoring or ("accuracy" if classifier else "r2")
-    if scoring not in SCORERS or classifier != (scoring in ("accuracy",
-                                                            "balanced_accuracy")):
+    if not isinstance(scoring, str) or scoring not in SCORERS or classifier != (
+            scoring in ("accuracy", "balanced_accuracy")):
         allowed = (("accuracy", "balanced_accuracy") if classifier
                    else ("neg_mean_squared_error", "r2"))
         raise ValueError(
@@ -472,8 +472,9 @@ def run(search, plan, X, y, splits, rng, pooled=True):
             noisy_shared = shared + dense_noise(rng, shared.shape, plan.selection_sigma)
             scores[:, f] = fold_scores(plan, noisy, noisy_shared, n_val[f])
         del folds  # the exact statistics never leave
-        failed = [c.error is not None for c in plan.candidates]
-        scores[failed] = search.error_score
+        failed = np.array([c.error is not None for c in plan.candidates])
+        if failed.any():  # "raise" has raised before the charge
+            scores[failed] = search.error_score
         results = _ranked_results(plan.candidates, scores, per_split=not pooled)
         best = _best_index(search.refit, results, len(plan.candidates))
         state = {"cv_results_": results, "best_index_": best,

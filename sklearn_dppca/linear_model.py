@@ -211,7 +211,13 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
         # ‖a‖² ≤ R² = C² + g₁² + g_t²: Frobenius sensitivity √2 R² of Σ a aᵀ
         # (docs/privacy.rst, "Supervised heads")
         reach = 1.0 + sum(w * w for w in self._weights)
-        sigma = noise_scale(math.sqrt(2.0) * reach * data_norm**2, mu)
+        if not np.finfo(np.float64).tiny <= data_norm * data_norm * reach < math.inf:
+            raise ValueError(
+                f"the rows' norm bound ({data_norm:.4g}, from data_norm or "
+                "bounds) is too large or too small: its square, the release's "
+                "sensitivity, is outside float64's normal range. Rescale the "
+                "features.")
+        sigma = noise_scale(math.sqrt(2.0) * reach * data_norm * data_norm, mu)
         accountant.check(mu=mu)  # refused before the data is read
         with private_computation():
             if self.non_finite == "clip":  # a public map of each value
@@ -450,6 +456,9 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
         classes = np.unique(np.asarray(self.classes))
         if classes.shape[0] < 2 or np.asarray(self.classes).ndim != 1:
             raise ValueError("classes must list at least two distinct labels.")
+        if classes.dtype.kind in "fc" and not np.isfinite(classes).all():
+            raise ValueError("classes must not hold NaN or infinity: no label "
+                             "in y can be one.")
         return classes
 
     def _targets(self, y):

@@ -635,8 +635,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         n_val = np.array([len(test) for _, test in splits])
         scores, penalty = floor_penalised_scores(released, k, n_val, floor,
                                                  plan.selection_sigma)
-        failed = [c.error is not None for c in plan.candidates]
-        scores[failed] = self.error_score
+        failed = np.array([c.error is not None for c in plan.candidates])
+        if failed.any():  # "raise" has raised before the charge
+            scores[failed] = self.error_score
         results = _results(plan.candidates, scores, released.sum(axis=1), penalty,
                            k.mean(axis=1), (n_val * floor).sum())
         best = _best_index(self.refit, results, len(plan.candidates))

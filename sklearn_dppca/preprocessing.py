@@ -275,13 +275,7 @@ class PublicScaler(
         self : object
         """
         X = _validate(self, X, reset=True, ensure_all_finite="allow-nan")
-        if sparse.issparse(X) and not self._keeps_zero():
-            raise TypeError(
-                "PublicScaler takes sparse input only where its public map "
-                "keeps 0 at 0 (ranges from 0 with feature_range from 0, or "
-                "center=0): this one would fill every implicit zero. Densify "
-                "X (X.toarray()) or choose such a map."
-            )
+        self._refuse_filling_sparse(X)
         d = X.shape[1]
         names = getattr(self, "feature_names_in_", None)
         by_range = self.ranges is not None
@@ -399,7 +393,7 @@ class PublicScaler(
         check_is_fitted(self)
         copy = self.copy if copy is None else copy
         X = self._checked(X, copy, "transform")
-        if sparse.issparse(X):  # the map keeps 0 (fit checked): the values only
+        if sparse.issparse(X):  # the map keeps 0 (_checked): the values only
             def values(data, columns):
                 out = self._saturated(lambda Z: Z * self.scale_[columns], data)
                 return np.clip(out, *self.feature_range) if self.clip else out
@@ -410,10 +404,22 @@ class PublicScaler(
         return _into(X, X_new, copy)
 
     def _checked(self, X, copy, method):
-        """``X`` validated for ``method``, in the namespace of the fit."""
+        """``X`` validated for ``method``, in the namespace of the fit; a
+        sparse ``X`` only where the map keeps 0 at 0 (a scaler fitted on
+        dense rows may be given sparse ones)."""
         X = _validate(self, X, reset=False, ensure_all_finite="allow-nan", copy=copy)
+        self._refuse_filling_sparse(X)
         check_same_namespace(X, self, attribute="scale_", method=method)
         return X
+
+    def _refuse_filling_sparse(self, X):
+        if sparse.issparse(X) and not self._keeps_zero():
+            raise TypeError(
+                "PublicScaler takes sparse input only where its public map "
+                "keeps 0 at 0 (ranges from 0 with feature_range from 0, or "
+                "center=0): this one would fill every implicit zero. Densify "
+                "X (X.toarray()) or choose such a map."
+            )
 
     def inverse_transform(self, X, copy=None):
         """Undo :meth:`transform` (not the clipping of ``clip=True``),
@@ -792,8 +798,12 @@ class PrivateStandardScaler(
         return X
 
     def _checked(self, X, copy, method):
-        """``X`` validated for ``method``, in the namespace of the fit."""
+        """``X`` validated for ``method``, in the namespace of the fit;
+        float16 rows in float32, which holds what the released mean and
+        scale make of them (in float16 a row near a mean of 1e5 overflows)."""
         check_is_fitted(self)
+        if getattr(X, "dtype", None) == np.float16:
+            X, copy = X.astype(np.float32), False  # a copy already
         X = _validate(self, X, reset=False, copy=self.copy if copy is None else copy)
         if self.mean_ is not None:
             check_same_namespace(X, self, attribute="mean_", method=method)

@@ -177,3 +177,94 @@ def test_spent_budget_takes_pairs_and_budgets_compare_with_pairs():
     with pytest.raises(TypeError, match="not supported"):
         Budget(1.0, 0.0) >= 5
     assert Budget(1.0, 1e-6) >= (0.5, 1e-7) and not Budget(1.0, 1e-6) >= (0.5, 1.0)
+
+
+def test_error_score_raise_runs_every_search():
+    """error_score="raise" (documented) crashed every search after its
+    charge: NumPy read "raise" as a float to put in no failed row."""
+    from sklearn.pipeline import make_pipeline
+
+    from sklearn_dppca import BudgetAccountant
+    from sklearn_dppca.linear_model import PrivateLDA
+    from sklearn_dppca.model_selection import (
+        PrivateGridSearchCV,
+        private_cross_validate,
+    )
+
+    X = np.random.default_rng(0).normal(size=(300, 4)) * 0.4
+    y = (X[:, 0] > 0).astype(int)
+    private_cross_validate(PrivatePCA(2, data_norm=2.0), X, cv=3, error_score="raise",
+                           accountant=BudgetAccountant())
+    PrivateGridSearchCV(PrivatePCA(data_norm=2.0), {"n_components": [1, 2]},
+                        error_score="raise", accountant=BudgetAccountant()).fit(X)
+    private_cross_validate(make_pipeline(PrivateLDA([0, 1], data_norm=2.0)), X, y,
+                           cv=3, epsilon=3.0, error_score="raise",
+                           accountant=BudgetAccountant())
+
+
+def test_search_arguments_refused_by_name():
+    from sklearn_dppca import BudgetAccountant
+    from sklearn_dppca.linear_model import PrivateLDA
+    from sklearn_dppca.model_selection import private_cross_validate
+
+    X = np.random.default_rng(0).normal(size=(120, 3)) * 0.4
+    y = (X[:, 0] > 0).astype(int)
+    private_cross_validate(PrivatePCA(2, data_norm=2.0), X, cv=None,
+                           accountant=BudgetAccountant())  # 5 folds
+    rows = np.arange(120)
+    for cv, named in (({"a": 1}, "cv must be None, an int"),
+                      ([(rows[:60], rows[60:], rows)], "where a \\(train, test\\)")):
+        with pytest.raises(ValueError, match=named):
+            private_cross_validate(PrivatePCA(2, data_norm=2.0), X, cv=cv,
+                                   accountant=BudgetAccountant())
+    with pytest.raises(ValueError, match="scoring"):
+        private_cross_validate(PrivateLDA([0, 1], data_norm=2.0), X, y, cv=3,
+                               scoring=["accuracy"], accountant=BudgetAccountant())
+
+
+def test_scalers_and_heads_on_inputs_they_misread():
+    """A PublicScaler fitted on dense rows dropped its offset on sparse ones;
+    PrivateStandardScaler overflowed float16 rows to -inf; PrivateLDA
+    predicted a NaN class; a bound whose square overflows raised a bare
+    OverflowError."""
+    from scipy import sparse
+
+    from sklearn_dppca import BudgetAccountant
+    from sklearn_dppca.linear_model import PrivateLDA, PrivateRidge
+    from sklearn_dppca.preprocessing import PrivateStandardScaler, PublicScaler
+
+    X = np.array([[1.0, 2.0], [3.0, 0.0]])
+    scaler = PublicScaler(center=1.0, scale=2.0).fit(X)
+    for method in (scaler.transform, scaler.inverse_transform):
+        with pytest.raises(TypeError, match="keeps 0 at 0"):
+            method(sparse.csr_matrix(X))
+    rows = np.random.default_rng(0).uniform(9e4, 1e5, (500, 2))
+    private = PrivateStandardScaler((0, 1e5), epsilon=5.0,
+                                    accountant=BudgetAccountant()).fit(rows)
+    assert np.isfinite(private.transform(np.full((2, 2), 6e4, np.float16))).all()
+    labels = (rows[:, 0] > 9.5e4).astype(float)
+    with pytest.raises(ValueError, match="classes must not hold NaN"):
+        PrivateLDA([0.0, 1.0, np.nan], data_norm=2e5,
+                   accountant=BudgetAccountant()).fit(rows, labels)
+    for head in (PrivateLDA([0.0, 1.0], data_norm=1e300),
+                 PrivateRidge(data_norm=1e300, y_bounds=(0.0, 1.0))):
+        with pytest.raises(ValueError, match="norm bound"):
+            head.set_params(accountant=BudgetAccountant()).fit(rows, labels)
+
+
+def test_captured_variance_score_checks_a_bare_estimators_rows():
+    import pandas as pd
+    from sklearn.exceptions import NotFittedError
+
+    from sklearn_dppca.model_selection import captured_variance_score
+
+    frame = pd.DataFrame(np.random.default_rng(0).normal(size=(200, 3)) * 0.3,
+                         columns=["a", "b", "c"])
+    est = PrivatePCA(2, data_norm=2.0).fit(frame)
+    assert 0 <= captured_variance_score(est, frame) <= 4.0
+    with pytest.raises(ValueError, match="feature names"):
+        captured_variance_score(est, frame[["c", "b", "a"]])
+    with pytest.raises(ValueError, match="NaN"):
+        captured_variance_score(est, frame.assign(a=np.nan))
+    with pytest.raises(NotFittedError):
+        captured_variance_score(PrivatePCA(2, data_norm=2.0), frame)
