@@ -231,10 +231,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         ``"accuracy"`` (the default for a classifier) or
         ``"balanced_accuracy"``; ``"r2"`` (the default for a regressor) or
         ``"neg_mean_squared_error"``.
-    cv : int, KFold or iterable of (train, test), default=5
+    cv : None, int, KFold or iterable of (train, test), default=5
         Folds chosen without the data whose validation parts partition the
         rows; the pairs may be indices or boolean masks. An int means
-        ``KFold(cv)``.
+        ``KFold(cv)``, ``None`` 5 folds (as in scikit-learn).
     epsilon : float, default=1.0
         Privacy parameter :math:`\varepsilon > 0` of the whole search.
     delta : float, default=1e-6
@@ -769,7 +769,7 @@ def private_cross_validate(estimator, X, y=None, *, groups=None, scoring=None,
         as public index pairs instead).
     scoring : str or None, default=None
         A bounded score of the search; ``None``: its default.
-    cv : int, KFold or iterable of (train, test), default=5
+    cv : None, int, KFold or iterable of (train, test), default=5
     n_jobs : int or None, default=None
         Folds fitted in parallel threads.
     verbose : int, default=0
