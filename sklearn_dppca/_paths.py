@@ -174,8 +174,12 @@ class _PathMixin:
 
         Dense: its :math:`d \times d` matrices — two float64 matrices in the
         Gram pass (the raw one and the centred one), then the release: one
-        matrix with a truncated solver, three with every eigenpair (LAPACK's
-        copy and the eigenvectors); a complex release doubles that part.
+        matrix with a truncated solver, six with every eigenpair (the
+        release, LAPACK's copy, the eigenvectors and its :math:`2 d^2`
+        workspace); a complex release seven (three with a truncated
+        solver). Not counted: buffers of a fixed size (the passes' row
+        blocks, 32 MiB a thread, and the noise's blocks, at most 96 MiB),
+        which matter only for a limit of a few hundred MB.
         Matrix-free: about twelve :math:`d \times p` blocks of the solver and
         the products (:math:`p = k + \mathtt{n\_oversamples}`), one in single
         precision per thread drawing the kernel and its block (at most
@@ -202,10 +206,14 @@ class _PathMixin:
             # in double and rounded to single; V in single precision
             return (8 * (12 * d * p + rows) + 4 * d * p * (threads + 1) + parts
                     + 12 * threads * kernel + self._kernel_cache(d))
-        solver = self._eigen_solver(n_samples, d)
-        release = 1 if solver in TRUNCATED_SOLVERS else 3
-        if self._hermitian_noise:
-            release = 2 * release + 1  # complex matrices, beside the real Gram
+        truncated = self._eigen_solver(n_samples, d) in TRUNCATED_SOLVERS
+        if self._hermitian_noise:  # complex matrices, beside the real Gram
+            release = 3 if truncated else 7
+        else:
+            # every eigenpair: LAPACK's syevd holds a copy of the matrix, the
+            # eigenvectors and a 2 d² workspace beside the release (measured
+            # at 5.4–5.6 d² at d = 2 000 and 4 000)
+            release = 1 if truncated else 6
         # a Dask array's pass: the chunks' Gram matrices and partial sums too
         partials = getattr(self, "_chunked_partials", 0.0)
         return 8 * d * d * (max(2, release) + partials)
