@@ -810,9 +810,7 @@ def build_parser():
 def _error(exc):
     from ._cli_io import one_line
 
-    if isinstance(exc, str):
-        message = one_line(exc)
-    elif isinstance(exc, OSError) and exc.strerror and exc.filename:
+    if isinstance(exc, OSError) and exc.strerror and exc.filename:
         message = f"{exc.filename}: {exc.strerror}"
     else:
         message = one_line(exc) or type(exc).__name__
@@ -842,8 +840,8 @@ def main(argv=None):
         # connection an OSError.
         return _error(exc)
     except concurrent.futures.CancelledError as exc:  # a lost Dask scheduler's
-        return _error(f"the Dask cluster stopped the computation ({exc}); a fit "
-                      "stopped after its charge stays charged")
+        return _error(ValueError(f"the Dask cluster stopped the computation ({exc}); "
+                                 "a fit stopped after its charge stays charged"))
 
 
 if __name__ == "__main__":

@@ -34,6 +34,16 @@ def beyond_float(value):
             and abs(value) > _FLOAT_MAX)
 
 
+def saturating_float(value):
+    """``float(value)``; an integer (or long double) beyond float64's range
+    the infinite value it rounds to, where ``float()`` raises
+    ``OverflowError``."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 def _shown(value):
     """``repr(value)``, but a few words for an integer beyond a float (whose
     hundreds of digits would fill the message)."""

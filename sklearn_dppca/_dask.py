@@ -31,6 +31,7 @@ from numbers import Real
 import numpy as np
 from scipy import sparse
 
+from ._accounting import saturating_float
 from ._rows import CentredRows
 from ._stats import (
     centred_sums,
@@ -167,9 +168,7 @@ def _as_number(value):
         return math.nan
     if isinstance(value, (Real, Decimal)):
         try:
-            return float(value)  # a long double's overflow: ±inf
-        except OverflowError:
-            return math.inf if value > 0 else -math.inf
+            return saturating_float(value)  # a long double's overflow: ±inf
         except ValueError:  # Decimal's signalling NaN
             return math.nan
     return value

@@ -22,6 +22,7 @@ from scipy import sparse as _sparse
 from sklearn import datasets as _sk_datasets
 from sklearn.utils import Bunch
 
+from ._accounting import saturating_float
 from .noise import make_generator
 
 __all__ = [
@@ -66,10 +67,7 @@ TINY = float(np.finfo(np.float64).tiny)
 def _check_real(value, name, low, high, low_open=False, high_open=False):
     ok = isinstance(value, Real) and not isinstance(value, bool)
     if ok:
-        try:
-            v = float(value)
-        except OverflowError:  # an integer beyond a float: outside any range
-            v = math.inf if value > 0 else -math.inf
+        v = saturating_float(value)  # an integer beyond a float: outside any range
         ok = (v > low if low_open else v >= low) and (
             v < high if high_open else v <= high
         )

@@ -21,6 +21,8 @@ from numbers import Integral
 
 import numpy as np
 
+from ._accounting import saturating_float
+
 __all__ = [
     "ImplicitGOE",
     "add_goe_noise",
@@ -80,10 +82,7 @@ def _check_scale(sigma):
     :func:`noise_scale` gives it) or a positive, finite, normal number."""
     if isinstance(sigma, (str, bytes, bool, np.bool_)):
         raise TypeError(f"sigma must be a real number; got {sigma!r}.")
-    try:
-        sigma = float(sigma)
-    except OverflowError:  # an integer beyond a float: refused below, by name
-        sigma = math.inf
+    sigma = saturating_float(sigma)  # an integer beyond a float: refused below
     if not (sigma == 0.0 or TINY <= sigma < math.inf):
         raise ValueError(
             f"sigma must be 0 or a positive, finite, normal number (at least "

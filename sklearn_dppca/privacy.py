@@ -278,11 +278,12 @@ class BudgetAccountant:
             _in_memory.add(self)
         # diffprivlib's spent_budget: releases already made, charged now as
         # releases of your own (a spend over the budget refuses, as spend does)
-        for pair in () if spent_budget is None else spent_budget:
-            if _pair(pair) is None:
+        for entry in () if spent_budget is None else spent_budget:
+            pair = _pair(entry)
+            if pair is None:
                 raise ValueError("spent_budget must be a list of (epsilon, delta) "
-                                 f"pairs, as diffprivlib's; got an entry {pair!r}.")
-            self.spend(epsilon=_pair(pair)[0], delta=_pair(pair)[1])
+                                 f"pairs, as diffprivlib's; got an entry {entry!r}.")
+            self.spend(epsilon=pair[0], delta=pair[1])
 
     def _open_ledger(self, path, epsilon, delta):
         header = None
