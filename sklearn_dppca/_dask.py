@@ -32,7 +32,7 @@ import numpy as np
 from scipy import sparse
 
 from ._accounting import saturating_float
-from ._rows import CentredRows
+from ._rows import CentredRows, summed_entries
 from ._stats import (
     centred_sums,
     chunk_task,
@@ -122,6 +122,8 @@ def saturate_big_numbers(X):
         return _narrowed(values)
     if isinstance(X, np.ndarray):
         return _narrowed(X)
+    if sparse.issparse(X):
+        return summed_entries(X)
     if _is_dataframe(X) and not is_dask_collection(X):
         mapped = [i for i, t in enumerate(X.dtypes) if _wide_or_object(t)]
         if not mapped:
@@ -241,7 +243,10 @@ def as_dask_array(X):
         raise ValueError(f"Dask array of dtype {X.dtype} is not numeric.")
     if X.dtype not in (np.float32, np.float64):
         X = X.astype(np.float64)
-    return X.rechunk({1: -1}), names
+    X = X.rechunk({1: -1})
+    if has_sparse_chunks(X):  # each cell read as SciPy reads it, before any map
+        X = X.map_blocks(summed_entries, dtype=X.dtype, meta=X._meta)
+    return X, names
 
 
 def partition_lengths(frame):

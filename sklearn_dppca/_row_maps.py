@@ -9,6 +9,7 @@ import numpy as np
 from scipy import sparse
 
 from ._dask import is_dask_collection
+from ._rows import summed_entries
 from ._stats import _BLOCK_BYTES, _ranges
 
 
@@ -54,7 +55,7 @@ def clipped_projections(rows, bound, centre, basis):
                                chunks=(rows.chunks[0], (basis.shape[1],)),
                                dtype=np.float64).compute()
     thin = sparse.issparse(rows)
-    rows = rows.tocsr() if thin else np.asarray(rows)
+    rows = summed_entries(rows.tocsr()) if thin else np.asarray(rows)
     centre = np.broadcast_to(np.asarray(centre, dtype=np.float64), (rows.shape[1],))
     out = np.empty((rows.shape[0], basis.shape[1]))
     for a, b in row_spans(rows):

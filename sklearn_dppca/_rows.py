@@ -358,6 +358,27 @@ def _add_transposed_product(total, block, products):
         total[a:b] += np.asarray(transposed[a:b] @ products)
 
 
+def summed_entries(X):
+    r"""``X`` with each entry stored once: a CSR or CSC matrix holding
+    duplicate entries (one cell stored several times, which SciPy reads as
+    their sum) copied, in float64 unless it is float32, with its duplicates
+    summed; anything else as it is, ``X`` never modified.
+
+    Every statistic then reads a cell as SciPy does. Read entry by entry, a
+    row whose cell is stored as ``1e20, -1e20, -0.3`` has norm 0.3 but
+    adds :math:`(\sum_i a_i)^2` as nine products to the Gram matrix, and
+    each duplicate of a box's edge counts once in a per-feature sum: one
+    row would move a release far beyond its sensitivity. Summing runs in
+    SciPy's compiled code (no warning where a sum overflows: the cell is
+    then infinite, and refused or mapped as any other)."""
+    if (not sparse.issparse(X) or X.format not in ("csr", "csc")
+            or X.has_canonical_format):
+        return X
+    X = X.astype(X.dtype if X.dtype == np.float32 else np.float64, copy=True)
+    X.sum_duplicates()
+    return X
+
+
 class InMemoryRows:
     r"""The statistics of an in-memory array (dense or CSR), pass by pass.
 
@@ -369,7 +390,7 @@ class InMemoryRows:
     """
 
     def __init__(self, X):
-        self.X = X.tocsr() if sparse.issparse(X) else X
+        self.X = summed_entries(X.tocsr()) if sparse.issparse(X) else X
         self.sq_norms = None
         self.first, self._first_norm = None, None
         #: False on the matrix-free path: no pass forms a d × d matrix.

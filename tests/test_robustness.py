@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from scipy import sparse
 
 from sklearn_dppca import (
     BudgetAccountant,
@@ -556,3 +557,98 @@ def test_an_interrupt_after_the_charge_leaves_a_new_estimator_new(Estimator):
     with pytest.raises(KeyboardInterrupt), interrupted_at("release_bounds", "_fit"):
         est.fit(X)
     assert acc.n_charges == 1 and vars(est) == before
+
+
+def _stored_thrice(X):
+    """``X`` (CSR) with its first stored entry stored as three duplicates
+    that SciPy sums to it: ``1e20``, ``-1e20`` and the entry."""
+    X = X.tocsr().astype(np.float64)
+    row = int(np.flatnonzero(np.diff(X.indptr))[0])
+    lo = X.indptr[row]
+    data = np.r_[X.data[:lo], 1e20, -1e20, X.data[lo:]]
+    cell = X.indices[lo]
+    indices = np.r_[X.indices[:lo], cell, cell, X.indices[lo:]]
+    indptr = X.indptr.copy()
+    indptr[row + 1:] += 2
+    out = sparse.csr_matrix((data, indices, indptr), shape=X.shape)
+    assert not out.has_canonical_format
+    np.testing.assert_array_equal(out.toarray(), X.toarray())
+    return out
+
+
+@pytest.mark.parametrize("name", ["private", "complex", "coherent-fixed"])
+@pytest.mark.parametrize("kind", ["dense-path", "wide", "csc", "auto", "bounds"])
+def test_duplicate_sparse_entries_are_read_as_their_sum(name, kind):
+    """A cell stored several times is, as SciPy reads it, their sum; read
+    entry by entry, a row of norm 0.3 added its duplicates' products to the
+    Gram matrix (1e40 where 0.09 was due) and each to a box's sums, far
+    beyond the sensitivity. Every reader now sees the summed cell: the same
+    release as the canonical matrix, under one seed, and the caller's
+    matrix untouched."""
+    wide = kind == "wide"
+    X = sparse.random(300, 400 if wide else 30, density=0.1, format="csr",
+                      random_state=1) * 0.1
+    odd = _stored_thrice(X)
+    if kind == "csc":
+        X, odd = X.tocsc(), odd.tocsc()  # tocsc keeps the duplicates
+        assert not odd.has_canonical_format
+    before = (odd.data.copy(), odd.indices.copy(), odd.indptr.copy())
+    params = {"data_norm": 1.0, "random_state": 0}
+    if kind == "auto":
+        params.update(data_norm="auto", epsilon=3.0)
+    if kind == "bounds":
+        params.update(bounds=(-0.05, 0.05), data_norm=1.0)
+    if wide and name != "coherent-fixed":
+        params.update(svd_solver="randomized", path="matrix_free")
+    elif wide:
+        params.update(path="noisy_power")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            fits = [FACTORIES[name](n_components=2, **params).fit(Z) for Z in (X, odd)]
+        except TypeError:  # an estimator without bounds
+            pytest.skip("no bounds parameter")
+    np.testing.assert_allclose(fits[1].components_, fits[0].components_,
+                               rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(fits[1].explained_variance_, fits[0].explained_variance_,
+                               rtol=1e-9)
+    for saved, now in zip(before, (odd.data, odd.indices, odd.indptr)):
+        np.testing.assert_array_equal(saved, now)
+
+
+def test_duplicates_whose_sum_overflows_are_an_infinite_cell():
+    """Two stored 1e308 in one cell are an infinite entry: refused before the
+    charge as one is (it was charged, then released NaN), mapped with
+    ``non_finite="clip"``; and a Dask array of such CSR chunks alike."""
+    import dask.array as da
+
+    X = sparse.random(200, 20, density=0.2, format="csr", random_state=0)
+    data = np.r_[1e308, 1e308, X.data[X.indptr[0]:]]
+    odd = sparse.csr_matrix(
+        (data, np.r_[0, 0, X.indices[X.indptr[0]:]], np.r_[0, X.indptr[1:] + 2]),
+        shape=X.shape)
+    lazy = da.from_array(odd, chunks=(100, 20), asarray=False)
+    for rows in (odd, lazy):
+        budget = BudgetAccountant()
+        with pytest.raises(ValueError, match="infinity"):
+            PrivatePCA(2, data_norm=1.0, accountant=budget).fit(rows)
+        assert budget.n_charges == 0
+        pca = PrivatePCA(2, data_norm=1.0, non_finite="clip", random_state=0,
+                         accountant=budget).fit(rows)
+        assert np.isfinite(pca.components_).all() and budget.n_charges == 1
+
+
+def test_the_scaler_and_the_box_read_duplicates_as_their_sum():
+    """PrivateStandardScaler's per-feature sums and a PublicScaler's map read
+    a cell stored as duplicates once, as their sum (each duplicate was
+    clipped to the box and counted as a row's value)."""
+    from sklearn_dppca.preprocessing import PrivateStandardScaler, PublicScaler
+
+    X = sparse.random(400, 5, density=0.3, format="csr", random_state=2)
+    odd = _stored_thrice(X)
+    fits = [PrivateStandardScaler(bounds=(0.0, 1.0), with_mean=False, random_state=0,
+                                  epsilon=1.0).fit(Z) for Z in (X, odd)]
+    np.testing.assert_allclose(fits[1].scale_, fits[0].scale_, rtol=1e-12)
+    public = PublicScaler((0.0, 0.5), clip=True)
+    np.testing.assert_allclose(public.fit_transform(odd).toarray(),
+                               public.fit_transform(X).toarray())
