@@ -149,15 +149,3 @@ class _MatrixFreeMixin:
         exact_trace = rows.data_norm**2 * rows.sq_norm_sum()
         trace = self._released_trace(exact_trace, sigma, rng)
         return ImplicitScatter(rows, noise, exact_trace), sigma, trace
-
-    def _matrix_free_advice(self, n_samples, n_features):
-        """What the dense path's refusal advises: the matrix-free path."""
-        return (
-            f"{type(self).__name__}(n_components=k, svd_solver='randomized', "
-            "path='matrix_free') never forms a d × d matrix (its memory grows "
-            "as d·k"
-            + ("; path='noisy_power' also draws only d·k noise per pass, "
-               "at some accuracy" if self._noisy_power else "")
-            + "); with fewer features (a public selection of them) the "
-            "matrices shrink as d²."
-        )

@@ -11,7 +11,7 @@ from ._dask import ChunkedRows, local_threads
 from ._reported import _engine
 from ._rows import InMemoryRows
 from ._stats import _block_rows, blas_threads, kernel_threads
-from .noise import IMPLICIT_BLOCK, kernel_bytes
+from .noise import _BLOCK_ENTRIES, IMPLICIT_BLOCK, kernel_bytes
 
 #: Share of the machine's memory that a fit may take with
 #: ``memory_limit="auto"`` (``_check_memory``): beyond it the fit is refused
@@ -128,6 +128,15 @@ KERNEL_CACHE_SHARE = 0.125
 DEFAULT_KERNEL_CACHE = 2**30
 
 
+#: What each path holds, as a refusal names it.
+PATH_MEMORY = {
+    "dense": "forms its d × d matrices",
+    "matrix_free": "never forms a d × d matrix: its memory grows as d·k",
+    "noisy_power": ("never forms a d × d matrix and draws only d·k noise per "
+                    "pass, at some accuracy"),
+}
+
+
 #: The ``svd_solver`` values that compute the top ``k`` eigenpairs only.
 TRUNCATED_SOLVERS = ("randomized", "arpack")
 
@@ -177,9 +186,9 @@ class _PathMixin:
         matrix with a truncated solver, six with every eigenpair (the
         release, LAPACK's copy, the eigenvectors and its :math:`2 d^2`
         workspace); a complex release seven (three with a truncated
-        solver). Not counted: buffers of a fixed size (the passes' row
-        blocks, 32 MiB a thread, and the noise's blocks, at most 96 MiB),
-        which matter only for a limit of a few hundred MB.
+        solver); and beside them the pass's blocks of rows (about 32 MiB,
+        at least 2 048 rows, a thread) and the noise's blocks (three of at
+        most :math:`2^{22}` entries: :func:`~sklearn_dppca.noise.add_goe_noise`).
         Matrix-free: about twelve :math:`d \times p` blocks of the solver and
         the products (:math:`p = k + \mathtt{n\_oversamples}`), one in single
         precision per thread drawing the kernel and its block (at most
@@ -216,7 +225,9 @@ class _PathMixin:
             release = 1 if truncated else 6
         # a Dask array's pass: the chunks' Gram matrices and partial sums too
         partials = getattr(self, "_chunked_partials", 0.0)
-        return 8 * d * d * (max(2, release) + partials)
+        rows = d * min(n_samples, _block_rows(d) * blas_threads())
+        noise = 3 * min(d * d, _BLOCK_ENTRIES + d)
+        return 8 * (d * d * (max(2, release) + partials) + rows + noise)
 
     #: How a refusal names the columns of the d × p blocks beyond k.
     _oversampling = "n_oversamples"
@@ -264,21 +275,28 @@ class _PathMixin:
             f"{needed / gib:.3g} GiB for {what}, more than {limit_text} "
             f"({limit / gib:.3g} GiB). The fit was refused before reading the "
             "data or spending any budget. "
-            + (self._matrix_free_advice(n_samples, n_features)
-               if self._fit_path == "dense" else
-               "Fewer features (a public selection of them) or fewer "
-               "components shrink it.")
+            + self._paths_advice(n_samples, n_features, limit)
         )
 
-    def _matrix_free_advice(self, n_samples, n_features):
-        """What the dense path's refusal advises: the matrix-free path."""
-        return (
-            "PrivatePCA(n_components=k, svd_solver='randomized', "
-            "path='matrix_free') never forms a d × d matrix (its memory grows "
-            "as d·k; path='noisy_power' also draws only d·k noise per pass, "
-            "at some accuracy); with fewer features (a public selection of "
-            "them) the matrices shrink as d²."
-        )
+    def _paths_advice(self, n_samples, n_features, limit):
+        """What a refusal advises: this estimator's other paths whose memory
+        is within ``limit``, each with it; then fewer features or
+        components."""
+        name, gib = type(self).__name__, 2.0**30
+        other = (self._parameter_constraints["path"][0].options
+                 - {"auto", self._fit_path})
+        advice = []
+        for path in sorted(other):
+            needed = self._memory_needed(n_samples, n_features, path)
+            if needed <= limit:
+                solver = (", svd_solver='randomized'"
+                          if path != "dense" and self._honours_svd_solver else "")
+                advice.append(f"{name}(n_components=k{solver}, path={path!r}) "
+                              f"{PATH_MEMORY[path]} (about {needed / gib:.3g} GiB "
+                              "here)")
+        return ("; ".join(advice) + ". " if advice else "") + (
+            "Fewer features (a public selection of them) or fewer components "
+            "shrink every path's memory.")
 
     def _eigen_solver(self, n_samples, n_features):
         """How the released matrix is eigendecomposed (post-processing: the

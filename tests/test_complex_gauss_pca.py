@@ -280,7 +280,8 @@ def test_the_path_is_chosen_before_the_charge_and_refusals_name_the_one_that_fit
     assert budget.n_charges == 0
     # "auto" where the dense matrices do not fit: the matrix-free path, even
     # with a kernel cache too small for every block (there is no other)
-    est = cg_mf(epsilon=1.0, data_norm=1.5, path="auto", memory_limit=dense_bytes - 1,
+    limit = min(dense_bytes, 8 * cg_mf()._kernel_bytes(2000)) - 1
+    est = cg_mf(epsilon=1.0, data_norm=1.5, path="auto", memory_limit=limit,
                 random_state=0).fit(X)
     assert est.path_ == "matrix_free"
     assert est._kernel_cache(2000) < est._kernel_bytes(2000)

@@ -315,10 +315,13 @@ def test_wide_dask_fits_count_the_chunks_gram_matrices():
     X, _ = make_planted(n=2400, d=1500, seed=1)
     lazy = da.from_array(X, chunks=(600, 1500))
     d2 = 8.0 * 1500**2
-    limit = 4 * d2  # the in-memory dense fit's 2 matrices fit; 2 + 5 + 2.5·2 do not
+    dense = PrivatePCA(10, data_norm=3.0, random_state=0, path="dense")
+    # beside the matrices, buffers of the same size in memory and on Dask
+    buffers = dense._memory_needed(2400, 1500) - 2 * d2
+    # the in-memory dense fit's 2 matrices fit; 2 + 5 + 2.5·2 do not
+    limit = 4 * d2 + buffers
     with dask.config.set(scheduler="threads", num_workers=2):
-        dense = PrivatePCA(10, data_norm=3.0, random_state=0, path="dense",
-                           memory_limit=limit)
+        dense.set_params(memory_limit=limit)
         assert dense.fit(X).path_ == "dense"
         budget = BudgetAccountant()
         with pytest.raises(MemoryError, match="before reading the data"):
@@ -326,9 +329,11 @@ def test_wide_dask_fits_count_the_chunks_gram_matrices():
         assert budget.n_charges == 0
         auto = PrivatePCA(10, data_norm=3.0, random_state=0, memory_limit=limit)
         assert auto.fit(lazy).path_ == "matrix_free"
-        assert dense.set_params(memory_limit=13 * d2).fit(lazy).path_ == "dense"
+        assert dense.set_params(
+            memory_limit=13 * d2 + buffers).fit(lazy).path_ == "dense"
     with dask.config.set(scheduler="sync"):  # one thread: 2 + 5 + 2.5
-        assert dense.set_params(memory_limit=10 * d2).fit(lazy).path_ == "dense"
+        assert dense.set_params(
+            memory_limit=10 * d2 + buffers).fit(lazy).path_ == "dense"
     # CSR chunks: the path of the same rows in memory (matrix-free here)
     rows = sparse.random(4000, 3000, density=0.01, format="csr", random_state=0)
     wide = PrivatePCA(10, data_norm=3.0, random_state=0)

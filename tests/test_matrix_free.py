@@ -22,7 +22,7 @@ from sklearn_dppca._rows import CentredRows, ImplicitScatter, sparse_row_jobs
 from sklearn_dppca._stats import clipped_gram, first_pass
 from sklearn_dppca.audit import audit, neighbouring_datasets, subspace_statistic
 from sklearn_dppca.metrics import principal_angle_sin
-from sklearn_dppca.noise import ImplicitGOE, make_generator
+from sklearn_dppca.noise import ImplicitGOE, kernel_bytes, make_generator
 from sklearn_dppca.privacy import gdp_mu
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
@@ -285,11 +285,12 @@ def test_auto_leaves_the_dense_path_where_it_does_not_fit():
     X, _ = spiked(300, 3000)
     dense_bytes = PrivatePCA(3, svd_solver="randomized")._memory_needed(
         300, 3000, "dense")
+    assert dense_bytes > 8 * kernel_bytes(3000)
     est = PrivatePCA(3, epsilon=1.0, data_norm=1.5, svd_solver="randomized",
-                     memory_limit=dense_bytes - 1, accountant=BudgetAccountant(),
-                     random_state=0).fit(X)
-    # the kernel's blocks do not fit in an eighth of that limit either:
-    # the noisy power method (tests/test_noisy_power.py)
+                     memory_limit=8 * kernel_bytes(3000) - 1,
+                     accountant=BudgetAccountant(), random_state=0).fit(X)
+    # nor do the kernel's blocks fit in an eighth of that limit: the noisy
+    # power method (tests/test_noisy_power.py)
     assert est.path_ == "noisy_power"
     # forced dense: refused before the charge, naming the path that fits
     budget = BudgetAccountant()
@@ -394,3 +395,52 @@ def test_the_single_precision_kernel_works_at_any_scale(scale):
     assert principal_angle_sin(fits[1].components_, fits[0].components_) < 1e-5
     assert np.allclose(fits[1].explained_variance_ / scale**2,
                        fits[0].explained_variance_, rtol=1e-5)
+
+
+def test_sparse_rows_on_the_dense_path_stay_within_its_plan():
+    """The dense path's Gram pass forms the sparse rows' product by bands of
+    its rows: the whole product with its indices took 4.5 d × d matrices
+    that the plan did not count (a fit admitted under ``memory_limit``
+    peaked at 1.6–3 times it, after its charge); 474 MB traced here then."""
+    X = sparse.random(2048, 3000, density=0.05, format="csr", random_state=0) * 0.1
+    est = PrivatePCA(10, svd_solver="randomized", path="dense", data_norm=1.0,
+                     random_state=0)
+    assert traced_peak(est, X) <= est._memory_needed(*X.shape)
+
+
+def test_a_refusal_names_the_estimators_own_path_that_fits():
+    """The memory refusal names this estimator's paths whose memory is within
+    the limit (CoherentPowerPCA was told to use PrivatePCA's matrix-free
+    path; a refused matrix-free fit was not told of the noisy power method
+    that fitted), and no path that does not fit."""
+    from sklearn_dppca import CoherentPowerPCA, ComplexGaussPCA
+
+    n, d = 3000, 5000
+    X = sparse.random(n, d, density=0.001, format="csr", random_state=0)
+    cases = [  # the estimator, the paths it has, whether another one fits
+        (CoherentPowerPCA(10, path="dense", clip_radius=0.1, n_iter=2),
+         ("dense", "noisy_power"), True),
+        (PrivatePCA(10, svd_solver="randomized", path="matrix_free"),
+         ("dense", "matrix_free", "noisy_power"), True),
+        (ComplexGaussPCA(10, svd_solver="randomized", path="dense"),
+         ("dense", "matrix_free"), False),
+    ]
+    for est, paths, another in cases:
+        needs = {path: est._memory_needed(n, d, path) for path in paths}
+        others = sorted(needs[path] for path in paths if path != est.path)
+        limit = ((others[0] + needs[est.path]) / 2 if another
+                 else min(needs.values()) / 2)
+        budget = BudgetAccountant()
+        with pytest.raises(MemoryError) as refusal:
+            est.set_params(accountant=budget, data_norm=1.0, memory_limit=limit).fit(X)
+        assert budget.n_charges == 0
+        message = str(refusal.value)
+        assert "Fewer features" in message
+        for path in paths:
+            named = f"{type(est).__name__}(n_components=k" in message and (
+                f"path={path!r})" in message)
+            assert named == (path != est.path and needs[path] <= limit), (path, message)
+        if another:  # the path it names fits
+            fits = [path for path in paths if path != est.path and needs[path] <= limit]
+            est.set_params(path=fits[0], random_state=0).fit(X)
+            assert budget.n_charges == 1

@@ -195,9 +195,9 @@ def test_auto_takes_it_where_the_kernel_would_be_redrawn_in_every_product():
     X, _ = spiked(300, 3000)
     dense_bytes = PrivatePCA(3, svd_solver="randomized")._memory_needed(
         300, 3000, "dense")
-    assert dense_bytes / 8 < kernel_bytes(3000)
+    limit = min(dense_bytes, 8 * kernel_bytes(3000)) - 1
     est = PrivatePCA(3, epsilon=1.0, data_norm=1.5, svd_solver="randomized",
-                     memory_limit=dense_bytes - 1, accountant=BudgetAccountant(),
+                     memory_limit=limit, accountant=BudgetAccountant(),
                      random_state=0).fit(X)
     assert est.path_ == "noisy_power"
     assert est._memory_needed(300, 3000) < 0.1 * dense_bytes
