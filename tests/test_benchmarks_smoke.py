@@ -559,3 +559,77 @@ def test_wide_rounds_repeat_the_baselines_and_keep_the_fastest():
     assert merged["times_s"] == [3.0, 1.0, 2.0]
     failed = bench.merge_runs(runs[:1] + [dict(status="timeout", k=10)])
     assert failed["status"] == "timeout" and "time_s" not in failed
+
+
+# --- the scripts behind figures in the guides (review 40) -------------------
+def test_skewed_features_tiny_run(capsys):
+    """benchmarks/bench_skewed_features.py: the table in its public ranges,
+    every pipeline and ε, the box's bias on the raw table at ε = ∞."""
+    bench = pytest.importorskip("bench_skewed_features")
+    raw = bench.make_table(2_000, seed=0)
+    assert np.all(raw >= bench.LOWER) and np.all(raw <= bench.UPPER)
+    results = bench.main(["--seeds", "1", "--rows", "2000"])
+    assert len(results) == 6
+    for by_eps in results.values():
+        assert set(by_eps) == set(bench.EPSILONS)
+        assert all(0.0 <= v <= 1.0 for values in by_eps.values() for v in values)
+    inf = math.inf
+    assert results["raw, box (-3, 3)"][inf][0] > results["log1p, box (-3, 3)"][inf][0]
+    assert results["raw, public ranges"][inf][0] < 1e-6
+    out = capsys.readouterr().out
+    assert "| raw, box (-3, 3) |" in out and "skew" in out
+
+
+def test_head_weights_tiny_run(capsys):
+    """benchmarks/bench_head_weights.py: a subclass carries the weights, the
+    ridge's scale is the module's and is restored, and both tables print."""
+    bench = pytest.importorskip("bench_head_weights")
+    from sklearn_dppca import linear_model
+
+    heavy = bench.weighted(linear_model.PrivateLDA, (1.0, 1.0))
+    assert heavy._weights == (1.0, 1.0)
+    assert linear_model.PrivateLDA._weights != (1.0, 1.0)
+    X, y, lower, upper = bench.load_any("wine")
+    fits = []
+    for c in (1.0, 16.0):
+        with bench.ridge_edges(c):
+            assert linear_model.AUTO_RIDGE_EDGES == c
+            model = bench.head_model("wine", y, lower, upper, 3.0, 0,
+                                     linear_model.PrivateLDA._weights)
+            fits.append(model.fit(X, y)[-1].covariance_)
+    assert linear_model.AUTO_RIDGE_EDGES == 1.0
+    assert not np.allclose(fits[0], fits[1])
+    res, ridge = bench.main(["--splits", "2", "--cells", "wine:3", "diabetes:3"])
+    assert len(res) == 2 * len(bench.WEIGHTS) and set(ridge) == set(bench.RIDGE_EDGES)
+    assert all(len(v) == 2 for v in res.values())
+    out = capsys.readouterr().out
+    assert "| (0.2, 1.2) |" in out and "(0.3, 0.7) minus, diabetes" in out
+    assert "| 16 |" in out
+
+
+def test_wide_search_tiny_run(capsys):
+    """benchmarks/bench_wide_search.py on rows just past the wide rule's
+    2 048 features: times, memory and the pick printed."""
+    bench = pytest.importorskip("bench_wide_search")
+    X = bench.make_rows(50, 2_100)
+    assert np.linalg.norm(X, axis=1).max() == pytest.approx(1.0)
+    result = bench.main(["--rows", "90", "--features", "2100", "--blas-threads",
+                         "1", "--tracemalloc"])
+    assert result["wall_s"] > 0 and result["cpu_s"] > 0
+    assert result["best"] in bench.GRID
+    assert result["traced_bytes"] > 0 and result["peak_rss_bytes"] > 0
+    out = capsys.readouterr().out
+    assert "90 x 2100" in out and "s CPU" in out and "peak RSS" in out
+
+
+def test_mle_tiny_run(capsys):
+    """benchmarks/bench_mle.py: its reading of the release matches the fit's
+    rule (Minka's choice on the released spectrum, capped at n_resolved_)."""
+    bench = pytest.importorskip("bench_mle")
+    res = bench.main(["--seeds", "1", "--rows", "3000"])
+    assert len(res) == 2 * len(bench.EPSILONS)
+    for rows in res.values():
+        for kept, resolved, minka, _ in rows:
+            assert kept == max(1, min(minka, resolved))
+    out = capsys.readouterr().out
+    assert "| planted | 1 |" in out and "| strong | 100 |" in out
