@@ -57,6 +57,10 @@ A new ledger is written in full to a private temporary file (``O_EXCL``,
 mode ``0o600``: readable and writable by its owner only), then linked to its
 path, which fails if anything exists there: a ledger is never created over an
 existing file, even an empty one, and no process sees a half-made ledger.
+Where the file system has no hard links (FAT, some network mounts), the
+ledger is copied to its path with ``O_EXCL`` instead: still never over a
+file, but a process opening it during the copy finds it empty and refuses
+it (a process killed during the copy leaves it empty, refused for good).
 """
 
 import datetime
@@ -68,6 +72,7 @@ import pathlib
 import re
 import sqlite3
 import threading
+import time
 import uuid
 
 FORMAT = "sklearn_dppca ledger"
@@ -81,7 +86,7 @@ _ROW_FIELDS = (
 _META_HASHED = ("format", "version", "epsilon", "delta", "orders", "created")
 #: New ledger files (and SQLite's journals, which copy the mode): owner only.
 FILE_MODE = 0o600
-_ANCHOR = re.compile(r"(?:(\d+):)?([0-9a-f]{64})")
+_ANCHOR = re.compile(r"(?:([0-9]{1,19}):)?([0-9a-f]{64})")
 
 
 class LedgerError(ValueError):
@@ -149,6 +154,17 @@ def curve_text(curve):
     return json.dumps([_json_safe(float(v)) for v in curve], allow_nan=False)
 
 
+def _cost(value, name, top=math.inf):
+    """A stored cost as a float: a number in ``[0, top]`` (``inf`` where
+    ``top`` is), as :meth:`BudgetAccountant.spend` writes it. A rewrite that
+    recomputes the hashes could store a negative one, which would lower
+    the spend below an anchor's: refused as malformed."""
+    number = float(value)
+    if not 0.0 <= number <= top:
+        raise ValueError(f"{name} = {value!r} is not in [0, {top}]")
+    return number
+
+
 def _decode_curve(text):
     if text is None:
         return None
@@ -156,8 +172,9 @@ def _decode_curve(text):
     if isinstance(value, dict):  # a release stated in (epsilon, delta)
         if set(value) != {"epsilon", "delta"}:
             raise ValueError(f"a release's (epsilon, delta) has keys {sorted(value)}")
-        return {key: float(v) for key, v in value.items()}
-    return [float(v) for v in value]
+        return {"epsilon": _cost(value["epsilon"], "epsilon"),
+                "delta": _cost(value["delta"], "delta", top=1.0)}
+    return [_cost(v, "an RDP value") for v in value]
 
 
 def _digest(fields):
@@ -254,11 +271,14 @@ class Ledger:
     def _transaction(self, body, mode):
         con = self._connect()
         try:
-            con.execute(f"BEGIN {mode}")
+            _begin(con, mode)
             try:
                 result = body(con)
             except BaseException:
-                con.execute("ROLLBACK")
+                # SQLite has rolled back already on a full disk or an I/O
+                # error: its own error, not ROLLBACK's, is the one to raise
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
                 raise
             con.execute("COMMIT")
             return result
@@ -284,13 +304,15 @@ class Ledger:
         created with ``O_EXCL`` and mode :data:`FILE_MODE`, then hard-linked
         to its path: the link fails if anything exists there, so a ledger is
         never created over a file (an empty one included), and two processes
-        creating one ledger create it once, neither seeing it half-made.
+        creating one ledger create it once, neither seeing it half-made
+        (without hard links, see the module's docstring).
         Returns whether it created the ledger.
         """
         if os.path.lexists(self.path):  # (also where no file can be made)
             return False
         folder, name = os.path.split(self.path)
-        temp = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.creating")
+        # short: a name near the file system's limit must still fit
+        temp = os.path.join(folder, f".{uuid.uuid4().hex}.ledger-creating")
         try:
             os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
         except OSError as exc:
@@ -308,9 +330,20 @@ class Ledger:
             os.unlink(temp)
 
     # -- reading ------------------------------------------------------
-    def rows(self):
-        """Every row, verified, as dicts (``mu`` as float, ``rdp`` as list)."""
-        rows = self._read(lambda con: self._verified(con)[1])
+    def rows(self, writable=False):
+        """Every row, verified, as dicts (``mu`` as float, ``rdp`` as list).
+
+        With ``writable``, read in a write transaction that rewrites the head
+        as it is: a ledger this process cannot write (a read-only file,
+        folder or mount) is refused now, where a charge is checked before
+        the data is read, not at the charge after every row was read."""
+        def body(con):
+            rows = self._verified(con)[1]
+            if writable:
+                con.execute("UPDATE meta SET value = value WHERE key = 'head'")
+            return rows
+
+        rows = self._transaction(body, "IMMEDIATE") if writable else self._read(body)
         return [_decoded(row) for row in rows]
 
     def verify(self, anchor=None):
@@ -453,6 +486,33 @@ class Ledger:
         return _decoded(row)
 
 
+#: Seconds of one wait for another process's write inside SQLite, where a
+#: signal is not acted on: ``BEGIN IMMEDIATE`` retries in steps of it, so
+#: that a Ctrl-C stops a charge waiting for a lock at once.
+_BUSY_STEP = 0.05
+
+
+def _begin(con, mode):
+    """``BEGIN mode``; ``IMMEDIATE`` waits up to :data:`BUSY_TIMEOUT` for
+    another process's write in steps of :data:`_BUSY_STEP` (SQLite's own
+    wait sleeps where Python cannot act on a signal)."""
+    if mode != "IMMEDIATE":
+        con.execute(f"BEGIN {mode}")
+        return
+    deadline = time.monotonic() + BUSY_TIMEOUT
+    con.execute(f"PRAGMA busy_timeout = {int(_BUSY_STEP * 1000)}")
+    try:
+        while True:
+            try:
+                con.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+    finally:  # the commit's own wait for readers
+        con.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
+
+
 def _write_new_ledger(path, header):
     """Write a new, empty ledger with ``header`` into the empty file ``path``."""
     con = sqlite3.connect(path, isolation_level=None)
@@ -511,8 +571,16 @@ def _meta(con, path):
         if "not a database" not in str(exc) and "malformed" not in str(exc):
             # busy, locked, or an I/O error: not a verdict on the file
             raise LedgerError(f"{path}: cannot read the ledger ({exc})") from exc
+        if _sqlite_file(path):
+            raise LedgerIntegrityError(
+                f"{path}: the file is a damaged SQLite database ({exc}); if it "
+                "is a ledger, restore it from a backup", row=None) from exc
         schema, meta = set(), {}
     if meta.get("format") != FORMAT:
+        if {("table", "meta"), ("table", "charges")} <= schema:
+            raise LedgerIntegrityError(
+                f"{path}: the ledger's header was damaged or edited (its "
+                "format is not recorded); restore it from a backup", row=None)
         if not meta and os.path.exists(path) and os.path.getsize(path) == 0:
             raise LedgerError(
                 f"{path}: not a sklearn_dppca ledger: the file is empty. A "
@@ -540,6 +608,15 @@ def _meta(con, path):
     return meta
 
 
+def _sqlite_file(path):
+    """Whether ``path`` starts as every SQLite database does."""
+    try:
+        with open(path, "rb") as file:
+            return file.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
 def _header(meta):
     """The fixed part of the meta table (the head moves with every charge)."""
     return {k: v for k, v in meta.items() if k not in ("n_charges", "head")}
@@ -548,7 +625,7 @@ def _header(meta):
 def _decoded(row):
     out = dict(row)
     out["params"] = json.loads(row["params"])
-    out["mu"] = float(row["mu"])
+    out["mu"] = _cost(row["mu"], "mu")
     out["rdp"] = _decode_curve(row["rdp"])
-    out["epsilon_spent"] = float(row["epsilon_spent"])
+    out["epsilon_spent"] = _cost(row["epsilon_spent"], "epsilon_spent")
     return out

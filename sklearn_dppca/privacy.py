@@ -482,12 +482,13 @@ class BudgetAccountant:
         eps = self._fits_epsilon(totals, self._fits_delta(totals.keep_user))
         return Budget(eps + totals.eps_user, self._delta)
 
-    def _state(self):
-        """:class:`_Totals` of every charge so far."""
+    def _state(self, writable=False):
+        """:class:`_Totals` of every charge so far (``writable``: refuse a
+        ledger this process cannot write, as :meth:`Ledger.rows`)."""
         if self._ledger is None:
             with self._lock:
                 return self._totals
-        return _compose(self._ledger.rows())
+        return _compose(self._ledger.rows(writable=writable))
 
     def _admit(self, totals, charge):
         """The totals after ``charge`` and their :class:`Budget`; raise if
@@ -562,10 +563,14 @@ class BudgetAccountant:
             If it would exceed the budget.
         RuntimeError
             On a copy that cannot be charged.
+        LedgerError
+            On a ledger this process cannot write (a read-only file, folder
+            or mount): a fit checks its charge before reading the data, so
+            it is refused then rather than at the charge.
         """
         charge = _parse_charge(release, mu, rdp, epsilon, delta)
         self._refuse_if_detached()
-        return self._admit(self._state(), charge)[1]
+        return self._admit(self._state(writable=True), charge)[1]
 
     def spend(self, *release, mu=None, rdp=None, epsilon=None, delta=None,
               estimator=None, label=None):

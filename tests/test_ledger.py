@@ -24,6 +24,7 @@ from sklearn.model_selection import GridSearchCV, cross_val_score
 
 from sklearn_dppca import BudgetAccountant, BudgetExceededError, PrivatePCA
 from sklearn_dppca.__main__ import main
+from sklearn_dppca._rows import InMemoryRows
 from sklearn_dppca.privacy import (
     LedgerError,
     LedgerIntegrityError,
@@ -903,3 +904,130 @@ def test_a_label_a_ledger_cannot_store_is_refused_before_the_data(path):
     with pytest.raises(ValueError, match="encodable as UTF-8"):
         acc.spend(MU1, label="caf\udce9.csv")
     assert acc.n_charges == 0
+
+
+# ==========================================================================
+# 7. Faults inside transactions and forged values (review 38)
+# ==========================================================================
+def _append_forged(path, **fields):
+    """Append a row as a charge writes one, its hash recomputed (no key is
+    needed), with ``fields`` in place of a real charge's."""
+    from sklearn_dppca import _ledger
+
+    with sqlite3.connect(path) as con:
+        con.row_factory = sqlite3.Row
+        last = dict(con.execute("SELECT * FROM charges ORDER BY seq DESC").fetchone())
+        row = dict(last, seq=last["seq"] + 1, prev_hash=last["hash"], **fields)
+        row["hash"] = _ledger._row_hash(row)
+        con.execute("INSERT INTO charges VALUES (:seq, :time, :estimator, :params, "
+                    ":label, :mu, :rdp, :epsilon_spent, :prev_hash, :hash)", row)
+        con.executemany("UPDATE meta SET value = ? WHERE key = ?",
+                        [(str(row["seq"]), "n_charges"), (row["hash"], "head")])
+
+
+@pytest.mark.parametrize("fields", [
+    dict(mu="nan"), dict(mu="-1.0"),
+    dict(mu="0.0", rdp=json.dumps({"delta": "0.0", "epsilon": "-1000.0"})),
+    dict(mu="0.0", rdp=json.dumps({"delta": "2.0", "epsilon": "1.0"})),
+    dict(mu="0.0", rdp=json.dumps([-1.0] * 3)),
+    dict(epsilon_spent="nan"),
+])
+def test_a_forged_row_that_lowers_the_spend_is_malformed(path, fields):
+    """A row added after an anchor with a negative cost passed the anchor and
+    lowered the spend below it (``spend`` was admitted again on a spent
+    budget); a NaN failed every read with a bare ValueError. Both are now a
+    malformed row, named."""
+    acc = BudgetAccountant(1.0, 1e-6, path=path)
+    acc.spend(MU1)
+    anchor = acc.anchor()
+    _append_forged(path, **fields)
+    with pytest.raises(LedgerIntegrityError, match="row 2 is malformed") as caught:
+        BudgetAccountant(path=path).verify(anchor=anchor)
+    assert caught.value.row == 2
+    with pytest.raises(LedgerIntegrityError):
+        acc.spend(0.01)
+
+
+def test_a_full_disk_is_named_not_hidden_by_the_rollback(path):
+    """SQLite rolls back by itself on a full disk or an I/O error; the
+    explicit ROLLBACK then failed ("no transaction is active") and its error
+    replaced the real one."""
+    acc = BudgetAccountant(1.0, 1e-6, path=path)
+
+    def full(con):
+        con.execute("ROLLBACK")  # as SQLite does on SQLITE_FULL
+        raise sqlite3.OperationalError("database or disk is full")
+
+    with pytest.raises(LedgerError, match="disk is full"):
+        acc._ledger._transaction(full, "IMMEDIATE")
+    acc.spend(MU1)
+    assert acc.n_charges == 1
+
+
+def test_a_charge_waiting_for_a_lock_stops_at_ctrl_c(path):
+    """SQLite's wait for another process's transaction sleeps where Python
+    cannot act on a signal: a Ctrl-C was acted on only when the lock was
+    released (up to two minutes). The wait now runs in short steps."""
+    import _thread
+
+    acc = BudgetAccountant(1.0, 1e-6, path=path)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    try:
+        timer.start()
+        start = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            acc.spend(MU1)
+        assert time.monotonic() - start < 30.0  # not the 120 s of the wait
+    finally:
+        timer.cancel()
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert acc.n_charges == 0
+    acc.spend(MU1)
+    assert acc.n_charges == 1
+
+
+def test_a_ledger_that_cannot_be_written_is_refused_first(path, X, monkeypatch):
+    """A read-only ledger (file, folder or mount) passed the fit's check and
+    failed at the charge, after every row was read: the check now writes the
+    head as it is, in a transaction."""
+    from sklearn_dppca import _ledger
+
+    acc = BudgetAccountant(5.0, 1e-6, path=path)
+    connect = sqlite3.connect
+    monkeypatch.setattr(_ledger.sqlite3, "connect", lambda target, **kw: connect(
+        target.replace("mode=rw", "mode=ro"), **kw))
+    with pytest.raises(LedgerError, match="readonly"):
+        acc.check(MU1)
+    read = []
+    first_pass = InMemoryRows.first_pass
+    monkeypatch.setattr(InMemoryRows, "first_pass",
+                        lambda *a, **k: read.append(1) or first_pass(*a, **k))
+    with pytest.raises(LedgerError, match="readonly"):
+        pca(acc).fit(X)
+    assert not read and acc.n_charges == 0  # reading the ledger works
+
+
+def test_long_names_anchors_and_damaged_files(tmp_path):
+    """A legal 240-byte file name could not become a ledger (the temporary
+    name beside it was 43 bytes longer); an anchor's count is ASCII digits,
+    at most 19 of them (Arabic-Indic digits read as a count; 5 000 digits
+    gave Python's integer-conversion error); a damaged SQLite file is said
+    damaged, not "not a ledger"."""
+    long = str(tmp_path / ("n" * 240 + ".db"))
+    acc = BudgetAccountant(1.0, 1e-6, path=long)
+    acc.spend(MU1)
+    digest = acc.anchor().split(":")[1]
+    for anchor in ("١:" + digest, "9" * 5000 + ":" + digest):
+        with pytest.raises(ValueError, match="anchor must be 'N:HASH'"):
+            acc.verify(anchor=anchor)
+    for offset in (100, 4106):
+        copy = str(tmp_path / f"damaged{offset}.db")
+        shutil.copy(long, copy)
+        with open(copy, "r+b") as file:
+            file.seek(offset)
+            file.write(np.random.default_rng(0).bytes(64))
+        with pytest.raises(LedgerIntegrityError, match="damaged"):
+            BudgetAccountant(path=copy).verify()
