@@ -2,7 +2,8 @@ r"""The mathematics of privacy accounting: exact, and about no estimator.
 
 Conversions between :math:`(\varepsilon, \delta)`-DP, Gaussian DP
 (:math:`\mu`) and Rényi DP, and the calibration of a Gaussian release
-(Balle & Wang 2018; Dong, Roth & Su 2022; Mironov 2017).
+(Balle & Wang 2018; Dong, Roth & Su 2022; Mironov 2017), and the totals a
+sequence of charges composes to (:class:`_Totals`).
 :mod:`sklearn_dppca.privacy` builds the accountant on them and documents
 them (docs/privacy.rst, "§2 Accounting"); nothing here holds state.
 """
@@ -10,6 +11,7 @@ them (docs/privacy.rst, "§2 Accounting"); nothing here holds state.
 import math
 import sys
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
 from scipy.optimize import brentq
@@ -424,3 +426,59 @@ def repeated_rdp(rdp, theta, orders=DEFAULT_ORDERS):
     hat = 2.0 * (1.0 - 1.0 / orders) * rdp + 2.0 * log_inv / orders
     best_hat = min(float(np.min(hat)), 2.0 * log_inv)
     return rdp + best_hat + log_inv / (orders - 1.0)
+
+
+# ------------------------------------------------ the charges composed
+def _log_keep(delta):
+    r""":math:`\log(1 - \delta)` (:math:`-\infty` for :math:`\delta = 1`)."""
+    return -math.inf if delta >= 1.0 else math.log1p(-delta)
+
+
+class _Charge(NamedTuple):
+    r"""One charge: a Gaussian/RDP release, or a release in
+    :math:`(\varepsilon, \delta)`."""
+
+    mu: float
+    rdp: np.ndarray  # or None
+    release: tuple  # (epsilon, delta) of a release of the user's own, or None
+
+
+class _Totals(NamedTuple):
+    """What the charges so far compose to, in the parts the bound needs."""
+
+    mu_sq: float  # Σ μ² of the Gaussian releases
+    rdp: np.ndarray  # Σ of the RDP curves
+    has_rdp: bool
+    n_fits: int  # charges given as mu or rdp
+    eps_user: float  # Σ ε_i of the releases given as (epsilon, delta)
+    keep_user: float  # Σ log(1 − δ_i) of those
+
+    @classmethod
+    def empty(cls):
+        return cls(0.0, np.zeros_like(DEFAULT_ORDERS), False, 0, 0.0, 0.0)
+
+    def add(self, charge):
+        if charge.release is not None:
+            eps, delta = charge.release
+            return self._replace(eps_user=self.eps_user + eps,
+                                 keep_user=self.keep_user + _log_keep(delta))
+        return self._replace(
+            mu_sq=self.mu_sq + charge.mu * charge.mu,
+            rdp=self.rdp if charge.rdp is None else self.rdp + charge.rdp,
+            has_rdp=self.has_rdp or charge.rdp is not None,
+            n_fits=self.n_fits + 1,
+        )
+
+
+def _compose(rows):
+    """:class:`_Totals` of stored charges, in their order."""
+    totals = _Totals.empty()
+    for row in rows:
+        stored = row["rdp"]
+        if isinstance(stored, dict):  # a release stated in (ε, δ)
+            charge = _Charge(0.0, None, (stored["epsilon"], stored["delta"]))
+        else:
+            curve = None if stored is None else np.asarray(stored, dtype=float)
+            charge = _Charge(row["mu"], curve, None)
+        totals = totals.add(charge)
+    return totals

@@ -23,6 +23,7 @@ from ._dask import (
     saturate_big_numbers,
 )
 from ._row_maps import row_spans
+from ._warning_rules import warn_if_scored_exactly
 
 
 def whiten_scale(variance, whiten, total):
@@ -367,6 +368,7 @@ class _PCAModelMixin(TransformerMixin):
         lazily (a Dask array of log-likelihoods, as ``transform``'s output).
         """
         check_is_fitted(self)
+        warn_if_scored_exactly(self)
         dask = is_dask_collection(X)
         X = saturate_big_numbers(X)  # a Dask collection as it is
         check_numeric_columns(X)

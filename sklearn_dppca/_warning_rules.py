@@ -64,6 +64,32 @@ def _warn_leak(message):
     warnings.warn(message, PrivacyLeakWarning, stacklevel=_outside_stacklevel())
 
 
+#: scikit-learn's modules whose scores of a fitted model are exact.
+_EXACT_SCORING = ("sklearn.model_selection._validation",
+                  "sklearn.model_selection._search",
+                  "sklearn.model_selection._classification_threshold")
+
+
+def warn_if_scored_exactly(model, what="rows"):
+    """The :class:`PrivacyLeakWarning` of a model whose predictions or score
+    scikit-learn's cross-validation or search is scoring: its fold fits are
+    private, but the scores it returns are exact functions of the
+    validation ``what`` (the way a fixed ``random_state`` is warned of)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_globals.get("__name__", "") in _EXACT_SCORING:
+            _warn_leak(
+                f"scikit-learn's cross-validation is scoring this "
+                f"{type(model).__name__} on validation rows: the scores it "
+                f"returns are exact functions of those {what}, not private. "
+                "Use sklearn_dppca.model_selection's private_cross_val_score, "
+                "private_cross_validate or PrivateGridSearchCV, which release "
+                "noisy bounded scores."
+            )
+            return
+        frame = frame.f_back
+
+
 def _warn_if_not_private(epsilon, random_state, released="released attributes"):
     """After a fit: the :class:`PrivacyLeakWarning` of ``epsilon=inf`` (no
     noise) or, failing that, of a fixed ``random_state`` (noise anyone can

@@ -27,7 +27,6 @@ release.
 """
 
 import math
-import sys
 import warnings
 from numbers import Real
 
@@ -58,12 +57,12 @@ from ._param_docs import fill_parameter_docs
 from ._released import NoisyReleaseWarning
 from ._row_maps import clip_rows
 from ._stats import _clip_scales, _sq_norms, iter_blocks
+from ._warning_rules import warn_if_scored_exactly
 from .noise import add_goe_noise, make_generator, noise_scale
 from .privacy import (
     BudgetAccountant,
     _outside_stacklevel,
     _warn_if_not_private,
-    _warn_leak,
     gdp_epsilon,
     gdp_mu,
     private_computation,
@@ -275,7 +274,7 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
 
     def _decision(self, X):
         check_is_fitted(self)
-        _warn_if_scored_exactly(self)
+        warn_if_scored_exactly(self, "rows and labels")
         X = saturate_big_numbers(_on_host(X))
         check_numeric_columns(X)
         X = validate_data(self, X, reset=False,
@@ -305,32 +304,6 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
 
 #: Modules of scikit-learn that score an estimator's predictions on held-out
 #: rows and return the exact scores.
-_EXACT_SCORING = ("sklearn.model_selection._validation",
-                  "sklearn.model_selection._search",
-                  "sklearn.model_selection._classification_threshold")
-
-
-def _warn_if_scored_exactly(head):
-    """The :class:`~sklearn_dppca.PrivacyLeakWarning` of a head whose
-    predictions scikit-learn's cross-validation is scoring: its fold fits
-    are private, but the scores it returns are exact functions of the
-    validation rows and labels (the way a fixed ``random_state`` is
-    warned of)."""
-    frame = sys._getframe(2)
-    while frame is not None:
-        if frame.f_globals.get("__name__", "") in _EXACT_SCORING:
-            _warn_leak(
-                f"scikit-learn's cross-validation is scoring this "
-                f"{type(head).__name__} on validation rows: the scores it "
-                "returns are exact functions of those rows and labels, not "
-                "private. Use sklearn_dppca.model_selection's "
-                "private_cross_val_score, private_cross_validate or "
-                "PrivateGridSearchCV, which release noisy bounded scores."
-            )
-            return
-        frame = frame.f_back
-
-
 def _regularised(matrix, ridge):
     r"""``(values, vectors)`` of
     :math:`\operatorname{sym}(M)_+ + \mathtt{ridge} \cdot I`: the released

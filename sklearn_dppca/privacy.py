@@ -35,8 +35,12 @@ import numpy as np
 
 from . import _accounting
 from ._accounting import (  # the mathematics; the accountant is here
+    _Charge,
     _check_nonnegative,
+    _compose,
+    _log_keep,
     _shown,
+    _Totals,
     calibrate_gaussian,
     gaussian_rdp,
     gdp_delta,
@@ -345,6 +349,11 @@ class BudgetAccountant:
             return {"path": self._ledger.path, "label": self.label}
         state = self.__dict__.copy()
         del state["_lock"]
+        # without the charges' times: a model pickled with its accountant is
+        # shared, and the time between two charges holds a fit's running
+        # time, which depends on its rows (e.g. the hidden number of trials)
+        with self._lock:
+            state["_charges"] = [dict(c, time=None) for c in self._charges]
         return state
 
     def __setstate__(self, state):
@@ -684,7 +693,10 @@ class BudgetAccountant:
     def charges(self):
         r"""Every charge, oldest first, as dicts.
 
-        Keys: ``seq`` (1, 2, ...), ``time`` (UTC, ISO 8601), ``estimator``
+        Keys: ``seq`` (1, 2, ...), ``time`` (UTC, ISO 8601; ``None`` in a
+        pickled copy of an in-memory accountant, which a saved model
+        carries: the time between two charges holds a fit's running time,
+        which depends on its rows), ``estimator``
         (class name or ``None``), ``params`` (its parameters), ``label``,
         ``mu``, ``rdp`` (list or ``None``), ``epsilon_delta``
         (:math:`(\varepsilon, \delta)` of a release of your own, else
@@ -857,47 +869,6 @@ def _check_budget_delta(delta):
     return float(delta)
 
 
-def _log_keep(delta):
-    r""":math:`\log(1 - \delta)` (:math:`-\infty` for :math:`\delta = 1`)."""
-    return -math.inf if delta >= 1.0 else math.log1p(-delta)
-
-
-class _Charge(NamedTuple):
-    r"""One charge: a Gaussian/RDP release, or a release in
-    :math:`(\varepsilon, \delta)`."""
-
-    mu: float
-    rdp: np.ndarray  # or None
-    release: tuple  # (epsilon, delta) of a release of the user's own, or None
-
-
-class _Totals(NamedTuple):
-    """What the charges so far compose to, in the parts the bound needs."""
-
-    mu_sq: float  # Σ μ² of the Gaussian releases
-    rdp: np.ndarray  # Σ of the RDP curves
-    has_rdp: bool
-    n_fits: int  # charges given as mu or rdp
-    eps_user: float  # Σ ε_i of the releases given as (epsilon, delta)
-    keep_user: float  # Σ log(1 − δ_i) of those
-
-    @classmethod
-    def empty(cls):
-        return cls(0.0, np.zeros_like(DEFAULT_ORDERS), False, 0, 0.0, 0.0)
-
-    def add(self, charge):
-        if charge.release is not None:
-            eps, delta = charge.release
-            return self._replace(eps_user=self.eps_user + eps,
-                                 keep_user=self.keep_user + _log_keep(delta))
-        return self._replace(
-            mu_sq=self.mu_sq + charge.mu * charge.mu,
-            rdp=self.rdp if charge.rdp is None else self.rdp + charge.rdp,
-            has_rdp=self.has_rdp or charge.rdp is not None,
-            n_fits=self.n_fits + 1,
-        )
-
-
 def _parse_charge(release, mu, rdp, epsilon, delta):
     """The :class:`_Charge` of ``spend``/``check``'s arguments."""
     if len(release) > 2:
@@ -947,20 +918,6 @@ def _release_text(release):
     eps, delta = release
     return json.dumps({"epsilon": float_text(eps), "delta": float_text(delta)},
                       sort_keys=True)
-
-
-def _compose(rows):
-    """:class:`_Totals` of stored charges, in their order."""
-    totals = _Totals.empty()
-    for row in rows:
-        stored = row["rdp"]
-        if isinstance(stored, dict):  # a release stated in (ε, δ)
-            charge = _Charge(0.0, None, (stored["epsilon"], stored["delta"]))
-        else:
-            curve = None if stored is None else np.asarray(stored, dtype=float)
-            charge = _Charge(row["mu"], curve, None)
-        totals = totals.add(charge)
-    return totals
 
 
 def _check_label(label):

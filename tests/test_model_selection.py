@@ -1125,3 +1125,48 @@ def test_the_searchs_refusal_of_a_lazy_array_names_infinity_too():
         PrivateGridSearchCV(PrivatePCA(data_norm=3.0), {"n_components": [1, 2]},
                             cv=3, accountant=acc).fit(da.from_array(X, chunks=(30, 3)))
     assert acc.n_charges == 0
+
+
+def test_scikit_learns_search_scoring_a_pca_warns_that_its_scores_are_exact():
+    """scikit-learn's GridSearchCV and cross_val_score score PrivatePCA by its
+    exact log-likelihood of the validation rows: one row changed moved a fold
+    score from -15.7 to -110.7, with no warning (the heads warned). Called
+    directly, ``score`` is the user's own evaluation and does not warn."""
+    from sklearn.model_selection import GridSearchCV, cross_val_score
+
+    X = np.random.default_rng(0).normal(size=(90, 4)) * 0.2
+    pca = PrivatePCA(2, data_norm=1.0, accountant=BudgetAccountant())
+    for run in (lambda: cross_val_score(pca, X, cv=3),
+                lambda: GridSearchCV(pca, {"n_components": [1, 2]}, cv=3).fit(X)):
+        with pytest.warns(PrivacyLeakWarning, match="scores it returns are exact"):
+            run()
+    fitted = PrivatePCA(2, data_norm=1.0, accountant=BudgetAccountant()).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        fitted.score(X)
+        fitted.score_samples(X)
+
+
+def test_infinity_in_a_dask_search_is_what_nan_is():
+    """In memory the search refuses infinity before the charge; a Dask
+    array's rows are not gathered for that check, so there infinity is mapped
+    by ``non_finite="clip"`` steps as NaN is, or refused before the charge
+    by a ``"raise"`` step (docs/privacy.rst, "Over which domain")."""
+    import dask.array as da
+
+    X = np.random.default_rng(0).normal(size=(120, 5)) * 0.2
+    X[0, 3] = np.inf
+    for non_finite in ("clip", "raise"):
+        for lazy in (False, True):
+            acc = BudgetAccountant(100.0, 1e-3)
+            search = ms.PrivateGridSearchCV(
+                PrivatePCA(data_norm=1.0, non_finite=non_finite),
+                {"n_components": [1, 2]}, epsilon=6.0, cv=3, accountant=acc)
+            rows = da.from_array(X, chunks=(40, 5)) if lazy else X
+            if lazy and non_finite == "clip":
+                search.fit(rows)
+                assert acc.n_charges == 1
+            else:
+                with pytest.raises(ValueError, match="infinity"):
+                    search.fit(rows)
+                assert acc.n_charges == 0
