@@ -839,9 +839,15 @@ def main(argv=None):
         # InvalidParameterError are all ValueErrors; a lost Dask cluster's
         # connection an OSError.
         return _error(exc)
-    except concurrent.futures.CancelledError as exc:  # a lost Dask scheduler's
-        return _error(ValueError(f"the Dask cluster stopped the computation ({exc}); "
-                                 "a fit stopped after its charge stays charged"))
+    except Exception as exc:
+        # a lost Dask scheduler (CancelledError) or workers that died running
+        # a task (distributed's KilledWorker): the cluster's failure, named
+        if not (isinstance(exc, concurrent.futures.CancelledError)
+                or type(exc).__module__.startswith("distributed")):
+            raise
+        return _error(ValueError(
+            f"the Dask cluster stopped the computation ({type(exc).__name__}: "
+            f"{exc}); a fit stopped after its charge stays charged"))
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ from ._dask import (
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
 from ._norm_plan import MIN_DATA_NORM, PILOT_MISS
 from ._norm_plan import PARAMETER_CONSTRAINTS as _BOUND_CONSTRAINTS
-from ._paths import TRUNCATED_SOLVERS, _PathMixin, chunked_partials
+from ._paths import TRUNCATED_SOLVERS, _PathMixin, chunked_partials, worker_room
 from ._pca_model import _PCAModelMixin, map_non_finite
 from ._released import (
     SolverParameterWarning,
@@ -493,6 +493,7 @@ class _BasePrivatePCA(
         # dense or matrix-free (the solver, the engine, the memory limit);
         # the memory it needs checked
         self._chunked_partials = chunked_partials(engine)
+        self._worker_room = worker_room(engine)
         self._fit_path = self._path(n_samples, n_features, engine)
         self._check_memory(n_samples, n_features)
         # norm bounds ("auto", a box): their share is taken from the plan

@@ -390,8 +390,9 @@ class CoherentPowerPCA(_BasePrivatePCA):
         if self.path == "dense" or obstacle is not None:
             return "dense"
         limit = self._memory_limit()
-        if limit is not None and self._memory_needed(
-                n_samples, n_features, "dense") > limit:
+        if (limit is not None and self._memory_needed(
+                n_samples, n_features, "dense") > limit) or (
+                self._workers_short(n_features) is not None):
             return "noisy_power"
         return "dense"
 

@@ -363,13 +363,35 @@ def _tree(parts, combine):
     return parts[0]
 
 
+def cluster_workers():
+    """``{address: (threads, memory_limit)}`` of the active distributed
+    client's workers (``memory_limit`` None where unlimited); ``{}``
+    without a client. Public: how the cluster was set up."""
+    client = _active_client()
+    if client is None:
+        return {}
+    try:
+        info = client.scheduler_info(n_workers=-1)["workers"]
+    except TypeError:  # distributed before n_workers
+        info = client.scheduler_info()["workers"]
+    return {address: (int(worker["nthreads"]), worker.get("memory_limit") or None)
+            for address, worker in info.items()}
+
+
+def in_process(workers):
+    """Whether every worker of :func:`cluster_workers` runs in this process
+    (``LocalCluster(processes=False)``)."""
+    return bool(workers) and all(a.startswith("inproc://") for a in workers)
+
+
 def local_threads():
     """Threads a Dask computation runs on in this process: 1 under the
     synchronous scheduler, else Dask's ``num_workers`` setting or the CPU
-    count; ``None`` where a distributed client computes it (on its
-    workers)."""
+    count; on a distributed cluster, its workers' threads where they all
+    run in this process, else ``None`` (the workers compute it)."""
     if _active_client() is not None:
-        return None
+        workers = cluster_workers()
+        return sum(t for t, _ in workers.values()) if in_process(workers) else None
     import dask
     import dask.local
     from dask.base import get_scheduler

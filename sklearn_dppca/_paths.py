@@ -7,7 +7,7 @@ costs; and :class:`_PathMixin`, the estimators' methods that apply them
 import os
 from numbers import Integral
 
-from ._dask import ChunkedRows, local_threads
+from ._dask import ChunkedRows, cluster_workers, in_process, local_threads
 from ._reported import _engine
 from ._rows import InMemoryRows
 from ._stats import _block_rows, blas_threads, kernel_threads
@@ -34,6 +34,37 @@ def chunked_partials(engine):
         return 0.0
     threads = local_threads()
     return 0.0 if threads is None else 5.0 + 2.5 * threads
+
+
+def worker_room(engine):
+    r"""``(bytes, threads)`` of a distributed cluster's tightest worker, where
+    its workers compute a Dask array's passes in other processes:
+    :data:`MEMORY_SHARE` of the smallest ``memory_limit`` and the most
+    threads; ``None`` in memory, on Dask's local schedulers and on an
+    in-process cluster (:func:`chunked_partials` counts those), or where a
+    worker's memory is unlimited."""
+    if not isinstance(_engine(engine), ChunkedRows):
+        return None
+    workers = cluster_workers()
+    if not workers or in_process(workers):
+        return None
+    limits = [limit for _, limit in workers.values()]
+    if None in limits:
+        return None
+    return MEMORY_SHARE * min(limits), max(t for t, _ in workers.values())
+
+
+#: :math:`d \times d` matrices a distributed worker holds on the dense pass:
+#: per thread running a chunk (its Gram matrix and temporaries), and beside
+#: them (the partial sums it combines); a review measured 4.1 on one thread
+#: at :math:`d = 3\,000`.
+WORKER_MATRICES = (2.5, 2.0)
+
+
+#: Bytes a distributed worker holds beside the fit's arrays (its
+#: interpreter, libraries and chunks): workers of 400 MiB running the 280 MB
+#: of a dense pass at :math:`d = 3\,000` were killed.
+WORKER_BASE = 2**28
 
 
 def physical_memory():
@@ -252,6 +283,18 @@ class _PathMixin:
         :math:`k + \mathtt{n\_oversamples}`."""
         return self._truncated_k(n_samples, n_features) + self.n_oversamples
 
+    def _workers_short(self, n_features):
+        r"""``(needed, room)`` in bytes where the dense pass's chunk tasks
+        would not fit in a distributed worker's memory
+        (:func:`worker_room`, recorded by the plan as ``_worker_room``),
+        else None."""
+        room = getattr(self, "_worker_room", None)
+        if room is None:
+            return None
+        per_thread, beside = WORKER_MATRICES
+        needed = 8.0 * n_features**2 * (per_thread * room[1] + beside) + WORKER_BASE
+        return (needed, room[0]) if needed > room[0] else None
+
     def _check_memory(self, n_samples, n_features):
         """Refuse, before the data is read and before any charge, a fit
         whose arrays cannot fit in ``memory_limit`` (by default
@@ -260,10 +303,20 @@ class _PathMixin:
         path that fits, if one does."""
         limit = self._memory_limit()
         needed = self._memory_needed(n_samples, n_features)
-        if limit is None or needed <= limit:
-            return
         gib = 2.0**30
         d = n_features
+        short = self._workers_short(d) if self._fit_path == "dense" else None
+        if short is not None:
+            raise MemoryError(
+                f"{type(self).__name__} on {d} features needs about "
+                f"{short[0] / gib:.3g} GiB on each Dask worker for the {d} × {d} "
+                f"Gram matrices of its running chunks, more than "
+                f"{MEMORY_SHARE:.0%} of the smallest worker's memory_limit "
+                f"({short[1] / gib:.3g} GiB). The fit was refused before reading "
+                "the data or spending any budget. "
+                + self._paths_advice(n_samples, n_features, limit or float("inf")))
+        if limit is None or needed <= limit:
+            return
         what = {"dense": f"its {d} × {d} matrices",
                 "matrix_free": "the blocks of its matrix-free solver",
                 "noisy_power": "the blocks of its noisy power method"}[self._fit_path]

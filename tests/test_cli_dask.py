@@ -3,6 +3,7 @@ memory, streamed through Dask (local threads or a distributed cluster)."""
 
 import io
 import json
+import types
 
 import numpy as np
 import pandas as pd
@@ -570,3 +571,20 @@ def test_a_lost_scheduler_is_one_error_line(tables, tmp_path, capsys, monkeypatc
                      "--dask", "-o", tmp_path / "m.json")
     assert rc == 2 and "dppca: error: the Dask cluster stopped" in err, err
     assert_one_error_line(err)
+    # workers that died running a task (a second review): the same line, not
+    # a traceback; any other error still raises
+    from distributed.scheduler import KilledWorker
+
+    def killed(*args, **kwargs):
+        worker = types.SimpleNamespace(address="tcp://127.0.0.1:1")
+        raise KilledWorker("dppca-_chunk_gram-0", worker, 4)
+
+    monkeypatch.setattr(PrivatePCA, "_fit", killed)
+    rc, _, err = run(capsys, "fit", tables / "all.csv", *FIT, "--data-norm", 3,
+                     "--dask", "-o", tmp_path / "m.json")
+    assert rc == 2 and "KilledWorker" in err and "stays charged" in err, err
+    assert_one_error_line(err)
+    monkeypatch.setattr(PrivatePCA, "_fit", lambda *a, **k: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        run(capsys, "fit", tables / "all.csv", *FIT, "--data-norm", 3,
+            "--dask", "-o", tmp_path / "m.json")

@@ -501,3 +501,34 @@ def test_parquet_row_counts_come_from_the_footers(tmp_path):
     local = PrivatePCA(2, data_norm=4.0, random_state=0).fit(frame.compute())
     lazy = PrivatePCA(2, data_norm=4.0, random_state=0).fit(frame)
     np.testing.assert_allclose(lazy.components_, local.components_, atol=1e-10)
+
+
+def test_the_workers_memory_is_checked_before_the_charge(monkeypatch):
+    """On a distributed cluster the dense pass's Gram matrices are held by
+    the workers: a centred fit the client's plan admitted was charged, then
+    its Gram pass killed workers of 400 MiB (KilledWorker). Their
+    ``memory_limit`` (public, from the scheduler) is now compared before
+    the data is read: a forced dense path is refused uncharged, ``"auto"``
+    takes the matrix-free path; in-process workers count as local threads."""
+    from sklearn_dppca import BudgetAccountant, _dask, _paths
+    from sklearn_dppca._dask import ChunkedRows
+
+    X, _ = make_planted(n=600, d=1500, seed=1)
+    lazy = da.from_array(X, chunks=(300, 1500))
+    small = {"tcp://10.0.0.1:1": (2, 400 * 2**20), "tcp://10.0.0.2:1": (1, 2**33)}
+    monkeypatch.setattr(_paths, "cluster_workers", lambda: small)
+    budget = BudgetAccountant()
+    with pytest.raises(MemoryError, match="on each Dask worker .*path='matrix_free'"):
+        PrivatePCA(10, data_norm=3.0, path="dense", accountant=budget).fit(lazy)
+    assert budget.n_charges == 0
+    auto = PrivatePCA(10, data_norm=3.0, random_state=0)
+    assert auto.fit(lazy).path_ == "matrix_free"
+    large = {address: (1, 2**33) for address in small}
+    monkeypatch.setattr(_paths, "cluster_workers", lambda: large)
+    assert auto.fit(lazy).path_ == "dense"
+    monkeypatch.undo()
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster):
+        assert _dask.local_threads() == 2  # the workers are this process's threads
+        assert _paths.chunked_partials(ChunkedRows(lazy)) == 10.0
