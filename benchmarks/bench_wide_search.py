@@ -35,16 +35,17 @@ Run from the repository root::
 
 import argparse
 import contextlib
-import ctypes
-import gc
-import resource
-import sys
 import time
 import tracemalloc
 import warnings
 
 import numpy as np
-from bench_wide import _reset_high_water_mark, _status_kb  # /proc/self/status
+from bench_wide import (  # memory readings of this process
+    _maxrss_bytes,
+    _reset_high_water_mark,
+    _status_kb,
+    _trim_heap,
+)
 from threadpoolctl import threadpool_limits
 
 from sklearn_dppca import BudgetAccountant, PrivatePCA
@@ -66,19 +67,6 @@ def make_rows(n, d, seed=0, block=256):
         X[start: start + rows] += 0.05 * rng.normal(size=(rows, d))
     X /= np.linalg.norm(X, axis=1).max()
     return X
-
-
-def _maxrss_bytes():
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss if sys.platform == "darwin" else rss * 1024
-
-
-def _trim_heap():
-    gc.collect()
-    try:
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 def measure(X, trace=False):
