@@ -186,12 +186,14 @@ class LazyTable:
         dtypes Dask inferred from its first rows, a later value of a wider
         type (``1.5`` in a column of integers, an empty cell, an integer
         beyond 64 bits) would fail the read of its partition, a refusal
-        that tells a row's value apart; a column not chosen is not parsed."""
+        that tells a row's value apart; a column not chosen is not parsed.
+        Each block is parsed by :func:`_read_csv_block`, so that a cell that
+        is not a number fails its task with a constant message."""
         if self.kind == "parquet":
             return self.frame[names].astype(np.float64)
-        import dask.dataframe as dd
+        from dask.dataframe.io.csv import read_pandas
 
-        return dd.read_csv(self._files, usecols=names,
+        return read_pandas(_read_csv_block, self._files, usecols=names,
                            dtype=dict.fromkeys(names, np.float64), **self._csv)[names]
 
     def text_columns(self, names):
@@ -415,6 +417,21 @@ class _NotANumber(ValueError):
     """A CSV cell of a chosen column that does not read as a float."""
 
 
+def _read_csv_block(*args, **kwargs):
+    """pandas' ``read_csv`` of a block of CSV files, a cell that does not
+    read as a float raised as :class:`_NotANumber`, whose text is constant:
+    a ``distributed`` worker logs a failed task's exception, and pandas'
+    message quotes the cell (module-level, for the workers)."""
+    import pandas as pd
+
+    try:
+        return pd.read_csv(*args, **kwargs)
+    except ValueError as exc:
+        if "convert" in str(exc) or "Unable to parse" in str(exc):
+            raise _NotANumber("a cell of a chosen column is not a number") from None
+        raise
+
+
 def _reading(path, read):
     """``read()``, the first read of the files: their errors in one line,
     naming DATA, and never quoting a cell (:class:`_NotANumber` where one
@@ -422,7 +439,7 @@ def _reading(path, read):
     try:
         return read()
     except (OSError, ValueError) as exc:
-        if isinstance(exc, FileNotFoundError):
+        if isinstance(exc, (FileNotFoundError, _NotANumber)):
             raise
         if "convert" in str(exc) or "Unable to parse" in str(exc):
             raise _NotANumber() from None

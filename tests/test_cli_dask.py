@@ -588,3 +588,19 @@ def test_a_lost_scheduler_is_one_error_line(tables, tmp_path, capsys, monkeypatc
     with pytest.raises(ZeroDivisionError):
         run(capsys, "fit", tables / "all.csv", *FIT, "--data-norm", 3,
             "--dask", "-o", tmp_path / "m.json")
+
+
+def test_a_workers_read_never_carries_a_cell():
+    """A worker logs a failed task's exception: pandas' parse error quoted
+    the cell ('could not convert string to float: ...') into the cluster's
+    logs before the charge. Each block is parsed by the package's reader,
+    whose error is constant text, with pandas' suppressed."""
+    from sklearn_dppca._cli_dask import _NotANumber, _read_csv_block
+
+    block = io.BytesIO(b"a,b\n1,2\nAlice Smith 4 Elm St,3\n")
+    with pytest.raises(_NotANumber) as caught:
+        _read_csv_block(block, dtype={"a": np.float64, "b": np.float64})
+    assert "Alice" not in repr(caught.value)
+    assert caught.value.__suppress_context__ and caught.value.__cause__ is None
+    rows = _read_csv_block(io.BytesIO(b"a,b\n1,2\n"), dtype=np.float64)
+    assert rows.to_numpy().tolist() == [[1.0, 2.0]]
