@@ -56,14 +56,16 @@ def worker_room(engine):
 
 #: :math:`d \times d` matrices a distributed worker holds on the dense pass:
 #: per thread running a chunk (its Gram matrix and temporaries), and beside
-#: them (the partial sums it combines); a review measured 4.1 on one thread
-#: at :math:`d = 3\,000`.
+#: them (the partial sums it combines): the growth of a worker's resident
+#: peak measured 3.9–4.1 with one thread and 4.9–5.0 with two at
+#: :math:`d = 3\,000` (four chunks; the model says 4.5 and 7).
 WORKER_MATRICES = (2.5, 2.0)
 
 
 #: Bytes a distributed worker holds beside the fit's arrays (its
-#: interpreter, libraries and chunks): workers of 400 MiB running the 280 MB
-#: of a dense pass at :math:`d = 3\,000` were killed.
+#: interpreter, libraries and chunks): 215 MB measured before the fit;
+#: workers of 400 MiB running the 280 MB of a dense pass at
+#: :math:`d = 3\,000` were killed.
 WORKER_BASE = 2**28
 
 
