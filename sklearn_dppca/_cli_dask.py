@@ -427,9 +427,15 @@ def _read_csv_block(*args, **kwargs):
     try:
         return pd.read_csv(*args, **kwargs)
     except ValueError as exc:
-        if "convert" in str(exc) or "Unable to parse" in str(exc):
+        if _quotes_a_cell(exc):
             raise _NotANumber("a cell of a chosen column is not a number") from None
         raise
+
+
+def _quotes_a_cell(exc):
+    """Whether pandas' ``exc`` is its refusal of a cell that does not read
+    as a number (its message quotes the cell)."""
+    return "convert" in str(exc) or "Unable to parse" in str(exc)
 
 
 def _reading(path, read):
@@ -441,7 +447,7 @@ def _reading(path, read):
     except (OSError, ValueError) as exc:
         if isinstance(exc, (FileNotFoundError, _NotANumber)):
             raise
-        if "convert" in str(exc) or "Unable to parse" in str(exc):
+        if _quotes_a_cell(exc):
             raise _NotANumber() from None
         raise ValueError(f"{path}: cannot read the table: {one_line(exc)}") from None
 

@@ -507,6 +507,16 @@ def _results(candidates, scores, released, penalty, mean_k, floor_sum):
     return results
 
 
+def _score_failures(scores, candidates, error_score):
+    """``scores`` with the rows of the candidates that failed before the
+    charge set to ``error_score`` (in place; none failed under ``"raise"``,
+    which raised then, and a string never reaches a float array)."""
+    failed = np.array([c.error is not None for c in candidates])
+    if failed.any():
+        scores[failed] = error_score
+    return scores
+
+
 def _best_index(refit, results, n_candidates):
     """The chosen candidate: the best rank, or a callable ``refit``'s pick
     from ``cv_results_`` (post-processing of released values), checked."""

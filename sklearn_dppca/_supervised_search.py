@@ -58,7 +58,13 @@ from ._search_plan import (
     group_of,
     pooled_groups,
 )
-from ._search_run import _before_step, _best_index, _ranked_results, _take
+from ._search_run import (
+    _before_step,
+    _best_index,
+    _ranked_results,
+    _score_failures,
+    _take,
+)
 from .linear_model import PrivateLDA, _on_host, _PrivateHead
 from .noise import dense_noise, noise_scale
 from .privacy import BudgetAccountant, gdp_epsilon, gdp_mu, private_computation
@@ -472,9 +478,7 @@ def run(search, plan, X, y, splits, rng, pooled=True):
             noisy_shared = shared + dense_noise(rng, shared.shape, plan.selection_sigma)
             scores[:, f] = fold_scores(plan, noisy, noisy_shared, n_val[f])
         del folds  # the exact statistics never leave
-        failed = np.array([c.error is not None for c in plan.candidates])
-        if failed.any():  # "raise" has raised before the charge
-            scores[failed] = search.error_score
+        _score_failures(scores, plan.candidates, search.error_score)
         results = _ranked_results(plan.candidates, scores, per_split=not pooled)
         best = _best_index(search.refit, results, len(plan.candidates))
         state = {"cv_results_": results, "best_index_": best,

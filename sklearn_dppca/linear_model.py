@@ -302,8 +302,6 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
         return tags
 
 
-#: Modules of scikit-learn that score an estimator's predictions on held-out
-#: rows and return the exact scores.
 def _regularised(matrix, ridge):
     r"""``(values, vectors)`` of
     :math:`\operatorname{sym}(M)_+ + \mathtt{ridge} \cdot I`: the released

@@ -100,6 +100,7 @@ from ._search_run import (
     _check_raw_rows,
     _fit_candidate,
     _results,
+    _score_failures,
     _score_fold,
     _shape,
     captured_variance_rows,
@@ -635,9 +636,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         n_val = np.array([len(test) for _, test in splits])
         scores, penalty = floor_penalised_scores(released, k, n_val, floor,
                                                  plan.selection_sigma)
-        failed = np.array([c.error is not None for c in plan.candidates])
-        if failed.any():  # "raise" has raised before the charge
-            scores[failed] = self.error_score
+        _score_failures(scores, plan.candidates, self.error_score)
         results = _results(plan.candidates, scores, released.sum(axis=1), penalty,
                            k.mean(axis=1), (n_val * floor).sum())
         best = _best_index(self.refit, results, len(plan.candidates))
