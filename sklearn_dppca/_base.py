@@ -487,15 +487,7 @@ class _BasePrivatePCA(
         path that does not fit in ``memory_limit``, a search drowned in its
         noise, a budget whose noise could underflow.
         """
-        self._check_n_components(n_samples, n_features)
-        if self._honours_svd_solver:  # as scikit-learn's PCA records it
-            self._fit_svd_solver = self._eigen_solver(n_samples, n_features)
-        # dense or matrix-free (the solver, the engine, the memory limit);
-        # the memory it needs checked
-        self._chunked_partials = chunked_partials(engine)
-        self._worker_room = worker_room(engine)
-        self._fit_path = self._path(n_samples, n_features, engine)
-        self._check_memory(n_samples, n_features)
+        self._plan_path(n_samples, n_features, engine)
         # norm bounds ("auto", a box): their share is taken from the plan
         bounds, plan = _bounds.plan_bounds(
             self, n_samples, n_features, dtype, engine,
@@ -513,6 +505,23 @@ class _BasePrivatePCA(
             isinstance(engine, InMemoryRows) and (bounds.auto or (
                 wide(n_features) and isinstance(engine.X, np.ndarray))))
         return bounds, plan
+
+    def _plan_path(self, n_samples, n_features, engine):
+        """The fit's solver and path, and its memory checked: what the plan
+        refuses whatever the budget (``n_components`` too large, a solver the
+        path cannot use, a path over ``memory_limit``). ``engine`` is read for
+        its kind only (dense, sparse, Dask, an Array API device): a search's
+        plan runs this on a stand-in that holds no row
+        (:func:`~sklearn_dppca._search_plan.refused_path`)."""
+        self._check_n_components(n_samples, n_features)
+        if self._honours_svd_solver:  # as scikit-learn's PCA records it
+            self._fit_svd_solver = self._eigen_solver(n_samples, n_features)
+        # dense or matrix-free (the solver, the engine, the memory limit);
+        # the memory it needs checked
+        self._chunked_partials = chunked_partials(engine)
+        self._worker_room = worker_room(engine)
+        self._fit_path = self._path(n_samples, n_features, engine)
+        self._check_memory(n_samples, n_features)
 
     def _centred_in_one_pass(self, data, n_samples, data_norm, centre, plan, rng):
         r"""The Gram matrix and the mean from one pass over every row, around

@@ -11,6 +11,7 @@ from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
+from scipy import sparse
 from sklearn.base import clone
 from sklearn.impute import SimpleImputer
 from sklearn.model_selection import KFold, ParameterGrid
@@ -18,11 +19,15 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils._param_validation import InvalidParameterError
 
+from . import _array_api
+from ._array_api import ArrayAPIRows
 from ._base import _BasePrivatePCA
 from ._bounds import check_data_norm_range
 from ._box import public_box_norm
 from ._coherent_power_pca import CoherentPowerPCA
+from ._dask import ChunkedRows, has_sparse_chunks, is_dask_collection
 from ._private_pca import PrivatePCA
+from ._rows import InMemoryRows
 from .noise import noise_scale
 from .preprocessing import PrivateStandardScaler, PublicScaler
 from .privacy import gdp_epsilon, gdp_mu
@@ -32,6 +37,14 @@ from .privacy import gdp_epsilon, gdp_mu
 #: refit its share is dropped and the others rescaled to sum to 1.
 SEARCH_BUDGET_SHARES = {"fits": 0.45, "selection": 0.1, "refit": 0.45}
 
+
+#: Features from which a shared fold fit (``_search_run._fit_candidate``'s
+#: ``full``) keeps only the group's largest ``n_components`` instead of every
+#: component: a ``d × d`` matrix of 32 MiB or more, whose full
+#: eigendecomposition (``d³``) and dense path a wide fit avoids (at ``d =
+#: 2·10⁴`` a fold fit with every component took 12 GB and half an hour).
+#: A public rule (``d``); the floor is then the fit's ``noise_variance_``.
+SHARED_FULL_FEATURES = 2048
 
 # Parameters of the private step that are post-processing of one release of
 # PrivatePCA: candidates differing only in these share the fit of a fold.
@@ -71,7 +84,7 @@ class SearchPlan(NamedTuple):
 
 
 def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,
-                n_features, refit=True, fit_weights=None):
+                n_features, refit=True, fit_weights=None, rows=None):
     r"""The privacy analysis of a search, from the grid and public values.
 
     Every candidate is ``clone(estimator).set_params(**clone(params))`` —
@@ -82,7 +95,8 @@ def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,
     set ``epsilon``, ``delta``, ``accountant`` or ``random_state``. A
     candidate that cannot be fitted for a public reason (an invalid
     parameter value, ``n_components`` above the features or the smallest
-    training fold) is kept with its ``error`` and gets no budget.
+    training fold, a path over its ``memory_limit``) is kept with its
+    ``error`` and gets no budget.
 
     The budget :math:`\mu^*` is split in :data:`SEARCH_BUDGET_SHARES`
     (without a refit, its share is dropped and the others rescaled):
@@ -121,24 +135,28 @@ def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,
         per grid point in ParameterGrid's order, or ``params -> weight``;
         ``None`` weighs every group 1. Candidates sharing a release must
         agree.
+    rows : engine, default=None
+        :func:`rows_kind` of ``X``: each candidate's path and memory are then
+        planned on every size of fit the search runs (:func:`refused_path`).
 
     Returns
     -------
     plan : SearchPlan
     """
     folds_per_row = _check_splits(splits, n_samples)
-    smallest = min(len(train) for train, _ in splits)
+    sizes = fit_sizes(splits, n_samples, refit)
     grid = list(ParameterGrid(param_grid))
     if not grid:
         raise ValueError("param_grid has no candidate.")
-    candidates = [_candidate(estimator, params, n_features, smallest)
+    candidates = [_candidate(estimator, params, n_features, sizes, rows)
                   for params in grid]
     weights = _weights(fit_weights, grid)
 
-    groups = {}
+    groups, folds = {}, fit_sizes(splits, n_samples, refit=False)
     for c, cand in enumerate(candidates):
         if cand.error is None:
-            groups.setdefault(_release_key(cand, c), []).append(c)
+            groups.setdefault(_release_key(cand, c, n_features, folds, rows),
+                              []).append(c)
     if not groups:
         raise ValueError(
             f"All the {len(grid)} candidates fail for the reasons below, before "
@@ -258,9 +276,67 @@ def calibrated_epsilon(mu, delta, epsilon):
     return eps
 
 
-def _candidate(estimator, params, n_features, smallest_fold):
+def fit_sizes(splits, n_samples, refit):
+    """The numbers of rows the search's fits read, smallest first: each
+    training fold's, and all of them for a refit."""
+    sizes = {len(train) for train, _ in splits}
+    return sorted(sizes | {n_samples} if refit else sizes)
+
+
+def rows_kind(X, n_features):
+    r"""An engine of ``X``'s kind (the search's ``X`` as it receives it)
+    that holds no row: a fit's path and memory depend on the kind of its rows
+    (dense, sparse, a Dask array of dense chunks, an Array API device), never
+    on their values (:func:`refused_path`)."""
+    if is_dask_collection(X) and not has_sparse_chunks(X):
+        return ChunkedRows(X)  # lazy: its graph, never computed here
+    namespace = _array_api.namespace(X)
+    if namespace is not None:
+        xp, device = namespace
+        return ArrayAPIRows(xp.zeros((0, n_features), device=device), xp, device)
+    # a Dask array of sparse chunks is gathered
+    sparse_rows = sparse.issparse(X) or is_dask_collection(X)
+    empty = sparse.csr_matrix if sparse_rows else np.zeros
+    return InMemoryRows(empty((0, n_features)))
+
+
+def input_kind(heads, n_features, rows):
+    """``(columns, rows)`` of what a private step reads after ``heads``
+    (the steps before it), where both are public: ``X``'s own when it reads
+    ``X``, or when every step before it keeps dense in-memory rows as they
+    are up to a public map of each value; else None."""
+    if rows is None:
+        return None
+    if not heads:
+        return n_features, rows
+    keeps = all(_is_passthrough(h) or type(h) in _STATELESS_TYPES
+                or _is_constant_fill(h) for h in heads)
+    dense = isinstance(rows, InMemoryRows) and isinstance(rows.X, np.ndarray)
+    return (n_features, rows) if keeps and dense else None
+
+
+def refused_path(step, sizes, read):
+    """The error of a private PCA step's plan on each of the search's fit
+    ``sizes``, or None: :meth:`~sklearn_dppca._base._BasePrivatePCA.
+    _plan_path` on a clone, on ``read`` = :func:`input_kind`. A path over
+    ``memory_limit``, or a solver its path cannot use, is then a public
+    failure of the candidate, found before the charge rather than by its
+    first fold fit after it (None: what the step reads is not public, and
+    its fits check it)."""
+    if read is None:
+        return None
+    for n_samples in sizes:
+        try:
+            clone(step)._plan_path(n_samples, *read)
+        except (ValueError, TypeError, MemoryError) as error:
+            return error
+    return None
+
+
+def _candidate(estimator, params, n_features, sizes, rows=None):
     """``Candidate`` for one grid point: refused (raise) if it cannot be made
-    private, kept with ``error`` if it fails for a public reason."""
+    private, kept with ``error`` if it fails for a public reason (on
+    :func:`input_kind`, its plan's too)."""
     _refuse_owned(params)
     est = clone(estimator).set_params(**clone(params, safe=False))
     prefix, index, step = _locate_private_step(est)
@@ -294,11 +370,11 @@ def _candidate(estimator, params, n_features, smallest_fold):
             if hasattr(other[1], "_validate_params"):
                 other[1]._validate_params()
         # the features are public where the private step reads X's columns
-        step._check_n_components(smallest_fold,
-                                 n_features if not index else smallest_fold)
+        step._check_n_components(sizes[0], n_features if not index else sizes[0])
     except (InvalidParameterError, ValueError, TypeError) as error:
         return Candidate(params, est, prefix, index, error, data_norm)
-    return Candidate(params, est, prefix, index, None, data_norm)
+    error = refused_path(step, sizes, input_kind(heads, n_features, rows))
+    return Candidate(params, est, prefix, index, error, data_norm)
 
 
 def _refuse_owned(params):
@@ -479,15 +555,24 @@ def _data_norm(candidate):
     return candidate.data_norm
 
 
-def _release_key(candidate, c):
+def _release_key(candidate, c, n_features, folds, rows=None):
     """Candidates with equal keys are post-processing of one release: a
     PrivatePCA with an integer or no ``n_components``, equal in every
     parameter but ``n_components`` and ``whiten`` (and those the search sets
-    itself). Any other candidate is a release of its own."""
+    itself), whose fits on the training ``folds`` (their sizes) with every
+    component (below :data:`SHARED_FULL_FEATURES`) can run
+    (:func:`refused_path`: not on ``path="matrix_free"``, nor over
+    ``memory_limit``). Any other candidate is a release of its own."""
     prefix, step = candidate.prefix, _locate_private_step(candidate.estimator)[2]
     if type(step) is not PrivatePCA or not isinstance(
         step.n_components, (Integral, type(None))
     ):
+        return ("own", c)
+    heads = [] if not candidate.index else [
+        other for _, other in candidate.estimator.steps[:candidate.index]]
+    if n_features < SHARED_FULL_FEATURES and refused_path(
+            clone(step).set_params(n_components=None), folds,
+            input_kind(heads, n_features, rows)) is not None:
         return ("own", c)
     ignored = {prefix + p for p in _POST_PROCESSING + _OWNED}
     return ("shared", _params_key(candidate.estimator, ignored))
@@ -589,8 +674,10 @@ def _check_splits(splits, n_samples):
             raise ValueError(
                 "cv gives a split whose training and validation rows overlap."
             )
-        if not train.size or not test.size:
-            raise ValueError("cv gives a split with no training or validation row.")
+        if train.size < 2 or not test.size:
+            raise ValueError(
+                "cv gives a split with fewer than 2 training rows or no "
+                "validation row: every fit reads at least 2 rows.")
         np.add.at(in_test, test, 1)
         np.add.at(in_train, train, 1)
     if not np.all(in_test == 1):

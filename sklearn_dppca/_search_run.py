@@ -19,6 +19,7 @@ from ._pca_model import map_non_finite
 from ._private_pca import pooled_release
 from ._row_maps import clipped_projections
 from ._search_plan import (
+    SHARED_FULL_FEATURES,
     _is_passthrough,
     _locate_private_step,
     _value_key,
@@ -266,15 +267,6 @@ def _check_heads(plan, X, smallest_fold):
         step._check_n_components(smallest_fold, checked[key])
 
 
-#: Features from which a shared fold fit (:func:`_fit_candidate`'s
-#: ``full``) keeps only the group's largest ``n_components`` instead of every
-#: component: a ``d × d`` matrix of 32 MiB or more, whose full
-#: eigendecomposition (``d³``) and dense path a wide fit avoids (at ``d =
-#: 2·10⁴`` a fold fit with every component took 12 GB and half an hour).
-#: A public rule (``d``); the floor is then the fit's ``noise_variance_``.
-SHARED_FULL_FEATURES = 2048
-
-
 def _fit_candidate(candidate, epsilon, delta, generator, X, y, full=False,
                    keep=False, pool=None):
     r"""The candidate fitted at ``epsilon`` on a throwaway accountant (the
@@ -517,11 +509,16 @@ def _score_failures(scores, candidates, error_score):
     return scores
 
 
-def _best_index(refit, results, n_candidates):
-    """The chosen candidate: the best rank, or a callable ``refit``'s pick
-    from ``cv_results_`` (post-processing of released values), checked."""
+def _best_index(refit, results, candidates):
+    """The chosen candidate: the best rank among those that can be fitted (a
+    numeric ``error_score`` may rank one that cannot above them: its refit
+    would fail after the charge), or a callable ``refit``'s pick from
+    ``cv_results_`` (post-processing of released values), checked."""
+    n_candidates = len(candidates)
     if not callable(refit):
-        return int(np.argmin(results["rank_test_score"]))
+        ranks = np.asarray(results["rank_test_score"], dtype=np.float64)
+        ranks[[c.error is not None for c in candidates]] = np.inf
+        return int(np.argmin(ranks))
     best = refit(results)
     if not isinstance(best, Integral):
         raise TypeError(f"best_index_ returned is not an integer: {best!r}.")

@@ -32,6 +32,7 @@ from typing import NamedTuple
 
 import numpy as np
 from joblib import Parallel, delayed
+from scipy import sparse
 from sklearn.base import clone
 from sklearn.metrics import get_scorer
 from sklearn.model_selection import ParameterGrid
@@ -41,6 +42,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import check_consistent_length, column_or_1d
 
 from ._base import _BasePrivatePCA, reported_spend
+from ._bounds import check_data_norm_range
 from ._coherent_power_pca import CoherentPowerPCA
 from ._private_pca import PrivatePCA, pooled_release
 from ._search_plan import (
@@ -55,8 +57,11 @@ from ._search_plan import (
     caching_params,
     calibrated_epsilon,
     fit_budget,
+    fit_sizes,
     group_of,
+    input_kind,
     pooled_groups,
+    refused_path,
 )
 from ._search_run import (
     _before_step,
@@ -124,10 +129,13 @@ class SupervisedPlan(NamedTuple):
     spent: tuple
 
 
-def _private_steps(est, n_features, smallest):
+def _private_steps(est, n_features, sizes, rows=None):
     """``(prefix, step)`` of the private steps of a candidate, checked: one
     head last, at most one private transformer, stateless steps otherwise
-    (raise); a public failure of a step's parameters is returned."""
+    (raise); a public failure of a step is returned: of its parameters, its
+    bound, and where what it reads is public (``rows``:
+    :func:`~sklearn_dppca._search_plan.rows_kind`) its path and memory, or
+    its head's dense rows and box, on each of the search's fit ``sizes``."""
     if isinstance(est, _PrivateHead):
         steps, named = [("", est)], [("", est)]
     else:
@@ -155,6 +163,8 @@ def _private_steps(est, n_features, smallest):
             )
         if isinstance(step, _BasePrivatePCA):
             norm = _public_norm(step, n_features)
+            if isinstance(norm, ValueError):  # bounds invalid: a public failure
+                return named, norm
             if norm is None:
                 raise ValueError(
                     f"The private step's data_norm={step.data_norm!r} must be a "
@@ -167,17 +177,35 @@ def _private_steps(est, n_features, smallest):
                 "number) or bounds in a private search: they bound its input "
                 "rows."
             )
+    every = [step for _, step in steps]
     try:
         for _, step in named:
             step._validate_params()
+            before = every[:every.index(step)]
+            read = input_kind(before, n_features, rows)
             if isinstance(step, _BasePrivatePCA):
+                # the fits refuse a bound whose square under- or overflows
+                check_data_norm_range(_public_norm(step, n_features),
+                                      np.dtype(np.float64))
                 # the features are public where the step reads X's columns
-                reads_x = steps[0][1] is step
-                step._check_n_components(smallest, n_features if reads_x else smallest)
-            elif isinstance(step, PrivateLDA):
+                step._check_n_components(sizes[0],
+                                         sizes[0] if before else n_features)
+                error = refused_path(step, sizes, read)
+                if error is not None:
+                    return named, error
+                continue
+            if isinstance(step, PrivateLDA):
                 step._declared()
             else:
                 step._label_box()
+            if read is not None and sparse.issparse(getattr(read[1], "X", None)):
+                raise step._sparse_refusal()
+            width = None if read is None else read[0]
+            if before and isinstance(before[-1], _BasePrivatePCA):  # its components
+                k = before[-1].n_components
+                width = int(k) if isinstance(k, Integral) else None
+            if width is not None:
+                step._bound(width)
     except (InvalidParameterError, ValueError, TypeError) as error:
         return named, error
     return named, None
@@ -229,7 +257,7 @@ def _label_domain(candidates):
 
 def plan_supervised_search(estimator, param_grid, *, epsilon, delta, splits,
                            n_samples, n_features, scoring=None, refit=True,
-                           fit_weights=None):
+                           fit_weights=None, rows=None):
     r"""The privacy analysis of a supervised search, from public values only.
 
     Budget shares are the search's (:data:`~sklearn_dppca.model_selection.
@@ -243,14 +271,16 @@ def plan_supervised_search(estimator, param_grid, *, epsilon, delta, splits,
     :math:`s_{\mathrm{refit}} \mu^{*2}`, shared among the chosen
     candidate's private steps, or all of it the head's where the PCA before
     it is pooled from the fold fits (:func:`refit`). They compose to
-    :math:`\mu^{*2}`: one charge.
+    :math:`\mu^{*2}`: one charge. ``rows``:
+    :func:`~sklearn_dppca._search_plan.rows_kind` of ``X``, for each
+    candidate's plan (:func:`_private_steps`).
 
     Returns
     -------
     plan : SupervisedPlan
     """
     folds_per_row = _check_splits(splits, n_samples)
-    smallest = min(len(train) for train, _ in splits)
+    sizes = fit_sizes(splits, n_samples, refit)
     grid = list(ParameterGrid(param_grid))
     candidates = []
     for params in grid:
@@ -261,7 +291,7 @@ def plan_supervised_search(estimator, param_grid, *, epsilon, delta, splits,
                 "Every candidate of a supervised search must end in a private "
                 f"head; {params} does not."
             )
-        private, error = _private_steps(est, n_features, smallest)
+        private, error = _private_steps(est, n_features, sizes, rows)
         candidates.append(Candidate(params, est, private, error))
     ok = [c for c in candidates if c.error is None]
     if not ok:
@@ -480,7 +510,7 @@ def run(search, plan, X, y, splits, rng, pooled=True):
         del folds  # the exact statistics never leave
         _score_failures(scores, plan.candidates, search.error_score)
         results = _ranked_results(plan.candidates, scores, per_split=not pooled)
-        best = _best_index(search.refit, results, len(plan.candidates))
+        best = _best_index(search.refit, results, plan.candidates)
         state = {"cv_results_": results, "best_index_": best,
                  "best_params_": plan.candidates[best].params}
         if not callable(search.refit):

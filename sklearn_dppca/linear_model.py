@@ -178,13 +178,34 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
         X, y = saturate_big_numbers(_on_host(gather_rows(X))), _on_host(y)
         check_numeric_columns(X)
         if sparse.issparse(X):
-            raise TypeError(
-                f"{type(self).__name__} takes dense rows: densify X, or put a "
-                "PrivatePCA (which takes sparse rows) before it."
-            )
+            raise self._sparse_refusal()
         return validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2,
                              y_numeric=False,
                              ensure_all_finite=self.non_finite == "raise")
+
+    def _sparse_refusal(self):
+        return TypeError(
+            f"{type(self).__name__} takes dense rows: densify X, or put a "
+            "PrivatePCA (which takes sparse rows) before it.")
+
+    def _bound(self, n_features):
+        r"""``(lower, upper, centre, C), reach``: :meth:`_box` and
+        :math:`1 + w_1^2 + w_t^2`, refused where :math:`C^2 \cdot`
+        ``reach`` (the release's sensitivity over :math:`\sqrt 2`) is not a
+        normal float. Public values only: a search's plan asks it of each
+        candidate's head before the charge."""
+        box = self._box(n_features)
+        data_norm = box[3]
+        # ‖a‖² ≤ R² = C² + g₁² + g_t²: Frobenius sensitivity √2 R² of Σ a aᵀ
+        # (docs/privacy.rst, "Supervised heads")
+        reach = 1.0 + sum(w * w for w in self._weights)
+        if not np.finfo(np.float64).tiny <= data_norm * data_norm * reach < math.inf:
+            raise ValueError(
+                f"the rows' norm bound ({data_norm:.4g}, from data_norm or "
+                "bounds) is too large or too small: its square, the release's "
+                "sensitivity, is outside float64's normal range. Rescale the "
+                "features.")
+        return box, reach
 
     def _box(self, n_features):
         """``(lower, upper, centre, C)``: with ``bounds``, the box, its
@@ -203,19 +224,10 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
     def _fit(self, X, y):
         X, y = self._rows(X, y)
         n, d = X.shape
-        lower, upper, centre, data_norm = self._box(d)
+        (lower, upper, centre, data_norm), reach = self._bound(d)
         mu = gdp_mu(self.epsilon, self.delta)
         accountant = _resolve_accountant(self)
         rng = make_generator(self.random_state)
-        # ‖a‖² ≤ R² = C² + g₁² + g_t²: Frobenius sensitivity √2 R² of Σ a aᵀ
-        # (docs/privacy.rst, "Supervised heads")
-        reach = 1.0 + sum(w * w for w in self._weights)
-        if not np.finfo(np.float64).tiny <= data_norm * data_norm * reach < math.inf:
-            raise ValueError(
-                f"the rows' norm bound ({data_norm:.4g}, from data_norm or "
-                "bounds) is too large or too small: its square, the release's "
-                "sensitivity, is outside float64's normal range. Rescale the "
-                "features.")
         sigma = noise_scale(math.sqrt(2.0) * reach * data_norm * data_norm, mu)
         accountant.check(mu=mu)  # refused before the data is read
         with private_computation():

@@ -92,6 +92,7 @@ from ._search_plan import (
     _resolve_cv,
     caching_params,
     plan_search,
+    rows_kind,
 )
 from ._search_run import (
     _best_index,
@@ -470,7 +471,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         plan = plan_search(self.estimator, self.param_grid, epsilon=self.epsilon,
                            delta=self.delta, splits=splits, n_samples=n_samples,
                            n_features=n_features,
-                           refit=bool(self.refit), fit_weights=self.fit_weights)
+                           refit=bool(self.refit), fit_weights=self.fit_weights,
+                           rows=rows_kind(X, n_features))
         failed = [c for c in plan.candidates if c.error is not None]
         if failed and self.error_score == "raise":
             raise failed[0].error
@@ -558,7 +560,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         plan = _supervised.plan_supervised_search(
             self.estimator, self.param_grid, epsilon=self.epsilon, delta=self.delta,
             splits=splits, n_samples=n_samples, n_features=n_features,
-            scoring=self.scoring, refit=bool(self.refit), fit_weights=self.fit_weights)
+            scoring=self.scoring, refit=bool(self.refit), fit_weights=self.fit_weights,
+            rows=rows_kind(X, n_features))
         failed = [c for c in plan.candidates if c.error is not None]
         if failed and self.error_score == "raise":
             raise failed[0].error
@@ -639,7 +642,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         _score_failures(scores, plan.candidates, self.error_score)
         results = _results(plan.candidates, scores, released.sum(axis=1), penalty,
                            k.mean(axis=1), (n_val * floor).sum())
-        best = _best_index(self.refit, results, len(plan.candidates))
+        best = _best_index(self.refit, results, plan.candidates)
         state = {"cv_results_": results, "best_index_": int(best),
                  "best_params_": plan.candidates[best].params}
         if not callable(self.refit):

@@ -1170,3 +1170,17 @@ def test_infinity_in_a_dask_search_is_what_nan_is():
                 with pytest.raises(ValueError, match="infinity"):
                     search.fit(rows)
                 assert acc.n_charges == 0
+
+
+def test_candidates_share_a_release_only_where_its_fit_with_every_component_runs():
+    # the shared fold fit keeps every component below 2 048 features, which
+    # path="matrix_free" cannot (its blocks need fewer columns than
+    # features): such candidates were charged, then failed their first fold
+    # fit; each is now a release of its own
+    X = np.random.default_rng(0).normal(size=(600, 20))
+    acc = BudgetAccountant()
+    search = PrivateGridSearchCV(
+        PrivatePCA(data_norm=6.0, path="matrix_free", svd_solver="randomized"),
+        {"n_components": [1, 2]}, cv=3, epsilon=1.0, accountant=acc).fit(X)
+    assert acc.n_charges == 1 and len(search.fit_epsilons_) == 2
+    assert search.best_estimator_.components_.shape[1] == 20

@@ -548,3 +548,94 @@ def test_a_bare_head_with_clip_reads_nan_as_it_does_alone():
     with pytest.raises(ValueError, match="Input X contains NaN"):
         PrivateGridSearchCV(head.set_params(non_finite="raise"), {"alpha": [1.0]},
                             cv=3, accountant=BudgetAccountant()).fit(X, y)
+
+
+# --------------------------------------------------------------------------
+# Public failures found by the plan, before the charge
+# --------------------------------------------------------------------------
+def _charges_of(estimator, grid, X, y, cv=3, **search):
+    """``(charges, FitFailedWarnings, error or None)`` of one search."""
+    acc = BudgetAccountant()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            PrivateGridSearchCV(estimator, grid, cv=cv, epsilon=1.0,
+                                accountant=acc, **search).fit(X, y)
+            error = None
+        except Exception as exc:  # noqa: BLE001 — the test reads its type
+            error = exc
+    failed = sum(w.category.__name__ == "FitFailedWarning" for w in caught)
+    return acc.n_charges, failed, error
+
+
+LDA = PrivateLDA([0, 1], data_norm=1.0)
+
+
+@pytest.mark.parametrize("estimator, grid", [
+    # a transformer's bound whose square overflows, or invalid bounds
+    (make_pipeline(PrivatePCA(2), LDA), {"privatepca__data_norm": [2.0, 1e200]}),
+    (make_pipeline(PrivatePCA(2, data_norm=None), LDA),
+     {"privatepca__bounds": [(-3.0, 3.0), (3.0, -3.0)]}),
+    # a head's bound outside float64's normal range, or bounds of another width
+    (PrivateLDA([0, 1]), {"data_norm": [1.0, 1e200]}),
+    (PrivateLDA([0, 1]), {"data_norm": [1.0, 1e-170]}),
+    (PrivateLDA([0, 1], data_norm=1.0),
+     {"bounds": [(-3.0, 3.0), (np.full(3, -3.0), np.full(3, 3.0))]}),
+    (make_pipeline(PrivatePCA(2, data_norm=2.0), PrivateLDA([0, 1])),
+     {"privatelda__bounds": [(-3.0, 3.0), (np.full(6, -3.0), np.full(6, 3.0))]}),
+    # a path over its memory limit, a solver its path cannot use
+    (make_pipeline(PrivatePCA(2, data_norm=2.0), LDA),
+     {"privatepca__memory_limit": ["auto", 1000]}),
+    (make_pipeline(PrivatePCA(2, data_norm=2.0, path="matrix_free"), LDA),
+     {"privatepca__svd_solver": ["randomized", "full"]}),
+    # the same in the unsupervised search
+    (PrivatePCA(2, data_norm=2.0), {"memory_limit": ["auto", 1000]}),
+    (PrivatePCA(2, data_norm=2.0, path="matrix_free"),
+     {"svd_solver": ["randomized", "full"]}),
+])
+def test_a_candidate_failing_for_a_public_reason_is_found_before_the_charge(
+        estimator, grid):
+    # each fold fit would refuse it after the search's charge: the whole
+    # budget spent and the search failed (review 44); the plan now finds it
+    X, y = classes_data(n=600, d=20)
+    charges, failed, error = _charges_of(estimator, grid, X, y)
+    assert (charges, failed, error) == (1, 1, None)
+
+
+def test_sparse_rows_read_by_a_head_are_refused_before_the_charge():
+    from scipy import sparse
+
+    X, y = classes_data(n=600)
+    charges, _, error = _charges_of(LDA, {"alpha": [0.1, 1.0]}, sparse.csr_matrix(X), y)
+    assert charges == 0 and "takes dense rows" in str(error)
+    acc = BudgetAccountant()
+    with pytest.raises(ValueError, match="takes dense rows"):
+        private_cross_validate(LDA, sparse.csr_matrix(X), y, cv=3, accountant=acc)
+    assert acc.n_charges == 0
+
+
+def test_a_training_fold_of_one_row_is_refused_before_the_charge():
+    X, y = classes_data(n=6)
+    cv = [(np.array([0]), np.arange(1, 6)), (np.arange(1, 6), np.array([0]))]
+    charges, _, error = _charges_of(LDA, {"alpha": [0.1, 1.0]}, X, y, cv=cv)
+    assert charges == 0 and "fewer than 2 training rows" in str(error)
+
+
+@pytest.mark.parametrize("supervised_grid", [True, False])
+def test_a_numeric_error_score_never_chooses_a_failed_candidate(supervised_grid):
+    # error_score=1.0 ranks the failed candidate above every fitted one; its
+    # refit would raise after the charge, losing the search
+    X, y = classes_data(n=600)
+    if supervised_grid:
+        estimator = make_pipeline(PrivatePCA(data_norm=2.0), LDA)
+        grid = {"privatepca__n_components": [2, 50]}
+    else:
+        estimator, grid = PrivatePCA(data_norm=2.0), {"n_components": [2, 50]}
+    acc = BudgetAccountant()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        search = PrivateGridSearchCV(estimator, grid, cv=3, epsilon=1.0,
+                                     error_score=1.0, accountant=acc)
+        search.fit(X, y if supervised_grid else None)
+    assert acc.n_charges == 1 and search.best_index_ == 0
+    assert search.cv_results_["rank_test_score"][1] == 1  # ranked, not chosen
