@@ -678,11 +678,23 @@ class _BasePrivatePCA(
         :math:`\mu`.
         """
 
+    def _for_solver(self, noisy):
+        """The released ``noisy`` where its eigensolver runs: an Array API
+        matrix moves to the host for a truncated solver, which is the NumPy
+        fit's there, so that one release gives the same components and
+        spectrum on every engine (its ``d × d`` crosses once, as a full
+        ``eigh``'s eigenvectors would); else as it is."""
+        if isinstance(noisy, (np.ndarray, ImplicitScatter)) or self._eigen_solver(
+                self.n_samples_, noisy.shape[0]) not in TRUNCATED_SOLVERS:
+            return noisy
+        return _array_api.to_host(noisy)
+
     def _truncated_eigenpairs(self, noisy, sigma, trace, rng):
         r"""The spectrum and top :math:`k` eigenpairs of the released ``noisy``
         matrix by a truncated solver (:meth:`_eigen_solver`), or ``None``
-        when every eigenpair is computed (``"full"``, or an Array API matrix,
-        eigendecomposed whole on its device).
+        when every eigenpair is computed (``"full"``, or an Array API matrix
+        with such a solver, eigendecomposed whole on its device;
+        :meth:`_for_solver` brings it to the host for the others).
 
         Post-processing of the release: the components are the top :math:`k`
         eigenvectors (to the solver's accuracy), and the spectrum's estimates

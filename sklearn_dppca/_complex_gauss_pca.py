@@ -277,6 +277,7 @@ class ComplexGaussPCA(_MatrixFreeMixin, _BasePrivatePCA):
             # Im H (§6, "The trace")
             trace = self._released_trace(trace, sigma, rng)
         n, d = self.n_samples_, noisy.shape[0]
+        noisy = self._for_solver(noisy)
         truncated = self._truncated_eigenpairs(noisy, sigma, trace, rng)
         if truncated is not None:  # the top k by a truncated solver
             spectrum, values, basis = truncated

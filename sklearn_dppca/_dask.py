@@ -185,12 +185,16 @@ def saturated(values):
 
 
 def check_numeric_columns(X, lazy=False):
-    """Refuse a DataFrame with non-numeric columns, naming them (and nothing
-    of their values).
-
-    Does nothing unless ``X`` is a pandas or Dask DataFrame.
+    """Refuse, naming the problem and nothing of the values, what a
+    validation would refuse by quoting them: a DataFrame's non-numeric
+    columns (named), and an in-memory array that is not 2-D, or holds
+    complex numbers or a text cell that is not a number (scikit-learn's
+    message prints a 1-D, scalar or complex array, NumPy's the text cell it
+    cannot read). A cell that cannot be a number for its type (a dict) is
+    left to the validation's ``TypeError``, which names the type only.
     """
     if not _is_dataframe(X):
+        _check_array_unquoted(X)
         return
     bad = non_numeric_columns(X, lazy=lazy)
     if bad:
@@ -202,6 +206,32 @@ def check_numeric_columns(X, lazy=False):
             "(for instance with sklearn.preprocessing.OneHotEncoder in a "
             "ColumnTransformer)."
         )
+
+
+def _check_array_unquoted(X):
+    """:func:`check_numeric_columns` of an array (NumPy, sparse, Array API;
+    anything else as it is)."""
+    ndim = getattr(X, "ndim", None)
+    if not isinstance(ndim, int):
+        return
+    if ndim != 2:
+        raise ValueError(
+            f"Expected a 2D array of rows, got a {ndim}D array. Reshape your "
+            "data: one feature with X.reshape(-1, 1), one row with "
+            "X.reshape(1, -1) (its values are not quoted: they are private).")
+    kind = getattr(X.dtype, "kind", None)
+    if kind == "c":
+        raise ValueError("Complex data not supported (X holds complex numbers).")
+    if kind in ("U", "S", "O") and isinstance(X, np.ndarray):
+        try:
+            np.asarray(X, dtype=np.float64)
+        except ValueError:
+            raise ValueError(
+                "X holds a cell that is not a number (text): the private "
+                "estimators need numbers; encode such columns first (for "
+                "instance with sklearn.preprocessing.OneHotEncoder in a "
+                "ColumnTransformer). The cell is not quoted: it is private."
+            ) from None
 
 
 def as_dask_array(X):

@@ -320,6 +320,7 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
     def _released_components(self, gram, sigma, trace, rng, dtype):
         """The components and spectrum of the released scatter matrix
         ``gram`` (noise ``sigma``; the released ``trace``): post-processing."""
+        gram = self._for_solver(gram)
         truncated = self._truncated_eigenpairs(gram, sigma, trace, rng)
         if truncated is None:  # every eigenpair
             eigvals, eigvecs = map(_array_api.to_host, _array_api.eigh(gram))

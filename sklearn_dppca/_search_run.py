@@ -419,13 +419,18 @@ def _take(X, indices):
 
 def _all_finite(Z):
     """Whether every entry of ``Z`` (sparse, Dask, Array API or NumPy) is
-    finite; a Dask collection chunk by chunk, never gathered, inside the
+    finite; an Array API array on its device; a Dask collection chunk by
+    chunk, never gathered, inside the
     private computation (its lazy steps run: their warnings are dropped)."""
     if is_dask_collection(Z):
         import dask.array as da
 
         with private_computation():
             return bool(da.isfinite(as_dask_array(Z)[0]).all().compute())
+    namespace = _array_api.namespace(Z)
+    if namespace is not None:  # on its device, never copied to the host
+        xp = namespace[0]
+        return bool(xp.all(xp.isfinite(Z)))
     values = Z.data if hasattr(Z, "tocsr") else _host(Z)
     return bool(np.all(np.isfinite(values)))
 

@@ -181,6 +181,7 @@ def private_computation():
     NumPy's error state is per thread and set in each.
     """
     saved = np.geterr()
+    nested = getattr(_own_silence, "depth", 0) > 0  # in another block of this thread
     with _silence_lock:
         if not _display:  # installed once, for the life of the process
             _display.append(warnings._showwarnmsg)
@@ -192,8 +193,10 @@ def private_computation():
         _silence["depth"] += 1
         _own_silence.depth = getattr(_own_silence, "depth", 0) + 1
     try:
-        with np.errstate(all="ignore"):
-            yield
+        # set, not np.errstate: an errstate's exit resets NumPy's state to
+        # its entry's, which below is the outer block's "ignore"
+        np.seterr(all="ignore")
+        yield
     finally:
         try:
             with _silence_lock:
@@ -201,8 +204,14 @@ def private_computation():
                 _silence["depth"] -= 1
                 if _silence["depth"] == 0:
                     _lift_silence()
-        finally:  # as it was, even where errstate's exit was interrupted
-            np.seterr(**saved)
+        finally:
+            # as it was; but not where this block, nested, ends after every
+            # block of its thread (a Ctrl-C at its exit left its generator
+            # suspended, finalized once the exception is freed): its saved
+            # state is the outer block's "ignore", and the fits have put the
+            # user's back
+            if not nested or _own_silence.depth > 0:
+                np.seterr(**saved)
 
 
 def _lift_silence():

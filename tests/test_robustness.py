@@ -652,3 +652,33 @@ def test_the_scaler_and_the_box_read_duplicates_as_their_sum():
     public = PublicScaler((0.0, 0.5), clip=True)
     np.testing.assert_allclose(public.fit_transform(odd).toarray(),
                                public.fit_transform(X).toarray())
+
+
+@pytest.mark.parametrize("X", [
+    np.array([["9876.54321", "1"], ["2", "3"], ["4", "5"]], dtype=object),
+    np.array([["9876.54321x", "1"], ["2", "3"], ["4", "5"]]),
+    np.array([[9876.54321 + 1j, 3], [4, 5], [6, 7]]),
+    sparse.csr_matrix(np.array([[9876.54321 + 1j, 3], [4, 5], [6, 7]])),
+    np.array([9876.54321, 2.0, 3.0]),
+    np.array(9876.54321),
+], ids=["object-text", "unicode-text", "complex", "sparse-complex", "1d", "0d"])
+def test_a_refusal_of_the_input_never_quotes_a_value(X):
+    # scikit-learn's message prints a 1-D, scalar or complex array and
+    # NumPy's the text cell it cannot read: a person's value in a traceback
+    # or a log (review 43)
+    from sklearn_dppca.linear_model import PrivateLDA
+    from sklearn_dppca.model_selection import PrivateGridSearchCV
+    from sklearn_dppca.preprocessing import PrivateStandardScaler
+
+    if X.dtype.kind == "O":  # a numeric text cell is read, a word is not
+        X = X.copy()
+        X[0, 0] = "9876.54321 secret"
+    fits = [PrivatePCA(1, data_norm=1.0).fit,
+            PrivateStandardScaler(bounds=(0, 1)).fit,
+            lambda X: PrivateLDA([0, 1], data_norm=1.0).fit(X, [0, 1, 0]),
+            lambda X: PrivateGridSearchCV(PrivatePCA(data_norm=1.0),
+                                          {"n_components": [1]}, cv=3).fit(X)]
+    for fit in fits:
+        with pytest.raises(ValueError) as caught:
+            fit(X)
+        assert "9876" not in str(caught.value), str(caught.value)

@@ -218,13 +218,11 @@ def test_a_public_warning_raised_as_an_error_leaves_the_fit_undone():
     np.testing.assert_array_equal(est.components_, fitted)
 
 
-@pytest.mark.parametrize("name", ["geterr", "__exit__", "seterr"])
+@pytest.mark.parametrize("name", ["geterr", "seterr"])
 def test_an_interrupt_at_the_silences_edges_leaves_nothing_silenced(name):
-    """A Ctrl-C landing where the silence is set up or taken down: in
-    ``np.errstate``'s exit it left NumPy's floating-point warnings off in
-    that thread (the user's own overflows silent, their "raise" ignored);
-    in the restore of NumPy's state, placed before the silence's count went
-    down, it left every warning of the process dropped for good."""
+    """A Ctrl-C landing where the silence is set up or taken down: in the
+    restore of NumPy's state, placed before the silence's count went down,
+    it left every warning of the process dropped for good."""
     from sklearn_dppca import _warning_rules
 
     X, _ = neighbours(1.0)
@@ -240,6 +238,43 @@ def test_an_interrupt_at_the_silences_edges_leaves_nothing_silenced(name):
         warnings.warn("the user's own")
     assert len(caught) == 1
     assert vars(est) == vars(PrivatePCA(2, data_norm=1.0, accountant=est.accountant))
+
+
+def test_an_interrupt_at_a_nested_blocks_exit_leaves_numpys_state():
+    """A Ctrl-C at the exit of a fold fit's block, nested in the search's:
+    its generator, left suspended, is finalized once the exception is freed,
+    and it restored the state it had saved, the search's "ignore", after
+    the fits had put the user's back: NumPy's floating-point warnings were
+    off for the rest of the process (review 43; ``np.errstate``'s own exit
+    did the same)."""
+    import gc
+    import sys
+
+    from sklearn_dppca import _warning_rules
+    from sklearn_dppca.model_selection import PrivateGridSearchCV
+
+    def trace(frame, event, arg):
+        if event != "call" or frame.f_code.co_name != "__exit__":
+            return  # (an error here would end the tracing silently)
+        gen = getattr(frame.f_locals.get("self"), "gen", None)
+        if (getattr(gen, "__name__", None) == "private_computation"
+                and _warning_rules._own_silence.depth > 1):
+            sys.settrace(None)
+            raise KeyboardInterrupt("at a fold fit's private_computation exit")
+
+    X, _ = neighbours(1.0)
+    before = np.geterr()
+    search = PrivateGridSearchCV(PrivatePCA(data_norm=1.0), {"n_components": [1, 2]},
+                                 cv=2, accountant=BudgetAccountant())
+    sys.settrace(trace)
+    try:
+        with pytest.raises(KeyboardInterrupt, match="fold fit"):
+            search.fit(X)
+    finally:
+        sys.settrace(None)
+    gc.collect()
+    assert np.geterr() == before
+    assert _warning_rules._silence["depth"] == 0
 
 
 def test_a_refused_fit_warns_nothing_about_its_data():
