@@ -4,6 +4,7 @@ fit may take of it, and the model of the dense and matrix-free paths'
 costs; and :class:`_PathMixin`, the estimators' methods that apply them
 (``_path``, ``_memory_needed``, ``_check_memory``, the solver's choice)."""
 
+import math
 import os
 from numbers import Integral
 
@@ -26,24 +27,33 @@ def chunked_partials(engine):
     ``5 + 2.5 T`` on Dask's local schedulers with ``T`` threads
     (:func:`~sklearn_dppca._dask.local_threads`; measured with ``tracemalloc``
     at :math:`d = 3\,000`, 8 and 48 chunks: 6.0–7.6, 7.8–9.6 and 11.7–14.2
-    matrices in all at ``T`` = 1, 2 and 4, against 3 in memory). None in
+    matrices in all at ``T`` = 1, 2 and 4, against 3 in memory), and one
+    more per level of the reduction tree beyond those 48 chunks' six (Dask
+    orders it depth first: at most one partial sum waits per level). None in
     memory, nor on a distributed cluster, whose workers hold them (only the
     sum reaches the client)."""
     engine = _engine(engine)
     if not isinstance(engine, ChunkedRows):
         return 0.0
     threads = local_threads()
-    return 0.0 if threads is None else 5.0 + 2.5 * threads
+    if threads is None:
+        return 0.0
+    levels = math.ceil(math.log2(max(1, engine.X.numblocks[0])))
+    return 5.0 + 2.5 * threads + max(0, levels - 6)
 
 
 def worker_room(engine):
-    r"""``(bytes, threads)`` of a distributed cluster's tightest worker, where
-    its workers compute a Dask array's passes in other processes:
-    :data:`MEMORY_SHARE` of the smallest ``memory_limit`` and the most
-    threads; ``None`` in memory, on Dask's local schedulers and on an
-    in-process cluster (:func:`chunked_partials` counts those), or where a
-    worker's memory is unlimited."""
-    if not isinstance(_engine(engine), ChunkedRows):
+    r"""``(bytes, threads, beside)`` of a distributed cluster's tightest
+    worker, where its workers compute a Dask array's passes in other
+    processes: :data:`MEMORY_SHARE` of the smallest ``memory_limit``, the
+    most threads, and the :math:`d \times d` matrices a worker holds beside
+    its running chunks (:data:`WORKER_MATRICES`: the partial sums of a tree
+    over the array's chunks); ``None`` in memory, on Dask's local schedulers
+    and on an in-process cluster (:func:`chunked_partials` counts those), or
+    where a worker's memory is unlimited. Public: the cluster's set-up and
+    the array's chunks."""
+    engine = _engine(engine)
+    if not isinstance(engine, ChunkedRows):
         return None
     workers = cluster_workers()
     if not workers or in_process(workers):
@@ -51,15 +61,42 @@ def worker_room(engine):
     limits = [limit for _, limit in workers.values()]
     if None in limits:
         return None
-    return MEMORY_SHARE * min(limits), max(t for t, _ in workers.values())
+    _, beside, levels, persisted = WORKER_MATRICES
+    chunks = max(1, engine.X.numblocks[0])
+    beside += levels * math.ceil(math.log2(chunks))
+    if held_by_workers(engine.X):
+        beside += persisted
+    return (MEMORY_SHARE * min(limits), max(t for t, _ in workers.values()),
+            beside)
+
+
+def held_by_workers(X):
+    """Whether a Dask array's chunks are already held by a cluster's workers
+    (persisted: futures in its graph, which a slice or a map keeps)."""
+    try:
+        from distributed import Future
+    except ImportError:
+        return False
+    return any(isinstance(task, Future) for task in dict(X.__dask_graph__()).values())
 
 
 #: :math:`d \times d` matrices a distributed worker holds on the dense pass:
-#: per thread running a chunk (its Gram matrix and temporaries), and beside
-#: them (the partial sums it combines): the growth of a worker's resident
-#: peak measured 3.9–4.1 with one thread and 4.9–5.0 with two at
-#: :math:`d = 3\,000` (four chunks; the model says 4.5 and 7).
-WORKER_MATRICES = (2.5, 2.0)
+#: per thread running a chunk (its Gram matrix and temporaries); beside them
+#: the partial sums it combines: a base, one per level of the tree over the
+#: :math:`k` chunks (:math:`\lceil \log_2 k \rceil`: a partial waits at each
+#: level for its pair, often sent from another worker, whose copy stays
+#: until the pair is summed), and more where the array is persisted (its
+#: chunk tasks, not held back by the scheduler, run ahead of the sums).
+#: The growth of a worker's resident peak, measured on two workers at
+#: :math:`d = 1\,000` and :math:`3\,000` with 4 to 256 chunks, against the
+#: model (2.5 t + 3 + ⌈log₂ k⌉, + 4 persisted): one thread 3.9–4.1 at 4
+#: chunks (7.5), 5.1–8.5 at 16 (9.5), 6.6–11.5 at 64 (11.5), 8.7–13.5 at
+#: 256 (13.5), persisted 10.1–14.1 at 64 (15.5); two threads 4.9–5.0 at 4
+#: (10), 8.1–10.4 at 64 (14), 12.1–12.6 at 256 (16), persisted 12.2–14.5 at
+#: 64 (18). Four chunks modelled with 2 beside, not by level, admitted
+#: fits whose workers then held 8–14: with spilling off one was charged
+#: and never finished.
+WORKER_MATRICES = (2.5, 3.0, 1.0, 4.0)
 
 
 #: Bytes a distributed worker holds beside the fit's arrays (its
@@ -293,8 +330,8 @@ class _PathMixin:
         room = getattr(self, "_worker_room", None)
         if room is None:
             return None
-        per_thread, beside = WORKER_MATRICES
-        needed = 8.0 * n_features**2 * (per_thread * room[1] + beside) + WORKER_BASE
+        per_thread = WORKER_MATRICES[0]
+        needed = 8.0 * n_features**2 * (per_thread * room[1] + room[2]) + WORKER_BASE
         return (needed, room[0]) if needed > room[0] else None
 
     def _check_memory(self, n_samples, n_features):

@@ -526,9 +526,19 @@ def test_the_workers_memory_is_checked_before_the_charge(monkeypatch):
     large = {address: (1, 2**33) for address in small}
     monkeypatch.setattr(_paths, "cluster_workers", lambda: large)
     assert auto.fit(lazy).path_ == "dense"
+    # the partial sums a worker holds grow with the levels of the tree over
+    # the chunks (review 46: 8-14 matrices at 64 chunks, where 2 were
+    # counted): workers with room for two chunks' tree are short for 300's
+    enough = {address: (1, 560 * 2**20) for address in small}
+    monkeypatch.setattr(_paths, "cluster_workers", lambda: enough)
+    assert auto.fit(lazy).path_ == "dense"
+    assert auto.fit(lazy.rechunk((2, 1500))).path_ == "matrix_free"
     monkeypatch.undo()
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=":0") as cluster, \
             distributed.Client(cluster):
         assert _dask.local_threads() == 2  # the workers are this process's threads
         assert _paths.chunked_partials(ChunkedRows(lazy)) == 10.0
+        held = lazy.persist()
+        assert _paths.held_by_workers(held) and _paths.held_by_workers(held[::2] + 1)
+        assert not _paths.held_by_workers(lazy)

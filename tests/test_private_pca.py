@@ -353,7 +353,7 @@ def with_value(value, where=(3, 1)):
         (GOOD[0], ValueError, "2D array"),
         (GOOD[:1], ValueError, "1 sample"),
         (GOOD + 1j, ValueError, "[Cc]omplex"),
-        (np.array([["a", "b"], ["c", "d"]]), ValueError, "string|float"),
+        (np.array([["a", "b"], ["c", "d"]]), ValueError, "not a number"),
         ([[1.0, 2.0], [3.0]], ValueError, "inhomogeneous|sequence"),
     ],
 )
