@@ -216,10 +216,14 @@ def _read_matrix(args, columns, hint, fill=None, missing_hint=None, check=None,
 
 
 def _partitions(lazy, n_files):
-    """``"3 partitions (2 files)"``: how DATA was cut (public: the files)."""
+    """``"3 partitions (2 files)"``: how DATA was cut (public: the files);
+    ``"2 files"`` where the partitions are not public (uncompressed CSV, cut
+    by bytes: ``lazy.partitions`` None)."""
     def count(n, what):
         return f"{n} {what}{'' if n == 1 else 's'}"
 
+    if lazy.partitions is None:
+        return count(n_files, "file")
     return f"{count(lazy.partitions, 'partition')} ({count(n_files, 'file')})"
 
 
@@ -268,8 +272,9 @@ def _scheduler(args):
     return scheduler(args.scheduler)
 
 
-def _fit_reporting_passes(estimator, X, args):
-    """``estimator.fit(X)``, announcing each pass over the rows with ``-v``.
+def _fit_reporting_passes(estimator, X, args, partitions=True):
+    """``estimator.fit(X)``, announcing each pass over the rows with ``-v``
+    (and its partitions done, if ``partitions``: their number is public).
 
     The estimators' ``fit`` takes no progress hook, so this does what
     scikit-learn's fit context does (validate the parameters once, not again
@@ -281,7 +286,7 @@ def _fit_reporting_passes(estimator, X, args):
 
     from ._cli_progress import PassProgress
 
-    progress = PassProgress(args.verbose, args.quiet)
+    progress = PassProgress(args.verbose, args.quiet, partitions=partitions)
     estimator._validate_params()
     with config_context(skip_parameter_validation=True):
         # Estimators' own verbose output (print) goes with the progress, so
@@ -417,7 +422,9 @@ def fit_command(args):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                progress = _fit_reporting_passes(estimator, X, args)
+                progress = _fit_reporting_passes(
+                    estimator, X, args,
+                    partitions=lazy is None or lazy.partitions is not None)
             except ValueError as exc:  # e.g. n_components too large: say the flag
                 if lazy is not None:  # NaN or inf in a chunk: name the columns
                     lazy.name_bad_values(exc)
@@ -475,10 +482,28 @@ def fit_command(args):
 # --------------------------------------------------------------- ledger
 def _refuse_overwrite(args):
     """A model file is overwritten only with ``--force``: a fit into an
-    existing file is more often a mistake than a wish to spend again."""
+    existing file is more often a mistake than a wish to spend again; and
+    never where it is one of the data's files."""
+    _refuse_output_among_inputs(args, [])
     if args.output != "-" and os.path.exists(args.output) and not args.force:
         raise ValueError(f"{args.output} already exists; pass --force to "
                          "overwrite it")
+
+
+def _refuse_output_among_inputs(args, others):
+    """Refuse ``-o`` where it names one of the files the command reads: DATA
+    (with ``--dask``, every file its glob or directory names) or
+    ``others``."""
+    if args.output == "-" or not os.path.exists(args.output):
+        return
+    inputs = [args.data, *others]
+    if getattr(args, "dask", False) and args.data != "-":
+        from ._cli_dask import table_files
+
+        inputs += table_files(args.data)[0]
+    if any(os.path.samefile(args.output, f) for f in inputs if os.path.isfile(f)):
+        raise ValueError(f"-o {args.output} is an input of this command: "
+                         "writing it would overwrite it; name another file")
 
 
 def _use_ledger(args, estimator):
@@ -609,11 +634,7 @@ def transform_command(args):
             f"to a non-zero value: {args.data}, a sparse matrix, would become "
             "dense; give it as a table")
     if args.output != "-":
-        if os.path.exists(args.output) and any(
-                os.path.samefile(args.output, f) for f in (args.data, args.model)
-                if os.path.isfile(f)):
-            raise ValueError(f"-o {args.output} is an input of this command: "
-                             "its projection would overwrite it; name another file")
+        _refuse_output_among_inputs(args, [args.model])
         table_format(args.output)
         check_writable(args.output)
 

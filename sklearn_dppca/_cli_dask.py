@@ -27,13 +27,16 @@ import numpy as np
 
 from ._cli_io import (
     _COMPRESSIONS,
+    NOT_UTF8,
     as_numbers,
     bad_sparse_columns,
     check_chosen,
+    check_header,
     check_sparse,
     choose_columns,
     chosen_indices,
     cli_extra_command,
+    csv_refusal,
     directory_tables,
     file_kind,
     fill_missing,
@@ -162,13 +165,20 @@ class LazyTable:
         except (OSError, ValueError) as exc:
             if isinstance(exc, FileNotFoundError):
                 raise
-            what = "Parquet" if kind == "parquet" else "CSV"
-            raise ValueError(f"{path}: cannot read {what}: {one_line(exc)}") from exc
+            if kind == "csv":
+                raise csv_refusal(path, exc) from None
+            raise ValueError(f"{path}: cannot read Parquet: {one_line(exc)}") from exc
         if len(frame.columns) == 0:
             raise ValueError(f"{path}: the table has no columns")
         if not all(isinstance(c, str) for c in frame.columns):
             frame.columns = [str(c) for c in frame.columns]
+        if kind == "csv":
+            check_header(frame.columns, path)
         self.frame, self.n_files = frame, len(files)
+        #: Whether Dask cuts the files into blocks of bytes (uncompressed
+        #: CSV): the number of partitions then depends on how the values are
+        #: written (``0.5`` or a longer decimal), not on the files alone.
+        self.cut_by_bytes = kind == "csv" and self._csv["blocksize"] is not None
 
     def peek(self, names):
         """The first :data:`PEEK_ROWS` rows of the columns ``names`` of the
@@ -177,8 +187,11 @@ class LazyTable:
             return self.frame[names].head(PEEK_ROWS, npartitions=1)
         import pandas as pd
 
-        return pd.read_csv(self._files[0], usecols=names, dtype=object,
-                           nrows=PEEK_ROWS, compression=self._csv["compression"])
+        try:
+            return pd.read_csv(self._files[0], usecols=names, dtype=object,
+                               nrows=PEEK_ROWS, compression=self._csv["compression"])
+        except UnicodeDecodeError as exc:
+            raise csv_refusal(self._files[0], exc) from None
 
     def select(self, names):
         """The columns ``names`` as a lazy float64 frame. A CSV file is read
@@ -280,7 +293,8 @@ class LazyMatrix:
                              keep_nan=check != "all")
         self.X = X
         self.n_rows = int(sum(raw.chunks[0]))
-        self.partitions = len(keep)
+        # public where the files fix it; not where it counts bytes of values
+        self.partitions = None if table.cut_by_bytes else len(keep)
         self._da = da
 
     def name_bad_values(self, exc):
@@ -427,6 +441,8 @@ def _read_csv_block(*args, **kwargs):
     try:
         return pd.read_csv(*args, **kwargs)
     except ValueError as exc:
+        if isinstance(exc, UnicodeDecodeError):  # it quotes a byte of a cell
+            raise ValueError(f"a block of the files {NOT_UTF8}") from None
         if _quotes_a_cell(exc):
             raise _NotANumber("a cell of a chosen column is not a number") from None
         raise
@@ -449,6 +465,8 @@ def _reading(path, read):
             raise
         if _quotes_a_cell(exc):
             raise _NotANumber() from None
+        if isinstance(exc, UnicodeDecodeError):
+            raise csv_refusal(path, exc) from None
         raise ValueError(f"{path}: cannot read the table: {one_line(exc)}") from None
 
 

@@ -17,6 +17,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 from importlib.metadata import PackageNotFoundError, distribution
@@ -196,13 +197,59 @@ def read_table(path):
                 f"{path}: the file is empty (no header, no rows)"
             ) from None
         except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-            raise ValueError(f"{path}: cannot parse CSV: {one_line(exc)}") from None
+            raise csv_refusal(path, exc) from None
     if frame.shape[1] == 0:
         raise ValueError(f"{path}: the table has no columns")
+    frame.columns = [str(c) for c in frame.columns]
+    if kind != "parquet":
+        check_header(frame.columns, path)
     if frame.shape[0] == 0:
         raise ValueError(f"{path}: the table has a header but no rows")
-    frame.columns = [str(c) for c in frame.columns]
     return frame
+
+
+#: A CSV that does not decode: the decoder's message quotes a byte of a cell
+#: and its position, so it is replaced by this constant text.
+NOT_UTF8 = "is not UTF-8 text: save the CSV as UTF-8"
+
+
+def csv_refusal(path, exc):
+    """The one-line error of a CSV that cannot be read (``exc``, pandas' or
+    the decoder's), naming DATA; a decoding error's bytes are not quoted."""
+    if isinstance(exc, UnicodeDecodeError):
+        return ValueError(f"{path}: {NOT_UTF8}")
+    return ValueError(f"{path}: cannot parse CSV: {one_line(exc)}")
+
+
+def check_header(names, path):
+    """Refuse a CSV whose first line reads as numbers (every column name, as
+    pandas read it): a row of data without a header, which pandas takes for
+    one. That row would leave the fit and become the model's feature names,
+    written into the model that is shared (and quoted by ``transform``'s
+    errors). pandas' own default names, ``0, 1, …`` in order (what
+    ``DataFrame(X).to_csv()`` writes), are a header. Nothing is quoted."""
+    names = list(names)
+    if names == [str(i) for i in range(len(names))]:
+        return
+    if all(_reads_as_number(name) for name in names):
+        raise ValueError(
+            f"{path}: the first line reads as numbers, not column names: a "
+            "CSV needs a header line. Read as one, that row of data would "
+            "leave the fit and become the model's feature names, which the "
+            "model file shares. Add a header (for instance x0,x1,...), or "
+            "name the columns 0,1,... as pandas writes them.")
+
+
+def _reads_as_number(name):
+    """Whether a column name is a number's text (pandas marks a repeated
+    name with ``.1``, ``.2``: ``1.0.1`` is ``1.0`` repeated)."""
+    for text in (name, re.sub(r"\.\d+$", "", name)):
+        try:
+            float(text)
+            return True
+        except ValueError:
+            pass
+    return False
 
 
 def is_sparse_file(path):
@@ -503,18 +550,31 @@ def write_table(matrix, names, path, out=None):
             frame.to_parquet(tmp, index=False)
         else:  # the temporary name hides the suffix: say the compression
             suffix = os.path.splitext(str(path).lower())[1]
-            frame.to_csv(tmp, index=False, compression=_COMPRESSIONS.get(suffix))
+            compression = _COMPRESSIONS.get(suffix)
+            if compression == "zip":  # the archive's member, named by path
+                compression = {"method": "zip", "archive_name":
+                               os.path.basename(str(path))[: -len(suffix)]}
+            frame.to_csv(tmp, index=False, compression=compression)
 
     _atomic_write(path, write)
 
 
 def _atomic_write(path, write):
-    """Call ``write(tmp)`` on a temporary file beside ``path``, then rename."""
+    """Call ``write(tmp)`` on a temporary file beside ``path``, then rename;
+    the file gets the permissions of the one it replaces, or a new file's
+    under the umask (the temporary file's own are 0600)."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".dppca-", suffix=".tmp")
     os.close(fd)
     try:
         write(tmp)
+        if os.path.exists(path):
+            mode = os.stat(path).st_mode & 0o777
+        else:
+            umask = os.umask(0o022)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -595,7 +655,8 @@ def model_to_dict(estimator, feature_names, privacy_warnings=(),
         How the fit read the rows, public values only (``dppca fit``):
         ``{"passes": the passes over the rows counted, "all_passes_counted":
         whether that is all of them, "partitions": the Dask partitions, or
-        None in memory}``. Written as ``"reading"``; readers ignore it.
+        None in memory and for uncompressed CSV, which Dask cuts by
+        bytes}``. Written as ``"reading"``; readers ignore it.
     release_warnings : sequence of str
         The fit's warnings about its release's usefulness
         (:class:`~sklearn_dppca.NoisyReleaseWarning`,
@@ -665,7 +726,7 @@ class ReleasedModel:
         self.release_warnings = list(model.get("release_warnings", []))
         whiten = self.parameters.get("whiten", False)
         self.whiten = whiten if whiten == "partial" else bool(whiten)
-        if self.whiten == "partial" and "total_variance_" not in self.attributes:
+        if self.whiten == "partial" and self.attributes.get("total_variance_") is None:
             raise ValueError('whiten="partial" without total_variance_')
         self.components_ = np.asarray(self.attributes["components_"], dtype=np.float64)
         self.mean_ = np.asarray(self.attributes["mean_"], dtype=np.float64)
@@ -727,6 +788,8 @@ def load_model(path):
         raise ValueError(f"{path}: not a dppca model (invalid JSON: {exc})") from None
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not a dppca model (not a text file)") from None
+    except RecursionError:
+        raise ValueError(f"{path}: not a dppca model (JSON nested too deep)") from None
     if not isinstance(model, dict) or model.get("format") != MODEL_FORMAT:
         raise ValueError(f'{path}: not a dppca model (no "format": "{MODEL_FORMAT}")')
     version = model.get("format_version")
@@ -746,9 +809,15 @@ def load_model(path):
     if "feature_names" not in wrong and not all(
             isinstance(name, str) for name in model["feature_names"]):
         wrong.append("feature_names")
+    tv = model["attributes"].get("total_variance_") if "attributes" not in wrong else 0
+    if tv is not None and not (isinstance(tv, Real) and not isinstance(tv, bool)
+                               and 0 <= tv < math.inf):
+        wrong.append("total_variance_")
     if wrong:
         raise ValueError(f"{path}: damaged model ({quote_names(wrong)} not of "
                          "the type dppca writes)")
+    if len(set(model["feature_names"])) < len(model["feature_names"]):
+        raise ValueError(f"{path}: damaged model (a feature name repeats)")
     if model["estimator"] not in EXTRA_ATTRIBUTES:
         raise ValueError(f"{path}: unknown estimator {model['estimator']!r}")
     absent = [a for a in COMMON_ATTRIBUTES if a not in model["attributes"]]
@@ -769,6 +838,7 @@ def load_model(path):
     ranges = released.scale_ranges
     if ranges is not None and not (
         ranges[0].shape == ranges[1].shape == (d,) and (ranges[0] < ranges[1]).all()
+        and np.isfinite(1.0 / (ranges[1] - ranges[0])).all()
     ):
         raise ValueError(f"{path}: damaged model (its scale does not fit {d} "
                          "feature names, or a range is empty)")
@@ -794,4 +864,9 @@ def load_model(path):
     if bad:
         raise ValueError(f"{path}: damaged model (non-finite or negative values "
                          f"in {quote_names(bad)})")
+    components = released.components_
+    if not np.allclose(components @ components.T, np.eye(len(components)),
+                       rtol=0.0, atol=1e-6):  # every estimator's: to 1e-15
+        raise ValueError(f"{path}: damaged model (its components_ are not "
+                         "orthonormal)")
     return released

@@ -38,6 +38,9 @@ class PassProgress:
     stream : file, default=sys.stderr
     tty : bool or None
         Whether ``stream`` is a terminal (``None``: ask it).
+    partitions : bool, default=True
+        Whether the partitions done are shown: not where their number is not
+        public (uncompressed CSV files, which Dask cuts by bytes).
 
     Attributes
     ----------
@@ -47,13 +50,14 @@ class PassProgress:
         Whether ``passes`` is all of them.
     """
 
-    def __init__(self, verbose, quiet, stream=None, tty=None):
+    def __init__(self, verbose, quiet, stream=None, tty=None, partitions=True):
         self.stream = sys.stderr if stream is None else stream
         if tty is None:
             isatty = getattr(self.stream, "isatty", None)
             tty = bool(isatty and isatty())
         self.lines = bool(verbose) and not quiet
         self.bar = tty and not quiet
+        self._counted = partitions
         self.passes = None
         self.exact = None
         self._pass = None  # "pass K: what" of the current pass
@@ -80,6 +84,8 @@ class PassProgress:
 
     def partitions(self, done, total):
         """``done`` of the ``total`` partitions of the current pass are done."""
+        if not self._counted:
+            return
         if done == 0:
             self._marks = {math.ceil(total * q / 4) for q in (1, 2, 3, 4)}
         if self.bar:

@@ -922,6 +922,17 @@ def test_a_filled_sparse_matrix_fits(tmp_path, capsys):
      "non-finite or negative values in 'components_'"),
     (lambda m: m["attributes"].update(explained_variance_=[1.0, -1.0]),
      "'explained_variance_'"),
+    # review 45: NaN or inf written with exit 0, or an unclear error
+    (lambda m: m.update(parameters=dict(m["parameters"], whiten="partial"),
+                        attributes=dict(m["attributes"], total_variance_=-1.0)),
+     "'total_variance_'"),
+    (lambda m: m.update(parameters=dict(m["parameters"], whiten="partial"),
+                        attributes=dict(m["attributes"], total_variance_=None)),
+     "without total_variance_"),
+    (lambda m: m["attributes"]["components_"][0].__setitem__(0, 1e308),
+     "not orthonormal"),
+    (lambda m: m.update(feature_names=[m["feature_names"][0]] * 5),
+     "a feature name repeats"),
 ])
 def test_transform_refuses_a_hand_edited_model(edit, named, data, tmp_path, capsys):
     """A review's hand edits gave tracebacks (a list where a dict belongs, a
@@ -966,3 +977,79 @@ def test_minus_inf_is_a_value_of_bounds(data, tmp_path, capsys):
     rc, _, err = run(capsys, "fit", data, "-k", 1, "--epsilon", 1, "--delta", 1e-6,
                      "--bounds", "-inf", "inf", "-o", tmp_path / "m.json")
     assert rc == 2 and "bounds must be finite" in err, err
+
+
+def test_a_model_nested_too_deep_is_one_error_line(data, tmp_path, capsys):
+    model = tmp_path / "deep.json"
+    model.write_text("[" * 100_000 + "]" * 100_000)
+    rc, _, err = run(capsys, "transform", model, data, "-o", "-")
+    assert rc == 2 and "nested too deep" in err
+    assert_one_error_line(err)
+
+
+def test_a_csv_without_a_header_is_refused_before_the_charge(tmp_path, capsys):
+    """pandas reads a headerless CSV's first row as its column names: that
+    row left the fit and became the model's feature names, shared with it
+    (review 45). pandas' own default names 0, 1, ... are a header."""
+    rows = make_frame().to_numpy()
+    headerless = tmp_path / "rows.csv"
+    np.savetxt(headerless, rows, delimiter=",", fmt="%.6f")
+    for extra in ([], ["--dask"]):
+        model = tmp_path / "m.json"
+        rc, _, err = run(capsys, *fit_args(headerless, model), *extra)
+        assert rc == 2 and "reads as numbers, not column names" in err, err
+        assert f"{rows[0, 0]:.6f}"[:5] not in err and not model.exists()
+    numbered = tmp_path / "numbered.csv"
+    pd.DataFrame(rows).to_csv(numbered, index=False)
+    assert run(capsys, *fit_args(numbered, tmp_path / "n.json"))[0] == 0
+
+
+def test_a_csv_that_is_not_utf8_is_named_without_its_bytes(data, tmp_path, capsys):
+    latin = tmp_path / "latin.csv"
+    frame = make_frame(n=50).assign(name="Ren\u00e9")
+    latin.write_bytes(frame.to_csv(index=False).encode("latin-1"))
+    for extra in ([], ["--dask"]):
+        rc, _, err = run(capsys, *fit_args(latin, tmp_path / "m.json"), *extra)
+        assert rc == 2 and "is not UTF-8 text" in err and "0xe9" not in err, err
+
+
+def test_no_command_writes_over_the_files_it_reads(data, tmp_path, capsys):
+    """``-o`` naming one of a glob's or a directory's files (``--dask``), or a
+    fit's own DATA with ``--force``, replaced it (review 45)."""
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for i in range(2):
+        make_frame(n=100, seed=i).to_parquet(parts / f"part-{i}.parquet")
+    model = tmp_path / "m.json"
+    assert run(capsys, *fit_args(data, model))[0] == 0
+    before = (parts / "part-0.parquet").read_bytes()
+    for source in (parts / "part-*.parquet", parts):
+        rc, _, err = run(capsys, "transform", model, source, "--dask", "-o",
+                         parts / "part-0.parquet")
+        assert rc == 2 and "is an input of this command" in err, err
+    assert (parts / "part-0.parquet").read_bytes() == before
+    kept = data.read_text()
+    rc, _, err = run(capsys, *fit_args(data, data), "--force")
+    assert rc == 2 and "is an input of this command" in err and data.read_text() == kept
+
+
+def test_written_files_are_named_and_permitted_as_expected(data, tmp_path, capsys):
+    """A zip archive's member is the file's name (it was the temporary
+    ``.dppca-*.tmp``), and a written file gets a new file's permissions
+    under the umask, or those of the file it replaces (it got 0600)."""
+    import os
+    import zipfile
+
+    model = tmp_path / "m.json"
+    assert run(capsys, *fit_args(data, model))[0] == 0
+    out = tmp_path / "z.csv.zip"
+    old = os.umask(0o022)
+    try:
+        assert run(capsys, "transform", model, data, "-o", out)[0] == 0
+        assert zipfile.ZipFile(out).namelist() == ["z.csv"]
+        assert out.stat().st_mode & 0o777 == 0o644
+        out.chmod(0o640)
+        assert run(capsys, "transform", model, data, "-o", out)[0] == 0
+        assert out.stat().st_mode & 0o777 == 0o640
+    finally:
+        os.umask(old)

@@ -604,3 +604,22 @@ def test_a_workers_read_never_carries_a_cell():
     assert caught.value.__suppress_context__ and caught.value.__cause__ is None
     rows = _read_csv_block(io.BytesIO(b"a,b\n1,2\n"), dtype=np.float64)
     assert rows.to_numpy().tolist() == [[1.0, 2.0]]
+
+
+def test_an_uncompressed_csvs_partitions_are_neither_shown_nor_recorded(
+        tables, tmp_path, capsys):
+    """Dask cuts an uncompressed CSV into blocks of bytes, so how many depends
+    on how the values are written: one longer decimal made two partitions of
+    one, shown by -v before the charge and kept in the model (review 45)."""
+    model = tmp_path / "m.json"
+    rc, _, err = run(capsys, "fit", tables / "all.csv", "--dask", "-k", 2,
+                     "--epsilon", 1, "--delta", 1e-6, "--data-norm", 3, "-v",
+                     "-o", model)
+    assert rc == 0, err
+    assert "in 1 file from" in err and "partition" not in err
+    assert json.loads(model.read_text())["reading"]["partitions"] is None
+    progress = PassProgress(verbose=True, quiet=False, stream=io.StringIO(),
+                            tty=True, partitions=False)
+    progress("pass 1: the Gram matrix")
+    progress.partitions(1, 2)
+    assert "partitions" not in progress.stream.getvalue()
