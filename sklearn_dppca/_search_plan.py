@@ -136,8 +136,9 @@ def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,
         ``None`` weighs every group 1. Candidates sharing a release must
         agree.
     rows : engine, default=None
-        :func:`rows_kind` of ``X``: each candidate's path and memory are then
-        planned on every size of fit the search runs (:func:`refused_path`).
+        ``rows_kind(X, n_features)``, a stand-in of ``X``'s kind that holds no
+        row: each candidate's path and memory are then planned on every size
+        of fit the search runs, before the charge.
 
     Returns
     -------
