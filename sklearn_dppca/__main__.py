@@ -149,7 +149,7 @@ def _read_reporting(args, read_table):
     Both name public values only: the file, then its rows × columns.
     """
     _verbose(args, f"reading {args.data}")
-    frame = read_table(args.data)
+    frame = read_table(args.data, numeric_header=args.numeric_header)
     _verbose(args, f"read {frame.shape[0]} rows x {frame.shape[1]} columns "
                    f"from {args.data}")
     return frame
@@ -205,7 +205,7 @@ def _read_matrix(args, columns, hint, fill=None, missing_hint=None, check=None,
     from ._cli_dask import LazyMatrix, LazyTable
 
     _verbose(args, f"reading {args.data} with Dask")
-    table = LazyTable(args.data)
+    table = LazyTable(args.data, numeric_header=args.numeric_header)
     if inspect is not None:
         inspect(table.frame)
     lazy = LazyMatrix(table, columns, args.data, hint=hint, fill=fill,
@@ -547,7 +547,7 @@ def _read_bounds(values, names):
         raise ValueError("--bounds takes two numbers LOW HIGH or one CSV file")
     from ._cli_io import quote_names, read_table
 
-    frame = read_table(values[0])
+    frame = read_table(values[0], numeric_header=True)  # public: no row of data
     missing = [str(n) for n in names if n not in frame.columns]
     if missing:
         raise ValueError(f"--bounds {values[0]}: no bounds for the columns "
@@ -676,6 +676,11 @@ def transform_command(args):
 
 
 def _add_dask_options(command, name):
+    command.add_argument(
+        "--numeric-header", action="store_true",
+        help="a CSV's first line is its header even though every name in it is "
+        "a number (gene IDs, years); without it such a line is refused as a "
+        "row of data")
     command.add_argument(
         "--dask", action="store_true",
         help="read DATA with Dask, partition by partition, never whole: DATA "

@@ -146,7 +146,7 @@ class LazyTable:
     kind : {"csv", "parquet"}
     """
 
-    def __init__(self, path):
+    def __init__(self, path, numeric_header=False):
         import dask.dataframe as dd
 
         files, kind = table_files(path)
@@ -172,7 +172,7 @@ class LazyTable:
             raise ValueError(f"{path}: the table has no columns")
         if not all(isinstance(c, str) for c in frame.columns):
             frame.columns = [str(c) for c in frame.columns]
-        if kind == "csv":
+        if kind == "csv" and not numeric_header:
             check_header(frame.columns, path)
         self.frame, self.n_files = frame, len(files)
         #: Whether Dask cuts the files into blocks of bytes (uncompressed

@@ -164,13 +164,16 @@ def _check_parquet_engine():
         )
 
 
-def read_table(path):
+def read_table(path, numeric_header=False):
     """Read a CSV or Parquet file into a DataFrame; one-line errors.
 
     Parameters
     ----------
     path : str
         File name, or ``-`` for CSV on standard input.
+    numeric_header : bool, default=False
+        Whether a CSV's first line is its header even where every name in it
+        is a number (:func:`check_header` otherwise refuses it).
 
     Returns
     -------
@@ -201,7 +204,7 @@ def read_table(path):
     if frame.shape[1] == 0:
         raise ValueError(f"{path}: the table has no columns")
     frame.columns = [str(c) for c in frame.columns]
-    if kind != "parquet":
+    if kind != "parquet" and not numeric_header:
         check_header(frame.columns, path)
     if frame.shape[0] == 0:
         raise ValueError(f"{path}: the table has a header but no rows")
@@ -236,8 +239,9 @@ def check_header(names, path):
             f"{path}: the first line reads as numbers, not column names: a "
             "CSV needs a header line. Read as one, that row of data would "
             "leave the fit and become the model's feature names, which the "
-            "model file shares. Add a header (for instance x0,x1,...), or "
-            "name the columns 0,1,... as pandas writes them.")
+            "model file shares. Add a header (for instance x0,x1,...), name "
+            "the columns 0,1,... as pandas writes them, or, if that line is "
+            "the header (gene IDs, years), pass --numeric-header.")
 
 
 def _reads_as_number(name):

@@ -1002,6 +1002,19 @@ def test_a_csv_without_a_header_is_refused_before_the_charge(tmp_path, capsys):
     numbered = tmp_path / "numbered.csv"
     pd.DataFrame(rows).to_csv(numbered, index=False)
     assert run(capsys, *fit_args(numbered, tmp_path / "n.json"))[0] == 0
+    genes = tmp_path / "genes.csv"  # a header of numbers: Entrez gene IDs
+    pd.DataFrame(rows, columns=["7157", "672", "1956", "4609", "3845"]).to_csv(
+        genes, index=False)
+    assert run(capsys, *fit_args(genes, tmp_path / "g.json"))[0] == 2
+    for extra in ([], ["--dask"]):
+        rc, _, err = run(capsys, *fit_args(genes, tmp_path / "g.json"),
+                         "--numeric-header", "--force", *extra)
+        assert rc == 0, err
+    model = json.loads((tmp_path / "g.json").read_text())
+    assert model["feature_names"] == ["7157", "672", "1956", "4609", "3845"]
+    rc, _, err = run(capsys, "transform", tmp_path / "g.json", genes,
+                     "--numeric-header", "-o", "-")
+    assert rc == 0, err
 
 
 def test_a_csv_that_is_not_utf8_is_named_without_its_bytes(data, tmp_path, capsys):
