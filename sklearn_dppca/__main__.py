@@ -483,8 +483,10 @@ def fit_command(args):
 def _refuse_overwrite(args):
     """A model file is overwritten only with ``--force``: a fit into an
     existing file is more often a mistake than a wish to spend again; and
-    never where it is one of the data's files."""
-    _refuse_output_among_inputs(args, [])
+    never where it is a file the fit reads: the data's, its ledger, its
+    ``--bounds`` file."""
+    bounds = args.bounds if args.bounds and len(args.bounds) == 1 else []
+    _refuse_output_among_inputs(args, [*bounds, *filter(None, [args.ledger])])
     if args.output != "-" and os.path.exists(args.output) and not args.force:
         raise ValueError(f"{args.output} already exists; pass --force to "
                          "overwrite it")

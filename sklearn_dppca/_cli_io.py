@@ -246,7 +246,10 @@ def check_header(names, path):
 
 def _reads_as_number(name):
     """Whether a column name is a number's text (pandas marks a repeated
-    name with ``.1``, ``.2``: ``1.0.1`` is ``1.0`` repeated)."""
+    name with ``.1``, ``.2``: ``1.0.1`` is ``1.0`` repeated), or pandas'
+    ``Unnamed: N`` for an empty cell (a missing value in a row of data)."""
+    if re.fullmatch(r"Unnamed: \d+", name):
+        return True
     for text in (name, re.sub(r"\.\d+$", "", name)):
         try:
             float(text)

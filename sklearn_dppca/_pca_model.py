@@ -187,9 +187,12 @@ class _PCAModelMixin(TransformerMixin):
             check_same_namespace(
                 X, self, attribute="components_", method="inverse_transform"
             )
+            check_numeric_columns(X)  # refused without quoting a value
             X = check_array(X, dtype=_array_api.float_dtypes(*namespace))
         else:
-            X = check_array(saturate_big_numbers(X), dtype=[np.float64, np.float32])
+            X = saturate_big_numbers(X)
+            check_numeric_columns(X)
+            X = check_array(X, dtype=[np.float64, np.float32])
         if X.shape[1] != self.n_components_:
             raise ValueError(
                 f"X has {X.shape[1]} features, but inverse_transform expects "

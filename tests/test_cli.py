@@ -999,6 +999,9 @@ def test_a_csv_without_a_header_is_refused_before_the_charge(tmp_path, capsys):
         rc, _, err = run(capsys, *fit_args(headerless, model), *extra)
         assert rc == 2 and "reads as numbers, not column names" in err, err
         assert f"{rows[0, 0]:.6f}"[:5] not in err and not model.exists()
+    gap = tmp_path / "gap.csv"  # an empty cell in that row: "Unnamed: 1"
+    gap.write_text("1.5,,2.5,3.5,4.5\n" + headerless.read_text())
+    assert run(capsys, *fit_args(gap, tmp_path / "m.json"), "--fill-missing", 0)[0] == 2
     numbered = tmp_path / "numbered.csv"
     pd.DataFrame(rows).to_csv(numbered, index=False)
     assert run(capsys, *fit_args(numbered, tmp_path / "n.json"))[0] == 0
@@ -1044,6 +1047,11 @@ def test_no_command_writes_over_the_files_it_reads(data, tmp_path, capsys):
     kept = data.read_text()
     rc, _, err = run(capsys, *fit_args(data, data), "--force")
     assert rc == 2 and "is an input of this command" in err and data.read_text() == kept
+    ledger = tmp_path / "budget.db"
+    rc, _, err = run(capsys, "ledger", "init", ledger, "--epsilon", 5, "--delta", 1e-5)
+    assert rc == 0, err
+    rc, _, err = run(capsys, *fit_args(data, ledger), "--ledger", ledger, "--force")
+    assert rc == 2 and "is an input of this command" in err
 
 
 def test_written_files_are_named_and_permitted_as_expected(data, tmp_path, capsys):

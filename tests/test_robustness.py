@@ -678,6 +678,8 @@ def test_a_refusal_of_the_input_never_quotes_a_value(X):
             lambda X: PrivateLDA([0, 1], data_norm=1.0).fit(X, [0, 1, 0]),
             lambda X: PrivateGridSearchCV(PrivatePCA(data_norm=1.0),
                                           {"n_components": [1]}, cv=3).fit(X)]
+    fitted = PrivatePCA(1, data_norm=1.0).fit(np.eye(3))
+    fits.append(fitted.inverse_transform)  # scores are rows of people too
     for fit in fits:
         with pytest.raises(ValueError) as caught:
             fit(X)
