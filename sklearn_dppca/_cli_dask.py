@@ -286,13 +286,19 @@ class LazyMatrix:
             raise ValueError(f"{path}: the table has a header but no rows")
         if len(keep) < len(raw.chunks[0]):  # an empty file: no chunk of 0 rows
             raw = da.concatenate([raw.blocks[i] for i in keep], axis=0)
+        n_rows = int(sum(raw.chunks[0]))
+        if table.cut_by_bytes:
+            # blocks of bytes: their number is not public, and the memory
+            # model reads the chunks' count; chunks of a public number of
+            # rows (about 32 MB each) instead
+            raw = raw.rechunk({0: max(1, 2**22 // raw.shape[1])})
         self.raw = raw.rechunk({1: -1})
         X = self.raw
         if fill is not None or check:
             X = X.map_blocks(_checked, dtype=np.float64, fill=fill,
                              keep_nan=check != "all")
         self.X = X
-        self.n_rows = int(sum(raw.chunks[0]))
+        self.n_rows = n_rows
         # public where the files fix it; not where it counts bytes of values
         self.partitions = None if table.cut_by_bytes else len(keep)
         self._da = da

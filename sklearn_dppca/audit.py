@@ -522,14 +522,22 @@ def audit(estimator, X, X_prime, statistic, n_fits=500, delta=None, alpha=0.05,
     seeds = np.random.SeedSequence(random_state).generate_state(2 * n_fits)
     values = []
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PrivacyLeakWarning)  # seeded by design
+        # seeded by design: that warning only (one that the fit is not
+        # private, data_norm=None for one, stays shown)
+        warnings.filterwarnings("ignore", message=r"random_state=.* fixes the noise",
+                                category=PrivacyLeakWarning)
         for data, labels, offset in ((X, y, 0), (X_prime, y_prime, n_fits)):
             column = []
             for i in range(n_fits):
                 fit = clone(estimator).set_params(
                     random_state=int(seeds[offset + i]), accountant=BudgetAccountant()
                 )
-                column.append(statistic(fit.fit(data, labels)))
+                value = statistic(fit.fit(data, labels))
+                if np.ndim(value) != 0:  # m values of one fit are not m fits
+                    raise ValueError(
+                        "statistic must return one number per fit; it returned "
+                        f"an array of shape {np.shape(value)}.")
+                column.append(float(value))
             values.append(np.asarray(column, dtype=float))
     samples, samples_prime = values
     eps_threshold = clopper_pearson_epsilon(samples, samples_prime, delta, level)
