@@ -232,7 +232,8 @@ def check_header(names, path):
     errors). pandas' own default names, ``0, 1, …`` in order (what
     ``DataFrame(X).to_csv()`` writes), are a header. Nothing is quoted."""
     names = list(names)
-    if names == [str(i) for i in range(len(names))]:
+    default = [str(i) for i in range(len(names))]
+    if names in (default, ["Unnamed: 0", *default[:-1]]):  # index column too
         return
     if all(_reads_as_number(name) for name in names):
         raise ValueError(
@@ -244,11 +245,19 @@ def check_header(names, path):
             "the header (gene IDs, years), pass --numeric-header.")
 
 
+#: pandas' default missing-value markers (``NA``, ``NULL``, ``#N/A``, ...):
+#: in a row of data, a missing cell.
+_NA_MARKERS = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN",
+                         "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA",
+                         "NULL", "NaN", "None", "n/a", "nan", "null"})
+
+
 def _reads_as_number(name):
     """Whether a column name is a number's text (pandas marks a repeated
-    name with ``.1``, ``.2``: ``1.0.1`` is ``1.0`` repeated), or pandas'
-    ``Unnamed: N`` for an empty cell (a missing value in a row of data)."""
-    if re.fullmatch(r"Unnamed: \d+", name):
+    name with ``.1``, ``.2``: ``1.0.1`` is ``1.0`` repeated), or a missing
+    cell of a row of data: pandas' ``Unnamed: N`` for an empty one, or a
+    missing-value marker."""
+    if re.fullmatch(r"Unnamed: \d+", name) or name in _NA_MARKERS:
         return True
     for text in (name, re.sub(r"\.\d+$", "", name)):
         try:

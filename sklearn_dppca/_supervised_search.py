@@ -204,7 +204,9 @@ def _private_steps(est, n_features, sizes, rows=None):
             if before and isinstance(before[-1], _BasePrivatePCA):  # its components
                 k = before[-1].n_components
                 width = int(k) if isinstance(k, Integral) else None
-            if width is not None:
+            # bounds by feature name are checked by the fit, against the
+            # names it is given
+            if width is not None and not isinstance(step.bounds, dict):
                 step._bound(width)
     except (InvalidParameterError, ValueError, TypeError) as error:
         return named, error

@@ -1002,6 +1002,11 @@ def test_a_csv_without_a_header_is_refused_before_the_charge(tmp_path, capsys):
     gap = tmp_path / "gap.csv"  # an empty cell in that row: "Unnamed: 1"
     gap.write_text("1.5,,2.5,3.5,4.5\n" + headerless.read_text())
     assert run(capsys, *fit_args(gap, tmp_path / "m.json"), "--fill-missing", 0)[0] == 2
+    gap.write_text("1.5,NA,2.5,3.5,4.5\n" + headerless.read_text())  # a marker
+    assert run(capsys, *fit_args(gap, tmp_path / "m.json"), "--fill-missing", 0)[0] == 2
+    indexed = tmp_path / "indexed.csv"  # pandas' defaults: ",0,1,2,3,4"
+    pd.DataFrame(rows).to_csv(indexed)
+    assert run(capsys, *fit_args(indexed, tmp_path / "i.json"))[0] == 0
     numbered = tmp_path / "numbered.csv"
     pd.DataFrame(rows).to_csv(numbered, index=False)
     assert run(capsys, *fit_args(numbered, tmp_path / "n.json"))[0] == 0

@@ -639,3 +639,15 @@ def test_a_numeric_error_score_never_chooses_a_failed_candidate(supervised_grid)
         search.fit(X, y if supervised_grid else None)
     assert acc.n_charges == 1 and search.best_index_ == 0
     assert search.cv_results_["rank_test_score"][1] == 1  # ranked, not chosen
+
+
+def test_a_heads_bounds_by_feature_name_pass_the_plan():
+    """The plan's check of a head's box ran on the unfitted head, which has
+    no feature names: bounds given as a dict were refused (review 47)."""
+    import pandas as pd
+
+    X, y = classes_data(n=600, d=3)
+    frame = pd.DataFrame(X, columns=list("abc"))
+    head = PrivateLDA([0, 1], bounds={c: (-2.0, 2.0) for c in "abc"})
+    charges, failed, error = _charges_of(head, {"alpha": [0.1, 1.0]}, frame, y)
+    assert (charges, failed, error) == (1, 0, None)
