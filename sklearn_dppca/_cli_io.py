@@ -259,13 +259,12 @@ def _reads_as_number(name):
     missing-value marker."""
     if re.fullmatch(r"Unnamed: \d+", name) or name in _NA_MARKERS:
         return True
-    for text in (name, re.sub(r"\.\d+$", "", name)):
-        try:
-            float(text)
-            return True
-        except ValueError:
-            pass
-    return False
+    import pandas as pd
+
+    # pandas' own number parser, not float(), which also reads 1_000 and
+    # non-ASCII digits: cells pandas reads as text, so names of a header.
+    texts = pd.Series([name, re.sub(r"\.\d+$", "", name)], dtype=object)
+    return bool(pd.to_numeric(texts, errors="coerce").notna().any())
 
 
 def is_sparse_file(path):

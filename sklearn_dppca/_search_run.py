@@ -514,6 +514,25 @@ def _score_failures(scores, candidates, error_score):
     return scores
 
 
+def check_failures(candidates, error_score, refit):
+    """Before the charge: the first candidate that the plan found cannot be
+    fitted, raised under ``error_score="raise"``; and, where ``refit`` is a
+    callable, any such candidate (the callable may pick it from the scores,
+    after the whole search was charged, and its refit would then fail).
+    Returns the candidates that failed."""
+    failed = [c for c in candidates if c.error is not None]
+    if failed and error_score == "raise":
+        raise failed[0].error
+    if failed and callable(refit):
+        raise ValueError(
+            f"The candidate {failed[0].params} cannot be fitted "
+            f"({failed[0].error}), and a callable refit could choose it after "
+            "the search is charged. Remove it from param_grid, or use "
+            "refit=True (which skips it)."
+        )
+    return failed
+
+
 def _best_index(refit, results, candidates):
     """The chosen candidate: the best rank among those that can be fitted (a
     numeric ``error_score`` may rank one that cannot above them: its refit

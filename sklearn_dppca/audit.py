@@ -50,6 +50,7 @@ from scipy.optimize import brentq
 from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
+from ._released import NoisyReleaseWarning
 from .privacy import BudgetAccountant, PrivacyLeakWarning, gdp_epsilon
 
 __all__ = [
@@ -70,9 +71,7 @@ def neighbouring_datasets(n_samples, n_features, data_norm=1.0, kind="orthogonal
     r"""Two datasets that differ in their first row, chosen adversarially.
 
     The other rows are Gaussian, of norm about
-    :math:`\mathtt{scale} \cdot \mathtt{data\_norm}` (large enough a ``scale``
-    keeps a released scatter matrix positive definite, so that
-    :func:`scatter_statistic` can reconstruct it).
+    :math:`\mathtt{scale} \cdot \mathtt{data\_norm}`.
     ``kind="orthogonal"``: the changed row is :math:`C e_1` in one and
     :math:`C e_2` in the other — the pair that attains the scatter matrix's
     Frobenius sensitivity :math:`\sqrt{2} C^2`. ``kind="opposite"``:
@@ -135,6 +134,10 @@ def mean_statistic(feature=0):
 
     def statistic(estimator):
         _reads_features(estimator, "mean_statistic", least=feature + 1)
+        missing = [a for a in ("mean_", "n_samples_") if not hasattr(estimator, a)]
+        if missing:
+            raise ValueError(f"mean_statistic reads a PCA's mean_ and n_samples_; "
+                             f"this fit has no {' and no '.join(missing)}.")
         return float(estimator.mean_[feature]) * estimator.n_samples_
 
     statistic.gaussian = True
@@ -148,10 +151,10 @@ def scatter_statistic(estimator):
     Reconstructed from a fit that keeps every component
     (:math:`\mathtt{components\_}^\top \operatorname{diag}(\mathtt{noisy\_variance\_}
     \, (n - 1)) \, \mathtt{components\_}`, the released eigenvalues before their
-    de-noising): exact when the released matrix is positive definite (data
-    dominating the noise). On "orthogonal" neighbours the exact statistic
-    shifts by :math:`\sqrt{2} C^2`, the scatter matrix's sensitivity: its
-    Gaussian test estimates the covariance release's :math:`\mu`.
+    de-noising, negative ones included): exact. On "orthogonal" neighbours
+    the exact statistic shifts by :math:`\sqrt{2} C^2`, the scatter matrix's
+    sensitivity: its Gaussian test estimates the covariance release's
+    :math:`\mu`.
 
     Examples
     --------
@@ -454,7 +457,10 @@ def audit(estimator, X, X_prime, statistic, n_fits=500, delta=None, alpha=0.05,
     estimator : estimator
         Cloned for every fit, with a fresh ``random_state`` and a private
         unlimited accountant (audits do not spend a real budget: the data are
-        synthetic).
+        synthetic): it needs both parameters, as the package's estimators,
+        scalers and heads have. To audit a Pipeline, wrap it in a
+        :class:`~sklearn_dppca.model_selection.PrivateGridSearchCV` with one
+        candidate.
     X, X_prime : array-like
         Neighbouring datasets, of one shape, that differ in exactly one row
         (see :func:`neighbouring_datasets`); anything else is refused, since
@@ -471,7 +477,7 @@ def audit(estimator, X, X_prime, statistic, n_fits=500, delta=None, alpha=0.05,
     alpha : float, default=0.05
         One minus the confidence of ``epsilon_lower`` (where both tests run,
         each bound is taken at ``alpha / 2``).
-    random_state : int or None
+    random_state : int >= 0 or None
         Seeds of the fits (drawn from one ``SeedSequence``).
     y, y_prime : array-like or None, default=None
         Labels of ``X`` and ``X_prime``, for a supervised estimator (the
@@ -498,6 +504,16 @@ def audit(estimator, X, X_prime, statistic, n_fits=500, delta=None, alpha=0.05,
     True
     """
     params = estimator.get_params()
+    missing = [p for p in ("random_state", "accountant") if p not in params]
+    if missing:
+        raise ValueError(
+            f"audit sets each fit's random_state and accountant; this estimator "
+            f"has no {' and no '.join(missing)} parameter. Wrap a Pipeline in a "
+            "PrivateGridSearchCV with one candidate.")
+    if random_state is not None and (isinstance(random_state, bool) or not (
+            isinstance(random_state, Integral) and random_state >= 0)):
+        raise ValueError("random_state must be None or an integer >= 0 (the "
+                         f"entropy of a SeedSequence); got {random_state!r}.")
     if delta is None and "delta" not in params:
         raise ValueError("give delta=...: this estimator has no delta parameter.")
     delta = params["delta"] if delta is None else delta
@@ -526,6 +542,9 @@ def audit(estimator, X, X_prime, statistic, n_fits=500, delta=None, alpha=0.05,
         # private, data_norm=None for one, stays shown)
         warnings.filterwarnings("ignore", message=r"random_state=.* fixes the noise",
                                 category=PrivacyLeakWarning)
+        # each fit's note that its release is mostly noise, on synthetic
+        # data, repeated 2 n_fits times: nothing of the audit's subject
+        warnings.filterwarnings("ignore", category=NoisyReleaseWarning)
         for data, labels, offset in ((X, y, 0), (X_prime, y_prime, n_fits)):
             column = []
             for i in range(n_fits):
@@ -547,7 +566,12 @@ def audit(estimator, X, X_prime, statistic, n_fits=500, delta=None, alpha=0.05,
         shift = abs(samples_prime.mean() - samples.mean())
         mu_estimate = shift / pooled if pooled else (math.inf if shift else 0.0)
         mu_lower = gaussian_mu_lower(samples, samples_prime, level)
-        eps_gaussian = gdp_epsilon(mu_lower, delta) if mu_lower < math.inf else math.inf
+        if mu_lower == 0.0:
+            eps_gaussian = 0.0
+        elif delta == 0.0 or mu_lower == math.inf:  # no Gaussian shift is (ε, 0)-DP
+            eps_gaussian = math.inf
+        else:
+            eps_gaussian = gdp_epsilon(mu_lower, delta)
     lower = max(eps_threshold, eps_gaussian or 0.0)
     return AuditResult(lower, eps_threshold, mu_estimate, mu_lower, eps_gaussian,
                        n_fits, samples, samples_prime, ceiling)

@@ -31,7 +31,7 @@ so their values are *not* private and must not be released as such.
 This module imports nothing from the estimators.
 """
 
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 from scipy import sparse
@@ -81,13 +81,18 @@ def _as_finite_2d(a, name):
 
 
 def _default_atol(dtype, n_features):
-    """Orthonormality tolerance: 1e-6, looser for low-precision inputs."""
+    """Orthonormality tolerance: 1e-6, looser for low-precision inputs, and
+    never above 1e-2 (float16's 10 sqrt(d) eps is 0.1 at d = 100: a row of
+    norm 1.04 would pass, and its angles would read 0.08 too high)."""
     eps = np.finfo(dtype).eps if dtype.kind == "f" else np.finfo(np.float64).eps
-    return max(1e-6, 10.0 * np.sqrt(n_features) * eps)
+    return min(1e-2, max(1e-6, 10.0 * np.sqrt(n_features) * eps))
 
 
 def _check_basis(basis, name, atol=None):
     """Validate a ``(k, d)`` basis with orthonormal rows; return it as float64."""
+    if atol is not None and (isinstance(atol, bool) or not isinstance(atol, Real)
+                             or not 0.0 <= atol < np.inf):
+        raise ValueError(f"atol must be a finite number >= 0 or None; got {atol!r}.")
     arr, dtype = _as_finite_2d(basis, name)
     k, d = arr.shape
     tol = _default_atol(dtype, d) if atol is None else float(atol)
@@ -174,9 +179,9 @@ def principal_angle_sin(components, reference, *, atol=None):
         True basis :math:`V_k^\top`, orthonormal rows.
     atol : float, default=None
         Largest allowed :math:`\max \lvert B B^\top - I \rvert` of each basis.
-        ``None`` means :math:`\max(10^{-6}, 10 \sqrt{d} \cdot \mathtt{eps})`
-        with ``eps`` the machine precision of the input's dtype (so float32
-        bases pass).
+        ``None`` means :math:`10 \sqrt{d} \cdot \mathtt{eps}`, with ``eps``
+        the machine precision of the input's dtype (so float32 bases pass),
+        kept within :math:`[10^{-6}, 10^{-2}]`.
 
     Returns
     -------

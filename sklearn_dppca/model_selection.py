@@ -106,6 +106,7 @@ from ._search_run import (
     _shape,
     captured_variance_rows,
     captured_variance_score,
+    check_failures,
     floor_penalised_scores,
     refit_pool,
 )
@@ -245,7 +246,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         Refit the chosen candidate on all rows (with its share). A callable
         takes ``cv_results_`` and returns the index of the candidate to
         refit (post-processing of released values); ``best_score_`` is then
-        not set.
+        not set, and a grid with a candidate that cannot be fitted (see
+        ``error_score``) is refused before the charge, since the callable
+        could choose it. The ranked refit skips such candidates.
     fit_weights : None, sequence of float or callable, default=None
         Relative weight :math:`\omega \in (0, 1]` of each candidate's
         release in the fits' share: one value per grid point
@@ -473,9 +476,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
                            n_features=n_features,
                            refit=bool(self.refit), fit_weights=self.fit_weights,
                            rows=rows_kind(X, n_features))
-        failed = [c for c in plan.candidates if c.error is not None]
-        if failed and self.error_score == "raise":
-            raise failed[0].error
+        failed = check_failures(plan.candidates, self.error_score, self.refit)
         accountant = _resolve_accountant(self)
         accountant.check(plan.mu)  # refused before the data is read
         checked = self._validate_rows(X, names)
@@ -562,9 +563,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
             splits=splits, n_samples=n_samples, n_features=n_features,
             scoring=self.scoring, refit=bool(self.refit), fit_weights=self.fit_weights,
             rows=rows_kind(X, n_features))
-        failed = [c for c in plan.candidates if c.error is not None]
-        if failed and self.error_score == "raise":
-            raise failed[0].error
+        failed = check_failures(plan.candidates, self.error_score, self.refit)
         accountant = _resolve_accountant(self)
         accountant.check(plan.mu)  # refused before the data is read
         checked = self._validate_rows(X, names)

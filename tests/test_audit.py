@@ -310,3 +310,43 @@ def test_an_audit_takes_one_number_per_fit_and_shows_a_leak():
               delta=1e-5, random_state=0)
     leaks = {str(w.message)[:40] for w in caught if w.category is PrivacyLeakWarning}
     assert leaks and all("fixes the noise" not in leak for leak in leaks)
+
+
+def test_an_audit_names_what_it_needs_before_any_fit():
+    """A Pipeline, scikit-learn's PCA and a RandomState seed failed with
+    other libraries' errors, and delta=0 only after every fit (review 48)."""
+    from sklearn.decomposition import PCA
+    from sklearn.pipeline import make_pipeline
+
+    from sklearn_dppca.preprocessing import PublicScaler
+
+    X, X_prime = neighbouring_datasets(50, 3, kind="opposite")
+    pipe = make_pipeline(PublicScaler(), PrivatePCA(data_norm=1.0))
+    for estimator, says in ((pipe, "no random_state and no accountant"),
+                            (PCA(), "no accountant")):
+        with pytest.raises(ValueError, match=says):
+            audit(estimator, X, X_prime, mean_statistic(0), n_fits=4, delta=DELTA)
+    for seed in (np.random.RandomState(0), -1, True, 1.5):
+        with pytest.raises(ValueError, match="random_state must be None or an"):
+            audit(PrivatePCA(data_norm=1.0), X, X_prime, mean_statistic(0),
+                  n_fits=4, random_state=seed)
+    from sklearn_dppca.preprocessing import PrivateStandardScaler
+
+    with pytest.raises(ValueError, match="this fit has no n_samples_"):
+        audit(PrivateStandardScaler(bounds=(-1.0, 1.0)), X, X_prime,
+              mean_statistic(0), n_fits=4, delta=DELTA)
+    # δ = 0: a Gaussian shift found is no (ε, 0)-DP mechanism
+    result = audit(PrivatePCA(epsilon=50.0, data_norm=1.0), X, X_prime,
+                   mean_statistic(0), n_fits=20, delta=0.0, random_state=0)
+    assert result.mu_lower > 0 and result.epsilon_gaussian == np.inf
+
+
+def test_an_audit_shows_no_warning_per_fit():
+    import warnings
+
+    X, X_prime = neighbouring_datasets(50, 3, kind="opposite")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        audit(PrivatePCA(epsilon=0.1, data_norm=1.0), X, X_prime,
+              mean_statistic(0), n_fits=10, random_state=0)
+    assert len(caught) <= 1, [str(w.message)[:60] for w in caught]

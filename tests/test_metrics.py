@@ -159,6 +159,16 @@ def test_orthonormality_tolerance_is_adjustable():
     with pytest.raises(ValueError, match="orthonormal"):
         principal_angle_sin(e, np.eye(3)[:2])
     assert principal_angle_sin(e, np.eye(3)[:2], atol=1e-3) < 1e-3
+    for atol in (-1.0, np.nan, np.inf, "1e-3", True):
+        with pytest.raises(ValueError, match="atol must be"):
+            principal_angle_sin(e, np.eye(3)[:2], atol=atol)
+    # float16's 10 sqrt(d) eps is 0.1 at d = 100: a row of norm 1.04 passed,
+    # and its angle with its own span read 0.08 (review 48)
+    long = (np.eye(100)[:1] * 1.04).astype(np.float16)
+    with pytest.raises(ValueError, match="orthonormal"):
+        principal_angle_sin(long, np.eye(100)[:1])
+    unit = np.eye(100)[:1].astype(np.float16)
+    assert principal_angle_sin(unit, np.eye(100)[:1]) == 0.0
 
 
 # --------------------------------------------------------------------------

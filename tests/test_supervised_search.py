@@ -639,6 +639,11 @@ def test_a_numeric_error_score_never_chooses_a_failed_candidate(supervised_grid)
         search.fit(X, y if supervised_grid else None)
     assert acc.n_charges == 1 and search.best_index_ == 0
     assert search.cv_results_["rank_test_score"][1] == 1  # ranked, not chosen
+    # a callable refit may pick it from the scores: refused before the charge
+    pick_best = lambda results: int(np.argmin(results["rank_test_score"]))  # noqa: E731
+    with pytest.raises(ValueError, match="a callable refit could choose it"):
+        search.set_params(refit=pick_best).fit(X, y if supervised_grid else None)
+    assert acc.n_charges == 1
 
 
 def test_a_heads_bounds_by_feature_name_pass_the_plan():
