@@ -112,6 +112,7 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy import sparse
+from sklearn.utils import assert_all_finite
 
 from ._array_api import ArrayAPIRows, like
 from ._box import box_radius, check_box, inward_box
@@ -314,9 +315,8 @@ def _box_rows(data, lower, upper, centre):
     engine = _engine(data)
     X = engine.X
     if isinstance(engine, ChunkedRows):
-        if not engine.sparse_chunks:
-            return ChunkedRows(X.clip(lower, upper) - centre.astype(X.dtype))
-        meta = (X._meta if _stays_sparse(lower, upper, centre)
+        meta = (X._meta if not engine.sparse_chunks
+                or _stays_sparse(lower, upper, centre)
                 else np.empty((0, 0), dtype=X.dtype))
         return ChunkedRows(X.map_blocks(_boxed, lower, upper, centre,
                                         dtype=X.dtype, meta=meta))
@@ -327,7 +327,11 @@ def _box_rows(data, lower, upper, centre):
 def _boxed(X, lower, upper, centre):
     """A block of rows clipped into the box and translated (a copy). A CSR
     (or CSC) matrix stays sparse when the translation is 0 and 0 lies in
-    the box (only its stored entries change); otherwise it is densified."""
+    the box (only its stored entries change); otherwise it is densified.
+    An infinite value is refused, as a NaN is, not clipped: the rows of
+    ``non_finite="clip"`` were mapped before, so one is left only under
+    ``"raise"``, whose domain is the finite rows."""
+    assert_all_finite(X.data if sparse.issparse(X) else X, input_name="X")
     if sparse.issparse(X):
         if _stays_sparse(lower, upper, centre):
             X = X.tocsr(copy=True)

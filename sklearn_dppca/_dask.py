@@ -25,6 +25,7 @@ import contextvars
 import math
 import sys
 import uuid
+import warnings
 from decimal import Decimal
 from numbers import Real
 
@@ -196,6 +197,16 @@ def check_numeric_columns(X, lazy=False):
     if not _is_dataframe(X):
         _check_array_unquoted(X)
         return
+    from pandas.api.types import is_complex_dtype
+
+    complex_ = [name for name, dtype in zip(X.columns, X.dtypes)
+                if is_complex_dtype(dtype) or (
+                    getattr(dtype, "kind", None) == "O" and not lazy
+                    and any(isinstance(c, complex) for c in X[name].to_numpy()))]
+    if complex_:  # scikit-learn's message would print the frame
+        raise ValueError(
+            "Complex data not supported (X holds complex numbers, in column(s) "
+            f"{', '.join(map(repr, complex_))}).")
     bad = non_numeric_columns(X, lazy=lazy)
     if bad:
         dtypes = dict(zip(X.columns, X.dtypes))
@@ -219,12 +230,23 @@ def _check_array_unquoted(X):
             f"Expected a 2D array of rows, got a {ndim}D array. Reshape your "
             "data: one feature with X.reshape(-1, 1), one row with "
             "X.reshape(1, -1) (its values are not quoted: they are private).")
+    complex_ = ValueError("Complex data not supported (X holds complex numbers).")
     kind = getattr(X.dtype, "kind", None)
+    if kind is None and hasattr(X, "__array_namespace__"):  # Array API dtypes
+        if X.__array_namespace__().isdtype(X.dtype, "complex floating"):
+            raise complex_
     if kind == "c":
-        raise ValueError("Complex data not supported (X holds complex numbers).")
+        raise complex_
     if kind in ("U", "S", "O") and isinstance(X, np.ndarray):
         try:
-            np.asarray(X, dtype=np.float64)
+            with warnings.catch_warnings():  # a complex cell: cast, warned
+                warnings.simplefilter("error", np.exceptions.ComplexWarning)
+                np.asarray(X, dtype=np.float64)
+        except np.exceptions.ComplexWarning:
+            raise complex_ from None
+        except TypeError:  # a Python complex cell, or one of another type
+            if any(isinstance(cell, complex) for cell in X.flat):
+                raise complex_ from None
         except ValueError:
             raise ValueError(
                 "X holds a cell that is not a number (text): the private "

@@ -38,8 +38,12 @@ def chunked_partials(engine):
     threads = local_threads()
     if threads is None:
         return 0.0
-    levels = math.ceil(math.log2(max(1, engine.X.numblocks[0])))
-    return 5.0 + 2.5 * threads + max(0, levels - 6)
+    return 5.0 + 2.5 * threads + max(0, tree_levels(engine) - 6)
+
+
+def tree_levels(engine):
+    """Levels of the reduction tree over a Dask array's chunks (public)."""
+    return math.ceil(math.log2(max(1, engine.X.numblocks[0])))
 
 
 def worker_room(engine):
@@ -61,9 +65,8 @@ def worker_room(engine):
     limits = [limit for _, limit in workers.values()]
     if None in limits:
         return None
-    _, beside, levels, persisted = WORKER_MATRICES
-    chunks = max(1, engine.X.numblocks[0])
-    beside += levels * math.ceil(math.log2(chunks))
+    _, beside, per_level, persisted = WORKER_MATRICES
+    beside += per_level * tree_levels(engine)
     if held_by_workers(engine.X):
         beside += persisted
     return (MEMORY_SHARE * min(limits), max(t for t, _ in workers.values()),

@@ -262,6 +262,10 @@ def _check_heads(plan, X, smallest_fold):
         head = clone(Pipeline(cand.estimator.steps[:cand.index]))
         key = _value_key(head)  # by value: repr abbreviates large arrays
         if key not in checked:
+            # copy=True: a step's copy=False would scale the caller's X in
+            # place, and every fit would then read it scaled twice
+            head.set_params(**{name: True for name in head.get_params()
+                               if name.rsplit("__", 1)[-1] == "copy"})
             checked[key] = head.fit_transform(X).shape[1]
         step = _locate_private_step(cand.estimator)[2]
         step._check_n_components(smallest_fold, checked[key])

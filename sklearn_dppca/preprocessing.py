@@ -25,7 +25,7 @@ A fit whose released variances show one feature dominating issues a
 """
 
 import math
-from numbers import Real
+from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
@@ -36,7 +36,7 @@ from sklearn.base import (
     TransformerMixin,
     _fit_context,
 )
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import FLOAT_DTYPES, check_is_fitted, validate_data
 
 from . import _array_api
@@ -50,6 +50,7 @@ from ._base import (
 from ._box import by_feature_name, check_box, parse_box
 from ._dask import check_numeric_columns, gather_rows, saturate_big_numbers
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
+from ._pca_model import map_non_finite
 from ._released import FeatureScaleWarning
 from .noise import dense_noise, make_generator, noise_scale
 from .privacy import (
@@ -111,6 +112,18 @@ def _saturate(xp, out, dtype):
     and cast to ``dtype``: a finite value never becomes ±inf (NaN stays)."""
     big = float(xp.finfo(dtype).max)
     return _array_api.astype(xp.clip(out, -big, big), dtype)
+
+
+def _saturated(compute, X):
+    """``compute(X)`` in float64 (an Array API device's widest float),
+    saturated at ``X.dtype``'s largest finite values: a finite value is
+    never mapped to ±inf (NaN stays NaN)."""
+    xp = _array_api.module_of(X)
+    wide = (np.float64 if xp is np else
+            getattr(xp, _array_api.widest_float(*_array_api.namespace(X)).name))
+    with np.errstate(over="ignore"):
+        out = compute(_array_api.astype(X, wide))
+    return _saturate(xp, out, X.dtype)
 
 
 def _per_feature(value, name, n_features, feature_names):
@@ -362,17 +375,6 @@ class PublicScaler(
         X.data = compute(X.data, columns)
         return X
 
-    def _saturated(self, compute, X):
-        """``compute(X)`` in float64 (an Array API device's widest float),
-        saturated at ``X.dtype``'s largest finite values: a finite value is
-        never mapped to ±inf (NaN stays NaN)."""
-        xp = _array_api.module_of(X)
-        wide = (np.float64 if xp is np else
-                getattr(xp, _array_api.widest_float(*_array_api.namespace(X)).name))
-        with np.errstate(over="ignore"):
-            out = compute(_array_api.astype(X, wide))
-        return _saturate(xp, out, X.dtype)
-
     def transform(self, X, copy=None):
         """Scale ``X`` by the public map (missing values stay missing).
 
@@ -395,10 +397,10 @@ class PublicScaler(
         X = self._checked(X, copy, "transform")
         if sparse.issparse(X):  # the map keeps 0 (_checked): the values only
             def values(data, columns):
-                out = self._saturated(lambda Z: Z * self.scale_[columns], data)
+                out = _saturated(lambda Z: Z * self.scale_[columns], data)
                 return np.clip(out, *self.feature_range) if self.clip else out
             return self._sparse_map(X, values)
-        X_new = self._saturated(lambda Z: Z * self.scale_ + self.min_, X)
+        X_new = _saturated(lambda Z: Z * self.scale_ + self.min_, X)
         if self.clip:
             X_new = _array_api.module_of(X_new).clip(X_new, *self.feature_range)
         return _into(X, X_new, copy)
@@ -439,9 +441,9 @@ class PublicScaler(
         copy = self.copy if copy is None else copy
         X = self._checked(X, copy, "inverse_transform")
         if sparse.issparse(X):
-            return self._sparse_map(X, lambda data, columns: self._saturated(
+            return self._sparse_map(X, lambda data, columns: _saturated(
                 lambda Z: Z / self.scale_[columns], data))
-        return _into(X, self._saturated(lambda Z: (Z - self.min_) / self.scale_, X),
+        return _into(X, _saturated(lambda Z: (Z - self.min_) / self.scale_, X),
                      copy)
 
     def __sklearn_tags__(self):
@@ -454,9 +456,13 @@ class PublicScaler(
 
 
 def _same_settings(one, other):
-    """Whether two ``(lower, upper, with_mean, with_std)`` are the same."""
+    """Whether two ``(lower, upper, with_mean, with_std, random_state)`` are
+    the same (a seed: the same integer, or the same object)."""
+    seeds = one[4], other[4]
     return (all(np.array_equal(a, b) for a, b in zip(one[:2], other[:2]))
-            and one[2:] == other[2:])
+            and one[2:4] == other[2:4]
+            and (seeds[0] is seeds[1] or (all(isinstance(x, Integral) for x in seeds)
+                                          and seeds[0] == seeds[1])))
 
 
 class PrivateStandardScaler(
@@ -520,6 +526,17 @@ class PrivateStandardScaler(
         :class:`~sklearn_dppca.PrivacyLeakWarning` says so).
     accountant : BudgetAccountant or None, default=None
         Budget charged before the fit; ``None``: the default accountant.
+    non_finite : {"raise", "clip"}, default="raise"
+        What a NaN or infinite value in ``X`` does. ``"raise"``: the fit is
+        refused with a ``ValueError`` naming it, before any charge, and
+        ``transform`` refuses it too. ``"clip"``: each value goes first
+        through the public map :func:`numpy.nan_to_num` (NaN → 0, ±inf → ±
+        the dtype's largest finite value), then into the box as every
+        value; ``transform`` maps its rows the same way. Give it where a
+        step before the scaler can make a value non-finite
+        (``FunctionTransformer(np.log1p)`` on a −1): with ``"raise"``, that
+        dataset would be refused and its neighbour released
+        (:ref:`privacy-domain`).
     copy : bool, default=True
         ``False``: ``transform`` and ``inverse_transform`` write into ``X``
         where they can, as scikit-learn's ``StandardScaler``;
@@ -573,11 +590,13 @@ class PrivateStandardScaler(
         "with_std": ["boolean"],
         "random_state": ["random_state", np.random.Generator],
         "accountant": [BudgetAccountant, None],
+        "non_finite": [StrOptions({"raise", "clip"})],
         "copy": ["boolean"],
     }
 
     def __init__(self, bounds=None, *, epsilon=1.0, delta=1e-6, with_mean=True,
-                 with_std=True, random_state=None, accountant=None, copy=True):
+                 with_std=True, random_state=None, accountant=None,
+                 non_finite="raise", copy=True):
         self.bounds = bounds
         self.epsilon = epsilon
         self.delta = delta
@@ -585,6 +604,7 @@ class PrivateStandardScaler(
         self.with_std = with_std
         self.random_state = random_state
         self.accountant = accountant
+        self.non_finite = non_finite
         self.copy = copy
 
     def __getstate__(self):
@@ -635,7 +655,9 @@ class PrivateStandardScaler(
         ``var_`` are those of all the batches' rows, and ``scale_``'s floor
         is the standard deviation of the summed noise. The first call fixes
         ``n_features_in_``, and with a seed the noise continues one stream
-        across the calls; :meth:`fit` starts afresh.
+        across the calls; ``bounds``, ``with_mean``, ``with_std`` and
+        ``random_state`` changed after it are refused (before the charge);
+        :meth:`fit` starts afresh.
 
         Parameters
         ----------
@@ -684,13 +706,14 @@ class PrivateStandardScaler(
                 "number; rescale the features."
             )
         free = width > 0  # the features that carry information
-        settings = (lower, upper, self.with_mean, self.with_std)
+        settings = (lower, upper, self.with_mean, self.with_std, self.random_state)
         if not first and not _same_settings(self._settings_, settings):
             # public values, refused before the charge
             raise ValueError(
-                "bounds, with_mean or with_std changed since the first "
-                "partial_fit: the sums released so far are in that call's "
-                "units. Call fit to start afresh."
+                "bounds, with_mean, with_std or random_state changed since the "
+                "first partial_fit: the sums released so far are in that call's "
+                "units, and a seed's noise continues one stream across the "
+                "calls. Call fit to start afresh."
             )
         shares = self._shares()
         mu_total = gdp_mu(self.epsilon, self.delta)
@@ -709,10 +732,13 @@ class PrivateStandardScaler(
         if shares:  # refuse an over-budget fit before the data is read
             accountant.check(mu=mu_total)
         with private_computation():
+            if self.non_finite == "clip":  # a public map of each value
+                X = map_non_finite(X)
             xp = _array_api.module_of(X.data if sparse.issparse(X) else X)
             if not bool(xp.all(xp.isfinite(X.data if sparse.issparse(X) else X))):
                 raise ValueError("Input X contains NaN or infinity: "
-                                 "PrivateStandardScaler needs finite rows.")
+                                 "PrivateStandardScaler needs finite rows "
+                                 "(or non_finite='clip').")
             if shares:
                 accountant.spend(mu=mu_total, estimator=self)
             sums, squares = _box_sums(X, lower, upper, centre, width, free)
@@ -766,13 +792,16 @@ class PrivateStandardScaler(
             return
         # largest variance of values in [−½, ½] with mean m: ¼ − m²
         var_z = np.clip(released.squares / n - m * m, 0.0, 0.25 - m * m)
-        var = np.zeros_like(centre)
-        var[free] = width[free] ** 2 * var_z
+        var, scale = np.zeros_like(centre), np.zeros_like(centre)
+        # floored at the standard deviation of the noise on var; the scale
+        # in the box's units first: width² over- or underflows beyond 1e154
+        # or below 1e-154, where the width times a root does not (var_ is
+        # then inf or 0: not a float64)
+        floor = math.sqrt(released.noise_var) / n
+        with np.errstate(over="ignore", under="ignore"):
+            var[free] = (width[free] * np.sqrt(var_z)) ** 2
+            scale[free] = width[free] * np.sqrt(np.maximum(var_z, floor))
         self.var_ = var
-        floor = np.zeros_like(centre)
-        # the standard deviation of the noise on var
-        floor[free] = width[free] ** 2 * math.sqrt(released.noise_var) / n
-        scale = np.sqrt(np.maximum(var, floor))
         self.scale_ = np.where(scale > 0, scale, 1.0)
 
     def transform(self, X, copy=None):
@@ -791,11 +820,11 @@ class PrivateStandardScaler(
         X = self._checked(X, copy, "transform")
         if sparse.issparse(X):
             return self._scale_stored(X, np.divide)
-        if self.with_mean:
-            X -= _array_api.astype(self.mean_, X.dtype)
-        if self.with_std:
-            X /= _array_api.astype(self.scale_, X.dtype)
-        return X
+
+        def standardise(Z):
+            Z = Z - self.mean_ if self.with_mean else Z
+            return Z / self.scale_ if self.with_std else Z
+        return _into(X, _saturated(standardise, X), copy=False)
 
     def _checked(self, X, copy, method):
         """``X`` validated for ``method``, in the namespace of the fit;
@@ -804,7 +833,11 @@ class PrivateStandardScaler(
         check_is_fitted(self)
         if getattr(X, "dtype", None) == np.float16:
             X, copy = X.astype(np.float32), False  # a copy already
-        X = _validate(self, X, reset=False, copy=self.copy if copy is None else copy)
+        clip = self.non_finite == "clip" and method == "transform"
+        X = _validate(self, X, reset=False, copy=self.copy if copy is None else copy,
+                      ensure_all_finite=not clip)
+        if clip:  # the fit's public map; the caller's X is not modified
+            X = map_non_finite(X)
         if self.mean_ is not None:
             check_same_namespace(X, self, attribute="mean_", method=method)
         return X
@@ -818,7 +851,7 @@ class PrivateStandardScaler(
         if self.with_std:
             columns = (X.indices if X.format == "csr" else
                        np.repeat(np.arange(X.shape[1]), np.diff(X.indptr)))
-            X.data = operation(X.data, self.scale_[columns].astype(X.dtype))
+            X.data = _saturated(lambda Z: operation(Z, self.scale_[columns]), X.data)
         return X
 
     def inverse_transform(self, X, copy=None):
@@ -837,11 +870,11 @@ class PrivateStandardScaler(
         X = self._checked(X, copy, "inverse_transform")
         if sparse.issparse(X):
             return self._scale_stored(X, np.multiply)
-        if self.with_std:
-            X *= _array_api.astype(self.scale_, X.dtype)
-        if self.with_mean:
-            X += _array_api.astype(self.mean_, X.dtype)
-        return X
+
+        def restore(Z):
+            Z = Z * self.scale_ if self.with_std else Z
+            return Z + self.mean_ if self.with_mean else Z
+        return _into(X, _saturated(restore, X), copy=False)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

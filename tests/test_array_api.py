@@ -336,6 +336,12 @@ def test_far_rows_stay_on_their_device_and_complex_is_refused():
             PrivatePCA(2, data_norm=1.0, accountant=acc).fit(
                 xps.asarray(X.astype(np.complex128)))
         assert acc.n_charges == 0
+        # the fitted model's methods: scikit-learn's message printed the rows
+        rows = xps.asarray((X + 1j).astype(np.complex128), device=device)
+        for method in (est.transform, est.score_samples, est.inverse_transform):
+            with pytest.raises(ValueError, match="Complex data") as caught:
+                method(rows if method is not est.inverse_transform else rows[:, :2])
+            assert "100." not in str(caught.value)
 
 
 def test_float32_products_with_a_tiny_radius_are_finite_and_bounded():

@@ -648,6 +648,22 @@ def test_box_clips_rows_and_gives_the_bound_without_a_leak():
     np.testing.assert_allclose(pca.mean_, clipped.mean(0), atol=0.01)
 
 
+def test_a_box_refuses_infinity_as_non_finite_raise_says():
+    """The box clipped ±inf into itself: a fit with non_finite="raise" was
+    charged where its docs (and the scaler) refuse (review 49)."""
+    import dask.array as da
+
+    X = np.random.default_rng(0).uniform(0, 1, (100, 3))
+    X[50, 1] = -np.inf
+    for Z in (X, sparse.csr_matrix(X), da.from_array(X, chunks=30)):
+        budget = BudgetAccountant()
+        with pytest.raises(ValueError, match="contains infinity"):
+            PrivatePCA(2, bounds=(0, 1), accountant=budget).fit(Z)
+        assert budget.n_charges == 0
+        PrivatePCA(2, bounds=(0, 1), accountant=budget, non_finite="clip").fit(Z)
+        assert budget.n_charges == 1
+
+
 def test_box_per_feature_and_given_data_norm():
     rng = np.random.default_rng(11)
     lower, upper = np.array([0.0, -1.0, 10.0]), np.array([2.0, 1.0, 30.0])

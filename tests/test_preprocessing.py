@@ -16,6 +16,7 @@ from sklearn.preprocessing import MinMaxScaler, StandardScaler
 from sklearn_dppca import (
     BudgetAccountant,
     BudgetExceededError,
+    NoisyReleaseWarning,
     PrivacyLeakWarning,
     PrivatePCA,
 )
@@ -145,6 +146,58 @@ def test_a_public_scaler_pipeline_fits_neighbours_it_saturates(people):
         pipe.fit(Z)
         assert budget.n_charges == 1
         assert np.isfinite(pipe[-1].components_).all()
+
+
+def test_a_private_scaler_pipeline_fits_neighbours_it_saturates():
+    """Review 49: the private scaler's transform overflowed a finite 1e308
+    to inf, which the estimator after it then refused, after the scaler's
+    charge, on that neighbour only. It saturates as PublicScaler does, and
+    with non_finite="clip" takes the -inf a log1p step makes of a -1."""
+    from sklearn.preprocessing import FunctionTransformer
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    X_prime = X.copy()
+    X_prime[5, 0] = 1e308
+    X_prime32 = X.astype(np.float32)
+    X_prime32[5, 0] = 3e38
+    for Z in (X, X_prime, X_prime32):
+        budget = BudgetAccountant()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            warnings.simplefilter("ignore", NoisyReleaseWarning)
+            pipe = make_pipeline(
+                PrivateStandardScaler((-3.0, 3.0), epsilon=0.3, accountant=budget),
+                PrivatePCA(2, epsilon=0.7, data_norm=3 * math.sqrt(3),
+                           accountant=budget)).fit(Z)
+        assert budget.n_charges == 2 and np.isfinite(pipe[-1].components_).all()
+        assert np.isfinite(pipe[0].transform(Z)).all()
+        assert np.isfinite(pipe[0].inverse_transform(pipe[0].transform(Z))).all()
+    logged = np.abs(X) * 10
+    logged_prime = logged.copy()
+    logged_prime[5, 0] = -1.0  # log1p(-1) = -inf
+    for Z in (logged, logged_prime):
+        scaler = PrivateStandardScaler((0.0, 4.0), accountant=BudgetAccountant(),
+                                       non_finite="clip")
+        pipe = make_pipeline(FunctionTransformer(np.log1p), scaler).fit(Z)
+        assert np.isfinite(pipe.transform(Z)).all()
+    with pytest.raises(ValueError, match="non_finite='clip'"):
+        make_pipeline(FunctionTransformer(np.log1p), PrivateStandardScaler(
+            (0.0, 4.0), accountant=BudgetAccountant())).fit(logged_prime)
+
+
+def test_a_private_scaler_keeps_its_scale_at_extreme_bounds():
+    """Review 49: width² overflowed beyond 1e154 (scale_ inf or a silent 1)
+    and underflowed below 1e-154 (scale_ 1): scale_ is in the data's units
+    at any finite bounds, as the same data in other units gives."""
+    rng = np.random.default_rng(0)
+    Z = rng.uniform(0, 1, size=(20_000, 1))
+    for unit in (1e150, 1e-200):
+        fits = [PrivateStandardScaler((0.0, u), epsilon=10.0, random_state=0,
+                                      accountant=BudgetAccountant()).fit(Z * u)
+                for u in (1.0, unit)]
+        assert fits[1].scale_[0] == pytest.approx(fits[0].scale_[0] * unit, rel=1e-6)
+        assert np.isfinite(fits[1].var_).all()
 
 
 @pytest.mark.parametrize("params, match", [
@@ -667,6 +720,11 @@ def test_private_scaler_refused_calls_leave_it_as_it_was(people):
     charges = budget.n_charges
     est.set_params(bounds=(bounds[0], bounds[1] * 2))
     with pytest.raises(ValueError, match="changed since the first partial_fit"):
+        est.partial_fit(people)
+    # random_state=None after a seeded call drew from the seed's stream,
+    # unwarned: refused as well (review 49)
+    est.set_params(bounds=bounds, random_state=None)
+    with pytest.raises(ValueError, match="random_state changed since the first"):
         est.partial_fit(people)
     assert budget.n_charges == charges
 

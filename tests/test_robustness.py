@@ -661,7 +661,15 @@ def test_the_scaler_and_the_box_read_duplicates_as_their_sum():
     sparse.csr_matrix(np.array([[9876.54321 + 1j, 3], [4, 5], [6, 7]])),
     np.array([9876.54321, 2.0, 3.0]),
     np.array(9876.54321),
-], ids=["object-text", "unicode-text", "complex", "sparse-complex", "1d", "0d"])
+    pd.DataFrame({"a": [9876.54321, 2.0, 3.0], "b": [1j, 2, 3]}),
+    pd.DataFrame({"a": [9876.54321, 2.0, 3.0],
+                  "b": np.array([1j, 2.0, 3.0], dtype=object)}),
+    np.array([[np.complex128(9876.54321 + 1j), 3.0], [4.0, 5.0], [6.0, 7.0]],
+             dtype=object),
+    np.array([[9876.54321 + 1j, 3.0], [4.0, 5.0], [6.0, 7.0]], dtype=object),
+], ids=["object-text", "unicode-text", "complex", "sparse-complex", "1d", "0d",
+        "frame-complex", "frame-object-complex", "object-numpy-complex",
+        "object-complex"])
 def test_a_refusal_of_the_input_never_quotes_a_value(X):
     # scikit-learn's message prints a 1-D, scalar or complex array and
     # NumPy's the text cell it cannot read: a person's value in a traceback
@@ -670,7 +678,9 @@ def test_a_refusal_of_the_input_never_quotes_a_value(X):
     from sklearn_dppca.model_selection import PrivateGridSearchCV
     from sklearn_dppca.preprocessing import PrivateStandardScaler
 
-    if X.dtype.kind == "O":  # a numeric text cell is read, a word is not
+    kind = getattr(getattr(X, "dtype", None), "kind", "")
+    if kind == "O" and isinstance(X[0, 0], str):
+        # a numeric text cell is read as a number, a word is not
         X = X.copy()
         X[0, 0] = "9876.54321 secret"
     fits = [PrivatePCA(1, data_norm=1.0).fit,
