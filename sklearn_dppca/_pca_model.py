@@ -61,12 +61,18 @@ def map_non_finite(X):
     return np.nan_to_num(X, copy=True)
 
 
+def _finite_chunk(rows):
+    """A Dask chunk, refused if it holds NaN or inf (scikit-learn's error)."""
+    assert_all_finite(rows.data if sparse.issparse(rows) else rows, input_name="X")
+    return rows
+
+
 def _quadratic_form(rows, mean, components, variance, rest, finite=False):
     """The quadratic form of ``_log_likelihood`` on NumPy or CSR rows (a
     Dask chunk: checked for NaN and inf first if ``finite``), by blocks of
     :func:`row_spans`."""
     if finite:
-        assert_all_finite(rows.data if sparse.issparse(rows) else rows)
+        _finite_chunk(rows)
     out = np.empty(rows.shape[0])
     if sparse.issparse(rows):  # the centre's terms, once for every block
         shift, mean_squares = mean @ components.T, mean @ mean
@@ -77,8 +83,11 @@ def _quadratic_form(rows, mean, components, variance, rest, finite=False):
             projected = block @ components.T - shift
             squares = (np.asarray(block.multiply(block).sum(axis=1)).ravel()
                        - 2.0 * (block @ mean) + mean_squares)
-            residue = np.maximum(
-                squares - np.einsum("ij,ij->i", projected, projected), 0.0)
+            with np.errstate(invalid="ignore"):  # inf - inf: set below
+                residue = np.maximum(
+                    squares - np.einsum("ij,ij->i", projected, projected), 0.0)
+            # a row whose square overflows: its residue too, as dense rows'
+            residue[np.isinf(squares)] = np.inf
         else:
             centred = np.subtract(block, mean, dtype=np.float64)
             projected = centred @ components.T
@@ -109,7 +118,10 @@ class _PCAModelMixin(TransformerMixin):
         """
         check_is_fitted(self)
         if is_dask_collection(X):  # lazily, chunk by chunk: a Dask array
-            return self._transform(self._mapped(self._check_dask_input(X)))
+            X = self._check_dask_input(X)
+            if self._finite_input():  # refused as in memory, chunk by chunk
+                X = X.map_blocks(_finite_chunk, dtype=X.dtype, meta=X._meta)
+            return self._transform(self._mapped(X))
         X = saturate_big_numbers(X)  # as the fit reads them: infinite
         check_numeric_columns(X)
         check_same_namespace(X, self, attribute="components_", method="transform")
@@ -183,6 +195,7 @@ class _PCAModelMixin(TransformerMixin):
         check_is_fitted(self)
         if is_dask_collection(X):
             X, _ = as_dask_array(X)
+            X = X.map_blocks(_finite_chunk, dtype=X.dtype, meta=X._meta)
         elif (namespace := _array_api.namespace(X)) is not None:
             check_same_namespace(
                 X, self, attribute="components_", method="inverse_transform"

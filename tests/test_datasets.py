@@ -179,6 +179,8 @@ def test_coherence_orders_the_datasets():
         (dict(data_norm=1e155), "data_norm"),  # its square: not a float
         (dict(random_state="seed"), "random_state"),
         (dict(random_state=-1), "random_state must be a non-negative int"),
+        (dict(return_info="no"), "return_info must be a bool"),
+        (dict(data_norm=1e-150, spread=1e10, return_info=True), "underflow"),
     ],
 )
 def test_invalid_parameters(kwargs, match):
@@ -281,6 +283,9 @@ def test_genotypes_populations_separate_in_the_top_two_components():
         (dict(maf_range=0.1), "maf_range"),
         (dict(sparse="yes"), "sparse"),
         (dict(dtype=np.int8), "dtype"),
+        (dict(dtype="floatx"), "got 'floatx'"),
+        (dict(dtype=np.float16, sparse=True), "sparse=True takes dtype float32"),
+        (dict(return_info="no"), "return_info must be a bool"),
         (dict(random_state="seed"), "random_state"),
     ],
 )

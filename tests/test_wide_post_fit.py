@@ -79,6 +79,12 @@ def test_sparse_rows_score_as_their_dense_copy(fmt):
                                rtol=1e-10)
     assert model.score(Z) == pytest.approx(model.score(X.toarray()), rel=1e-10)
     assert (Z != before).nnz == 0  # the caller's matrix is unchanged
+    # a square that overflows: -inf as dense, not inf - inf = NaN (review 50)
+    far = X[:3].toarray()
+    far[1, 0] = 1e160
+    np.testing.assert_allclose(model.score_samples(sparse.csr_matrix(far)),
+                               model.score_samples(far), rtol=1e-12)
+    assert model.score_samples(far)[1] == -np.inf
 
 
 def test_score_at_a_wide_shape_needs_no_d_by_d_matrix():
@@ -167,9 +173,23 @@ def test_dask_rows_score_lazily_chunk_by_chunk():
     assert isinstance(lazy, da.Array)
     np.testing.assert_allclose(lazy.compute(), model.score_samples(X), rtol=1e-12)
     assert model.score(D) == pytest.approx(model.score(X), rel=1e-12)
+    clean = X.copy()
     X[700, 3] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         model.score(da.from_array(X, chunks=(250, 30)))
+    # transform and inverse_transform refuse them as in memory (review 50:
+    # they returned NaN rows silently)
+    for bad in (np.nan, np.inf):
+        X[700, 3] = bad
+        with pytest.raises(ValueError, match="NaN|infinity"):
+            model.transform(da.from_array(X, chunks=(250, 30))).compute()
+        Z = model.transform(clean)
+        Z[700, 0] = bad
+        with pytest.raises(ValueError, match="NaN|infinity"):
+            model.inverse_transform(da.from_array(Z, chunks=(250, 4))).compute()
+    clip = model.set_params(non_finite="clip")
+    np.testing.assert_allclose(clip.transform(da.from_array(X, chunks=(250, 30))),
+                               clip.transform(X))
 
 
 @pytest.mark.parametrize("d, expected", [(300, None), (2100, 4)])
