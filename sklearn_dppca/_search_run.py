@@ -537,6 +537,24 @@ def check_failures(candidates, error_score, refit):
     return failed
 
 
+def check_accountants(candidates, accountant):
+    """Refuse, before the charge, a step's own accountant (from the
+    estimator or the grid) that is not the search's: the search charges
+    its accountant for every fit it makes and sets it on
+    ``best_estimator_``, so that one would never be charged, silently
+    (scikit-learn's searches charge it for every fit)."""
+    for cand in candidates:
+        for name, value in cand.estimator.get_params(deep=True).items():
+            if (name.rsplit("__", 1)[-1] == "accountant" and value is not None
+                    and value is not accountant):
+                raise ValueError(
+                    f"The estimator's {name}= is not the search's accountant, "
+                    "which is charged for every fit of the search (and set on "
+                    "best_estimator_): that one would not be. Pass it to the "
+                    "search (accountant=...) and leave the step's None."
+                )
+
+
 def _best_index(refit, results, candidates):
     """The chosen candidate: the best rank among those that can be fitted (a
     numeric ``error_score`` may rank one that cannot above them: its refit

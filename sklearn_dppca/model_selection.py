@@ -106,6 +106,7 @@ from ._search_run import (
     _shape,
     captured_variance_rows,
     captured_variance_score,
+    check_accountants,
     check_failures,
     floor_penalised_scores,
     refit_pool,
@@ -269,7 +270,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         Print the plan (public values only; no score, no timing).
     accountant : BudgetAccountant or None, default=None
         Charged once with the whole search; ``None`` charges the default.
-        Shared, not copied, by :func:`~sklearn.base.clone`.
+        Shared, not copied, by :func:`~sklearn.base.clone`. A step of the
+        estimator (or of the grid) with an accountant of its own other than
+        this one is refused before the charge: it would not be charged.
     random_state : None, int, RandomState or Generator, default=None
         Source of all noise. Fixing it makes the search not private (a
         :class:`~sklearn_dppca.PrivacyLeakWarning` says so).
@@ -477,6 +480,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
                            refit=bool(self.refit), fit_weights=self.fit_weights,
                            rows=rows_kind(X, n_features))
         failed = check_failures(plan.candidates, self.error_score, self.refit)
+        check_accountants(plan.candidates, self.accountant)
         accountant = _resolve_accountant(self)
         accountant.check(plan.mu)  # refused before the data is read
         checked = self._validate_rows(X, names)
@@ -564,6 +568,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
             scoring=self.scoring, refit=bool(self.refit), fit_weights=self.fit_weights,
             rows=rows_kind(X, n_features))
         failed = check_failures(plan.candidates, self.error_score, self.refit)
+        check_accountants(plan.candidates, self.accountant)
         accountant = _resolve_accountant(self)
         accountant.check(plan.mu)  # refused before the data is read
         checked = self._validate_rows(X, names)
@@ -789,7 +794,9 @@ def private_cross_validate(estimator, X, y=None, *, groups=None, scoring=None,
     epsilon, delta : float
         The budget of the whole cross-validation.
     accountant : BudgetAccountant or None, default=None
-        Charged once; ``None``: the default accountant.
+        Charged once; ``None``: the default accountant. A step's own
+        accountant other than this one is refused, as by
+        :class:`PrivateGridSearchCV`.
     random_state : None, int, RandomState or Generator, default=None
         Source of the noise; a fixed seed is not private.
 

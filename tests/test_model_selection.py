@@ -30,6 +30,7 @@ from sklearn_dppca.model_selection import (
     PrivateGridSearchCV,
     captured_variance_rows,
     floor_penalised_scores,
+    private_cross_val_score,
 )
 from sklearn_dppca.preprocessing import PublicScaler
 from sklearn_dppca.privacy import gdp_epsilon, gdp_mu
@@ -1184,3 +1185,29 @@ def test_candidates_share_a_release_only_where_its_fit_with_every_component_runs
         {"n_components": [1, 2]}, cv=3, epsilon=1.0, accountant=acc).fit(X)
     assert acc.n_charges == 1 and len(search.fit_epsilons_) == 2
     assert search.best_estimator_.components_.shape[1] == 20
+
+
+def test_a_steps_own_accountant_is_refused_before_the_charge(data, tmp_path):
+    """The search charged only its own accountant: a ledger given to the
+    estimator (or a grid's estimator, or a head) was never charged, and
+    searches at ε = 1 each ran on a ledger of ε = 1 (review 51)."""
+    from sklearn_dppca.linear_model import PrivateLDA
+
+    ledger = BudgetAccountant(1.0, 1e-6, path=tmp_path / "data.db")
+    estimator = PrivatePCA(2, data_norm=1.0, accountant=ledger)
+    y = (data[:, 0] > 0).astype(int)
+    for run in (
+        lambda: PrivateGridSearchCV(estimator, {"n_components": [1, 2]}).fit(data),
+        lambda: private_cross_val_score(estimator, data),
+        lambda: PrivateGridSearchCV(PrivatePCA(data_norm=1.0), {
+            "n_components": [1]}, accountant=BudgetAccountant()).set_params(
+                estimator=make_pipeline(PrivatePCA(data_norm=1.0), PrivateLDA(
+                    [0, 1], data_norm=1.0, accountant=ledger)),
+                param_grid={"privatepca__n_components": [1]}).fit(data, y),
+    ):
+        with pytest.raises(ValueError, match="is not the search's accountant"):
+            run()
+    assert ledger.n_charges == 0
+    search = PrivateGridSearchCV(estimator, {"n_components": [1, 2]}, accountant=ledger)
+    search.fit(data)  # the same ledger for both: charged once
+    assert ledger.n_charges == 1 and search.best_estimator_.accountant is ledger

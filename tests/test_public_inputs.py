@@ -127,7 +127,7 @@ def test_the_audits_helpers_refuse_what_they_cannot_read():
     from sklearn.decomposition import PCA
 
     X, X_prime = neighbouring_datasets(50, 3)
-    with pytest.raises(ValueError, match="give delta"):
+    with pytest.raises(ValueError, match="no accountant parameter"):
         audit(PCA(2), X, X_prime, subspace_statistic, n_fits=10)
 
 

@@ -543,6 +543,7 @@ def test_a_bare_head_with_clip_reads_nan_as_it_does_alone():
     head = PrivateRidge(y_bounds=(-3, 3), data_norm=3.0, non_finite="clip")
     head.set_params(accountant=BudgetAccountant()).fit(X, y)
     acc = BudgetAccountant()
+    head.set_params(accountant=None)  # the search charges its own
     PrivateGridSearchCV(head, {"alpha": [1.0, 10.0]}, cv=3, accountant=acc).fit(X, y)
     assert acc.n_charges == 1
     with pytest.raises(ValueError, match="Input X contains NaN"):
