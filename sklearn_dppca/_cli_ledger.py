@@ -24,31 +24,38 @@ def ledger_init(args):
 
 
 def ledger_show(args, out=None):
+    from ._accounting import _compose
     from .privacy import BudgetAccountant
 
     out = sys.stdout if out is None else out
     ledger = BudgetAccountant(path=args.file)  # verifies the chain
-    charges = ledger.charges
+    # one read: the table, the totals and the anchor of the same rows (a
+    # charge by another process meanwhile is in all of them or in none)
+    charges = ledger._ledger.rows()
+    totals = _compose(charges)
     print(f"ledger {ledger.path}: budget epsilon={ledger.epsilon:g} at "
           f"delta={ledger.delta:g}", file=out)
     rows = [("#", "time (UTC)", "estimator", "fit epsilon", "fit delta",
              "total epsilon", "label")]
     for c in charges:
         fit_eps, fit_delta = (c["params"].get(k, "") for k in ("epsilon", "delta"))
-        rows.append((str(c["seq"]), c["time"], c["estimator"] or "-",
-                     f"{fit_eps:g}" if isinstance(fit_eps, float) else str(fit_eps),
-                     f"{fit_delta:g}" if isinstance(fit_delta, float)
-                     else str(fit_delta),
-                     f"{c['epsilon_spent']:.6g}", _printable(c["label"] or "")))
+        cells = (str(c["seq"]), c["time"], c["estimator"] or "-",
+                 f"{fit_eps:g}" if isinstance(fit_eps, float) else str(fit_eps),
+                 f"{fit_delta:g}" if isinstance(fit_delta, float) else str(fit_delta),
+                 f"{c['epsilon_spent']:.6g}", c["label"] or "")
+        # whatever a charge recorded (an estimator's name or parameters
+        # too), never lines or terminal escapes of its own
+        rows.append(tuple(_printable(cell) for cell in cells))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip(), file=out)
-    eps, delta = ledger.spent
-    left = ledger.remaining()
+    eps, delta = ledger._total(totals)
+    left = ledger._remaining_fits(1, totals)
+    head = charges[-1]["hash"] if charges else ledger._ledger.header["genesis"]
     print(f"spent: epsilon={eps:.6g} at delta={delta:g} in {len(charges)} "
           f"charge(s); remaining: epsilon={left:.6g} for one more Gaussian fit",
           file=out)
-    print(f"anchor: {ledger.anchor()}", file=out)
+    print(f"anchor: {len(charges)}:{head}", file=out)
     return 0
 
 

@@ -280,7 +280,7 @@ class Ledger:
                 if con.in_transaction:
                     con.execute("ROLLBACK")
                 raise
-            con.execute("COMMIT")
+            _commit(con)
             return result
         except sqlite3.DatabaseError as exc:
             raise LedgerError(f"{self.path}: cannot use the ledger ({exc})") from exc
@@ -499,18 +499,29 @@ def _begin(con, mode):
     if mode != "IMMEDIATE":
         con.execute(f"BEGIN {mode}")
         return
+    _stepped(con, "BEGIN IMMEDIATE")
+
+
+def _commit(con):
+    """``COMMIT``, waiting up to :data:`BUSY_TIMEOUT` for readers (an open
+    read transaction elsewhere) in steps of :data:`_BUSY_STEP`, as
+    :func:`_begin` waits: a Ctrl-C stops the wait at once, and the charge
+    is then not made (the connection closes uncommitted)."""
+    _stepped(con, "COMMIT")
+
+
+def _stepped(con, statement):
+    """Execute ``statement``, retried while the database is locked, up to
+    :data:`BUSY_TIMEOUT`, each try waiting :data:`_BUSY_STEP` in SQLite."""
     deadline = time.monotonic() + BUSY_TIMEOUT
     con.execute(f"PRAGMA busy_timeout = {int(_BUSY_STEP * 1000)}")
-    try:
-        while True:
-            try:
-                con.execute("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() > deadline:
-                    raise
-    finally:  # the commit's own wait for readers
-        con.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
+    while True:
+        try:
+            con.execute(statement)
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
 
 
 def _write_new_ledger(path, header):
@@ -623,8 +634,13 @@ def _header(meta):
 
 
 def _decoded(row):
+    for name in ("time", "estimator", "label"):  # text; a label may be None
+        if not isinstance(row[name], str) and (name == "time" or row[name] is not None):
+            raise TypeError(f"its {name} is not text")
     out = dict(row)
     out["params"] = json.loads(row["params"])
+    if not isinstance(out["params"], dict):
+        raise TypeError("its params are not a mapping")
     out["mu"] = _cost(row["mu"], "mu")
     out["rdp"] = _decode_curve(row["rdp"])
     out["epsilon_spent"] = _cost(row["epsilon_spent"], "epsilon_spent")

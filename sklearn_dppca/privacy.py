@@ -314,7 +314,13 @@ class BudgetAccountant:
                 "this version of sklearn_dppca; open it with the version that "
                 "created it."
             )
-        self._epsilon, self._delta = float(stored["epsilon"]), float(stored["delta"])
+        try:  # an edited header's budget: a NaN would admit every charge
+            self._epsilon = _check_budget(float(stored["epsilon"]))
+            self._delta = _check_budget_delta(float(stored["delta"]))
+        except ValueError:
+            raise LedgerIntegrityError(
+                f"{ledger.path}: the ledger's header holds no valid budget "
+                "(it was edited)") from None
         given = [(n, v, s) for n, v, s in (("epsilon", epsilon, self._epsilon),
                                            ("delta", delta, self._delta))
                  if v is not None and float(v) != s]
@@ -805,9 +811,12 @@ class BudgetAccountant:
         if delta is not None:
             delta = _parse_charge((), None, None, 1.0, delta).release[1]
             return Budget(self._remaining_releases(k, delta), delta)
+        return self._remaining_fits(k, self._state())
+
+    def _remaining_fits(self, k, totals):
+        """:meth:`remaining` without ``delta``, after the charges ``totals``."""
         if self._epsilon == math.inf:
             return math.inf
-        totals = self._state()
         if self._delta == 0.0:  # a pure ε-DP budget admits no Gaussian fit
             return 0.0
         eps_left = self._epsilon - totals.eps_user

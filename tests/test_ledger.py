@@ -743,6 +743,20 @@ def test_cli_ledger_init_show_verify_and_fit(capsys, tmp_path, table):
     rc, out, _ = cli(capsys, "ledger", "show", ledger)
     assert sum(line.startswith("spent:") for line in out.splitlines()) == 1
     assert repr(forged) in out
+    # nor can an estimator's name or parameters, which any charge records
+    # (review 51)
+
+    class Forger:
+        def get_params(self, deep=False):
+            return {"epsilon": forged}
+
+    Forger.__name__ = "PCA\x1b[2K\rOK"
+    BudgetAccountant(path=ledger).spend(0.01, estimator=Forger())
+    rc, out, _ = cli(capsys, "ledger", "show", ledger)
+    lines = out.splitlines()
+    assert sum(line.startswith("spent:") for line in lines) == 1
+    assert "\x1b" not in out and repr(Forger.__name__) in out
+    assert lines[-1] == f"anchor: {BudgetAccountant(path=ledger).anchor()}"
 
 
 def test_cli_fit_over_the_ledger_budget_is_one_line_before_reading(
@@ -987,6 +1001,49 @@ def test_a_charge_waiting_for_a_lock_stops_at_ctrl_c(path):
     assert acc.n_charges == 0
     acc.spend(MU1)
     assert acc.n_charges == 1
+    # a reader's open transaction: the commit waited inside SQLite, deaf to
+    # the Ctrl-C, and then committed (review 51); the charge is not made
+    acc = BudgetAccountant(5.0, 1e-6, path=path + ".read")
+    reader = sqlite3.connect(path + ".read", isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT * FROM charges").fetchall()
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    try:
+        timer.start()
+        start = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            acc.spend(MU1)
+        assert time.monotonic() - start < 5.0
+    finally:
+        timer.cancel()
+        reader.execute("ROLLBACK")
+        reader.close()
+    assert acc.n_charges == 0
+
+
+def test_an_edited_header_budget_or_row_type_is_named(path):
+    """A header whose budget read NaN admitted every charge (μ = ∞ too); a
+    row whose params are a list, or whose time is NULL, crashed ``ledger
+    show`` though ``verify`` passed (review 51)."""
+    from sklearn_dppca import _ledger
+
+    BudgetAccountant(1.0, 1e-6, path=path).spend(MU1)
+    for key, value in (("epsilon", "nan"), ("delta", "-0.5"), ("epsilon", "-1")):
+        copy = f"{path}.{key}{value}"
+        shutil.copy(path, copy)
+        with sqlite3.connect(copy) as con:
+            con.execute("UPDATE meta SET value = ? WHERE key = ?", (value, key))
+            meta = dict(con.execute("SELECT key, value FROM meta"))
+            con.execute("UPDATE meta SET value = ? WHERE key = 'genesis'",
+                        (_ledger._genesis(meta),))
+        with pytest.raises(LedgerIntegrityError, match="holds no valid budget"):
+            BudgetAccountant(path=copy)
+    for fields in (dict(params="[1, 2]"), dict(time=None)):
+        copy = f"{path}.{sorted(fields)[0]}"
+        shutil.copy(path, copy)
+        _append_forged(copy, **fields)
+        with pytest.raises(LedgerIntegrityError, match="row 2 is malformed"):
+            BudgetAccountant(path=copy)
 
 
 def test_a_ledger_that_cannot_be_written_is_refused_first(path, X, monkeypatch):
