@@ -22,6 +22,7 @@ reported.
 
 import contextlib
 import contextvars
+import functools
 import math
 import sys
 import uuid
@@ -602,6 +603,15 @@ class ChunkedRows:
         (:func:`has_sparse_chunks`)."""
         return has_sparse_chunks(self.X)
 
+    @functools.cached_property
+    def held_by_workers(self):
+        """Whether a cluster's workers already hold the chunks
+        (:func:`~sklearn_dppca._paths.held_by_workers`): read from the whole
+        graph once, though a search's plan asks at every fit size."""
+        from ._paths import held_by_workers
+
+        return held_by_workers(self.X)
+
     def largest_norm(self):
         return max_norm(self.X)
 
@@ -648,6 +658,7 @@ class ChunkedRows:
             self.X = da.concatenate([kept, self.X[end:]])
         else:
             self.X = kept
+        vars(self).pop("held_by_workers", None)  # now partly held: read again
         head = ChunkedRows(kept[:n_rows])
         head.with_gram = self.with_gram
         return head

@@ -67,7 +67,7 @@ def worker_room(engine):
         return None
     _, beside, per_level, persisted = WORKER_MATRICES
     beside += per_level * tree_levels(engine)
-    if held_by_workers(engine.X):
+    if engine.held_by_workers:
         beside += persisted
     return (MEMORY_SHARE * min(limits), max(t for t, _ in workers.values()),
             beside)

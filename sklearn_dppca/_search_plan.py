@@ -316,10 +316,11 @@ def input_kind(heads, n_features, rows):
     return (n_features, rows) if keeps and dense else None
 
 
-def refused_path(step, sizes, read):
+def refused_path(step, sizes, read, **overrides):
     """The error of a private PCA step's plan on each of the search's fit
     ``sizes``, or None: :meth:`~sklearn_dppca._base._BasePrivatePCA.
-    _plan_path` on a clone, on ``read`` = :func:`input_kind`. A path over
+    _plan_path` on a clone (with the parameters ``overrides``), on ``read``
+    = :func:`input_kind`. A path over
     ``memory_limit``, or a solver its path cannot use, is then a public
     failure of the candidate, found before the charge rather than by its
     first fold fit after it (None: what the step reads is not public, and
@@ -328,7 +329,7 @@ def refused_path(step, sizes, read):
         return None
     for n_samples in sizes:
         try:
-            clone(step)._plan_path(n_samples, *read)
+            clone(step).set_params(**overrides)._plan_path(n_samples, *read)
         except (ValueError, TypeError, MemoryError) as error:
             return error
     return None
@@ -572,8 +573,8 @@ def _release_key(candidate, c, n_features, folds, rows=None):
     heads = [] if not candidate.index else [
         other for _, other in candidate.estimator.steps[:candidate.index]]
     if n_features < SHARED_FULL_FEATURES and refused_path(
-            clone(step).set_params(n_components=None), folds,
-            input_kind(heads, n_features, rows)) is not None:
+            step, folds, input_kind(heads, n_features, rows),
+            n_components=None) is not None:
         return ("own", c)
     ignored = {prefix + p for p in _POST_PROCESSING + _OWNED}
     return ("shared", _params_key(candidate.estimator, ignored))
