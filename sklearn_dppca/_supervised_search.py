@@ -70,7 +70,7 @@ from ._search_run import (
     _score_failures,
     _take,
 )
-from .linear_model import PrivateLDA, _on_host, _PrivateHead
+from .linear_model import PrivateLDA, _on_host, _PrivateHead, refuse_complex_labels
 from .noise import dense_noise, noise_scale
 from .privacy import BudgetAccountant, gdp_epsilon, gdp_mu, private_computation
 
@@ -207,7 +207,7 @@ def _private_steps(est, n_features, sizes, rows=None):
             # bounds by feature name are checked by the fit, against the
             # names it is given
             if width is not None and not isinstance(step.bounds, dict):
-                step._bound(width)
+                step._bound(width, max(sizes))
     except (InvalidParameterError, ValueError, TypeError) as error:
         return named, error
     return named, None
@@ -362,6 +362,7 @@ def check_labels(plan, y, n_samples):
     would otherwise make after the charge."""
     if y is None:
         raise ValueError("A supervised search needs y: the labels of the rows.")
+    refuse_complex_labels(_on_host(y))
     y = column_or_1d(_on_host(y), warn=True)  # the search scores on the host
     check_consistent_length(np.empty((n_samples, 0)), y)
     head = next(c for c in plan.candidates if c.error is None).private[-1][1]

@@ -54,6 +54,7 @@ from ._box import box_radius, check_box
 from ._dask import check_numeric_columns, gather_rows, saturate_big_numbers
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
 from ._param_docs import fill_parameter_docs
+from ._paths import MEMORY_SHARE, physical_memory
 from ._released import NoisyReleaseWarning
 from ._row_maps import clip_rows
 from ._stats import _clip_scales, _sq_norms, iter_blocks
@@ -131,6 +132,13 @@ def _like(values, X):
     return values
 
 
+def refuse_complex_labels(y):
+    """Refuse complex labels in constant words: scikit-learn's message
+    prints ``y`` whole (every person's label)."""
+    if np.asarray(y).dtype.kind == "c":
+        raise ValueError("Complex data not supported (y holds complex numbers).")
+
+
 class _PrivateHead(_FloatParamsMixin, BaseEstimator):
     r"""What both heads share: the parameters, the checks, the one release.
 
@@ -166,7 +174,11 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
         before the charge); ``extra`` is what the attributes need."""
         raise NotImplementedError
 
-    def _rows(self, X, y):
+    def _label_width(self):
+        """Columns of the labels in the augmented rows (public)."""
+        return 1
+
+    def _check_norm_given(self):
         if self.data_norm is None and self.bounds is None:
             raise ValueError(
                 f"{type(self).__name__} needs data_norm or bounds: a public bound "
@@ -175,8 +187,12 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
                 "beyond are clipped). After a PrivatePCA(whiten='partial'), "
                 "1; after a PublicScaler to [0, 1], bounds=(0, 1)."
             )
+
+    def _rows(self, X, y):
+        self._check_norm_given()
         X, y = saturate_big_numbers(_on_host(gather_rows(X))), _on_host(y)
         check_numeric_columns(X)
+        refuse_complex_labels(y)
         if sparse.issparse(X):
             raise self._sparse_refusal()
         return validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2,
@@ -188,23 +204,32 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
             f"{type(self).__name__} takes dense rows: densify X, or put a "
             "PrivatePCA (which takes sparse rows) before it.")
 
-    def _bound(self, n_features):
+    def _bound(self, n_features, n_samples=None):
         r"""``(lower, upper, centre, C), reach``: :meth:`_box` and
         :math:`1 + w_1^2 + w_t^2`, refused where :math:`C^2 \cdot`
         ``reach`` (the release's sensitivity over :math:`\sqrt 2`) is not a
-        normal float. Public values only: a search's plan asks it of each
-        candidate's head before the charge."""
+        normal float, where ``n_samples`` times it (the released matrix's
+        scale) overflows, or where the release cannot fit in memory
+        (:func:`_check_memory`). Public values only: a search's plan asks it
+        of each candidate's head before the charge."""
         box = self._box(n_features)
         data_norm = box[3]
         # ‖a‖² ≤ R² = C² + g₁² + g_t²: Frobenius sensitivity √2 R² of Σ a aᵀ
         # (docs/privacy.rst, "Supervised heads")
         reach = 1.0 + sum(w * w for w in self._weights)
-        if not np.finfo(np.float64).tiny <= data_norm * data_norm * reach < math.inf:
+        scale = data_norm * data_norm * reach
+        if not np.finfo(np.float64).tiny <= scale < math.inf:
             raise ValueError(
                 f"the rows' norm bound ({data_norm:.4g}, from data_norm or "
                 "bounds) is too large or too small: its square, the release's "
                 "sensitivity, is outside float64's normal range. Rescale the "
                 "features.")
+        if n_samples is not None and not math.isfinite(n_samples * scale):
+            raise ValueError(
+                f"the rows' norm bound ({data_norm:.4g}) is too large for "
+                f"{n_samples} rows: the sum of their squares, the released "
+                "matrix's scale, overflows float64. Rescale the features.")
+        _check_memory(n_features + 1 + self._label_width())
         return box, reach
 
     def _box(self, n_features):
@@ -222,14 +247,15 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
 
     @_all_or_nothing
     def _fit(self, X, y):
-        X, y = self._rows(X, y)
-        n, d = X.shape
-        (lower, upper, centre, data_norm), reach = self._bound(d)
+        self._check_norm_given()
         mu = gdp_mu(self.epsilon, self.delta)
         accountant = _resolve_accountant(self)
+        accountant.check(mu=mu)  # refused before the data is read
+        X, y = self._rows(X, y)
+        n, d = X.shape
+        (lower, upper, centre, data_norm), reach = self._bound(d, n)
         rng = make_generator(self.random_state)
         sigma = noise_scale(math.sqrt(2.0) * reach * data_norm * data_norm, mu)
-        accountant.check(mu=mu)  # refused before the data is read
         with private_computation():
             if self.non_finite == "clip":  # a public map of each value
                 X = np.nan_to_num(X)
@@ -312,6 +338,27 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
         tags.non_deterministic = True
         tags.input_tags.sparse = False
         return tags
+
+
+#: ``(d + m + 1)²`` matrices a head's fit holds at its peak: the exact
+#: Gram matrix, its noise and the release, the eigenvectors of the within
+#: block, and a product's temporary.
+_HEAD_MATRICES = 5
+
+
+def _check_memory(width):
+    """Refuse, before the charge, a head whose release (``width`` × ``width``:
+    the features, the constant and the labels' columns; public) cannot fit in
+    :data:`~sklearn_dppca._paths.MEMORY_SHARE` of this machine's memory: the
+    fit would otherwise fail after it."""
+    total = physical_memory()
+    need = _HEAD_MATRICES * 8.0 * width * width
+    if total is not None and need > MEMORY_SHARE * total:
+        raise MemoryError(
+            f"this head's release is a {width} × {width} matrix: its fit needs "
+            f"about {need / 2**30:.1f} GiB, more than {MEMORY_SHARE:.0%} of this "
+            f"machine's {total / 2**30:.1f} GiB. Put a PrivatePCA before it (its "
+            "k components are the head's features). Refused before any charge.")
 
 
 def _regularised(matrix, ridge):
@@ -436,6 +483,11 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
                 "They are not learned from y, where the labels present would "
                 "tell whether anyone has a rare one."
             )
+        if np.ndim(self.classes) == 1 and len(
+                {isinstance(c, (str, bytes)) for c in self.classes}) > 1:
+            raise ValueError(  # NumPy would make every class text
+                "classes mixes text and numbers: give labels of one kind, as "
+                "in y.")
         classes = np.unique(np.asarray(self.classes))
         if classes.shape[0] < 2 or np.asarray(self.classes).ndim != 1:
             raise ValueError("classes must list at least two distinct labels.")
@@ -443,6 +495,9 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
             raise ValueError("classes must not hold NaN or infinity: no label "
                              "in y can be one.")
         return classes
+
+    def _label_width(self):
+        return self._declared().shape[0]
 
     def _targets(self, y):
         classes = self._declared()
@@ -455,7 +510,7 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
             known = np.zeros(y.shape[0], dtype=bool)
         if not known.all():
             if y.dtype.kind in "fc" and np.isnan(y).any():  # as fit says it
-                raise ValueError("Input y contains NaN. Nothing was spent.")
+                raise ValueError("Input y contains NaN. This head spent nothing.")
             try:
                 kind = type_of_target(y)
             except (TypeError, ValueError):  # labels of mixed types
@@ -463,12 +518,12 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
             if kind.startswith("continuous"):
                 raise ValueError(
                     f"Unknown label type: {kind}. PrivateLDA is a classifier: "
-                    "for a numeric target use PrivateRidge. Nothing was spent."
+                    "for a numeric target use PrivateRidge. This head spent nothing."
                 )
             raise ValueError(
                 "y holds labels outside classes="
                 f"{classes.tolist()!r}: declare every label in classes. "
-                "Nothing was spent."
+                "This head spent nothing."
             )
         targets = np.zeros((y.shape[0], classes.shape[0]))
         targets[np.arange(y.shape[0]), index] = 1.0
@@ -505,9 +560,11 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
         labels = slice(d + 1, d + 1 + K)
         # two noisy copies of n_c: the diagonal, g_t² n_c + N(0, σ²), and the
         # constant's row, g₁ g_t n_c + N(0, σ²/2), weighed by their inverse
-        # variances; then floored at 1 and rescaled to Σ n_c = n (public): a
-        # floored count may end below 1
-        w_diag, w_row = g_label**4, 2.0 * (g_one * g_label) ** 2
+        # variances (their C⁴ cancels: left out, it over- or underflows
+        # far from C = 1); then floored at 1 and rescaled to Σ n_c = n
+        # (public): a floored count may end below 1
+        w_one, w_label = self._weights
+        w_diag, w_row = w_label**4, 2.0 * (w_one * w_label) ** 2
         counts = (w_diag * np.diag(released)[labels] / g_label**2
                   + w_row * released[d, labels] / (g_one * g_label)) / (w_diag + w_row)
         counts = np.maximum(counts + (n - counts.sum()) / K, 1.0)
@@ -697,7 +754,7 @@ class PrivateRidge(RegressorMixin, _PrivateHead):
             raise ValueError("PrivateRidge needs numeric labels y.") from None
         if not np.isfinite(y).all():
             raise ValueError("y contains NaN or infinity: PrivateRidge needs "
-                             "finite labels. Nothing was spent.")
+                             "finite labels. This head spent nothing.")
         mid, half = self._label_box()
         t = np.clip((np.clip(y, mid - half, mid + half) - mid) / half, -1.0, 1.0)
         return t[:, None], (mid, half)

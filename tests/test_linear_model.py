@@ -198,6 +198,19 @@ def test_each_fit_is_one_charge_and_all_or_nothing():
      "outside classes"),
     (lambda acc: PrivateRidge((0, 1), data_norm=1.0, accountant=acc),
      np.ones((5, 2)), [0.0, np.nan, 1.0, 0.0, 1.0], ValueError, "NaN"),
+    # review 54: a complex y was refused by scikit-learn's message, which
+    # prints every label; mixed classes became text; n C² overflowed after
+    # the charge (a NaN model, or an OverflowError)
+    (lambda acc: PrivateRidge((0, 1), data_norm=1.0, accountant=acc),
+     np.ones((5, 2)), np.array([123.456 + 0j, 1, 0, 1, 0]), ValueError,
+     r"Complex data not supported \(y"),
+    (lambda acc: PrivateLDA([0, 1], data_norm=1.0, accountant=acc),
+     np.ones((5, 2)), np.array([123.456 + 0j, 1, 0, 1, 0]), ValueError,
+     r"Complex data not supported \(y"),
+    (lambda acc: PrivateLDA([0, "unknown"], data_norm=1.0, accountant=acc),
+     np.ones((5, 2)), [0, 0, 0, 0, 0], ValueError, "mixes text and numbers"),
+    (lambda acc: PrivateRidge((0, 1), data_norm=1e153, accountant=acc),
+     np.ones((500, 2)), [0.0] * 500, ValueError, "too large for 500 rows"),
 ])
 def test_bad_input_is_refused_before_the_charge(make, X, y, error, match):
     budget = BudgetAccountant()
@@ -206,6 +219,36 @@ def test_bad_input_is_refused_before_the_charge(make, X, y, error, match):
         make(budget).fit(X, y)
     assert budget.n_charges == 0
     np.testing.assert_array_equal(X, X_before)
+
+
+def test_budget_and_memory_are_checked_before_the_data_is_read(monkeypatch):
+    """The budget was checked after X was read (a NaN then named the data
+    first), and the (d + K + 1)² release was allocated after the charge
+    (review 54)."""
+    spent = BudgetAccountant(epsilon=1.0)
+    spent.spend(gdp_mu(1.0, 1e-6))
+    X = np.array([[1.0, np.nan]] * 4)
+    for make in (lambda a: PrivateLDA([0, 1], data_norm=1.0, accountant=a),
+                 lambda a: PrivateRidge((0, 1), data_norm=1.0, accountant=a)):
+        with pytest.raises(Exception, match="budget"):
+            make(spent).fit(X, [0, 1, 0, 1])
+        monkeypatch.setattr(linear_model, "physical_memory", lambda: 2**30)
+        budget = BudgetAccountant()
+        with pytest.raises(MemoryError, match="Refused before any charge"):
+            make(budget).fit(np.ones((4, 6000)), [0, 1, 0, 1])
+        assert budget.n_charges == 0
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize("data_norm", [1e-150, 1e-70, 1e70, 1e150])
+def test_lda_class_counts_hold_at_any_admitted_norm_bound(data_norm):
+    """The counts' weights were (w C)⁴: NaN models, or counts n/K whatever
+    the data, far from C = 1 (review 54)."""
+    X, y = blobs(2000, seed=1, classes=(0, 1))
+    clf = PrivateLDA([0, 1], data_norm=3.0 * data_norm, epsilon=1e4,
+                     accountant=BudgetAccountant()).fit(X * data_norm, y)
+    np.testing.assert_allclose(clf.class_count_, np.bincount(y), rtol=0.02)
+    assert np.isfinite(clf.coef_).all()
 
 
 def test_sparse_and_weights_are_refused_with_the_reason():
