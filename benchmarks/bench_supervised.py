@@ -255,7 +255,8 @@ def run_search(datasets, seeds, log, epsilon=3.0, pooled=True,
             X_tr, X_te, y_tr, y_te = train_test_split(
                 X, y, test_size=0.3, stratify=y, random_state=seed)
             pipe = ours(lower, upper, classes, grid[0], epsilon, seed)
-            search = PrivateGridSearchCV(
+            pipe.set_params(pca__accountant=None, lda__accountant=None)
+            search = PrivateGridSearchCV(  # the search charges its own
                 pipe, {"pca__n_components": grid}, cv=3, epsilon=epsilon,
                 random_state=seed, accountant=BudgetAccountant())
             search._pool_folds = pooled
