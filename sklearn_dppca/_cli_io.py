@@ -17,7 +17,6 @@ import importlib.util
 import json
 import math
 import os
-import re
 import sys
 import tempfile
 from importlib.metadata import PackageNotFoundError, distribution
@@ -235,7 +234,7 @@ def check_header(names, path):
     default = [str(i) for i in range(len(names))]
     if names in (default, ["Unnamed: 0", *default[:-1]]):  # index column too
         return
-    if all(_reads_as_number(name) for name in names):
+    if _read_as_numbers(names).all():
         raise ValueError(
             f"{path}: the first line reads as numbers, not column names: a "
             "CSV needs a header line. Read as one, that row of data would "
@@ -252,19 +251,21 @@ _NA_MARKERS = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN",
                          "NULL", "NaN", "None", "n/a", "nan", "null"})
 
 
-def _reads_as_number(name):
-    """Whether a column name is a number's text (pandas marks a repeated
+def _read_as_numbers(names):
+    """Whether each column name is a number's text (pandas marks a repeated
     name with ``.1``, ``.2``: ``1.0.1`` is ``1.0`` repeated), or a missing
     cell of a row of data: pandas' ``Unnamed: N`` for an empty one, or a
-    missing-value marker."""
-    if re.fullmatch(r"Unnamed: \d+", name) or name in _NA_MARKERS:
-        return True
+    missing-value marker. Read by pandas' own number parser, not Python's
+    ``float()``, which also reads ``1_000`` and non-ASCII digits: cells
+    pandas reads as text, so names of a header. One call for all names."""
     import pandas as pd
 
-    # pandas' own number parser, not float(), which also reads 1_000 and
-    # non-ASCII digits: cells pandas reads as text, so names of a header.
-    texts = pd.Series([name, re.sub(r"\.\d+$", "", name)], dtype=object)
-    return bool(pd.to_numeric(texts, errors="coerce").notna().any())
+    names = pd.Series(list(names), dtype=object)
+    missing = names.isin(_NA_MARKERS) | names.str.fullmatch(r"Unnamed: \d+")
+    unmarked = names.str.replace(r"\.\d+$", "", regex=True)
+    return (missing.to_numpy(dtype=bool)
+            | pd.to_numeric(names, errors="coerce").notna().to_numpy()
+            | pd.to_numeric(unmarked, errors="coerce").notna().to_numpy())
 
 
 def is_sparse_file(path):

@@ -80,21 +80,32 @@ def _quadratic_form(rows, mean, components, variance, rest, finite=False):
         block = rows[a:b]
         if sparse.issparse(block):
             block = block.astype(np.float64)
-            projected = block @ components.T - shift
-            squares = (np.asarray(block.multiply(block).sum(axis=1)).ravel()
-                       - 2.0 * (block @ mean) + mean_squares)
-            with np.errstate(invalid="ignore"):  # inf - inf: set below
+            with np.errstate(over="ignore", invalid="ignore"):  # redone below
+                projected = block @ components.T - shift
+                squares = (np.asarray(block.multiply(block).sum(axis=1)).ravel()
+                           - 2.0 * (block @ mean) + mean_squares)
                 residue = np.maximum(
                     squares - np.einsum("ij,ij->i", projected, projected), 0.0)
-            # a row whose square overflows: its residue too, as dense rows'
-            residue[np.isinf(squares)] = np.inf
+            # a term that overflowed (inf - inf is NaN): the row densified,
+            # and read as a dense row is
+            far = np.flatnonzero(~(np.isfinite(squares) & np.isfinite(residue)
+                                   & np.isfinite(projected).all(axis=1)))
+            if far.size:
+                projected[far], residue[far] = _dense_terms(
+                    block[far].toarray(), mean, components)
         else:
-            centred = np.subtract(block, mean, dtype=np.float64)
-            projected = centred @ components.T
-            centred -= projected @ components
-            residue = np.einsum("ij,ij->i", centred, centred)
+            projected, residue = _dense_terms(block, mean, components)
         out[a:b] = (projected**2 / variance).sum(axis=1) + rest * residue
     return out
+
+
+def _dense_terms(block, mean, components):
+    """The projections of dense rows centred on ``mean`` and the squared
+    norms of their residues."""
+    centred = np.subtract(block, mean, dtype=np.float64)
+    projected = centred @ components.T
+    centred -= projected @ components
+    return projected, np.einsum("ij,ij->i", centred, centred)
 
 
 class _PCAModelMixin(TransformerMixin):

@@ -539,14 +539,16 @@ def check_failures(candidates, error_score, refit):
 
 def check_accountants(candidates, accountant):
     """Refuse, before the charge, a step's own accountant (from the
-    estimator or the grid) that is not the search's: the search charges
-    its accountant for every fit it makes and sets it on
-    ``best_estimator_``, so that one would never be charged, silently
-    (scikit-learn's searches charge it for every fit)."""
+    estimator or the grid) that is not the search's (``accountant``,
+    resolved: the default where the search has none; or a ledger at the
+    same path): the search charges its accountant for every fit it makes
+    and sets it on ``best_estimator_``, so that one would never be charged,
+    silently (scikit-learn's searches charge it for every fit)."""
     for cand in candidates:
         for name, value in cand.estimator.get_params(deep=True).items():
             if (name.rsplit("__", 1)[-1] == "accountant" and value is not None
-                    and value is not accountant):
+                    and value is not accountant
+                    and (value.path is None or value.path != accountant.path)):
                 raise ValueError(
                     f"The estimator's {name}= is not the search's accountant, "
                     "which is charged for every fit of the search (and set on "

@@ -480,8 +480,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
                            refit=bool(self.refit), fit_weights=self.fit_weights,
                            rows=rows_kind(X, n_features))
         failed = check_failures(plan.candidates, self.error_score, self.refit)
-        check_accountants(plan.candidates, self.accountant)
         accountant = _resolve_accountant(self)
+        check_accountants(plan.candidates, accountant)
         accountant.check(plan.mu)  # refused before the data is read
         checked = self._validate_rows(X, names)
         _check_public_scalers(plan, self.n_features_in_,
@@ -568,8 +568,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
             scoring=self.scoring, refit=bool(self.refit), fit_weights=self.fit_weights,
             rows=rows_kind(X, n_features))
         failed = check_failures(plan.candidates, self.error_score, self.refit)
-        check_accountants(plan.candidates, self.accountant)
         accountant = _resolve_accountant(self)
+        check_accountants(plan.candidates, accountant)
         accountant.check(plan.mu)  # refused before the data is read
         checked = self._validate_rows(X, names)
         _check_public_scalers(plan, self.n_features_in_,

@@ -1193,7 +1193,7 @@ def test_a_steps_own_accountant_is_refused_before_the_charge(data, tmp_path):
     searches at ε = 1 each ran on a ledger of ε = 1 (review 51)."""
     from sklearn_dppca.linear_model import PrivateLDA
 
-    ledger = BudgetAccountant(1.0, 1e-6, path=tmp_path / "data.db")
+    ledger = BudgetAccountant(2.0, 1e-6, path=tmp_path / "data.db")
     estimator = PrivatePCA(2, data_norm=1.0, accountant=ledger)
     y = (data[:, 0] > 0).astype(int)
     for run in (
@@ -1211,3 +1211,24 @@ def test_a_steps_own_accountant_is_refused_before_the_charge(data, tmp_path):
     search = PrivateGridSearchCV(estimator, {"n_components": [1, 2]}, accountant=ledger)
     search.fit(data)  # the same ledger for both: charged once
     assert ledger.n_charges == 1 and search.best_estimator_.accountant is ledger
+    # the same ledger file opened twice is one budget (review 52)
+    again = BudgetAccountant(path=tmp_path / "data.db")
+    PrivateGridSearchCV(estimator, {"n_components": [1]}, epsilon=0.01,
+                        accountant=again).fit(data)
+    assert ledger.n_charges == 2
+
+
+def test_a_heads_copy_false_scales_the_rows_once():
+    """The plan's check of a head ran it on the caller's X: PublicScaler's
+    copy=False scaled X in place, and every fit then read it scaled twice
+    (review 49)."""
+    X = np.random.default_rng(0).uniform(0, 100, (500, 4))
+    expected = (X / 100).mean(axis=0)
+    pipe = make_pipeline(PublicScaler((0, 100), copy=False),
+                         PrivatePCA(1, bounds=(0, 1)))
+    search = PrivateGridSearchCV(pipe, {"privatepca__n_components": [1, 2]},
+                                 epsilon=1e6, accountant=BudgetAccountant())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        search.fit(X)
+    np.testing.assert_allclose(search.best_estimator_[-1].mean_, expected, atol=0.01)

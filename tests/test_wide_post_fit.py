@@ -85,6 +85,14 @@ def test_sparse_rows_score_as_their_dense_copy(fmt):
     np.testing.assert_allclose(model.score_samples(sparse.csr_matrix(far)),
                                model.score_samples(far), rtol=1e-12)
     assert model.score_samples(far)[1] == -np.inf
+    # a product with mean_ that overflows: non_finite="clip" maps inf to
+    # 1.8e308, whose term beside a mean of 3 is inf - inf (review 52)
+    shifted = PrivatePCA(2, data_norm=10.0, non_finite="clip",
+                         accountant=BudgetAccountant()).fit(3.0 + X[:400].toarray())
+    row = np.full((2, X.shape[1]), 3.0)
+    row[0, 0] = np.inf
+    np.testing.assert_allclose(shifted.score_samples(sparse.csr_matrix(row)),
+                               shifted.score_samples(row), rtol=1e-12)
 
 
 def test_score_at_a_wide_shape_needs_no_d_by_d_matrix():
