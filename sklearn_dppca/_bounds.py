@@ -718,7 +718,16 @@ def _read(bounds, data):
             largest = data.largest_norm()
             data_norm = largest if largest > 0.0 else 1.0
             from_data = True
-        check_data_norm_range(data_norm, bounds.dtype)
+        try:
+            check_data_norm_range(data_norm, bounds.dtype)
+        except ValueError:
+            if not from_data:
+                raise
+            raise ValueError(  # the data's largest norm is not quoted
+                "data_norm=None: the rows' largest norm is beyond what "
+                f"{bounds.dtype} data can square. Give data_norm, a public "
+                "bound (rescale the data to it), or pass float64 data."
+            ) from None
     if bounds.pilot:
         _announce_rows(rows, first, bounds.pilot, PILOT_SUM)
         total = first.clipped_sum(data_norm)
@@ -810,8 +819,10 @@ def _translate_if_far(mean, data_norm, data, offset, dtype, first_pass=True):
         return mean, data, offset
     engine = _engine(data)
     centre = np.asarray(mean, dtype=dtype)
-    if isinstance(engine, ChunkedRows):
-        moved = ChunkedRows(engine.X - centre)
+    if isinstance(engine, ChunkedRows):  # CSR chunks densified, as in memory
+        moved = ChunkedRows(engine.X.map_blocks(
+            _moved, centre, dtype=engine.X.dtype,
+            meta=np.empty((0, 0), dtype=engine.X.dtype)))
     elif isinstance(engine, ArrayAPIRows):  # on the device, in its namespace
         moved = ArrayAPIRows(engine.X - like(centre, engine.X), engine.xp,
                              engine.device)
@@ -826,6 +837,13 @@ def _translate_if_far(mean, data_norm, data, offset, dtype, first_pass=True):
     if first_pass and not isinstance(engine, ChunkedRows):
         data.first_pass(data_norm, with_sum=False)
     return np.zeros_like(mean), data, offset + centre.astype(np.float64)
+
+
+def _moved(chunk, centre):
+    """A chunk of rows, dense, with the origin moved to ``centre`` (a CSR
+    chunk minus an array would be an ``np.matrix``, which the passes read
+    as rows of one)."""
+    return _dense(chunk) - centre
 
 
 class _AutoRelease:

@@ -463,7 +463,7 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True, direction=None,
     if n_threads > 1:  # single-threaded syrk, best on runs from the L2 cache
         run_rows = max(_RUN_BYTES // (8 * d), _RUN_ROWS_PER_FEATURE * d, 1)
     else:  # one multi-threaded syrk (~10% faster than one per block)
-        run_rows = n
+        run_rows = max(n, 1)  # a Dask chunk may be empty
     if not view:  # runs are copies: at most a block each
         run_rows = min(run_rows, _block_rows(d))
     scan_rows = _scan_rows(d)

@@ -664,6 +664,17 @@ def test_a_box_refuses_infinity_as_non_finite_raise_says():
         assert budget.n_charges == 1
 
 
+def test_data_norm_none_refuses_an_extreme_norm_without_quoting_it():
+    """data_norm=None read the rows' largest norm and its refusal printed
+    it, before the charge (review 53)."""
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    X[0] = [1.234e121, 0.0, 0.0]
+    budget = BudgetAccountant()
+    with pytest.raises(ValueError, match="data_norm=None: the rows' largest") as e:
+        PrivatePCA(2, data_norm=None, accountant=budget).fit(X)
+    assert "1.23" not in str(e.value) and budget.n_charges == 0
+
+
 def test_box_per_feature_and_given_data_norm():
     rng = np.random.default_rng(11)
     lower, upper = np.array([0.0, -1.0, 10.0]), np.array([2.0, 1.0, 30.0])

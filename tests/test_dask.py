@@ -170,6 +170,32 @@ def test_csr_chunks_fit_and_transform_as_in_memory(name, params, dtype):
     np.testing.assert_array_equal(X.data, before.data)  # the caller's rows
 
 
+@pytest.mark.filterwarnings("ignore::sklearn_dppca.NoisyReleaseWarning")
+def test_csr_chunks_far_from_the_origin_and_empty_chunks_fit():
+    """A private mean far from the origin moved CSR chunks to it as
+    np.matrix rows: the fit failed after its charge, or not, by one row
+    (review 53); an empty chunk failed every float32 or CSR fit."""
+    from scipy import sparse
+
+    n, d = 4000, 4
+    sign = np.where(np.arange(n)[:, None] % 2 == 0, 1.0, -1.0)
+    X = 100.0 + sign * np.eye(d)[0] * 0.99
+    for row in (None, 50.0, 3.0):
+        Z = X.copy()
+        if row is not None:
+            Z[7, 0] = 100.0 + row
+        lazy = da.from_array(Z, chunks=(n, d)).map_blocks(sparse.csr_matrix)
+        local = PrivatePCA(2, data_norm="auto", random_state=0).fit(
+            sparse.csr_matrix(Z))
+        remote = PrivatePCA(2, data_norm="auto", random_state=0).fit(lazy)
+        np.testing.assert_allclose(remote.mean_, local.mean_, rtol=1e-9)
+    empty = da.concatenate([da.from_array(X[:1000], chunks=(1000, d)),
+                            da.zeros((0, d)),
+                            da.from_array(X[1000:], chunks=(3000, d))])
+    for Z in (empty.astype(np.float32), empty.map_blocks(sparse.csr_matrix)):
+        PrivatePCA(2, data_norm=200.0).fit(Z)
+
+
 def test_csr_chunks_in_the_steps_that_read_rows_in_memory():
     """The scalers, a private search and the heads gather a Dask array of CSR
     chunks into one CSR matrix (as they gather NumPy chunks into one array):
