@@ -493,6 +493,13 @@ class _BasePrivatePCA(
             self, n_samples, n_features, dtype, engine,
             self._privacy_plan(n_samples, n_features))
         _refuse_uncalibrated(plan)
+        rows = _engine(engine)
+        if (bounds.box is not None and isinstance(rows, InMemoryRows)
+                and hasattr(rows.X, "tocsr")
+                and not _bounds._stays_sparse(*bounds.box, bounds.offset)):
+            # a box that moves zeros densifies sparse rows: one dense copy
+            self._check_memory(n_samples, n_features,
+                               copy=n_samples * n_features * rows.X.dtype.itemsize)
         # Whether the first pass forms a raw Gram matrix: on the dense path,
         # but not where the Gram matrix is formed once after the bound and
         # the centre (clipped_gram) rather than raw in the first pass and a

@@ -720,13 +720,14 @@ def _read(bounds, data):
             from_data = True
         try:
             check_data_norm_range(data_norm, bounds.dtype)
-        except ValueError:
+        except ValueError as exc:
             if not from_data:
                 raise
+            kind = "too large" if "too large" in str(exc) else "too small"
             raise ValueError(  # the data's largest norm is not quoted
-                "data_norm=None: the rows' largest norm is beyond what "
-                f"{bounds.dtype} data can square. Give data_norm, a public "
-                "bound (rescale the data to it), or pass float64 data."
+                f"data_norm=None: the rows' largest norm is {kind} for "
+                f"{bounds.dtype} data: its square over- or underflows. Give "
+                "data_norm, a public bound, and rescale the data to it."
             ) from None
     if bounds.pilot:
         _announce_rows(rows, first, bounds.pilot, PILOT_SUM)

@@ -337,14 +337,14 @@ class _PathMixin:
         needed = 8.0 * n_features**2 * (per_thread * room[1] + room[2]) + WORKER_BASE
         return (needed, room[0]) if needed > room[0] else None
 
-    def _check_memory(self, n_samples, n_features):
+    def _check_memory(self, n_samples, n_features, copy=0):
         """Refuse, before the data is read and before any charge, a fit
-        whose arrays cannot fit in ``memory_limit`` (by default
-        :data:`MEMORY_SHARE` of this machine's memory): it would otherwise
-        run out of memory part-way, after its charge. The message names the
-        path that fits, if one does."""
+        whose arrays (and ``copy`` bytes of rows it densifies) cannot fit in
+        ``memory_limit`` (by default :data:`MEMORY_SHARE` of this machine's
+        memory): it would otherwise run out of memory part-way, after its
+        charge. The message names the path that fits, if one does."""
         limit = self._memory_limit()
-        needed = self._memory_needed(n_samples, n_features)
+        needed = self._memory_needed(n_samples, n_features) + copy
         gib = 2.0**30
         d = n_features
         short = self._workers_short(d) if self._fit_path == "dense" else None
@@ -362,6 +362,10 @@ class _PathMixin:
         what = {"dense": f"its {d} × {d} matrices",
                 "matrix_free": "the blocks of its matrix-free solver",
                 "noisy_power": "the blocks of its noisy power method"}[self._fit_path]
+        if copy:
+            what += (" and a dense copy of the sparse rows (the box moves their "
+                     "zeros: give bounds whose midpoint is 0, or center=False "
+                     "with 0 in the box)")
         limit_text = (f"memory_limit={self.memory_limit!r}"
                       if self.memory_limit != "auto"
                       else f"{MEMORY_SHARE:.0%} of this machine's memory")

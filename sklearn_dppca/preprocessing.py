@@ -78,6 +78,12 @@ def _into(X, values, copy):
     return X
 
 
+def _writable(X):
+    """``X`` where a map may write its result into it: a validated NumPy
+    array (a copy, or the caller's with ``copy=False``); else None."""
+    return X if isinstance(X, np.ndarray) and X.ndim == 2 else None
+
+
 def _validate(estimator, X, *, reset, **params):
     """``validate_data`` in float64 or float32: NumPy's, or under
     ``array_api_dispatch`` the namespace's own dtypes (on ``X``'s device);
@@ -114,10 +120,21 @@ def _saturate(xp, out, dtype):
     return _array_api.astype(xp.clip(out, -big, big), dtype)
 
 
-def _saturated(compute, X):
+#: Rows of a NumPy array mapped at once by :func:`_saturated` (in float64).
+_MAP_ROWS = 1 << 14
+
+
+def _saturated(compute, X, out=None):
     """``compute(X)`` in float64 (an Array API device's widest float),
     saturated at ``X.dtype``'s largest finite values: a finite value is
-    never mapped to ±inf (NaN stays NaN)."""
+    never mapped to ±inf (NaN stays NaN). A 2-D NumPy array by blocks of
+    rows, written into ``out`` (``X`` itself may be given): the float64
+    copies are one block's."""
+    if out is not None:
+        for start in range(0, X.shape[0], _MAP_ROWS):
+            rows = slice(start, start + _MAP_ROWS)
+            out[rows] = _saturated(compute, X[rows])
+        return out
     xp = _array_api.module_of(X)
     wide = (np.float64 if xp is np else
             getattr(xp, _array_api.widest_float(*_array_api.namespace(X)).name))
@@ -400,7 +417,8 @@ class PublicScaler(
                 out = _saturated(lambda Z: Z * self.scale_[columns], data)
                 return np.clip(out, *self.feature_range) if self.clip else out
             return self._sparse_map(X, values)
-        X_new = _saturated(lambda Z: Z * self.scale_ + self.min_, X)
+        X_new = _saturated(lambda Z: Z * self.scale_ + self.min_, X,
+                           out=_writable(X))
         if self.clip:
             X_new = _array_api.module_of(X_new).clip(X_new, *self.feature_range)
         return _into(X, X_new, copy)
@@ -443,8 +461,8 @@ class PublicScaler(
         if sparse.issparse(X):
             return self._sparse_map(X, lambda data, columns: _saturated(
                 lambda Z: Z / self.scale_[columns], data))
-        return _into(X, _saturated(lambda Z: (Z - self.min_) / self.scale_, X),
-                     copy)
+        return _saturated(lambda Z: (Z - self.min_) / self.scale_, X,
+                          out=_writable(X))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -824,7 +842,7 @@ class PrivateStandardScaler(
         def standardise(Z):
             Z = Z - self.mean_ if self.with_mean else Z
             return Z / self.scale_ if self.with_std else Z
-        return _into(X, _saturated(standardise, X), copy=False)
+        return _saturated(standardise, X, out=_writable(X))
 
     def _checked(self, X, copy, method):
         """``X`` validated for ``method``, in the namespace of the fit;
@@ -874,7 +892,7 @@ class PrivateStandardScaler(
         def restore(Z):
             Z = Z * self.scale_ if self.with_std else Z
             return Z + self.mean_ if self.with_mean else Z
-        return _into(X, _saturated(restore, X), copy=False)
+        return _saturated(restore, X, out=_writable(X))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

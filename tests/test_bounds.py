@@ -670,9 +670,22 @@ def test_data_norm_none_refuses_an_extreme_norm_without_quoting_it():
     X = np.random.default_rng(0).normal(size=(50, 3))
     X[0] = [1.234e121, 0.0, 0.0]
     budget = BudgetAccountant()
-    with pytest.raises(ValueError, match="data_norm=None: the rows' largest") as e:
+    with pytest.raises(ValueError, match="the rows' largest norm is too large") as e:
         PrivatePCA(2, data_norm=None, accountant=budget).fit(X)
     assert "1.23" not in str(e.value) and budget.n_charges == 0
+
+
+def test_a_box_that_densifies_sparse_rows_counts_their_copy():
+    """A box whose midpoint is not 0 makes a dense copy of CSR rows after
+    the charge, which memory_limit did not count (review 53)."""
+    X = sparse.random(20_000, 500, density=0.002, format="csr", random_state=0)
+    budget = BudgetAccountant()
+    with pytest.raises(MemoryError, match="a dense copy of the sparse rows"):
+        PrivatePCA(5, bounds=(0, 1), memory_limit=120e6, accountant=budget).fit(X)
+    assert budget.n_charges == 0
+    PrivatePCA(5, bounds=(-1, 1), center=False, memory_limit=120e6,
+               accountant=budget).fit(X)  # stays sparse
+    assert budget.n_charges == 1
 
 
 def test_box_per_feature_and_given_data_norm():
