@@ -233,8 +233,11 @@ def _check_array_unquoted(X):
             "X.reshape(1, -1) (its values are not quoted: they are private).")
     complex_ = ValueError("Complex data not supported (X holds complex numbers).")
     kind = getattr(X.dtype, "kind", None)
-    if kind is None and hasattr(X, "__array_namespace__"):  # Array API dtypes
-        if X.__array_namespace__().isdtype(X.dtype, "complex floating"):
+    if kind is None:  # an Array API array's dtype (PyTorch's too)
+        import array_api_compat
+
+        if (array_api_compat.is_array_api_obj(X) and array_api_compat
+                .array_namespace(X).isdtype(X.dtype, "complex floating")):
             raise complex_
     if kind == "c":
         raise complex_

@@ -206,6 +206,11 @@ class _PCAModelMixin(TransformerMixin):
         check_is_fitted(self)
         if is_dask_collection(X):
             X, _ = as_dask_array(X)
+            if has_sparse_chunks(X):  # as a sparse matrix is refused
+                raise TypeError(
+                    "Sparse data was passed for X, but dense data is required: "
+                    "inverse_transform takes dense scores (map the chunks with "
+                    ".toarray()).")
             X = X.map_blocks(_finite_chunk, dtype=X.dtype, meta=X._meta)
         elif (namespace := _array_api.namespace(X)) is not None:
             check_same_namespace(

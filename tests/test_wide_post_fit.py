@@ -195,6 +195,10 @@ def test_dask_rows_score_lazily_chunk_by_chunk():
         Z[700, 0] = bad
         with pytest.raises(ValueError, match="NaN|infinity"):
             model.inverse_transform(da.from_array(Z, chunks=(250, 4))).compute()
+    with pytest.raises(TypeError, match="dense data is required"):
+        model.inverse_transform(  # CSR chunks: a matmul error before
+            da.from_array(model.transform(clean), chunks=(250, 4)).map_blocks(
+                sparse.csr_matrix))
     clip = model.set_params(non_finite="clip")
     np.testing.assert_allclose(clip.transform(da.from_array(X, chunks=(250, 30))),
                                clip.transform(X))
