@@ -548,7 +548,8 @@ def check_accountants(candidates, accountant):
         for name, value in cand.estimator.get_params(deep=True).items():
             if (name.rsplit("__", 1)[-1] == "accountant" and value is not None
                     and value is not accountant
-                    and (value.path is None or value.path != accountant.path)):
+                    and (getattr(value, "path", None) is None
+                         or value.path != accountant.path)):
                 raise ValueError(
                     f"The estimator's {name}= is not the search's accountant, "
                     "which is charged for every fit of the search (and set on "
