@@ -554,7 +554,9 @@ class PrivateStandardScaler(
         step before the scaler can make a value non-finite
         (``FunctionTransformer(np.log1p)`` on a −1): with ``"raise"``, that
         dataset would be refused and its neighbour released
-        (:ref:`privacy-domain`).
+        (:ref:`privacy-domain`). Better still, make such a step total
+        (``np.log1p(np.maximum(X, 0))``): NumPy warns of the −inf it makes,
+        and that warning shows before the scaler's charge.
     copy : bool, default=True
         ``False``: ``transform`` and ``inverse_transform`` write into ``X``
         where they can, as scikit-learn's ``StandardScaler``;
