@@ -189,7 +189,6 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
             )
 
     def _rows(self, X, y):
-        self._check_norm_given()
         X, y = saturate_big_numbers(_on_host(gather_rows(X))), _on_host(y)
         check_numeric_columns(X)
         refuse_complex_labels(y)
