@@ -35,6 +35,7 @@ from sklearn.utils.validation import validate_data
 from . import _array_api, _bounds
 from ._accounting import beyond_float
 from ._array_api import ArrayAPIRows
+from ._box import box_radius, check_box
 from ._dask import (
     ChunkedRows,
     as_dask_array,
@@ -493,13 +494,6 @@ class _BasePrivatePCA(
             self, n_samples, n_features, dtype, engine,
             self._privacy_plan(n_samples, n_features))
         _refuse_uncalibrated(plan)
-        rows = _engine(engine)
-        if (bounds.box is not None and isinstance(rows, InMemoryRows)
-                and hasattr(rows.X, "tocsr")
-                and not _bounds._stays_sparse(*bounds.box, bounds.offset)):
-            # a box that moves zeros densifies sparse rows: one dense copy
-            self._check_memory(n_samples, n_features,
-                               copy=n_samples * n_features * rows.X.dtype.itemsize)
         # Whether the first pass forms a raw Gram matrix: on the dense path,
         # but not where the Gram matrix is formed once after the bound and
         # the centre (clipped_gram) rather than raw in the first pass and a
@@ -528,7 +522,25 @@ class _BasePrivatePCA(
         self._chunked_partials = chunked_partials(engine)
         self._worker_room = worker_room(engine)
         self._fit_path = self._path(n_samples, n_features, engine)
-        self._check_memory(n_samples, n_features)
+        self._check_memory(n_samples, n_features,
+                           copy=self._densified(n_samples, n_features, engine))
+
+    def _densified(self, n_samples, n_features, engine):
+        """Bytes of the dense copy of in-memory sparse rows that ``bounds``
+        make when their box moves zeros (centred on a midpoint that is not
+        0, or not holding 0): public, the box and the kind of input; else 0."""
+        rows = _engine(engine)
+        if (self.bounds is None or not isinstance(rows, InMemoryRows)
+                or not hasattr(rows.X, "tocsr")):
+            return 0
+        try:
+            box = check_box(self.bounds, n_features,
+                            getattr(self, "feature_names_in_", None))
+        except ValueError:  # refused, with its reason, by the fit's plan
+            return 0
+        if _bounds._stays_sparse(*box, box_radius(*box, self.center)[0]):
+            return 0
+        return n_samples * n_features * rows.X.dtype.itemsize
 
     def _centred_in_one_pass(self, data, n_samples, data_norm, centre, plan, rng):
         r"""The Gram matrix and the mean from one pass over every row, around

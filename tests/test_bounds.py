@@ -686,6 +686,13 @@ def test_a_box_that_densifies_sparse_rows_counts_their_copy():
     PrivatePCA(5, bounds=(-1, 1), center=False, memory_limit=120e6,
                accountant=budget).fit(X)  # stays sparse
     assert budget.n_charges == 1
+    from sklearn_dppca.model_selection import PrivateGridSearchCV
+
+    search = PrivateGridSearchCV(PrivatePCA(bounds=(0, 1), memory_limit=120e6),
+                                 {"n_components": [2, 3]}, accountant=budget)
+    with pytest.raises(ValueError, match="a dense copy of the sparse rows"):
+        search.fit(X)  # its plan too, before the search's charge
+    assert budget.n_charges == 1
 
 
 def test_box_per_feature_and_given_data_norm():
