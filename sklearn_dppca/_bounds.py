@@ -340,7 +340,10 @@ def _boxed(X, lower, upper, centre):
                 X.dtype, copy=False
             )
             return X
-        X = X.toarray()
+        X = X.toarray()  # a copy already: clipped and moved in place
+        np.clip(X, lower.astype(X.dtype), upper.astype(X.dtype), out=X)
+        X -= centre.astype(X.dtype)
+        return X
     rows = np.clip(X, lower, upper).astype(X.dtype, copy=False)
     rows -= centre.astype(X.dtype)
     return rows

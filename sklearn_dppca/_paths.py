@@ -374,19 +374,20 @@ class _PathMixin:
             f"{needed / gib:.3g} GiB for {what}, more than {limit_text} "
             f"({limit / gib:.3g} GiB). The fit was refused before reading the "
             "data or spending any budget. "
-            + self._paths_advice(n_samples, n_features, limit)
+            + self._paths_advice(n_samples, n_features, limit, copy)
         )
 
-    def _paths_advice(self, n_samples, n_features, limit):
+    def _paths_advice(self, n_samples, n_features, limit, copy=0):
         """What a refusal advises: this estimator's other paths whose memory
-        is within ``limit``, each with it; then fewer features or
+        (with the ``copy`` bytes of densified rows every path makes) is
+        within ``limit``, each with it; then fewer features or
         components."""
         name, gib = type(self).__name__, 2.0**30
         other = (self._parameter_constraints["path"][0].options
                  - {"auto", self._fit_path})
         advice = []
         for path in sorted(other):
-            needed = self._memory_needed(n_samples, n_features, path)
+            needed = self._memory_needed(n_samples, n_features, path) + copy
             if needed <= limit:
                 solver = (", svd_solver='randomized'"
                           if path != "dense" and self._honours_svd_solver else "")

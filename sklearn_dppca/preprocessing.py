@@ -427,7 +427,8 @@ class PublicScaler(
         """``X`` validated for ``method``, in the namespace of the fit; a
         sparse ``X`` only where the map keeps 0 at 0 (a scaler fitted on
         dense rows may be given sparse ones)."""
-        X = _validate(self, X, reset=False, ensure_all_finite="allow-nan", copy=copy)
+        X = _validate(self, X, reset=False, ensure_all_finite="allow-nan", copy=copy,
+                      force_writeable=True)
         self._refuse_filling_sparse(X)
         check_same_namespace(X, self, attribute="scale_", method=method)
         return X
@@ -855,7 +856,7 @@ class PrivateStandardScaler(
             X, copy = X.astype(np.float32), False  # a copy already
         clip = self.non_finite == "clip" and method == "transform"
         X = _validate(self, X, reset=False, copy=self.copy if copy is None else copy,
-                      ensure_all_finite=not clip)
+                      ensure_all_finite=not clip, force_writeable=True)
         if clip:  # the fit's public map; the caller's X is not modified
             X = map_non_finite(X)
         if self.mean_ is not None:

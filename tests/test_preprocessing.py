@@ -771,3 +771,16 @@ def test_one_spelling_of_public_bounds():
     scaler = PrivateStandardScaler(bounds=by_name, random_state=0,
                                    accountant=budget).fit(frame)
     assert scaler.mean_.shape == (2,)
+
+
+def test_copy_false_on_a_read_only_array_works_as_scikit_learns():
+    """scikit-learn's scalers copy a read-only input even with copy=False
+    (a pandas 3 frame's array is one); ours raised NumPy's "assignment
+    destination is read-only" (review 55)."""
+    X = np.random.default_rng(0).uniform(0, 1, (50, 3))
+    X.flags.writeable = False
+    for scaler in (PublicScaler(ranges=(0, 1), copy=False),
+                   PrivateStandardScaler(bounds=(0, 1), accountant=BudgetAccountant(),
+                                         copy=False)):
+        Z = scaler.fit(X).transform(X)
+        np.testing.assert_allclose(scaler.inverse_transform(Z), X, atol=1e-12)
