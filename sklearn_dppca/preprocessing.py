@@ -120,8 +120,10 @@ def _saturate(xp, out, dtype):
     return _array_api.astype(xp.clip(out, -big, big), dtype)
 
 
-#: Rows of a NumPy array mapped at once by :func:`_saturated` (in float64).
-_MAP_ROWS = 1 << 14
+#: Entries of a NumPy array mapped at once by :func:`_saturated` (their
+#: float64 copies stay in the L2 cache: 16 384 rows of 50 features were
+#: 1.5x slower than the whole array at once, 1 024 rows 1.4x faster).
+_MAP_ENTRIES = 1 << 16
 
 
 def _saturated(compute, X, out=None):
@@ -131,8 +133,9 @@ def _saturated(compute, X, out=None):
     rows, written into ``out`` (``X`` itself may be given): the float64
     copies are one block's."""
     if out is not None:
-        for start in range(0, X.shape[0], _MAP_ROWS):
-            rows = slice(start, start + _MAP_ROWS)
+        step = max(1, _MAP_ENTRIES // max(1, X.shape[1]))
+        for start in range(0, X.shape[0], step):
+            rows = slice(start, start + step)
             out[rows] = _saturated(compute, X[rows])
         return out
     xp = _array_api.module_of(X)
