@@ -35,7 +35,7 @@ from sklearn.utils.validation import validate_data
 from . import _array_api, _bounds
 from ._accounting import beyond_float
 from ._array_api import ArrayAPIRows
-from ._box import box_radius, check_box
+from ._box import box_radius, check_box, stays_sparse
 from ._dask import (
     ChunkedRows,
     as_dask_array,
@@ -538,7 +538,7 @@ class _BasePrivatePCA(
                             getattr(self, "feature_names_in_", None))
         except ValueError:  # refused, with its reason, by the fit's plan
             return 0
-        if _bounds._stays_sparse(*box, box_radius(*box, self.center)[0]):
+        if stays_sparse(*box, box_radius(*box, self.center)[0]):
             return 0
         return n_samples * n_features * rows.X.dtype.itemsize
 

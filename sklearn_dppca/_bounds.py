@@ -111,11 +111,9 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from scipy import sparse
-from sklearn.utils import assert_all_finite
 
 from ._array_api import ArrayAPIRows, like
-from ._box import box_radius, check_box, inward_box
+from ._box import box_radius, boxed_rows, check_box, inward_box, stays_sparse
 from ._dask import ChunkedRows
 from ._norm_plan import (
     AUTO_MEAN_SHARE,
@@ -307,7 +305,7 @@ def _announce(data, what):
 
 def _box_rows(data, lower, upper, centre):
     r"""The rows clipped into the box and translated by
-    :math:`-\mathrm{centre}` (:func:`_boxed`).
+    :math:`-\mathrm{centre}` (:func:`~sklearn_dppca._box.boxed_rows`).
 
     One copy of the data in memory (a Dask array stays lazy, chunk by
     chunk, its CSR chunks as CSR rows in memory are).
@@ -316,42 +314,12 @@ def _box_rows(data, lower, upper, centre):
     X = engine.X
     if isinstance(engine, ChunkedRows):
         meta = (X._meta if not engine.sparse_chunks
-                or _stays_sparse(lower, upper, centre)
+                or stays_sparse(lower, upper, centre)
                 else np.empty((0, 0), dtype=X.dtype))
-        return ChunkedRows(X.map_blocks(_boxed, lower, upper, centre,
+        return ChunkedRows(X.map_blocks(boxed_rows, lower, upper, centre,
                                         dtype=X.dtype, meta=meta))
     _announce(data, "the rows clipped into the box (one copy)")
-    return InMemoryRows(_boxed(X, lower, upper, centre))
-
-
-def _boxed(X, lower, upper, centre):
-    """A block of rows clipped into the box and translated (a copy). A CSR
-    (or CSC) matrix stays sparse when the translation is 0 and 0 lies in
-    the box (only its stored entries change); otherwise it is densified.
-    An infinite value is refused, as a NaN is, not clipped: the rows of
-    ``non_finite="clip"`` were mapped before, so one is left only under
-    ``"raise"``, whose domain is the finite rows."""
-    assert_all_finite(X.data if sparse.issparse(X) else X, input_name="X")
-    if sparse.issparse(X):
-        if _stays_sparse(lower, upper, centre):
-            X = X.tocsr(copy=True)
-            columns = X.indices
-            X.data = np.clip(X.data, lower[columns], upper[columns]).astype(
-                X.dtype, copy=False
-            )
-            return X
-        X = X.toarray()  # a copy already: clipped and moved in place
-        np.clip(X, lower.astype(X.dtype), upper.astype(X.dtype), out=X)
-        X -= centre.astype(X.dtype)
-        return X
-    rows = np.clip(X, lower, upper).astype(X.dtype, copy=False)
-    rows -= centre.astype(X.dtype)
-    return rows
-
-
-def _stays_sparse(lower, upper, centre):
-    """Whether :func:`_boxed` keeps sparse rows sparse: zeros stay zeros."""
-    return not centre.any() and (lower <= 0).all() and (upper >= 0).all()
+    return InMemoryRows(boxed_rows(X, lower, upper, centre))
 
 
 # ------------------------------------------------------------ the fit's step
@@ -394,6 +362,10 @@ class BoundsPlan(NamedTuple):
     search_mu: object
     check_mu: object
     own_planned: float
+    #: bytes left by the fit's planned memory within ``memory_limit`` (None:
+    #: no limit): in-memory sparse rows are moved to a far private mean
+    #: (densified) only where their dense copy fits in it
+    dense_room: object = None
 
 
 class BoundsRead(NamedTuple):
@@ -508,7 +480,8 @@ def plan_bounds(estimator, n_samples, n_features, dtype, engine, plan):
         box_norm=box_norm, edges=None, quantile=DEFAULT_QUANTILE,
         mean_quantile=DEFAULT_QUANTILE, mean_shares=(), n_searches=0,
         adaptive=False, pilot=pilot, prefix_steps=0, mu_total=None,
-        search_mu=None, check_mu=None, own_planned=0.0)
+        search_mu=None, check_mu=None, own_planned=0.0,
+        dense_room=_dense_room(estimator, n_samples, n_features, engine))
     if not auto:
         if pilot:
             # the mean's share in three: the pilot mean's, and two releases
@@ -774,7 +747,7 @@ def release_bounds(bounds, read, plan, rng):
         mean = (read.total + noise) / (bounds.pilot or n)
         mean, data, offset = _translate_if_far(
             mean, data_norm, data, offset, bounds.dtype,
-            first_pass=not bounds.pilot)
+            first_pass=not bounds.pilot, room=bounds.dense_room)
     return BoundsRelease(mean, data_norm, mean_norm, plan, data, offset, None, 0)
 
 
@@ -808,20 +781,38 @@ def _give_back(bounds, plan, spent):
                               for k, m in plan.mus.items()})
 
 
-def _translate_if_far(mean, data_norm, data, offset, dtype, first_pass=True):
+def _dense_room(estimator, n_samples, n_features, engine):
+    """:attr:`BoundsPlan.dense_room`, from the fit's public plan."""
+    limit = getattr(estimator, "_memory_limit", lambda: None)()
+    if limit is None or not hasattr(estimator, "_fit_path"):
+        return None
+    return limit - estimator._memory_needed(n_samples, n_features) - (
+        estimator._densified(n_samples, n_features, engine))
+
+
+def _translate_if_far(mean, data_norm, data, offset, dtype, first_pass=True,
+                      room=None):
     """``(mean, data, offset)``: the private mean in the rows' coordinates,
     after moving the origin to it when it is far (:data:`FAR_MEAN`).
 
     The new origin is the mean rounded to the data's dtype: a public point
     (post-processing of the release), added to ``offset``, so the
     covariance is centred on exactly the ``mean_`` reported. In memory
-    this makes one copy of the rows (a CSR matrix is densified); a Dask
-    array stays lazy. With ``first_pass``, the in-memory rows' first pass
+    this makes one copy of the rows (a CSR matrix is densified, where its
+    dense copy fits in the ``room`` ``memory_limit`` leaves: else it stays
+    sparse, centred on the mean by the passes themselves); a Dask array
+    stays lazy. With ``first_pass``, the in-memory rows' first pass
     (their norms) is redone for the Gram matrix.
     """
     if not np.linalg.norm(mean) > FAR_MEAN * data_norm:
         return mean, data, offset
     engine = _engine(data)
+    if (isinstance(engine, InMemoryRows) and hasattr(engine.X, "tocsr")
+            and room is not None and engine.X.shape[0] * engine.X.shape[1]
+            * engine.X.dtype.itemsize > room):
+        # sparse rows whose dense copy would exceed memory_limit stay
+        # sparse, centred on the mean by the passes themselves
+        return mean, data, offset
     centre = np.asarray(mean, dtype=dtype)
     if isinstance(engine, ChunkedRows):  # CSR chunks densified, as in memory
         moved = ChunkedRows(engine.X.map_blocks(
@@ -875,7 +866,7 @@ class _AutoRelease:
         if mean is not None:
             mean, self.data, self.offset = _translate_if_far(
                 mean, data_norm, self.data, self.offset, bounds.dtype,
-                first_pass=False)
+                first_pass=False, room=bounds.dense_room)
         if isinstance(_engine(self.data), InMemoryRows):  # the Gram's first pass
             _announce(self.data, "row norms around the private mean")
             _engine(self.data).first_pass(data_norm, with_sum=bounds.center)

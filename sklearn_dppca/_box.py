@@ -8,6 +8,8 @@ rows are mapped into a box by the fit's step, ``_bounds._box_rows``;
 import warnings
 
 import numpy as np
+from scipy import sparse
+from sklearn.utils import assert_all_finite
 
 
 def by_feature_name(values, name, feature_names, what, instead):
@@ -157,3 +159,33 @@ def inward_box(lower, upper, dtype):
             "bounds within it, or pass float64 data."
         )
     return low.astype(dtype), high.astype(dtype)
+
+
+def boxed_rows(X, lower, upper, centre):
+    """A block of rows clipped into the box and translated (a copy). A CSR
+    (or CSC) matrix stays sparse when the translation is 0 and 0 lies in
+    the box (only its stored entries change); otherwise it is densified.
+    An infinite value is refused, as a NaN is, not clipped: the rows of
+    ``non_finite="clip"`` were mapped before, so one is left only under
+    ``"raise"``, whose domain is the finite rows."""
+    assert_all_finite(X.data if sparse.issparse(X) else X, input_name="X")
+    if sparse.issparse(X):
+        if stays_sparse(lower, upper, centre):
+            X = X.tocsr(copy=True)
+            columns = X.indices
+            X.data = np.clip(X.data, lower[columns], upper[columns]).astype(
+                X.dtype, copy=False
+            )
+            return X
+        X = X.toarray()  # a copy already: clipped and moved in place
+        np.clip(X, lower.astype(X.dtype), upper.astype(X.dtype), out=X)
+        X -= centre.astype(X.dtype)
+        return X
+    rows = np.clip(X, lower, upper).astype(X.dtype, copy=False)
+    rows -= centre.astype(X.dtype)
+    return rows
+
+
+def stays_sparse(lower, upper, centre):
+    """Whether :func:`boxed_rows` keeps sparse rows sparse: zeros stay zeros."""
+    return not centre.any() and (lower <= 0).all() and (upper >= 0).all()

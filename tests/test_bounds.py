@@ -695,6 +695,36 @@ def test_a_box_that_densifies_sparse_rows_counts_their_copy():
     assert budget.n_charges == 1
 
 
+def test_sparse_rows_far_from_the_origin_stay_sparse_within_the_memory_limit():
+    """With "auto", CSR rows were densified whole when the private mean was
+    far from the origin, after the charge, beyond memory_limit (review 53):
+    where their dense copy does not fit, the passes centre them instead,
+    with the same release."""
+    import tracemalloc
+
+    n, d = 20_000, 500
+    S = sparse.random(n, d, density=0.01, format="csr", random_state=0) * 0.1
+    X = sparse.hstack([sparse.csr_matrix(np.full((n, 1), 100.0)), S[:, 1:]],
+                      format="csr")
+
+    def fit(**params):
+        return PrivatePCA(5, data_norm="auto", epsilon=10.0, random_state=0,
+                          accountant=BudgetAccountant(), **params).fit(X)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        moved = fit()
+        tracemalloc.start()
+        try:
+            kept = fit(memory_limit=120e6)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert peak < 0.75 * n * d * 8  # no dense copy (80 MB)
+    np.testing.assert_allclose(kept.mean_, moved.mean_, atol=1e-9)
+    assert principal_angle_sin(kept.components_, moved.components_) < 1e-4
+
+
 def test_box_per_feature_and_given_data_norm():
     rng = np.random.default_rng(11)
     lower, upper = np.array([0.0, -1.0, 10.0]), np.array([2.0, 1.0, 30.0])
