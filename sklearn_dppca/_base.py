@@ -522,8 +522,9 @@ class _BasePrivatePCA(
         self._chunked_partials = chunked_partials(engine)
         self._worker_room = worker_room(engine)
         self._fit_path = self._path(n_samples, n_features, engine)
-        self._check_memory(n_samples, n_features,
-                           copy=self._densified(n_samples, n_features, engine))
+        # the bytes left: where in-memory sparse rows may be densified later
+        self._memory_room = self._check_memory(
+            n_samples, n_features, copy=self._densified(n_samples, n_features, engine))
 
     def _densified(self, n_samples, n_features, engine):
         """Bytes of the dense copy of in-memory sparse rows that ``bounds``
@@ -540,6 +541,7 @@ class _BasePrivatePCA(
             return 0
         if stays_sparse(*box, box_radius(*box, self.center)[0]):
             return 0
+        # at the fit's size: a search's plan asks it of a stand-in of no row
         return n_samples * n_features * rows.X.dtype.itemsize
 
     def _centred_in_one_pass(self, data, n_samples, data_norm, centre, plan, rng):

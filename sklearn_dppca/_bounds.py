@@ -481,7 +481,7 @@ def plan_bounds(estimator, n_samples, n_features, dtype, engine, plan):
         mean_quantile=DEFAULT_QUANTILE, mean_shares=(), n_searches=0,
         adaptive=False, pilot=pilot, prefix_steps=0, mu_total=None,
         search_mu=None, check_mu=None, own_planned=0.0,
-        dense_room=_dense_room(estimator, n_samples, n_features, engine))
+        dense_room=getattr(estimator, "_memory_room", None))
     if not auto:
         if pilot:
             # the mean's share in three: the pilot mean's, and two releases
@@ -694,17 +694,9 @@ def _read(bounds, data):
             largest = data.largest_norm()
             data_norm = largest if largest > 0.0 else 1.0
             from_data = True
-        try:
-            check_data_norm_range(data_norm, bounds.dtype)
-        except ValueError as exc:
-            if not from_data:
-                raise
-            kind = "too large" if "too large" in str(exc) else "too small"
-            raise ValueError(  # the data's largest norm is not quoted
-                f"data_norm=None: the rows' largest norm is {kind} for "
-                f"{bounds.dtype} data: its square over- or underflows. Give "
-                "data_norm, a public bound, and rescale the data to it."
-            ) from None
+        # the data's largest norm is not quoted
+        check_data_norm_range(data_norm, bounds.dtype, name=(
+            "data_norm=None: the rows' largest norm" if from_data else None))
     if bounds.pilot:
         _announce_rows(rows, first, bounds.pilot, PILOT_SUM)
         total = first.clipped_sum(data_norm)
@@ -779,15 +771,6 @@ def _give_back(bounds, plan, spent):
     scale = math.sqrt((total**2 - spent) / planned)
     return plan._replace(mus={k: m * scale if k != "mean" else m
                               for k, m in plan.mus.items()})
-
-
-def _dense_room(estimator, n_samples, n_features, engine):
-    """:attr:`BoundsPlan.dense_room`, from the fit's public plan."""
-    limit = getattr(estimator, "_memory_limit", lambda: None)()
-    if limit is None or not hasattr(estimator, "_fit_path"):
-        return None
-    return limit - estimator._memory_needed(n_samples, n_features) - (
-        estimator._densified(n_samples, n_features, engine))
 
 
 def _translate_if_far(mean, data_norm, data, offset, dtype, first_pass=True,

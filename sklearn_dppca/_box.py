@@ -177,12 +177,11 @@ def boxed_rows(X, lower, upper, centre):
                 X.dtype, copy=False
             )
             return X
-        X = X.toarray()  # a copy already: clipped and moved in place
-        np.clip(X, lower.astype(X.dtype), upper.astype(X.dtype), out=X)
-        X -= centre.astype(X.dtype)
-        return X
-    rows = np.clip(X, lower, upper).astype(X.dtype, copy=False)
-    rows -= centre.astype(X.dtype)
+        rows = X.toarray()  # a copy already: clipped in place
+        np.clip(rows, lower.astype(rows.dtype), upper.astype(rows.dtype), out=rows)
+    else:
+        rows = np.clip(X, lower, upper).astype(X.dtype, copy=False)
+    rows -= centre.astype(rows.dtype)
     return rows
 
 

@@ -81,28 +81,35 @@ def _is_dataframe(X):
 
 
 def non_numeric_columns(X, lazy=False):
-    """Names of the DataFrame columns that do not hold numbers.
+    """``(text, complex_)``: the names of the DataFrame columns that do not
+    hold real numbers, and of those that hold complex ones.
 
     Numbers are NumPy's integer, float and bool dtypes and pandas' numeric
     extension dtypes (``Int64``, ``Float64``, ``boolean``, ...), whose missing
     values become NaN. Text (``str``, ``string``), categories, dates and
     other dtypes are not. An ``object`` column counts as numbers when every
     cell is a real number or a missing marker (:func:`_as_number`), whatever
-    their Python types; a lazy (Dask) one cannot be looked at and counts as
-    text.
+    their Python types, and as complex when a cell is a complex number; a
+    lazy (Dask) one cannot be looked at and counts as text.
     """
     from pandas.api.types import is_complex_dtype, is_numeric_dtype
 
-    bad = []
+    bad, complex_ = [], []
     for name, dtype in zip(X.columns, X.dtypes):
-        if is_numeric_dtype(dtype) or is_complex_dtype(dtype):
-            continue  # complex data is refused later, with its own message
+        if is_complex_dtype(dtype):
+            complex_.append(name)
+            continue
+        if is_numeric_dtype(dtype):
+            continue
         if isinstance(dtype, np.dtype) and dtype.kind == "O" and not lazy:
             cells = saturated(X[name].to_numpy())
-            if all(isinstance(cell, (float, complex)) for cell in cells):
+            if any(isinstance(cell, complex) for cell in cells):
+                complex_.append(name)
+                continue
+            if all(isinstance(cell, float) for cell in cells):
                 continue  # every cell a number or missing
         bad.append(name)
-    return bad
+    return bad, complex_
 
 
 def saturate_big_numbers(X):
@@ -198,17 +205,11 @@ def check_numeric_columns(X, lazy=False):
     if not _is_dataframe(X):
         _check_array_unquoted(X)
         return
-    from pandas.api.types import is_complex_dtype
-
-    complex_ = [name for name, dtype in zip(X.columns, X.dtypes)
-                if is_complex_dtype(dtype) or (
-                    getattr(dtype, "kind", None) == "O" and not lazy
-                    and any(isinstance(c, complex) for c in X[name].to_numpy()))]
+    bad, complex_ = non_numeric_columns(X, lazy=lazy)
     if complex_:  # scikit-learn's message would print the frame
         raise ValueError(
             "Complex data not supported (X holds complex numbers, in column(s) "
             f"{', '.join(map(repr, complex_))}).")
-    bad = non_numeric_columns(X, lazy=lazy)
     if bad:
         dtypes = dict(zip(X.columns, X.dtypes))
         listed = ", ".join(f"{name!r} ({dtypes[name]})" for name in bad)

@@ -190,19 +190,22 @@ MAX_DATA_NORM = {np.float64: 1e120, np.float32: 1e15}
 MIN_DATA_NORM = {np.float64: 1e-100, np.float32: 1e-15}
 
 
-def check_data_norm_range(data_norm, dtype):
-    """Refuse a bound whose square would overflow or underflow (see the limits)."""
+def check_data_norm_range(data_norm, dtype, name=None):
+    """Refuse a bound whose square would overflow or underflow (see the
+    limits), named ``name`` (by default ``data_norm=`` its value; a bound
+    read from the data is named without it)."""
     low, high = MIN_DATA_NORM[dtype.type], MAX_DATA_NORM[dtype.type]
+    name = f"data_norm={data_norm:.3g}" if name is None else name
     if data_norm > high:
         raise ValueError(
-            f"data_norm={data_norm:.3g} is too large for {dtype} data: "
+            f"{name} is too large for {dtype} data: "
             "variances and noise scale with data_norm², which would "
             f"overflow beyond {high:.0e}. Rescale the data (and the "
             "bound), or pass float64 data."
         )
     if data_norm < low:
         raise ValueError(
-            f"data_norm={data_norm:.3g} is too small for {dtype} data: "
+            f"{name} is too small for {dtype} data: "
             "variances and noise scale with data_norm², which would "
             f"underflow to 0 below {low:.0e}. Rescale the data (and the "
             "bound)" + ("." if dtype == np.float64 else ", or pass float64 data.")

@@ -342,7 +342,8 @@ class _PathMixin:
         whose arrays (and ``copy`` bytes of rows it densifies) cannot fit in
         ``memory_limit`` (by default :data:`MEMORY_SHARE` of this machine's
         memory): it would otherwise run out of memory part-way, after its
-        charge. The message names the path that fits, if one does."""
+        charge. The message names the path that fits, if one does. Returns
+        the bytes left within the limit (None without one)."""
         limit = self._memory_limit()
         needed = self._memory_needed(n_samples, n_features) + copy
         gib = 2.0**30
@@ -358,7 +359,7 @@ class _PathMixin:
                 "the data or spending any budget. "
                 + self._paths_advice(n_samples, n_features, limit or float("inf")))
         if limit is None or needed <= limit:
-            return
+            return None if limit is None else limit - needed
         what = {"dense": f"its {d} × {d} matrices",
                 "matrix_free": "the blocks of its matrix-free solver",
                 "noisy_power": "the blocks of its noisy power method"}[self._fit_path]

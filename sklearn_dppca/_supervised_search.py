@@ -362,8 +362,9 @@ def check_labels(plan, y, n_samples):
     would otherwise make after the charge."""
     if y is None:
         raise ValueError("A supervised search needs y: the labels of the rows.")
-    refuse_complex_labels(_on_host(y))
-    y = column_or_1d(_on_host(y), warn=True)  # the search scores on the host
+    y = _on_host(y)  # the search scores on the host
+    refuse_complex_labels(y)
+    y = column_or_1d(y, warn=True)
     check_consistent_length(np.empty((n_samples, 0)), y)
     head = next(c for c in plan.candidates if c.error is None).private[-1][1]
     head._targets(y)  # the labels as every fit would check them

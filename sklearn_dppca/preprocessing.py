@@ -422,9 +422,10 @@ class PublicScaler(
             return self._sparse_map(X, values)
         X_new = _saturated(lambda Z: Z * self.scale_ + self.min_, X,
                            out=_writable(X))
-        if self.clip:
-            X_new = _array_api.module_of(X_new).clip(X_new, *self.feature_range)
-        return _into(X, X_new, copy)
+        if self.clip:  # into the array just written, where there is one
+            X_new = _into(X_new, _array_api.module_of(X_new).clip(
+                X_new, *self.feature_range), copy=False)
+        return X_new
 
     def _checked(self, X, copy, method):
         """``X`` validated for ``method``, in the namespace of the fit; a
