@@ -228,7 +228,9 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
                 f"the rows' norm bound ({data_norm:.4g}) is too large for "
                 f"{n_samples} rows: the sum of their squares, the released "
                 "matrix's scale, overflows float64. Rescale the features.")
-        _check_memory(n_features + 1 + self._label_width())
+        copied = box[0] is not None or self.non_finite == "clip"
+        _check_memory(n_features + 1 + self._label_width(),
+                      n_features * (n_samples or 0) if copied else 0)
         return box, reach
 
     def _box(self, n_features):
@@ -257,11 +259,13 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
         sigma = noise_scale(math.sqrt(2.0) * reach * data_norm * data_norm, mu)
         with private_computation():
             if self.non_finite == "clip":  # a public map of each value
-                X = np.nan_to_num(X)
+                X = np.nan_to_num(X)  # a copy: the caller's array is kept
             targets, extra = self._targets(y)  # labels checked before the charge
             accountant.spend(mu=mu, estimator=self)
             if lower is not None:  # into the public box, around its midpoint
-                X = np.clip(X, lower, upper) - centre
+                X = np.clip(X, lower, upper, out=X if self.non_finite == "clip"
+                            else None)
+                X -= centre
             gram = _augmented_gram(X, targets, data_norm, self._weights)
             released = add_goe_noise(rng, gram, sigma)
             self.data_norm_ = data_norm
@@ -345,16 +349,19 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
 _HEAD_MATRICES = 5
 
 
-def _check_memory(width):
+def _check_memory(width, copied=0):
     """Refuse, before the charge, a head whose release (``width`` × ``width``:
-    the features, the constant and the labels' columns; public) cannot fit in
+    the features, the constant and the labels' columns; public) and
+    ``copied`` entries of rows copied after the charge (one copy of the rows
+    where ``bounds`` or ``non_finite="clip"`` map them) cannot fit in
     :data:`~sklearn_dppca._paths.MEMORY_SHARE` of this machine's memory: the
     fit would otherwise fail after it."""
     total = physical_memory()
-    need = _HEAD_MATRICES * 8.0 * width * width
+    need = 8.0 * (_HEAD_MATRICES * width * width + copied)
     if total is not None and need > MEMORY_SHARE * total:
         raise MemoryError(
-            f"this head's release is a {width} × {width} matrix: its fit needs "
+            f"this head's release is a {width} × {width} matrix"
+            f"{' beside a copy of its rows' if copied else ''}: its fit needs "
             f"about {need / 2**30:.1f} GiB, more than {MEMORY_SHARE:.0%} of this "
             f"machine's {total / 2**30:.1f} GiB. Put a PrivatePCA before it (its "
             "k components are the head's features). Refused before any charge.")

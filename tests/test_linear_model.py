@@ -240,6 +240,24 @@ def test_budget_and_memory_are_checked_before_the_data_is_read(monkeypatch):
         monkeypatch.undo()
 
 
+@pytest.mark.parametrize("options", [{"bounds": (0.0, 1.0)}, {"non_finite": "clip"}])
+def test_the_rows_copy_after_the_charge_is_counted(monkeypatch, options):
+    """With ``bounds`` or ``non_finite="clip"`` a head copies its rows; that
+    copy was not in the memory check, so a fit whose release fitted failed
+    after the charge. 2¹⁹ × 4 rows (16 MiB) on a machine of 16 MiB: the
+    release fits, the copy does not."""
+    monkeypatch.setattr(linear_model, "physical_memory", lambda: 16 * 2**20)
+    X, y = np.full((2**19, 4), 0.5), np.arange(2**19) % 2
+    budget = BudgetAccountant()
+    head = PrivateRidge((0, 1), data_norm=1.0, accountant=budget, **options)
+    with pytest.raises(MemoryError, match="beside a copy of its rows"):
+        head.fit(X, y)
+    assert budget.n_charges == 0
+    with pytest.raises(MemoryError, match="beside a copy"):
+        head._bound(4, 2**19)
+    head.set_params(bounds=None, non_finite="raise")._bound(4, 2**19)  # no copy
+
+
 @pytest.mark.parametrize("data_norm", [1e-150, 1e-70, 1e70, 1e150])
 def test_lda_class_counts_hold_at_any_admitted_norm_bound(data_norm):
     """The counts' weights were (w C)⁴: NaN models, or counts n/K whatever
