@@ -66,6 +66,7 @@ from ._spectrum import (
     kernel_floor,
     minka_dimension,
     top_eigenpairs,
+    unit_squares,
 )
 from ._stats import (
     _SINGLE_THREADED_BLAS,
@@ -122,33 +123,40 @@ class PrivacyPlan(NamedTuple):
 MEAN_BUDGET_SHARE = 0.1
 
 
-def top_with_rest(noisy, k, solver, rng, **params):
+def top_with_rest(noisy, k, solver, rng, unit=1.0, **params):
     r"""The top ``k`` eigenpairs of a released matrix by a truncated solver
     (:func:`top_eigenpairs`, shifted by the noise bulk's centre
     :math:`-\operatorname{tr}\hat{M}/d`), and ``rest``: the count, sum and
     sum of squares of the eigenvalues not computed, from
     :math:`\operatorname{tr}\hat{M}` and :math:`\|\hat{M}\|_F^2`
-    (:func:`denoised_spectrum`'s ``rest``). ``noisy``: a NumPy array, or the
-    matrix-free path's :class:`ImplicitScatter`, whose Frobenius part is
-    Hutchinson's estimate from the solver's first product.
-    Post-processing of the release.
+    (:func:`denoised_spectrum`'s ``rest``), the sum in units of ``unit`` and
+    the squares in units of its square, and ``unit``: squares of a release
+    near float64's range (its scale is the rows' bound squared) neither
+    overflow nor underflow. ``noisy``: a NumPy array, or the matrix-free
+    path's :class:`ImplicitScatter`, whose Frobenius part is Hutchinson's
+    estimate from the solver's first product. Post-processing of the release.
 
     Returns
     -------
     (values, vectors, rest)
-        ``values`` (k,) decreasing, real; ``vectors`` (d, k).
+        ``values`` (k,) decreasing, real; ``vectors`` (d, k); ``rest``
+        ``(count, sum / unit, squares / unit², unit)``.
     """
     d = noisy.shape[0]
     implicit = isinstance(noisy, ImplicitScatter)
     trace = noisy.trace() if implicit else float(np.trace(noisy).real)
     values, vectors = top_eigenpairs(noisy, k, solver, rng, shift=-trace / d,
-                                     **params)
+                                     unit=float(unit), **params)
     values = values.real
+    unit = float(unit)
     if implicit:
-        squares = noisy.rest_squares(vectors)
-    else:
-        squares = float(np.vdot(noisy, noisy).real) - float(values @ values)
-    return values, vectors, (d - k, trace - float(values.sum()), squares)
+        squares = noisy.rest_squares(vectors, unit)
+    else:  # ‖M̂/unit‖², by blocks of rows (no d × d copy)
+        band = max(1, 2**20 // max(d, 1))
+        squares = sum(unit_squares(noisy[a:a + band], unit) for a in range(0, d, band))
+        squares -= unit_squares(values, unit)
+    return values, vectors, (d - k, (trace - float(values.sum())) / unit, squares, unit)
+
 
 
 def budget_shares(shares, center):
@@ -740,7 +748,8 @@ class _BasePrivatePCA(
                 implicit or isinstance(noisy, np.ndarray)):
             return None
         values, vectors, rest = top_with_rest(
-            noisy, self._truncated_k(n, d), solver, rng, tol=self.tol,
+            noisy, self._truncated_k(n, d), solver, rng, unit=sigma or 1.0,
+            tol=self.tol,
             iterated_power=self.iterated_power, n_oversamples=self.n_oversamples,
             power_iteration_normalizer=self.power_iteration_normalizer,
             # at epsilon=inf no noise floor: scikit-learn's range finder
@@ -778,11 +787,11 @@ class _BasePrivatePCA(
         trace : (float, float) or None
             A separate release of the scatter matrix's trace and its noise's
             standard deviation, if the estimator makes one.
-        rest : (int, float, float) or None
-            With a truncated solver (:func:`top_eigenpairs`), ``eigvals`` are
+        rest : (int, float, float, float) or None
+            With a truncated solver (:func:`top_with_rest`), ``eigvals`` are
             the top ones and ``rest`` the count, sum and sum of squares of the
-            others (:func:`denoised_spectrum`); ``n_components`` is then an
-            integer.
+            others, and their unit (:func:`denoised_spectrum`);
+            ``n_components`` is then an integer.
         precision : dtype, default=float64
             The float the eigenvalues were computed in ('mle' counts those
             below its round-off as zero).

@@ -640,8 +640,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
         sigma = sigma_init
         if branch == "fallback":
             sigma = math.sqrt(2.0) / math.hypot(plan.mus["init"], plan.mus["fallback"])
-        if rest is not None:  # the other eigenvalues' count, sum and squares
-            rest = (rest[0], rest[1] * scale, rest[2] * scale**2)
+        if rest is not None:  # the other eigenvalues' count, sum, squares, unit
+            rest = (*rest[:3], rest[3] * scale)
         spectrum = self._spectrum(eigvals * scale, sigma * scale, rest=rest)
         self._set_components(
             (final @ rotation).T, values * scale / (n - 1), spectrum, dtype
@@ -668,7 +668,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         """
         n, d = self.n_samples_, matrix.shape[0]
         if k + 1 < d and auto_solver(n, d, self.n_components) == "randomized":
-            return top_with_rest(matrix, k + 1, "randomized", rng,
+            return top_with_rest(matrix, k + 1, "randomized", rng, unit=sigma or 1.0,
                                  floor=self._spectrum_floor(sigma, d))
         values, vectors = _eigh(matrix)
         order = np.argsort(values)[::-1]

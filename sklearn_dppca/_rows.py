@@ -557,10 +557,10 @@ class ImplicitScatter:
         = \sum \|y_i\|^2 + \operatorname{tr} S`."""
         return self.scatter_trace + self.noise.trace()
 
-    def rest_squares(self, vectors):
-        r""":math:`\sum \lambda^2` over the eigenvalues of :math:`\hat{M}`
-        whose eigenvectors are orthogonal to ``vectors`` (:math:`d \times k`,
-        orthonormal, from a solver): Hutchinson's estimate
+    def rest_squares(self, vectors, unit=1.0):
+        r""":math:`\sum (\lambda / \mathtt{unit})^2` over the eigenvalues of
+        :math:`\hat{M}` whose eigenvectors are orthogonal to ``vectors``
+        (:math:`d \times k`, orthonormal, from a solver): Hutchinson's estimate
         :math:`\|(I - P) \hat{M} \Omega\|_F^2 / p` from the first product,
         unbiased when that product was of :math:`p` standard normal columns
         :math:`\Omega` (the randomized range finder's first) and :math:`P`
@@ -568,4 +568,5 @@ class ImplicitScatter:
         relative error is about :math:`\sqrt{2 / (p d)}`."""
         p, product = self._first
         residual = product - vectors @ (vectors.conj().T @ product)
+        residual /= unit  # no square overflows or underflows
         return float(np.vdot(residual, residual).real) / p

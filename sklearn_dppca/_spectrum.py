@@ -301,13 +301,15 @@ def denoised_spectrum(eigvals, sigma, n_ranks, trace=None, rest=None,
     trace : (float, float) or None
         A separate unbiased release of :math:`\operatorname{tr} M` and its
         noise's standard deviation.
-    rest : (int, float, float) or None
+    rest : (int, float, float, float) or None
         With a truncated solver, ``eigvals`` is the top of the spectrum, and
         ``rest`` the count, sum and sum of squares of the other eigenvalues
         (:math:`\operatorname{tr} \hat{M}` and :math:`\|\hat{M}\|_F^2` less
-        the computed ones': exact). The total is then exact as before; the
-        bulk's edge (:func:`resolved_weights`) and the repulsion :math:`h_i`
-        take the others from these moments
+        the computed ones': exact), the sum in units of its last entry and the
+        squares in units of that unit's square
+        (:func:`~sklearn_dppca._base.top_with_rest`). The total is then exact
+        as before; the bulk's edge (:func:`resolved_weights`) and the
+        repulsion :math:`h_i` take the others from these moments
         (:func:`_bulk_stieltjes`), and at most ``len(eigvals)`` ranks have
         estimates of their own.
 
@@ -327,7 +329,7 @@ def denoised_spectrum(eigvals, sigma, n_ranks, trace=None, rest=None,
             # the ranks not computed share what the computed ones leave: over
             # the n_ranks - k that can hold it (with n < d, the other d - n
             # are zero), so the total is exact, as scikit-learn's
-            level = max(rest[1], 0.0) / (n_ranks - values.shape[0])
+            level = max(rest[1] * rest[3], 0.0) / (n_ranks - values.shape[0])
             values = np.r_[values, np.full(n_ranks - values.shape[0], level)]
             values = np.maximum(_non_increasing(values), 0.0)
         return values, values.copy(), n_ranks
@@ -335,8 +337,9 @@ def denoised_spectrum(eigvals, sigma, n_ranks, trace=None, rest=None,
     # nothing under- or overflows
     tau_sq = 1.0 if hermitian else 0.5
     lam = lam / sigma
-    if rest is not None:
-        rest = (rest[0], rest[1] / sigma, rest[2] / sigma**2)
+    if rest is not None:  # from its unit to σ: a ratio near 1, no overflow
+        ratio = rest[3] / sigma
+        rest = (rest[0], rest[1] * ratio, rest[2] * ratio * ratio)
     d = lam.shape[0] + (0 if rest is None else rest[0])
     released = float(lam.sum()) + (0.0 if rest is None else rest[1])
     estimates = [(released, float(d))]  # (value, variance)
@@ -434,6 +437,14 @@ def kernel_floor(sigma, n_features, hermitian=False):
     return -FLOOR_MARGIN * sigma * edge
 
 
+def unit_squares(values, unit):
+    r""":math:`\sum |v / \mathtt{unit}|^2` over ``values`` (a scaled copy):
+    the squares of a release near float64's range, in a unit of its scale,
+    neither overflow nor underflow."""
+    scaled = values / unit
+    return float(np.vdot(scaled, scaled).real)
+
+
 def _filtered_subspace(matrix, k, size, floor, centre, rng, degrees):
     r"""The top ``k`` eigenpairs of a Hermitian ``matrix`` (ascending Ritz
     values and vectors of the last basis) by subspace iteration with a
@@ -464,8 +475,11 @@ def _filtered_subspace(matrix, k, size, floor, centre, rng, degrees):
     d = matrix.shape[0]
     omega = rng.standard_normal((d, size)).astype(matrix.dtype)
     product = matrix @ omega
-    spread = float(np.vdot(product, product).real) / (size * d) - centre**2
-    upper = centre + 2.0 * math.sqrt(max(spread, 0.0))
+    # the spread in units of the floor (the noise's scale), column by column
+    unit = abs(floor) or max(abs(centre), 1.0)
+    spread = sum(unit_squares(product[:, j], unit) for j in range(size)) / (
+        size * d) - (centre / unit) ** 2
+    upper = centre + 2.0 * unit * math.sqrt(max(spread, 0.0))
     basis, r = linalg.qr(omega, mode="economic", check_finite=False)
     del omega  # d × p blocks are most of the memory: none kept past its use
     product = linalg.solve_triangular(r, product.conj().T, trans="C",
@@ -492,7 +506,7 @@ def _filtered_subspace(matrix, k, size, floor, centre, rng, degrees):
 
 def top_eigenpairs(matrix, k, solver, rng, *, tol=0.0, iterated_power="auto",
                    n_oversamples=10, power_iteration_normalizer="auto",
-                   shift=0.0, floor=None):
+                   shift=0.0, floor=None, unit=1.0):
     r"""The ``k`` largest eigenpairs of a real symmetric or complex Hermitian
     ``matrix``, by decreasing eigenvalue, without all of them.
 
@@ -519,6 +533,10 @@ def top_eigenpairs(matrix, k, solver, rng, *, tol=0.0, iterated_power="auto",
     beside ``matrix``; time :math:`O(d^2 (k + \mathtt{n\_oversamples}))` per
     pass.
 
+    ``unit`` is a public scale of the matrix (its noise's): ARPACK runs on
+    the matrix in that unit, since its tolerances underflow on a matrix of
+    entries near float64's smallest normal numbers.
+
     Every input is a released matrix and public values, and ``rng`` is the
     fit's generator after its noise: post-processing.
     """
@@ -527,10 +545,13 @@ def top_eigenpairs(matrix, k, solver, rng, *, tol=0.0, iterated_power="auto",
     if k == 0:
         return np.empty(0), np.empty((d, 0), dtype=matrix.dtype)
     if solver == "arpack":
-        from scipy.sparse.linalg import eigsh
+        from scipy.sparse.linalg import LinearOperator, eigsh
 
-        values, vectors = eigsh(matrix, k=k, which="LA", tol=tol,
+        scaled = matrix if unit == 1.0 else LinearOperator(
+            matrix.shape, matvec=lambda v: (matrix @ v) / unit, dtype=matrix.dtype)
+        values, vectors = eigsh(scaled, k=k, which="LA", tol=tol,
                                 v0=rng.uniform(-1.0, 1.0, d).astype(matrix.dtype))
+        values = values * unit
     elif size >= d:  # the range is everything: every eigenpair, exactly
         values, vectors = _eigh(matrix)
         values, vectors = values[d - k:], vectors[:, d - k:]
@@ -554,7 +575,8 @@ def top_eigenpairs(matrix, k, solver, rng, *, tol=0.0, iterated_power="auto",
                 return linalg.lu(block, permute_l=True, check_finite=False)[0]
             if normalizer == "QR":
                 return linalg.qr(block, mode="economic", check_finite=False)[0]
-            return block
+            # "none": the same range, scaled so that no pass overflows
+            return block / (float(np.abs(block).max()) or 1.0)
 
         block = rng.standard_normal((d, size)).astype(matrix.dtype)
         for _ in range(n_iter):  # passes of (M + sI)², as randomized_svd's

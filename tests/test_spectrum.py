@@ -501,3 +501,30 @@ def test_the_floor_is_below_every_release():
                 assert floor < smallest
                 if d >= 300:
                     assert smallest < 0.9 * floor / FLOOR_MARGIN
+
+
+@pytest.mark.parametrize("Est, options", [
+    (PrivatePCA, {"svd_solver": "arpack"}),
+    (PrivatePCA, {"svd_solver": "randomized"}),
+    (PrivatePCA, {"svd_solver": "randomized", "iterated_power": 1}),
+    (PrivatePCA, {"path": "matrix_free"}),
+    (ComplexGaussPCA, {"svd_solver": "randomized"}),
+    (ComplexGaussPCA, {"path": "matrix_free"}),
+    (CoherentPowerPCA, {}),
+])
+@pytest.mark.parametrize("scale", [1e-100, 1e100])
+def test_truncated_solvers_hold_at_any_admitted_norm_bound(Est, options, scale):
+    """The squares of the eigenvalues the truncated solvers leave out, and
+    the filtered solver's spread, were summed in the release's units: at a
+    bound of 1e100 they overflowed and at 1e-100 they underflowed, and the
+    fit failed after its charge (review 59). Scaled rows with a scaled bound
+    now give the scaled release of the same seed."""
+    X = np.random.default_rng(0).standard_normal((600, 80)) * np.linspace(3, 0.1, 80)
+    X /= np.linalg.norm(X, axis=1).max()
+    fits = [Est(4, epsilon=1.0, data_norm=c, random_state=1, **options).fit(X * c)
+            for c in (1.0, scale)]
+    np.testing.assert_allclose(fits[1].explained_variance_ / scale**2,
+                               fits[0].explained_variance_, rtol=1e-6)
+    np.testing.assert_allclose(fits[1].noise_variance_ / scale**2,
+                               fits[0].noise_variance_, rtol=1e-6)
+    assert principal_sin(fits[0].components_, fits[1].components_.T) < 1e-6
