@@ -7,8 +7,15 @@ a plain blocked implementation of the engine interface that
 :class:`~sklearn_dppca._rows.InMemoryRows` and
 :class:`~sklearn_dppca._dask.ChunkedRows` also implement (``largest_norm``,
 ``first_pass``, ``gram``, ``rows``). Every pass reads blocks of rows with the
-namespace's own functions, on the input's device and in its precision
-(float32 stays float32); only O(d) and O(d²) results ever cross to the host.
+namespace's own functions, on the input's device; only O(d) and O(d²)
+results ever cross to the host. A float32 input's blocks are computed in the
+device's widest float (float64 where it has one), as the NumPy engine
+computes float32 rows in float64: in float32, a sum of millions of rows
+rounds by steps as large as one row's contribution, so that replacing one
+row moved the computed mean's sum by 1.18 times its sensitivity and the Gram
+matrix by 1.06 times its own (10⁷ rows of 2 features, review 58), and a
+Gram matrix beyond float32's range overflowed after the charge. The fitted
+attributes keep the input's precision.
 
 What runs where:
 
@@ -59,10 +66,11 @@ except ImportError:  # pragma: no cover
         return None
 
 
-#: Elements per block of rows: 16 Mi (64 MiB of float32, 128 MiB of float64),
-#: large enough that a GPU's matrix products run at full speed, small enough
-#: that the block's two temporaries stay far below a device's memory.
-BLOCK_ELEMENTS = 2**24
+#: Elements per block of rows: 2 Mi (16 MiB of float64), large enough that a
+#: GPU's matrix products run near full speed; a block, its copy in the
+#: computing precision and its clipped copy stay within the ~32 MiB of rows
+#: that the memory plan counts.
+BLOCK_ELEMENTS = 2**21
 
 
 def namespace(X):
@@ -243,23 +251,29 @@ class ArrayAPIRows:
         self.X, self.xp, self.device = X, xp, device
         n_samples, n_features = X.shape
         self.block_rows = max(1, BLOCK_ELEMENTS // max(n_features, 1))
+        # the precision the statistics are computed in (module docstring)
+        self.np_dtype = widest_float(xp, device)
+        self.dtype = float_dtypes(xp, device)[0]
         # clipping margin of the computed norms (module docstring), and of the
         # rounding of a product's inputs where float32 products are reduced
-        self.eps = float(xp.finfo(X.dtype).eps)
+        self.eps = float(xp.finfo(self.dtype).eps)
         self.rounding = 1.0  # of a product's inputs, beyond the dtype's
-        if reduced_float32_products(xp, X.dtype):
+        if reduced_float32_products(xp, self.dtype):
             self.rounding += REDUCED_PRODUCT_ROUNDING
         self.shrink = 1.0 / ((1.0 + (n_features + 8) * self.eps) * self.rounding)
 
     # ------------------------------------------------------------ helpers
     def _blocks(self):
+        """Blocks of rows, in the computing precision (a copy where that is
+        not the input's)."""
         n = self.X.shape[0]
         for start in range(0, n, self.block_rows):
-            yield self.X[start : min(start + self.block_rows, n), ...]
+            yield astype(self.X[start : min(start + self.block_rows, n), ...],
+                         self.dtype)
 
     def _device(self, values):
-        """Host values as a device array of the data's dtype."""
-        return like(np.asarray(values, dtype=np.float64), self.X)
+        """Host values as a device array of the computing precision."""
+        return like(np.asarray(values, dtype=np.float64), self.X, dtype=self.np_dtype)
 
     def _norms(self, rows):
         r"""``(top, unit)`` with
@@ -281,7 +295,7 @@ class ArrayAPIRows:
             raise ValueError("Input X contains NaN.")
         if not bool(xp.all(xp.isfinite(rows))):
             raise ValueError(
-                f"Input X contains infinity or a value too large for {rows.dtype}."
+                f"Input X contains infinity or a value too large for {self.X.dtype}."
             )
         top = xp.max(xp.abs(rows), axis=1)
         top = xp.where(top > 0, top, xp.ones_like(top))
@@ -346,7 +360,7 @@ class ArrayAPIRows:
         if not with_sum:
             return None
         if total is None:  # pragma: no cover (at least 2 rows)
-            total = xp.zeros(self.X.shape[1], dtype=self.X.dtype, device=self.device)
+            total = xp.zeros(self.X.shape[1], dtype=self.dtype, device=self.device)
         return to_host(total)
 
     def gram(self, data_norm, mean):
@@ -420,9 +434,9 @@ class ArrayAPICentredRows:
         # (clip_radius may be 1e-100): the radius would round to 0 or to a
         # subnormal, whose rounding errs far beyond the margin (0/0 = NaN for
         # a zero product, terms of 1.67 R): their products in float64
-        wide = (numpy_dtype(data.X) == np.float32
+        wide = (data.np_dtype == np.float32
                 and float(radii.min()) < FLOAT32_SMALLEST_RADIUS)
-        dtype = np.float64 if wide else None
+        dtype = np.float64 if wide else data.np_dtype
         flat = like(np.reshape(W, (d, n_trials * k)), data.X, dtype=dtype)
         radii = like(radii, data.X, dtype=dtype)
         centre = None if self.mean is None else data._device(self.mean)

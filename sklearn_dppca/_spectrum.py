@@ -547,8 +547,15 @@ def top_eigenpairs(matrix, k, solver, rng, *, tol=0.0, iterated_power="auto",
     if solver == "arpack":
         from scipy.sparse.linalg import LinearOperator, eigsh
 
-        scaled = matrix if unit == 1.0 else LinearOperator(
-            matrix.shape, matvec=lambda v: (matrix @ v) / unit, dtype=matrix.dtype)
+        # (with k ≥ d − 1 eigsh takes a dense eigensolver, which reads no
+        # operator: the matrix scaled as a copy, at most (k + 1)² entries)
+        if unit == 1.0:
+            scaled = matrix
+        elif k >= d - 1:
+            scaled = matrix / unit
+        else:
+            scaled = LinearOperator(matrix.shape, matvec=lambda v: (matrix @ v) / unit,
+                                    dtype=matrix.dtype)
         values, vectors = eigsh(scaled, k=k, which="LA", tol=tol,
                                 v0=rng.uniform(-1.0, 1.0, d).astype(matrix.dtype))
         values = values * unit

@@ -23,7 +23,7 @@ from sklearn_dppca import (
     PrivacyLeakWarning,
     PrivatePCA,
 )
-from sklearn_dppca._array_api import ArrayAPIRows, namespace
+from sklearn_dppca._array_api import ArrayAPIRows, namespace, reduced_float32_products
 from sklearn_dppca._rows import CentredRows
 from sklearn_dppca._stats import row_sq_norms
 from sklearn_dppca.audit import audit, neighbouring_datasets, scatter_statistic
@@ -262,8 +262,9 @@ def test_computed_clipped_rows_stay_in_the_ball(dtype):
     with config_context(array_api_dispatch=True):
         engine = ArrayAPIRows(X, xps, X.device)
         centre = engine._device(np.full(d, 1e-3))
+        (block,) = engine._blocks()  # in the precision the sums are computed in
         for mean in (None, centre):
-            clipped = to_numpy(engine._clipped(X, C * engine.shrink, mean))
+            clipped = to_numpy(engine._clipped(block, C * engine.shrink, mean))
             norms = np.linalg.norm(clipped.astype(np.float64), axis=1)
             assert norms.max() <= C
             if mean is None:
@@ -275,8 +276,27 @@ def test_computed_clipped_rows_stay_in_the_ball(dtype):
         Y[0, 0] = C
         b = ArrayAPIRows(xps.asarray(Y), xps, X.device).gram(C, None)
     change = np.linalg.norm(to_numpy(a).astype(float) - to_numpy(b).astype(float))
-    slack = 1e-4 if dtype == "float32" else 1e-12  # summation round-off only
-    assert change <= math.sqrt(2.0) * C**2 + slack
+    assert change <= math.sqrt(2.0) * C**2 + 1e-12  # summation round-off only
+
+
+def test_float32_rows_are_summed_in_double_precision():
+    """float32 blocks were summed in float32: over 2²² rows near one
+    direction the sums' rounding steps were as large as one row, so that a
+    replaced row moved the computed statistics beyond their sensitivity
+    (review 58: 1.18 × 2C for the mean's sum at 10⁷ rows). They are now
+    computed in the device's widest float, as the NumPy engine computes
+    float32 rows, to double precision's round-off."""
+    n, C = 2**22, 6.0
+    rows = np.random.default_rng(0).uniform(2.0, 4.0, size=(n, 2)).astype(np.float32)
+    X = xps.asarray(rows)
+    exact = rows.astype(np.float64)
+    exact *= np.minimum(1.0, C / np.linalg.norm(exact, axis=1))[:, None]
+    with config_context(array_api_dispatch=True):
+        engine = ArrayAPIRows(X, xps, X.device)
+        total = engine.first_pass(C, with_sum=True)
+        gram = to_numpy(engine.gram(C, None))
+    assert np.abs(total - exact.sum(axis=0)).max() < 1e-6 * C
+    assert np.abs(gram - exact.T @ exact).max() < 1e-6 * C**2
 
 
 @pytest.mark.parametrize("dtype, huge, C", [("float32", 3e38, 6.7e-7),
@@ -294,7 +314,8 @@ def test_a_huge_row_with_a_small_bound_stays_in_the_ball(dtype, huge, C):
     X = xps.asarray(rows.astype(dtype))
     with config_context(array_api_dispatch=True):
         engine = ArrayAPIRows(X, xps, X.device)
-        clipped = to_numpy(engine._clipped(X, C * engine.shrink, None))
+        (block,) = engine._blocks()  # in the precision the sums are computed in
+        clipped = to_numpy(engine._clipped(block, C * engine.shrink, None))
     exact = [math.sqrt(sum(Fraction(float(v)) ** 2 for v in row)) for row in clipped]
     assert max(exact) <= C
 
@@ -475,21 +496,23 @@ def test_audit_on_the_array_api_path():
 
 
 def test_reduced_float32_products_widen_the_margin():
-    """TF32/bfloat16 products round the clipped rows: the margin covers it."""
+    """TF32/bfloat16 products round the clipped rows: the margin covers it
+    where the sums are computed in float32 (a device without float64); on a
+    device with float64, float32 rows are computed in float64, which those
+    settings do not round."""
     torch = pytest.importorskip("torch")
     from sklearn.externals.array_api_compat import torch as xt
 
     X = torch.zeros((4, 100), dtype=torch.float32)
     before = torch.get_float32_matmul_precision()
-    full = ArrayAPIRows(X, xt, X.device).shrink
     try:
         torch.set_float32_matmul_precision("high")
-        reduced = ArrayAPIRows(X, xt, X.device).shrink
+        assert reduced_float32_products(xt, xt.float32)
+        assert not reduced_float32_products(xt, xt.float64)
+        assert ArrayAPIRows(X, xt, X.device).shrink > 1.0 - 1e-12
     finally:
         torch.set_float32_matmul_precision(before)
-    assert 1.0 - full < 1e-4
-    assert reduced * (1.0 + 2.0**-7) < 1.0 < reduced * (1.0 + 2.0**-6)
-    assert ArrayAPIRows(X.double(), xt, X.device).shrink > 1.0 - 1e-12
+    assert not reduced_float32_products(xt, xt.float32)
 
 
 def test_callers_array_unchanged_and_dask_unaffected():
