@@ -514,11 +514,18 @@ FLOAT32_SMALLEST_RADIUS = 1e-30
 def plain(X, xp):
     """``X`` refused if complex (scikit-learn's check reads a NumPy dtype's
     ``kind``, which other namespaces' dtypes lack, so a complex tensor was
-    cast to its real part with a warning), and detached from an autograd
-    graph (a tensor that requires grad cannot be read on the host): public
-    properties, checked before any charge."""
+    cast to its real part with a warning), sparse (a PyTorch sparse layout)
+    or without data (PyTorch's ``meta`` device), and detached from an
+    autograd graph (a tensor that requires grad cannot be read on the host):
+    public properties, checked before any charge."""
     if xp.isdtype(X.dtype, "complex floating"):
         raise ValueError("Complex data not supported.")
+    if str(getattr(X, "layout", "strided")).rsplit(".", 1)[-1] != "strided":
+        raise TypeError(
+            "A sparse tensor has no Array API form: pass X.to_dense(), or a "
+            "SciPy CSR matrix (sparse rows are fitted on the host).")
+    if getattr(getattr(X, "device", None), "type", None) == "meta":
+        raise ValueError("X is a tensor on the 'meta' device, which holds no data.")
     if getattr(X, "requires_grad", False):
         X = X.detach()
     return X

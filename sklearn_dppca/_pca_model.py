@@ -137,6 +137,8 @@ class _PCAModelMixin(TransformerMixin):
         check_numeric_columns(X)
         check_same_namespace(X, self, attribute="components_", method="transform")
         namespace = _array_api.namespace(X)
+        if namespace is not None:
+            X = _array_api.plain(X, namespace[0])
         X = validate_data(
             self,
             X,
@@ -179,7 +181,8 @@ class _PCAModelMixin(TransformerMixin):
             k = self.components_.shape[0]
             return X.map_blocks(self._transform, chunks=(X.chunks[0], (k,)),
                                 meta=np.empty((0, 0), dtype=self.components_.dtype))
-        X_new = X @ self.components_.T - self.mean_ @ self.components_.T
+        X, components, mean = self._in_dtype_of(X, X, self.components_, self.mean_)
+        X_new = X @ components.T - mean @ components.T
         if self.whiten:
             X_new = X_new / self._whiten_scale()
         return X_new
@@ -233,7 +236,21 @@ class _PCAModelMixin(TransformerMixin):
             components = components * _array_api.xp_column(
                 _array_api.module_of(scale), scale
             )
-        return X @ components + self.mean_
+        X, components, mean = self._in_dtype_of(X, X, components, self.mean_)
+        return X @ components + mean
+
+    def _in_dtype_of(self, X, *arrays):
+        """``arrays`` (``X`` too, if passed) in the wider of ``X``'s and the
+        fit's precision, for an Array API ``X``: NumPy promotes a float32
+        fit's attributes in a product with float64 rows, PyTorch refuses
+        mixed dtypes (a float32 fit's ``transform`` of float64 rows raised
+        its own error). Unchanged for NumPy and Dask."""
+        namespace = _array_api.namespace(X)
+        if namespace is None:
+            return arrays
+        xp = namespace[0]
+        wide = xp.result_type(X.dtype, self.components_.dtype)
+        return tuple(xp.astype(a, wide, copy=False) for a in arrays)
 
     @property
     def _n_features_out(self):

@@ -726,3 +726,30 @@ def test_searches_on_array_api_input_are_the_numpy_searches():
         head.fit(integers, xps.asarray(y))
         proba = to_numpy(head.predict_proba(integers))
     assert proba.dtype.kind == "f" and 0 < proba.mean() < 1
+
+
+def test_torch_mixed_precision_and_tensors_without_an_array_form():
+    """A float32 fit's transform of float64 or integer tensors raised
+    PyTorch's own dtype error, and sparse or meta tensors failed inside
+    PyTorch (review 58 F4): the products now run in the wider precision, as
+    NumPy promotes, and those tensors are refused by name before any
+    charge."""
+    torch = pytest.importorskip("torch")
+    X = torch.from_numpy(data(200, 5))
+    budget = BudgetAccountant()
+    with config_context(array_api_dispatch=True):
+        for fit_dtype in (torch.float32, torch.float64):
+            est = PrivatePCA(2, data_norm=0.5, whiten=True, accountant=budget)
+            est.fit(X.to(fit_dtype))
+            for given in (torch.float32, torch.float64, torch.int64):
+                Z = est.transform((X * 3).to(given))
+                both32 = fit_dtype == given == torch.float32  # integers: float64
+                wide = torch.float32 if both32 else torch.float64
+                assert Z.dtype == wide
+                assert est.inverse_transform(Z).dtype == wide
+        spent = budget.n_charges
+        meta = torch.empty((200, 5), device="meta")
+        for bad in (X.to_sparse(), X.to_sparse_csr(), meta):
+            with pytest.raises((TypeError, ValueError), match="sparse tensor|meta"):
+                PrivatePCA(2, data_norm=0.5, accountant=budget).fit(bad)
+        assert budget.n_charges == spent
