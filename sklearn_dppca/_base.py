@@ -528,6 +528,7 @@ class _BasePrivatePCA(
         # dense or matrix-free (the solver, the engine, the memory limit);
         # the memory it needs checked
         self._chunked_partials = chunked_partials(engine)
+        self._rows_in_memory = isinstance(_engine(engine), InMemoryRows)
         self._worker_room = worker_room(engine)
         self._fit_path = self._path(n_samples, n_features, engine)
         # the bytes left: where in-memory sparse rows may be densified later

@@ -18,6 +18,12 @@ from .noise import _BLOCK_ENTRIES, IMPLICIT_BLOCK, kernel_bytes
 #: ``memory_limit="auto"`` (``_check_memory``): beyond it the fit is refused
 #: before any charge.
 MEMORY_SHARE = 0.8
+#: Bytes per row of the vectors an in-memory fit keeps beside the rows (their
+#: squared norms and clipping scales; with ``data_norm="auto"`` the rows'
+#: bins too): measured with ``tracemalloc`` at 2–4·10⁶ × 8, 41 bytes centred,
+#: 44–52 with ``"auto"``, 8–15 otherwise (review 58's fits of narrow rows
+#: peaked at 2.5 times the plan).
+ROW_VECTOR_BYTES = 56
 
 
 def chunked_partials(engine):
@@ -269,9 +275,22 @@ class _PathMixin:
         rows (:class:`ImplicitScatter`) and the kernel's cache
         (:meth:`_kernel_cache`); complex blocks (the GUE kernel) count
         twice.
+
+        In memory (NumPy or SciPy rows), :data:`ROW_VECTOR_BYTES` per row
+        too: on narrow rows the vectors of row norms and scales are a large
+        part of the fit's memory.
         """
         d = n_features
         path = path or getattr(self, "_fit_path", "dense")
+        return self._row_vectors(n_samples) + self._arrays_needed(n_samples, d, path)
+
+    def _row_vectors(self, n_samples):
+        """Bytes of the vectors an in-memory fit keeps for its rows."""
+        return ROW_VECTOR_BYTES * n_samples if getattr(
+            self, "_rows_in_memory", False) else 0
+
+    def _arrays_needed(self, n_samples, d, path):
+        """:meth:`_memory_needed` less the vectors of the rows."""
         if path != "dense":
             p = self._block_columns(n_samples, d)
             rows = min(n_samples, _block_rows(d)) * (d + p)
@@ -367,6 +386,9 @@ class _PathMixin:
             what += (" and a dense copy of the sparse rows (the box moves their "
                      "zeros: give bounds whose midpoint is 0, or center=False "
                      "with 0 in the box)")
+        if self._row_vectors(n_samples) > needed / 2:
+            what += (f" and the norms and scales of its {n_samples} rows (a Dask "
+                     "array of the rows holds them a chunk at a time)")
         limit_text = (f"memory_limit={self.memory_limit!r}"
                       if self.memory_limit != "auto"
                       else f"{MEMORY_SHARE:.0%} of this machine's memory")
