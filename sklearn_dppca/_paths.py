@@ -284,6 +284,10 @@ class _PathMixin:
         path = path or getattr(self, "_fit_path", "dense")
         return self._row_vectors(n_samples) + self._arrays_needed(n_samples, d, path)
 
+    def _memory_beside(self, n_samples, n_features):
+        """What a refusal names beside the path's arrays (an estimator's own)."""
+        return ""
+
     def _row_vectors(self, n_samples):
         """Bytes of the vectors an in-memory fit keeps for its rows."""
         return ROW_VECTOR_BYTES * n_samples if getattr(
@@ -386,6 +390,7 @@ class _PathMixin:
             what += (" and a dense copy of the sparse rows (the box moves their "
                      "zeros: give bounds whose midpoint is 0, or center=False "
                      "with 0 in the box)")
+        what += self._memory_beside(n_samples, d)
         if self._row_vectors(n_samples) > needed / 2:
             what += (f" and the norms and scales of its {n_samples} rows (a Dask "
                      "array of the rows holds them a chunk at a time)")

@@ -1,9 +1,6 @@
 """ComplexGaussPCA: the Hermitian kernel, the real-projection lemma, k = d,
 and the matrix-free path (the GUE kernel never formed)."""
 
-import tracemalloc
-import warnings
-
 import numpy as np
 import pytest
 from scipy import sparse, stats
@@ -23,7 +20,7 @@ from sklearn_dppca.noise import (
 from sklearn_dppca.privacy import gdp_mu
 
 from .conftest import make_planted
-from .test_matrix_free import paths_over_seeds, spiked
+from .test_matrix_free import paths_over_seeds, spiked, traced_peak
 from .test_private_pca import principal_sin, released_matrix, symmetric_coordinates
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
@@ -296,14 +293,7 @@ def test_matrix_free_memory_grows_as_d_k_and_psi_is_not_kept():
     traced peak; Ψ is computed when read, not kept by the fit."""
     X, _ = spiked(600, 4000, seed=6)
     est = cg_mf(5, epsilon=1.0, data_norm=1.5, random_state=0, memory_limit=1e8)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tracemalloc.start()
-        try:
-            est.fit(X)
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
+    peak = traced_peak(est, X)
     assert est.path_ == "matrix_free"
     assert peak < est._memory_needed(600, 4000) < 0.3 * 16 * 4000**2
     assert "covariance_approximation_" not in vars(est)
