@@ -46,6 +46,7 @@ computes).
 import argparse
 import concurrent.futures
 import contextlib
+import csv
 import os
 import re
 import sys
@@ -325,6 +326,9 @@ def _make_estimator(args):
     if args.data_norm is None and not args.estimate_data_norm and not args.bounds:
         raise ValueError("give --data-norm C, --data-norm auto, --bounds or "
                          "--estimate-data-norm (NOT private)")
+    if args.estimate_data_norm and args.bounds:
+        raise ValueError("--estimate-data-norm takes the norm bound from the data, "
+                         "--bounds from the public box: give one of them")
     if args.scale and not args.bounds:
         raise ValueError("--scale maps each column from its public range to "
                          "[0, 1]: give the ranges with --bounds FILE (or --bounds "
@@ -372,20 +376,23 @@ def fit_command(args):
     _check_dask_options(args)
     _refuse_dense_maps(args)
     estimator = _make_estimator(args)  # bad options fail before the data is read
+    loaded = _load_bounds(args)  # as do bad bounds (review 56)
     check_writable(args.output)  # and before any budget is spent
     _refuse_overwrite(args)
     ledger = _use_ledger(args, estimator)
     columns = None
     if args.columns:
-        columns = [c.strip() for arg in args.columns for c in arg.split(",")]
+        # NAME,NAME,... as a CSV line: a quoted name may hold a comma
+        columns = [c.strip() for arg in args.columns
+                   for c in next(csv.reader([arg], skipinitialspace=True), [])]
         columns = [c for c in columns if c]
         if not columns:
             raise ValueError("--columns names no column: give NAME,NAME,...")
     fill = args.fill_missing
     if fill == "mid":  # each column's public midpoint, once the columns are known
         def fill(names):
-            lower, upper = _per_column(_read_bounds(args.bounds, names), names)
-            return ((lower + upper) / 2.0).tolist()
+            lower, upper = _per_column(_read_bounds(args, loaded, names), names)
+            return (lower / 2.0 + upper / 2.0).tolist()  # finite: no overflow
     with _scheduler(args):
         # with --bounds, an infinite value would be clipped into the box
         # before the fit's own check sees it: refused as each chunk is read
@@ -399,7 +406,7 @@ def fit_command(args):
             fill = fill(names)
         preprocessing = None
         if args.bounds:
-            bounds = _read_bounds(args.bounds, names)
+            bounds = _read_bounds(args, loaded, names)
             if args.scale:
                 X, bounds, scale = _scale_by_bounds(X, bounds, names)
                 preprocessing = {"scale": scale}
@@ -533,38 +540,103 @@ def _report_ledger(args, ledger):
                    f"epsilon={eps:.6g} of {ledger.epsilon:g} at delta={delta:g}")
 
 
-def _read_bounds(values, names):
-    """``--bounds``: ``(low, high)`` numbers, or per-feature rows of a CSV file.
-
-    The file has a header of feature names (at least the fitted ones) and two
-    rows, the lower and the upper bounds.
-    """
+def _load_bounds(args):
+    """``--bounds`` read and checked before DATA is: ``(low, high)`` numbers,
+    or ``(names, lower, upper)`` from a file whose header names the features
+    (at least the fitted ones) and whose two rows are their lower and upper
+    bounds; None without ``--bounds``. Public values, refused with the flag,
+    the file and the columns named: every bound finite, lower ≤ upper (<
+    with ``--scale``, whose map also needs the width to be finite), each name
+    once."""
+    values = args.bounds
+    if not values:
+        return None
     if len(values) == 2:
         try:
-            return float(values[0]), float(values[1])
+            names, lower, upper = ["every column"], *(
+                np.array([float(v)]) for v in values)
         except ValueError:
             raise ValueError(f"--bounds: expected two numbers LOW HIGH or one CSV "
                              f"file, got {' '.join(values)!r}") from None
-    if len(values) != 1:
+        where = "--bounds"
+    elif len(values) != 1:
         raise ValueError("--bounds takes two numbers LOW HIGH or one CSV file")
+    else:
+        names, lower, upper = _bounds_file(values[0])
+        where = f"--bounds {values[0]}"
+    _check_bounds(where, names, lower, upper, args.scale)
+    return (float(lower[0]), float(upper[0])) if len(values) == 2 else (
+        names, lower, upper)
+
+
+def _bounds_file(path):
+    """``(names, lower, upper)`` of a ``--bounds`` file, its header read as
+    written (pandas renames a repeated name)."""
     from ._cli_io import quote_names, read_table
 
-    frame = read_table(values[0], numeric_header=True)  # public: no row of data
-    missing = [str(n) for n in names if n not in frame.columns]
+    try:  # public: no row of data
+        frame = read_table(path, numeric_header=True)
+    except FileNotFoundError:
+        raise ValueError(f"--bounds {path}: no such file") from None
+    except ValueError as exc:  # it names the file
+        raise ValueError(f"--bounds {exc}") from None
+    if frame.shape[0] != 2:
+        raise ValueError(f"--bounds {path}: expected two rows (lower, upper), "
+                         f"got {frame.shape[0]}")
+    if not path.endswith(".parquet"):
+        import pandas as pd
+
+        header = [str(n) for n in pd.read_csv(path, header=None, nrows=1,
+                                              dtype=str).iloc[0]]
+        repeated = sorted({n for n in header if header.count(n) > 1})
+        if repeated:
+            raise ValueError(f"--bounds {path}: the column(s) {quote_names(repeated)} "
+                             "appear more than once in its header")
+    try:
+        table = frame.to_numpy(dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"--bounds {path}: bounds must be numbers") from None
+    return [str(n) for n in frame.columns], table[0], table[1]
+
+
+def _check_bounds(where, names, lower, upper, scale):
+    from ._cli_io import quote_names
+
+    def refuse(which, what):
+        if which.any():
+            raise ValueError(f"{where}: the bound(s) of "
+                             f"{quote_names([n for n, w in zip(names, which) if w])} "
+                             f"{what}")
+
+    refuse(np.isnan(lower) | np.isnan(upper), "are missing")
+    refuse(np.isinf(lower) | np.isinf(upper), "are not finite: give finite ranges")
+    refuse(lower > upper, "are reversed: lower above upper")
+    if scale:
+        refuse(lower == upper, "make an empty range (lower = upper): nothing to "
+               "scale by (--scale)")
+        with np.errstate(over="ignore"):
+            refuse(np.isinf(upper - lower), "make a range wider than float64 "
+                   "holds: nothing to scale by (--scale)")
+
+
+def _read_bounds(args, loaded, names):
+    """The bounds of the columns ``names``, from :func:`_load_bounds`: the two
+    numbers, or per-column arrays."""
+    if len(loaded) == 2:
+        return loaded
+    from ._cli_io import quote_names
+
+    file_names, lower, upper = loaded
+    index = {n: i for i, n in enumerate(file_names)}
+    missing = [str(n) for n in names if n not in index]
     if missing:
-        raise ValueError(f"--bounds {values[0]}: no bounds for the columns "
-                         f"{quote_names(missing)}. Give their ranges in the "
-                         "file, or fit only the columns it covers with "
+        raise ValueError(f"--bounds {args.bounds[0]}: no bounds for "
+                         f"the columns {quote_names(missing)}. Give their ranges "
+                         "in the file, or fit only the columns it covers with "
                          "--columns NAME,NAME,... (a label column, for one, "
                          "is not a feature)")
-    if frame.shape[0] != 2:
-        raise ValueError(f"--bounds {values[0]}: expected two rows (lower, upper), "
-                         f"got {frame.shape[0]}")
-    try:
-        table = frame[list(names)].to_numpy(dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"--bounds {values[0]}: bounds must be numbers") from None
-    return table[0], table[1]
+    chosen = [index[n] for n in names]
+    return lower[chosen], upper[chosen]
 
 
 def _per_column(bounds, names):
@@ -580,13 +652,7 @@ def _scale_by_bounds(X, bounds, names):
     estimator then clips into, and the map as the model stores it."""
     from .preprocessing import PublicScaler
 
-    lower, upper = _per_column(bounds, names)
-    empty = [str(n) for n, lo, hi in zip(names, lower, upper) if not lo < hi]
-    if empty:
-        from ._cli_io import quote_names
-
-        raise ValueError(f"--scale: the range of column(s) {quote_names(empty)} "
-                         "is empty (lower >= upper): nothing to scale by")
+    lower, upper = _per_column(bounds, names)  # checked by _load_bounds
     # stateless: fitted on the ranges alone (a row of zeros gives d)
     scaler = PublicScaler((lower, upper)).fit(np.zeros((1, len(names))))
     scale = {"lower": lower.tolist(), "upper": upper.tolist()}

@@ -463,7 +463,8 @@ def plan_bounds(estimator, n_samples, n_features, dtype, engine, plan):
         box = inward_box(*box, dtype)
         offset, box_norm = box_radius(*box, center)
         if data_norm is None:  # the box's radius is a bound in use
-            check_data_norm_range(box_norm, dtype)
+            check_data_norm_range(box_norm, dtype, name=(
+                f"the radius of the bounds' box ({box_norm:.3g})"))
     # The centre from the first rows and the mean corrected in the
     # covariance's pass (pilot_rows): an estimator whose releases are of the
     # Gram matrix (_pilot_centring), centred, with a bound given or "auto",

@@ -17,6 +17,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 from importlib.metadata import PackageNotFoundError, distribution
@@ -220,7 +221,10 @@ def csv_refusal(path, exc):
     the decoder's), naming DATA; a decoding error's bytes are not quoted."""
     if isinstance(exc, UnicodeDecodeError):
         return ValueError(f"{path}: {NOT_UTF8}")
-    return ValueError(f"{path}: cannot parse CSV: {one_line(exc)}")
+    # pandas names the line and its count of fields: which row (person) is
+    # malformed is not said, as no refusal names a row
+    text = re.sub(r", saw \d+", "", re.sub(r"\b(line|row) \d+", r"a \1", one_line(exc)))
+    return ValueError(f"{path}: cannot parse CSV: {text}")
 
 
 def check_header(names, path):
@@ -402,11 +406,18 @@ def read_sparse(path, columns, fill=None, missing_hint="drop or impute them firs
 
 def check_chosen(columns, available, path):
     """``columns`` (a list of names) checked against the ``available`` ones
-    of ``path``: each chosen once, each present."""
+    of ``path``: each chosen once, each present. A name not in ``path`` is
+    the one column whose name is it with surrounding spaces, if there is one
+    (a header written ``id, age`` has the column ``' age'``)."""
+    known = set(available)
+    stripped = {}
+    for name in available:
+        stripped.setdefault(str(name).strip(), []).append(name)
+    columns = [c if c in known or len(stripped.get(c, ())) != 1 else stripped[c][0]
+               for c in columns]
     if len(set(columns)) != len(columns):
         dupes = sorted({c for c in columns if columns.count(c) > 1})
         raise ValueError(f"column(s) {quote_names(dupes)} chosen more than once")
-    known = set(available)
     missing = [c for c in columns if c not in known]
     if missing:
         raise ValueError(

@@ -201,7 +201,7 @@ def check_data_norm_range(data_norm, dtype, name=None):
             f"{name} is too large for {dtype} data: "
             "variances and noise scale with data_norm², which would "
             f"overflow beyond {high:.0e}. Rescale the data (and the "
-            "bound), or pass float64 data."
+            "bound)" + ("." if dtype == np.float64 else ", or pass float64 data.")
         )
     if data_norm < low:
         raise ValueError(

@@ -744,21 +744,60 @@ def test_bounds_scalars_and_file_give_the_box_norm(data, tmp_path, capsys):
     np.testing.assert_array_equal(saved["attributes"]["mean_"], est.mean_)
 
 
+BOUNDS_FILES = {  # header and two rows of a --bounds file over FEATURES
+    "twice.csv": ",".join([*FEATURES, FEATURES[0]]) + "\n0,0,0,0,0,0\n1,1,1,1,1,1\n",
+    "nan.csv": ",".join(FEATURES) + "\n,0,0,0,0\n1,1,1,1,1\n",
+    "inf.csv": ",".join(FEATURES) + "\n-inf,0,0,0,0\n1,1,1,1,1\n",
+    "reversed.csv": ",".join(FEATURES) + "\n0,0,2,0,0\n1,1,1,1,1\n",
+}
+
+
 @pytest.mark.parametrize("extra, match", [
-    (["--bounds", "nope.csv"], "No such file"),
+    (["--bounds", "nope.csv"], "--bounds nope.csv: no such file"),
     (["--bounds", "a", "b"], "expected two numbers"),
     (["--bounds", "1", "2", "3"], "two numbers LOW HIGH or one CSV"),
-    (["--bounds", "2", "1"], "lower must be <="),
+    (["--bounds", "2", "1"], "are reversed"),
+    (["--bounds", "twice.csv"], f"'{FEATURES[0]}' appear more than once"),
+    (["--bounds", "nan.csv"], f"bound(s) of '{FEATURES[0]}' are missing"),
+    (["--bounds", "inf.csv"], f"bound(s) of '{FEATURES[0]}' are not finite"),
+    (["--bounds", "reversed.csv"], f"bound(s) of '{FEATURES[2]}' are reversed"),
+    (["--bounds", "0", "0", "--scale"], "empty range"),
+    (["--bounds", "-1e308", "1e308", "--scale"], "wider than float64"),
+    (["--bounds", "0", "1", "--estimate-data-norm"], "give one of them"),
     ([], "--data-norm auto"),
 ])
 def test_bad_bounds_options_are_one_line_errors(extra, match, data, tmp_path,
                                                capsys, monkeypatch):
+    """Refused before DATA is read (review 56: after it, and some with a
+    Python parameter's name, or not at all)."""
     monkeypatch.chdir(tmp_path)
-    rc, _, err = run(capsys, *_fit_without_norm(data, tmp_path / "m.json", *extra))
+    for name, text in BOUNDS_FILES.items():
+        (tmp_path / name).write_text(text)
+    rc, _, err = run(capsys, *_fit_without_norm(data, tmp_path / "m.json", "-v",
+                                                *extra))
     assert rc == 2
     assert_one_error_line(err)
     assert match in err
+    assert "reading" not in err
     assert not (tmp_path / "m.json").exists()
+
+
+def test_a_midpoint_near_float64s_range_fills_a_missing_cell(tmp_path, capsys):
+    """--fill-missing mid computed (lower + upper) / 2, infinite for a range
+    near float64's top: a table with a missing cell was refused before the
+    charge (as infinite), its neighbour without one fitted (review 56)."""
+    frame = make_frame(50)[FEATURES[:2]] * 1e306 + 1.2e308
+    full = tmp_path / "full.csv"
+    frame.to_csv(full, index=False)
+    frame.iloc[3, 0] = np.nan
+    missing = tmp_path / "missing.csv"
+    frame.to_csv(missing, index=False)
+    for path in (full, missing):
+        rc, _, err = run(capsys, "fit", path, "-k", 1, "--epsilon", 1, "--delta",
+                         1e-6, "--bounds", 1e308, 1.7e308, "--scale",
+                         "--fill-missing", "mid", "-q", "-o", tmp_path / "m.json",
+                         "--force")
+        assert rc == 0, err
 
 
 def test_bounds_file_must_name_every_column(data, tmp_path, capsys):
@@ -976,7 +1015,7 @@ def test_minus_inf_is_a_value_of_bounds(data, tmp_path, capsys):
     """argparse read ``-inf`` as an option: "expected at least one argument"."""
     rc, _, err = run(capsys, "fit", data, "-k", 1, "--epsilon", 1, "--delta", 1e-6,
                      "--bounds", "-inf", "inf", "-o", tmp_path / "m.json")
-    assert rc == 2 and "bounds must be finite" in err, err
+    assert rc == 2 and "are not finite" in err, err
 
 
 def test_a_model_nested_too_deep_is_one_error_line(data, tmp_path, capsys):
@@ -1089,3 +1128,25 @@ def test_written_files_are_named_and_permitted_as_expected(data, tmp_path, capsy
         assert out.stat().st_mode & 0o777 == 0o640
     finally:
         os.umask(old)
+
+
+def test_columns_with_spaces_or_commas_and_a_malformed_line(tmp_path, capsys):
+    """--columns split on commas and stripped names, so a header written
+    ``a, b`` (columns ' b') or a name holding a comma could not be chosen;
+    pandas' parse error named the malformed line (review 56)."""
+    table = tmp_path / "spaced.csv"
+    frame = make_frame(60)[FEATURES[:2]]
+    frame.columns = ["income, net", " age"]
+    frame.assign(label="x").to_csv(table, index=False)
+    model = tmp_path / "m.json"
+    rc, _, err = run(capsys, "fit", table, "-k", 1, "--epsilon", 1, "--delta", 1e-6,
+                     "--data-norm", 5, "--columns", '"income, net",age', "-q",
+                     "-o", model)
+    assert rc == 0, err
+    assert json.loads(model.read_text())["feature_names"] == ["income, net", " age"]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n3,4,5\n6,7\n")
+    rc, _, err = run(capsys, "fit", bad, "-k", 1, "--epsilon", 1, "--delta", 1e-6,
+                     "--data-norm", 5, "-o", tmp_path / "n.json")
+    assert rc == 2 and "cannot parse CSV" in err
+    assert err.rstrip().endswith("Expected 2 fields in a line"), err  # no line named

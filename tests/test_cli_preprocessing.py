@@ -80,7 +80,7 @@ def test_scale_refuses_an_empty_range(files, tmp_path, capsys):
         ranges, index=False)
     rc, _, err = run(capsys, *fit(table, tmp_path / "m.json", "--bounds", ranges,
                                   "--scale"))
-    assert rc == 2 and "the range of column(s) 'age' is empty" in err
+    assert rc == 2 and "the bound(s) of 'age' make an empty range" in err
 
 
 def test_missing_values_say_what_to_do_and_fill_missing_fills_them(
