@@ -488,9 +488,11 @@ class ImplicitGOE:
 
     def rounded(self, values):
         """``values`` (float64) rounded to the kernel's significand (24 bits
-        in single precision), keeping double precision's range: for a
-        product's sum, so that none of its digits comes from one term
-        alone."""
+        in single precision, half to even), keeping double precision's range
+        (but for the largest doubles, within half a unit of 24 bits of
+        float64's maximum, which round to infinity as correct rounding
+        would): for a product's sum, so that none of its digits comes from
+        one term alone."""
         if self.precision == np.float64:
             return values
         significand, exponent = np.frexp(values)
@@ -505,9 +507,12 @@ class ImplicitGOE:
             self._trace = 0.0
             return np.zeros(V.shape).ravel() if vector else np.zeros(V.shape)
         b = self.block
-        # V at unit scale in the kernel's precision; its scale and σ go on
-        # the product, in double precision (no overflow or underflow)
-        unit = max(float(V.max()), -float(V.min())) or 1.0  # no |V| temporary
+        # each column of V at unit scale in the kernel's precision; its scale
+        # and σ go on the product, in double precision (no overflow or
+        # underflow; one scale for all columns rounded a column far smaller
+        # than the largest to 0, and its product had no noise: review 59)
+        unit = np.maximum(V.max(axis=0), -V.min(axis=0))  # no |V| temporary
+        unit[unit == 0.0] = 1.0
         low = np.empty(V.shape, dtype=self.precision)  # divided in double, rounded
         np.divide(V, unit, out=low, casting="same_kind")
         pairs = self._pairs()
@@ -541,7 +546,7 @@ class ImplicitGOE:
         for part, _ in results[1:]:  # the threads' parts, in double precision
             out += part
         out *= self.sigma
-        out *= unit  # apart: σ · unit alone could overflow
+        out *= unit  # apart: σ · unit alone could overflow (per column)
         return out.ravel() if vector else out
 
     def trace(self):

@@ -14,6 +14,7 @@ import pytest
 from scipy import stats
 
 from sklearn_dppca.noise import (
+    ImplicitGOE,
     dense_noise,
     goe_noise,
     gue_noise,
@@ -354,3 +355,16 @@ def test_in_place_kernels_are_the_dense_ones_without_a_second_matrix(d, block,
     assert np.array_equal(got, got.conj().T)
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-12)
     assert rng_a.standard_normal() == rng_b.standard_normal()
+
+
+def test_implicit_kernel_scales_each_column_of_its_product():
+    """One scale for all of V rounded a column 1e-40 times the largest to
+    (nearly) 0 in single precision, and its product had no noise (review
+    59): every column's relative error is now single precision's."""
+    d = 200
+    S = ImplicitGOE(make_generator(0), d, 1.0, block=64)
+    dense = S @ np.eye(d)
+    V = np.random.default_rng(1).standard_normal((d, 3)) * [4.0, 3e-40, 4e-50]
+    got, exact = S @ V, dense @ V
+    error = np.linalg.norm(got - exact, axis=0) / np.linalg.norm(exact, axis=0)
+    assert error.max() < 1e-5
