@@ -306,12 +306,14 @@ class ComplexGaussPCA(_MatrixFreeMixin, _BasePrivatePCA):
                 values, basis = linalg.eigh(
                     noisy, subset_by_index=[d - k, d - 1], check_finite=False
                 )
-            else:
-                values, basis = _eigh(noisy)
-                values, basis = values[d - k :], basis[:, d - k :]
+            else:  # the top k columns kept, not a view of all d
+                values, vectors = _eigh(noisy)
+                values, basis = values[d - k :], vectors[:, d - k :].copy()
+                del vectors
         if k == 0:
             variance, vectors = values, basis.real
         elif self.target == "covariance":
+            del noisy  # not read again: its d × d complex entries freed first
             variance, vectors = real_rank_k(basis, values)
         else:
             # subspace: the span of the top-k eigenvectors of P = Re(V̂_k V̂_k*)

@@ -264,7 +264,7 @@ class _PathMixin:
         Gram pass (the raw one and the centred one), then the release: one
         matrix with a truncated solver, six with every eigenpair (the
         release, LAPACK's copy, the eigenvectors and its :math:`2 d^2`
-        workspace); a complex release seven (three with a truncated
+        workspace); a complex release ten (three with a truncated
         solver); and beside them the pass's blocks of rows (about 32 MiB,
         at least 2 048 rows, a thread) and the noise's blocks (three of at
         most :math:`2^{22}` entries: :func:`~sklearn_dppca.noise.add_goe_noise`).
@@ -313,7 +313,11 @@ class _PathMixin:
                     + 12 * threads * kernel + self._kernel_cache(d))
         truncated = self._eigen_solver(n_samples, d) in TRUNCATED_SOLVERS
         if self._hermitian_noise:  # complex matrices, beside the real Gram
-            release = 3 if truncated else 7
+            # every eigenpair (2k ≥ d): zheevd's copy, eigenvectors and
+            # complex and real workspaces beside the complex release, in
+            # units of 8 d² bytes (measured: 12.8–13.4 d² in all at d = 1 500
+            # and 2 000, against 11 counted before; review 59)
+            release = 3 if truncated else 10
         else:
             # every eigenpair: LAPACK's syevd holds a copy of the matrix, the
             # eigenvectors and a 2 d² workspace beside the release (measured
