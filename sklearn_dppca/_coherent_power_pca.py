@@ -374,6 +374,26 @@ class CoherentPowerPCA(_BasePrivatePCA):
                     "matrix)")
         return self._blocks_obstacle(engine, (n_samples, n_features))
 
+    def _check_n_components(self, n_samples, n_features):
+        """scikit-learn's checks, and the iterations that would buy nothing
+        refused: a search's plan runs this on each candidate before its
+        charge."""
+        super()._check_n_components(n_samples, n_features)
+        k = self.n_components or min(n_samples, n_features)
+        fixed = self.clip_radius != "auto" and self.n_iter != "auto"
+        if k >= n_features and (self.start == "random" or fixed):
+            # public: the iterations' QR keeps every direction, so their
+            # share of the charge would buy nothing (review 57: the random
+            # start's components come from 5% of it)
+            what = ("start='random'" if self.start == "random"
+                    else f"clip_radius={self.clip_radius!r} and n_iter={self.n_iter!r}")
+            raise ValueError(
+                f"{what} with n_components={k} >= n_features={n_features}: "
+                "every direction is kept, so the power iterations would buy "
+                "nothing with their share of the budget. Use the default "
+                "(clip_radius='auto', n_iter='auto', start='auto'), which spends "
+                "it on the covariance release, or fewer components.")
+
     def _automatic(self):
         return (self.selection == "gdp" and self.clip_radius == "auto"
                 and self.n_iter == "auto")
@@ -512,18 +532,6 @@ class CoherentPowerPCA(_BasePrivatePCA):
             )
         mode = self._mode()
         k = self.n_components or min(n_samples, n_features)
-        if k >= n_features and mode in ("fixed", "random"):
-            # public: the iterations' QR keeps every direction, so their
-            # share of the charge would buy nothing (review 57: the random
-            # start's components come from 5% of it)
-            what = ("start='random'" if mode == "random"
-                    else f"clip_radius={self.clip_radius!r} and n_iter={self.n_iter!r}")
-            raise ValueError(
-                f"{what} with n_components={k} >= n_features={n_features}: "
-                "every direction is kept, so the power iterations would buy "
-                "nothing with their share of the budget. Use the default "
-                "(clip_radius='auto', n_iter='auto', start='auto'), which spends "
-                "it on the covariance release, or fewer components.")
         if mode == "fixed":  # exact GDP composition, as in the base
             return super()._privacy_plan(n_samples, n_features)
         if mode == "random":

@@ -673,6 +673,14 @@ def test_iterations_that_would_buy_nothing_are_refused(params):
         CoherentPowerPCA(6, data_norm=1.0, accountant=budget, **params).fit(X)
     assert budget.n_charges == 0
     CoherentPowerPCA(6, data_norm=1.0, accountant=budget).fit(X)  # the default
+    # a search's plan finds it before its charge (review 60: after, at first)
+    from sklearn_dppca.model_selection import PrivateGridSearchCV
+
+    search = PrivateGridSearchCV(CoherentPowerPCA(data_norm=1.0, **params),
+                                 {"n_components": [2, 6]}, epsilon=1.0,
+                                 delta=1e-6, accountant=BudgetAccountant(),
+                                 random_state=0).fit(X)
+    assert search.best_params_ == {"n_components": 2}
 
 
 def test_repetitions_keep_one_batch_of_iterates():
