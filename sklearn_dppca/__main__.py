@@ -611,6 +611,9 @@ def _check_bounds(where, names, lower, upper, scale):
     refuse(np.isnan(lower) | np.isnan(upper), "are missing")
     refuse(np.isinf(lower) | np.isinf(upper), "are not finite: give finite ranges")
     refuse(lower > upper, "are reversed: lower above upper")
+    if (lower == upper).all():
+        raise ValueError(f"{where}: every range is empty (lower = upper): the box "
+                         "holds one point, and nothing to fit")
     if scale:
         refuse(lower == upper, "make an empty range (lower = upper): nothing to "
                "scale by (--scale)")

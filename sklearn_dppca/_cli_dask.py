@@ -449,6 +449,8 @@ def _read_csv_block(*args, **kwargs):
     except ValueError as exc:
         if isinstance(exc, UnicodeDecodeError):  # it quotes a byte of a cell
             raise ValueError(f"a block of the files {NOT_UTF8}") from None
+        if _parse_error(exc):  # it names the line: a worker would log it
+            raise csv_refusal("a block of the files", exc) from None
         if _quotes_a_cell(exc):
             raise _NotANumber("a cell of a chosen column is not a number") from None
         raise
@@ -471,9 +473,17 @@ def _reading(path, read):
             raise
         if _quotes_a_cell(exc):
             raise _NotANumber() from None
-        if isinstance(exc, UnicodeDecodeError):
-            raise csv_refusal(path, exc) from None
+        if isinstance(exc, UnicodeDecodeError) or _parse_error(exc):
+            raise csv_refusal(path, exc) from None  # no byte, no line named
         raise ValueError(f"{path}: cannot read the table: {one_line(exc)}") from None
+
+
+def _parse_error(exc):
+    """Whether ``exc`` is pandas' refusal of a CSV it cannot tokenize (its
+    message names the line)."""
+    import pandas as pd
+
+    return isinstance(exc, pd.errors.ParserError)
 
 
 def _checked(block, fill, keep_nan):

@@ -762,6 +762,7 @@ BOUNDS_FILES = {  # header and two rows of a --bounds file over FEATURES
     (["--bounds", "inf.csv"], f"bound(s) of '{FEATURES[0]}' are not finite"),
     (["--bounds", "reversed.csv"], f"bound(s) of '{FEATURES[2]}' are reversed"),
     (["--bounds", "0", "0", "--scale"], "empty range"),
+    (["--bounds", "1", "1"], "every range is empty"),
     (["--bounds", "-1e308", "1e308", "--scale"], "wider than float64"),
     (["--bounds", "0", "1", "--estimate-data-norm"], "give one of them"),
     ([], "--data-norm auto"),

@@ -623,3 +623,19 @@ def test_an_uncompressed_csvs_partitions_are_neither_shown_nor_recorded(
     progress("pass 1: the Gram matrix")
     progress.partitions(1, 2)
     assert "partitions" not in progress.stream.getvalue()
+
+
+@pytest.mark.parametrize("dask", [[], ["--dask"]])
+def test_a_malformed_line_is_refused_without_its_row(tmp_path, capsys, dask):
+    """pandas' parse error names the line; in memory it was removed, with
+    --dask it was not (review 60)."""
+    rows = np.random.default_rng(0).uniform(0, 1, (300, 3))
+    lines = ["a,b,c"] + [",".join(f"{v:.4f}" for v in r) for r in rows]
+    lines[151] = '"0.1,0.2'
+    path = tmp_path / "open_quote.csv"
+    path.write_text("\n".join(lines) + "\n")
+    rc, _, err = run(capsys, "fit", path, "-k", 1, "--epsilon", 1, "--delta", 1e-6,
+                     "--data-norm", 2, "-o", tmp_path / "m.json", *dask)
+    assert rc == 2 and "cannot parse CSV" in err
+    assert_one_error_line(err)
+    assert "151" not in err and "152" not in err
