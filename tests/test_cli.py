@@ -749,6 +749,7 @@ BOUNDS_FILES = {  # header and two rows of a --bounds file over FEATURES
     "nan.csv": ",".join(FEATURES) + "\n,0,0,0,0\n1,1,1,1,1\n",
     "inf.csv": ",".join(FEATURES) + "\n-inf,0,0,0,0\n1,1,1,1,1\n",
     "reversed.csv": ",".join(FEATURES) + "\n0,0,2,0,0\n1,1,1,1,1\n",
+    "flat.csv": ",".join(FEATURES) + "\n0,0,0,0,0\n0,1,1,1,1\n",
 }
 
 
@@ -761,7 +762,7 @@ BOUNDS_FILES = {  # header and two rows of a --bounds file over FEATURES
     (["--bounds", "nan.csv"], f"bound(s) of '{FEATURES[0]}' are missing"),
     (["--bounds", "inf.csv"], f"bound(s) of '{FEATURES[0]}' are not finite"),
     (["--bounds", "reversed.csv"], f"bound(s) of '{FEATURES[2]}' are reversed"),
-    (["--bounds", "0", "0", "--scale"], "empty range"),
+    (["--bounds", "flat.csv", "--scale"], f"bound(s) of '{FEATURES[0]}' make an empty"),
     (["--bounds", "1", "1"], "every range is empty"),
     (["--bounds", "-1e308", "1e308", "--scale"], "wider than float64"),
     (["--bounds", "0", "1", "--estimate-data-norm"], "give one of them"),
