@@ -66,10 +66,11 @@ except ImportError:  # pragma: no cover
         return None
 
 
-#: Elements per block of rows: 2 Mi (16 MiB of float64), large enough that a
-#: GPU's matrix products run near full speed; a block, its copy in the
-#: computing precision and its clipped copy stay within the ~32 MiB of rows
-#: that the memory plan counts.
+#: Elements per block of rows: 2 Mi (16 MiB of float64; half as many rows of
+#: float32 input, each block copied into float64), large enough that a GPU's
+#: matrix products run near full speed; a block, its copy in the computing
+#: precision and its centred and clipped copies stay within the ~32 MiB of
+#: rows that the memory plan counts.
 BLOCK_ELEMENTS = 2**21
 
 
@@ -250,10 +251,13 @@ class ArrayAPIRows:
     def __init__(self, X, xp, device):
         self.X, self.xp, self.device = X, xp, device
         n_samples, n_features = X.shape
-        self.block_rows = max(1, BLOCK_ELEMENTS // max(n_features, 1))
         # the precision the statistics are computed in (module docstring)
         self.np_dtype = widest_float(xp, device)
         self.dtype = float_dtypes(xp, device)[0]
+        # half the rows where each block is copied into that precision: the
+        # copy is one more block-sized array (review 60: 1.16 times the plan)
+        elements = BLOCK_ELEMENTS // (1 if X.dtype == self.dtype else 2)
+        self.block_rows = max(1, elements // max(n_features, 1))
         # clipping margin of the computed norms (module docstring), and of the
         # rounding of a product's inputs where float32 products are reduced
         self.eps = float(xp.finfo(self.dtype).eps)

@@ -123,7 +123,7 @@ class PrivacyPlan(NamedTuple):
 MEAN_BUDGET_SHARE = 0.1
 
 
-def top_with_rest(noisy, k, solver, rng, unit=1.0, **params):
+def top_with_rest(noisy, k, solver, rng, unit=None, **params):
     r"""The top ``k`` eigenpairs of a released matrix by a truncated solver
     (:func:`top_eigenpairs`, shifted by the noise bulk's centre
     :math:`-\operatorname{tr}\hat{M}/d`), and ``rest``: the count, sum and
@@ -132,9 +132,11 @@ def top_with_rest(noisy, k, solver, rng, unit=1.0, **params):
     (:func:`denoised_spectrum`'s ``rest``), the sum in units of ``unit`` and
     the squares in units of its square, and ``unit``: squares of a release
     near float64's range (its scale is the rows' bound squared) neither
-    overflow nor underflow. ``noisy``: a NumPy array, or the matrix-free
-    path's :class:`ImplicitScatter`, whose Frobenius part is Hutchinson's
-    estimate from the solver's first product. Post-processing of the release.
+    overflow nor underflow. ``unit``: the noise's scale, or None for the
+    matrix's mean diagonal entry (a matrix without noise; 1 if it is 0).
+    ``noisy``: a NumPy array, or the matrix-free path's
+    :class:`ImplicitScatter`, whose Frobenius part is Hutchinson's estimate
+    from the solver's first product. Post-processing of the release.
 
     Returns
     -------
@@ -145,10 +147,12 @@ def top_with_rest(noisy, k, solver, rng, unit=1.0, **params):
     d = noisy.shape[0]
     implicit = isinstance(noisy, ImplicitScatter)
     trace = noisy.trace() if implicit else float(np.trace(noisy).real)
-    values, vectors = top_eigenpairs(noisy, k, solver, rng, shift=-trace / d,
-                                     unit=float(unit), **params)
-    values = values.real
+    if unit is None:
+        unit = abs(trace) / d or 1.0
     unit = float(unit)
+    values, vectors = top_eigenpairs(noisy, k, solver, rng, shift=-trace / d,
+                                     unit=unit, **params)
+    values = values.real
     if implicit:
         squares = noisy.rest_squares(vectors, unit)
     else:  # ‖M̂/unit‖², by blocks of rows (no d × d copy)
@@ -749,7 +753,7 @@ class _BasePrivatePCA(
                 implicit or isinstance(noisy, np.ndarray)):
             return None
         values, vectors, rest = top_with_rest(
-            noisy, self._truncated_k(n, d), solver, rng, unit=sigma or 1.0,
+            noisy, self._truncated_k(n, d), solver, rng, unit=sigma or None,
             tol=self.tol,
             iterated_power=self.iterated_power, n_oversamples=self.n_oversamples,
             power_iteration_normalizer=self.power_iteration_normalizer,

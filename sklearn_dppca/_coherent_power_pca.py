@@ -727,7 +727,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         """
         n, d = self.n_samples_, matrix.shape[0]
         if k + 1 < d and auto_solver(n, d, self.n_components) == "randomized":
-            return top_with_rest(matrix, k + 1, "randomized", rng, unit=sigma or 1.0,
+            return top_with_rest(matrix, k + 1, "randomized", rng, unit=sigma or None,
                                  floor=self._spectrum_floor(sigma, d))
         values, vectors = _eigh(matrix)
         order = np.argsort(values)[::-1]

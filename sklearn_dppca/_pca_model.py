@@ -433,7 +433,8 @@ class _PCAModelMixin(TransformerMixin):
                               accept_sparse=("csr", "csc"),
                               ensure_all_finite=self._finite_input())
         else:
-            X = validate_data(self, X, dtype=_array_api.float_dtypes(*namespace),
+            X = validate_data(self, _array_api.plain(X, namespace[0]),
+                              dtype=_array_api.float_dtypes(*namespace),
                               reset=False, ensure_all_finite=self._finite_input())
         X = self._mapped(X)
         components, variance, residual = self._floored_model()

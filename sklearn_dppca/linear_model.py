@@ -108,9 +108,10 @@ def _on_host(values):
     fit and predict on the host, their models being small (a ``d × d``
     release at most, after a ``PrivatePCA`` ``k × k``); anything else as it
     is."""
-    if values is None or _array_api.namespace(values) is None:
+    if values is None or (namespace := _array_api.namespace(values)) is None:
         return values
-    return _array_api.to_host(values)
+    # complex, sparse or meta tensors refused by name (review 60)
+    return _array_api.to_host(_array_api.plain(values, namespace[0]))
 
 
 def _like(values, X):

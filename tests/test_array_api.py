@@ -735,6 +735,8 @@ def test_torch_mixed_precision_and_tensors_without_an_array_form():
     NumPy promotes, and those tensors are refused by name before any
     charge."""
     torch = pytest.importorskip("torch")
+    from sklearn_dppca.linear_model import PrivateRidge
+
     X = torch.from_numpy(data(200, 5))
     budget = BudgetAccountant()
     with config_context(array_api_dispatch=True):
@@ -752,4 +754,9 @@ def test_torch_mixed_precision_and_tensors_without_an_array_form():
         for bad in (X.to_sparse(), X.to_sparse_csr(), meta):
             with pytest.raises((TypeError, ValueError), match="sparse tensor|meta"):
                 PrivatePCA(2, data_norm=0.5, accountant=budget).fit(bad)
+            with pytest.raises((TypeError, ValueError), match="sparse tensor|meta"):
+                ridge = PrivateRidge((-1, 1), data_norm=1.0, accountant=budget)
+                ridge.fit(bad, X[:, 0])
+        with pytest.raises(TypeError, match="sparse tensor"):
+            est.score(X.to_sparse())
         assert budget.n_charges == spent

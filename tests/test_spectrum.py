@@ -528,3 +528,18 @@ def test_truncated_solvers_hold_at_any_admitted_norm_bound(Est, options, scale):
     np.testing.assert_allclose(fits[1].noise_variance_ / scale**2,
                                fits[0].noise_variance_, rtol=1e-6)
     assert principal_sin(fits[0].components_, fits[1].components_.T) < 1e-6
+
+
+def test_arpack_without_noise_holds_at_a_tiny_norm_bound():
+    """At epsilon=inf (no noise scale) ARPACK ran on the matrix itself, whose
+    entries near 1e-200 underflow its tolerances: components 0.086 from
+    scikit-learn's (review 60). It now runs in units of the mean diagonal."""
+    X = np.random.default_rng(0).standard_normal((500, 40)) * np.linspace(3, 0.1, 40)
+    X /= np.linalg.norm(X, axis=1).max()
+    ref = PCA(5, svd_solver="arpack").fit(X)
+    with pytest.warns(Warning):
+        est = PrivatePCA(5, epsilon=math.inf, data_norm=1e-100,
+                         svd_solver="arpack").fit(X * 1e-100)
+    np.testing.assert_allclose(est.explained_variance_ / 1e-200,
+                               ref.explained_variance_, rtol=1e-8)
+    assert principal_sin(ref.components_, est.components_.T) < 1e-8
