@@ -364,9 +364,10 @@ class _PathMixin:
         needed = 8.0 * n_features**2 * (per_thread * room[1] + room[2]) + WORKER_BASE
         return (needed, room[0]) if needed > room[0] else None
 
-    def _check_memory(self, n_samples, n_features, copy=0):
+    def _check_memory(self, n_samples, n_features, copy=0, copy_text=""):
         """Refuse, before the data is read and before any charge, a fit
-        whose arrays (and ``copy`` bytes of rows it densifies) cannot fit in
+        whose arrays (and ``copy`` bytes of copies of its rows, named by
+        ``copy_text``) cannot fit in
         ``memory_limit`` (by default :data:`MEMORY_SHARE` of this machine's
         memory): it would otherwise run out of memory part-way, after its
         charge. The message names the path that fits, if one does. Returns
@@ -390,11 +391,7 @@ class _PathMixin:
         what = {"dense": f"its {d} × {d} matrices",
                 "matrix_free": "the blocks of its matrix-free solver",
                 "noisy_power": "the blocks of its noisy power method"}[self._fit_path]
-        if copy:
-            what += (" and a dense copy of the sparse rows (the box moves their "
-                     "zeros: give bounds whose midpoint is 0, or center=False "
-                     "with 0 in the box)")
-        what += self._memory_beside(n_samples, d)
+        what += copy_text + self._memory_beside(n_samples, d)
         if self._row_vectors(n_samples) > needed / 2:
             what += (f" and the norms and scales of its {n_samples} rows (a Dask "
                      "array of the rows holds them a chunk at a time)")

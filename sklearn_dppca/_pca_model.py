@@ -58,7 +58,14 @@ def map_non_finite(X):
         return X
     if _array_api.namespace(X) is not None:
         return _array_api.nan_to_num(X)
-    return np.nan_to_num(X, copy=True)
+    # one copy, mapped in place by blocks of rows: nan_to_num's masks are a
+    # block's, not the whole array's (0.6 of a copy more: review 60)
+    out = np.array(X, copy=True)
+    flat = out.reshape(out.shape[0], -1) if out.ndim else out.reshape(1, 1)
+    band = max(1, 2**20 // max(flat.shape[1], 1))
+    for start in range(0, flat.shape[0], band):
+        np.nan_to_num(flat[start:start + band], copy=False)
+    return out
 
 
 def _finite_chunk(rows):
