@@ -631,6 +631,12 @@ def _read_bounds(args, loaded, names):
 
     file_names, lower, upper = loaded
     index = {n: i for i, n in enumerate(file_names)}
+    stripped = {}  # a name also matches the one written with spaces around
+    for i, n in enumerate(file_names):
+        stripped.setdefault(n.strip(), []).append(i)
+    for n in names:
+        if n not in index and len(stripped.get(str(n).strip(), ())) == 1:
+            index[n] = stripped[str(n).strip()][0]
     missing = [str(n) for n in names if n not in index]
     if missing:
         raise ValueError(f"--bounds {args.bounds[0]}: no bounds for "

@@ -1146,6 +1146,12 @@ def test_columns_with_spaces_or_commas_and_a_malformed_line(tmp_path, capsys):
                      "-o", model)
     assert rc == 0, err
     assert json.loads(model.read_text())["feature_names"] == ["income, net", " age"]
+    bounds = tmp_path / "bounds.csv"  # names as written elsewhere: no spaces
+    bounds.write_text('"income, net",age\n-5,-5\n5,5\n')
+    rc, _, err = run(capsys, "fit", table, "-k", 1, "--epsilon", 1, "--delta", 1e-6,
+                     "--bounds", bounds, "--columns", '"income, net",age', "-q",
+                     "-o", model, "--force")
+    assert rc == 0, err
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b\n1,2\n3,4,5\n6,7\n")
     rc, _, err = run(capsys, "fit", bad, "-k", 1, "--epsilon", 1, "--delta", 1e-6,
