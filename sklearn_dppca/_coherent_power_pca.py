@@ -21,6 +21,7 @@ from ._coherent_rules import (  # noqa: F401 (decision_sensitivity, projection_g
     KAPPA_MAX,
     MIN_CLIP_RADIUS,
     RANDOM_SHARES,
+    REPETITION_ARRAYS,
     WARM_START,
     WIDE_FALLBACK_PASSES,
     WIDE_OVERSAMPLES,
@@ -33,6 +34,8 @@ from ._coherent_rules import (  # noqa: F401 (decision_sensitivity, projection_g
     predicted_errors,
     projection_gap,
     random_start_wins,
+    repetition_batch,
+    repetition_side,
     selection_rdp,
     warm_start_estimate,
 )
@@ -42,7 +45,6 @@ from ._private_pca import noisy_power, noisy_power_spectrum
 from ._releases import ENERGY, GRAM, PRODUCTS, TRACE, Release
 from ._rows import scatter_products, scatter_quadratic
 from ._spectrum import _eigh
-from ._stats import _block_rows
 from .noise import add_goe_noise, dense_noise, goe_noise, noise_scale
 from .privacy import gdp_epsilon, gdp_mu, rdp_to_epsilon
 
@@ -51,26 +53,6 @@ def _quadratic(unit_gram):
     r""":math:`X \mapsto X^\top M X` from the exact :math:`M` (the dense
     path)."""
     return lambda X: X.T @ unit_gram @ X
-
-
-#: Arrays of (trials · k) columns that a batch of ``selection="repetition"``
-#: holds, each of d rows or of a block of rows (whichever is more): the
-#: iterates, the products, their clipped sums, and the pass's products of a
-#: block of rows and their scaled copy (measured: 147 MB for a plan of 60 at
-#: 2 000 × 300, before batches were bounded by the block's rows).
-REPETITION_ARRAYS = 6
-
-
-def _repetition_side(n_samples, n_features):
-    """Rows of a batch's largest arrays: d, or a pass's block of rows."""
-    return max(n_features, min(n_samples, _block_rows(n_features)))
-
-
-def repetition_batch(n_samples, n_features, k):
-    """Trials per lock-step batch of ``selection="repetition"``: at most 256,
-    and at most 2²¹ entries in each of a batch's arrays."""
-    side = _repetition_side(n_samples, n_features)
-    return max(1, min(256, 2**21 // max(side * k, 1)))
 
 
 @fill_parameter_docs
@@ -449,7 +431,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         if self.selection != "repetition" or self._mode() != "repetition":
             return 0
         k = self.n_components or min(n_samples, d)
-        side = _repetition_side(n_samples, d)
+        side = repetition_side(n_samples, d)
         return REPETITION_ARRAYS * 8 * side * k * repetition_batch(n_samples, d, k)
 
     def _memory_beside(self, n_samples, n_features):

@@ -29,7 +29,7 @@ from sklearn_dppca.preprocessing import FeatureScaleWarning, PublicScaler
 ESTIMATORS = {
     "private": lambda **kw: PrivatePCA(2, **kw),
     "complex": lambda **kw: ComplexGaussPCA(2, **kw),
-    "coherent": lambda **kw: CoherentPowerPCA(2, clip_radius=0.5, n_iter=2, **kw),
+    "coherent": lambda **kw: CoherentPowerPCA(1, clip_radius=0.5, n_iter=2, **kw),
 }
 
 

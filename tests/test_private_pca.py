@@ -38,7 +38,14 @@ pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarnin
 SubspaceGauss = functools.partial(ComplexGaussPCA, target="subspace")
 SubspaceGauss.__name__ = "ComplexGaussPCA"
 ESTIMATORS = [PrivatePCA, ComplexGaussPCA, SubspaceGauss]
-FixedPower = functools.partial(CoherentPowerPCA, clip_radius=0.1, n_iter=2)
+
+
+def FixedPower(n_components=1, **params):
+    """CoherentPowerPCA with fixed (R, T), of one component unless given
+    (with every component its iterations are refused)."""
+    return CoherentPowerPCA(n_components, **{"clip_radius": 0.1, "n_iter": 2, **params})
+
+
 FixedPower.__name__ = "CoherentPowerPCA"
 INTERFACE = ESTIMATORS + [FixedPower]
 
