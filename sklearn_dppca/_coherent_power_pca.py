@@ -356,14 +356,18 @@ class CoherentPowerPCA(_BasePrivatePCA):
                     "matrix)")
         return self._blocks_obstacle(engine, (n_samples, n_features))
 
-    def _check_n_components(self, n_samples, n_features):
+    def _check_n_components(self, n_samples, n_features, width_known=True):
         """scikit-learn's checks, and the iterations that would buy nothing
-        refused: a search's plan runs this on each candidate before its
-        charge."""
+        refused where the width is known (after other steps a search's plan
+        passes the rows for it): a search's plan runs this on each candidate
+        before its charge, and again once its public steps give the width."""
         super()._check_n_components(n_samples, n_features)
         k = self.n_components or min(n_samples, n_features)
         fixed = self.clip_radius != "auto" and self.n_iter != "auto"
-        if k >= n_features and (self.start == "random" or fixed):
+        # a search's candidate after steps of unknown width: fitted, not
+        # refused after the search's charge
+        width_known &= not getattr(self, "_width_after_charge", False)
+        if width_known and k >= n_features and (self.start == "random" or fixed):
             # public: the iterations' QR keeps every direction, so their
             # share of the charge would buy nothing (review 57: the random
             # start's components come from 5% of it)

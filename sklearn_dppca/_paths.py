@@ -450,7 +450,7 @@ class _PathMixin:
                 k -= 1
         return int(k)
 
-    def _check_n_components(self, n_samples, n_features):
+    def _check_n_components(self, n_samples, n_features, width_known=True):
         # scikit-learn's errors (and its rule: 'mle' needs n_samples >= n_features)
         k = self.n_components
         solver = self._eigen_solver(n_samples, n_features)

@@ -372,7 +372,8 @@ def _candidate(estimator, params, n_features, sizes, rows=None):
             if hasattr(other[1], "_validate_params"):
                 other[1]._validate_params()
         # the features are public where the private step reads X's columns
-        step._check_n_components(sizes[0], n_features if not index else sizes[0])
+        step._check_n_components(sizes[0], n_features if not index else sizes[0],
+                                 width_known=not index)
     except (InvalidParameterError, ValueError, TypeError) as error:
         return Candidate(params, est, prefix, index, error, data_norm)
     error = refused_path(step, sizes, input_kind(heads, n_features, rows))

@@ -268,7 +268,10 @@ def _check_heads(plan, X, smallest_fold):
                                if name.rsplit("__", 1)[-1] == "copy"})
             checked[key] = head.fit_transform(X).shape[1]
         step = _locate_private_step(cand.estimator)[2]
-        step._check_n_components(smallest_fold, checked[key])
+        # after the charge: scikit-learn's refusals only (a candidate whose
+        # iterations would buy nothing is fitted, as it was before they were
+        # refused where the width is known before the charge)
+        step._check_n_components(smallest_fold, checked[key], width_known=False)
 
 
 def _fit_candidate(candidate, epsilon, delta, generator, X, y, full=False,
@@ -298,6 +301,8 @@ def _fit_candidate(candidate, epsilon, delta, generator, X, y, full=False,
                          p + "whiten": False})
     model = clone(candidate.estimator).set_params(**settings)
     step = _locate_private_step(model)[2]
+    if _headed(candidate):  # its width was known only after the charge
+        step._width_after_charge = True
     if keep:
         step._keep_release = keep
     if pool is not None:

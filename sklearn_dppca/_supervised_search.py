@@ -189,7 +189,8 @@ def _private_steps(est, n_features, sizes, rows=None):
                                       np.dtype(np.float64))
                 # the features are public where the step reads X's columns
                 step._check_n_components(sizes[0],
-                                         sizes[0] if before else n_features)
+                                         sizes[0] if before else n_features,
+                                         width_known=not before)
                 error = refused_path(step, sizes, read)
                 if error is not None:
                     return named, error

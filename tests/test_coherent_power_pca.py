@@ -697,3 +697,31 @@ def test_repetitions_keep_one_batch_of_iterates():
     peak = traced_peak(est, X)
     assert est.branch_ == "repetition"
     assert peak <= est._memory_needed(*X.shape)
+
+
+def test_a_search_after_other_steps_checks_the_iterations_on_their_width():
+    """The plan passed the fold's rows as the width of a step after others:
+    a candidate of every component was refused with wrong numbers, and one
+    that works on wide rows too (review 60). Where the steps' width is known
+    before the charge it is refused with the right one; where it is known
+    only after, the candidate is fitted, not failed after the charge."""
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    from sklearn_dppca.model_selection import PrivateGridSearchCV
+    from sklearn_dppca.preprocessing import PublicScaler
+
+    X = make_planted(600, 4, seed=0)[0]
+    for first in (PublicScaler((-1.0, 1.0)), FunctionTransformer()):
+        search = PrivateGridSearchCV(
+            Pipeline([("first", first), ("pca", CoherentPowerPCA(
+                data_norm=2.0, start="random"))]),
+            {"pca__n_components": [2, None]}, epsilon=1.0, delta=1e-6,
+            accountant=BudgetAccountant(), random_state=0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            search.fit(X)
+        assert search.best_params_ == {"pca__n_components": 2}
+        refused = [str(w.message) for w in caught if "buy nothing" in str(w.message)]
+        if isinstance(first, PublicScaler):
+            assert refused and "n_features=4" in refused[0]
