@@ -376,7 +376,6 @@ def fit_command(args):
     _check_dask_options(args)
     _refuse_dense_maps(args)
     estimator = _make_estimator(args)  # bad options fail before the data is read
-    loaded = _load_bounds(args)  # as do bad bounds (review 56)
     check_writable(args.output)  # and before any budget is spent
     _refuse_overwrite(args)
     ledger = _use_ledger(args, estimator)
@@ -388,6 +387,7 @@ def fit_command(args):
         columns = [c for c in columns if c]
         if not columns:
             raise ValueError("--columns names no column: give NAME,NAME,...")
+    loaded = _load_bounds(args, columns)  # as do bad bounds (review 56)
     fill = args.fill_missing
     if fill == "mid":  # each column's public midpoint, once the columns are known
         def fill(names):
@@ -540,39 +540,39 @@ def _report_ledger(args, ledger):
                    f"epsilon={eps:.6g} of {ledger.epsilon:g} at delta={delta:g}")
 
 
-def _load_bounds(args):
+def _load_bounds(args, columns):
     """``--bounds`` read and checked before DATA is: ``(low, high)`` numbers,
-    or ``(names, lower, upper)`` from a file whose header names the features
-    (at least the fitted ones) and whose two rows are their lower and upper
-    bounds; None without ``--bounds``. Public values, refused with the flag,
-    the file and the columns named: every bound finite, lower ≤ upper (<
-    with ``--scale``, whose map also needs the width to be finite), each name
-    once."""
+    or ``(names, cells)`` of a file whose header names the features (at least
+    the fitted ones) and whose two rows are their lower and upper bounds;
+    None without ``--bounds``. Public values, refused with the flag, the file
+    and the columns named (:func:`_check_bounds`): the two numbers, and the
+    file's columns that ``columns`` (``--columns``) chooses; without it, the
+    columns of DATA's header when it is read (:func:`_read_bounds`). A file's
+    other columns are not read (a shared file may hold ``n/a`` for them)."""
     values = args.bounds
     if not values:
         return None
-    if len(values) == 2:
-        try:
-            names, lower, upper = ["every column"], *(
-                np.array([float(v)]) for v in values)
-        except ValueError:
-            raise ValueError(f"--bounds: expected two numbers LOW HIGH or one CSV "
-                             f"file, got {' '.join(values)!r}") from None
-        where = "--bounds"
-    elif len(values) != 1:
+    if len(values) == 1:
+        loaded = _bounds_file(values[0])
+        if columns:
+            _read_bounds(args, loaded, columns, early=True)
+        return loaded
+    if len(values) != 2:
         raise ValueError("--bounds takes two numbers LOW HIGH or one CSV file")
-    else:
-        names, lower, upper = _bounds_file(values[0])
-        where = f"--bounds {values[0]}"
-    _check_bounds(where, names, lower, upper, args.scale)
-    return (float(lower[0]), float(upper[0])) if len(values) == 2 else (
-        names, lower, upper)
+    try:
+        lower, upper = (np.array([float(v)]) for v in values)
+    except ValueError:
+        raise ValueError(f"--bounds: expected two numbers LOW HIGH or one CSV "
+                         f"file, got {' '.join(values)!r}") from None
+    _check_bounds("--bounds", ["every column"], lower, upper, args.scale)
+    return float(lower[0]), float(upper[0])
 
 
 def _bounds_file(path):
-    """``(names, lower, upper)`` of a ``--bounds`` file, its header read as
-    written (pandas renames a repeated name)."""
-    from ._cli_io import quote_names, read_table
+    """``(names, cells)`` of a ``--bounds`` file: its header's names, each
+    once (a CSV's header read as written: pandas renames a repeated name),
+    and its two rows as text or numbers."""
+    from ._cli_io import quote_names, read_table, table_format
 
     try:  # public: no row of data
         frame = read_table(path, numeric_header=True)
@@ -583,7 +583,7 @@ def _bounds_file(path):
     if frame.shape[0] != 2:
         raise ValueError(f"--bounds {path}: expected two rows (lower, upper), "
                          f"got {frame.shape[0]}")
-    if not path.endswith(".parquet"):
+    if path != "-" and table_format(path) == "csv":  # standard input: read once
         import pandas as pd
 
         header = [str(n) for n in pd.read_csv(path, header=None, nrows=1,
@@ -592,11 +592,7 @@ def _bounds_file(path):
         if repeated:
             raise ValueError(f"--bounds {path}: the column(s) {quote_names(repeated)} "
                              "appear more than once in its header")
-    try:
-        table = frame.to_numpy(dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"--bounds {path}: bounds must be numbers") from None
-    return [str(n) for n in frame.columns], table[0], table[1]
+    return [str(n) for n in frame.columns], frame
 
 
 def _check_bounds(where, names, lower, upper, scale):
@@ -622,16 +618,18 @@ def _check_bounds(where, names, lower, upper, scale):
                    "holds: nothing to scale by (--scale)")
 
 
-def _read_bounds(args, loaded, names):
-    """The bounds of the columns ``names``, from :func:`_load_bounds`: the two
-    numbers, or per-column arrays."""
-    if len(loaded) == 2:
+def _read_bounds(args, loaded, names, early=False):
+    """The bounds of the columns ``names`` (checked), from
+    :func:`_load_bounds`: the two numbers, or per-column arrays. A name also
+    matches the one column of the file written with spaces around it."""
+    if not isinstance(loaded[0], list):  # LOW HIGH, checked
         return loaded
     from ._cli_io import quote_names
 
-    file_names, lower, upper = loaded
+    file_names, frame = loaded
+    where = f"--bounds {args.bounds[0]}"
     index = {n: i for i, n in enumerate(file_names)}
-    stripped = {}  # a name also matches the one written with spaces around
+    stripped = {}
     for i, n in enumerate(file_names):
         stripped.setdefault(n.strip(), []).append(i)
     for n in names:
@@ -639,13 +637,18 @@ def _read_bounds(args, loaded, names):
             index[n] = stripped[str(n).strip()][0]
     missing = [str(n) for n in names if n not in index]
     if missing:
-        raise ValueError(f"--bounds {args.bounds[0]}: no bounds for "
-                         f"the columns {quote_names(missing)}. Give their ranges "
-                         "in the file, or fit only the columns it covers with "
-                         "--columns NAME,NAME,... (a label column, for one, "
-                         "is not a feature)")
-    chosen = [index[n] for n in names]
-    return lower[chosen], upper[chosen]
+        raise ValueError(f"{where}: no bounds for the columns {quote_names(missing)}. "
+                         "Give their ranges in the file, or fit only the columns "
+                         "it covers with --columns NAME,NAME,... (a label "
+                         "column, for one, is not a feature)")
+    chosen = frame.iloc[:, [index[n] for n in names]]
+    try:
+        table = chosen.to_numpy(dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: the bounds of the chosen columns must be "
+                         "numbers") from None
+    _check_bounds(where, [str(n) for n in names], table[0], table[1], args.scale)
+    return table[0], table[1]
 
 
 def _per_column(bounds, names):

@@ -515,7 +515,7 @@ def nan_to_num(X):
 FLOAT32_SMALLEST_RADIUS = 1e-30
 
 
-def plain(X, xp):
+def plain(X, xp, name=None):
     """``X`` refused if complex (scikit-learn's check reads a NumPy dtype's
     ``kind``, which other namespaces' dtypes lack, so a complex tensor was
     cast to its real part with a warning), sparse (a PyTorch sparse layout)
@@ -523,7 +523,8 @@ def plain(X, xp):
     autograd graph (a tensor that requires grad cannot be read on the host):
     public properties, checked before any charge."""
     if xp.isdtype(X.dtype, "complex floating"):
-        raise ValueError("Complex data not supported.")
+        held = "" if name is None else f" ({name} holds complex numbers)"
+        raise ValueError(f"Complex data not supported{held}.")
     if str(getattr(X, "layout", "strided")).rsplit(".", 1)[-1] != "strided":
         raise TypeError(
             "A sparse tensor has no Array API form: pass X.to_dense(), or a "

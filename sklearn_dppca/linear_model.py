@@ -103,7 +103,7 @@ def _augmented_gram(X, targets, data_norm, weights):
     return gram
 
 
-def _on_host(values):
+def _on_host(values, name=None):
     """An Array API array (``array_api_dispatch``) as a NumPy one: the heads
     fit and predict on the host, their models being small (a ``d × d``
     release at most, after a ``PrivatePCA`` ``k × k``); anything else as it
@@ -111,7 +111,7 @@ def _on_host(values):
     if values is None or (namespace := _array_api.namespace(values)) is None:
         return values
     # complex, sparse or meta tensors refused by name (review 60)
-    return _array_api.to_host(_array_api.plain(values, namespace[0]))
+    return _array_api.to_host(_array_api.plain(values, namespace[0], name))
 
 
 def _like(values, X):
@@ -190,7 +190,7 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
             )
 
     def _rows(self, X, y):
-        X, y = saturate_big_numbers(_on_host(gather_rows(X))), _on_host(y)
+        X, y = saturate_big_numbers(_on_host(gather_rows(X))), _on_host(y, "y")
         check_numeric_columns(X)
         refuse_complex_labels(y)
         if sparse.issparse(X):

@@ -753,16 +753,19 @@ BOUNDS_FILES = {  # header and two rows of a --bounds file over FEATURES
 }
 
 
+CHOSEN = ["--columns", ",".join(FEATURES)]
+
+
 @pytest.mark.parametrize("extra, match", [
     (["--bounds", "nope.csv"], "--bounds nope.csv: no such file"),
     (["--bounds", "a", "b"], "expected two numbers"),
     (["--bounds", "1", "2", "3"], "two numbers LOW HIGH or one CSV"),
     (["--bounds", "2", "1"], "are reversed"),
     (["--bounds", "twice.csv"], f"'{FEATURES[0]}' appear more than once"),
-    (["--bounds", "nan.csv"], f"bound(s) of '{FEATURES[0]}' are missing"),
-    (["--bounds", "inf.csv"], f"bound(s) of '{FEATURES[0]}' are not finite"),
-    (["--bounds", "reversed.csv"], f"bound(s) of '{FEATURES[2]}' are reversed"),
-    (["--bounds", "flat.csv", "--scale"], f"bound(s) of '{FEATURES[0]}' make an empty"),
+    ([*CHOSEN, "--bounds", "nan.csv"], f"bound(s) of '{FEATURES[0]}' are missing"),
+    ([*CHOSEN, "--bounds", "inf.csv"], f"bound(s) of '{FEATURES[0]}' are not finite"),
+    ([*CHOSEN, "--bounds", "reversed.csv"], f"of '{FEATURES[2]}' are reversed"),
+    ([*CHOSEN, "--bounds", "flat.csv", "--scale"], f"of '{FEATURES[0]}' make an empty"),
     (["--bounds", "1", "1"], "every range is empty"),
     (["--bounds", "-1e308", "1e308", "--scale"], "wider than float64"),
     (["--bounds", "0", "1", "--estimate-data-norm"], "give one of them"),
@@ -771,7 +774,8 @@ BOUNDS_FILES = {  # header and two rows of a --bounds file over FEATURES
 def test_bad_bounds_options_are_one_line_errors(extra, match, data, tmp_path,
                                                capsys, monkeypatch):
     """Refused before DATA is read (review 56: after it, and some with a
-    Python parameter's name, or not at all)."""
+    Python parameter's name, or not at all); a file's values, for the
+    columns --columns names (the others, once DATA's header names them)."""
     monkeypatch.chdir(tmp_path)
     for name, text in BOUNDS_FILES.items():
         (tmp_path / name).write_text(text)
@@ -1158,3 +1162,23 @@ def test_columns_with_spaces_or_commas_and_a_malformed_line(tmp_path, capsys):
                      "--data-norm", 5, "-o", tmp_path / "n.json")
     assert rc == 2 and "cannot parse CSV" in err
     assert err.rstrip().endswith("Expected 2 fields in a line"), err  # no line named
+
+
+def test_a_shared_bounds_file_needs_ranges_for_the_fitted_columns_only(
+        data, tmp_path, capsys):
+    """A file covering more columns than the fit, some without a range, was
+    refused over them; Parquet bounds named *.pq failed (review 60)."""
+    bounds = tmp_path / "shared.csv"
+    bounds.write_text(",".join([*FEATURES, "zip"]) + "\n" + "-5," * 5 + "n/a\n"
+                      + "5," * 5 + "\n")
+    for extra in ([], CHOSEN):
+        rc, _, err = run(capsys, *_fit_without_norm(data, tmp_path / "m.json",
+                                                    "--bounds", bounds, "--force",
+                                                    *extra))
+        assert rc == 0, err
+    pytest.importorskip("pyarrow")
+    frame = pd.read_csv(bounds)[FEATURES]
+    frame.to_parquet(tmp_path / "b.pq", index=False)
+    rc, _, err = run(capsys, *_fit_without_norm(data, tmp_path / "m.json", "--bounds",
+                                                tmp_path / "b.pq", "--force"))
+    assert rc == 0, err
