@@ -162,7 +162,6 @@ def top_with_rest(noisy, k, solver, rng, unit=None, **params):
     return values, vectors, (d - k, (trace - float(values.sum())) / unit, squares, unit)
 
 
-
 def budget_shares(shares, center):
     """The shares of a fit's releases: without centring, the mean's share is
     dropped and the others rescaled to sum to 1."""

@@ -358,9 +358,10 @@ class CoherentPowerPCA(_BasePrivatePCA):
 
     def _check_n_components(self, n_samples, n_features, width_known=True):
         """scikit-learn's checks, and the iterations that would buy nothing
-        refused where the width is known (after other steps a search's plan
-        passes the rows for it): a search's plan runs this on each candidate
-        before its charge, and again once its public steps give the width."""
+        refused where the width is known before the charge: a single fit,
+        and a search's plan for each candidate whose steps before it leave
+        the width public (after other steps the plan passes the rows for it,
+        ``width_known`` false)."""
         super()._check_n_components(n_samples, n_features)
         k = self.n_components or min(n_samples, n_features)
         fixed = self.clip_radius != "auto" and self.n_iter != "auto"
@@ -517,9 +518,9 @@ class CoherentPowerPCA(_BasePrivatePCA):
                 "or 'auto'."
             )
         mode = self._mode()
-        k = self.n_components or min(n_samples, n_features)
         if mode == "fixed":  # exact GDP composition, as in the base
             return super()._privacy_plan(n_samples, n_features)
+        k = self.n_components or min(n_samples, n_features)
         if mode == "random":
             plan = super()._privacy_plan(n_samples, n_features)  # RANDOM_SHARES
             return random_plan(self, plan, n_samples, n_features, k)
