@@ -361,6 +361,16 @@ def test_the_rows_copies_are_in_the_plan(options):
         est.set_params(memory_limit=0.9 * peak).fit(X)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_auto_bound_s_pass_is_in_the_plan(dtype):
+    """The weighted sums of data_norm="auto" held a scaled copy of a full
+    block per thread (and of its float64 copy for float32 rows): 1.2–2.6
+    times the plan (review 60 F13); half blocks, scaled in place when copied."""
+    X = (np.random.default_rng(0).standard_normal((200_000, 100)) * 0.1).astype(dtype)
+    est = PrivatePCA(2, data_norm="auto", accountant=BudgetAccountant())
+    assert traced_peak(est, X) <= est._memory_needed(*X.shape)
+
+
 def test_memory_grows_as_d_k_not_d_squared():
     """Traced peak of a matrix-free fit at d = 4 000: a fraction of one
     d × d matrix (128 MB), and of the dense path's two; the kernel's cache
