@@ -555,7 +555,7 @@ def _load_bounds(args, columns):
     if len(values) == 1:
         loaded = _bounds_file(values[0])
         if columns:
-            _read_bounds(args, loaded, columns, early=True)
+            _read_bounds(args, loaded, columns)
         return loaded
     if len(values) != 2:
         raise ValueError("--bounds takes two numbers LOW HIGH or one CSV file")
@@ -618,30 +618,25 @@ def _check_bounds(where, names, lower, upper, scale):
                    "holds: nothing to scale by (--scale)")
 
 
-def _read_bounds(args, loaded, names, early=False):
+def _read_bounds(args, loaded, names):
     """The bounds of the columns ``names`` (checked), from
     :func:`_load_bounds`: the two numbers, or per-column arrays. A name also
     matches the one column of the file written with spaces around it."""
     if not isinstance(loaded[0], list):  # LOW HIGH, checked
         return loaded
-    from ._cli_io import quote_names
+    from ._cli_io import as_written, quote_names
 
     file_names, frame = loaded
     where = f"--bounds {args.bounds[0]}"
     index = {n: i for i, n in enumerate(file_names)}
-    stripped = {}
-    for i, n in enumerate(file_names):
-        stripped.setdefault(n.strip(), []).append(i)
-    for n in names:
-        if n not in index and len(stripped.get(str(n).strip(), ())) == 1:
-            index[n] = stripped[str(n).strip()][0]
-    missing = [str(n) for n in names if n not in index]
+    written = as_written(names, file_names)
+    missing = [str(n) for n, w in zip(names, written) if w not in index]
     if missing:
         raise ValueError(f"{where}: no bounds for the columns {quote_names(missing)}. "
                          "Give their ranges in the file, or fit only the columns "
                          "it covers with --columns NAME,NAME,... (a label "
                          "column, for one, is not a feature)")
-    chosen = frame.iloc[:, [index[n] for n in names]]
+    chosen = frame.iloc[:, [index[w] for w in written]]
     try:
         table = chosen.to_numpy(dtype=np.float64)
     except (TypeError, ValueError):

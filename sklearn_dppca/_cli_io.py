@@ -404,17 +404,23 @@ def read_sparse(path, columns, fill=None, missing_hint="drop or impute them firs
     return X, names
 
 
-def check_chosen(columns, available, path):
-    """``columns`` (a list of names) checked against the ``available`` ones
-    of ``path``: each chosen once, each present. A name not in ``path`` is
-    the one column whose name is it with surrounding spaces, if there is one
-    (a header written ``id, age`` has the column ``' age'``)."""
+def as_written(names, available):
+    """``names`` as ``available`` writes them: a name not among them is the
+    one available name that is it with surrounding spaces, if there is one
+    (a header written ``id, age`` has the column ``' age'``); else as it is."""
     known = set(available)
     stripped = {}
     for name in available:
         stripped.setdefault(str(name).strip(), []).append(name)
-    columns = [c if c in known or len(stripped.get(c, ())) != 1 else stripped[c][0]
-               for c in columns]
+    return [n if n in known or len(stripped.get(str(n).strip(), ())) != 1
+            else stripped[str(n).strip()][0] for n in names]
+
+
+def check_chosen(columns, available, path):
+    """``columns`` (a list of names) checked against the ``available`` ones
+    of ``path`` (:func:`as_written`): each chosen once, each present."""
+    known = set(available)
+    columns = as_written(columns, available)
     if len(set(columns)) != len(columns):
         dupes = sorted({c for c in columns if columns.count(c) > 1})
         raise ValueError(f"column(s) {quote_names(dupes)} chosen more than once")

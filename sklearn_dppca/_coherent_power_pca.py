@@ -968,6 +968,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
         # best kept: memory is a batch's (repetition_batch), whatever the
         # hidden number of trials (every trial's iterate was kept: review 57)
         batch = repetition_batch(self.n_samples_, d, k)
+        quadratic = _quadratic(unit_gram)
         best, best_score = None, math.inf
         for first in range(0, n_trials, batch):
             size = min(batch, n_trials - first)
@@ -976,8 +977,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
             noise = extra["chi"] * np.sqrt(trial_iters)
             floors = [floor_level(noise[j], k, trial_iters[j], self.failure_prob)
                       for j in range(size)]
-            finals = self._iterate(rows, _quadratic(unit_gram), init, trial_radii,
-                                   trial_iters, noise, floors, rng)[0]
+            finals = self._iterate(rows, quadratic, init, trial_radii, trial_iters,
+                                   noise, floors, rng)[0]
             for j, X in enumerate(finals):
                 residual = weighted - X @ (X.T @ weighted)
                 exact = np.linalg.norm(residual, 2) if residual.size else 0.0

@@ -55,6 +55,7 @@ from ._dask import check_numeric_columns, gather_rows, saturate_big_numbers
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
 from ._param_docs import fill_parameter_docs
 from ._paths import MEMORY_SHARE, physical_memory
+from ._pca_model import map_non_finite
 from ._released import NoisyReleaseWarning
 from ._row_maps import clip_rows
 from ._stats import _clip_scales, _sq_norms, iter_blocks
@@ -260,7 +261,7 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
         sigma = noise_scale(math.sqrt(2.0) * reach * data_norm * data_norm, mu)
         with private_computation():
             if self.non_finite == "clip":  # a public map of each value
-                X = np.nan_to_num(X)  # a copy: the caller's array is kept
+                X = map_non_finite(X)  # a copy: the caller's array is kept
             targets, extra = self._targets(y)  # labels checked before the charge
             accountant.spend(mu=mu, estimator=self)
             if lower is not None:  # into the public box, around its midpoint
@@ -323,7 +324,7 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
                           dtype=np.float64,
                           ensure_all_finite=self.non_finite == "raise")
         if self.non_finite == "clip":
-            X = np.nan_to_num(X)
+            X = map_non_finite(X)
         return self._as_fitted(X) @ self.coef_.T + self.intercept_
 
     def _as_fitted(self, X):
