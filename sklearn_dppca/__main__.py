@@ -691,6 +691,7 @@ def _map_rows(function, X, n_columns):
 def transform_command(args):
     """``dppca transform``: project a table on a saved model."""
     from ._cli_io import (
+        as_written,
         check_writable,
         is_sparse_file,
         load_model,
@@ -713,9 +714,11 @@ def transform_command(args):
         table_format(args.output)
         check_writable(args.output)
 
-    def match(frame):
-        extra = [c for c in frame.columns if c not in model.feature_names]
-        missing = [c for c in model.feature_names if c not in frame.columns]
+    def match(frame):  # by stripped names where exact ones differ, as --columns
+        written = as_written(model.feature_names, list(frame.columns))
+        extra = [c for c in frame.columns if c not in written]
+        missing = [n for n, c in zip(model.feature_names, written)
+                   if c not in frame.columns]
         if missing:
             raise ValueError(
                 f"{args.data} lacks {len(missing)} of the model's "

@@ -1139,7 +1139,8 @@ def test_written_files_are_named_and_permitted_as_expected(data, tmp_path, capsy
 def test_columns_with_spaces_or_commas_and_a_malformed_line(tmp_path, capsys):
     """--columns split on commas and stripped names, so a header written
     ``a, b`` (columns ' b') or a name holding a comma could not be chosen;
-    pandas' parse error named the malformed line (review 56)."""
+    pandas' parse error named the malformed line (review 56); ``dppca
+    transform`` did not find the model's ' age' in a table written ``age``."""
     table = tmp_path / "spaced.csv"
     frame = make_frame(60)[FEATURES[:2]]
     frame.columns = ["income, net", " age"]
@@ -1150,6 +1151,12 @@ def test_columns_with_spaces_or_commas_and_a_malformed_line(tmp_path, capsys):
                      "-o", model)
     assert rc == 0, err
     assert json.loads(model.read_text())["feature_names"] == ["income, net", " age"]
+    plain = tmp_path / "plain.csv"  # the same columns written without the space
+    frame.set_axis(["income, net", "age"], axis=1).to_csv(plain, index=False)
+    rc, out, err = run(capsys, "transform", model, plain, "-o", "-")
+    assert rc == 0, err
+    rc, spaced, err = run(capsys, "transform", model, table, "-o", "-")
+    assert rc == 0 and out == spaced, err
     bounds = tmp_path / "bounds.csv"  # names as written elsewhere: no spaces
     bounds.write_text('"income, net",age\n-5,-5\n5,5\n')
     rc, _, err = run(capsys, "fit", table, "-k", 1, "--epsilon", 1, "--delta", 1e-6,
