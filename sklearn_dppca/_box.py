@@ -106,7 +106,9 @@ def box_radius(lower, upper, center):
     the dtype, as the rows are (:math:`|\operatorname{fl}(x - c)| \le
     \max(|\operatorname{fl}(\mathrm{lower} - c)|,
     |\operatorname{fl}(\mathrm{upper} - c)|)` for every :math:`x` in the
-    box: rounding is monotone)."""
+    box: rounding is monotone), rounded up: the norm computed in float64 may
+    round below the exact one by a few units in the last place (review 63),
+    so it is enlarged by :math:`(d + 4)` of them, more than that error."""
     dtype = lower.dtype
     centre = np.zeros_like(lower)
     if center:
@@ -115,7 +117,9 @@ def box_radius(lower, upper, center):
         reach = np.maximum(np.abs(lower - centre), np.abs(upper - centre))
     reach = reach.astype(np.float64)
     top = float(reach.max())  # ‖reach‖ without overflow
-    return centre.astype(np.float64), top * float(np.linalg.norm(reach / top))
+    radius = top * float(np.linalg.norm(reach / top))
+    ulps = (reach.size + 4) * np.finfo(np.float64).eps
+    return centre.astype(np.float64), radius * (1.0 + ulps)
 
 
 def public_box_norm(bounds, n_features, center, feature_names=None):

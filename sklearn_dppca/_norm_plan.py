@@ -56,7 +56,9 @@ BOUND_BUDGET_SHARE = 0.06
 #: benchmarks/bench_norm.py --robust), and those fits keep the default share.
 MAX_BOUND_SHARE = 0.25
 #: Fraction of ``μ*²`` that their checks take, in all (one per search): each
-#: check is a count released at three times a comparison's ``μ²``.
+#: check is a count released at three times a comparison's ``μ²`` at the
+#: default shares (less where one search on few rows takes more, up to
+#: :data:`MAX_BOUND_SHARE`).
 CHECK_BUDGET_SHARE = 0.02
 #: A search's check releases the count this many bins below the bound it
 #: found: two octaves, a factor 4 (:func:`search_bound`).
