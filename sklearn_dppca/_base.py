@@ -41,13 +41,20 @@ from ._dask import (
     as_dask_array,
     check_numeric_columns,
     is_dask_collection,
+    local_threads,
     reporting_partitions,
     saturate_big_numbers,
 )
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
 from ._norm_plan import MIN_DATA_NORM, PILOT_MISS
 from ._norm_plan import PARAMETER_CONSTRAINTS as _BOUND_CONSTRAINTS
-from ._paths import TRUNCATED_SOLVERS, _PathMixin, chunked_partials, worker_room
+from ._paths import (
+    TRUNCATED_SOLVERS,
+    _PathMixin,
+    chunk_bytes,
+    chunked_partials,
+    worker_room,
+)
 from ._pca_model import _PCAModelMixin, map_non_finite
 from ._released import (
     SolverParameterWarning,
@@ -533,6 +540,7 @@ class _BasePrivatePCA(
         self._chunked_partials = chunked_partials(engine)
         self._rows_in_memory = isinstance(_engine(engine), InMemoryRows)
         self._worker_room = worker_room(engine)
+        self._chunk_bytes = chunk_bytes(engine)
         self._fit_path = self._path(n_samples, n_features, engine)
         # the bytes left: where in-memory sparse rows may be densified later
         copy, copy_text = self._copied_rows(n_samples, n_features, engine)
@@ -544,9 +552,16 @@ class _BasePrivatePCA(
         dense rows, one for ``non_finite="clip"``'s map and one for the box
         of ``bounds`` (review 60: a fit peaked at 5.8 times its plan); sparse
         rows, the dense copy that ``bounds`` make when their box moves zeros
-        (centred on a midpoint that is not 0, or not holding 0). Public: the
-        parameters, the box and the kind of input."""
+        (centred on a midpoint that is not 0, or not holding 0); a Dask
+        array's chunks that the threads of this process hold while they read
+        them (:func:`~sklearn_dppca._paths.chunk_bytes`). Public: the
+        parameters, the box, the kind of input and its chunks."""
         rows = _engine(engine)
+        if isinstance(rows, ChunkedRows):
+            threads = local_threads()  # None: a cluster's workers hold them
+            size = 0 if threads is None else threads * chunk_bytes(rows)
+            return size, (" and the chunks of rows its threads read"
+                          if size else "")
         if not isinstance(rows, InMemoryRows):
             return 0, ""
         # at the fit's size: a search's plan asks it of a stand-in of no row

@@ -475,6 +475,12 @@ def plan_bounds(estimator, n_samples, n_features, dtype, engine, plan):
             and isinstance(_engine(engine), (InMemoryRows, ChunkedRows))
             and "mu" in plan.charge):
         pilot = pilot_rows(n_samples, n_features, plan.charge["mu"])
+    room = getattr(estimator, "_memory_room", None)
+    if pilot and hasattr(estimator, "_first_rows_fit"):
+        # a Dask array's first rows are kept: only where they fit (else
+        # every step reads every row, as on fewer rows)
+        fits, left = estimator._first_rows_fit(engine, pilot)
+        pilot, room = (pilot, left) if fits else (None, room)
     bounds = BoundsPlan(
         n_samples=n_samples, n_features=n_features, dtype=dtype, exact=exact,
         center=center, auto=auto, data_norm=data_norm, box=box, offset=offset,
@@ -482,7 +488,7 @@ def plan_bounds(estimator, n_samples, n_features, dtype, engine, plan):
         mean_quantile=DEFAULT_QUANTILE, mean_shares=(), n_searches=0,
         adaptive=False, pilot=pilot, prefix_steps=0, mu_total=None,
         search_mu=None, check_mu=None, own_planned=0.0,
-        dense_room=getattr(estimator, "_memory_room", None))
+        dense_room=room)
     if not auto:
         if pilot:
             # the mean's share in three: the pilot mean's, and two releases

@@ -4,8 +4,9 @@ Private PCA is a map-reduce: clipped sums over rows, then a small d × d (or
 d × k) problem. For a ``dask.array.Array`` (or a Dask DataFrame) every
 statistic is computed chunk by chunk of rows, with the same NumPy code as for
 an in-memory array, and summed by a tree reduction on whatever scheduler is
-active (threads, processes, ``dask.distributed``): nothing larger than one
-chunk plus O(d²) ever sits in one process. The noise is added once, on the
+active (threads, processes, ``dask.distributed``): a few chunks plus O(d²)
+sit in one process, and on many rows the first rows' chunks, kept where they
+fit (:func:`~sklearn_dppca._paths.kept_rows`). The noise is added once, on the
 driver, after the reduction, from the fit's one generator — so a Dask fit
 releases the same noise as a NumPy fit with the same seed, and equal results
 up to float round-off.
@@ -649,14 +650,7 @@ class ChunkedRows:
         steps run, at most one chunk more per thread in memory."""
         import dask.array as da
 
-        ends = np.cumsum(self.X.chunks[0])
-        held = np.searchsorted(ends, n_rows) + 1  # the chunks holding them
-        # on a cluster, as many chunks as it has threads are read at once
-        # (the threads would otherwise wait for the first rows), and kept
-        client = _active_client()
-        if client is not None:
-            held = max(held, min(sum(client.nthreads().values()), len(ends)))
-        end = int(ends[held - 1])
+        end = self.head_end(n_rows)
         kept = self.X[:end].persist()
         if end < self.X.shape[0]:
             self.X = da.concatenate([kept, self.X[end:]])
@@ -666,6 +660,18 @@ class ChunkedRows:
         head = ChunkedRows(kept[:n_rows])
         head.with_gram = self.with_gram
         return head
+
+    def head_end(self, n_rows):
+        """The end of the chunks that :meth:`head` keeps for the first
+        ``n_rows`` rows (public: the chunks and the cluster's threads)."""
+        ends = np.cumsum(self.X.chunks[0])
+        held = np.searchsorted(ends, n_rows) + 1  # the chunks holding them
+        # on a cluster, as many chunks as it has threads are read at once
+        # (the threads would otherwise wait for the first rows), and kept
+        client = _active_client()
+        if client is not None:
+            held = max(held, min(sum(client.nthreads().values()), len(ends)))
+        return int(ends[held - 1])
 
     def clipped_sum(self, data_norm):
         r""":math:`\sum \operatorname{clip}_C(x_i)` alone: the first rows'

@@ -355,11 +355,15 @@ def test_wide_dask_fits_count_the_chunks_gram_matrices():
         assert budget.n_charges == 0
         auto = PrivatePCA(10, data_norm=3.0, random_state=0, memory_limit=limit)
         assert auto.fit(lazy).path_ == "matrix_free"
+        # and each thread's chunk of rows with its float64 copy (review 61)
+        chunk = 600 * 1500 * 16
         assert dense.set_params(
-            memory_limit=13 * d2 + buffers).fit(lazy).path_ == "dense"
+            memory_limit=13 * d2 + buffers + 2 * chunk).fit(lazy).path_ == "dense"
     with dask.config.set(scheduler="sync"):  # one thread: 2 + 5 + 2.5
         assert dense.set_params(
-            memory_limit=10 * d2 + buffers).fit(lazy).path_ == "dense"
+            memory_limit=10 * d2 + buffers + chunk).fit(lazy).path_ == "dense"
+        with pytest.raises(MemoryError, match="chunks of rows its threads read"):
+            dense.set_params(memory_limit=10 * d2 + buffers).fit(lazy)
     # CSR chunks: the path of the same rows in memory (matrix-free here)
     rows = sparse.random(4000, 3000, density=0.01, format="csr", random_state=0)
     wide = PrivatePCA(10, data_norm=3.0, random_state=0)

@@ -101,6 +101,28 @@ def test_rows_in_any_order_are_read_once_or_twice(make, auto, passes):
     assert any(line.startswith("the first 32768 rows: ") for line in lines)
 
 
+def test_first_rows_are_kept_only_where_they_fit_in_memory_limit():
+    """A Dask array's first rows are kept in memory for the fit: beyond the
+    plan (review 61: 22 GiB of them beside a plan of 3 GiB, after the
+    charge). Where they do not fit in ``memory_limit`` beside it, every step
+    reads every row instead (public: the plan, the chunks, the limit)."""
+    from sklearn_dppca._dask import ChunkedRows
+
+    X = _rows()
+    lazy = da.from_array(X, chunks=(N // N_CHUNKS, D))
+    probe = PrivatePCA(2, data_norm=1.0)
+    with dask.config.set(scheduler="synchronous"):
+        probe._plan_path(N, D, ChunkedRows(lazy))
+        chunk = probe._copied_rows(N, D, ChunkedRows(lazy))[0]
+    assert chunk == (N // N_CHUNKS) * D * 16  # one thread's chunk, and in float64
+    needed = probe._memory_needed(N, D) + chunk
+    kept = 3 * (N // N_CHUNKS) * D * 8  # the three chunks holding 32 768 rows
+    for room, passes in [(kept // 2, 2), (2 * kept, 1)]:
+        reads, _ = _reads(PrivatePCA, X, n_components=2, data_norm=1.0,
+                          memory_limit=needed + room)
+        assert reads[0] == reads[-1] == passes
+
+
 @pytest.mark.parametrize("auto, most", [(False, 2), (True, 4)])
 def test_rows_the_first_do_not_represent_cost_a_pass_not_the_quality(auto, most):
     """Rows sorted by a feature: the first rows' centre is off. The numeric
