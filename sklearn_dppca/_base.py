@@ -541,9 +541,10 @@ class _BasePrivatePCA(
         self._rows_in_memory = isinstance(_engine(engine), InMemoryRows)
         self._worker_room = worker_room(engine)
         self._chunk_bytes = chunk_bytes(engine)
+        copy, copy_text = self._copied_rows(n_samples, n_features, engine)
+        self._copy_bytes = copy  # on every path: the automatic path counts them
         self._fit_path = self._path(n_samples, n_features, engine)
         # the bytes left: where in-memory sparse rows may be densified later
-        copy, copy_text = self._copied_rows(n_samples, n_features, engine)
         self._memory_room = self._check_memory(n_samples, n_features, copy=copy,
                                                copy_text=copy_text)
 

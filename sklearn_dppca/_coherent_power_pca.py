@@ -417,12 +417,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
             return "noisy_power"
         if self.path == "dense" or obstacle is not None:
             return "dense"
-        limit = self._memory_limit()
-        if (limit is not None and self._memory_needed(
-                n_samples, n_features, "dense") > limit) or (
-                self._workers_short(n_features) is not None):
-            return "noisy_power"
-        return "dense"
+        return "dense" if self._dense_fits(n_samples, n_features) else "noisy_power"
 
     _oversampling = str(WIDE_OVERSAMPLES)  # no n_oversamples parameter here
 

@@ -79,12 +79,9 @@ class _MatrixFreeMixin:
             return self.path
         if self.path == "dense" or obstacle is not None:
             return "dense"
-        limit = self._memory_limit()
         k = self._truncated_k(n_samples, n_features)
         cached = self._kernel_cache(n_features) / self._kernel_bytes(n_features)
-        if (limit is None or self._memory_needed(
-                n_samples, n_features, "dense") <= limit) and (
-                self._workers_short(n_features) is None):
+        if self._dense_fits(n_samples, n_features):
             if not matrix_free_faster(
                     n_samples, n_features, k + self.n_oversamples,
                     solver_products(

@@ -385,14 +385,14 @@ class _PathMixin:
         :math:`k + \mathtt{n\_oversamples}`."""
         return self._truncated_k(n_samples, n_features) + self.n_oversamples
 
-    def _worker_need(self, n_features):
+    def _worker_need(self, n_features, path):
         r"""Bytes a distributed worker holds for a pass (:func:`worker_room`,
         recorded by the plan as ``_worker_room``): its base, each thread's
         chunk (:func:`chunk_bytes`) and, on the dense path, the chunks'
         :math:`d \times d` matrices and partial sums."""
         room = self._worker_room
         needed = WORKER_BASE + room[1] * getattr(self, "_chunk_bytes", 0)
-        if getattr(self, "_fit_path", "dense") == "dense":
+        if path == "dense":
             needed += 8.0 * n_features**2 * (WORKER_MATRICES[0] * room[1] + room[2])
         return needed
 
@@ -401,8 +401,19 @@ class _PathMixin:
         would not fit in a distributed worker's memory, else None."""
         if getattr(self, "_worker_room", None) is None:
             return None
-        needed, room = self._worker_need(n_features), self._worker_room[0]
+        needed, room = self._worker_need(n_features, "dense"), self._worker_room[0]
         return (needed, room) if needed > room else None
+
+    def _dense_fits(self, n_samples, n_features):
+        """Whether the dense path's arrays, with the copies of the rows a fit
+        makes whatever its path (``_copy_bytes``, :meth:`_copied_rows`), fit
+        in ``memory_limit`` and in a distributed worker's room: the
+        automatic path's test."""
+        limit = self._memory_limit()
+        needed = (self._memory_needed(n_samples, n_features, "dense")
+                  + getattr(self, "_copy_bytes", 0))
+        return ((limit is None or needed <= limit)
+                and self._workers_short(n_features) is None)
 
     def _first_rows_fit(self, engine, n_rows):
         """``(fits, room)``: whether a fit may keep a Dask array's first
@@ -419,8 +430,8 @@ class _PathMixin:
         if local_threads() is not None:  # kept in this process
             return room is None or kept <= room, None if room is None else room - kept
         worker = getattr(self, "_worker_room", None)
-        fits = worker is None or (
-            per_worker <= worker[0] - self._worker_need(_engine(engine).X.shape[1]))
+        fits = worker is None or per_worker <= worker[0] - self._worker_need(
+            _engine(engine).X.shape[1], self._fit_path)
         return fits, room
 
     def _check_memory(self, n_samples, n_features, copy=0, copy_text=""):

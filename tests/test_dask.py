@@ -359,6 +359,10 @@ def test_wide_dask_fits_count_the_chunks_gram_matrices():
         chunk = 600 * 1500 * 16
         assert dense.set_params(
             memory_limit=13 * d2 + buffers + 2 * chunk).fit(lazy).path_ == "dense"
+        # "auto" takes the path whose arrays fit beside the chunks
+        for room, path in [(0, "matrix_free"), (2 * chunk, "dense")]:
+            assert auto.set_params(memory_limit=13 * d2 + buffers + room).fit(
+                lazy).path_ == path
     with dask.config.set(scheduler="sync"):  # one thread: 2 + 5 + 2.5
         assert dense.set_params(
             memory_limit=10 * d2 + buffers + chunk).fit(lazy).path_ == "dense"
