@@ -170,6 +170,22 @@ def test_gdp_delta_matches_mpmath():
         assert gdp_delta(mu, eps) == pytest.approx(expected, rel=1e-8), (mu, eps)
 
 
+@pytest.mark.parametrize("epsilon", [0.0, 1e-15, 1e-12, 1e-8, 1e-4, 1e-3])
+def test_gdp_mu_at_tiny_epsilon_matches_mpmath(epsilon):
+    """At a small μ the difference of log Φ(a) and log Φ(b) lost 4–5 digits:
+    μ was 5% too large at ε = 0, δ = 1e-15, and 5e-5 at ε = 1e-15, δ = 1e-12
+    (review 64); δ is now integrated over [b, a]. The δ that the returned μ
+    gives (mpmath, with the digits Φ(a) − e^ε Φ(b) needs at δ = 1e-300) is
+    the δ asked for, to 1e-10 (μ to about 1e-14)."""
+    for delta in [1e-300, 1e-15, 1e-12, 1e-9, 1e-6]:
+        mu = gdp_mu(epsilon, delta)
+        exact = _mp_gdp_delta(mu, epsilon, dps=400)
+        assert exact == pytest.approx(delta, rel=1e-10, abs=0), delta
+    for mu in [1e-9, 1e-4, 0.1, 0.5]:  # δ itself, in and near the small-μ form
+        expected = _mp_gdp_delta(mu, epsilon)
+        assert gdp_delta(mu, epsilon) == pytest.approx(expected, rel=1e-12, abs=0), mu
+
+
 def test_gdp_delta_known_value_and_limits():
     """Doc value δ(1; 1) = 0.126936; δ(ε; 0) = 0, δ(∞; μ) = 0, δ(ε; ∞) = 1."""
     assert gdp_delta(1.0, 1.0) == pytest.approx(0.126936737506644, rel=1e-12)
