@@ -488,6 +488,16 @@ def _same_settings(one, other):
                                           and seeds[0] == seeds[1])))
 
 
+#: :math:`K = \max_{a, b \in [-1/2, 1/2]} (a - b)^2 (1 + 16 (a + b)^2)
+#: = (71 + 8\sqrt 2)/64`, reached at :math:`|a - b| + |a + b| = 1`,
+#: :math:`a + b = (2 + \sqrt 2)/8`: the squared sensitivity of one feature's
+#: pair :math:`(z, 4 z^2)` in :class:`PrivateStandardScaler`'s release; plus
+#: 8 ulps for the rounding of the computed squares (each within
+#: :math:`2^{-53} z^2`, which moves :math:`16 (a^2 - b^2)^2` by at most
+#: :math:`4 \cdot 2^{-52}`).
+PAIR_SENSITIVITY_SQ = (71.0 + 8.0 * math.sqrt(2.0)) / 64.0 + 8.0 * np.finfo(float).eps
+
+
 class PrivateStandardScaler(
     OneToOneFeatureMixin,
     TransformerMixin,
@@ -791,14 +801,21 @@ class PrivateStandardScaler(
                else make_generator(None))
         if "sum" not in mus:
             return None, None, 0.0
-        # Σ z_i: every entry of z in [−½, ½], so one row moves each
-        # coordinate by at most 1 — L2 sensitivity √d.
-        sigma_sum = noise_scale(math.sqrt(d_free), mus["sum"])
-        sums = sums + dense_noise(rng, d_free, sigma_sum)
         if "squares" not in mus:
-            return sums, None, 0.0
-        # Σ z_i²: every entry of z² in [0, ¼] — L2 sensitivity √d / 4.
-        sigma_sq = noise_scale(math.sqrt(d_free) / 4.0, mus["squares"])
+            # Σ z_i: every entry of z in [−½, ½], so one row moves each
+            # coordinate by at most 1 — L2 sensitivity √d.
+            sigma_sum = noise_scale(math.sqrt(d_free), mus["sum"])
+            return sums + dense_noise(rng, d_free, sigma_sum), None, 0.0
+        # (Σ z_i, 4 Σ z_i²), one Gaussian mechanism at one σ: a row moves a
+        # feature's pair by (a − b, 4(a² − b²)), a, b in [−½, ½], of squared
+        # norm (a − b)²(1 + 16(a + b)²) ≤ PAIR_SENSITIVITY_SQ (docs/privacy.rst,
+        # "The private standard scaler"): L2 sensitivity √(K d) at the
+        # composed μ of both shares. Two releases at √d and √d/4 spent 0.80
+        # of the μ charged (review 64).
+        mu = math.hypot(mus["sum"], mus["squares"])
+        sigma_sum = noise_scale(math.sqrt(PAIR_SENSITIVITY_SQ * d_free), mu)
+        sigma_sq = sigma_sum / 4.0
+        sums = sums + dense_noise(rng, d_free, sigma_sum)
         return sums, squares + dense_noise(rng, d_free, sigma_sq), sigma_sq ** 2
 
     def _set_attributes(self, centre, width, free):

@@ -22,7 +22,11 @@ from sklearn_dppca import (
 )
 from sklearn_dppca.model_selection import PrivateGridSearchCV
 from sklearn_dppca.noise import noise_scale
-from sklearn_dppca.preprocessing import PrivateStandardScaler, PublicScaler
+from sklearn_dppca.preprocessing import (
+    PAIR_SENSITIVITY_SQ,
+    PrivateStandardScaler,
+    PublicScaler,
+)
 from sklearn_dppca.privacy import gdp_epsilon, gdp_mu
 
 from .conftest import generators_in_pickle
@@ -226,8 +230,9 @@ def _mu(epsilon=1.0, delta=1e-6):
 
 def test_private_scaler_calibration_oracle():
     """The noise on the two sums has the documented standard deviations
-    σ_sum = √d / (μ* √½) and σ_squares = (√d / 4) / (μ* √½), recovered from
-    the released values of many fits on rows whose exact sums are known.
+    σ_sum = √(K d) / μ* and σ_squares = σ_sum / 4 (one Gaussian mechanism on
+    (Σz, 4 Σz²), K = (71 + 8√2)/64), recovered from the released values of
+    many fits on rows whose exact sums are known.
 
     Box units: every feature is in [0, 4], centre 2, width 4; every row is at
     1 or 3, so z = ±¼, Σz = 0 (equal numbers) and Σz² = n/16 exactly; the
@@ -235,8 +240,8 @@ def test_private_scaler_calibration_oracle():
     ``mean_`` and ``var_``."""
     n, d, fits = 1000, 3, 600
     X = np.where(np.arange(n)[:, None] % 2 == 0, 1.0, 3.0) * np.ones((1, d))
-    mu_each = _mu() * math.sqrt(0.5)
-    sigma_sum, sigma_sq = math.sqrt(d) / mu_each, math.sqrt(d) / 4 / mu_each
+    sigma_sum = math.sqrt((71 + 8 * math.sqrt(2)) / 64 * d) / _mu()
+    sigma_sq = sigma_sum / 4
     sums, squares = [], []
     for seed in range(fits):
         est = PrivateStandardScaler(bounds=(0.0, 4.0), random_state=seed,
@@ -258,7 +263,8 @@ def test_private_scaler_calibration_oracle():
 def test_private_scaler_sensitivities_are_attained():
     """The documented sensitivities are the exact worst case: replacing a row
     at the centre by a corner moves Σz² by ¼ in every coordinate (√d / 4),
-    and replacing one corner by the opposite moves Σz by 1 (√d)."""
+    replacing one corner by the opposite moves Σz by 1 (√d), and the pair
+    released together by √(K d)."""
     d, lower, upper = 4, np.array([0.0, 18, 1, 0]), np.array([5e5, 90, 5, 8])
     centre, width = (lower + upper) / 2, upper - lower
 
@@ -278,6 +284,16 @@ def test_private_scaler_sensitivities_are_attained():
         Y[0] = moved
         delta = np.linalg.norm(sums(X)[which] - sums(Y)[which])
         assert delta == pytest.approx(math.sqrt(d) / (4 if which else 1)), replaced
+    # the pair (Σz, 4 Σz²), released at one σ, moves by √(K d) at most: a
+    # corner (z = ½) replaced by z = (√2 − 2)/8 attains it (review 64)
+    X = np.tile(upper, (5, 1))
+    Y = X.copy()
+    Y[0] = centre + width * (math.sqrt(2) - 2) / 8
+    moved = np.concatenate([sums(X)[0] - sums(Y)[0], 4 * (sums(X)[1] - sums(Y)[1])])
+    assert np.linalg.norm(moved) == pytest.approx(math.sqrt(PAIR_SENSITIVITY_SQ * d))
+    rng = np.random.default_rng(0)  # and no pair of values moves it more
+    a, b = rng.uniform(-0.5, 0.5, (2, 10**6))
+    assert ((a - b) ** 2 + 16 * (a * a - b * b) ** 2).max() <= PAIR_SENSITIVITY_SQ
 
 
 @pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
@@ -654,8 +670,8 @@ def test_private_scaler_partial_fit_composes_its_calls(people):
     assert budget.spent[0] == pytest.approx(est.privacy_spent_[0], rel=1e-9)
     widths = np.ptp(np.array(RANGES), axis=1)
     assert (np.abs(est.mean_ - whole.mean_) < 0.05 * widths).all()
-    # the floor: four calls' noise on Σz², each σ_Q² at μ*/√2
-    sigma_q = noise_scale(math.sqrt(3) / 4, mu / math.sqrt(2))
+    # the floor: four calls' noise on Σz², each σ_Q² = (√(K d) / μ* / 4)²
+    sigma_q = noise_scale(math.sqrt((71 + 8 * math.sqrt(2)) / 64 * 3), mu) / 4
     assert est._released_.noise_var == pytest.approx(4 * sigma_q**2, rel=1e-12)
 
     est.fit(people)  # fit starts afresh
