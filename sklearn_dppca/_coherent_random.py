@@ -38,12 +38,27 @@ def random_plan(estimator, plan, n_samples, n_features, k):
     return plan._replace(extra={"n_iter": n_iter, "radius": radius})
 
 
+def _mean_error(estimator, mus, d, n):
+    r"""What the released mean's error :math:`\delta` adds to a direction's
+    variance around it, in the rows' unit-ball units: :math:`n (\delta^\top
+    x)^2 \le n \lVert \delta \rVert^2`, with :math:`\lVert \delta \rVert \le
+    \sigma_m (\sqrt d + 3)/n` (an upper quantile of the norm of its noise,
+    :math:`\sigma_m = 2\,\mathtt{mean\_norm\_}/\mu_{\text{mean}}` on the sum):
+    on few rows the iterations find that direction, a spike of the centred
+    rows that is noise (public values only); 0 without a released mean."""
+    mean_norm = getattr(estimator, "mean_norm_", None)
+    if not mean_norm or "mean" not in mus:
+        return 0.0
+    unit = 2.0 * mean_norm / estimator.data_norm_ / mus["mean"]
+    return (unit * (math.sqrt(d) + 3.0)) ** 2 / n
+
+
 def release_random(estimator, rows, plan, rng, dtype):
     r"""``start="random"``: :math:`T` clipped power iterations from a
     random orthonormal basis (public, from the fit's generator), each
     releasing :math:`\sum_i a_i \operatorname{Clip}_R(a_i^\top X) +
-    \Delta R G` (sensitivity :math:`2R`), then :math:`X^\top M X`
-    (:math:`\sqrt 2`) and the trace (1) for the variances
+    \Delta R G` (sensitivity :math:`2R`), then :math:`X^\top M X` and the
+    trace for the variances (:math:`\sqrt 2` together)
     (:ref:`the random start <privacy-coherent-random>`)."""
     n, d = estimator.n_samples_, estimator.n_features_in_
     k = estimator.n_components or min(n, d)
@@ -64,10 +79,13 @@ def release_random(estimator, rows, plan, rng, dtype):
         noise = dense_noise(rng, (d, k), 2.0 * radius / mu)
         X = np.linalg.qr(sums[:, 0] + noise)[0]
         estimator._say(2, f"power iteration {step + 1} of {n_iter}")
-    half = mus["variance"] / math.sqrt(2.0)
-    sigma_h = noise_scale(math.sqrt(2.0), half)
+    # (XᵀGX, tr G) at one σ: sensitivity √2 together, as the covariance
+    # with its trace (docs/privacy.rst, "The trace": projecting on X only
+    # shrinks the first term); each at μ/√2 on its own sensitivity put √2
+    # times Ĥ's noise for 0.87 of the share (review 64)
+    sigma_h = noise_scale(math.sqrt(2.0), mus["variance"])
     H = scatter_quadratic(rows, X) + goe_noise(rng, k, sigma_h)
-    trace = rows.sq_norm_sum() + float(dense_noise(rng, (), 1.0 / half))
+    trace = rows.sq_norm_sum() + float(dense_noise(rng, (), sigma_h))
     values, rotation = np.linalg.eigh((H + H.T) / 2.0)
     values, rotation = values[::-1], rotation[:, ::-1]
     vars(estimator).pop("init_components_", None)  # no initialisation released
@@ -80,7 +98,7 @@ def release_random(estimator, rows, plan, rng, dtype):
     # edge (1 + √(d/n))², plus Ĥ's noise: its edge σ√(2k) and three σ for
     # the fluctuations of a small matrix's top eigenvalue (post-processing)
     reach = (max(trace, 0.0) / d * (1.0 + math.sqrt(d / n)) ** 2
-             + sigma_h * (math.sqrt(2.0 * k) + 3.0))
+             + sigma_h * (math.sqrt(2.0 * k) + 3.0) + _mean_error(estimator, mus, d, n))
     resolved = int(np.count_nonzero(values > reach))
     spectrum = noisy_power_spectrum(
         np.maximum(values, 0.0) * scale, trace * scale, min(n, d), n - 1,

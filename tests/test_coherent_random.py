@@ -34,8 +34,8 @@ def public_bound(d, spikes=(10.0, 5.0)):
 
 
 def test_every_draw_is_calibrated_to_exactly_the_budget(monkeypatch):
-    """T iterations (sensitivity 2R each), then Xᵀ M X (√2) and the trace
-    (1): with the mean's, their μ = s/σ compose to exactly μ*."""
+    """T iterations (sensitivity 2R each), then Xᵀ M X and the trace at one
+    σ (√2 together): with the mean's, their μ = s/σ compose to exactly μ*."""
     X = np.random.default_rng(0).normal(size=(4_000, 30)) * 0.1
     calls = record_noise(monkeypatch)
     acc = BudgetAccountant(epsilon=2.0)
@@ -46,7 +46,8 @@ def test_every_draw_is_calibrated_to_exactly_the_budget(monkeypatch):
     assert est.branch_ == "random" and est.n_iter_ == 4
     assert est.clip_radius_ == pytest.approx(R) and est.path_ == "noisy_power"
     assert [kind for kind, _ in calls] == ["dense"] * 4 + ["goe", "dense"]
-    sens = [2 * R] * 4 + [math.sqrt(2.0), 1.0]
+    assert calls[-1][1] == calls[-2][1]  # the pair at one σ (review 64)
+    sens = [2 * R] * 4 + [math.sqrt(2.0)]
     mu2 = [(s / sigma) ** 2 for s, (_, sigma) in zip(sens, calls)]
     # the step budget over the four iterations: 1, 2, 4, 8 over 15
     np.testing.assert_allclose(np.array(mu2[:4]) / sum(mu2[:4]),
@@ -71,10 +72,12 @@ def test_with_a_private_bound_every_share_is_scaled_alike(monkeypatch):
     est = CoherentPowerPCA(2, start="random", epsilon=1.0, data_norm="auto",
                            random_state=1, accountant=BudgetAccountant()).fit(X)
     T, R = est.n_iter_, est.clip_radius_
-    steps, (kind, sigma_h), _ = calls[-T - 2:-2], calls[-2], calls[-1]
+    steps, (kind, sigma_h), (_, sigma_t) = calls[-T - 2:-2], calls[-2], calls[-1]
     assert kind == "goe" and all(kind == "dense" for kind, _ in steps)
     step_mu2 = sum((2 * R / sigma) ** 2 for _, sigma in steps)
-    variance_mu2 = 2 * (math.sqrt(2.0) / sigma_h) ** 2  # Xᵀ M X and the trace
+    # Xᵀ M X and the trace at one σ: sensitivity √2 together (review 64)
+    assert sigma_t == sigma_h
+    variance_mu2 = (math.sqrt(2.0) / sigma_h) ** 2
     assert step_mu2 / variance_mu2 == pytest.approx(0.80 / 0.10, rel=1e-9)
 
 
