@@ -12,7 +12,7 @@ scoring                    per fold, per candidate (shared)    sensitivity
 ``accuracy``               correct predictions                 1
 ``balanced_accuracy``      correct per class (rows per class)  √2 (√2)
 ``neg_mean_squared_error`` Σ (p − t)², labels in bound units   4
-``r2``                     Σ (p − t)² (Σ t, Σ t²)              4 (√5)
+``r2``                     Σ (p − t)² (Σ t, Σ t²)              4 (2)
 =========================  ==================================  ==============
 
 :math:`t` and :math:`p` are the label and the prediction clipped into the
@@ -80,7 +80,7 @@ SCORERS = {
     "accuracy": (1.0, 0.0),
     "balanced_accuracy": (math.sqrt(2.0), math.sqrt(2.0)),
     "neg_mean_squared_error": (4.0, 0.0),
-    "r2": (4.0, math.sqrt(5.0)),
+    "r2": (4.0, 2.0),  # (Σt, Σt²): (t − t')²(1 + (t + t')²) ≤ 4 on [−1, 1]
 }
 
 

@@ -125,8 +125,18 @@ def test_score_statistics_have_their_stated_sensitivity(scoring, labels):
         b = supervised.fold_statistics(plan, y2, preds2)
         diff = np.concatenate([(a[0] - b[0]).ravel(), a[1] - b[1]])
         worst = max(worst, float(np.linalg.norm(diff)))
+    if scoring == "r2":  # a label from one end to the other, predicted at
+        # the first: each error by 4 and the shared pair by 2 (not √5:
+        # review 64) at once
+        y, preds = np.full(20, -2.0), [np.full(20, -2.0)] * 2  # mid 0, half 2
+        y2 = y.copy()
+        y2[0] = 2.0
+        a = supervised.fold_statistics(plan, y, preds)
+        b = supervised.fold_statistics(plan, y2, preds)
+        diff = np.concatenate([(a[0] - b[0]).ravel(), a[1] - b[1]])
+        worst = max(worst, float(np.linalg.norm(diff)))
     assert worst <= bound + 1e-12
-    if scoring in ("accuracy", "neg_mean_squared_error"):
+    if scoring in ("accuracy", "neg_mean_squared_error", "r2"):
         assert worst == pytest.approx(bound)  # attained by a worst pair
 
 
