@@ -218,12 +218,13 @@ def _shared_key(cand, c):
     """Candidates with equal keys share their fold fits: a Pipeline ending
     in a PrivatePCA with an integer ``n_components`` right before a head
     without ``bounds``, equal in every parameter but that ``n_components``
-    (and those the search sets itself). One fold fit at the group's largest
-    :math:`k` serves them all: a smaller :math:`k`'s components are the
-    first :math:`k` (of the same released matrix) and its head the
-    sub-block of the head's release on them
-    (:meth:`~sklearn_dppca.linear_model.PrivateLDA._leading`).
-    Any other candidate is fitted on its own."""
+    and the head's ``alpha`` (and those the search sets itself). One fold
+    fit at the group's largest :math:`k` serves them all: a smaller
+    :math:`k`'s components are the first :math:`k` (of the same released
+    matrix) and its head the sub-block of the head's release on them, with
+    its own ridge ``alpha``, added to the released matrix
+    (:meth:`~sklearn_dppca.linear_model.PrivateLDA._leading`: both
+    post-processing). Any other candidate is fitted on its own."""
     if len(cand.private) != 2 or not isinstance(cand.estimator, Pipeline):
         return ("own", c)
     (prefix, pca), (_, head) = cand.private
@@ -231,7 +232,7 @@ def _shared_key(cand, c):
             or head.bounds is not None or cand.estimator.steps[-2][1] is not pca):
         return ("own", c)
     ignored = {p + name for p, _ in cand.private for name in _OWNED}
-    ignored.add(prefix + "n_components")
+    ignored |= {prefix + "n_components", cand.private[1][0] + "alpha"}
     return ("shared", _params_key(cand.estimator, ignored))
 
 
@@ -479,8 +480,9 @@ def _score_fold(plan, X, y, train, test, delta, seeds):
         head = fitted.steps[-1][1]
         rows = _on_host(fitted[:-1].transform(X_val))  # as the head sees them
         for c in members:
-            k = _leading_k(plan.candidates[c])
-            predictions[c] = head._leading(k).predict(rows[:, :k])
+            cand = plan.candidates[c]
+            k, alpha = _leading_k(cand), cand.private[-1][1].alpha
+            predictions[c] = head._leading(k, alpha).predict(rows[:, :k])
     return fold_statistics(plan, y_val, predictions), kept
 
 

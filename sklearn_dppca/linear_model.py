@@ -285,18 +285,19 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
         _warn_if_not_private(self.epsilon, self.random_state, "released coefficients")
         self._warn_if_noise()
 
-    def _leading(self, k):
+    def _leading(self, k, alpha):
         """The model of this fit's release restricted to the first ``k``
         input features: its sub-block of those features, the constant and
-        the labels, post-processed as a fit on ``k`` features would be (for
-        a search's candidates with fewer components than the fit that ran;
-        docs/privacy.rst, "Supervised search"). The rows were clipped on all
-        the features, so a row's first ``k`` have norm at most :math:`C` too.
-        Needs a fit with ``_keep_release`` set and no ``bounds``."""
+        the labels, post-processed as a fit on ``k`` features with ridge
+        ``alpha`` would be (for a search's candidates with fewer components
+        or another ``alpha`` than the fit that ran; docs/privacy.rst,
+        "Supervised search"). The rows were clipped on all the features, so
+        a row's first ``k`` have norm at most :math:`C` too. Needs a fit
+        with ``_keep_release`` set and no ``bounds``."""
         released, sigma, n, extra = self._release
         d = self.n_features_in_
         keep = np.r_[np.arange(k), np.arange(d, released.shape[0])]
-        sub = clone(self)
+        sub = clone(self).set_params(alpha=alpha)
         sub.data_norm_ = self.data_norm_
         sub._set_model(released[np.ix_(keep, keep)], sigma, n, k, extra)
         sub.n_features_in_, sub.n_samples_, sub.noise_scale_ = k, n, sigma

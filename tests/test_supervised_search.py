@@ -264,10 +264,10 @@ def test_a_heads_leading_model_is_the_fit_on_the_leading_features(head):
     full = head.set_params(epsilon=np.inf, accountant=BudgetAccountant())
     full._keep_release = True
     full.fit(X, y)
-    for k in (1, 3, 5):
-        leading = full._leading(k)
+    for k, alpha in ((1, "auto"), (3, 0.5), (5, 2.0)):  # another ridge too
+        leading = full._leading(k, alpha)
         direct = clone(head).set_params(
-            epsilon=np.inf, accountant=BudgetAccountant()).fit(X[:, :k], y)
+            epsilon=np.inf, accountant=BudgetAccountant(), alpha=alpha).fit(X[:, :k], y)
         np.testing.assert_allclose(leading.coef_, direct.coef_, rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(leading.intercept_, direct.intercept_,
                                    rtol=1e-9, atol=1e-12)
@@ -277,8 +277,8 @@ def test_a_heads_leading_model_is_the_fit_on_the_leading_features(head):
 
 def test_candidates_differing_only_in_k_share_their_fold_fits():
     """One fit per fold serves a PrivatePCA's n_components grid (the largest
-    k fitted, listed first); a grid point that changes anything else, or a
-    head with bounds, is fitted on its own."""
+    k fitted, listed first) and the head's alpha; a grid point that changes
+    anything else, or a head with bounds, is fitted on its own."""
     X, y = classes_data(600)
     splits = list(KFold(3).split(X))
 
@@ -297,6 +297,10 @@ def test_candidates_differing_only_in_k_share_their_fold_fits():
     assert groups(boxed, GRID) == [[0], [1], [2]]
     assert groups(pipe(), {"pca__n_components": [1, 2],
                            "lda__data_norm": [1.0, 2.0]}) == [[1, 0], [3, 2]]
+    # the head's ridge is added to its release: one fit serves every alpha
+    # (review 64: a fold fit at 0.148 with four alphas against 0.310)
+    assert groups(pipe(), {"pca__n_components": [1, 2],
+                           "lda__alpha": [0.1, 1.0]}) == [[1, 3, 0, 2]]
 
 
 def test_a_bare_head_and_a_regressor_are_searched():
