@@ -780,29 +780,55 @@ def _give_back(bounds, plan, spent):
                               for k, m in plan.mus.items()})
 
 
+#: The largest round-off margin, relative to :math:`C^2`, of the clipping of
+#: sparse rows centred far from the origin by expansion
+#: (:func:`_translate_if_far`): it shrinks each clipped row by about half
+#: of it.
+SPARSE_MARGIN = 1e-3
+
+
 def _translate_if_far(mean, data_norm, data, offset, dtype, first_pass=True,
                       room=None):
-    """``(mean, data, offset)``: the private mean in the rows' coordinates,
+    r"""``(mean, data, offset)``: the private mean in the rows' coordinates,
     after moving the origin to it when it is far (:data:`FAR_MEAN`).
 
     The new origin is the mean rounded to the data's dtype: a public point
     (post-processing of the release), added to ``offset``, so the
     covariance is centred on exactly the ``mean_`` reported. In memory
-    this makes one copy of the rows (a CSR matrix is densified, where its
-    dense copy fits in the ``room`` ``memory_limit`` leaves: else it stays
-    sparse, centred on the mean by the passes themselves); a Dask array
-    stays lazy. With ``first_pass``, the in-memory rows' first pass
+    this makes one copy of the rows (a CSR matrix is densified); a Dask
+    array stays lazy. With ``first_pass``, the in-memory rows' first pass
     (their norms) is redone for the Gram matrix.
+
+    Sparse rows whose dense copy exceeds the ``room`` ``memory_limit``
+    leaves stay sparse, centred by the passes' expansion of
+    :math:`\lVert x - m \rVert^2`, while its round-off margin
+    (:func:`~sklearn_dppca._stats._norm_margin`, :math:`\gamma (2 \lVert m
+    \rVert + C)^2`) is below :data:`SPARSE_MARGIN` of :math:`C^2`; beyond it
+    they are refused, after the charge: that margin grows with
+    :math:`\lVert m \rVert^2` and clipped every row (review 62: the
+    scatter's trace at 0.17 of its value at :math:`\lVert m \rVert = 5
+    \cdot 10^5 C`, without a word). Either is a function of the released
+    mean and public values.
     """
-    if not np.linalg.norm(mean) > FAR_MEAN * data_norm:
+    norm = float(np.linalg.norm(mean))
+    if not norm > FAR_MEAN * data_norm:
         return mean, data, offset
     engine = _engine(data)
-    if (isinstance(engine, InMemoryRows) and hasattr(engine.X, "tocsr")
-            and room is not None and engine.X.shape[0] * engine.X.shape[1]
-            * engine.X.dtype.itemsize > room):
-        # sparse rows whose dense copy would exceed memory_limit stay
-        # sparse, centred on the mean by the passes themselves
-        return mean, data, offset
+    copy = (engine.X.shape[0] * engine.X.shape[1] * engine.X.dtype.itemsize
+            if isinstance(engine, InMemoryRows) else 0)
+    if hasattr(engine.X, "tocsr") and room is not None and copy > room:
+        eps = max(np.finfo(engine.X.dtype).eps, np.finfo(np.float64).eps)
+        margin = (engine.X.shape[1] + 8) * eps * (2.0 * norm / data_norm + 1.0) ** 2
+        if margin <= SPARSE_MARGIN:  # the passes centre them, within it
+            return mean, data, offset
+        raise MemoryError(
+            f"The released mean lies more than {FAR_MEAN:g} norm bounds from "
+            "the origin, so the sparse rows must be centred on it explicitly, "
+            f"in a dense copy of about {copy / 2.0**30:.3g} GiB: more than "
+            "memory_limit leaves. The budget of this fit was spent. Centre "
+            "the rows on a public point near the data before the fit (a "
+            "column of large values, such as a year, minus a public value), "
+            "or raise memory_limit.")
     centre = np.asarray(mean, dtype=dtype)
     if isinstance(engine, ChunkedRows):  # CSR chunks densified, as in memory
         moved = ChunkedRows(engine.X.map_blocks(
