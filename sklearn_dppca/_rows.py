@@ -26,7 +26,6 @@ from ._stats import (
     _SCAN_BYTES,
     _SINGLE_THREADED_BLAS,
     _clip_scales,
-    _dense,
     _ranges,
     _rescaled_norms,
     add_outer,
@@ -34,6 +33,7 @@ from ._stats import (
     centred_sums,
     clipped_gram,
     clipped_sum,
+    dense_parts,
     first_pass,
     iter_blocks,
     max_row_norm,
@@ -94,8 +94,9 @@ class CentredRows:
             with np.errstate(over="ignore", invalid="ignore"):
                 products = (np.asarray(block @ W) - shift) * unit[:, None]
             bad = np.flatnonzero(~np.isfinite(products).all(axis=1))
-            if bad.size:  # x W overflowed (rows of huge norm): centre and scale first
-                products[bad] = ((_dense(block[bad]) - centre) * unit[bad, None]) @ W
+            # x W overflowed (rows of huge norm): centre and scale first
+            for part, rows in dense_parts(block, bad, centre):
+                products[part] = (rows * unit[part, None]) @ W
             total += _energy_terms(products, radii)
         return total
 
@@ -139,13 +140,10 @@ class CentredRows:
                                     + centre @ centre, 0.0)
                 terms = unit * unit * sq
             bad = np.flatnonzero(~np.isfinite(terms))
-            if bad.size:  # ‖x‖² overflowed: rescaled, row by row
-                rows = _dense(block[bad])
-                if centre is not None:
-                    rows = rows - centre
+            for part, rows in dense_parts(block, bad, centre):  # ‖x‖² overflowed
                 top, norms = _rescaled_norms(rows)
                 with np.errstate(under="ignore"):
-                    terms[bad] = (unit[bad] * top * norms) ** 2
+                    terms[part] = (unit[part] * top * norms) ** 2
             total += float(np.minimum(terms, 1.0).sum())
         return total
 
@@ -215,9 +213,9 @@ class CentredRows:
             bad = np.flatnonzero(~np.isfinite(products).all(axis=1))
             products -= shift
             products *= unit[:, None]
-            if bad.size:  # x W overflowed (rows of huge norm): centre and scale first
-                rows = (_dense(block[bad]) - centre) * unit[bad, None]
-                products[bad] = rows @ flat
+            # x W overflowed (rows of huge norm): centre and scale first
+            for part, rows in dense_parts(block, bad, centre):
+                products[part] = (rows * unit[part, None]) @ flat
             q = None
             if test_radii is not None:  # the test's columns: clipped_energy's sum
                 q = _energy_terms(products[:, width:], test_radii)
@@ -318,11 +316,12 @@ def _explicit_terms(block, centre, unit, radii, products, factor):
     small = radii[None, :] * unit[:, None] < SUBNORMAL_TERMS
     if not small.any():
         return None
-    rows = np.flatnonzero(small.any(axis=1))
-    a = (_dense(block[rows]) - centre) * unit[rows, None]
-    clipped = products[rows] * factor[rows][:, :, None]
-    clipped[~small[rows]] = 0.0  # those pairs take the usual route
-    return small, a.T @ clipped.reshape(rows.size, -1)
+    terms = np.zeros((block.shape[1], products.shape[1] * products.shape[2]))
+    for part, rows in dense_parts(block, np.flatnonzero(small.any(axis=1)), centre):
+        clipped = products[part] * factor[part][:, :, None]
+        clipped[~small[part]] = 0.0  # those pairs take the usual route
+        terms += (rows * unit[part, None]).T @ clipped.reshape(part.size, -1)
+    return small, terms
 
 
 def _add_transposed_product(total, block, products):

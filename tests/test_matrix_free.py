@@ -361,6 +361,27 @@ def test_the_rows_copies_are_in_the_plan(options):
         est.set_params(memory_limit=0.9 * peak).fit(X)
 
 
+@pytest.mark.parametrize("make", [
+    lambda: PrivatePCA(10, path="noisy_power", svd_solver="randomized"),
+    lambda: CoherentPowerPCA(10, start="random"),
+])
+def test_sparse_rows_of_huge_norm_are_measured_a_few_at_a_time(make):
+    """Rows whose squared norm overflows are measured on their own, dense: a
+    block's such rows were densified at once, minus the centre, with their
+    absolute values and rescaled copies, four 2 048 × d arrays (review 62: a
+    CSR fit with one entry of 1e200 in every row peaked at 3.6 times its
+    plan, whether it would fit depending on the rows)."""
+    n, d, per = 4096, 20_000, 10
+    rng = np.random.default_rng(0)
+    X = sparse.csr_matrix((rng.random(n * per) * 0.3, rng.integers(0, d, n * per),
+                           np.arange(0, n * per + 1, per)), shape=(n, d))
+    X.sum_duplicates()
+    X.data[X.indptr[:-1]] = 1e200
+    est = make().set_params(data_norm=1.0, accountant=BudgetAccountant(),
+                            random_state=0)
+    assert traced_peak(est, X) <= 0.25 * est._memory_needed(n, d)
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_the_auto_bound_s_pass_is_in_the_plan(dtype):
     """The weighted sums of data_norm="auto" held a scaled copy of a full
