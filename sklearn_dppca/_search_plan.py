@@ -72,7 +72,8 @@ class SearchPlan(NamedTuple):
 
     candidates: list  # Candidate per grid point, in ParameterGrid's order
     groups: list  # indices of the candidates that share one release per fold
-    shared: list  # per group: a truncated PrivatePCA release (else one candidate)
+    shared: list  # per group: True (truncations of a fit with every component),
+    # "largest" (of a fit at its largest k: the width is not public), or False
     fit_mus: list  # per group: μ of each of its fits on a training fold
     fit_epsilons: list  # per group: that fit's ε at the search's δ
     selection_sigma: float  # σ of the noise on each released fold score
@@ -191,7 +192,8 @@ def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,
     return SearchPlan(
         candidates=candidates,
         groups=list(groups.values()),
-        shared=[key[0] == "shared" for key in groups],
+        shared=[{"shared": True, "largest": "largest"}.get(key[0], False)
+                for key in groups],
         fit_mus=fit_mus,
         fit_epsilons=fit_eps,
         selection_sigma=selection_sigma,
@@ -573,12 +575,17 @@ def _release_key(candidate, c, n_features, folds, rows=None):
         return ("own", c)
     heads = [] if not candidate.index else [
         other for _, other in candidate.estimator.steps[:candidate.index]]
+    read = input_kind(heads, n_features, rows)
     if n_features < SHARED_FULL_FEATURES and refused_path(
-            step, folds, input_kind(heads, n_features, rows),
-            n_components=None) is not None:
+            step, folds, read, n_components=None) is not None:
         return ("own", c)
     ignored = {prefix + p for p in _POST_PROCESSING + _OWNED}
-    return ("shared", _params_key(candidate.estimator, ignored))
+    # where the step's width is not public (after a FunctionTransformer, or
+    # rows a head reads), its fit with every component was not checked: the
+    # group fits at its largest k, as its largest candidate would (review
+    # 66: a widening map's full fit went over memory_limit after the charge)
+    kind = "shared" if read is not None else "largest"
+    return (kind, _params_key(candidate.estimator, ignored))
 
 
 def _params_key(estimator, ignored):

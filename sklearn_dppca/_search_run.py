@@ -14,7 +14,9 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _array_api
+from ._box import check_box
 from ._dask import as_dask_array, is_dask_collection, saturate_big_numbers
+from ._norm_plan import check_data_norm_range
 from ._pca_model import map_non_finite
 from ._private_pca import pooled_release
 from ._row_maps import clipped_projections
@@ -227,6 +229,27 @@ def _check_raw_rows(steps, X):
         )
 
 
+def _check_raw_bounds(steps, X, names):
+    """Refuse, before the charge, what ``steps`` (the private steps that
+    read ``X`` themselves) check at their fit against ``X``'s public
+    columns and dtype: ``bounds`` of another length, or by names ``X`` does
+    not have; a numeric ``data_norm`` whose square is not a normal float32
+    for float32 rows. The search's plan knew neither (review 66: a search
+    was charged and then failed on them, where a fit refuses them first)."""
+    dtype = getattr(X, "dtype", None)
+    for step in steps:
+        try:
+            if getattr(step, "bounds", None) is not None:
+                check_box(step.bounds, X.shape[1], names)
+            norm = step.data_norm
+            if (isinstance(dtype, np.dtype) and dtype == np.float32
+                    and isinstance(norm, Real) and not isinstance(norm, bool)):
+                check_data_norm_range(float(norm), dtype)
+        except ValueError as error:
+            raise ValueError(f"{error} The search was refused before it spent "
+                             "any budget.") from None
+
+
 def _check_public_scalers(plan, n_features, names):
     """Check, before the charge, what a ``PublicScaler`` that reads ``X``
     first in a candidate checks at its fit: its ranges against ``X``'s
@@ -335,8 +358,10 @@ def _score_fold(X, y, train, test, plan, delta, seeds):
         shared = plan.shared[g]
         wanted = [_locate_private_step(plan.candidates[c].estimator)[2].n_components
                   for c in members]
-        if shared and _shape(X)[1] >= SHARED_FULL_FEATURES and None not in wanted:
-            shared = max(wanted)  # wide rows: the largest k, not every one
+        if shared and (shared == "largest" or _shape(X)[1] >= SHARED_FULL_FEATURES) \
+                and None not in wanted:
+            # wide rows, or a width not public: the largest k, not every one
+            shared = max(wanted)
         fitted = _fit_candidate(cand, plan.fit_epsilons[g], delta, seeds[g],
                                 X_train, y_train, full=shared, keep=plan.pooled[g])
         step = _locate_private_step(fitted)[2]

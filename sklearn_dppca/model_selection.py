@@ -98,6 +98,7 @@ from ._search_run import (
     _best_index,
     _check_heads,
     _check_public_scalers,
+    _check_raw_bounds,
     _check_raw_rows,
     _fit_candidate,
     _results,
@@ -496,9 +497,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
             if not (hasattr(y, "iloc") or hasattr(y, "__array_namespace__")
                     or isinstance(y, np.ndarray)):
                 y = np.asarray(y)
-        _check_raw_rows([  # the private steps that read X themselves
-            _locate_private_step(c.estimator)[2]
-            for c in plan.candidates if c.error is None and not c.index], X)
+        direct = [_locate_private_step(c.estimator)[2]  # reading X themselves
+                  for c in plan.candidates if c.error is None and not c.index]
+        _check_raw_rows(direct, X)
+        _check_raw_bounds(direct, checked, getattr(self, "feature_names_in_", None))
         if failed:
             warnings.warn(
                 f"{len(failed)} of the {len(plan.candidates)} candidates cannot "
@@ -576,10 +578,12 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
                               getattr(self, "feature_names_in_", None))
         X = X if hasattr(X, "iloc") else checked
         y = _supervised.check_labels(plan, y, n_samples)
-        _check_raw_rows([  # the private steps that read X themselves
+        direct = [  # the private steps that read X themselves
             c.private[0][1] for c in plan.candidates if c.error is None and (
                 not isinstance(c.estimator, Pipeline)
-                or c.estimator.steps[0][1] is c.private[0][1])], X)
+                or c.estimator.steps[0][1] is c.private[0][1])]
+        _check_raw_rows(direct, X)
+        _check_raw_bounds(direct, checked, getattr(self, "feature_names_in_", None))
         if failed:
             warnings.warn(
                 f"{len(failed)} of the {len(plan.candidates)} candidates cannot "

@@ -521,6 +521,56 @@ def test_search_refuses_training_folds_that_repeat_a_row():
     assert budget.n_charges == 0
 
 
+@pytest.mark.parametrize("grid, X_kind, match", [
+    ({"bounds": [(np.zeros(4), np.ones(4))]}, "array", "length"),
+    ({"bounds": [{"a": (0, 1), "b": (0, 1)}]}, "frame", "no \\(low, high\\)"),
+    ({"bounds": [dict.fromkeys("abc", (0, 1))]}, "array", "no feature names"),
+    ({"data_norm": [2.0, 1e20]}, "float32", "too large for float32"),
+])
+def test_what_a_fit_checks_against_X_is_checked_before_the_search_s_charge(
+        grid, X_kind, match):
+    """Bounds of another length or naming other columns, and a data_norm
+    float32 rows cannot hold, are refused by a fit before its charge; the
+    search's plan did not know X's columns or dtype, so a search (or
+    private_cross_validate) was charged and then failed on them (review 66)."""
+    import pandas as pd
+
+    X = np.random.default_rng(0).uniform(0, 1, size=(300, 3))
+    if X_kind == "frame":
+        X = pd.DataFrame(X, columns=["a", "b", "c"])
+    elif X_kind == "float32":
+        X = X.astype(np.float32)
+    step = PrivatePCA(1, data_norm=None if "bounds" in grid else 2.0)
+    budget = BudgetAccountant()
+    search = PrivateGridSearchCV(step, grid, cv=3, epsilon=1.0, accountant=budget)
+    with pytest.raises(ValueError, match=match):
+        search.fit(X)
+    assert budget.n_charges == 0
+    if len(next(iter(grid.values()))) == 1:
+        alone = step.set_params(**{k: v[0] for k, v in grid.items()})
+        with pytest.raises(ValueError, match=match):
+            ms.private_cross_validate(alone, X, cv=3, accountant=budget)
+        assert budget.n_charges == 0
+
+
+def test_a_group_whose_width_is_not_public_fits_at_its_largest_k():
+    """After a widening FunctionTransformer the width is known only after the
+    charge: the group's fold fits with every component (never checked)
+    went over memory_limit and failed the charged search, though each
+    candidate fits alone (review 66). They now fit at the largest k."""
+    X = np.random.default_rng(0).uniform(-1, 1, size=(600, 4))
+    widen = FunctionTransformer(lambda rows: np.hstack([rows] * 375))  # 1 500
+    pipe = Pipeline([("w", widen), ("pca", PrivatePCA(data_norm=40.0,
+                                                      memory_limit=60e6))])
+    budget = BudgetAccountant()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        search = PrivateGridSearchCV(pipe, {"pca__n_components": [1, 2]}, cv=3,
+                                     accountant=budget, random_state=0).fit(X)
+    assert budget.n_charges == 1
+    assert search.best_estimator_[-1].n_components_ in (1, 2)
+
+
 # ------------------------------------- every candidate, as it runs (issue 21)
 def test_a_grid_value_cannot_slip_in_a_stateful_step(data):
     """The checks apply to each candidate after set_params: a StandardScaler
