@@ -114,7 +114,10 @@ def _log_delta_small_mu(mu, epsilon, a):
         logsumexp(-s * (2.0 * b + s) / 2.0, b=weights))
     if epsilon > 0.0:
         log_below = 0.5 * math.log(math.pi / 2.0) + math.log(erfcx(-b / math.sqrt(2.0)))
-        x = math.log(math.expm1(epsilon)) + log_below - log_between
+        # log(e^ε − 1), without overflow beyond ε ≈ 709.8 (review 65)
+        log_em1 = (epsilon + math.log(-math.expm1(-epsilon)) if epsilon > 1.0
+                   else math.log(math.expm1(epsilon)))
+        x = log_em1 + log_below - log_between
         if not x < 0.0:
             return -math.inf
         log_between += _log1mexp(x)

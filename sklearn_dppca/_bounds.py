@@ -817,7 +817,8 @@ def _translate_if_far(mean, data_norm, data, offset, dtype, first_pass=True,
     copy = (engine.X.shape[0] * engine.X.shape[1] * engine.X.dtype.itemsize
             if isinstance(engine, InMemoryRows) else 0)
     if hasattr(engine.X, "tocsr") and room is not None and copy > room:
-        eps = max(np.finfo(engine.X.dtype).eps, np.finfo(np.float64).eps)
+        # the passes read every block in float64 (iter_blocks), float32 too
+        eps = np.finfo(np.float64).eps
         margin = (engine.X.shape[1] + 8) * eps * (2.0 * norm / data_norm + 1.0) ** 2
         if margin <= SPARSE_MARGIN:  # the passes centre them, within it
             return mean, data, offset

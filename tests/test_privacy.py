@@ -192,6 +192,12 @@ def test_gdp_delta_known_value_and_limits():
     assert gdp_delta(0.0, 1.0) == 0.0
     assert gdp_delta(1.0, math.inf) == 0.0
     assert gdp_delta(math.inf, 1.0) == 1.0
+    # small μ at huge ε: e^ε − 1 overflowed in its logarithm (review 65)
+    for mu, eps in [(0.5, 710.0), (0.1, 1e3), (0.5, 1e7)]:
+        assert gdp_delta(mu, eps) == 0.0
+    for eps in (0.999, 1.0, 1.001, 2.0):  # on both sides of the switch at ε = 1
+        expected = _mp_gdp_delta(0.45, eps)
+        assert gdp_delta(0.45, eps) == pytest.approx(expected, rel=1e-12, abs=0)
 
 
 def test_gdp_epsilon_limits():
