@@ -561,7 +561,8 @@ class _BasePrivatePCA(
         if isinstance(rows, ChunkedRows):
             threads = local_threads()  # None: a cluster's workers hold them
             size = 0 if threads is None else threads * chunk_bytes(rows)
-            return size, (" and the chunks of rows its threads read"
+            return size, (" and the chunks of rows its threads read (smaller "
+                          "chunks of rows, or fewer Dask threads, need less)"
                           if size else "")
         if not isinstance(rows, InMemoryRows):
             return 0, ""

@@ -81,11 +81,13 @@ def worker_room(engine):
 
 def chunk_bytes(engine):
     r"""Bytes a thread running a pass over a Dask array holds for its rows:
-    the largest chunk (every column) and its float64 copy, which the
-    statistics compute in; 0 in memory and for sparse chunks, whose size
-    (their non-zeros) is not known before they are read. Public: the array's
+    the largest chunk (every column) and one float64 copy of it (a lazy
+    step's output beside its input, such as ``X / s``, or the float64 cast
+    of float32 rows); 0 in memory and for sparse chunks, whose size (their
+    non-zeros) is not known before they are read. Public: the array's
     chunks and dtype. Review 61: chunks of 25 000 × 1 000 rows held 0.8 GB
-    on two threads beside a plan of 0.2 GB."""
+    on two threads beside a plan of 0.2 GB (generated and scaled: 1.9
+    chunks a thread); a chunk read as it is holds about one (review 65)."""
     engine = _engine(engine)
     if not isinstance(engine, ChunkedRows) or engine.sparse_chunks:
         return 0

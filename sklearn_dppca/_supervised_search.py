@@ -224,7 +224,13 @@ def _shared_key(cand, c):
     matrix) and its head the sub-block of the head's release on them, with
     its own ridge ``alpha``, added to the released matrix
     (:meth:`~sklearn_dppca.linear_model.PrivateLDA._leading`: both
-    post-processing). Any other candidate is fitted on its own."""
+    post-processing). So do bare heads without ``bounds`` that differ only
+    in ``alpha`` (review 65). Any other candidate is fitted on its own."""
+    if len(cand.private) == 1 and not isinstance(cand.estimator, Pipeline):
+        (_, head), = cand.private
+        if head.bounds is not None:
+            return ("own", c)
+        return ("shared", _params_key(cand.estimator, {"alpha", *_OWNED}))
     if len(cand.private) != 2 or not isinstance(cand.estimator, Pipeline):
         return ("own", c)
     (prefix, pca), (_, head) = cand.private
@@ -237,7 +243,10 @@ def _shared_key(cand, c):
 
 
 def _leading_k(cand):
-    return int(cand.private[0][1].n_components)
+    """The PCA's ``k`` of a shared group's candidate; 0 for a bare head (it
+    reads every feature)."""
+    step = cand.private[0][1]
+    return int(step.n_components) if len(cand.private) == 2 else 0
 
 
 def _label_domain(candidates):
@@ -477,12 +486,16 @@ def _score_fold(plan, X, y, train, test, delta, seeds):
         if len(members) == 1:
             predictions[members[0]] = _on_host(fitted.predict(X_val))
             continue
-        head = fitted.steps[-1][1]
-        rows = _on_host(fitted[:-1].transform(X_val))  # as the head sees them
+        if isinstance(fitted, Pipeline):
+            head, rows = fitted.steps[-1][1], fitted[:-1].transform(X_val)
+        else:  # a bare head: every feature, each candidate its own alpha
+            head, rows = fitted, X_val
+        rows = np.asarray(_on_host(rows))  # as the head sees them
         for c in members:
             cand = plan.candidates[c]
-            k, alpha = _leading_k(cand), cand.private[-1][1].alpha
-            predictions[c] = head._leading(k, alpha).predict(rows[:, :k])
+            k = _leading_k(cand) or head.n_features_in_
+            sub = head._leading(k, cand.private[-1][1].alpha)
+            predictions[c] = sub.predict(rows[:, :k])
     return fold_statistics(plan, y_val, predictions), kept
 
 

@@ -301,6 +301,11 @@ def test_candidates_differing_only_in_k_share_their_fold_fits():
     # (review 64: a fold fit at 0.148 with four alphas against 0.310)
     assert groups(pipe(), {"pca__n_components": [1, 2],
                            "lda__alpha": [0.1, 1.0]}) == [[1, 3, 0, 2]]
+    # a bare head too, but with bounds (review 65)
+    bare = PrivateLDA([0, 1], data_norm=2.0)
+    assert groups(bare, {"alpha": [0.1, 1.0, "auto"]}) == [[0, 1, 2]]
+    boxed = PrivateLDA([0, 1], bounds=(-2.0, 2.0))
+    assert groups(boxed, {"alpha": [0.1, 1.0]}) == [[0], [1]]
 
 
 def test_a_bare_head_and_a_regressor_are_searched():
