@@ -476,9 +476,7 @@ def plan_bounds(estimator, n_samples, n_features, dtype, engine, plan):
             and "mu" in plan.charge):
         pilot = pilot_rows(n_samples, n_features, plan.charge["mu"])
     room = getattr(estimator, "_memory_room", None)
-    if pilot and hasattr(estimator, "_first_rows_fit"):
-        # a Dask array's first rows are kept: only where they fit (else
-        # every step reads every row, as on fewer rows)
+    if pilot and hasattr(estimator, "_first_rows_fit"):  # kept where they fit
         fits, left = estimator._first_rows_fit(engine, pilot)
         pilot, room = (pilot, left) if fits else (None, room)
     bounds = BoundsPlan(
@@ -781,9 +779,8 @@ def _give_back(bounds, plan, spent):
 
 
 #: The largest round-off margin, relative to :math:`C^2`, of the clipping of
-#: sparse rows centred far from the origin by expansion
-#: (:func:`_translate_if_far`): it shrinks each clipped row by about half
-#: of it.
+#: sparse rows centred by expansion far from the origin (it shrinks each
+#: clipped row by about half of it): :func:`_translate_if_far`.
 SPARSE_MARGIN = 1e-3
 
 
@@ -802,34 +799,29 @@ def _translate_if_far(mean, data_norm, data, offset, dtype, first_pass=True,
     Sparse rows whose dense copy exceeds the ``room`` ``memory_limit``
     leaves stay sparse, centred by the passes' expansion of
     :math:`\lVert x - m \rVert^2`, while its round-off margin
-    (:func:`~sklearn_dppca._stats._norm_margin`, :math:`\gamma (2 \lVert m
-    \rVert + C)^2`) is below :data:`SPARSE_MARGIN` of :math:`C^2`; beyond it
-    they are refused, after the charge: that margin grows with
-    :math:`\lVert m \rVert^2` and clipped every row (review 62: the
-    scatter's trace at 0.17 of its value at :math:`\lVert m \rVert = 5
-    \cdot 10^5 C`, without a word). Either is a function of the released
-    mean and public values.
+    :math:`\gamma (2 \lVert m \rVert + C)^2` is below :data:`SPARSE_MARGIN`
+    of :math:`C^2`, else are refused after the charge (a function of the
+    released mean and public values): beyond it every row was clipped
+    (review 62: the scatter's trace at 0.17 of its value, silently).
     """
     norm = float(np.linalg.norm(mean))
     if not norm > FAR_MEAN * data_norm:
         return mean, data, offset
     engine = _engine(data)
-    copy = (engine.X.shape[0] * engine.X.shape[1] * engine.X.dtype.itemsize
-            if isinstance(engine, InMemoryRows) else 0)
+    n, d = engine.X.shape
+    copy = n * d * engine.X.dtype.itemsize if isinstance(engine, InMemoryRows) else 0
     if hasattr(engine.X, "tocsr") and room is not None and copy > room:
-        # the passes read every block in float64 (iter_blocks), float32 too
-        eps = np.finfo(np.float64).eps
-        margin = (engine.X.shape[1] + 8) * eps * (2.0 * norm / data_norm + 1.0) ** 2
+        # in float64's round-off: the passes read float32 blocks in float64
+        margin = (d + 8) * np.finfo(float).eps * (2 * norm / data_norm + 1) ** 2
         if margin <= SPARSE_MARGIN:  # the passes centre them, within it
             return mean, data, offset
         raise MemoryError(
-            f"The released mean lies more than {FAR_MEAN:g} norm bounds from "
-            "the origin, so the sparse rows must be centred on it explicitly, "
-            f"in a dense copy of about {copy / 2.0**30:.3g} GiB: more than "
-            "memory_limit leaves. The budget of this fit was spent. Centre "
-            "the rows on a public point near the data before the fit (a "
-            "column of large values, such as a year, minus a public value), "
-            "or raise memory_limit.")
+            f"The released mean lies so far from the origin (over {FAR_MEAN:g} "
+            "norm bounds) that the sparse rows must be centred on it in a "
+            f"dense copy of about {copy / 2.0**30:.3g} GiB, more than "
+            "memory_limit leaves; the budget of this fit was spent. Centre the "
+            "rows on a public point near them first (a column of years minus a "
+            "public year), or raise memory_limit.")
     centre = np.asarray(mean, dtype=dtype)
     if isinstance(engine, ChunkedRows):  # CSR chunks densified, as in memory
         moved = ChunkedRows(engine.X.map_blocks(

@@ -488,14 +488,12 @@ def _same_settings(one, other):
                                           and seeds[0] == seeds[1])))
 
 
-#: :math:`K = \max_{a, b \in [-1/2, 1/2]} (a - b)^2 (1 + 16 (a + b)^2)
-#: = (71 + 8\sqrt 2)/64`, reached at :math:`|a - b| + |a + b| = 1`,
-#: :math:`a + b = (2 + \sqrt 2)/8`: the squared sensitivity of one feature's
-#: pair :math:`(z, 4 z^2)` in :class:`PrivateStandardScaler`'s release; plus
-#: 8 ulps for the rounding of the computed squares (each within
-#: :math:`2^{-53} z^2`, which moves :math:`16 (a^2 - b^2)^2` by at most
-#: :math:`4 \cdot 2^{-52}`).
-PAIR_SENSITIVITY_SQ = (71.0 + 8.0 * math.sqrt(2.0)) / 64.0 + 8.0 * np.finfo(float).eps
+#: :math:`K = \max_{a, b \in [-1/2, 1/2]} (a - b)^2 (1 + 16 (a + b)^2) =
+#: (71 + 8\sqrt 2)/64`, the squared sensitivity of one feature's pair
+#: :math:`(z, 4 z^2)` (docs/privacy.rst), plus 8 float32 ulps for the
+#: rounding of squares computed in float32 on a device without float64
+#: (:math:`16 (a^2 - b^2)^2` moves by at most :math:`4 \cdot 2^{-23}`).
+PAIR_SENSITIVITY_SQ = (71.0 + 8.0 * math.sqrt(2.0)) / 64.0 + 8.0 * 2.0**-23
 
 
 class PrivateStandardScaler(
@@ -806,12 +804,10 @@ class PrivateStandardScaler(
             # coordinate by at most 1 — L2 sensitivity √d.
             sigma_sum = noise_scale(math.sqrt(d_free), mus["sum"])
             return sums + dense_noise(rng, d_free, sigma_sum), None, 0.0
-        # (Σ z_i, 4 Σ z_i²), one Gaussian mechanism at one σ: a row moves a
-        # feature's pair by (a − b, 4(a² − b²)), a, b in [−½, ½], of squared
-        # norm (a − b)²(1 + 16(a + b)²) ≤ PAIR_SENSITIVITY_SQ (docs/privacy.rst,
-        # "The private standard scaler"): L2 sensitivity √(K d) at the
-        # composed μ of both shares. Two releases at √d and √d/4 spent 0.80
-        # of the μ charged (review 64).
+        # (Σ z_i, 4 Σ z_i²) at one σ: a row moves a feature's pair by
+        # (a − b, 4(a² − b²)), of squared norm ≤ PAIR_SENSITIVITY_SQ: L2
+        # sensitivity √(K d) at both shares' μ (two releases at √d and √d/4
+        # spent 0.80 of the μ charged: review 64)
         mu = math.hypot(mus["sum"], mus["squares"])
         sigma_sum = noise_scale(math.sqrt(PAIR_SENSITIVITY_SQ * d_free), mu)
         sigma_sq = sigma_sum / 4.0

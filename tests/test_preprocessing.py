@@ -671,7 +671,7 @@ def test_private_scaler_partial_fit_composes_its_calls(people):
     widths = np.ptp(np.array(RANGES), axis=1)
     assert (np.abs(est.mean_ - whole.mean_) < 0.05 * widths).all()
     # the floor: four calls' noise on Σz², each σ_Q² = (√(K d) / μ* / 4)²
-    sigma_q = noise_scale(math.sqrt((71 + 8 * math.sqrt(2)) / 64 * 3), mu) / 4
+    sigma_q = noise_scale(math.sqrt(PAIR_SENSITIVITY_SQ * 3), mu) / 4
     assert est._released_.noise_var == pytest.approx(4 * sigma_q**2, rel=1e-12)
 
     est.fit(people)  # fit starts afresh
