@@ -133,10 +133,12 @@ from ._norm_plan import (
     PILOT_PART,
     PILOT_QUANTILE,
     PILOT_STALE,
+    SPARSE_MARGIN,
     STALE_MOVE,
     STOP_RATIO,
     auto_quantile,
     check_data_norm_range,
+    expansion_margin,
     interpolate_bound,
     mean_step_count,
     norm_grid,
@@ -778,12 +780,6 @@ def _give_back(bounds, plan, spent):
                               for k, m in plan.mus.items()})
 
 
-#: The largest round-off margin, relative to :math:`C^2`, of the clipping of
-#: sparse rows centred by expansion far from the origin (it shrinks each
-#: clipped row by about half of it): :func:`_translate_if_far`.
-SPARSE_MARGIN = 1e-3
-
-
 def _translate_if_far(mean, data_norm, data, offset, dtype, first_pass=True,
                       room=None):
     r"""``(mean, data, offset)``: the private mean in the rows' coordinates,
@@ -811,9 +807,7 @@ def _translate_if_far(mean, data_norm, data, offset, dtype, first_pass=True,
     n, d = engine.X.shape
     copy = n * d * engine.X.dtype.itemsize if isinstance(engine, InMemoryRows) else 0
     if hasattr(engine.X, "tocsr") and room is not None and copy > room:
-        # in float64's round-off: the passes read float32 blocks in float64
-        margin = (d + 8) * np.finfo(float).eps * (2 * norm / data_norm + 1) ** 2
-        if margin <= SPARSE_MARGIN:  # the passes centre them, within it
+        if expansion_margin(d, norm, data_norm) <= SPARSE_MARGIN:  # within it
             return mean, data, offset
         raise MemoryError(
             f"The released mean lies so far from the origin (over {FAR_MEAN:g} "

@@ -122,6 +122,22 @@ DROWNED = 0.25
 #: (measured: 1e-8 of the sensitivity at 4·10⁵ rows), the floating-point
 #: round-off docs/security.rst states is not accounted for.
 FAR_MEAN = 32.0
+#: The largest round-off margin, relative to :math:`C^2`, of the clipping of
+#: sparse rows centred by expansion far from the origin
+#: (:func:`expansion_margin`; it shrinks each clipped row by about half of
+#: it): beyond it a fit refuses them where their dense copy does not fit,
+#: and scores densify them by blocks.
+SPARSE_MARGIN = 1e-3
+
+
+def expansion_margin(n_features, centre_norm, bound):
+    r"""The round-off margin of :math:`\lVert x - m \rVert^2` computed as
+    :math:`\lVert x \rVert^2 - 2 x \cdot m + \lVert m \rVert^2` in float64,
+    relative to :math:`C^2`: :math:`\gamma (2 \lVert m \rVert / C + 1)^2`
+    (:func:`~sklearn_dppca._stats._norm_margin`; float32 rows are read in
+    float64). Public: the width, the released centre and the bound."""
+    reach = 2.0 * centre_norm / bound + 1.0  # inf beyond float64: no error
+    return (n_features + 8) * float(np.finfo(np.float64).eps) * reach * reach
 #: :func:`_around` takes the norms around a centre by expansion when the
 #: centre is within this many radii of the origin: the expansion's round-off,
 #: about ``1e-16 d (‖x‖ + ‖c‖)²``, then stays below ``1e-9 d`` of the radius²

@@ -9,6 +9,7 @@ import numpy as np
 from scipy import sparse
 
 from ._dask import is_dask_collection
+from ._norm_plan import SPARSE_MARGIN, expansion_margin
 from ._rows import summed_entries
 from ._stats import _BLOCK_BYTES, _ranges
 
@@ -58,19 +59,26 @@ def clipped_projections(rows, bound, centre, basis):
     rows = summed_entries(rows.tocsr()) if thin else np.asarray(rows)
     centre = np.broadcast_to(np.asarray(centre, dtype=np.float64), (rows.shape[1],))
     out = np.empty((rows.shape[0], basis.shape[1]))
-    for a, b in row_spans(rows):
-        if thin:
+    # far from the origin the expansion's round-off swamps C²: densified by
+    # blocks there (review 66: scores of timestamps off by a third of C²)
+    top = float(np.max(np.abs(centre), initial=0.0))  # ‖m‖ without overflow
+    norm = top * float(np.linalg.norm(centre / top)) if top > 0.0 else 0.0
+    dense = thin and expansion_margin(rows.shape[1], norm, bound) > SPARSE_MARGIN
+    for a, b in row_spans(rows, dense):
+        if thin and not dense:
             out[a:b] = _clipped_sparse(rows[a:b], bound, centre, basis)
         else:
-            out[a:b] = clip_rows(rows[a:b], bound, centre) @ basis
+            block = rows[a:b].toarray() if thin else rows[a:b]
+            out[a:b] = clip_rows(block, bound, centre) @ basis
     return out
 
 
-def row_spans(rows):
+def row_spans(rows, dense=False):
     """Consecutive ``(a, b)`` covering the rows in blocks of about 32 MiB:
-    of dense entries, or of a CSR matrix's stored values and indices."""
+    of dense entries (or ``dense`` copies of sparse rows), or of a CSR
+    matrix's stored values and indices."""
     n = rows.shape[0]
-    if sparse.issparse(rows):
+    if sparse.issparse(rows) and not dense:
         per_row = 16.0 * max(rows.nnz / max(n, 1), 1.0)
     else:
         per_row = 8.0 * max(rows.shape[1], 1)
