@@ -312,10 +312,27 @@ def input_kind(heads, n_features, rows):
         return None
     if not heads:
         return n_features, rows
-    keeps = all(_is_passthrough(h) or type(h) in _STATELESS_TYPES
-                or _is_constant_fill(h) for h in heads)
     dense = isinstance(rows, InMemoryRows) and isinstance(rows.X, np.ndarray)
-    return (n_features, rows) if keeps and dense else None
+    return (n_features, rows) if keeps_columns(heads) and dense else None
+
+
+def passed_names(heads, names):
+    """The column names the steps ``heads`` (:func:`keeps_columns`) pass on
+    from ``X``'s ``names``: kept where each passes them through or outputs
+    pandas (``set_output``), else none (NumPy arrays)."""
+    from sklearn.utils._set_output import _get_output_config
+
+    kept = all(_is_passthrough(h) or _get_output_config("transform", h)["dense"]
+               == "pandas" for h in heads)
+    return names if kept else None
+
+
+def keeps_columns(heads):
+    """Whether every step of ``heads`` keeps ``X``'s columns, each up to a
+    public map of its values (``"passthrough"``, a ``PublicScaler``, a
+    constant fill)."""
+    return all(_is_passthrough(h) or type(h) in _STATELESS_TYPES
+               or _is_constant_fill(h) for h in heads)
 
 
 def refused_path(step, sizes, read, **overrides):
@@ -539,11 +556,9 @@ def _public_norm(step, n_features, heads=()):
             return error
     sides = [np.asarray(side, dtype=np.float64) for side in bounds]
     sized = [side.size for side in sides if side.ndim > 0]
-    keeps = all(_is_passthrough(h) or type(h) in _STATELESS_TYPES
-                or _is_constant_fill(h) for h in heads)
     if sized:
         n_features = sized[0]
-    elif not keeps:
+    elif not keeps_columns(heads):
         raise ValueError(
             "The private estimator's bounds are scalars after a step that may "
             "change the number of columns (a FunctionTransformer): give "
@@ -576,8 +591,11 @@ def _release_key(candidate, c, n_features, folds, rows=None):
     heads = [] if not candidate.index else [
         other for _, other in candidate.estimator.steps[:candidate.index]]
     read = input_kind(heads, n_features, rows)
-    if n_features < SHARED_FULL_FEATURES and refused_path(
-            step, folds, read, n_components=None) is not None:
+    if (n_features < SHARED_FULL_FEATURES and refused_path(
+            step, folds, read, n_components=None) is not None) or (
+            read is None and step.n_components is None):
+        # every component where the width is not public: a fit of its own
+        # (review 67: a "largest" group holding None failed after the charge)
         return ("own", c)
     ignored = {prefix + p for p in _POST_PROCESSING + _OWNED}
     # where the step's width is not public (after a FunctionTransformer, or

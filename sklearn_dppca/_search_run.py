@@ -229,25 +229,29 @@ def _check_raw_rows(steps, X):
         )
 
 
-def _check_raw_bounds(steps, X, names):
+def _check_raw_bounds(steps, X, names, headed=()):
     """Refuse, before the charge, what ``steps`` (the private steps that
     read ``X`` themselves) check at their fit against ``X``'s public
     columns and dtype: ``bounds`` of another length, or by names ``X`` does
     not have; a numeric ``data_norm`` whose square is not a normal float32
-    for float32 rows. The search's plan knew neither (review 66: a search
-    was charged and then failed on them, where a fit refuses them first)."""
+    for float32 rows. ``headed``: ``(step, names)`` of private steps after
+    steps that keep ``X``'s columns and dtype
+    (:func:`~sklearn_dppca._search_plan.keeps_columns`), checked alike on
+    the names those steps pass on. The search's plan knew neither
+    (reviews 66, 67: a search was charged and then failed on them, where a
+    fit refuses them first)."""
     dtype = getattr(X, "dtype", None)
-    for step in steps:
-        try:
+    try:
+        for step, known in [*((step, names) for step in steps), *headed]:
             if getattr(step, "bounds", None) is not None:
-                check_box(step.bounds, X.shape[1], names)
+                check_box(step.bounds, X.shape[1], known)
             norm = step.data_norm
             if (isinstance(dtype, np.dtype) and dtype == np.float32
                     and isinstance(norm, Real) and not isinstance(norm, bool)):
                 check_data_norm_range(float(norm), dtype)
-        except ValueError as error:
-            raise ValueError(f"{error} The search was refused before it spent "
-                             "any budget.") from None
+    except ValueError as error:
+        raise ValueError(f"{error} The search was refused before it spent "
+                         "any budget.") from None
 
 
 def _check_public_scalers(plan, n_features, names):

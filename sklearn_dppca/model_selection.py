@@ -91,6 +91,8 @@ from ._search_plan import (
     _locate_private_step,
     _resolve_cv,
     caching_params,
+    keeps_columns,
+    passed_names,
     plan_search,
     rows_kind,
 )
@@ -499,8 +501,15 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
                 y = np.asarray(y)
         direct = [_locate_private_step(c.estimator)[2]  # reading X themselves
                   for c in plan.candidates if c.error is None and not c.index]
+        names = getattr(self, "feature_names_in_", None)
+        headed = []  # after steps that keep X's columns: on the names they pass
+        for c in plan.candidates:
+            heads = [step for _, step in c.estimator.steps[:c.index]] if c.index else []
+            if c.error is None and heads and keeps_columns(heads):
+                headed.append((_locate_private_step(c.estimator)[2],
+                               passed_names(heads, names)))
         _check_raw_rows(direct, X)
-        _check_raw_bounds(direct, checked, getattr(self, "feature_names_in_", None))
+        _check_raw_bounds(direct, checked, names, headed)
         if failed:
             warnings.warn(
                 f"{len(failed)} of the {len(plan.candidates)} candidates cannot "

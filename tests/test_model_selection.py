@@ -546,6 +546,13 @@ def test_what_a_fit_checks_against_X_is_checked_before_the_search_s_charge(
     with pytest.raises(ValueError, match=match):
         search.fit(X)
     assert budget.n_charges == 0
+    if X_kind != "frame":  # after a PublicScaler too (review 67)
+        scaled = Pipeline([("scale", PublicScaler(center=0.0, scale=1.0)),
+                           ("pca", step)])
+        with pytest.raises(ValueError, match=match):
+            PrivateGridSearchCV(scaled, {f"pca__{k}": v for k, v in grid.items()},
+                                cv=3, epsilon=1.0, accountant=budget).fit(X)
+        assert budget.n_charges == 0
     if len(next(iter(grid.values()))) == 1:
         alone = step.set_params(**{k: v[0] for k, v in grid.items()})
         with pytest.raises(ValueError, match=match):
@@ -569,6 +576,14 @@ def test_a_group_whose_width_is_not_public_fits_at_its_largest_k():
                                      accountant=budget, random_state=0).fit(X)
     assert budget.n_charges == 1
     assert search.best_estimator_[-1].n_components_ in (1, 2)
+    # n_components=None there is fitted on its own, not in a group at its
+    # "largest" k (review 67: the fold fits failed after the charge)
+    pipe.set_params(pca__memory_limit="auto")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        search = PrivateGridSearchCV(pipe, {"pca__n_components": [1, None]}, cv=3,
+                                     accountant=budget, random_state=0).fit(X[:, :2])
+    assert budget.n_charges == 2
 
 
 def test_sparse_rows_far_from_the_centre_are_scored_as_dense_rows():
