@@ -91,8 +91,12 @@ def chunk_bytes(engine):
     engine = _engine(engine)
     if not isinstance(engine, ChunkedRows) or engine.sparse_chunks:
         return 0
-    X = engine.X
-    return max(X.chunks[0], default=0) * X.shape[1] * (X.dtype.itemsize + 8)
+    return _largest_chunk(engine.X) * (engine.X.dtype.itemsize + 8)
+
+
+def _largest_chunk(X):
+    """Entries of a Dask array's largest chunk of rows (every column)."""
+    return max(X.chunks[0], default=0) * X.shape[1]
 
 
 def kept_rows(engine, n_rows):
@@ -110,8 +114,7 @@ def kept_rows(engine, n_rows):
     workers = cluster_workers()
     if not workers or in_process(workers):
         return kept, kept
-    chunk = max(X.chunks[0], default=0) * X.shape[1] * X.dtype.itemsize
-    return kept, min(kept, kept / len(workers) + chunk)
+    return kept, min(kept, kept / len(workers) + _largest_chunk(X) * X.dtype.itemsize)
 
 
 def held_by_workers(X):

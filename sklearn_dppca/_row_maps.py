@@ -11,7 +11,7 @@ from scipy import sparse
 from ._dask import is_dask_collection
 from ._norm_plan import SPARSE_MARGIN, expansion_margin
 from ._rows import summed_entries
-from ._stats import _BLOCK_BYTES, _ranges
+from ._stats import _BLOCK_BYTES, _dense, _ranges, _rescaled_norms
 
 
 def clip_rows(rows, bound, centre=0.0):
@@ -61,15 +61,14 @@ def clipped_projections(rows, bound, centre, basis):
     out = np.empty((rows.shape[0], basis.shape[1]))
     # far from the origin the expansion's round-off swamps C²: densified by
     # blocks there (review 66: scores of timestamps off by a third of C²)
-    top = float(np.max(np.abs(centre), initial=0.0))  # ‖m‖ without overflow
-    norm = top * float(np.linalg.norm(centre / top)) if top > 0.0 else 0.0
+    top, unit = _rescaled_norms(centre[None, :])  # ‖m‖ without overflow
+    norm = float(top[0]) * float(unit[0])
     dense = thin and expansion_margin(rows.shape[1], norm, bound) > SPARSE_MARGIN
     for a, b in row_spans(rows, dense):
         if thin and not dense:
             out[a:b] = _clipped_sparse(rows[a:b], bound, centre, basis)
         else:
-            block = rows[a:b].toarray() if thin else rows[a:b]
-            out[a:b] = clip_rows(block, bound, centre) @ basis
+            out[a:b] = clip_rows(_dense(rows[a:b]), bound, centre) @ basis
     return out
 
 

@@ -316,6 +316,12 @@ def input_kind(heads, n_features, rows):
     return (n_features, rows) if keeps_columns(heads) and dense else None
 
 
+def candidate_heads(candidate):
+    """The steps before a candidate's private step (none for a bare one)."""
+    index = candidate.index
+    return [step for _, step in candidate.estimator.steps[:index]] if index else []
+
+
 def passed_names(heads, names):
     """The column names the steps ``heads`` (:func:`keeps_columns`) pass on
     from ``X``'s ``names``: kept where each passes them through or outputs
@@ -588,9 +594,7 @@ def _release_key(candidate, c, n_features, folds, rows=None):
         step.n_components, (Integral, type(None))
     ):
         return ("own", c)
-    heads = [] if not candidate.index else [
-        other for _, other in candidate.estimator.steps[:candidate.index]]
-    read = input_kind(heads, n_features, rows)
+    read = input_kind(candidate_heads(candidate), n_features, rows)
     if (n_features < SHARED_FULL_FEATURES and refused_path(
             step, folds, read, n_components=None) is not None) or (
             read is None and step.n_components is None):

@@ -91,6 +91,7 @@ from ._search_plan import (
     _locate_private_step,
     _resolve_cv,
     caching_params,
+    candidate_heads,
     keeps_columns,
     passed_names,
     plan_search,
@@ -504,7 +505,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         names = getattr(self, "feature_names_in_", None)
         headed = []  # after steps that keep X's columns: on the names they pass
         for c in plan.candidates:
-            heads = [step for _, step in c.estimator.steps[:c.index]] if c.index else []
+            heads = candidate_heads(c)
             if c.error is None and heads and keeps_columns(heads):
                 headed.append((_locate_private_step(c.estimator)[2],
                                passed_names(heads, names)))
