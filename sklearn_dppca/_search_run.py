@@ -27,6 +27,8 @@ from ._search_plan import (
     _value_key,
     caching_params,
     group_of,
+    keeps_columns,
+    passed_names,
 )
 from ._warning_rules import private_computation
 from .privacy import BudgetAccountant, gdp_epsilon, gdp_mu
@@ -227,6 +229,24 @@ def _check_raw_rows(steps, X):
             "strategy='constant', fill_value=..., keep_empty_features=True). "
             "The search was refused before it spent any budget."
         )
+
+
+def check_readers(readers, X, checked, names):
+    """Refuse, before the charge, what the first private step of each
+    candidate would refuse at its fit on ``X``'s public columns, dtype and
+    values: ``readers`` holds ``(step, heads)``, the steps ``heads`` before
+    it. Read ``X`` directly (no heads), it gets :func:`_check_raw_rows` and
+    :func:`_check_raw_bounds`; after heads that keep ``X``'s columns
+    (:func:`~sklearn_dppca._search_plan.keeps_columns`), the bounds' check on
+    the names they pass on. Both searches, unsupervised and supervised,
+    check here (the supervised one checked direct readers only: a head with
+    ``bounds`` on other names after a PublicScaler was charged, then failed;
+    review 68)."""
+    direct = [step for step, heads in readers if not heads]
+    headed = [(step, passed_names(heads, names)) for step, heads in readers
+              if heads and keeps_columns(heads)]
+    _check_raw_rows(direct, X)
+    _check_raw_bounds(direct, checked, names, headed)
 
 
 def _check_raw_bounds(steps, X, names, headed=()):

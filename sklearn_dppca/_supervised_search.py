@@ -95,6 +95,16 @@ def final_head(estimator):
     return None
 
 
+def heads_of(cand):
+    """The steps before a candidate's first private step (none for a bare
+    head)."""
+    if not isinstance(cand.estimator, Pipeline):
+        return []
+    steps = [step for _, step in cand.estimator.steps]
+    first = cand.private[0][1]
+    return steps[:next(i for i, step in enumerate(steps) if step is first)]
+
+
 def is_supervised(estimator, param_grid):
     """Whether the search's first candidate ends in a private head."""
     grid = list(ParameterGrid(param_grid))

@@ -59,7 +59,6 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context
 from sklearn.exceptions import FitFailedWarning
-from sklearn.pipeline import Pipeline
 from sklearn.utils import get_tags
 from sklearn.utils._param_validation import (
     HasMethods,
@@ -92,8 +91,6 @@ from ._search_plan import (
     _resolve_cv,
     caching_params,
     candidate_heads,
-    keeps_columns,
-    passed_names,
     plan_search,
     rows_kind,
 )
@@ -101,8 +98,6 @@ from ._search_run import (
     _best_index,
     _check_heads,
     _check_public_scalers,
-    _check_raw_bounds,
-    _check_raw_rows,
     _fit_candidate,
     _results,
     _score_failures,
@@ -112,6 +107,7 @@ from ._search_run import (
     captured_variance_score,
     check_accountants,
     check_failures,
+    check_readers,
     floor_penalised_scores,
     refit_pool,
 )
@@ -500,17 +496,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
             if not (hasattr(y, "iloc") or hasattr(y, "__array_namespace__")
                     or isinstance(y, np.ndarray)):
                 y = np.asarray(y)
-        direct = [_locate_private_step(c.estimator)[2]  # reading X themselves
-                  for c in plan.candidates if c.error is None and not c.index]
-        names = getattr(self, "feature_names_in_", None)
-        headed = []  # after steps that keep X's columns: on the names they pass
-        for c in plan.candidates:
-            heads = candidate_heads(c)
-            if c.error is None and heads and keeps_columns(heads):
-                headed.append((_locate_private_step(c.estimator)[2],
-                               passed_names(heads, names)))
-        _check_raw_rows(direct, X)
-        _check_raw_bounds(direct, checked, names, headed)
+        check_readers([(_locate_private_step(c.estimator)[2], candidate_heads(c))
+                       for c in plan.candidates if c.error is None], X, checked,
+                      getattr(self, "feature_names_in_", None))
         if failed:
             warnings.warn(
                 f"{len(failed)} of the {len(plan.candidates)} candidates cannot "
@@ -588,12 +576,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
                               getattr(self, "feature_names_in_", None))
         X = X if hasattr(X, "iloc") else checked
         y = _supervised.check_labels(plan, y, n_samples)
-        direct = [  # the private steps that read X themselves
-            c.private[0][1] for c in plan.candidates if c.error is None and (
-                not isinstance(c.estimator, Pipeline)
-                or c.estimator.steps[0][1] is c.private[0][1])]
-        _check_raw_rows(direct, X)
-        _check_raw_bounds(direct, checked, getattr(self, "feature_names_in_", None))
+        check_readers([(c.private[0][1], _supervised.heads_of(c))
+                       for c in plan.candidates if c.error is None], X, checked,
+                      getattr(self, "feature_names_in_", None))
         if failed:
             warnings.warn(
                 f"{len(failed)} of the {len(plan.candidates)} candidates cannot "
@@ -625,7 +610,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         array stays in its namespace and on its device, a Dask array (of
         NumPy chunks, ``names`` its DataFrame's columns) lazy: its shape and
         names only. Missing values (NaN) pass here for a Pipeline's public
-        fill or a step's ``non_finite="clip"`` (:func:`_check_raw_rows` then
+        fill or a step's ``non_finite="clip"`` (:func:`check_readers` then
         refuses, before the charge, any a bare step with
         ``non_finite="raise"`` would read)."""
         if is_dask_collection(X) and not has_sparse_chunks(X):

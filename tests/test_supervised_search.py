@@ -348,6 +348,23 @@ def test_refusals_come_before_the_charge(estimator, grid, y, match):
     assert budget.n_charges == 0
 
 
+def test_a_heads_bounds_after_a_public_scaler_are_checked_before_the_charge():
+    """A head's ``bounds`` on names the public steps before it do not pass
+    on: its fit refuses them, so the search does, before the charge (review
+    68: the supervised search checked only heads reading ``X`` directly, and
+    was charged, then failed)."""
+    pd = pytest.importorskip("pandas")
+    X, y = classes_data(600, d=3)
+    X = pd.DataFrame(X, columns=list("abc"))
+    scaler = PublicScaler(center=0.0, scale=1.0).set_output(transform="pandas")
+    head = PrivateLDA([0, 1], bounds={"a": (-2, 2), "zz": (-2, 2)})
+    budget = BudgetAccountant()
+    with pytest.raises(ValueError, match="refused before it spent"):
+        PrivateGridSearchCV(make_pipeline(scaler, head), {"privatelda__alpha": [
+            0.1, 1.0]}, cv=3, accountant=budget).fit(X, y)
+    assert budget.n_charges == 0
+
+
 def test_scoring_must_be_a_bounded_score_of_the_head():
     X, y = classes_data(600)
     budget = BudgetAccountant()
