@@ -84,8 +84,51 @@ class SearchPlan(NamedTuple):
     folds_per_row: int = 1  # r: every row's training folds, for the pooled refit
 
 
+def empty_rows(X):
+    """``X`` without its rows, of its kind and with its columns' names and
+    dtypes (public): what :func:`head_width` runs the steps before a private
+    one on. None for a Dask collection or an input without slicing."""
+    if is_dask_collection(X):
+        return None
+    if hasattr(X, "iloc"):
+        return X.iloc[:0]
+    if sparse.issparse(X) or isinstance(X, np.ndarray) \
+            or _array_api.namespace(X) is not None:
+        return X[:0]
+    return None
+
+
+def head_width(heads, n_features, empty):
+    """The number of features the steps ``heads`` make of ``X``'s
+    ``n_features`` columns, where it is public: ``n_features`` if they keep
+    them (:func:`keeps_columns`), else the width of their output on
+    ``empty`` (:func:`empty_rows`, no row: a function of the steps and of
+    ``X``'s columns only), or None where they fail on it. Before the charge,
+    a candidate's ``n_components`` above it is then a public failure (a
+    FunctionTransformer that keeps 3 columns and a PCA of 5 components
+    failed the search after its charge). The width on the rows is checked
+    again after the charge (:func:`~sklearn_dppca._search_run._check_heads`):
+    a step whose width depends on the values is one the guarantee cannot
+    make public."""
+    if keeps_columns(heads):
+        return n_features
+    if empty is None:
+        return None
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = clone(Pipeline([(f"s{i}", h) for i, h in enumerate(heads)]))\
+                .fit_transform(empty)
+    except Exception:  # noqa: BLE001 - a user's step; its width stays unknown
+        return None
+    shape = getattr(out, "shape", ())
+    return int(shape[1]) if len(shape) == 2 else None
+
+
 def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,
-                n_features, refit=True, fit_weights=None, rows=None):
+                n_features, refit=True, fit_weights=None, rows=None, empty=None):
     r"""The privacy analysis of a search, from the grid and public values.
 
     Every candidate is ``clone(estimator).set_params(**clone(params))`` —
@@ -140,6 +183,9 @@ def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,
         ``rows_kind(X, n_features)``, a stand-in of ``X``'s kind that holds no
         row: each candidate's path and memory are then planned on every size
         of fit the search runs, before the charge.
+    empty : array-like, default=None
+        ``empty_rows(X)``: each candidate's ``n_components`` is checked
+        against the width its steps make of it (:func:`head_width`).
 
     Returns
     -------
@@ -150,7 +196,7 @@ def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,
     grid = list(ParameterGrid(param_grid))
     if not grid:
         raise ValueError("param_grid has no candidate.")
-    candidates = [_candidate(estimator, params, n_features, sizes, rows)
+    candidates = [_candidate(estimator, params, n_features, sizes, rows, empty)
                   for params in grid]
     weights = _weights(fit_weights, grid)
 
@@ -360,10 +406,11 @@ def refused_path(step, sizes, read, **overrides):
     return None
 
 
-def _candidate(estimator, params, n_features, sizes, rows=None):
+def _candidate(estimator, params, n_features, sizes, rows=None, empty=None):
     """``Candidate`` for one grid point: refused (raise) if it cannot be made
     private, kept with ``error`` if it fails for a public reason (on
-    :func:`input_kind`, its plan's too)."""
+    :func:`input_kind`, its plan's too; on :func:`head_width`, its
+    ``n_components``)."""
     _refuse_owned(params)
     est = clone(estimator).set_params(**clone(params, safe=False))
     prefix, index, step = _locate_private_step(est)
@@ -397,7 +444,8 @@ def _candidate(estimator, params, n_features, sizes, rows=None):
             if hasattr(other[1], "_validate_params"):
                 other[1]._validate_params()
         # the features are public where the private step reads X's columns
-        step._check_n_components(sizes[0], n_features if not index else sizes[0],
+        step._check_n_components(sizes[0], n_features if not index else
+                                 head_width(heads, n_features, empty) or sizes[0],
                                  width_known=not index)
     except (InvalidParameterError, ValueError, TypeError) as error:
         return Candidate(params, est, prefix, index, error, data_norm)

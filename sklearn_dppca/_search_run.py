@@ -240,8 +240,8 @@ def check_readers(readers, X, checked, names):
     (:func:`~sklearn_dppca._search_plan.keeps_columns`), the bounds' check on
     the names they pass on. Both searches, unsupervised and supervised,
     check here (the supervised one checked direct readers only: a head with
-    ``bounds`` on other names after a PublicScaler was charged, then failed;
-    review 68)."""
+    ``bounds`` on other names after a PublicScaler was charged, then
+    failed)."""
     direct = [step for step, heads in readers if not heads]
     headed = [(step, passed_names(heads, names)) for step, heads in readers
               if heads and keeps_columns(heads)]

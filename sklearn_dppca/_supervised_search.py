@@ -59,6 +59,7 @@ from ._search_plan import (
     fit_budget,
     fit_sizes,
     group_of,
+    head_width,
     input_kind,
     pooled_groups,
     refused_path,
@@ -139,7 +140,7 @@ class SupervisedPlan(NamedTuple):
     spent: tuple
 
 
-def _private_steps(est, n_features, sizes, rows=None):
+def _private_steps(est, n_features, sizes, rows=None, empty=None):
     """``(prefix, step)`` of the private steps of a candidate, checked: one
     head last, at most one private transformer, stateless steps otherwise
     (raise); a public failure of a step is returned: of its parameters, its
@@ -198,9 +199,9 @@ def _private_steps(est, n_features, sizes, rows=None):
                 check_data_norm_range(_public_norm(step, n_features),
                                       np.dtype(np.float64))
                 # the features are public where the step reads X's columns
-                step._check_n_components(sizes[0],
-                                         sizes[0] if before else n_features,
-                                         width_known=not before)
+                step._check_n_components(
+                    sizes[0], head_width(before, n_features, empty) or sizes[0]
+                    if before else n_features, width_known=not before)
                 error = refused_path(step, sizes, read)
                 if error is not None:
                     return named, error
@@ -280,7 +281,7 @@ def _label_domain(candidates):
 
 def plan_supervised_search(estimator, param_grid, *, epsilon, delta, splits,
                            n_samples, n_features, scoring=None, refit=True,
-                           fit_weights=None, rows=None):
+                           fit_weights=None, rows=None, empty=None):
     r"""The privacy analysis of a supervised search, from public values only.
 
     Budget shares are the search's (:data:`~sklearn_dppca.model_selection.
@@ -296,7 +297,9 @@ def plan_supervised_search(estimator, param_grid, *, epsilon, delta, splits,
     it is pooled from the fold fits (:func:`refit`). They compose to
     :math:`\mu^{*2}`: one charge. ``rows``:
     :func:`~sklearn_dppca._search_plan.rows_kind` of ``X``, for each
-    candidate's plan (:func:`_private_steps`).
+    candidate's plan (:func:`_private_steps`); ``empty``:
+    :func:`~sklearn_dppca._search_plan.empty_rows` of ``X``, for the width
+    of the steps before a private one.
 
     Returns
     -------
@@ -314,7 +317,7 @@ def plan_supervised_search(estimator, param_grid, *, epsilon, delta, splits,
                 "Every candidate of a supervised search must end in a private "
                 f"head; {params} does not."
             )
-        private, error = _private_steps(est, n_features, sizes, rows)
+        private, error = _private_steps(est, n_features, sizes, rows, empty)
         candidates.append(Candidate(params, est, private, error))
     ok = [c for c in candidates if c.error is None]
     if not ok:

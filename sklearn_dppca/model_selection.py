@@ -91,6 +91,7 @@ from ._search_plan import (
     _resolve_cv,
     caching_params,
     candidate_heads,
+    empty_rows,
     plan_search,
     rows_kind,
 )
@@ -478,7 +479,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
                            delta=self.delta, splits=splits, n_samples=n_samples,
                            n_features=n_features,
                            refit=bool(self.refit), fit_weights=self.fit_weights,
-                           rows=rows_kind(X, n_features))
+                           rows=rows_kind(X, n_features), empty=empty_rows(X))
         failed = check_failures(plan.candidates, self.error_score, self.refit)
         accountant = _resolve_accountant(self)
         check_accountants(plan.candidates, accountant)
@@ -566,7 +567,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
             self.estimator, self.param_grid, epsilon=self.epsilon, delta=self.delta,
             splits=splits, n_samples=n_samples, n_features=n_features,
             scoring=self.scoring, refit=bool(self.refit), fit_weights=self.fit_weights,
-            rows=rows_kind(X, n_features))
+            rows=rows_kind(X, n_features), empty=empty_rows(X))
         failed = check_failures(plan.candidates, self.error_score, self.refit)
         accountant = _resolve_accountant(self)
         check_accountants(plan.candidates, accountant)
@@ -583,7 +584,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
             warnings.warn(
                 f"{len(failed)} of the {len(plan.candidates)} candidates cannot "
                 f"be fitted; their scores are set to {self.error_score!r} and "
-                "they get no budget:\n"
+                "they get no budget (a public reason, found before any budget "
+                "was spent):\n"
                 + "\n".join(f"{c.params}: {c.error!r}" for c in failed),
                 FitFailedWarning)
         if self.verbose > 0:

@@ -586,6 +586,30 @@ def test_a_group_whose_width_is_not_public_fits_at_its_largest_k():
     assert budget.n_charges == 2
 
 
+@pytest.mark.parametrize("frame", [False, True])
+def test_a_candidate_wider_than_its_heads_output_fails_before_the_charge(frame):
+    """The width a stateless step makes of X's columns, found on X without
+    its rows (public): a candidate with more components is a public failure
+    that gets no budget. It failed the whole search after its charge."""
+    from sklearn_dppca.linear_model import PrivateLDA
+
+    rng = np.random.default_rng(0)
+    X, y = rng.uniform(-1, 1, size=(600, 6)), rng.integers(0, 2, 600)
+    if frame:
+        X = pytest.importorskip("pandas").DataFrame(X, columns=list("abcdef"))
+    first = FunctionTransformer(lambda rows: rows[rows.columns[:3]] if frame
+                                else rows[:, :3])
+    budget = BudgetAccountant()
+    for tail, target in (([], None), ([PrivateLDA([0, 1], data_norm=2.0)], y)):
+        pipe = make_pipeline(first, PrivatePCA(data_norm=2.0), *tail)
+        with pytest.warns(FitFailedWarning, match="before any budget"):
+            search = PrivateGridSearchCV(pipe, {"privatepca__n_components": [2, 5]},
+                                         cv=3, accountant=budget).fit(X, target)
+        assert np.isnan(search.cv_results_["mean_test_score"][1])
+        assert search.best_params_ == {"privatepca__n_components": 2}
+    assert budget.n_charges == 2
+
+
 def test_sparse_rows_far_from_the_centre_are_scored_as_dense_rows():
     """The scores clip sparse rows around the released mean by expanding
     ‖x − m‖²: at ‖m‖ = 1.7e9 (timestamps) its round-off swamped C², and the

@@ -350,9 +350,9 @@ def test_refusals_come_before_the_charge(estimator, grid, y, match):
 
 def test_a_heads_bounds_after_a_public_scaler_are_checked_before_the_charge():
     """A head's ``bounds`` on names the public steps before it do not pass
-    on: its fit refuses them, so the search does, before the charge (review
-    68: the supervised search checked only heads reading ``X`` directly, and
-    was charged, then failed)."""
+    on: its fit refuses them, so the search does, before the charge (the
+    supervised search checked only heads reading ``X`` directly, and was
+    charged, then failed)."""
     pd = pytest.importorskip("pandas")
     X, y = classes_data(600, d=3)
     X = pd.DataFrame(X, columns=list("abc"))
