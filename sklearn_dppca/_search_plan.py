@@ -87,11 +87,15 @@ class SearchPlan(NamedTuple):
 def empty_rows(X):
     """``X`` without its rows, of its kind and with its columns' names and
     dtypes (public): what :func:`head_width` runs the steps before a private
-    one on. None for a Dask collection or an input without slicing."""
+    one on. None for a Dask collection, an input without slicing, or a
+    DataFrame with a column of another than a plain numeric dtype."""
     if is_dask_collection(X):
         return None
     if hasattr(X, "iloc"):
-        return X.iloc[:0]
+        # a categorical dtype's categories may come from the values
+        plain = all(isinstance(t, np.dtype) and t.kind in "biuf"
+                    for t in getattr(X, "dtypes", [getattr(X, "dtype", None)]))
+        return X.iloc[:0] if plain else None
     if sparse.issparse(X) or isinstance(X, np.ndarray) \
             or _array_api.namespace(X) is not None:
         return X[:0]
