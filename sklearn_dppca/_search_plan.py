@@ -93,8 +93,8 @@ def empty_rows(X):
         return None
     if hasattr(X, "iloc"):
         # a categorical dtype's categories may come from the values
-        plain = all(isinstance(t, np.dtype) and t.kind in "biuf"
-                    for t in getattr(X, "dtypes", [getattr(X, "dtype", None)]))
+        dtypes = list(X.dtypes) if getattr(X, "ndim", 1) == 2 else [X.dtype]
+        plain = all(isinstance(t, np.dtype) and t.kind in "biuf" for t in dtypes)
         return X.iloc[:0] if plain else None
     if sparse.issparse(X) or isinstance(X, np.ndarray) \
             or _array_api.namespace(X) is not None:
