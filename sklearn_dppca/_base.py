@@ -18,6 +18,7 @@ from numbers import Integral, Real
 from typing import Any, NamedTuple
 
 import numpy as np
+from scipy import sparse
 from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
@@ -539,6 +540,8 @@ class _BasePrivatePCA(
         # the memory it needs checked
         self._chunked_partials = chunked_partials(engine)
         self._rows_in_memory = isinstance(_engine(engine), InMemoryRows)
+        self._sparse_rows = self._rows_in_memory and sparse.issparse(
+            _engine(engine).X)
         self._worker_room = worker_room(engine)
         self._chunk_bytes = chunk_bytes(engine)
         copy, copy_text = self._copied_rows(n_samples, n_features, engine)

@@ -11,7 +11,7 @@ from numbers import Integral
 from ._dask import ChunkedRows, cluster_workers, in_process, local_threads
 from ._reported import _engine
 from ._rows import InMemoryRows
-from ._stats import _block_rows, blas_threads, kernel_threads
+from ._stats import SPARSE_BLOCK_ENTRIES, _block_rows, blas_threads, kernel_threads
 from .noise import _BLOCK_ENTRIES, IMPLICIT_BLOCK, kernel_bytes
 
 #: Share of the machine's memory that a fit may take with
@@ -333,9 +333,11 @@ class _PathMixin:
 
     def _arrays_needed(self, n_samples, d, path):
         """:meth:`_memory_needed` less the vectors of the rows."""
+        block = min(n_samples, _block_rows(d))
         if path != "dense":
             p = self._block_columns(n_samples, d)
-            rows = min(n_samples, _block_rows(d)) * (d + p)
+            rows = block * p + (self._sparse_blocks(block, d) * blas_threads()
+                                or block * d)
             # sparse rows: two blocks' d × p parts per thread of a pass
             parts = 16 * d * p * blas_threads()
             if path == "noisy_power":  # V, the products, Y, its noise, its SVD
@@ -363,9 +365,19 @@ class _PathMixin:
             release = 1 if truncated else 6
         # a Dask array's pass: the chunks' Gram matrices and partial sums too
         partials = getattr(self, "_chunked_partials", 0.0)
-        rows = d * min(n_samples, _block_rows(d) * blas_threads())
+        rows = (self._sparse_blocks(block, d) * blas_threads()
+                or d * min(n_samples, _block_rows(d) * blas_threads()))
         noise = 3 * min(d * d, _BLOCK_ENTRIES + d)
         return 8 * (d * d * (max(2, release) + partials) + rows + noise)
+
+    def _sparse_blocks(self, block, d):
+        """In units of 8 bytes, what each thread of a pass holds of a block of
+        in-memory CSR rows (:data:`~sklearn_dppca._stats.SPARSE_BLOCK_ENTRIES`
+        entries at most): three copies (a slice, its float64 cast, the
+        squares of its norms) of 12 bytes an entry; 0 for other rows."""
+        if not getattr(self, "_sparse_rows", False):
+            return 0
+        return 3 * 12 * min(SPARSE_BLOCK_ENTRIES, block * d) // 8
 
     #: How a refusal names the columns of the d × p blocks beyond k.
     _oversampling = "n_oversamples"

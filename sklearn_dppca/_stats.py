@@ -32,11 +32,18 @@ from scipy import linalg, sparse
 from sklearn.utils import assert_all_finite
 from threadpoolctl import ThreadpoolController  # a scikit-learn dependency
 
-# Rows per block: about 32 MiB of float64, and at least 2048 rows, because
-# syrk runs at full speed only when a block has thousands of rows (512-row
-# blocks measured 4× slower at d = 1000).
-_BLOCK_BYTES = 32 * 2**20
-_MIN_BLOCK_ROWS = 2048
+from ._blocks import (  # noqa: F401 - the passes' blocks, imported from here too
+    _BLOCK_BYTES,
+    _MIN_BLOCK_ROWS,
+    SPARSE_BLOCK_ENTRIES,
+    _as_float64,
+    _block_rows,
+    _csr_rows,
+    _ranges,
+    _row_ranges,
+    iter_blocks,
+)
+
 # The first pass scans rows in blocks of about 2 MiB, which stay in a core's
 # L2 cache through the norms, the sums and the projections, and adds the Gram
 # matrix of runs of at least 8 MiB and 16·d rows (syrk is slow on short runs:
@@ -62,16 +69,6 @@ _MIN_CORRECTION_ROWS = 1024
 _RAW_NORM_FACTOR = 8.0
 
 
-def _ranges(start, stop, step):
-    """Consecutive ``(a, b)`` of at most ``step`` rows covering ``[start, stop)``."""
-    for a in range(start, stop, step):
-        yield a, min(a + step, stop)
-
-
-def _block_rows(n_features):
-    return max(_MIN_BLOCK_ROWS, _BLOCK_BYTES // (8 * max(n_features, 1)))
-
-
 # A Dask worker's task reads blocks of 8 MiB (in the 32 MiB L3 cache shared by
 # two cores): with 2 MiB blocks, the pass of "auto"'s norm counts took 72 ms
 # per 170 000 × 100 partition in a worker process, 34 ms with 8 MiB (the many
@@ -94,41 +91,6 @@ def chunk_task():
 def _scan_rows(n_features):
     scan = _CHUNK_SCAN_BYTES if _IN_CHUNK_TASK.get() else _SCAN_BYTES
     return max(scan // (8 * max(n_features, 1)), 1)
-
-
-def _as_float64(rows):
-    """Rows as float64: a C-contiguous array (a view when possible) or CSR."""
-    if sparse.issparse(rows):
-        return rows.astype(np.float64, copy=False)
-    return np.ascontiguousarray(rows, dtype=np.float64)
-
-
-def iter_blocks(X):
-    """Yield ``(start, stop, block)`` with blocks of rows as float64 arrays.
-
-    Dense blocks are views of ``X`` when ``X`` is C-contiguous float64 and
-    copies of one block otherwise; sparse blocks are CSR, read-only views of
-    a float64 CSR ``X`` (:func:`_csr_rows`).
-    """
-    view = sparse.issparse(X) and X.format == "csr" and X.dtype == np.float64
-    for start, stop in _ranges(0, X.shape[0], _block_rows(X.shape[1])):
-        yield start, stop, (_csr_rows(X, start, stop) if view
-                            else _as_float64(X[start:stop]))
-
-
-def _csr_rows(X, start, stop):
-    """Rows ``start:stop`` of the CSR matrix ``X``, their entries read-only
-    views of ``X``'s: SciPy's slice copies them (on 10⁵ × 2·10⁴ rows at 1%,
-    0.8 s of a matrix-free fit's 27 s went to those copies), and no pass may
-    write into the caller's matrix."""
-    lo, hi = X.indptr[start], X.indptr[stop]
-    data, indices = X.data[lo:hi], X.indices[lo:hi]
-    data.flags.writeable = indices.flags.writeable = False
-    # set after construction: SciPy's constructor copies a short view
-    block = type(X)((stop - start, X.shape[1]), dtype=X.dtype)
-    block.data, block.indices = data, indices
-    block.indptr = (X.indptr[start:stop + 1] - lo).astype(X.indptr.dtype)
-    return block
 
 
 def _sq_norms(block):
@@ -381,7 +343,7 @@ def row_sq_norms(X):
     out = np.empty(X.shape[0])
 
     def fill(start, stop):
-        for a, b in _ranges(start, stop, _block_rows(X.shape[1])):
+        for a, b in _row_ranges(X, start, stop, _block_rows(X.shape[1])):
             out[a:b] = _sq_norms(_as_float64(X[a:b]))
 
     _map_ranges(fill, X.shape[0], _n_threads(X))
@@ -485,7 +447,7 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True, direction=None,
         gram = product = None
         if with_gram:
             gram, product = np.zeros((d, d)), np.empty((d, d))
-        for run_start, run_stop in _ranges(start, stop, run_rows):
+        for run_start, run_stop in _row_ranges(X, start, stop, run_rows):
             run = _as_float64(X[run_start:run_stop])  # a view of float64 rows
             step = scan_rows if not sparse.issparse(run) else run.shape[0]
             for a, b in _ranges(0, run.shape[0], step):
@@ -618,7 +580,8 @@ def weighted_gram(X, data_norm, centre):
 
 def _lead_direction(X, data_norm):
     """Unit vector along the clipped sum of the first rows (0 if that is 0)."""
-    block = _as_float64(X[: max(_MIN_BLOCK_ROWS, _scan_rows(X.shape[1]))])
+    first = max(_MIN_BLOCK_ROWS, _scan_rows(X.shape[1]))
+    block = _as_float64(X[:next(_row_ranges(X, 0, X.shape[0], first), (0, 0))[1]])
     total = np.asarray(_clip_scales(block, _sq_norms(block), data_norm) @ block)
     size = np.linalg.norm(total)
     return total / size if size > 0 else np.zeros(X.shape[1])
@@ -699,7 +662,7 @@ def clipped_gram(X, data_norm, mean=None, first=None, with_sum=False):
         corrections = _Corrections(d, stop - start, target)
         raw = sq[start:stop] <= max_raw_sq
         candidate = maybe_clipped(start, stop) | ~raw
-        for a, b in _ranges(start, stop, _block_rows(d)):
+        for a, b in _row_ranges(X, start, stop, _block_rows(d)):
             idx = np.flatnonzero(candidate[a - start : b - start])
             if 8 * idx.size <= b - a:  # few candidates: read them alone
                 rows = _dense(_as_float64(X[a + idx]))
@@ -785,7 +748,7 @@ def _weighted_sums(X, sq, data_norm, mean, start, stop):
     u, v = np.zeros(d), np.zeros(d)
     weight_sum = scale_sum = 0.0
     n_clipped = 0
-    for a, b in _ranges(start, stop, max(_MIN_BLOCK_ROWS, _block_rows(d) // 2)):
+    for a, b in _row_ranges(X, start, stop, max(_MIN_BLOCK_ROWS, _block_rows(d) // 2)):
         block = _as_float64(X[a:b])
         scale = _clip_scales(block, sq[a:b], data_norm, mean)
         n_clipped += int(np.count_nonzero(scale < 1.0))
