@@ -50,6 +50,7 @@ from ._cli_io import (
     unreadable_sparse,
 )
 from ._dask import partition_lengths
+from ._warning_rules import private_computation
 
 #: The messages of the fit's own finiteness check (and of :func:`_checked`).
 _BAD_VALUES = ("Input X contains NaN", "Input X contains infinity")
@@ -160,8 +161,9 @@ class LazyTable:
         # a compressed file cannot be split into blocks
         self._csv["blocksize"] = None if self._csv["compression"] else "default"
         try:
-            frame = (dd.read_parquet(files) if kind == "parquet"
-                     else dd.read_csv(files, **self._csv))
+            with private_computation():  # Dask reads the first rows here
+                frame = (dd.read_parquet(files) if kind == "parquet"
+                         else dd.read_csv(files, **self._csv))
         except (OSError, ValueError) as exc:
             if isinstance(exc, FileNotFoundError):
                 raise
@@ -184,12 +186,15 @@ class LazyTable:
         """The first :data:`PEEK_ROWS` rows of the columns ``names`` of the
         first file (CSV: as text), as a pandas frame."""
         if self.kind == "parquet":
-            return self.frame[names].head(PEEK_ROWS, npartitions=1)
+            with private_computation():
+                return self.frame[names].head(PEEK_ROWS, npartitions=1)
         import pandas as pd
 
         try:
-            return pd.read_csv(self._files[0], usecols=names, dtype=object,
-                               nrows=PEEK_ROWS, compression=self._csv["compression"])
+            with private_computation():
+                return pd.read_csv(self._files[0], usecols=names, dtype=object,
+                                   nrows=PEEK_ROWS,
+                                   compression=self._csv["compression"])
         except UnicodeDecodeError as exc:
             raise csv_refusal(self._files[0], exc) from None
 
@@ -221,10 +226,12 @@ class LazyTable:
             return pd.DataFrame([[numbers[c].dtype != np.float64 for c in names]],
                                 columns=names)
 
-        frame = dd.read_csv(self._files, usecols=names, dtype=object, **self._csv)
-        flags = frame[names].map_partitions(
-            text, meta=pd.DataFrame({c: pd.Series(dtype=bool) for c in names})
-        ).compute()
+        with private_computation():
+            frame = dd.read_csv(self._files, usecols=names, dtype=object,
+                                **self._csv)
+            flags = frame[names].map_partitions(
+                text, meta=pd.DataFrame({c: pd.Series(dtype=bool) for c in names})
+            ).compute()
         return [c for c in names if flags[c].any()]
 
 
@@ -465,9 +472,11 @@ def _quotes_a_cell(exc):
 def _reading(path, read):
     """``read()``, the first read of the files: their errors in one line,
     naming DATA, and never quoting a cell (:class:`_NotANumber` where one
-    does not read as a number: pandas' message quotes it)."""
+    does not read as a number: pandas' message quotes it). No warning of
+    pandas' or Dask's about the rows leaves it."""
     try:
-        return read()
+        with private_computation():
+            return read()
     except (OSError, ValueError) as exc:
         if isinstance(exc, (FileNotFoundError, _NotANumber)):
             raise

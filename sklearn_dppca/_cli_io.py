@@ -28,6 +28,7 @@ from urllib.request import url2pathname
 import numpy as np
 
 from ._pca_model import whiten_scale
+from ._warning_rules import private_computation
 
 #: Written as ``"format"``; a file without it is not a model.
 MODEL_FORMAT = "sklearn_dppca.model"
@@ -186,7 +187,8 @@ def read_table(path, numeric_header=False):
     if kind == "parquet":
         _check_parquet_engine()
         try:
-            frame = pd.read_parquet(path)
+            with private_computation():  # no warning of pandas' about the rows
+                frame = pd.read_parquet(path)
         except (OSError, ValueError) as exc:
             if isinstance(exc, FileNotFoundError):
                 raise
@@ -194,7 +196,10 @@ def read_table(path, numeric_header=False):
     else:
         source = sys.stdin if path == "-" else path
         try:
-            frame = pd.read_csv(source)
+            # pandas' DtypeWarning names a column holding text in a row
+            # past its first chunk, a column perhaps not even chosen
+            with private_computation():
+                frame = pd.read_csv(source)
         except pd.errors.EmptyDataError:
             raise ValueError(
                 f"{path}: the file is empty (no header, no rows)"

@@ -1189,3 +1189,33 @@ def test_a_shared_bounds_file_needs_ranges_for_the_fitted_columns_only(
     rc, _, err = run(capsys, *_fit_without_norm(data, tmp_path / "m.json", "--bounds",
                                                 tmp_path / "b.pq", "--force"))
     assert rc == 0, err
+
+
+@pytest.mark.parametrize("dask", [[], ["--dask"]])
+def test_pandas_warnings_about_the_rows_are_not_shown(tmp_path, capsys, dask):
+    """Review 69, F1: text in a row of a column not fitted, past pandas'
+    first chunk, made pandas' DtypeWarning name that column on stderr before
+    the charge (the one difference from the same file without that cell);
+    the table is read with every warning dropped, in memory and with
+    --dask."""
+    import warnings
+
+    if dask:
+        pytest.importorskip("dask.dataframe")
+    rng = np.random.default_rng(0)
+    # wide, so that pandas' chunk is 2048 lines and the cell lies past it
+    header = ",".join(["a", "b", "c", *(f"z{i}" for i in range(256)), "note"])
+    zeros = ",0" * 256
+    lines = [header] + [f"{x:.4f},{y:.4f},{z:.4f}{zeros},0"
+                        for x, y, z in rng.normal(size=(3000, 3))]
+    lines[2901] = lines[2901][:-1] + "HIV+"
+    path = _write(tmp_path, "mixed.csv", "\n".join(lines) + "\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rc, _, err = run(capsys, "fit", path, "--columns", "a,b,c", "-k", 1,
+                         "--epsilon", 1, "--delta", 1e-6, "--data-norm", 5, "-q",
+                         "-o", tmp_path / "m.json", *dask)
+    assert rc == 0, err
+    assert "note" not in err and "mixed types" not in err, err
+    shown = [str(w.message) for w in caught]
+    assert not any("note" in m or "mixed types" in m for m in shown), shown
