@@ -167,6 +167,9 @@ class LazyTable:
         except (OSError, ValueError) as exc:
             if isinstance(exc, FileNotFoundError):
                 raise
+            if kind == "csv" and _empty_data(exc):  # the header is the first file's
+                raise ValueError(f"{path if len(files) == 1 else files[0]}: the "
+                                 "file is empty (no header, no rows)") from None
             if kind == "csv":
                 raise csv_refusal(path, exc) from None
             raise ValueError(f"{path}: cannot read Parquet: {one_line(exc)}") from exc
@@ -485,6 +488,14 @@ def _reading(path, read):
         if isinstance(exc, UnicodeDecodeError) or _parse_error(exc):
             raise csv_refusal(path, exc) from None  # no byte, no line named
         raise ValueError(f"{path}: cannot read the table: {one_line(exc)}") from None
+
+
+def _empty_data(exc):
+    """Whether ``exc`` is pandas' refusal of a CSV file with no header (an
+    empty file), which Dask re-raises with its own words around pandas'."""
+    import pandas as pd
+
+    return isinstance(exc, pd.errors.EmptyDataError)
 
 
 def _parse_error(exc):

@@ -639,3 +639,29 @@ def test_a_malformed_line_is_refused_without_its_row(tmp_path, capsys, dask):
     assert rc == 2 and "cannot parse CSV" in err
     assert_one_error_line(err)
     assert "151" not in err and "152" not in err
+
+
+def test_an_empty_csv_gets_the_in_memory_message(tmp_path, capsys):
+    """Review 69, F4: an empty CSV file with --dask was refused in Dask's
+    words around pandas' ("cannot parse CSV: An error occurred while calling
+    the read_csv method ..."); it now gets the in-memory line. In a folder
+    whose first file (the one the header is read from) is empty, that file
+    is named."""
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    fit = ["fit", empty, "-k", 1, "--epsilon", 1, "--delta", 1e-6,
+           "--data-norm", 2, "-o", tmp_path / "m.json"]
+    rc, _, in_memory = run(capsys, *fit)
+    assert rc == 2 and in_memory.endswith(
+        f"{empty}: the file is empty (no header, no rows)\n"), in_memory
+    rc, _, err = run(capsys, *fit, "--dask")
+    assert rc == 2 and err == in_memory, err
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    (folder / "a.csv").write_text("")
+    (folder / "b.csv").write_text("a,b\n1,2\n3,4\n")
+    fit[1] = folder
+    rc, _, err = run(capsys, *fit, "--dask")
+    assert rc == 2 and err.endswith(
+        f"{folder / 'a.csv'}: the file is empty (no header, no rows)\n"), err
+    assert_one_error_line(err)
