@@ -426,16 +426,18 @@ def fit_command(args):
                    f"(n_components={args.n_components}, epsilon={args.epsilon:g}, "
                    f"delta={args.delta:g}, data_norm={norm}) on {n_samples} rows x "
                    f"{n_features} columns of {args.data}{scaled}")
+        charges = estimator.accountant.n_charges
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
                 progress = _fit_reporting_passes(
                     estimator, X, args,
                     partitions=lazy is None or lazy.partitions is not None)
-            except ValueError as exc:  # e.g. n_components too large: say the flag
-                if lazy is not None:  # NaN or inf in a chunk: name the columns
-                    lazy.name_bad_values(exc)
-                raise ValueError(in_flags(str(exc))) from exc
+            except (ValueError, TypeError, OSError, MemoryError) as exc:
+                error = _fit_error(exc, args, estimator, charges, lazy)
+                if error is exc:
+                    raise
+                raise error from exc
     _verbose(args, progress.summary())
     leaks, noisy, seen = [], [], set()
     sparse_rows = is_sparse_file(args.data)
@@ -484,6 +486,25 @@ def fit_command(args):
                f"model written to {where}")
     _report_ledger(args, ledger)
     return 0
+
+
+def _fit_error(exc, args, estimator, charges, lazy):
+    """The error of a fit stopped by ``exc``: in the flags' words (e.g.
+    n_components too large), a NaN or inf in a chunk with the columns named
+    (``lazy``); and where the fit had been charged (``charges`` before it:
+    on many rows with ``--dask``, the later rows are read after the charge),
+    saying so, with public values only (the fit's epsilon and delta)."""
+    if isinstance(exc, ValueError):
+        try:
+            if lazy is not None:
+                lazy.name_bad_values(exc)
+            exc = ValueError(in_flags(str(exc)))
+        except ValueError as named:
+            exc = named
+    if estimator.accountant.n_charges == charges:
+        return exc
+    return ValueError(f"{_message(exc)} (the fit had been charged epsilon="
+                      f"{args.epsilon:g}, delta={args.delta:g}; that charge stays)")
 
 
 # --------------------------------------------------------------- ledger
@@ -911,14 +932,16 @@ def build_parser():
     return parser
 
 
-def _error(exc):
+def _message(exc):
     from ._cli_io import one_line
 
     if isinstance(exc, OSError) and exc.strerror and exc.filename:
-        message = f"{exc.filename}: {exc.strerror}"
-    else:
-        message = one_line(exc) or type(exc).__name__
-    print(f"dppca: error: {message}", file=sys.stderr, flush=True)
+        return f"{exc.filename}: {exc.strerror}"
+    return one_line(exc) or type(exc).__name__
+
+
+def _error(exc):
+    print(f"dppca: error: {_message(exc)}", file=sys.stderr, flush=True)
     return 2
 
 

@@ -443,8 +443,44 @@ def test_many_rows_interrupted_or_failing_after_the_first_rows_stay_charged(
     parts[2].loc[49_999, "a"] = np.inf
     write_parts(folder, parts)
     rc, _, err = run(capsys, *fit)
-    assert rc == 2 and err.endswith("infinite values in column(s) 'a'\n"), err
+    assert rc == 2 and err.endswith(
+        "infinite values in column(s) 'a' (the fit had been charged epsilon=1, "
+        "delta=1e-06; that charge stays)\n"), err
     assert BudgetAccountant(path=ledger).n_charges == 2
+
+
+def test_an_error_after_the_charge_says_that_it_stays(tmp_path, capsys):
+    """Review 69, F5: a NaN past the first rows of a --dask fit on many rows
+    stopped it after its charge with the in-memory refusal word for word,
+    which comes before any charge: nothing said that the budget was spent
+    (and without --ledger nothing recorded it). The line now says so, with
+    the fit's epsilon and delta only; a refusal before the charge does
+    not."""
+    rng = np.random.default_rng(6)
+    parts = [pd.DataFrame(rng.normal(size=(50_000, len(FEATURES))) * 0.1 + 0.2,
+                          columns=FEATURES) for _ in range(3)]
+    parts[2].loc[20_000, "c"] = np.nan
+    folder = write_parts(tmp_path / "many", parts)
+    ledger = tmp_path / "budget.db"
+    run(capsys, "ledger", "init", ledger, "--epsilon", 9, "--delta", 1e-6)
+    fit = ["fit", folder, "--dask", "-k", "2", "--epsilon", "1", "--delta",
+           "1e-7", "--data-norm", "1", "-o", tmp_path / "m.json"]
+    charged = (" (the fit had been charged epsilon=1, delta=1e-07; that charge "
+               "stays)\n")
+    for extra in ([], ["--ledger", ledger]):
+        rc, _, err = run(capsys, *fit, *extra)
+        assert rc == 2 and err.endswith(charged), err
+        assert "missing values (NaN or empty cells) in column(s) 'c';" in err
+        assert_one_error_line(err)
+        line = err.splitlines()[-1]  # no row count, no row, no value
+        assert not any(n in line for n in ("150000", "20000", "nan")), line
+    assert BudgetAccountant(path=ledger).n_charges == 1
+    # before the charge (few rows: every value is checked first): no charge
+    small = write_parts(tmp_path / "few", [parts[2].iloc[19_000:21_000]])
+    fit[1] = small
+    rc, _, err = run(capsys, *fit, "--ledger", ledger)
+    assert rc == 2 and "in column(s) 'c'" in err and "charged" not in err, err
+    assert BudgetAccountant(path=ledger).n_charges == 1
 
 
 # --- sparse matrices in parts: .npz files, one block of rows each ------------
