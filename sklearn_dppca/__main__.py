@@ -127,6 +127,14 @@ _FLAG_WORDING = (
 )
 
 
+#: The memory refusal's "fewer Dask threads", which have no flag: how to get them.
+_THREADS_ADVICE = (
+    "fewer Dask threads, need less)",
+    "fewer Dask threads, need less: set DASK_NUM_WORKERS=N in the environment "
+    "for N threads, or give --scheduler ADDRESS for a cluster's workers to read "
+    "them)")
+
+
 def in_flags(message):
     """An estimator's message with its Python parameter names as CLI flags.
 
@@ -491,9 +499,10 @@ def fit_command(args):
 def _fit_error(exc, args, estimator, charges, lazy):
     """The error of a fit stopped by ``exc``: in the flags' words (e.g.
     n_components too large), a NaN or inf in a chunk with the columns named
-    (``lazy``); and where the fit had been charged (``charges`` before it:
-    on many rows with ``--dask``, the later rows are read after the charge),
-    saying so, with public values only (the fit's epsilon and delta)."""
+    (``lazy``), a memory refusal with how to run fewer threads; and where
+    the fit had been charged (``charges`` before it: on many rows with
+    ``--dask``, the later rows are read after the charge), saying so, with
+    public values only (the fit's epsilon and delta)."""
     if isinstance(exc, ValueError):
         try:
             if lazy is not None:
@@ -501,6 +510,8 @@ def _fit_error(exc, args, estimator, charges, lazy):
             exc = ValueError(in_flags(str(exc)))
         except ValueError as named:
             exc = named
+    elif isinstance(exc, MemoryError) and _THREADS_ADVICE[0] in str(exc):
+        exc = MemoryError(str(exc).replace(*_THREADS_ADVICE))
     if estimator.accountant.n_charges == charges:
         return exc
     return ValueError(f"{_message(exc)} (the fit had been charged epsilon="

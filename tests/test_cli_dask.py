@@ -701,3 +701,31 @@ def test_an_empty_csv_gets_the_in_memory_message(tmp_path, capsys):
     assert rc == 2 and err.endswith(
         f"{folder / 'a.csv'}: the file is empty (no header, no rows)\n"), err
     assert_one_error_line(err)
+
+
+def test_a_memory_refusal_says_how_to_run_fewer_threads(tmp_path, capsys,
+                                                        monkeypatch):
+    """Review 69, F3 (its CLI half): a --dask fit refused for the chunks
+    that its threads read advised "fewer Dask threads", which dppca has no
+    flag for; the line now says how (Dask's DASK_NUM_WORKERS, or
+    --scheduler), and fewer threads are then admitted. (Its other advice,
+    path='noisy_power', has no flag either and is left in Python.)"""
+    import dask
+
+    from sklearn_dppca import _paths
+
+    monkeypatch.setattr(_paths, "physical_memory", lambda: int(1.5e8))
+    path = tmp_path / "wide.parquet"  # one chunk of 16 MB
+    pd.DataFrame(np.random.default_rng(0).uniform(size=(4000, 500)),
+                 columns=[f"x{i}" for i in range(500)]).to_parquet(path, index=False)
+    fit = ["fit", path, "--dask", "-k", 2, "--epsilon", 1, "--delta", 1e-7,
+           "--data-norm", 5, "-q", "-o", tmp_path / "m.json"]
+    with dask.config.set(num_workers=8):
+        rc, _, err = run(capsys, *fit)
+    assert rc == 2 and "the chunks of rows its threads read" in err, err
+    assert_one_error_line(err)
+    assert ("fewer Dask threads, need less: set DASK_NUM_WORKERS=N in the "
+            "environment for N threads, or give --scheduler ADDRESS") in err, err
+    with dask.config.set(num_workers=1):
+        rc, _, err = run(capsys, *fit)
+    assert rc == 0, err
