@@ -249,9 +249,10 @@ class CoherentPowerPCA(_BasePrivatePCA):
     >>> import numpy as np
     >>> from sklearn_dppca import CoherentPowerPCA
     >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(5000, 8)) * [3.0, 2.0, 1.0, 0.3, 0.3, 0.3, 0.3, 0.3]
-    >>> X /= np.linalg.norm(X, axis=1).max()
-    >>> pca = CoherentPowerPCA(2, epsilon=2.0, data_norm=1.0, clip_radius=1.0,
+    >>> ranges = np.array([3.0, 2.0, 1.0, 0.3, 0.3, 0.3, 0.3, 0.3])  # public
+    >>> X = rng.uniform(-1, 1, size=(5000, 8)) * ranges
+    >>> C = float(np.linalg.norm(ranges))  # from the ranges, not the rows
+    >>> pca = CoherentPowerPCA(2, epsilon=2.0, data_norm=C, clip_radius=1.0,
     ...                        n_iter=4).fit(X)
     >>> pca.components_.shape, pca.n_iter_, pca.branch_
     ((2, 8), 4, 'fixed')

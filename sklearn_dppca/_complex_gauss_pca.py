@@ -198,9 +198,10 @@ class ComplexGaussPCA(_MatrixFreeMixin, _BasePrivatePCA):
     >>> import numpy as np
     >>> from sklearn_dppca import ComplexGaussPCA
     >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(10_000, 5)) * [3.0, 1.0, 0.5, 0.2, 0.1]
-    >>> X /= np.linalg.norm(X, axis=1).max()
-    >>> pca = ComplexGaussPCA(n_components=2, epsilon=1.0, data_norm=1.0)
+    >>> ranges = np.array([3.0, 1.0, 0.5, 0.2, 0.1])  # public: feature j in ±ranges[j]
+    >>> X = rng.uniform(-1, 1, size=(10_000, 5)) * ranges
+    >>> C = float(np.linalg.norm(ranges))  # from the ranges, not the rows
+    >>> pca = ComplexGaussPCA(n_components=2, epsilon=1.0, data_norm=C)
     >>> pca.fit(X).covariance_approximation_.shape
     (5, 5)
     >>> int(np.linalg.matrix_rank(pca.covariance_approximation_))

@@ -210,9 +210,10 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
     >>> import numpy as np
     >>> from sklearn_dppca import PrivatePCA
     >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(10_000, 5)) * [3.0, 1.0, 0.5, 0.2, 0.1]
-    >>> X /= np.linalg.norm(X, axis=1).max()
-    >>> pca = PrivatePCA(n_components=2, epsilon=1.0, data_norm=1.0)
+    >>> ranges = np.array([3.0, 1.0, 0.5, 0.2, 0.1])  # public: feature j in ±ranges[j]
+    >>> X = rng.uniform(-1, 1, size=(10_000, 5)) * ranges
+    >>> C = float(np.linalg.norm(ranges))  # from the ranges, not the rows
+    >>> pca = PrivatePCA(n_components=2, epsilon=1.0, data_norm=C)
     >>> pca.fit(X).components_.shape
     (2, 5)
     >>> pca.transform(X).shape
