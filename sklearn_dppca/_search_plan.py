@@ -189,7 +189,7 @@ def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,
         of fit the search runs, before the charge.
     empty : array-like, default=None
         ``empty_rows(X)``: each candidate's ``n_components`` is checked
-        against the width its steps make of it (:func:`head_width`).
+        against the width its steps make of it (``head_width``).
 
     Returns
     -------
