@@ -7,6 +7,7 @@ the folds), before the data is read (:func:`plan_search`). The execution is in
 """
 
 import math
+import pickle
 from numbers import Integral, Real
 from typing import NamedTuple
 
@@ -688,9 +689,12 @@ def _value_key(value):
     arrays over 1000 values (two different ``bounds`` had one repr). Arrays
     become their type, dtype, shape and bytes (object arrays: the keys of
     their entries); tuples, lists and dicts the keys of their items;
-    estimators their type and the key of their parameters; anything else its
-    type and ``repr``. Unequal keys only split a release in two, never join
-    two."""
+    estimators their type and the key of their parameters; other array-likes
+    (a pandas Series, whose ``repr`` abbreviates past 60 rows: two
+    ``PublicScaler`` ranges shared one fit, review 68) the key of their
+    values and of their index, columns and name; numbers and strings their
+    type and ``repr``; anything else its pickle, or where it has none its
+    ``repr``. Unequal keys only split a release in two, never join two."""
     if isinstance(value, np.ndarray):
         if value.dtype.hasobject:
             return ("ndarray", _type_name(value), "object", value.shape,
@@ -706,7 +710,17 @@ def _value_key(value):
     if _is_estimator(value):
         return ("estimator", _type_name(value),
                 _value_key(value.get_params(deep=False)))
-    return (_type_name(value), repr(value))
+    if isinstance(value, (Real, str, bytes, np.generic)) or value is None:
+        return (_type_name(value), repr(value))
+    if hasattr(value, "__array__"):
+        labels = (getattr(value, name, None) for name in ("index", "columns", "name"))
+        return ("array-like", _type_name(value), _value_key(np.asarray(value)),
+                tuple(_value_key(np.asarray(label) if hasattr(label, "__array__")
+                                 else label) for label in labels))
+    try:
+        return (_type_name(value), pickle.dumps(value))
+    except Exception:  # noqa: BLE001 - a function, a lock: its repr names the object
+        return (_type_name(value), repr(value))
 
 
 def _weights(fit_weights, grid):

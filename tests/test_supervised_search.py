@@ -308,6 +308,31 @@ def test_candidates_differing_only_in_k_share_their_fold_fits():
     assert groups(boxed, {"alpha": [0.1, 1.0]}) == [[0], [1]]
 
 
+def test_parameters_whose_repr_is_abbreviated_never_share_a_fit():
+    """Candidates are grouped by their parameters' values: two PublicScaler
+    ranges given as pandas Series that differ past the 60 rows of their
+    repr shared one fold fit, the second scored with the first's model
+    (review 68: 0.511 for a candidate scoring 1.000 alone)."""
+    pd = pytest.importorskip("pandas")
+    from sklearn_dppca._search_plan import _value_key
+
+    low, high = pd.Series(np.zeros(100)), pd.Series(np.ones(100))
+    other = high.copy()
+    other[50] = 1e6
+    assert repr(high) == repr(other)
+    assert _value_key(high) != _value_key(other)
+    assert _value_key(high) == _value_key(high.copy())
+    assert _value_key(high) != _value_key(high.set_axis(np.arange(1, 101)))
+    est = Pipeline([("scale", PublicScaler(ranges=(low, high))),
+                    ("pca", PrivatePCA(data_norm=5.0)),
+                    ("lda", PrivateLDA([0, 1], data_norm=2.5))])
+    grid = {"pca__n_components": [2, 5], "scale__ranges": [(low, other), (low, high)]}
+    plan = supervised.plan_supervised_search(
+        est, grid, epsilon=1.0, delta=1e-6, splits=list(KFold(3).split(np.ones(600))),
+        n_samples=600, n_features=100)
+    assert sorted(map(sorted, plan.groups)) == [[0, 2], [1, 3]]
+
+
 def test_a_bare_head_and_a_regressor_are_searched():
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, size=(5000, 3))
