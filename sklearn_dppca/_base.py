@@ -493,6 +493,9 @@ class _BasePrivatePCA(
         (public parameters), then those computed from released values and
         public noise scales only."""
         _warn_if_not_private(self.epsilon, self.random_state)
+        from ._search_plan import warn_if_after_learned_steps  # imports this module
+
+        warn_if_after_learned_steps(self)
         if math.isfinite(self.epsilon):
             warn_if_noise_dominated(self)
             warn_if_mean_projected(self, noisy_mean, projected_mean)

@@ -8,6 +8,7 @@ the folds), before the data is read (:func:`plan_search`). The execution is in
 
 import math
 import pickle
+import sys
 from numbers import Integral, Real
 from typing import NamedTuple
 
@@ -29,6 +30,7 @@ from ._coherent_power_pca import CoherentPowerPCA
 from ._dask import ChunkedRows, has_sparse_chunks, is_dask_collection
 from ._private_pca import PrivatePCA
 from ._rows import InMemoryRows
+from ._warning_rules import _warn_leak
 from .noise import noise_scale
 from .preprocessing import PrivateStandardScaler, PublicScaler
 from .privacy import gdp_epsilon, gdp_mu
@@ -527,6 +529,39 @@ def _is_stateless(step):
         return True
     return (type(step) is FunctionTransformer or type(step) in _STATELESS_TYPES
             or _is_constant_fill(step))
+
+
+def warn_if_after_learned_steps(model):
+    """A :class:`~sklearn_dppca.PrivacyLeakWarning` when ``model`` is fitted
+    as a step of a scikit-learn Pipeline (found on the call stack) after
+    steps that learn from the rows without privacy (a ``StandardScaler``, a
+    mean ``SimpleImputer``): their fitted state (means, scales) is exact,
+    and it shapes every row ``model`` reads. Neither the fit nor its charge
+    covers them, and nothing said so (review 70). The package's own steps
+    (private, or public maps) and :func:`_is_stateless` ones pass. Public:
+    the Pipeline's configuration only."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        pipe = frame.f_locals.get("self")
+        if isinstance(pipe, Pipeline):
+            steps = [step for _, step in pipe.steps]
+            where = next((i for i, step in enumerate(steps) if step is model), None)
+            if where is not None:
+                learned = [type(step).__name__ for step in steps[:where]
+                           if not _is_stateless(step) and not type(
+                               step).__module__.startswith("sklearn_dppca.")]
+                if learned:
+                    _warn_leak(
+                        f"The Pipeline's step(s) {learned} before "
+                        f"{type(model).__name__} were fitted on the rows "
+                        "without privacy: their fitted values (means, scales, "
+                        "fills) are exact functions of the rows, and this "
+                        "fit's privacy_spent_ does not cover them. Use "
+                        "PrivateStandardScaler, PublicScaler (public ranges) "
+                        "or SimpleImputer(strategy='constant', "
+                        "keep_empty_features=True) instead.")
+                return
+        frame = frame.f_back
 
 
 def _is_constant_fill(step):

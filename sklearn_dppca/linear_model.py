@@ -283,6 +283,9 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
             self.privacy_spent_ = reported_spend(
                 (gdp_epsilon(mu, self.delta), self.delta), self.epsilon)
         _warn_if_not_private(self.epsilon, self.random_state, "released coefficients")
+        from ._search_plan import warn_if_after_learned_steps  # imports this module
+
+        warn_if_after_learned_steps(self)
         self._warn_if_noise()
 
     def _leading(self, k, alpha):

@@ -478,3 +478,38 @@ def test_privacy_leak_warnings_point_at_the_users_line():
         sites = _leak_sites(call)
         assert sites, name
         assert {f for f, _ in sites} == {__file__}, (name, sites)
+
+
+def test_steps_that_learn_without_privacy_before_a_private_one_are_warned_of():
+    """A Pipeline's StandardScaler or mean SimpleImputer before a private
+    estimator learns its means and scales exactly, outside the fit's charge:
+    it warned of nothing (review 70). The package's own steps, stateless
+    steps and public fills are not warned of."""
+    from sklearn.impute import SimpleImputer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer, StandardScaler
+
+    from sklearn_dppca.linear_model import PrivateLDA
+    from sklearn_dppca.preprocessing import PrivateStandardScaler, PublicScaler
+
+    rng = np.random.default_rng(0)
+    X, y = rng.uniform(-1, 1, (300, 4)), rng.integers(0, 2, 300)
+
+    def warned(*steps, head=False):
+        budget = BudgetAccountant()
+        last = (PrivateLDA([0, 1], data_norm=3.0, accountant=budget) if head
+                else PrivatePCA(2, data_norm=3.0, accountant=budget))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            make_pipeline(*steps, last).fit(X, y)
+        return [str(w.message) for w in caught if w.category is PrivacyLeakWarning
+                and "without privacy" in str(w.message)]
+
+    assert "StandardScaler" in warned(StandardScaler())[0]
+    assert "SimpleImputer" in warned(SimpleImputer())[0]
+    assert warned(StandardScaler(), head=True)
+    for safe in (FunctionTransformer(np.tanh), PublicScaler(center=0.0, scale=2.0),
+                 PrivateStandardScaler((-1, 1), accountant=BudgetAccountant()),
+                 SimpleImputer(strategy="constant", fill_value=0.0,
+                               keep_empty_features=True)):
+        assert not warned(safe), safe
