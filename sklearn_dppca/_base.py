@@ -492,7 +492,8 @@ class _BasePrivatePCA(
         """The warnings of a fitted release: a fixed seed or no privacy
         (public parameters), then those computed from released values and
         public noise scales only."""
-        _warn_if_not_private(self.epsilon, self.random_state)
+        _warn_if_not_private(self.epsilon, self.random_state, delta=self.delta,
+                             n_samples=self.n_samples_)
         from ._search_plan import warn_if_after_learned_steps  # imports this module
 
         warn_if_after_learned_steps(self)

@@ -90,10 +90,29 @@ def warn_if_scored_exactly(model, what="rows"):
         frame = frame.f_back
 
 
-def _warn_if_not_private(epsilon, random_state, released="released attributes"):
+def _warn_if_delta_large(delta, n_samples):
+    """The :class:`PrivacyLeakWarning` of a ``delta`` not below
+    ``1/n_samples`` (public: the fit's ``n``), which admits releasing a
+    whole row with probability ``delta`` each (the command line warned of
+    it, the estimators and searches did not; review 70)."""
+    if n_samples and delta >= 1.0 / n_samples:
+        _warn_leak(
+            f"delta={delta:g} is not below 1/n = {1.0 / n_samples:.3g} "
+            f"(n={n_samples} rows): (epsilon, delta)-DP then admits a mechanism "
+            "that publishes some whole row with probability delta. Use a "
+            "delta well below 1/n (the default 1e-6 suits fewer than about "
+            "10^5 rows)."
+        )
+
+
+def _warn_if_not_private(epsilon, random_state, released="released attributes",
+                         delta=None, n_samples=None):
     """After a fit: the :class:`PrivacyLeakWarning` of ``epsilon=inf`` (no
     noise) or, failing that, of a fixed ``random_state`` (noise anyone can
-    subtract). ``released`` names what the fit released."""
+    subtract); with ``delta``, :func:`_warn_if_delta_large`. ``released``
+    names what the fit released."""
+    if delta is not None:
+        _warn_if_delta_large(delta, n_samples)
     if epsilon == math.inf:
         _warn_leak(
             f"epsilon=inf is the non-private fit: no noise is added and the "

@@ -282,7 +282,8 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
             self.noise_scale_ = sigma
             self.privacy_spent_ = reported_spend(
                 (gdp_epsilon(mu, self.delta), self.delta), self.epsilon)
-        _warn_if_not_private(self.epsilon, self.random_state, "released coefficients")
+        _warn_if_not_private(self.epsilon, self.random_state, "released coefficients",
+                             delta=self.delta, n_samples=n)
         from ._search_plan import warn_if_after_learned_steps  # imports this module
 
         warn_if_after_learned_steps(self)

@@ -115,6 +115,7 @@ from ._search_run import (
 from .noise import dense_noise, make_generator
 from .privacy import (
     BudgetAccountant,
+    _warn_if_delta_large,
     _warn_leak,
     private_computation,
 )
@@ -518,6 +519,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
                   f"scores with noise sigma={plan.selection_sigma:.6g}, refit at "
                   f"epsilon={plan.refit_epsilon}.")
         accountant.spend(plan.mu, estimator=self)  # the whole search, once
+        _warn_if_delta_large(self.delta, n_samples)
         if self.random_state is not None:
             _warn_leak(
                 f"random_state={self.random_state!r} fixes the noise of the whole "
@@ -594,6 +596,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
                   f"candidates: scoring={plan.scoring!r} released with noise "
                   f"sigma={plan.selection_sigma:.6g}.")
         accountant.spend(plan.mu, estimator=self)  # the whole search, once
+        _warn_if_delta_large(self.delta, n_samples)
         if self.random_state is not None:
             _warn_leak(
                 f"random_state={self.random_state!r} fixes the noise of the whole "

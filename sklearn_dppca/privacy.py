@@ -60,6 +60,7 @@ from ._ledger import (
 from ._warning_rules import (  # noqa: F401  (the warning rules, re-exported)
     PrivacyLeakWarning,
     _outside_stacklevel,
+    _warn_if_delta_large,
     _warn_if_not_private,
     _warn_leak,
     private_computation,

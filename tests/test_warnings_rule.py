@@ -513,3 +513,32 @@ def test_steps_that_learn_without_privacy_before_a_private_one_are_warned_of():
                  SimpleImputer(strategy="constant", fill_value=0.0,
                                keep_empty_features=True)):
         assert not warned(safe), safe
+
+
+def test_a_delta_not_below_one_over_n_is_warned_of():
+    """(ε, δ)-DP with δ ≥ 1/n admits publishing a whole row with probability
+    δ: the command line warned of it, the estimators, heads and searches did
+    not (review 70)."""
+    from sklearn_dppca.linear_model import PrivateRidge
+    from sklearn_dppca.model_selection import PrivateGridSearchCV
+
+    rng = np.random.default_rng(0)
+    X, y = rng.uniform(-1, 1, (2000, 3)), rng.uniform(-1, 1, 2000)
+
+    def warned(fit):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fit()
+        return sum("not below 1/n" in str(w.message) for w in caught
+                   if w.category is PrivacyLeakWarning)
+
+    def pca(delta):
+        return PrivatePCA(2, data_norm=2.0, delta=delta, accountant=BudgetAccountant())
+
+    assert warned(lambda: pca(1e-3).fit(X)) == 1
+    assert warned(lambda: pca(1e-4).fit(X)) == 0
+    assert warned(lambda: PrivateRidge((-1, 1), data_norm=2.0, delta=1e-3,
+                                       accountant=BudgetAccountant()).fit(X, y)) == 1
+    assert warned(lambda: PrivateGridSearchCV(
+        PrivatePCA(data_norm=2.0), {"n_components": [1, 2]}, delta=1e-3,
+        accountant=BudgetAccountant()).fit(X)) == 1
