@@ -138,6 +138,11 @@ def warn_if_noise_dominated(estimator):
     which = ("none of them does" if resolved == 0 else "only the first does"
              if resolved == 1 else f"only the first {resolved} do")
     verb = "does" if k - resolved == 1 else "do"
+    # the last knob: keep the components that are resolved, when there are any
+    fewer = (f", fit on more rows, or keep n_components={resolved} (the "
+             "resolved ones)." if resolved else
+             " or fit on more rows: no component is resolved at this budget, "
+             "so keeping fewer would not help.")
     warnings.warn(
         f"{k - resolved} of the {k} released components {verb} not stand out of "
         f"the noise ({which}): their released eigenvalues lie within the "
@@ -145,8 +150,8 @@ def warn_if_noise_dominated(estimator):
         "noise grows as the square of the norm bound and shrinks as n times "
         f"epsilon: give a tighter data_norm (the bound used: "
         f"{estimator.data_norm_:.4g}) or put the features on a common scale "
-        f"{SCALE_ADVICE}, spend more epsilon (now {estimator.epsilon:g}), or "
-        f"keep n_components={max(resolved, 1)}.{_random_start_hint(estimator)} "
+        f"{SCALE_ADVICE}, spend more epsilon (now {estimator.epsilon:g})"
+        f"{fewer}{_random_start_hint(estimator)} "
         "(Computed from released values and the public noise scale only.)",
         NoisyReleaseWarning,
         stacklevel=_outside_stacklevel(),

@@ -161,6 +161,38 @@ def test_wide_rows_with_a_noisy_covariance_are_pointed_to_the_random_start():
     assert not any("start='random'" in str(w.message) for w in caught)
 
 
+def test_the_noise_advice_keeps_the_resolved_components_or_says_none_is():
+    """With some components resolved the warning advises keeping
+    n_resolved_ of them (docs/privacy.rst); with none, it says so and names
+    more epsilon, more rows and a tighter data_norm, not "keep
+    n_components=1" to a fit that already has it."""
+
+    def message(k, resolved):
+        view = types.SimpleNamespace(n_components_=k, n_resolved_=resolved,
+                                     data_norm_=8.0, epsilon=1.0)
+        with pytest.warns(NoisyReleaseWarning) as caught:
+            warn_if_noise_dominated(view)
+        return str(caught[0].message)
+
+    assert "keep n_components=2 (the resolved ones)" in message(3, 2)
+    assert "more rows" in message(3, 2)
+    for k in (1, 3):
+        none = message(k, 0)
+        assert "n_components=" not in none
+        assert "no component is resolved at this budget" in none
+        for knob in ("tighter data_norm", "more epsilon", "more rows"):
+            assert knob in none
+    rng = np.random.default_rng(0)  # review 70's fit: one component, none resolved
+    X = rng.integers(0, 5, size=(200, 2)).astype(float)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        PrivatePCA(n_components=1, data_norm=8.0, random_state=0,
+                   accountant=BudgetAccountant()).fit(X)
+    noisy = [str(w.message) for w in caught if w.category is NoisyReleaseWarning]
+    assert len(noisy) == 1 and "no component is resolved" in noisy[0]
+    assert "keep n_components" not in noisy[0]
+
+
 def released_only(estimator):
     """The fitted attributes the diagnostics may read, and nothing else."""
     names = ("n_components_", "n_resolved_", "components_", "explained_variance_",
