@@ -517,11 +517,12 @@ class BudgetAccountant:
         kind = "fit" if charge.release is None else "release"
         user_delta = -math.expm1(after.keep_user)
         if user_delta > self._delta * (1.0 + _TOLERANCE):
+            over, budget = _apart(user_delta, self._delta)
             raise BudgetExceededError(
                 f"Privacy budget exceeded. This release would bring the delta of "
                 f"the releases stated in "
-                f"(epsilon, delta) to {user_delta:.6g}, over the budget "
-                f"delta={self._delta:g}{where}. It was refused and nothing was "
+                f"(epsilon, delta) to {over}, over the budget "
+                f"delta={budget}{where}. It was refused and nothing was "
                 "charged."
             )
         if total.epsilon > self._epsilon * (1.0 + _TOLERANCE):
@@ -537,11 +538,13 @@ class BudgetAccountant:
             # reads clearly where scikit-learn quotes it: in the
             # FitFailedWarning of cross_val_score, cross_validate or a search.
             alone = self._total(_Totals.empty().add(charge)).epsilon
+            over, budget, spent = _apart(total.epsilon, self._epsilon,
+                                         self._total(totals).epsilon)
             raise BudgetExceededError(
                 f"Privacy budget exceeded. This {kind} would bring the privacy "
-                f"spent to epsilon={total.epsilon:.6g} at delta={self._delta:g}, "
-                f"over the budget epsilon={self._epsilon:g}{where} (already "
-                f"spent: {self._total(totals).epsilon:.6g}; this {kind} alone: "
+                f"spent to epsilon={over} at delta={self._delta:g}, "
+                f"over the budget epsilon={budget}{where} (already "
+                f"spent: {spent}; this {kind} alone: "
                 f"epsilon={alone:.6g}).{why} The {kind} was refused "
                 "before releasing anything and nothing was charged."
             )
@@ -920,6 +923,17 @@ def _parse_charge(release, mu, rdp, epsilon, delta):
                 "rdp must be a non-negative curve on privacy.DEFAULT_ORDERS."
             )
     return _Charge(mu, rdp, None)
+
+
+def _apart(*values):
+    """``values`` as text with 6 significant digits, or with as many more as
+    it takes for values that differ to read differently (a refusal must not
+    read "epsilon=10, over the budget epsilon=10")."""
+    for digits in range(6, 18):
+        text = [f"{v:.{digits}g}" for v in values]
+        if len(set(text)) == len(set(values)):
+            return text
+    return [repr(v) for v in values]
 
 
 def _release_text(release):

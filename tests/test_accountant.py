@@ -726,6 +726,29 @@ def test_a_budget_refusal_reads_clearly_inside_cross_validation(X):
     assert len(acc) == charged  # refused before any charge
 
 
+def test_a_budget_refusal_prints_the_digits_that_tell_its_numbers_apart():
+    """Review 70 F10: a budget spent to its last digit, then a small fit, was
+    refused as "epsilon=10 ... over the budget epsilon=10": the total, the
+    budget and what is spent are printed with as many digits as it takes
+    for those that differ to read differently (and equal ones alike)."""
+    import re
+
+    acc = BudgetAccountant(10.0, 1e-6)
+    acc.spend(mu=gdp_mu(10.0, 1e-6))
+    with pytest.raises(BudgetExceededError) as refused:
+        acc.spend(mu=gdp_mu(0.01, 1e-6))
+    over, budget, spent = re.search(
+        r"epsilon=(\S+) at delta=1e-06, over the budget epsilon=(\S+) "
+        r"\(already spent: ([^;]+);", str(refused.value)).groups()
+    assert budget == "10" and over != budget and float(over) > 10.0
+    assert (spent == budget) == (acc.spent.epsilon == 10.0)
+    deltas = BudgetAccountant(1.0, 1e-6)
+    deltas.spend(epsilon=0.1, delta=1e-6)
+    with pytest.raises(BudgetExceededError,
+                       match=r"to 1\.00000001e-06, over the budget delta=1e-06\."):
+        deltas.spend(epsilon=0.1, delta=1e-14)
+
+
 def test_estimators_pickled_before_the_defaults_moved_still_load():
     """The carried default's class moved from privacy to _defaults; a pickle
     that names it at its old place loads (privacy re-exports it)."""
