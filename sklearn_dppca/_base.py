@@ -648,9 +648,13 @@ class _BasePrivatePCA(
         ]
         if not given:
             return
-        why = ("it never modifies X (copy is moot)" if self._honours_svd_solver
-               else "a private fit runs its own noisy iterations, so no solver "
-               "choice applies, and it never modifies X (copy is moot)")
+        # the reason of each kind of parameter given, and only of those given
+        why = " and ".join(
+            reason for reason, kind in (
+                ("a private fit runs its own noisy iterations, so no solver "
+                 "choice applies", any(not g.startswith("copy=") for g in given)),
+                ("it never modifies X (copy is moot)",
+                 any(g.startswith("copy=") for g in given))) if kind)
         warnings.warn(
             f"{', '.join(given)} {'has' if len(given) == 1 else 'have'} no "
             f"effect on {type(self).__name__}: {why}. "

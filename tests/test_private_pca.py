@@ -602,6 +602,25 @@ def test_coherent_power_takes_copy_and_svd_solver():
         pca.fit(GOOD)
 
 
+@pytest.mark.parametrize("given, named, unnamed", [
+    ({"svd_solver": "arpack"}, "no solver choice applies", "copy"),
+    ({"copy": False}, "copy is moot", "solver choice"),
+    ({"copy": False, "svd_solver": "full"},
+     "no solver choice applies and it never modifies X (copy is moot)",
+     None),
+])
+def test_coherent_power_names_the_reasons_of_the_parameters_given(given, named,
+                                                                  unnamed):
+    """Review 70 F11: svd_solver alone was told that "copy is moot", though
+    copy was never passed: the warning gives only the given ones' reasons."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        FixedPower(2, data_norm=1.0, **given).fit(GOOD)
+    user = [str(w.message) for w in caught if w.category is SolverParameterWarning]
+    assert len(user) == 1 and named in user[0]
+    assert unnamed is None or unnamed not in user[0]
+
+
 @pytest.mark.parametrize(
     "params",
     [{"tol": -1.0}, {"iterated_power": -1}, {"iterated_power": "many"},
