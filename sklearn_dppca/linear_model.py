@@ -411,8 +411,9 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
     Parameters
     ----------
     classes : array-like of shape (n_classes,)
-        The labels, public and known in advance (at least two). They are
-        not learned from ``y``: the set of labels present would tell
+        The labels, public and known in advance (at least two, of one kind
+        that can be sorted and hashed: numbers, or text). They are not
+        learned from ``y``: the set of labels present would tell
         whether anyone has a rare one. A label of ``y`` outside them is
         refused before the charge.
     %(head_rows)s
@@ -501,7 +502,13 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
             raise ValueError(  # NumPy would make every class text
                 "classes mixes text and numbers: give labels of one kind, as "
                 "in y.")
-        classes = np.unique(np.asarray(self.classes))
+        try:  # labels are sorted (np.unique, searchsorted) and hashed (sets)
+            classes = np.unique(np.asarray(self.classes))
+            set(classes.tolist())
+        except TypeError as exc:
+            raise ValueError(
+                "classes must be labels that can be sorted and hashed, of one "
+                f"kind as in y (numbers, or text): {exc}.") from None
         if classes.shape[0] < 2 or np.asarray(self.classes).ndim != 1:
             raise ValueError("classes must list at least two distinct labels.")
         if classes.dtype.kind in "fc" and not np.isfinite(classes).all():

@@ -209,6 +209,14 @@ def test_each_fit_is_one_charge_and_all_or_nothing():
      r"Complex data not supported \(y"),
     (lambda acc: PrivateLDA([0, "unknown"], data_norm=1.0, accountant=acc),
      np.ones((5, 2)), [0, 0, 0, 0, 0], ValueError, "mixes text and numbers"),
+    # review 68 F5: labels NumPy cannot sort, or that cannot be hashed, gave a
+    # bare TypeError from np.unique
+    (lambda acc: PrivateLDA([None, 1], data_norm=1.0, accountant=acc),
+     np.ones((5, 2)), [0, 1, 0, 1, 0], ValueError, "classes must be labels that "
+     "can be sorted and hashed"),
+    (lambda acc: PrivateLDA([{0: 1}, {1: 0}], data_norm=1.0, accountant=acc),
+     np.ones((5, 2)), [0, 1, 0, 1, 0], ValueError, "classes must be labels that "
+     "can be sorted and hashed"),
     (lambda acc: PrivateRidge((0, 1), data_norm=1e153, accountant=acc),
      np.ones((500, 2)), [0.0] * 500, ValueError, "too large for 500 rows"),
 ])
