@@ -70,7 +70,7 @@ param_grid = {"privatepca__n_components": [5, 10, 20, 30]}
 n_fits = len(param_grid["privatepca__n_components"]) * 3 + 1
 mu_fit = gdp_mu(1.0, 1e-6)
 # raises BudgetExceededError if over the budget
-planned, _ = budget.check(math.sqrt(n_fits) * mu_fit)
+planned, _ = budget.check(mu=math.sqrt(n_fits) * mu_fit)
 print(f"{n_fits} fits at epsilon=1 would spend epsilon={planned:.3f} "
       "in total")
 
@@ -116,7 +116,7 @@ print("best:", search.best_params_,
 # the check, the search would have run until its first refused fit, and the
 # fits before it would have been charged.)
 try:
-    budget.check(math.sqrt(n_fits) * mu_fit)
+    budget.check(mu=math.sqrt(n_fits) * mu_fit)
 except BudgetExceededError as exc:
     print("refused:", textwrap.fill(str(exc), width=72))
 print("still charged:", budget.n_charges, "fits")

@@ -560,7 +560,7 @@ def _use_ledger(args, estimator):
     ledger = BudgetAccountant(path=args.ledger, label=label)
     # Exact for the GDP-accounted fits; a --selection repetition fit (an
     # RDP curve) is checked exactly again when it is charged.
-    ledger.check(gdp_mu(args.epsilon, args.delta))
+    ledger.check(mu=gdp_mu(args.epsilon, args.delta))
     estimator.set_params(accountant=ledger)
     return ledger
 

@@ -485,7 +485,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         failed = check_failures(plan.candidates, self.error_score, self.refit)
         accountant = _resolve_accountant(self)
         check_accountants(plan.candidates, accountant)
-        accountant.check(plan.mu)  # refused before the data is read
+        accountant.check(mu=plan.mu)  # refused before the data is read
         checked = self._validate_rows(X, names)
         _check_public_scalers(plan, self.n_features_in_,
                               getattr(self, "feature_names_in_", None))
@@ -518,7 +518,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
                   f"epsilon={[round(e, 6) for e in plan.fit_epsilons]}, fold "
                   f"scores with noise sigma={plan.selection_sigma:.6g}, refit at "
                   f"epsilon={plan.refit_epsilon}.")
-        accountant.spend(plan.mu, estimator=self)  # the whole search, once
+        accountant.spend(mu=plan.mu, estimator=self)  # the whole search, once
         _warn_if_delta_large(self.delta, n_samples)
         if self.random_state is not None:
             _warn_leak(
@@ -574,7 +574,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         failed = check_failures(plan.candidates, self.error_score, self.refit)
         accountant = _resolve_accountant(self)
         check_accountants(plan.candidates, accountant)
-        accountant.check(plan.mu)  # refused before the data is read
+        accountant.check(mu=plan.mu)  # refused before the data is read
         checked = self._validate_rows(X, names)
         _check_public_scalers(plan, self.n_features_in_,
                               getattr(self, "feature_names_in_", None))
@@ -595,7 +595,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
             print(f"Fitting {len(splits)} folds for each of {len(plan.candidates)} "
                   f"candidates: scoring={plan.scoring!r} released with noise "
                   f"sigma={plan.selection_sigma:.6g}.")
-        accountant.spend(plan.mu, estimator=self)  # the whole search, once
+        accountant.spend(mu=plan.mu, estimator=self)  # the whole search, once
         _warn_if_delta_large(self.delta, n_samples)
         if self.random_state is not None:
             _warn_leak(

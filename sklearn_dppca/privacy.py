@@ -256,7 +256,7 @@ class BudgetAccountant:
     >>> from sklearn_dppca.privacy import gdp_mu
     >>> acc = BudgetAccountant(epsilon=3.0, delta=1e-6)
     >>> for _ in range(4):
-    ...     _ = acc.spend(gdp_mu(1.0, 1e-6))
+    ...     _ = acc.spend(mu=gdp_mu(1.0, 1e-6))
     >>> eps, delta = acc.spent
     >>> round(eps, 3), delta  # four fits at ε=1 compose to far less than 4
     (2.123, 1e-06)
@@ -568,8 +568,9 @@ class BudgetAccountant:
     def check(self, *release, mu=None, rdp=None, epsilon=None, delta=None):
         """The total that spending this charge would bring; charges nothing.
 
-        Takes the charge as :meth:`spend` does: ``check(mu)``, ``check(rdp=...)``
-        or, for a release of your own, ``check(epsilon, delta)``.
+        Takes the charge as :meth:`spend` does: ``check(mu=...)``,
+        ``check(rdp=...)`` or, for a release of your own,
+        ``check(epsilon, delta)``.
 
         Returns
         -------
@@ -587,7 +588,7 @@ class BudgetAccountant:
             or mount): a fit checks its charge before reading the data, so
             it is refused then rather than at the charge.
         """
-        charge = _parse_charge(release, mu, rdp, epsilon, delta)
+        charge = _parse_charge(release, mu, rdp, epsilon, delta, "check")
         self._refuse_if_detached()
         return self._admit(self._state(writable=True), charge)[1]
 
@@ -595,15 +596,17 @@ class BudgetAccountant:
               estimator=None, label=None):
         r"""Check and charge one release, atomically.
 
-        ``spend(mu)`` charges a Gaussian release (what the estimators do);
-        ``spend(epsilon, delta)`` a release of your own, stated as
+        ``spend(mu=...)`` charges a Gaussian release (what the estimators
+        do); ``spend(epsilon, delta)`` a release of your own, stated as
         ``(epsilon, delta)``-DP, as ``diffprivlib``'s accountant takes it. The
-        two kinds compose by the bound of :ref:`own-releases`.
+        two kinds compose by the bound of :ref:`own-releases`. One positional
+        number, ``spend(x)``, is refused (a ``TypeError``, nothing charged):
+        it could mean either.
 
         Parameters
         ----------
         *release : float
-            ``mu``, or ``epsilon, delta``.
+            ``epsilon, delta`` (both), or nothing.
         mu : float, optional
             GDP parameter of a Gaussian release (or of several, composed);
             ``inf`` (no noise) is admitted only by an unlimited budget.
@@ -632,7 +635,7 @@ class BudgetAccountant:
         BudgetExceededError
             If the charge would exceed the budget: nothing is charged.
         """
-        charge = _parse_charge(release, mu, rdp, epsilon, delta)
+        charge = _parse_charge(release, mu, rdp, epsilon, delta, "spend")
         self._refuse_if_detached()
         record = _describe(estimator, self.label if label is None else label)
         if charge.release is not None and estimator is None:
@@ -882,19 +885,23 @@ def _check_budget_delta(delta):
     return float(delta)
 
 
-def _parse_charge(release, mu, rdp, epsilon, delta):
+def _parse_charge(release, mu, rdp, epsilon, delta, name="spend"):
     """The :class:`_Charge` of ``spend``/``check``'s arguments."""
     if len(release) > 2:
-        raise TypeError("Give one charge: spend(mu), spend(epsilon, delta), or "
-                        "the keywords mu=, rdp=, epsilon=, delta=.")
+        raise TypeError(f"Give one charge: {name}(mu=...), {name}(epsilon, "
+                        "delta), or the keywords mu=, rdp=, epsilon=, delta=.")
     if len(release) == 2:
         if any(v is not None for v in (mu, rdp, epsilon, delta)):
             raise TypeError("spend(epsilon, delta) takes no other charge.")
         epsilon, delta = release
-    elif len(release) == 1:
-        if mu is not None:
-            raise TypeError("mu is given twice.")
-        (mu,) = release
+    elif len(release) == 1:  # ε of diffprivlib's habit, or μ: it cannot tell
+        raise TypeError(
+            f"{name}({release[0]!r}) is ambiguous, and nothing was charged: "
+            f"give {name}(epsilon, delta) for a release of your own stated in "
+            f"(epsilon, delta), as diffprivlib's accountant takes it "
+            f"({name}(epsilon, 0.0) if it is pure epsilon-DP), or "
+            f"{name}(mu={release[0]!r}) for a Gaussian release of GDP "
+            "parameter mu (what the estimators charge).")
     if epsilon is not None or delta is not None:
         if mu is not None or rdp is not None:
             raise ValueError(

@@ -516,7 +516,7 @@ def test_releases_in_epsilon_delta_compose_with_the_fits_by_the_bound():
     mu = gdp_mu(1.0, 1e-6)
     releases = [(0.3, 2e-7), (0.2, 0.0)]
     acc = BudgetAccountant(epsilon=3.0, delta=1e-6)
-    acc.spend(mu)
+    acc.spend(mu=mu)
     for eps, delta in releases:
         acc.spend(eps, delta)
     delta_fits = 1.0 - (1.0 - 1e-6) / ((1.0 - 2e-7) * (1.0 - 0.0))
@@ -544,7 +544,7 @@ def test_releases_only_report_their_own_delta():
 
 def test_check_refuses_a_release_that_would_exceed_the_budget(X):
     acc = BudgetAccountant(epsilon=2.0, delta=1e-6)
-    acc.spend(gdp_mu(1.5, 1e-6))
+    acc.spend(mu=gdp_mu(1.5, 1e-6))
     assert acc.check(0.5, 0) == pytest.approx((2.0, 1e-6), rel=1e-9)
     with pytest.raises(BudgetExceededError, match="This release would bring"):
         acc.check(0.6, 0)
@@ -581,7 +581,7 @@ def test_a_fit_is_refused_when_releases_took_all_of_delta(X):
 
 def test_remaining_for_releases_and_for_fits_fills_the_budget():
     acc = BudgetAccountant(epsilon=3.0, delta=1e-5)
-    acc.spend(gdp_mu(1.0, 1e-5))
+    acc.spend(mu=gdp_mu(1.0, 1e-5))
     acc.spend(0.2, 1e-6)
     each = acc.remaining(4, delta=1e-6)
     assert isinstance(each, Budget) and each.delta == 1e-6 and each.epsilon > 0
@@ -597,7 +597,7 @@ def test_remaining_for_releases_and_for_fits_fills_the_budget():
     left = acc.remaining(3)  # a float: ε of each of 3 Gaussian fits at δ
     assert isinstance(left, float) and 0 < left < 2.5
     for _ in range(3):
-        acc.spend(gdp_mu(left, 1e-5))
+        acc.spend(mu=gdp_mu(left, 1e-5))
     assert acc.spent[0] == pytest.approx(3.0, rel=1e-9)
     assert acc.remaining() == pytest.approx(0.0, abs=1e-6)
     assert acc.remaining(2, delta=1e-5) == (0.0, 1e-5)  # its δ does not fit
@@ -612,6 +612,24 @@ def test_remaining_for_releases_with_an_rdp_charge():
     acc.spend(*each)
     assert acc.spent[0] == pytest.approx(8.0, rel=1e-9)
     assert acc.spent[0] <= 8.0 * (1 + 1e-9)
+
+
+def test_one_positional_number_is_refused_as_ambiguous(tmp_path):
+    """Review 70 F6: spend(1.0) read its number as a GDP mu and charged
+    epsilon=4.89, where a diffprivlib user meant epsilon=1: one positional
+    number is refused, uncharged, with both readings spelled out; the
+    keyword mu= and the pair (epsilon, delta) charge as before."""
+    for acc in (BudgetAccountant(10.0, 1e-6),
+                BudgetAccountant(10.0, 1e-6, path=tmp_path / "budget.db")):
+        for method in (acc.spend, acc.check):
+            name = method.__name__
+            with pytest.raises(TypeError, match=(
+                    rf"{name}\(1\.0\) is ambiguous, and nothing was charged: give "
+                    rf"{name}\(epsilon, delta\) .* or {name}\(mu=1\.0\)")):
+                method(1.0)
+        assert len(acc) == 0 and acc.spent == (0.0, 0.0)
+        assert acc.spend(mu=1.0).epsilon == pytest.approx(gdp_epsilon(1.0, 1e-6))
+    assert BudgetAccountant(10.0, 1e-6).spend(1.0, 0.0) == (1.0, 0.0)
 
 
 def test_release_charges_are_validated():
@@ -638,7 +656,7 @@ def test_release_charges_are_validated():
 def test_releases_on_a_ledger_are_stored_composed_and_chained(tmp_path):
     path = tmp_path / "budget.db"
     acc = BudgetAccountant(epsilon=4.0, delta=1e-6, path=path, label="mine")
-    acc.spend(gdp_mu(1.0, 1e-6))
+    acc.spend(mu=gdp_mu(1.0, 1e-6))
     acc.spend(0.5, 1e-7)
     acc.spend(0.25, 0.0)
     reopened = BudgetAccountant(path=path)
@@ -651,7 +669,10 @@ def test_releases_on_a_ledger_are_stored_composed_and_chained(tmp_path):
     assert charges[2]["epsilon_spent"] == pytest.approx(acc.spent[0], rel=1e-12)
     expected = BudgetAccountant(epsilon=4.0, delta=1e-6)
     for c in charges:
-        expected.spend(*(c["epsilon_delta"] or (c["mu"],)))
+        if c["epsilon_delta"] is None:
+            expected.spend(mu=c["mu"])
+        else:
+            expected.spend(*c["epsilon_delta"])
     assert expected.spent == pytest.approx(acc.spent, rel=1e-12)
     with pytest.raises(BudgetExceededError):
         reopened.spend(3.0, 0.0)
@@ -668,7 +689,7 @@ def test_releases_on_a_ledger_are_stored_composed_and_chained(tmp_path):
 def test_in_memory_releases_survive_pickling_and_reset():
     acc = BudgetAccountant(epsilon=4.0, delta=1e-6)
     acc.spend(0.5, 1e-7)
-    acc.spend(0.3)
+    acc.spend(mu=0.3)
     copy = pickle.loads(pickle.dumps(acc))
     assert copy.spent == acc.spent and len(copy) == 2
     with pytest.raises(RuntimeError, match="This BudgetAccountant is a copy"):
@@ -782,8 +803,8 @@ def test_a_pickled_accountant_carries_no_charge_times():
     import pickle
 
     acc = BudgetAccountant(5.0, 1e-6)
-    acc.spend(0.1)
-    acc.spend(0.2)
+    acc.spend(mu=0.1)
+    acc.spend(mu=0.2)
     copy = pickle.loads(pickle.dumps(acc))
     assert [c["time"] for c in copy.charges] == [None, None]
     assert [c["mu"] for c in copy.charges] == [0.1, 0.2]

@@ -67,7 +67,7 @@ def test_ledger_stores_the_budget_and_survives_reopening(path, X):
     acc = BudgetAccountant(3.0, 1e-6, path=path, label="weekly")
     assert acc.path == os.path.abspath(path) and len(acc) == 0 and acc
     pca(acc).fit(X)
-    acc.spend(0.1, label="manual")
+    acc.spend(mu=0.1, label="manual")
     again = BudgetAccountant(path=path)  # no budget: read from the file
     assert (again.epsilon, again.delta) == (3.0, 1e-6)
     assert again.n_charges == 2
@@ -90,7 +90,7 @@ def test_ledger_stores_the_budget_and_survives_reopening(path, X):
 @pytest.mark.parametrize("budget", [{"epsilon": 2.0}, {"delta": 1e-5},
                                     {"epsilon": 3.0, "delta": 1e-7}])
 def test_reopening_with_another_budget_is_an_error(path, budget):
-    BudgetAccountant(3.0, 1e-6, path=path).spend(0.1)
+    BudgetAccountant(3.0, 1e-6, path=path).spend(mu=0.1)
     with pytest.raises(LedgerError, match="budget is fixed"):
         BudgetAccountant(path=path, **budget)
     assert BudgetAccountant(path=path).n_charges == 1
@@ -114,14 +114,14 @@ def test_new_ledger_needs_a_budget_and_a_ledger_file(path, tmp_path):
 
 def test_ledger_budget_is_read_only_and_reset_refused(path):
     acc = BudgetAccountant(1.0, path=path)
-    acc.spend(MU1)
+    acc.spend(mu=MU1)
     for name in ("epsilon", "delta"):
         with pytest.raises(AttributeError, match="read-only"):
             setattr(acc, name, 100.0)
     with pytest.raises(LedgerError, match="append-only"):
         acc.reset()
     with pytest.raises(BudgetExceededError, match="ledger"):
-        acc.spend(0.01)
+        acc.spend(mu=0.01)
     assert acc.n_charges == 1
 
 
@@ -129,14 +129,14 @@ def test_infinite_charge_on_a_ledger(path, tmp_path):
     """mu=inf (an epsilon=inf fit) is stored on an unlimited ledger, refused by
     a finite one."""
     unlimited = BudgetAccountant(math.inf, path=path)
-    unlimited.spend(0.5)
-    assert unlimited.spend(math.inf) == (math.inf, 1e-6)
+    unlimited.spend(mu=0.5)
+    assert unlimited.spend(mu=math.inf) == (math.inf, 1e-6)
     reopened = BudgetAccountant(path=path)
     assert reopened.epsilon == math.inf and reopened.spent[0] == math.inf
     assert reopened.charges[1]["mu"] == math.inf and reopened.verify() == 2
     finite = BudgetAccountant(5.0, path=tmp_path / "finite.db")
     with pytest.raises(BudgetExceededError):
-        finite.spend(math.inf)
+        finite.spend(mu=math.inf)
     assert finite.n_charges == 0
 
 
@@ -149,7 +149,7 @@ def test_threads_sharing_a_ledger_never_overspend(path):
         acc = BudgetAccountant(path=path)
         for _ in range(10):
             try:
-                acc.spend(0.1)
+                acc.spend(mu=0.1)
                 accepted.append(1)
             except BudgetExceededError:
                 pass
@@ -168,7 +168,7 @@ def test_pickled_ledger_is_its_path_and_clone_shares_it(path, X):
     acc = BudgetAccountant(5.0, path=path, label="L")
     copy = pickle.loads(pickle.dumps(acc))
     assert copy is not acc and copy.path == acc.path and copy.label == "L"
-    copy.spend(0.2)  # charges the same file
+    copy.spend(mu=0.2)  # charges the same file
     assert acc.n_charges == 1
     assert clone(pca(acc)).accountant is acc
 
@@ -179,7 +179,7 @@ def test_pickled_ledger_is_its_path_and_clone_shares_it(path, X):
 def _ledger_with_rows(path, n=4):
     acc = BudgetAccountant(10.0, path=path)
     for i in range(n):
-        acc.spend(0.1 * (i + 1), label=f"fit {i + 1}")
+        acc.spend(mu=0.1 * (i + 1), label=f"fit {i + 1}")
     return acc
 
 
@@ -227,7 +227,7 @@ def test_verify_names_the_tampered_row(path, case, capsys):
         acc.verify()
     assert caught.value.row == row
     with pytest.raises(LedgerIntegrityError):  # no charge on a broken chain
-        acc.spend(0.01)
+        acc.spend(mu=0.01)
     with pytest.raises(LedgerIntegrityError, match=message):  # nor a reopen
         BudgetAccountant(path=path)
     assert main(["ledger", "verify", path]) == 2
@@ -294,7 +294,7 @@ def test_an_open_accountant_sees_a_rollback_made_while_open(path):
     made meanwhile is refused at the next read or charge."""
     acc = _ledger_with_rows(path)
     _roll_back(path, 3)
-    for use in (acc.verify, lambda: acc.spend(0.01), lambda: acc.spent):
+    for use in (acc.verify, lambda: acc.spend(mu=0.01), lambda: acc.spent):
         with pytest.raises(LedgerIntegrityError, match="no longer extends") as e:
             use()
         assert e.value.row == 4
@@ -324,7 +324,7 @@ def test_a_replaced_ledger_is_caught_by_an_anchor(path, tmp_path, how):
     assert created == f"0:{acc._ledger.header['genesis']}"
     backup = tmp_path / "backup.db"
     shutil.copyfile(path, backup)
-    acc.spend(MU1)
+    acc.spend(mu=MU1)
     anchor = acc.anchor()
     os.remove(path)
     if how == "new ledger":
@@ -339,14 +339,14 @@ def test_a_replaced_ledger_is_caught_by_an_anchor(path, tmp_path, how):
         with pytest.raises(LedgerIntegrityError, match="anchor"):
             fresh.verify(anchor=check)
     with pytest.raises(LedgerIntegrityError):  # the open accountant refuses
-        acc.spend(0.01)
+        acc.spend(mu=0.01)
 
 
 def test_anchor_is_a_prefix_later_charges_may_follow(path):
     acc = BudgetAccountant(10.0, path=path)
     anchors = [acc.anchor()]
     for i in range(3):
-        acc.spend(0.1)
+        acc.spend(mu=0.1)
         anchors.append(acc.anchor())
     assert [a.split(":")[0] for a in anchors] == ["0", "1", "2", "3"]
     fresh = BudgetAccountant(path=path)
@@ -393,7 +393,7 @@ def test_opening_never_creates_a_file(path):
     acc = BudgetAccountant(2.0, path=path)
     os.remove(path)
     with pytest.raises(LedgerError):
-        acc.spend(0.01)
+        acc.spend(mu=0.01)
     assert not os.path.exists(path)
 
 
@@ -409,7 +409,7 @@ def test_new_ledgers_are_private_to_their_owner(tmp_path, monkeypatch, no_hard_l
     try:
         path = tmp_path / "budget.db"
         acc = BudgetAccountant(2.0, path=path)
-        acc.spend(0.1)
+        acc.spend(mu=0.1)
         assert main(["ledger", "init", str(tmp_path / "cli.db"), "--epsilon", "1",
                      "--delta", "1e-6"]) == 0
     finally:
@@ -514,7 +514,7 @@ def _stuck_fit(path, charged):
 def _spend_forever(path):
     acc = BudgetAccountant(path=path)
     for _ in range(3000):
-        acc.spend(0.01)
+        acc.spend(mu=0.01)
 
 
 def _kill(proc):
@@ -539,7 +539,7 @@ def test_sigkill_after_the_charge_leaves_a_consistent_ledger(path):
     (charge,) = acc.charges
     assert charge["estimator"] == "Stuck"
     assert charge["epsilon_spent"] == pytest.approx(1.0, rel=1e-9)
-    acc.spend(0.1)  # the file is not left locked
+    acc.spend(mu=0.1)  # the file is not left locked
     assert acc.verify() == 2
 
 
@@ -560,13 +560,13 @@ def test_sigkill_while_charging_keeps_the_chain(path):
     n = acc.verify()
     assert 5 <= n < 3000
     assert acc.spent[0] == pytest.approx(exact(n, mu=0.01), rel=1e-9)
-    acc.spend(0.01)
+    acc.spend(mu=0.01)
     assert acc.verify() == n + 1
 
 
 def _forked_spend(acc, queue):
     try:
-        acc.spend(0.01)
+        acc.spend(mu=0.01)
         queue.put("charged")
     except RuntimeError as exc:
         queue.put(str(exc))
@@ -581,7 +581,7 @@ def test_forked_child_copy_of_an_in_memory_accountant_refuses():
     answer = queue.get(timeout=60)
     child.join(timeout=60)
     assert "forked child" in answer and "path=" in answer
-    acc.spend(0.01)  # the parent's own is unaffected
+    acc.spend(mu=0.01)  # the parent's own is unaffected
     assert acc.n_charges == 1
 
 
@@ -751,7 +751,7 @@ def test_cli_ledger_init_show_verify_and_fit(capsys, tmp_path, table):
             return {"epsilon": forged}
 
     Forger.__name__ = "PCA\x1b[2K\rOK"
-    BudgetAccountant(path=ledger).spend(0.01, estimator=Forger())
+    BudgetAccountant(path=ledger).spend(mu=0.01, estimator=Forger())
     rc, out, _ = cli(capsys, "ledger", "show", ledger)
     lines = out.splitlines()
     assert sum(line.startswith("spent:") for line in lines) == 1
@@ -763,7 +763,7 @@ def test_cli_fit_over_the_ledger_budget_is_one_line_before_reading(
     capsys, tmp_path, table
 ):
     ledger = tmp_path / "people.db"
-    BudgetAccountant(1.2, 1e-6, path=ledger).spend(MU1)
+    BudgetAccountant(1.2, 1e-6, path=ledger).spend(mu=MU1)
     missing_data = tmp_path / "never-read.csv"  # the refusal comes first
     rc, out, err = cli_fit(capsys, missing_data, tmp_path / "m.json", "--ledger",
                            ledger, epsilon=1.0)
@@ -800,7 +800,7 @@ def test_cli_ledger_head_and_verify_anchor(capsys, tmp_path):
     created = out.splitlines()[-1].removeprefix("anchor: ")
     acc = BudgetAccountant(path=ledger)
     assert rc == 0 and created == acc.anchor()
-    acc.spend(MU1, label="first")
+    acc.spend(mu=MU1, label="first")
     rc, out, err = cli(capsys, "ledger", "head", ledger)
     assert rc == 0 and err == "" and out == acc.anchor() + "\n"
     anchor = out.strip()
@@ -856,7 +856,7 @@ def test_one_accountant_shared_by_threads_never_accuses_itself(path, journal):
         try:
             for _ in range(15):
                 if i % 2:
-                    acc.spend(0.01)
+                    acc.spend(mu=0.01)
                 else:
                     acc.verify()
                     acc.spent  # noqa: B018 - a read through the same ledger
@@ -878,12 +878,12 @@ def test_a_trigger_that_drops_charges_is_refused(path):
     verified. The ledger's schema is now checked on every read, and a
     charge whose insert did not take is refused."""
     acc = BudgetAccountant(3.0, 1e-6, path=path)
-    acc.spend(MU1)
+    acc.spend(mu=MU1)
     con = sqlite3.connect(path, isolation_level=None)
     con.execute("CREATE TRIGGER drop_ins BEFORE INSERT ON charges "
                 "BEGIN SELECT RAISE(IGNORE); END")
     con.close()
-    for call in (lambda: acc.spend(MU1 / 3), lambda: BudgetAccountant(path=path)):
+    for call in (lambda: acc.spend(mu=MU1 / 3), lambda: BudgetAccountant(path=path)):
         with pytest.raises(LedgerIntegrityError, match="schema was altered.*drop_ins"):
             call()
     assert main(["ledger", "verify", path]) == 2
@@ -916,7 +916,7 @@ def test_a_label_a_ledger_cannot_store_is_refused_before_the_data(path):
         BudgetAccountant(3.0, path=path, label="caf\udce9.csv")
     acc = BudgetAccountant(3.0, path=path)
     with pytest.raises(ValueError, match="encodable as UTF-8"):
-        acc.spend(MU1, label="caf\udce9.csv")
+        acc.spend(mu=MU1, label="caf\udce9.csv")
     assert acc.n_charges == 0
 
 
@@ -952,14 +952,14 @@ def test_a_forged_row_that_lowers_the_spend_is_malformed(path, fields):
     budget); a NaN failed every read with a bare ValueError. Both are now a
     malformed row, named."""
     acc = BudgetAccountant(1.0, 1e-6, path=path)
-    acc.spend(MU1)
+    acc.spend(mu=MU1)
     anchor = acc.anchor()
     _append_forged(path, **fields)
     with pytest.raises(LedgerIntegrityError, match="row 2 is malformed") as caught:
         BudgetAccountant(path=path).verify(anchor=anchor)
     assert caught.value.row == 2
     with pytest.raises(LedgerIntegrityError):
-        acc.spend(0.01)
+        acc.spend(mu=0.01)
 
 
 def test_a_full_disk_is_named_not_hidden_by_the_rollback(path):
@@ -974,7 +974,7 @@ def test_a_full_disk_is_named_not_hidden_by_the_rollback(path):
 
     with pytest.raises(LedgerError, match="disk is full"):
         acc._ledger._transaction(full, "IMMEDIATE")
-    acc.spend(MU1)
+    acc.spend(mu=MU1)
     assert acc.n_charges == 1
 
 
@@ -996,14 +996,14 @@ def test_a_charge_waiting_for_a_lock_stops_at_ctrl_c(path, lock):
         timer.start()
         start = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
-            acc.spend(MU1)
+            acc.spend(mu=MU1)
         assert time.monotonic() - start < 30.0  # not the 120 s of the wait
     finally:
         timer.cancel()
         holder.execute("ROLLBACK")
         holder.close()
     assert acc.n_charges == 0  # stopped before its commit: not made
-    acc.spend(MU1)
+    acc.spend(mu=MU1)
     assert acc.n_charges == 1
 
 
@@ -1013,7 +1013,7 @@ def test_an_edited_header_budget_or_row_type_is_named(path):
     show`` though ``verify`` passed (review 51)."""
     from sklearn_dppca import _ledger
 
-    BudgetAccountant(1.0, 1e-6, path=path).spend(MU1)
+    BudgetAccountant(1.0, 1e-6, path=path).spend(mu=MU1)
     for key, value in (("epsilon", "nan"), ("delta", "-0.5"), ("epsilon", "-1")):
         copy = f"{path}.{key}{value}"
         shutil.copy(path, copy)
@@ -1043,7 +1043,7 @@ def test_a_ledger_that_cannot_be_written_is_refused_first(path, X, monkeypatch):
     monkeypatch.setattr(_ledger.sqlite3, "connect", lambda target, **kw: connect(
         target.replace("mode=rw", "mode=ro"), **kw))
     with pytest.raises(LedgerError, match="readonly"):
-        acc.check(MU1)
+        acc.check(mu=MU1)
     read = []
     first_pass = InMemoryRows.first_pass
     monkeypatch.setattr(InMemoryRows, "first_pass",
@@ -1061,7 +1061,7 @@ def test_long_names_anchors_and_damaged_files(tmp_path):
     damaged, not "not a ledger"."""
     long = str(tmp_path / ("n" * 240 + ".db"))
     acc = BudgetAccountant(1.0, 1e-6, path=long)
-    acc.spend(MU1)
+    acc.spend(mu=MU1)
     digest = acc.anchor().split(":")[1]
     for anchor in ("١:" + digest, "9" * 5000 + ":" + digest):
         with pytest.raises(ValueError, match="anchor must be 'N:HASH'"):

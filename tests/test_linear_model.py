@@ -234,7 +234,7 @@ def test_budget_and_memory_are_checked_before_the_data_is_read(monkeypatch):
     first), and the (d + K + 1)² release was allocated after the charge
     (review 54)."""
     spent = BudgetAccountant(epsilon=1.0)
-    spent.spend(gdp_mu(1.0, 1e-6))
+    spent.spend(mu=gdp_mu(1.0, 1e-6))
     X = np.array([[1.0, np.nan]] * 4)
     for make in (lambda a: PrivateLDA([0, 1], data_norm=1.0, accountant=a),
                  lambda a: PrivateRidge((0, 1), data_norm=1.0, accountant=a)):

@@ -281,7 +281,7 @@ def test_bad_mu_raises(bad_mu):
     with pytest.raises(ValueError):
         gaussian_rdp(bad_mu)
     with pytest.raises(ValueError):
-        BudgetAccountant().spend(bad_mu)
+        BudgetAccountant().spend(mu=bad_mu)
 
 
 def test_bad_sensitivity_raises():
@@ -519,7 +519,7 @@ def test_four_fits_compose_exactly():
     mu = gdp_mu(1.0, 1e-6)
     acc = BudgetAccountant(epsilon=3.0, delta=1e-6)
     for _ in range(4):
-        acc.spend(mu)
+        acc.spend(mu=mu)
     eps, delta = acc.spent
     assert delta == 1e-6
     assert eps == pytest.approx(gdp_epsilon(2.0 * mu, 1e-6), rel=1e-9)
@@ -532,9 +532,9 @@ def test_four_fits_compose_exactly():
 def test_spend_returns_the_new_total():
     """spend() returns the same (ε, δ) that spent reports afterwards."""
     acc = BudgetAccountant(delta=1e-6)
-    returned = acc.spend(0.3)
+    returned = acc.spend(mu=0.3)
     assert returned == pytest.approx(acc.spent, rel=1e-12)
-    returned = acc.spend(0.4)
+    returned = acc.spend(mu=0.4)
     assert returned[0] == pytest.approx(gdp_epsilon(0.5, 1e-6), rel=1e-10)
 
 
@@ -542,14 +542,14 @@ def test_charge_over_budget_is_refused_and_not_recorded():
     """A charge over ε raises BudgetExceededError; spent and n_charges stay."""
     mu = gdp_mu(1.0, 1e-6)
     acc = BudgetAccountant(epsilon=1.2, delta=1e-6)
-    acc.spend(mu)
+    acc.spend(mu=mu)
     before = (acc.spent, acc.n_charges, repr(acc))
     with pytest.raises(BudgetExceededError):
-        acc.spend(mu)
+        acc.spend(mu=mu)
     with pytest.raises(BudgetExceededError):
         acc.spend(rdp=gaussian_rdp(mu))
     with pytest.raises(BudgetExceededError):
-        acc.check(mu)
+        acc.check(mu=mu)
     assert (acc.spent, acc.n_charges, repr(acc)) == before
     assert issubclass(BudgetExceededError, ValueError)
 
@@ -557,13 +557,13 @@ def test_charge_over_budget_is_refused_and_not_recorded():
 def test_charge_exactly_at_budget_is_accepted():
     """One charge of exactly μ(ε, δ), or two whose μ² add up to it, is accepted."""
     acc = BudgetAccountant(epsilon=1.0, delta=1e-6)
-    acc.spend(gdp_mu(1.0, 1e-6))
+    acc.spend(mu=gdp_mu(1.0, 1e-6))
     assert acc.spent[0] == pytest.approx(1.0, rel=1e-9)
 
     budget_mu = gdp_mu(2.0, 1e-6)
     acc = BudgetAccountant(epsilon=2.0, delta=1e-6)
-    acc.spend(budget_mu * math.sqrt(0.3))
-    acc.spend(budget_mu * math.sqrt(0.7))
+    acc.spend(mu=budget_mu * math.sqrt(0.3))
+    acc.spend(mu=budget_mu * math.sqrt(0.7))
     assert acc.spent[0] == pytest.approx(2.0, rel=1e-9)
     assert acc.n_charges == 2
 
@@ -571,8 +571,8 @@ def test_charge_exactly_at_budget_is_accepted():
 def test_check_charges_nothing():
     """check() reports the prospective total without recording it."""
     acc = BudgetAccountant(epsilon=5.0, delta=1e-6)
-    acc.spend(0.5)
-    prospective = acc.check(0.5)
+    acc.spend(mu=0.5)
+    prospective = acc.check(mu=0.5)
     assert prospective[0] == pytest.approx(gdp_epsilon(math.sqrt(0.5), 1e-6), rel=1e-10)
     assert acc.spent[0] == pytest.approx(gdp_epsilon(0.5, 1e-6), rel=1e-10)
     assert acc.n_charges == 1
@@ -582,15 +582,15 @@ def test_remaining_fills_budget_exactly_gdp():
     """Spending gdp_mu(remaining(), δ) fills the budget; afterwards remaining() ≈ 0."""
     acc = BudgetAccountant(epsilon=3.0, delta=1e-6)
     assert acc.remaining() == pytest.approx(3.0, rel=1e-9)
-    acc.spend(gdp_mu(1.0, 1e-6))
-    acc.spend(0.2)
+    acc.spend(mu=gdp_mu(1.0, 1e-6))
+    acc.spend(mu=0.2)
     left = acc.remaining()
     assert 0.0 < left < 3.0
-    acc.spend(gdp_mu(left, 1e-6))
+    acc.spend(mu=gdp_mu(left, 1e-6))
     assert acc.spent[0] == pytest.approx(3.0, rel=1e-9)
     assert acc.remaining() == pytest.approx(0.0, abs=1e-6)
     with pytest.raises(BudgetExceededError):
-        acc.spend(gdp_mu(1e-2, 1e-6))
+        acc.spend(mu=gdp_mu(1e-2, 1e-6))
 
 
 def test_remaining_fills_budget_with_rdp_charges():
@@ -600,7 +600,7 @@ def test_remaining_fills_budget_with_rdp_charges():
     acc.spend(rdp=repeated_rdp(gaussian_rdp(0.2), 0.1))
     left = acc.remaining()
     assert 0.0 < left < 8.0
-    acc.spend(gdp_mu(left, 1e-6))
+    acc.spend(mu=gdp_mu(left, 1e-6))
     assert acc.spent[0] == pytest.approx(8.0, rel=1e-6)
     assert acc.spent[0] <= 8.0 * (1.0 + 1e-9)
     assert acc.remaining() == pytest.approx(0.0, abs=1e-3)
@@ -610,12 +610,12 @@ def test_remaining_unlimited_and_reset():
     """An unlimited accountant has inf remaining; reset() forgets every charge."""
     acc = BudgetAccountant()
     assert acc.remaining() == math.inf
-    acc.spend(1.0)
+    acc.spend(mu=1.0)
     acc.spend(rdp=gaussian_rdp(1.0))
     acc.reset()
     assert acc.spent == (0.0, 0.0)
     assert acc.n_charges == 0
-    acc.spend(1.0)
+    acc.spend(mu=1.0)
     assert acc.spent[0] == pytest.approx(gdp_epsilon(1.0, 1e-6), rel=1e-12)
 
 
@@ -623,7 +623,7 @@ def test_rdp_only_charge_is_converted_with_improved_conversion():
     """An RDP charge is reported as rdp_to_epsilon of the summed curve (+ GDP parts)."""
     acc = BudgetAccountant(delta=1e-5)
     curve = repeated_rdp(gaussian_rdp(0.3), 0.2)
-    acc.spend(0.4, rdp=curve)  # one release with both a GDP and an RDP part
+    acc.spend(mu=0.4, rdp=curve)  # one release with both a GDP and an RDP part
     expected, _ = rdp_to_epsilon(curve + gaussian_rdp(0.4), 1e-5)
     assert acc.spent[0] == pytest.approx(expected, rel=1e-12)
 
@@ -638,7 +638,7 @@ def test_charge_validation():
     with pytest.raises(ValueError):
         acc.spend(rdp=-np.ones_like(DEFAULT_ORDERS))
     with pytest.raises(ValueError):
-        acc.spend(math.nan)
+        acc.spend(mu=math.nan)
     assert acc.n_charges == 0
     for bad_eps in [0.0, -1.0, float("nan"), "1"]:
         with pytest.raises(ValueError):
@@ -659,15 +659,15 @@ def test_copy_deepcopy_and_clone_share_the_accountant():
 def test_unpickled_accountant_refuses_to_spend():
     """A pickled copy keeps its state but cannot be charged (it can't report back)."""
     acc = BudgetAccountant(epsilon=5.0, delta=1e-6)
-    acc.spend(0.5)
+    acc.spend(mu=0.5)
     restored = pickle.loads(pickle.dumps(acc))
     assert restored is not acc
     assert restored.spent == pytest.approx(acc.spent, rel=1e-12)
     assert restored.n_charges == 1
     with pytest.raises(RuntimeError):
-        restored.spend(0.1)
+        restored.spend(mu=0.1)
     assert restored.n_charges == 1
-    acc.spend(0.1)  # the original is unaffected
+    acc.spend(mu=0.1)  # the original is unaffected
     assert acc.n_charges == 2
 
 
@@ -680,7 +680,7 @@ def _hammer(acc, mu, n_tries, n_threads):
         barrier.wait()
         for _ in range(n_tries):
             try:
-                acc.spend(mu)
+                acc.spend(mu=mu)
             except BudgetExceededError:
                 continue
             accepted[k] += 1
@@ -874,13 +874,13 @@ def test_fixed_random_state_and_missing_data_norm_warn(data):
 def test_budget_is_read_only():
     """Assigning epsilon or delta raises AttributeError; nothing changes."""
     acc = BudgetAccountant(epsilon=1.0, delta=1e-6)
-    acc.spend(gdp_mu(1.0, 1e-6))
+    acc.spend(mu=gdp_mu(1.0, 1e-6))
     for name, value in [("epsilon", 100.0), ("delta", 0.9)]:
         with pytest.raises(AttributeError, match=f"{name} is read-only"):
             setattr(acc, name, value)
     assert (acc.epsilon, acc.delta) == (1.0, 1e-6)
     with pytest.raises(BudgetExceededError):
-        acc.spend(0.01)
+        acc.spend(mu=0.01)
 
 
 def test_with_block_sets_and_restores_the_default(restore_default_accountant):
@@ -901,11 +901,11 @@ def test_remaining_k_equal_fits_fill_the_budget():
     """k fits at remaining(k) each compose to the budget, in GDP and with RDP."""
     for rdp in [None, repeated_rdp(gaussian_rdp(0.2), 0.1)]:
         acc = BudgetAccountant(epsilon=4.0, delta=1e-6)
-        acc.spend(0.3, rdp=rdp)
+        acc.spend(mu=0.3, rdp=rdp)
         left = acc.remaining(3)
         assert 0.0 < left < acc.remaining(2) < acc.remaining() < 4.0
         for _ in range(3):
-            acc.spend(gdp_mu(left, 1e-6))
+            acc.spend(mu=gdp_mu(left, 1e-6))
         assert acc.spent[0] == pytest.approx(4.0, rel=1e-6)
         assert acc.spent[0] <= 4.0 * (1.0 + 1e-9)
     assert BudgetAccountant().remaining(5) == math.inf
@@ -920,7 +920,7 @@ def test_len_bool_repr_and_charges(data):
     acc = BudgetAccountant(epsilon=5.0, delta=1e-6, label="study")
     assert len(acc) == 0 and bool(acc) and acc.charges == []
     PrivatePCA(2, epsilon=1.0, data_norm=1.0, accountant=acc).fit(data)
-    acc.spend(0.1, label="by hand")
+    acc.spend(mu=0.1, label="by hand")
     assert len(acc) == acc.n_charges == 2
     assert repr(acc) == (
         "BudgetAccountant(epsilon=5.0, delta=1e-06; spent epsilon="
@@ -959,16 +959,16 @@ def test_infinite_charge():
     """mu=inf (an epsilon=inf fit): accepted by an unlimited accountant, which
     then reports inf; refused, uncharged, by any finite budget."""
     acc = BudgetAccountant()
-    acc.spend(0.5)
-    assert acc.spend(math.inf) == (math.inf, 1e-6)
+    acc.spend(mu=0.5)
+    assert acc.spend(mu=math.inf) == (math.inf, 1e-6)
     assert acc.spent == (math.inf, 1e-6) and acc.remaining() == math.inf
     acc.spend(rdp=gaussian_rdp(0.1))  # still composes
     assert acc.spent[0] == math.inf and len(acc) == 3
     finite = BudgetAccountant(epsilon=1e6)
     with pytest.raises(BudgetExceededError):
-        finite.spend(math.inf)
+        finite.spend(mu=math.inf)
     with pytest.raises(BudgetExceededError):
-        finite.check(math.inf)
+        finite.check(mu=math.inf)
     assert finite.n_charges == 0 and finite.spent == (0.0, 0.0)
 
 
@@ -976,7 +976,7 @@ def test_detached_copy_refuses_check_before_any_data_is_read():
     """An unpickled in-memory copy refuses check() too, naming the fix."""
     restored = pickle.loads(pickle.dumps(BudgetAccountant(epsilon=5.0)))
     with pytest.raises(RuntimeError, match=r"path='budget.db'"):
-        restored.check(0.1)
+        restored.check(mu=0.1)
     assert "detached copy" in repr(restored)
 
 
@@ -1036,5 +1036,5 @@ def test_reported_epsilon_has_no_float_artefact(epsilon, delta):
     assert gdp_epsilon(mu, delta) == epsilon
     assert gdp_delta(mu, epsilon) <= delta * (1 + 1e-12)
     acc = BudgetAccountant(delta=delta)
-    acc.spend(mu)
+    acc.spend(mu=mu)
     assert acc.spent == (epsilon, delta)

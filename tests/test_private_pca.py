@@ -746,11 +746,11 @@ def test_infinite_epsilon_is_refused_by_any_finite_budget(Est):
         Est(epsilon=math.inf, accountant=acc).fit(with_value(np.nan, (3, 1)))
     assert acc.n_charges == 0 and acc.spent == (0.0, 0.0)
     unlimited = BudgetAccountant()
-    unlimited.spend(gdp_mu(1.0, 1e-6))
+    unlimited.spend(mu=gdp_mu(1.0, 1e-6))
     Est(2, epsilon=math.inf, accountant=unlimited).fit(GOOD)
     assert unlimited.spent == (math.inf, 1e-6) and unlimited.n_charges == 2
     with pytest.raises(BudgetExceededError):  # nothing more fits in a spent budget
-        BudgetAccountant(epsilon=1.0).check(math.inf)
+        BudgetAccountant(epsilon=1.0).check(mu=math.inf)
 
 
 # ----------------------------------------------------------- float limits
