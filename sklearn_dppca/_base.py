@@ -275,6 +275,26 @@ def _refuse_fit_params(estimator, params):
     )
 
 
+def _input_copy(given, X):
+    """Bytes of ``X``, validated, that are not the caller's ``given``: a
+    conversion of another dtype (integers, float16), layout or container
+    (a DataFrame of several blocks), held for the whole fit beside the
+    plan's arrays (review 71: int8 rows peaked at 4 times memory_limit).
+    Public: the input's dtype, layout and kind."""
+    def parts(A):
+        arrays = [getattr(A, name, None) for name in ("data", "indices", "indptr")
+                  ] if sparse.issparse(A) else [A]
+        return [a for a in arrays if isinstance(a, np.ndarray)]
+
+    ours = parts(X)
+    theirs = given if isinstance(given, np.ndarray) or sparse.issparse(given) \
+        else getattr(given, "values", None)
+    if not isinstance(theirs, np.ndarray) and not sparse.issparse(theirs):
+        return sum(p.nbytes for p in ours)
+    return sum(p.nbytes for p in ours if not any(
+        np.may_share_memory(p, q) for q in parts(theirs)))
+
+
 class _BasePrivatePCA(
     _FloatParamsMixin,
     _PCAModelMixin,
@@ -544,8 +564,12 @@ class _BasePrivatePCA(
         # the memory it needs checked
         self._chunked_partials = chunked_partials(engine)
         self._rows_in_memory = isinstance(_engine(engine), InMemoryRows)
-        self._sparse_rows = self._rows_in_memory and sparse.issparse(
-            _engine(engine).X)
+        X = _engine(engine).X
+        self._sparse_rows = self._rows_in_memory and sparse.issparse(X)
+        # dense rows read as copies a block at a time (float32, another
+        # layout): a float64 block each thread
+        self._block_copies = self._rows_in_memory and isinstance(X, np.ndarray) \
+            and not (X.dtype == np.float64 and X.flags.c_contiguous)
         self._worker_room = worker_room(engine)
         self._chunk_bytes = chunk_bytes(engine)
         copy, copy_text = self._copied_rows(n_samples, n_features, engine)
@@ -564,7 +588,16 @@ class _BasePrivatePCA(
         array's chunks that the threads of this process hold while they read
         them (:func:`~sklearn_dppca._paths.chunk_bytes`). Public: the
         parameters, the box, the kind of input and its chunks."""
-        rows = _engine(engine)
+        size, text = self._copies_of_rows(n_samples, n_features, _engine(engine))
+        converted = getattr(self, "_input_copy", 0)
+        if converted and isinstance(_engine(engine), InMemoryRows):
+            size += converted
+            text += (" and the float copy its validation made of X (give "
+                     "float64 or float32 rows, or CSR ones)")
+        return size, text
+
+    def _copies_of_rows(self, n_samples, n_features, rows):
+        """:meth:`_copied_rows` but the copy of validation."""
         if isinstance(rows, ChunkedRows):
             threads = local_threads()  # None: a cluster's workers hold them
             size = 0 if threads is None else threads * chunk_bytes(rows)
@@ -693,6 +726,7 @@ class _BasePrivatePCA(
         if namespace is not None:  # Array API dispatch: the statistics on X's device
             return _array_api.fit_rows(self, X, *namespace,
                                        non_finite=self.non_finite)
+        given = X
         X = validate_data(
             self,
             X,
@@ -701,6 +735,7 @@ class _BasePrivatePCA(
             ensure_min_samples=2,
             ensure_all_finite=False,
         )
+        self._input_copy = _input_copy(given, X)
         if self.non_finite == "clip":
             X = map_non_finite(X)
         return X, InMemoryRows(X)

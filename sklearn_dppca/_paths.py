@@ -336,8 +336,9 @@ class _PathMixin:
         block = min(n_samples, _block_rows(d))
         if path != "dense":
             p = self._block_columns(n_samples, d)
+            copies = blas_threads() if getattr(self, "_block_copies", False) else 1
             rows = block * p + (self._sparse_blocks(block, d) * blas_threads()
-                                or block * d)
+                                or block * d * copies)
             # sparse rows: two blocks' d × p parts per thread of a pass
             parts = 16 * d * p * blas_threads()
             if path == "noisy_power":  # V, the products, Y, its noise, its SVD

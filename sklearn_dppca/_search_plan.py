@@ -99,8 +99,9 @@ def empty_rows(X):
         dtypes = list(X.dtypes) if getattr(X, "ndim", 1) == 2 else [X.dtype]
         plain = all(isinstance(t, np.dtype) and t.kind in "biuf" for t in dtypes)
         return X.iloc[:0] if plain else None
-    if sparse.issparse(X) or isinstance(X, np.ndarray) \
-            or _array_api.namespace(X) is not None:
+    if sparse.issparse(X):
+        return X[:0] if X.format in ("csr", "csc") else None
+    if isinstance(X, np.ndarray) or _array_api.namespace(X) is not None:
         return X[:0]
     return None
 
