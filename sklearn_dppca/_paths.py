@@ -9,6 +9,7 @@ import os
 from numbers import Integral
 
 from ._dask import ChunkedRows, cluster_workers, in_process, local_threads
+from ._norm_plan import BINS_PER_OCTAVE, DEFAULT_NORM_RANGE
 from ._reported import _engine
 from ._rows import InMemoryRows
 from ._stats import SPARSE_BLOCK_ENTRIES, _block_rows, blas_threads, kernel_threads
@@ -316,11 +317,32 @@ class _PathMixin:
 
         In memory (NumPy or SciPy rows), :data:`ROW_VECTOR_BYTES` per row
         too: on narrow rows the vectors of row norms and scales are a large
-        part of the fit's memory.
+        part of the fit's memory. With ``data_norm="auto"``, the bins'
+        sums of its mean steps (:meth:`_bins_bytes`).
         """
         d = n_features
         path = path or getattr(self, "_fit_path", "dense")
-        return self._row_vectors(n_samples) + self._arrays_needed(n_samples, d, path)
+        return (self._row_vectors(n_samples) + self._arrays_needed(n_samples, d, path)
+                + self._bins_bytes(d))
+
+    def _bins_bytes(self, d):
+        r"""Bytes of ``data_norm="auto"``'s sums by bin of row norm: for
+        each of its :math:`B` bins (four an octave of ``norm_range``: 267 by
+        default) a sum of the rows and of their unit directions, and the
+        product that adds a block's to them, dense (twice, from sparse rows):
+        six :math:`B \times d` arrays, one set per thread of a Dask pass.
+        At :math:`d = 2 \cdot 10^4` they are 256 MB, which a plan of sparse
+        rows' blocks (166 MB) did not count."""
+        if not (isinstance(self.data_norm, str) and self.data_norm == "auto"):
+            return 0
+        try:
+            low, high = (float(v) for v in getattr(self, "norm_range", None)
+                         or DEFAULT_NORM_RANGE)
+            bins = math.ceil(BINS_PER_OCTAVE * math.log2(high / low) - 1e-9) + 1
+        except (TypeError, ValueError):  # refused, with its reason, by the plan
+            return 0
+        threads = 1 if getattr(self, "_rows_in_memory", True) else blas_threads()
+        return 6 * 8 * max(bins, 2) * d * threads
 
     def _memory_beside(self, n_samples, n_features):
         """What a refusal names beside the path's arrays (an estimator's own)."""

@@ -568,3 +568,17 @@ def test_the_copies_of_converted_rows_are_in_the_plan():
     est = PrivatePCA(5, path="noisy_power", data_norm=40.0, random_state=0,
                      accountant=BudgetAccountant(), memory_limit=single * 1.01)
     assert traced_peak(est, X.astype(np.float32)) <= single * 1.01
+
+
+def test_the_auto_bounds_sums_by_bin_are_in_the_plan():
+    """data_norm="auto"'s mean steps sum the rows by bin of their norm: six
+    267 × d arrays, 256 MB at d = 2·10⁴, which the plan did not count (the
+    plan of sparse rows' blocks then fell below the fit's peak)."""
+    n, d, per = 4096, 20_000, 10
+    rng = np.random.default_rng(0)
+    X = sparse.csr_matrix((rng.random(n * per) * 0.3, rng.integers(0, d, n * per),
+                           np.arange(0, n * per + 1, per)), shape=(n, d))
+    X.sum_duplicates()
+    est = PrivatePCA(5, path="noisy_power", svd_solver="randomized",
+                     data_norm="auto", accountant=BudgetAccountant(), random_state=0)
+    assert traced_peak(est, X) <= est._memory_needed(n, d)
