@@ -339,7 +339,7 @@ class _PathMixin:
             low, high = (float(v) for v in getattr(self, "norm_range", None)
                          or DEFAULT_NORM_RANGE)
             bins = math.ceil(BINS_PER_OCTAVE * math.log2(high / low) - 1e-9) + 1
-        except (TypeError, ValueError):  # refused, with its reason, by the plan
+        except (TypeError, ValueError, ArithmeticError):  # refused by the plan
             return 0
         threads = 1 if getattr(self, "_rows_in_memory", True) else blas_threads()
         return 6 * 8 * max(bins, 2) * d * threads
