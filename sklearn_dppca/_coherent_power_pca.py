@@ -139,7 +139,9 @@ class CoherentPowerPCA(_BasePrivatePCA):
         NumPy, sparse or Dask input) whose covariance release would be noise
         by public values, :math:`2\sqrt{2}\, d^{3/2}/(\mu_{\mathrm{init}} n)
         \ge 3` with :math:`d \ge 100` (:ref:`which start
-        <coherent-which-start>`); ``"covariance"`` otherwise.
+        <coherent-which-start>`), unless its noisy power path exceeds
+        ``memory_limit`` where the dense path fits; ``"covariance"``
+        otherwise.
     n_iter_max : int, default=32
         ``selection="repetition"`` only: cap of the grid of :math:`T` (the
         paper's :math:`T_{\max}` is impractically large). Every trial costs the same
@@ -387,7 +389,12 @@ class CoherentPowerPCA(_BasePrivatePCA):
                 and self.n_iter == "auto")
 
     def _start(self, n_samples, n_features, engine):
-        """``start`` with ``"auto"`` resolved (public values only)."""
+        """``start`` with ``"auto"`` resolved (public values only: the
+        shape, the parameters, the kind of input, the memory limit). The
+        random start runs the noisy power path: where its blocks do not fit
+        in ``memory_limit`` and the covariance start's dense matrices do,
+        the covariance start (review 71: ``"auto"`` was refused where
+        ``path="dense"`` ran)."""
         if self.start != "auto":
             return self.start
         k = self.n_components or min(n_samples, n_features)
@@ -396,8 +403,10 @@ class CoherentPowerPCA(_BasePrivatePCA):
                 or self._blocks_obstacle(engine) is not None):
             return "covariance"
         mu_init = covariance_init_mu(self.epsilon, self.delta, self.center)
-        return ("random" if random_start_wins(n_samples, n_features, mu_init)
-                else "covariance")
+        if not random_start_wins(n_samples, n_features, mu_init):
+            return "covariance"
+        path = self._first_fitting(n_samples, n_features, ["noisy_power", "dense"])
+        return "random" if path == "noisy_power" else "covariance"
 
     def _path(self, n_samples, n_features, engine):
         """``"dense"`` or ``"noisy_power"``, from public values only (the

@@ -115,7 +115,8 @@ class ComplexGaussPCA(_MatrixFreeMixin, _BasePrivatePCA):
         ``"auto"`` choosing it) and a NumPy, SciPy sparse or Dask input.
         ``"auto"``: dense unless its matrices exceed ``memory_limit`` or a
         model of both costs on the public shape prefers the matrix-free
-        path.
+        path, and that one unless it does not fit in ``memory_limit`` where
+        the dense path does.
     %(memory_parameter)s
     random_state : None, int, RandomState or Generator, default=None
         Source of the noise. ``None`` draws from operating-system entropy; a

@@ -71,7 +71,10 @@ class _MatrixFreeMixin:
         or the estimator has no other, else the noisy power method: there
         every product would draw the kernel's deviates again (hours at
         :math:`d = 10^5`), while the noisy power method's cost grows as
-        :math:`d k`."""
+        :math:`d k`. Where the path so chosen does not fit in
+        ``memory_limit`` (with the copies of the rows), the first of the
+        dense, matrix-free and noisy power paths that fits
+        (:meth:`_first_fitting`)."""
         obstacle = self._matrix_free_obstacle(n_samples, n_features, engine)
         if self.path in ("matrix_free", "noisy_power"):
             if obstacle is not None:
@@ -79,6 +82,18 @@ class _MatrixFreeMixin:
             return self.path
         if self.path == "dense" or obstacle is not None:
             return "dense"
+        paths = ("dense", "matrix_free", "noisy_power") if self._noisy_power else (
+            "dense", "matrix_free")
+        preferred = self._preferred_path(n_samples, n_features, engine)
+        return self._first_fitting(
+            n_samples, n_features,
+            [preferred] + [path for path in paths if path != preferred])
+
+    def _preferred_path(self, n_samples, n_features, engine):
+        """``"auto"``'s path by speed: dense where its matrices fit and the
+        matrix-free path is not predicted about as fast, else matrix-free
+        where the kernel's blocks fit in their cache (or there is no noisy
+        power path), else the noisy power method."""
         k = self._truncated_k(n_samples, n_features)
         cached = self._kernel_cache(n_features) / self._kernel_bytes(n_features)
         if self._dense_fits(n_samples, n_features):

@@ -455,6 +455,25 @@ class _PathMixin:
         return ((limit is None or needed <= limit)
                 and self._workers_short(n_features) is None)
 
+    def _fits(self, n_samples, n_features, path):
+        """Whether ``path``'s arrays, with the copies of the rows
+        (``_copy_bytes``), fit in ``memory_limit`` (the dense path: and in a
+        distributed worker's room, :meth:`_dense_fits`): the automatic
+        path's test, so that ``"auto"`` does not take a path the plan then
+        refuses while another path fits (reviews 69 and 71)."""
+        if path == "dense":
+            return self._dense_fits(n_samples, n_features)
+        limit = self._memory_limit()
+        return limit is None or (self._memory_needed(n_samples, n_features, path)
+                                 + getattr(self, "_copy_bytes", 0) <= limit)
+
+    def _first_fitting(self, n_samples, n_features, paths):
+        """The first of ``paths`` (the automatic path's preference, then the
+        others) that fits (:meth:`_fits`); the first where none does, which
+        the plan then refuses, naming none that fits."""
+        return next((path for path in paths
+                     if self._fits(n_samples, n_features, path)), paths[0])
+
     def _first_rows_fit(self, engine, n_rows):
         """``(fits, room)``: whether a fit may keep a Dask array's first
         ``n_rows`` rows (:func:`kept_rows`) within ``memory_limit`` in this

@@ -92,7 +92,8 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
         public shape prefers the matrix-free path; that one where the noise
         kernel's blocks fit in their cache (an eighth of ``memory_limit``:
         :math:`d` up to about 34 000 on a 24 GB machine), else the noisy power
-        method (:doc:`/scaling`).
+        method (:doc:`/scaling`); where that path does not fit in
+        ``memory_limit``, the first of these paths that does.
     %(memory_parameter)s
     random_state : None, int, RandomState or Generator, default=None
         Source of the noise. ``None`` draws from operating-system entropy; any

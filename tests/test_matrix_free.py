@@ -582,3 +582,58 @@ def test_the_auto_bounds_sums_by_bin_are_in_the_plan():
     est = PrivatePCA(5, path="noisy_power", svd_solver="randomized",
                      data_norm="auto", accountant=BudgetAccountant(), random_state=0)
     assert traced_peak(est, X) <= est._memory_needed(n, d)
+
+
+def planned_path(est, n, d, rows):
+    """The path of ``est``'s plan on ``n × d`` rows like ``rows`` (read for
+    their kind only), or None where the plan refuses it."""
+    try:
+        est._plan_path(n, d, InMemoryRows(rows))
+    except (MemoryError, ValueError):
+        return None
+    return est._fit_path
+
+
+@pytest.mark.parametrize("name", ["PrivatePCA", "ComplexGaussPCA", "CoherentPowerPCA"])
+def test_the_automatic_path_is_one_that_fits(name):
+    """``path="auto"`` took a path whose plan was then refused while another
+    path of the same estimator fitted (review 71 F4, review 69 F3):
+    ``PrivatePCA`` took the matrix-free path because its kernel's blocks fit
+    in their cache, refused at 0.165 GiB where the noisy power method's
+    0.111 GiB fitted (``ComplexGaussPCA``: the matrix-free path, predicted
+    about as fast, where only the dense path fitted);
+    ``CoherentPowerPCA``'s automatic start took the random
+    start, whose noisy power path was refused where the covariance start's
+    dense path fitted. Plans only (no row is read): wherever an explicit
+    path is admitted, ``"auto"`` is, on a path that fits."""
+    import sklearn_dppca
+
+    Est = getattr(sklearn_dppca, name)
+    paths = sorted(Est._parameter_constraints["path"][0].options - {"auto"})
+    cases = [(10_000, 2_000, 400, np.zeros((0, 2_000))),
+             (10_000, 200, 100, np.zeros((0, 200))),
+             (2_000, 5_000, 10, np.zeros((0, 5_000))),
+             (100_000, 1_000, 100, sparse.csr_matrix((0, 1_000))),
+             (500, 1_000, 100, sparse.csr_matrix((0, 1_000)))]
+    for n, d, k, rows in cases:
+        for limit in np.geomspace(5e6, 5e9, 40):
+            def plan(path):
+                est = Est(k, data_norm=1.0, memory_limit=limit, path=path)
+                return est, planned_path(est, n, d, rows)
+
+            fits = [path for path in paths if plan(path)[1] is not None]
+            assert (plan("auto")[1] is not None) == bool(fits), (n, d, k, limit, fits)
+
+
+def test_the_reviews_automatic_paths_fit():
+    """Review 71's cases: ``PrivatePCA`` takes the noisy power method, and
+    ``CoherentPowerPCA`` the covariance start (its dense path) where the
+    random start does not fit, the random start where it does."""
+    est = PrivatePCA(400, data_norm=1.0, memory_limit=127.8e6)
+    assert planned_path(est, 10_000, 2_000, np.zeros((0, 2_000))) == "noisy_power"
+    est = CoherentPowerPCA(100, data_norm=1.0, memory_limit=20.7e6)
+    assert planned_path(est, 10_000, 200, np.zeros((0, 200))) == "dense"
+    assert est._fit_start == "covariance"
+    assert planned_path(est.set_params(memory_limit=1e9), 10_000, 200,
+                        np.zeros((0, 200))) == "noisy_power"
+    assert est._fit_start == "random"
