@@ -116,11 +116,12 @@ SHARED_PARAMETER_DOCS = {
         Bytes the fit's largest arrays may take, estimated from public values
         (the shape and the parameters) before the data is read. A fit that
         needs more is refused with a ``MemoryError`` before any charge,
-        naming a path that fits, rather than running out of memory part-way
-        after its charge. After the fit it bounds the ``d × d`` results
-        (``get_covariance``, ``get_precision``), refused over it with a
-        ``MemoryError``. ``"auto"``: 80% of this machine's physical memory
-        (no check where it cannot be told).
+        naming a path that fits and the least ``memory_limit`` (in GiB,
+        rounded up) that admits each path it names, rather than running out
+        of memory part-way after its charge. After the fit it bounds the
+        ``d × d`` results (``get_covariance``, ``get_precision``), refused
+        over it with a ``MemoryError``. ``"auto"``: 80% of this machine's
+        physical memory (no check where it cannot be told).
 """,
     # scikit-learn PCA's solver parameters: how the release is eigendecomposed
     "solver_parameters": """\

@@ -163,6 +163,20 @@ def physical_memory():
         return None
 
 
+def gib_up(nbytes):
+    """``nbytes`` in GiB at three significant digits, rounded up (``:.3g``
+    rounds down half the time): what a refusal names as a fit's need, so
+    that ``memory_limit`` of that many GiB admits it."""
+    gib = nbytes / 2.0**30
+    if gib <= 0:
+        return "0"
+    step = 10.0 ** (math.floor(math.log10(gib)) - 2)
+    value = math.ceil(gib * (1 + 1e-9) / step) * step
+    while float(f"{value:.3g}") * 2.0**30 < nbytes:  # the float's rounding
+        value += step
+    return f"{value:.3g}"
+
+
 def auto_solver(n_samples, n_features, n_components):
     r"""scikit-learn's ``svd_solver="auto"`` rule on the public shape:
     ``"covariance_eigh"`` when the features are few (at most 1 000, with ten
@@ -474,6 +488,22 @@ class _PathMixin:
         return next((path for path in paths
                      if self._fits(n_samples, n_features, path)), paths[0])
 
+    def _limit_needed(self, n_samples, n_features, path, copy=0):
+        r"""The least ``memory_limit`` that admits ``path`` with ``copy``
+        bytes of copies of the rows: its need, but on the matrix-free path
+        the kernel's cache is :data:`KERNEL_CACHE_SHARE` of the limit (at
+        most the kernel's blocks, :math:`K`), so the need grows with the
+        limit. With :math:`A` the rest and :math:`s` the share, the least
+        :math:`L` with :math:`A + \min(K, sL) \le L` is
+        :math:`\min(A/(1 - s), A + K)`. What a refusal names (review 71: a
+        limit of the need it named was refused again)."""
+        needed = self._memory_needed(n_samples, n_features, path) + copy
+        if path != "matrix_free":
+            return needed
+        rest = needed - self._kernel_cache(n_features)
+        return min(rest / (1.0 - KERNEL_CACHE_SHARE),
+                   rest + self._kernel_bytes(n_features))
+
     def _first_rows_fit(self, engine, n_rows):
         """``(fits, room)``: whether a fit may keep a Dask array's first
         ``n_rows`` rows (:func:`kept_rows`) within ``memory_limit`` in this
@@ -509,7 +539,7 @@ class _PathMixin:
         if short is not None:
             raise MemoryError(
                 f"{type(self).__name__} on {d} features needs about "
-                f"{short[0] / gib:.3g} GiB on each Dask worker for the {d} × {d} "
+                f"{gib_up(short[0])} GiB on each Dask worker for the {d} × {d} "
                 f"Gram matrices of its running chunks, more than "
                 f"{MEMORY_SHARE:.0%} of the smallest worker's memory_limit "
                 f"({short[1] / gib:.3g} GiB). The fit was refused before reading "
@@ -518,7 +548,8 @@ class _PathMixin:
         if limit is None or needed <= limit:
             return None if limit is None else limit - needed
         what = {"dense": f"its {d} × {d} matrices",
-                "matrix_free": "the blocks of its matrix-free solver",
+                "matrix_free": ("the blocks of its matrix-free solver and its "
+                                "kernel's cache (up to an eighth of memory_limit)"),
                 "noisy_power": "the blocks of its noisy power method"}[self._fit_path]
         what += copy_text + self._memory_beside(n_samples, d)
         if self._row_vectors(n_samples) > needed / 2:
@@ -529,7 +560,8 @@ class _PathMixin:
                       else f"{MEMORY_SHARE:.0%} of this machine's memory")
         raise MemoryError(
             f"{type(self).__name__} on {d} features needs about "
-            f"{needed / gib:.3g} GiB for {what}, more than {limit_text} "
+            f"{gib_up(self._limit_needed(n_samples, d, self._fit_path, copy))} "
+            f"GiB for {what}, more than {limit_text} "
             f"({limit / gib:.3g} GiB). The fit was refused before reading the "
             "data or spending any budget. "
             + self._paths_advice(n_samples, n_features, limit, copy)
@@ -538,20 +570,21 @@ class _PathMixin:
     def _paths_advice(self, n_samples, n_features, limit, copy=0):
         """What a refusal advises: this estimator's other paths whose memory
         (with the ``copy`` bytes of densified rows every path makes) is
-        within ``limit``, each with it; then fewer features or
+        within ``limit``, each with the least ``memory_limit`` that admits
+        it (:meth:`_limit_needed`, rounded up); then fewer features or
         components."""
-        name, gib = type(self).__name__, 2.0**30
+        name = type(self).__name__
         other = (self._parameter_constraints["path"][0].options
                  - {"auto", self._fit_path})
         advice = []
         for path in sorted(other):
             needed = self._memory_needed(n_samples, n_features, path) + copy
             if needed <= limit:
+                least = gib_up(self._limit_needed(n_samples, n_features, path, copy))
                 solver = (", svd_solver='randomized'"
                           if path != "dense" and self._honours_svd_solver else "")
                 advice.append(f"{name}(n_components=k{solver}, path={path!r}) "
-                              f"{PATH_MEMORY[path]} (about {needed / gib:.3g} GiB "
-                              "here)")
+                              f"{PATH_MEMORY[path]} (about {least} GiB here)")
         return ("; ".join(advice) + ". " if advice else "") + (
             "Fewer features (a public selection of them) or fewer components "
             "shrink every path's memory.")
