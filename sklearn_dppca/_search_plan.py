@@ -108,18 +108,28 @@ def empty_rows(X):
 
 def head_width(heads, n_features, empty):
     """The number of features the steps ``heads`` make of ``X``'s
-    ``n_features`` columns, where it is public: ``n_features`` if they keep
-    them (:func:`keeps_columns`), else the width of their output on
-    ``empty`` (:func:`empty_rows`, no row: a function of the steps and of
-    ``X``'s columns only), or None where they fail on it. Before the charge,
-    a candidate's ``n_components`` above it is then a public failure (a
-    FunctionTransformer that keeps 3 columns and a PCA of 5 components
-    failed the search after its charge). The width on the rows is checked
-    again after the charge (:func:`~sklearn_dppca._search_run._check_heads`):
-    a step whose width depends on the values is one the guarantee cannot
-    make public."""
+    ``n_features`` columns, where it is public (:func:`head_output`), else
+    None. Before the charge, a candidate's ``n_components`` above it is then
+    a public failure (a FunctionTransformer that keeps 3 columns and a PCA
+    of 5 components failed the search after its charge). The width on the
+    rows is checked again after the charge
+    (:func:`~sklearn_dppca._search_run._check_heads`): a step whose width
+    depends on the values is one the guarantee cannot make public."""
+    out = head_output(heads, n_features, empty)
+    return None if out is None else out[0]
+
+
+def head_output(heads, n_features, empty):
+    """``(width, names)`` of what the steps ``heads`` make of ``X``, where
+    public: ``n_features`` and the names they pass on if they keep ``X``'s
+    columns (:func:`keeps_columns`), else their output on ``empty``
+    (:func:`empty_rows`, no row: a function of the steps and of ``X``'s
+    columns only), its width and its columns' names (None for an array);
+    None where they fail on it."""
+    names = getattr(empty, "columns", None)
     if keeps_columns(heads):
-        return n_features
+        return n_features, passed_names(heads, None if names is None else
+                                        np.asarray(names, dtype=object))
     if empty is None:
         return None
     import warnings
@@ -132,7 +142,11 @@ def head_width(heads, n_features, empty):
     except Exception:  # noqa: BLE001 - a user's step; its width stays unknown
         return None
     shape = getattr(out, "shape", ())
-    return int(shape[1]) if len(shape) == 2 else None
+    if len(shape) != 2:
+        return None
+    columns = getattr(out, "columns", None)
+    return int(shape[1]), (None if columns is None
+                           else np.asarray(columns, dtype=object))
 
 
 def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,

@@ -43,6 +43,7 @@ from sklearn.utils.validation import check_consistent_length, column_or_1d
 
 from ._base import _BasePrivatePCA, reported_spend
 from ._bounds import check_data_norm_range
+from ._box import check_box
 from ._coherent_power_pca import CoherentPowerPCA
 from ._pca_model import map_non_finite
 from ._private_pca import PrivatePCA, pooled_release
@@ -60,6 +61,7 @@ from ._search_plan import (
     fit_budget,
     fit_sizes,
     group_of,
+    head_output,
     head_width,
     input_kind,
     pooled_groups,
@@ -214,9 +216,30 @@ def _private_steps(est, n_features, sizes, rows=None, empty=None):
             if read is not None and sparse.issparse(getattr(read[1], "X", None)):
                 raise step._sparse_refusal()
             width = None if read is None else read[0]
-            if before and isinstance(before[-1], _BasePrivatePCA):  # its components
-                k = before[-1].n_components
-                width = int(k) if isinstance(k, Integral) else None
+            pcas = [b for b in before if isinstance(b, _BasePrivatePCA)]
+            out = None if pcas else head_output(before, n_features, empty)
+            if before and out is not None:  # public steps: their output on no row
+                width, names = out
+                if isinstance(step.bounds, dict):
+                    if names is None:
+                        raise ValueError(
+                            "bounds by feature name need named features, and "
+                            "the steps before the head pass on none (give them "
+                            "set_output(transform='pandas'), or bounds as a list).")
+                    check_box(step.bounds, width, names)
+            elif pcas:  # the PCA's components
+                k, at = pcas[0].n_components, before.index(pcas[0])
+                into = head_width(before[:at], n_features, empty) if at else n_features
+                width = (int(k) if isinstance(k, Integral) else into
+                         if k is None and into is not None and into <= sizes[0]
+                         else None)
+                if width is None and step.bounds is not None:
+                    raise ValueError(
+                        "The head's bounds need one public width for what it "
+                        f"reads; n_components={k!r} of the private step before "
+                        "it does not give one (a fraction or 'mle' is chosen "
+                        "from the noisy spectrum). Give an integer n_components, "
+                        "or the head a data_norm.")
             # bounds by feature name are checked by the fit, against the
             # names it is given
             if width is not None and not isinstance(step.bounds, dict):

@@ -10,6 +10,7 @@ from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold, cross_val_score
 from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import FunctionTransformer
 
 import sklearn_dppca._supervised_search as supervised
 from sklearn_dppca import BudgetAccountant, PrivacyLeakWarning, PrivatePCA
@@ -403,9 +404,32 @@ def test_a_heads_bounds_after_a_public_scaler_are_checked_before_the_charge():
     scaler = PublicScaler(center=0.0, scale=1.0).set_output(transform="pandas")
     head = PrivateLDA([0, 1], bounds={"a": (-2, 2), "zz": (-2, 2)})
     budget = BudgetAccountant()
-    with pytest.raises(ValueError, match="refused before it spent"):
+    with pytest.raises(ValueError, match="before (it|any budget was) spent"):
         PrivateGridSearchCV(make_pipeline(scaler, head), {"privatelda__alpha": [
             0.1, 1.0]}, cv=3, accountant=budget).fit(X, y)
+    assert budget.n_charges == 0
+
+
+@pytest.mark.parametrize("steps, bounds, frame", [
+    ([FunctionTransformer(lambda rows: rows[:, :3])], [(0, 1)] * 4, False),
+    ([FunctionTransformer(np.asarray)], {"a": (0, 1)}, True),
+    ([PrivatePCA(None, data_norm=2.0)], [(-1, 1)] * 3, False),
+    ([PrivatePCA(0.9, data_norm=2.0)], [(-1, 1)] * 2, False),
+], ids=["narrowed", "names dropped", "PCA(None)", "PCA(0.9)"])
+def test_a_heads_bounds_on_what_the_steps_before_it_make_are_checked_first(
+        steps, bounds, frame):
+    """A head's bounds against the width and names the steps before it make
+    (public: their output on X without rows, a PCA's integer or None
+    n_components), before the charge: these searches were charged, then
+    failed (review 68)."""
+    X, y = classes_data(300, d=4)
+    if frame:
+        X = pytest.importorskip("pandas").DataFrame(X, columns=list("abcd"))
+    budget = BudgetAccountant()
+    est = make_pipeline(*steps, PrivateLDA([0, 1], bounds=bounds))
+    with pytest.raises(ValueError, match="before any budget"):
+        PrivateGridSearchCV(est, {"privatelda__alpha": [0.1, 1.0]}, cv=3,
+                            accountant=budget).fit(X, y)
     assert budget.n_charges == 0
 
 
