@@ -90,17 +90,24 @@ class SearchPlan(NamedTuple):
 def empty_rows(X):
     """``X`` without its rows, of its kind and with its columns' names and
     dtypes (public): what :func:`head_width` runs the steps before a private
-    one on. None for a Dask collection, an input without slicing, or a
-    DataFrame with a column of another than a plain numeric dtype."""
-    if is_dask_collection(X):
-        return None
+    one on (a Dask array: an empty array of its chunks' kind; other sparse
+    formats: an empty CSR matrix, as the searches read them). None for a
+    Dask DataFrame, an input without slicing, or a DataFrame with a column
+    of another than a plain numeric dtype."""
+    if is_dask_collection(X):  # its chunks reach the steps as NumPy (or CSR)
+        width = X.shape[1] if len(getattr(X, "shape", ())) == 2 else None
+        if not isinstance(width, Integral):  # a DataFrame: names, not shape
+            return None
+        empty = sparse.csr_matrix if has_sparse_chunks(X) else np.zeros
+        return empty((0, width), dtype=X.dtype)
     if hasattr(X, "iloc"):
         # a categorical dtype's categories may come from the values
         dtypes = list(X.dtypes) if getattr(X, "ndim", 1) == 2 else [X.dtype]
         plain = all(isinstance(t, np.dtype) and t.kind in "biuf" for t in dtypes)
         return X.iloc[:0] if plain else None
     if sparse.issparse(X):
-        return X[:0] if X.format in ("csr", "csc") else None
+        return X[:0] if X.format in ("csr", "csc") else sparse.csr_matrix(
+            (0, X.shape[1]), dtype=X.dtype)
     if isinstance(X, np.ndarray) or _array_api.namespace(X) is not None:
         return X[:0]
     return None

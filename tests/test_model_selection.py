@@ -586,17 +586,25 @@ def test_a_group_whose_width_is_not_public_fits_at_its_largest_k():
     assert budget.n_charges == 2
 
 
-@pytest.mark.parametrize("frame", [False, True])
-def test_a_candidate_wider_than_its_heads_output_fails_before_the_charge(frame):
+@pytest.mark.parametrize("kind", ["array", "frame", "coo", "dask"])
+def test_a_candidate_wider_than_its_heads_output_fails_before_the_charge(kind):
     """The width a stateless step makes of X's columns, found on X without
     its rows (public): a candidate with more components is a public failure
-    that gets no budget. It failed the whole search after its charge."""
+    that gets no budget. It failed the whole search after its charge (COO
+    and Dask input too: review 76)."""
+    from scipy import sparse
+
     from sklearn_dppca.linear_model import PrivateLDA
 
     rng = np.random.default_rng(0)
     X, y = rng.uniform(-1, 1, size=(600, 6)), rng.integers(0, 2, 600)
+    frame = kind == "frame"
     if frame:
         X = pytest.importorskip("pandas").DataFrame(X, columns=list("abcdef"))
+    elif kind == "coo":
+        X = sparse.coo_matrix(X)
+    elif kind == "dask":
+        X = pytest.importorskip("dask.array").from_array(X, chunks=(200, 6))
     first = FunctionTransformer(lambda rows: rows[rows.columns[:3]] if frame
                                 else rows[:, :3])
     budget = BudgetAccountant()
