@@ -559,31 +559,40 @@ def warn_if_after_learned_steps(model):
     steps that learn from the rows without privacy (a ``StandardScaler``, a
     mean ``SimpleImputer``): their fitted state (means, scales) is exact,
     and it shapes every row ``model`` reads. Neither the fit nor its charge
-    covers them, and nothing said so (review 70). The package's own steps
+    covers them, and nothing said so (review 70). The enclosing Pipelines
+    are all read, through nested ones, FeatureUnions and ColumnTransformers
+    and cached (``memory=``) ones (review 76). The package's own steps
     (private, or public maps) and :func:`_is_stateless` ones pass. Public:
-    the Pipeline's configuration only."""
+    the Pipelines' configuration only."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import FeatureUnion
+
+    learned, inner, seen = [], model, set()
     frame = sys._getframe(1)
-    while frame is not None:
-        pipe = frame.f_locals.get("self")
-        if isinstance(pipe, Pipeline):
-            steps = [step for _, step in pipe.steps]
-            where = next((i for i, step in enumerate(steps) if step is model), None)
-            if where is not None:
-                learned = [type(step).__name__ for step in steps[:where]
-                           if not _is_stateless(step) and not type(
-                               step).__module__.startswith("sklearn_dppca.")]
-                if learned:
-                    _warn_leak(
-                        f"The Pipeline's step(s) {learned} before "
-                        f"{type(model).__name__} were fitted on the rows "
-                        "without privacy: their fitted values (means, scales, "
-                        "fills) are exact functions of the rows, and this "
-                        "fit's privacy_spent_ does not cover them. Use "
-                        "PrivateStandardScaler, PublicScaler (public ranges) "
-                        "or SimpleImputer(strategy='constant', "
-                        "keep_empty_features=True) instead.")
-                return
+    while frame is not None:  # outwards, through nested Pipelines and unions
+        owner = frame.f_locals.get("self")
+        if (isinstance(owner, (Pipeline, FeatureUnion, ColumnTransformer))
+                and owner is not inner and id(owner) not in seen):
+            if isinstance(owner, Pipeline):
+                steps = [step for _, step in owner.steps]
+                where = next((i for i, step in enumerate(steps) if step is inner),
+                             frame.f_locals.get("step_idx"))  # memory=: a clone
+                if isinstance(where, Integral):
+                    learned += [type(step).__name__ for step in steps[:where]
+                                if not _is_stateless(step) and not type(
+                                    step).__module__.startswith("sklearn_dppca.")]
+            seen.add(id(owner))
+            inner = owner  # the step the enclosing container holds
         frame = frame.f_back
+    if learned:
+        _warn_leak(
+            f"The Pipeline's step(s) {learned} before {type(model).__name__} "
+            "were fitted on the rows without privacy: their fitted values "
+            "(means, scales, fills) are exact functions of the rows, and this "
+            "fit's privacy_spent_ does not cover them. Use "
+            "PrivateStandardScaler, PublicScaler (public ranges) or "
+            "SimpleImputer(strategy='constant', keep_empty_features=True) "
+            "instead.")
 
 
 def _is_constant_fill(step):

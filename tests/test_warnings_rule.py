@@ -480,7 +480,8 @@ def test_privacy_leak_warnings_point_at_the_users_line():
         assert {f for f, _ in sites} == {__file__}, (name, sites)
 
 
-def test_steps_that_learn_without_privacy_before_a_private_one_are_warned_of():
+def test_steps_that_learn_without_privacy_before_a_private_one_are_warned_of(
+        tmp_path):
     """A Pipeline's StandardScaler or mean SimpleImputer before a private
     estimator learns its means and scales exactly, outside the fit's charge:
     it warned of nothing (review 70). The package's own steps, stateless
@@ -507,6 +508,21 @@ def test_steps_that_learn_without_privacy_before_a_private_one_are_warned_of():
 
     assert "StandardScaler" in warned(StandardScaler())[0]
     assert "SimpleImputer" in warned(SimpleImputer())[0]
+    # the enclosing Pipelines too: nested, through a union, cached (review 76)
+    from sklearn.pipeline import make_union
+
+    def private():
+        return PrivatePCA(2, data_norm=3.0, accountant=BudgetAccountant())
+
+    for outer in (make_pipeline(StandardScaler(), make_pipeline(private())),
+                  make_pipeline(StandardScaler(), make_union(private()),
+                                FunctionTransformer()),
+                  make_pipeline(StandardScaler(), private(), FunctionTransformer(),
+                                memory=str(tmp_path))):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            outer.fit(X)
+        assert any("without privacy" in str(w.message) for w in caught), outer
     assert warned(StandardScaler(), head=True)
     for safe in (FunctionTransformer(np.tanh), PublicScaler(center=0.0, scale=2.0),
                  PrivateStandardScaler((-1, 1), accountant=BudgetAccountant()),
