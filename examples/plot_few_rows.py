@@ -87,7 +87,8 @@ for m in multiples:
         if m == 10 and name == "PrivatePCA":
             # what PrivatePCA says of its own release at n = 10 d: its
             # first sentence, and the one that names the random start
-            noisy = next(w for w in caught if w.category is NoisyReleaseWarning)
+            noisy = next(w for w in caught
+                         if w.category is NoisyReleaseWarning)
             sentences = str(noisy.message).split(". ")
             print(sentences[0] + ".")
             print(next(s for s in sentences if "start=" in s) + ".")
