@@ -8,6 +8,8 @@ import math
 import os
 from numbers import Integral
 
+import numpy as np
+
 from ._dask import ChunkedRows, cluster_workers, in_process, local_threads
 from ._norm_plan import BINS_PER_OCTAVE, DEFAULT_NORM_RANGE
 from ._reported import _engine
@@ -350,8 +352,9 @@ class _PathMixin:
         if not (isinstance(self.data_norm, str) and self.data_norm == "auto"):
             return 0
         try:
-            low, high = (float(v) for v in getattr(self, "norm_range", None)
-                         or DEFAULT_NORM_RANGE)
+            norm_range = getattr(self, "norm_range", None)
+            low, high = (float(v) for v in np.ravel(
+                DEFAULT_NORM_RANGE if norm_range is None else norm_range))
             bins = math.ceil(BINS_PER_OCTAVE * math.log2(high / low) - 1e-9) + 1
         except (TypeError, ValueError, ArithmeticError):  # refused by the plan
             return 0
