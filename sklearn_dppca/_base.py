@@ -287,8 +287,12 @@ def _input_copy(given, X):
         return [a for a in arrays if isinstance(a, np.ndarray)]
 
     ours = parts(X)
-    theirs = given if isinstance(given, np.ndarray) or sparse.issparse(given) \
-        else getattr(given, "values", None)
+    if hasattr(given, "iloc") and getattr(given, "ndim", 0) == 2 and given.shape[1]:
+        # a DataFrame: its first column, a view of its block where it has one
+        # (.values would copy a frame of several blocks once more)
+        theirs = given.iloc[:, 0].to_numpy()
+    else:
+        theirs = given
     if not isinstance(theirs, np.ndarray) and not sparse.issparse(theirs):
         return sum(p.nbytes for p in ours)
     return sum(p.nbytes for p in ours if not any(
