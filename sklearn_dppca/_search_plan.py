@@ -109,7 +109,7 @@ def empty_rows(X):
         return X[:0] if X.format in ("csr", "csc") else sparse.csr_matrix(
             (0, X.shape[1]), dtype=X.dtype)
     if isinstance(X, np.ndarray) or _array_api.namespace(X) is not None:
-        return X[:0]
+        return X[:0, ...]  # the Array API indexes every axis
     return None
 
 

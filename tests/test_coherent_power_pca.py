@@ -543,10 +543,12 @@ def test_no_gap_returns_the_initialisation():
 @pytest.mark.parametrize("params", [{}, {"selection": "repetition", "n_iter_max": 4}],
                          ids=["gdp", "repetition"])
 def test_parallel_blocks_give_the_same_fit(planted, monkeypatch, params):
+    import sklearn_dppca._blocks as blocks
     import sklearn_dppca._stats as stats
 
-    monkeypatch.setattr(stats, "_BLOCK_BYTES", 4096 * 8 * 12)
-    monkeypatch.setattr(stats, "_MIN_BLOCK_ROWS", 4096)
+    for module in (stats, blocks):  # the blocks' sizes live in _blocks
+        monkeypatch.setattr(module, "_BLOCK_BYTES", 4096 * 8 * 12)
+        monkeypatch.setattr(module, "_MIN_BLOCK_ROWS", 4096)
     X, _ = planted
     common = dict(epsilon=2.0, data_norm=1.0, random_state=0, **params)
     one = CoherentPowerPCA(3, n_jobs=1, **common).fit(X)

@@ -101,10 +101,12 @@ def small_blocks(monkeypatch):
     So that every multi-block and multi-thread path runs: runs of rows that
     end inside a thread's range, scans that end inside a run, an uneven split.
     """
+    import sklearn_dppca._blocks as blocks
     import sklearn_dppca._stats as stats
 
-    monkeypatch.setattr(stats, "_BLOCK_BYTES", 64 * 8 * 7)
-    monkeypatch.setattr(stats, "_MIN_BLOCK_ROWS", 64)
+    for module in (stats, blocks):  # the blocks' sizes live in _blocks
+        monkeypatch.setattr(module, "_BLOCK_BYTES", 64 * 8 * 7)
+        monkeypatch.setattr(module, "_MIN_BLOCK_ROWS", 64)
     monkeypatch.setattr(stats, "_SCAN_BYTES", 16 * 8 * 7)
     monkeypatch.setattr(stats, "_RUN_BYTES", 100 * 8 * 7)
     monkeypatch.setattr(stats, "_RUN_ROWS_PER_FEATURE", 1)
@@ -225,12 +227,15 @@ def test_overlapping_blas_limits_end_with_the_last():
 @pytest.fixture
 def tiny_buffers(monkeypatch):
     """Blocks, runs and buffers of a few kB, so that 2 MB of data is "big"."""
+    import sklearn_dppca._blocks as blocks
     import sklearn_dppca._stats as stats
 
     for name, value in [("_BLOCK_BYTES", 2**16), ("_MIN_BLOCK_ROWS", 64),
                         ("_RUN_BYTES", 2**16), ("_SCAN_BYTES", 2**14),
                         ("_MIN_CORRECTION_ROWS", 64)]:
         monkeypatch.setattr(stats, name, value)
+        if hasattr(blocks, name):  # the blocks' sizes live in _blocks
+            monkeypatch.setattr(blocks, name, value)
 
 
 def _peak_memory(function):
