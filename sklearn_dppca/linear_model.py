@@ -28,7 +28,7 @@ release.
 
 import math
 import warnings
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from scipy import sparse
@@ -51,7 +51,12 @@ from ._base import (
     reported_spend,
 )
 from ._box import box_radius, check_box
-from ._dask import check_numeric_columns, gather_rows, saturate_big_numbers
+from ._dask import (
+    check_numeric_columns,
+    gather_rows,
+    is_dask_collection,
+    saturate_big_numbers,
+)
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
 from ._param_docs import fill_parameter_docs
 from ._paths import MEMORY_SHARE, physical_memory
@@ -191,6 +196,13 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
             )
 
     def _rows(self, X, y):
+        if is_dask_collection(X) and len(getattr(X, "shape", ())) == 2 \
+                and all(isinstance(s, Integral) for s in X.shape):
+            # the rows are gathered into memory: counted before they are
+            # (review 68: a Dask array larger than the machine was gathered)
+            n, d = X.shape
+            copies = 1 + (self.bounds is not None or self.non_finite == "clip")
+            _check_memory(d + 1 + self._label_width(), copies * n * d, gathered=True)
         X, y = saturate_big_numbers(_on_host(gather_rows(X))), _on_host(y, "y")
         check_numeric_columns(X)
         refuse_complex_labels(y)
@@ -356,7 +368,7 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
 _HEAD_MATRICES = 5
 
 
-def _check_memory(width, copied=0):
+def _check_memory(width, copied=0, gathered=False):
     """Refuse, before the charge, a head whose release (``width`` × ``width``:
     the features, the constant and the labels' columns; public) and
     ``copied`` entries of rows copied after the charge (one copy of the rows
@@ -365,10 +377,12 @@ def _check_memory(width, copied=0):
     fit would otherwise fail after it."""
     total = physical_memory()
     need = 8.0 * (_HEAD_MATRICES * width * width + copied)
+    beside = (" beside the rows it gathers from the Dask array into memory"
+              if gathered else " beside a copy of its rows" if copied else "")
     if total is not None and need > MEMORY_SHARE * total:
         raise MemoryError(
-            f"this head's release is a {width} × {width} matrix"
-            f"{' beside a copy of its rows' if copied else ''}: its fit needs "
+            f"this head's release is a {width} × {width} matrix{beside}: "
+            "its fit needs "
             f"about {need / 2**30:.1f} GiB, more than {MEMORY_SHARE:.0%} of this "
             f"machine's {total / 2**30:.1f} GiB. Put a PrivatePCA before it (its "
             "k components are the head's features). Refused before any charge.")

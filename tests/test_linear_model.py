@@ -406,3 +406,19 @@ def test_non_finite_clip_maps_each_value_publicly():
     with pytest.raises(ValueError, match="NaN"):
         PrivateLDA([0, 1, 2], accountant=budget, **kw).fit(X, y)
     assert budget.n_charges == 0
+
+
+def test_a_heads_memory_check_counts_the_rows_it_gathers_from_dask(monkeypatch):
+    """A head fits in memory: the rows of a Dask array are gathered, and its
+    memory check did not count them (review 68: a 96 MiB array fitted on a
+    machine of 64 MiB). Refused before the gather and the charge."""
+    da = pytest.importorskip("dask.array")
+    import sklearn_dppca.linear_model as heads
+
+    monkeypatch.setattr(heads, "physical_memory", lambda: 64 * 2**20)
+    X = da.zeros((1_500_000, 8), chunks=(100_000, 8))  # 96 MiB
+    budget = BudgetAccountant()
+    with pytest.raises(MemoryError, match="gathers from the Dask array"):
+        PrivateLDA([0, 1], data_norm=3.0, accountant=budget).fit(
+            X, np.zeros(1_500_000, dtype=int))
+    assert budget.n_charges == 0
