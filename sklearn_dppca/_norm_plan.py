@@ -286,8 +286,13 @@ def norm_grid(norm_range, limit=math.inf, dtype="this", floor=0.0):
             f"norm_range's low={low:.3g} is too small for {dtype} data: bounds "
             f"below {floor:.0e} underflow. Raise it."
         )
-    n_bins = math.ceil(BINS_PER_OCTAVE * math.log2(high / low) - 1e-9) + 1
-    return np.geomspace(low, high, max(n_bins, 2))
+    return np.geomspace(low, high, bin_count(low, high))
+
+
+def bin_count(low, high):
+    """Edges of :func:`norm_grid` from ``low`` to ``high`` (four an octave,
+    at least two)."""
+    return max(math.ceil(BINS_PER_OCTAVE * math.log2(high / low) - 1e-9) + 1, 2)
 
 
 def search_queries(n_bins):

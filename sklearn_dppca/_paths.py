@@ -11,7 +11,7 @@ from numbers import Integral
 import numpy as np
 
 from ._dask import ChunkedRows, cluster_workers, in_process, local_threads
-from ._norm_plan import BINS_PER_OCTAVE, DEFAULT_NORM_RANGE
+from ._norm_plan import DEFAULT_NORM_RANGE, bin_count
 from ._reported import _engine
 from ._rows import InMemoryRows
 from ._stats import SPARSE_BLOCK_ENTRIES, _block_rows, blas_threads, kernel_threads
@@ -355,11 +355,11 @@ class _PathMixin:
             norm_range = getattr(self, "norm_range", None)
             low, high = (float(v) for v in np.ravel(
                 DEFAULT_NORM_RANGE if norm_range is None else norm_range))
-            bins = math.ceil(BINS_PER_OCTAVE * math.log2(high / low) - 1e-9) + 1
+            bins = bin_count(low, high)
         except (TypeError, ValueError, ArithmeticError):  # refused by the plan
             return 0
         threads = 1 if getattr(self, "_rows_in_memory", True) else blas_threads()
-        return 6 * 8 * max(bins, 2) * d * threads
+        return 6 * 8 * bins * d * threads
 
     def _memory_beside(self, n_samples, n_features):
         """What a refusal names beside the path's arrays (an estimator's own)."""

@@ -30,7 +30,7 @@ from ._coherent_power_pca import CoherentPowerPCA
 from ._dask import ChunkedRows, has_sparse_chunks, is_dask_collection
 from ._private_pca import PrivatePCA
 from ._rows import InMemoryRows
-from ._warning_rules import _warn_leak
+from ._warning_rules import _warn_leak, private_computation
 from .noise import noise_scale
 from .preprocessing import PrivateStandardScaler, PublicScaler
 from .privacy import gdp_epsilon, gdp_mu
@@ -139,11 +139,8 @@ def head_output(heads, n_features, empty):
                                         np.asarray(names, dtype=object))
     if empty is None:
         return None
-    import warnings
-
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with private_computation():  # the package's silence, safe in threads
             out = clone(Pipeline([(f"s{i}", h) for i, h in enumerate(heads)]))\
                 .fit_transform(empty)
     except Exception:  # noqa: BLE001 - a user's step; its width stays unknown
