@@ -788,8 +788,8 @@ class PrivateStandardScaler(
                                     self.epsilon if released.calls == 1 else math.nan)
             )
         if shares:
-            _warn_if_not_private(self.epsilon, self.random_state,
-                                 "released mean and scale")
+            _warn_if_not_private(self.epsilon, self.random_state, "released "
+                                 "mean and scale", delta=self.delta, n_samples=n)
 
     def _release(self, sums, squares, mus):
         """The batch's noisy sums in box units (``None`` where not released)

@@ -35,7 +35,7 @@ from sklearn_dppca import (
     PrivatePCA,
     SolverParameterWarning,
 )
-from sklearn_dppca.preprocessing import FeatureScaleWarning
+from sklearn_dppca.preprocessing import FeatureScaleWarning, PrivateStandardScaler
 from sklearn_dppca.privacy import private_computation
 
 from .conftest import interrupted_at
@@ -558,3 +558,6 @@ def test_a_delta_not_below_one_over_n_is_warned_of():
     assert warned(lambda: PrivateGridSearchCV(
         PrivatePCA(data_norm=2.0), {"n_components": [1, 2]}, delta=1e-3,
         accountant=BudgetAccountant()).fit(X)) == 1
+    scaler = PrivateStandardScaler(bounds=(-1, 1), delta=1e-3,
+                                   accountant=BudgetAccountant())
+    assert warned(lambda: scaler.fit(X)) == 1  # review 79 F3
