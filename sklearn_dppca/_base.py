@@ -277,26 +277,25 @@ def _refuse_fit_params(estimator, params):
 
 def _input_copy(given, X):
     """Bytes of ``X``, validated, that are not the caller's ``given``: a
-    conversion of another dtype (integers, float16), layout or container
-    (a DataFrame of several blocks), held for the whole fit beside the
-    plan's arrays (review 71: int8 rows peaked at 4 times memory_limit).
-    Public: the input's dtype, layout and kind."""
-    def parts(A):
-        arrays = [getattr(A, name, None) for name in ("data", "indices", "indptr")
-                  ] if sparse.issparse(A) else [A]
-        return [a for a in arrays if isinstance(a, np.ndarray)]
-
-    ours = parts(X)
-    if hasattr(given, "iloc") and getattr(given, "ndim", 0) == 2 and given.shape[1]:
-        # a DataFrame: its first column, a view of its block where it has one
-        # (.values would copy a frame of several blocks once more)
-        theirs = given.iloc[:, 0].to_numpy()
-    else:
-        theirs = given
-    if not isinstance(theirs, np.ndarray) and not sparse.issparse(theirs):
-        return sum(p.nbytes for p in ours)
-    return sum(p.nbytes for p in ours if not any(
-        np.may_share_memory(p, q) for q in parts(theirs)))
+    conversion of another dtype (integers, float16), layout, format or
+    container, held for the whole fit beside the plan's arrays (review 71:
+    int8 rows peaked at 4 times memory_limit). Public: the input's kind,
+    shape, dtype and layout, never its values (review 79): a DataFrame is
+    counted as copied whole (its dtypes and blocks may be pandas' reading of
+    the values: one cell 2 or 2.5 makes a column int64 or float64), and a
+    sparse matrix converted to float CSR or CSC at its most stored entries,
+    ``n d`` (the entries it stores are a function of the values)."""
+    n, d = X.shape
+    if hasattr(given, "iloc"):
+        return n * d * X.dtype.itemsize
+    if sparse.issparse(given):
+        if given.format in ("csr", "csc") and given.dtype == X.dtype:
+            return 0  # read in place
+        index = 4 if n * d < 2**31 else 8
+        return n * d * (X.dtype.itemsize + index) + (n + 1) * index
+    if not isinstance(given, np.ndarray):
+        return X.nbytes  # lists and other containers: converted
+    return 0 if np.may_share_memory(X, given) else X.nbytes
 
 
 class _BasePrivatePCA(
@@ -597,7 +596,7 @@ class _BasePrivatePCA(
         if converted and isinstance(_engine(engine), InMemoryRows):
             size += converted
             text += (" and the float copy its validation made of X (give "
-                     "float64 or float32 rows, or CSR ones)")
+                     "float64 or float32 rows as an array, or float CSR ones)")
         return size, text
 
     def _copies_of_rows(self, n_samples, n_features, rows):

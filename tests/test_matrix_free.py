@@ -571,6 +571,34 @@ def test_the_copies_of_converted_rows_are_in_the_plan():
     assert traced_peak(est, X.astype(np.float32)) <= single * 1.01
 
 
+def test_the_plan_of_converted_rows_never_reads_their_values():
+    """The validation copy is counted from the input's kind, shape and dtype:
+    a COO matrix's CSR copy held as many entries as it stores, and a
+    DataFrame's copy was counted only where pandas had typed a column int64
+    (one cell 2, not 2.5): neighbours were refused for memory before the
+    charge, or fitted (review 79 F1, F2)."""
+    pd = pytest.importorskip("pandas")
+    A = sparse.random(500, 200, density=0.01, format="lil", random_state=0)
+    A[0, :] = 0
+    B = A.copy()
+    B[0, :] = 0.01  # one row replaced: 200 more stored entries
+    frame = pd.DataFrame(np.random.default_rng(0).random((500, 3)), columns=list("abc"))
+    ints = frame.assign(a=np.arange(500))  # one column of whole numbers
+    floats = ints.assign(a=ints["a"] + np.r_[0.5, np.zeros(499)])
+    for X, Y in [(A.tocoo(), B.tocoo()), (A.tocsr().astype(np.int64),
+                                           B.tocsr().astype(np.int64)),
+                 (ints, floats)]:
+        needs = []
+        for rows in (X, Y):
+            est = PrivatePCA(2, data_norm=1.0, accountant=BudgetAccountant(),
+                             memory_limit=1e12).fit(rows)
+            needs.append(est._memory_needed(*rows.shape) + est._copy_bytes)
+        assert needs[0] == needs[1], type(X)
+    csr = PrivatePCA(2, data_norm=1.0, accountant=BudgetAccountant(),
+                     memory_limit=1e12).fit(A.tocsr())
+    assert csr._input_copy == 0  # float CSR is read in place
+
+
 def test_the_auto_bounds_sums_by_bin_are_in_the_plan():
     """data_norm="auto"'s mean steps sum the rows by bin of their norm: six
     267 × d arrays, 256 MB at d = 2·10⁴, which the plan did not count (the
