@@ -928,6 +928,7 @@ class _AutoRelease:
         step, quantile, stale = 0, b.mean_quantile, STALE_MOVE
         while step < len(steps):
             weight, fixed = steps[step], None
+            around = None if step else around  # freed before the next pass's
             if b.pilot and step >= b.prefix_steps and self.data is not self.rows:
                 # on to every row: the first pass over them, its sum
                 # clipped at twice the last step's radius

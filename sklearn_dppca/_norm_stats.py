@@ -13,12 +13,14 @@ from ._dask import ChunkedRows, map_reduce
 from ._norm_plan import EXPAND_REACH
 from ._reported import _engine
 from ._stats import (
+    _SCAN_BYTES,
     _clip_scales,
     _dense,
     _norm_margin,
     _rescaled_norms,
     _scan_rows,
     _sq_norms,
+    dense_parts,
     iter_blocks,
 )
 
@@ -32,9 +34,15 @@ def _blocks(X, sq, norms=True):
     centre every block into a temporary, which at that size stays in cache
     (2× faster than 32 MB blocks at 2e5 × 50). Blocks of a dense float64
     array are views, in either layout (a column-major Dask partition is not
-    copied whole first).
+    copied whole first). Sparse rows, which :func:`_around` never makes
+    dense whole, come in blocks of about :data:`_SCAN_BYTES` / 16 stored
+    entries (at least as many rows as dense ones): blocks of two rows of a
+    100 000-wide CSR made its pass one of Python calls.
     """
     step = _scan_rows(X.shape[1])
+    if sparse.issparse(X) and X.shape[0]:
+        per_row = max(X.nnz / X.shape[0], 1.0)
+        step = max(step, int(_SCAN_BYTES // (16 * per_row)))
     if isinstance(X, np.ndarray) and X.dtype == np.float64:
         for a in range(0, X.shape[0], step):
             part = X[a:a + step]
@@ -113,6 +121,34 @@ class Around(NamedTuple):
 
 
 _NOTHING = np.zeros(0)
+# squared norms this large may overflow with their margin: centred explicitly
+_NEAR_OVERFLOW = np.finfo(np.float64).max / 4
+
+
+class _Tally:
+    r"""The accumulators of one :func:`_around` pass: the counts, the sums
+    per bin (allocated once a pass, never a :math:`B \times d` array a
+    block) and the clipped sum; for sparse rows summed uncentred, the
+    multiples of the centre that :meth:`done` takes off once."""
+
+    def __init__(self, n_bins, d, sums, radius):
+        self.counts = np.zeros(n_bins, dtype=np.int64)
+        self.sums = np.zeros((n_bins, d)) if sums else _NOTHING
+        self.units = np.zeros((n_bins, d)) if sums else _NOTHING
+        self.fixed = np.zeros(d) if radius is not None else _NOTHING
+        # Σ 1 and Σ scale per bin of the rows summed as x (not x − c), and
+        # Σ clip scale of them: x − c summed as Σ x − (Σ 1) c
+        self.shift = np.zeros((2, n_bins)) if sums else _NOTHING
+        self.fixed_shift = 0.0
+
+    def done(self, centre):
+        if centre is not None and self.fixed.size:
+            self.fixed -= self.fixed_shift * centre
+        if centre is not None and self.sums.size:
+            for j in np.flatnonzero(self.shift[0]):  # a d-vector at a time
+                self.sums[j] -= self.shift[0, j] * centre
+                self.units[j] -= self.shift[1, j] * centre
+        return Around(self.counts, self.sums, self.units, self.fixed)
 
 
 def _around(X, centre, sq_edges, sums=False, radius=None, sq=None):
@@ -131,9 +167,11 @@ def _around(X, centre, sq_edges, sums=False, radius=None, sq=None):
     enlarged norm: a row summed as unclipped at :math:`u_k` has a true norm
     at most :math:`u_k`, and a unit vector a true norm at most 1, so every
     clipped sum assembled from them has terms of norm at most its radius
-    (:meth:`Around.clipped_sum`). Rows are centred explicitly
-    (:func:`_centred_sq`). ``sq``: the rows' squared norms, computed (and the
-    rows checked finite) if not given.
+    (:meth:`Around.clipped_sum`). Dense rows are centred explicitly
+    (:func:`_centred_sq`); sparse rows stay sparse
+    (:func:`_sparse_centred_sq`), the rows whose norm that cannot give
+    within the margin centred explicitly a few at a time. ``sq``: the rows'
+    squared norms, computed (and the rows checked finite) if not given.
 
     Counts and one clipped sum of a dense array around a centre within
     :data:`EXPAND_REACH` radii of the origin (the first step on every row of
@@ -144,56 +182,132 @@ def _around(X, centre, sq_edges, sums=False, radius=None, sq=None):
     for the rows near the radius, the sum's scales keep their margin for it
     (:func:`_clip_scales`), and a count of rows in bins :math:`\le j` has
     sensitivity 1 however a row's bin is computed.
+
+    Work: :math:`O(\mathrm{rows} \cdot d)` for dense rows,
+    :math:`O(\mathrm{nnz})` for sparse ones, and :math:`O(B \cdot d)` once
+    a pass for the sums (review 78: a dense :math:`2B \times d` product a
+    block kept a 20 000 × 100 000 CSR fit at 0.05% busy for hours).
     """
     n_bins, d = sq_edges.shape[0] + 1, X.shape[1]
     if (not sums and radius is not None and centre is not None
             and isinstance(X, np.ndarray)
             and np.linalg.norm(centre) <= EXPAND_REACH * radius):
         return _around_expanded(X, centre, sq_edges, radius, sq)
-    counts = np.zeros(n_bins, dtype=np.int64)
-    bin_sums = np.zeros((n_bins, d)) if sums else _NOTHING
-    units = np.zeros((n_bins, d)) if sums else _NOTHING
-    fixed = np.zeros(d) if radius is not None else _NOTHING
+    tally = _Tally(n_bins, d, sums, radius)
     # around a centre, the centred rows' norms (which check them finite too)
     raw = centre is None or not centre.any()
-    for block, block_sq in _blocks(X, sq, norms=raw):
-        rows, rows_sq = _centred_sq(block, block_sq, centre)
-        counts += np.bincount(np.searchsorted(sq_edges, rows_sq), minlength=n_bins)
-        if radius is not None:
-            fixed += np.asarray(rows.T @ _clip_scales(rows, rows_sq, radius)).ravel()
-        if not sums:
-            continue
+    if raw:
+        centre = None
+    else:
         with np.errstate(over="ignore"):
-            enlarged = rows_sq * (1.0 + _norm_margin(rows, rows_sq))
-        index = np.searchsorted(sq_edges, enlarged)
-        scale = np.zeros(rows_sq.shape[0])
-        inside = enlarged > 0.0
-        scale[inside] = 1.0 / np.sqrt(enlarged[inside])  # 1/inf = 0: redone below
-        huge = np.flatnonzero(~np.isfinite(enlarged))
-        if huge.size:  # ‖x − c‖² overflows: x/‖x‖ from the rescaled rows
-            top, unit = _rescaled_norms(_dense(rows[huge]))
-            scale[huge] = (1.0 / top) / (unit * (1.0 + _norm_margin(rows, rows_sq)))
-        _add_bin_sums(rows, index, scale, bin_sums, units)
-    return Around(counts, bin_sums, units, fixed)
+            centre_sq = centre @ centre
+    for block, block_sq in _blocks(X, sq, norms=raw):
+        if not sparse.issparse(block):
+            rows, rows_sq = _centred_sq(block, block_sq, centre)
+            _count(tally, rows, rows_sq, sq_edges, sums, radius)
+            continue
+        if centre is None:
+            rows, rows_sq = block, block_sq
+        else:  # x stays sparse: x − c is summed as Σ x − (Σ 1) c
+            rows, rows_sq = _sparse_centred_sq(block, centre)
+        slow = ~np.isfinite(rows_sq)
+        if centre is not None:  # the norm within its margin, not overflowing
+            slow |= (rows_sq < centre_sq) | (rows_sq > _NEAR_OVERFLOW)
+        if slow.any():  # overflowing or near the centre: centred explicitly
+            for part, dense in dense_parts(block, np.flatnonzero(slow), centre):
+                _count(tally, dense, _sq_norms(dense), sq_edges, sums, radius)
+            fast = np.flatnonzero(~slow)
+            rows, rows_sq = rows[fast], rows_sq[fast]
+        _count(tally, rows, rows_sq, sq_edges, sums, radius,
+               shifted=centre is not None)
+    return tally.done(centre)
+
+
+def _sparse_centred_sq(block, centre):
+    r"""(the rows in double precision, canonical CSR;
+    :math:`\|x - c\|^2`) of sparse rows, in :math:`O(\mathrm{nnz})`:
+    :math:`\sum_{j \in \mathrm{nz}(x)} (x_j - c_j)^2 +
+    (\|c\|^2 - \sum_{j \in \mathrm{nz}(x)} c_j^2)`.
+
+    The second term cancels when :math:`c` lies mostly on the row's
+    nonzeros; its error is at most about :math:`(d + \mathrm{nnz}) u
+    \|c\|^2`, and the first's :math:`(\mathrm{nnz} + 3) u` of itself
+    (:math:`u = \varepsilon / 2`). On the rows where the result is at least
+    :math:`\|c\|^2` the whole error is within :func:`_norm_margin`'s
+    :math:`(d + 8) \varepsilon` of the result, the margin the explicit
+    centring has (the caller centres the other rows explicitly). Entries
+    ``inf`` or NaN give a norm that is not finite (centred explicitly, and
+    checked there)."""
+    rows = sparse.csr_matrix(block, dtype=np.float64, copy=True)
+    rows.sum_duplicates()
+    m = rows.shape[0]
+    owner = np.repeat(np.arange(m), np.diff(rows.indptr))
+    near = centre[rows.indices]
+    with np.errstate(over="ignore", invalid="ignore"):
+        nz = np.bincount(owner, weights=(rows.data - near) ** 2, minlength=m)
+        rest = centre @ centre - np.bincount(owner, weights=near * near, minlength=m)
+        return rows, nz + rest
+
+
+def _count(tally, rows, rows_sq, sq_edges, sums, radius, shifted=False):
+    r"""Add rows (dense, or sparse of finite norms) with their
+    :math:`\|x - c\|^2` to ``tally``; ``shifted``: the rows are :math:`x`,
+    not :math:`x - c` (:meth:`_Tally.done` takes off the centre)."""
+    n_bins = tally.counts.shape[0]
+    tally.counts += np.bincount(np.searchsorted(sq_edges, rows_sq), minlength=n_bins)
+    if radius is not None:
+        scale = _clip_scales(rows, rows_sq, radius)
+        tally.fixed += np.asarray(rows.T @ scale).ravel()
+        tally.fixed_shift += scale.sum() if shifted else 0.0
+    if not sums:
+        return
+    with np.errstate(over="ignore"):
+        enlarged = rows_sq * (1.0 + _norm_margin(rows, rows_sq))
+    index = np.searchsorted(sq_edges, enlarged)
+    scale = np.zeros(rows_sq.shape[0])
+    inside = enlarged > 0.0
+    scale[inside] = 1.0 / np.sqrt(enlarged[inside])  # 1/inf = 0: redone below
+    huge = np.flatnonzero(~np.isfinite(enlarged))
+    if huge.size:  # ‖x − c‖² overflows (dense rows): x/‖x‖ from rescaled rows
+        top, unit = _rescaled_norms(_dense(rows[huge]))
+        scale[huge] = (1.0 / top) / (unit * (1.0 + _norm_margin(rows, rows_sq)))
+    _add_bin_sums(rows, index, scale, tally.sums, tally.units)
+    if shifted:
+        tally.shift[0] += np.bincount(index, minlength=n_bins)
+        tally.shift[1] += np.bincount(index, weights=scale, minlength=n_bins)
 
 
 def _add_bin_sums(rows, index, scale, bin_sums, units):
     r"""Add, per bin ``index``, :math:`\sum \mathrm{rows}` to ``bin_sums`` and
     :math:`\sum \mathrm{scale} \cdot \mathrm{rows}` to ``units``: one product
-    of the rows with a sparse (2·bins × rows) indicator holding two values
-    per row, O(rows · d) for dense and sparse rows alike (a dense indicator
-    cost O(bins · rows · d) and dominated the pass at d = 100; sorting the
-    rows by bin and summing runs, 2.3× slower than this on 16 384 × 100
-    blocks)."""
-    n_bins, m = bin_sums.shape[0], rows.shape[0]
-    columns = np.arange(m)
-    entries = (np.r_[index, n_bins + index], np.r_[columns, columns])
+    of the rows with a sparse indicator of the bins the block uses
+    (:math:`2 b \times \mathrm{rows}`, two values per row), O(rows · d) for
+    dense rows and O(nnz) for sparse ones, whose product stays sparse and
+    is added entry by entry. (A dense indicator cost O(bins · rows · d);
+    the product with every bin's indicator, made dense, O(bins · d) a
+    block: review 78. Sorting the rows by bin and summing runs was 2.3×
+    slower than this on 16 384 × 100 blocks.)"""
+    m = rows.shape[0]
+    if m == 0:
+        return
+    used, where = np.unique(index, return_inverse=True)
+    u, columns = used.shape[0], np.arange(m)
+    entries = (np.r_[where, u + where], np.r_[columns, columns])
     indicator = sparse.csr_matrix((np.r_[np.ones(m), scale], entries),
-                                  shape=(2 * n_bins, m))
+                                  shape=(2 * u, m))
     both = indicator @ rows
-    both = both.toarray() if sparse.issparse(both) else np.asarray(both)
-    bin_sums += both[:n_bins]
-    units += both[n_bins:]
+    if sparse.issparse(both):
+        both = both.tocoo()
+        lower = both.row < u
+        np.add.at(bin_sums, (used[both.row[lower]], both.col[lower]),
+                  both.data[lower])
+        upper = ~lower
+        np.add.at(units, (used[both.row[upper] - u], both.col[upper]),
+                  both.data[upper])
+        return
+    both = np.asarray(both)
+    bin_sums[used] += both[:u]
+    units[used] += both[u:]
 
 
 def _around_expanded(X, centre, sq_edges, radius, sq):

@@ -1285,7 +1285,7 @@ def test_one_pass_gives_the_clipped_sum_at_every_grid_value(sparse_rows):
     X = directions * norms[:, None]
     X[-1] = [1e200, 1e200, 0, 0, 0]  # its squared norm overflows
     for centre in (None, np.full(5, 0.3)):
-        rows = sparse.csr_matrix(X) if sparse_rows and centre is None else X
+        rows = sparse.csr_matrix(X) if sparse_rows else X
         around = _bounds._around(rows, centre, edges**2, sums=True)
         assert around.counts.sum() == X.shape[0]
         shifted = X - (0.0 if centre is None else centre)
