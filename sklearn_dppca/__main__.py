@@ -446,6 +446,10 @@ def fit_command(args):
                 if error is exc:
                     raise
                 raise error from exc
+            except KeyboardInterrupt:  # Ctrl-C: said charged where it was
+                if estimator.accountant.n_charges == charges:
+                    raise
+                raise KeyboardInterrupt(_charge_stays(args)) from None
     _verbose(args, progress.summary())
     leaks, noisy, seen = [], [], set()
     sparse_rows = is_sparse_file(args.data)
@@ -499,10 +503,9 @@ def fit_command(args):
 def _fit_error(exc, args, estimator, charges, lazy):
     """The error of a fit stopped by ``exc``: in the flags' words (e.g.
     n_components too large), a NaN or inf in a chunk with the columns named
-    (``lazy``), a memory refusal with how to run fewer threads; and where
-    the fit had been charged (``charges`` before it: on many rows with
-    ``--dask``, the later rows are read after the charge), saying so, with
-    public values only (the fit's epsilon and delta)."""
+    (``lazy``), a memory refusal with how to run fewer threads; where the fit
+    had been charged (``charges`` before it: with ``--dask``, later rows are
+    read after the charge), saying so (:func:`_charge_stays`: public)."""
     if isinstance(exc, ValueError):
         try:
             if lazy is not None:
@@ -514,8 +517,12 @@ def _fit_error(exc, args, estimator, charges, lazy):
         exc = MemoryError(str(exc).replace(*_THREADS_ADVICE))
     if estimator.accountant.n_charges == charges:
         return exc
-    return ValueError(f"{_message(exc)} (the fit had been charged epsilon="
-                      f"{args.epsilon:g}, delta={args.delta:g}; that charge stays)")
+    return ValueError(f"{_message(exc)} ({_charge_stays(args)})")
+
+
+def _charge_stays(args):
+    return (f"the fit had been charged epsilon={args.epsilon:g}, "
+            f"delta={args.delta:g}; that charge stays")
 
 
 # --------------------------------------------------------------- ledger
@@ -969,8 +976,8 @@ def main(argv=None):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
-    except KeyboardInterrupt:
-        print("dppca: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(f"dppca: interrupted{f' ({exc})' if str(exc) else ''}", file=sys.stderr)
         return 130
     except (ValueError, TypeError, OSError, ImportError, MemoryError) as exc:
         # BudgetExceededError, pandas' parser errors and scikit-learn's

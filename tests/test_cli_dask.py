@@ -434,7 +434,8 @@ def test_many_rows_interrupted_or_failing_after_the_first_rows_stay_charged(
     with monkeypatch.context() as patch:
         patch.setattr(Progress, "__call__", interrupt_at_pass_1)
         rc, _, err = run(capsys, *fit)
-    assert rc == 130 and "interrupted" in err
+    assert rc == 130 and "interrupted (the fit had been charged epsilon=1, " \
+        "delta=1e-06; that charge stays)" in err
     assert BudgetAccountant(path=ledger).n_charges == 1
     before = [m for m, charges in shown if not charges]
     assert before and not any("step" in m for m in before)
