@@ -590,8 +590,16 @@ class _PathMixin:
                 least = gib_up(self._limit_needed(n_samples, n_features, path, copy))
                 solver = (", svd_solver='randomized'"
                           if path != "dense" and self._honours_svd_solver else "")
+                # what it holds at this limit, not only the least limit that
+                # admits it (review 80: 0.231 GiB named, 2.56 held, slow)
+                slow = (", its kernel drawn again in every product beyond its "
+                        "cache: slow" if path == "matrix_free" and
+                        self._kernel_cache(n_features) < self._kernel_bytes(n_features)
+                        else "")
                 advice.append(f"{name}(n_components=k{solver}, path={path!r}) "
-                              f"{PATH_MEMORY[path]} (about {least} GiB here)")
+                              f"{PATH_MEMORY[path]} (about {gib_up(needed)} GiB "
+                              f"at this limit{slow}; memory_limit={least} GiB "
+                              "admits it)")
         return ("; ".join(advice) + ". " if advice else "") + (
             "Fewer features (a public selection of them) or fewer components "
             "shrink every path's memory.")

@@ -10,6 +10,7 @@ NumPy, CSR and Dask, the path's choice and the memory it needs.
 
 import itertools
 import math
+import re
 import tracemalloc
 import warnings
 
@@ -678,6 +679,22 @@ def refusal(est, n, d, rows):
     return None
 
 
+def test_an_advised_path_is_named_with_what_it_holds_at_this_limit():
+    """The advice named only the least memory_limit admitting the matrix-free
+    path (0.231 GiB), which read as its memory: at the limit refused it held
+    2.56 GiB, its kernel's cache, and drew the rest of its kernel again in
+    every product, 11 times slower than the noisy power path (review 80 F3)."""
+    d = 50_000
+    est = PrivatePCA(10, data_norm=1.0, path="dense", memory_limit=20e9)
+    message = refusal(est, 20_000, d, sparse.csr_matrix((0, d)))
+    held, least = re.search(r"path='matrix_free'\) [^;(]*\(about (\S+) GiB at this "
+                            r"limit, its kernel drawn again in every product beyond "
+                            r"its cache: slow; memory_limit=(\S+) GiB admits it\)",
+                            message).groups()
+    assert float(held) > 5 * float(least)
+    assert "slow" not in message.split("path='noisy_power'")[1]
+
+
 @pytest.mark.parametrize("name", ["PrivatePCA", "ComplexGaussPCA", "CoherentPowerPCA"])
 def test_the_limit_a_refusal_names_admits_the_fit(name):
     """A refusal's "needs about X GiB" was not enough: ``memory_limit`` of X
@@ -712,8 +729,9 @@ def test_the_limit_a_refusal_names_admits_the_fit(name):
                 continue
             offers = [("", path, re.search(r"needs about (\S+) GiB", message)[1])]
             offers += re.findall(r"(svd_solver='randomized', )?path='(\w+)'\) "
-                                 r"[^;(]*\(about (\S+) GiB here\)", message)
-            assert len(offers) == 1 + message.count("GiB here"), message
+                                 r"[^;(]*\(about \S+ GiB at this limit[^;]*; "
+                                 r"memory_limit=(\S+) GiB admits it\)", message)
+            assert len(offers) == 1 + message.count("GiB admits it"), message
             if path == "auto":
                 offers.append(("", est._fit_path, offers[0][2]))
             for solver, offer, gib in offers:
