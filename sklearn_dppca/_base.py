@@ -54,6 +54,7 @@ from ._paths import (
     _PathMixin,
     chunk_bytes,
     chunked_partials,
+    read_base,
     worker_room,
 )
 from ._pca_model import _PCAModelMixin, map_non_finite
@@ -603,7 +604,8 @@ class _BasePrivatePCA(
         """:meth:`_copied_rows` but the copy of validation."""
         if isinstance(rows, ChunkedRows):
             threads = local_threads()  # None: a cluster's workers hold them
-            size = 0 if threads is None else threads * chunk_bytes(rows)
+            size = 0 if threads is None else (threads * chunk_bytes(rows)
+                                              + read_base(rows.X))
             return size, (" and the chunks of rows its threads read (smaller "
                           "chunks of rows, or fewer Dask threads, need less)"
                           if size else "")

@@ -94,7 +94,46 @@ def chunk_bytes(engine):
     engine = _engine(engine)
     if not isinstance(engine, ChunkedRows) or engine.sparse_chunks:
         return 0
-    return _largest_chunk(engine.X) * (engine.X.dtype.itemsize + 8)
+    return (_largest_chunk(engine.X) * (engine.X.dtype.itemsize + 8)
+            + read_bytes(engine.X))
+
+
+#: The names of the tasks that read a Dask array's chunks from files (the
+#: CLI's ``--dask``: :mod:`sklearn_dppca._cli_dask`), which
+#: :func:`read_bytes` finds in the array's graph.
+PARQUET_READ = "dppca-read-parquet"
+#: Entries of a slice of a row group that
+#: :func:`~sklearn_dppca._cli_dask.read_parquet_chunk` reads at a time
+#: (columns of it): 8 MiB of float64, at least one column.
+SLICE_ENTRIES = 2**20
+#: Bytes a thread reading a chunk of Parquet rows holds beside the chunk:
+#: three slices (Arrow's decoded columns, its buffers, a cast); a pass
+#: over 50 000 × 200 rows peaked 8 MiB above two chunks, one over
+#: 8 000 × 5 000 at two chunks.
+PARQUET_READ_BYTES = 3 * 8 * SLICE_ENTRIES
+#: Bytes Arrow maps on its first read of Parquet in a process, once
+#: whatever the threads (44–55 MiB measured): :func:`read_base`.
+ARROW_FIRST_READ = 2**26
+
+
+def read_base(X):
+    """Bytes a process reading the Dask array ``X`` from Parquet files maps
+    once (:data:`ARROW_FIRST_READ`), beside its threads' :func:`chunk_bytes`;
+    0 for other arrays. Public: the names of the array's tasks."""
+    names = [str(name) for name in X.__dask_graph__().layers]
+    return ARROW_FIRST_READ if any(n.startswith(PARQUET_READ) for n in names) else 0
+
+
+def read_bytes(X):
+    """Bytes a thread holds beyond the chunk while it reads a chunk of the
+    Dask array ``X`` from files (:func:`chunk_bytes`): Parquet, the slices
+    of :func:`~sklearn_dppca._cli_dask.read_parquet_chunk`; 0 for other
+    arrays.
+    Public: the names of the array's tasks."""
+    names = [str(name) for name in X.__dask_graph__().layers]
+    if any(name.startswith(PARQUET_READ) for name in names):
+        return PARQUET_READ_BYTES
+    return 0
 
 
 def _largest_chunk(X):

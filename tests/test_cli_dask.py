@@ -3,6 +3,7 @@ memory, streamed through Dask (local threads or a distributed cluster)."""
 
 import io
 import json
+import os
 import types
 
 import numpy as np
@@ -715,7 +716,9 @@ def test_a_memory_refusal_says_how_to_run_fewer_threads(tmp_path, capsys,
 
     from sklearn_dppca import _paths
 
-    monkeypatch.setattr(_paths, "physical_memory", lambda: int(1.5e8))
+    # 250 MB: the plan counts Arrow's first read of Parquet (64 MiB) and each
+    # thread's slices of a chunk (24 MiB) too (review 69 F2)
+    monkeypatch.setattr(_paths, "physical_memory", lambda: int(2.5e8))
     path = tmp_path / "wide.parquet"  # one chunk of 16 MB
     pd.DataFrame(np.random.default_rng(0).uniform(size=(4000, 500)),
                  columns=[f"x{i}" for i in range(500)]).to_parquet(path, index=False)
@@ -730,3 +733,61 @@ def test_a_memory_refusal_says_how_to_run_fewer_threads(tmp_path, capsys,
     with dask.config.set(num_workers=1):
         rc, _, err = run(capsys, *fit)
     assert rc == 0, err
+
+
+#: Measures, in a fresh interpreter, the peak RSS growth of the CLI's
+#: --dask matrix: built (the row counts read before the plan), and a pass
+#: over it on one thread (each chunk read, squared and summed), against the
+#: plan's chunk_bytes per thread and what a process's read maps once
+#: (read_base; review 69 F2).
+_PEAK = """
+import re, sys
+import dask, dask.array, dask.dataframe, pandas, pyarrow.parquet
+from sklearn_dppca._cli_dask import LazyMatrix, LazyTable
+from sklearn_dppca._dask import ChunkedRows
+from sklearn_dppca._paths import chunk_bytes
+try:
+    from sklearn_dppca._paths import read_base
+except ImportError:  # before review 69 F2's mend
+    read_base = lambda X: 0
+def reset():
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    return _kib("VmRSS")
+def _kib(what):
+    status = open("/proc/self/status").read()
+    return 1024 * int(re.search(what + r":\\s+(\\d+)", status).group(1))
+with dask.config.set(scheduler="threads", num_workers=2):
+    start = reset()
+    X = LazyMatrix(LazyTable(sys.argv[1]), None, sys.argv[1], hint="").X
+    built = _kib("VmHWM") - start
+with dask.config.set(scheduler="synchronous"):
+    start = reset()
+    (X * X).sum(axis=0).compute()
+    read = _kib("VmHWM") - start
+print(built, read, chunk_bytes(ChunkedRows(X)) + read_base(X))
+"""
+
+
+def _peaks(path):
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _PEAK, str(path)], check=True,
+                         capture_output=True, text=True).stdout
+    return [int(v) for v in out.split()]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"),
+                    reason="resets the peak RSS with /proc/self/clear_refs")
+@pytest.mark.parametrize("shape", [(2000, 2500), (25000, 200)])
+def test_a_pass_over_parquet_holds_what_the_plan_counts(tmp_path, shape):
+    """A Parquet chunk is read by slices into one float64 array: a pass on
+    one thread peaks within chunk_bytes (it held ~6 chunks through Arrow,
+    pandas and the float64 cast, 3 times the plan: review 69 F2)."""
+    X = np.random.default_rng(0).normal(size=shape)
+    path = tmp_path / "t.parquet"
+    pd.DataFrame(X, columns=[f"c{i}" for i in range(shape[1])]).to_parquet(path)
+    _, read, plan = _peaks(path)
+    assert read <= plan, (read / 2**20, plan / 2**20)
+
