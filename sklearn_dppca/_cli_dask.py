@@ -50,7 +50,7 @@ from ._cli_io import (
     unreadable_sparse,
 )
 from ._dask import partition_lengths
-from ._paths import PARQUET_READ, SLICE_ENTRIES
+from ._paths import CSV_BLOCK, CSV_READ, PARQUET_READ, SLICE_ENTRIES
 from ._warning_rules import private_computation
 
 #: The messages of the fit's own finiteness check (and of :func:`_checked`).
@@ -201,7 +201,7 @@ class LazyTable:
         self._files, self.kind = files, kind
         self._csv = dict(compression=compression.pop())
         # a compressed file cannot be split into blocks
-        self._csv["blocksize"] = None if self._csv["compression"] else "default"
+        self._csv["blocksize"] = None if self._csv["compression"] else CSV_BLOCK
         try:
             with private_computation():  # Dask reads the first rows here
                 frame = (dd.read_parquet(files) if kind == "parquet"
@@ -378,7 +378,11 @@ class LazyMatrix:
             # model reads the chunks' count; chunks of a public number of
             # rows (about 32 MB each) instead
             raw = raw.rechunk({0: max(1, 2**22 // raw.shape[1])})
-        self.raw = raw.rechunk({1: -1})
+        raw = raw.rechunk({1: -1})
+        if csv:  # named for the memory plan (read_bytes)
+            raw = raw.map_blocks(np.asarray, dtype=np.float64,
+                                 name=f"{CSV_READ}-{raw.name}")
+        self.raw = raw
         X = self.raw
         if fill is not None or check:
             X = X.map_blocks(_checked, dtype=np.float64, fill=fill,

@@ -101,7 +101,17 @@ def chunk_bytes(engine):
 #: The names of the tasks that read a Dask array's chunks from files (the
 #: CLI's ``--dask``: :mod:`sklearn_dppca._cli_dask`), which
 #: :func:`read_bytes` finds in the array's graph.
-PARQUET_READ = "dppca-read-parquet"
+PARQUET_READ, CSV_READ = "dppca-read-parquet", "dppca-read-csv"
+#: Bytes of the blocks an uncompressed CSV file is cut into (each read by
+#: one task, parsed by pandas, then rechunked into chunks of 2**22 entries):
+#: what a thread holds while it reads one, in the count of the rows before
+#: the plan as in the fit's passes, is bounded by :data:`CSV_BLOCK_COPIES`
+#: of it beyond the chunk and its copy, known before the data is read
+#: (measured: 42–96 MiB beyond them, at 50 000 × 200 and 8 000 × 5 000;
+#: Dask's default blocks, up to 64 MiB, held 4 times the plan in a pass and
+#: 768 MiB in the count of a 150 MB file's rows: review 69 F2).
+CSV_BLOCK = 2**24
+CSV_BLOCK_COPIES = 10
 #: Entries of a slice of a row group that
 #: :func:`~sklearn_dppca._cli_dask.read_parquet_chunk` reads at a time
 #: (columns of it): 8 MiB of float64, at least one column.
@@ -127,10 +137,12 @@ def read_base(X):
 def read_bytes(X):
     """Bytes a thread holds beyond the chunk while it reads a chunk of the
     Dask array ``X`` from files (:func:`chunk_bytes`): Parquet, the slices
-    of :func:`~sklearn_dppca._cli_dask.read_parquet_chunk`; 0 for other
-    arrays.
+    of :func:`~sklearn_dppca._cli_dask.read_parquet_chunk`; CSV, the
+    parsing of a block of :data:`CSV_BLOCK` bytes; 0 for other arrays.
     Public: the names of the array's tasks."""
     names = [str(name) for name in X.__dask_graph__().layers]
+    if any(name.startswith(CSV_READ) for name in names):
+        return CSV_BLOCK_COPIES * CSV_BLOCK
     if any(name.startswith(PARQUET_READ) for name in names):
         return PARQUET_READ_BYTES
     return 0
