@@ -126,26 +126,29 @@ PARQUET_READ_BYTES = 3 * 8 * SLICE_ENTRIES
 ARROW_FIRST_READ = 2**26
 
 
+def _read_task(X):
+    """:data:`PARQUET_READ` or :data:`CSV_READ` where the Dask array ``X``
+    is read from such files by the CLI (the names of its tasks: public),
+    else None."""
+    names = [str(name) for name in X.__dask_graph__().layers]
+    return next((kind for kind in (CSV_READ, PARQUET_READ)
+                 if any(name.startswith(kind) for name in names)), None)
+
+
 def read_base(X):
     """Bytes a process reading the Dask array ``X`` from Parquet files maps
     once (:data:`ARROW_FIRST_READ`), beside its threads' :func:`chunk_bytes`;
-    0 for other arrays. Public: the names of the array's tasks."""
-    names = [str(name) for name in X.__dask_graph__().layers]
-    return ARROW_FIRST_READ if any(n.startswith(PARQUET_READ) for n in names) else 0
+    0 for other arrays."""
+    return ARROW_FIRST_READ if _read_task(X) == PARQUET_READ else 0
 
 
 def read_bytes(X):
     """Bytes a thread holds beyond the chunk while it reads a chunk of the
     Dask array ``X`` from files (:func:`chunk_bytes`): Parquet, the slices
     of :func:`~sklearn_dppca._cli_dask.read_parquet_chunk`; CSV, the
-    parsing of a block of :data:`CSV_BLOCK` bytes; 0 for other arrays.
-    Public: the names of the array's tasks."""
-    names = [str(name) for name in X.__dask_graph__().layers]
-    if any(name.startswith(CSV_READ) for name in names):
-        return CSV_BLOCK_COPIES * CSV_BLOCK
-    if any(name.startswith(PARQUET_READ) for name in names):
-        return PARQUET_READ_BYTES
-    return 0
+    parsing of a block of :data:`CSV_BLOCK` bytes; 0 for other arrays."""
+    return {CSV_READ: CSV_BLOCK_COPIES * CSV_BLOCK,
+            PARQUET_READ: PARQUET_READ_BYTES}.get(_read_task(X), 0)
 
 
 def _largest_chunk(X):
