@@ -11,6 +11,8 @@ import numpy as np
 from scipy import sparse
 from sklearn.utils import assert_all_finite
 
+from . import _array_api
+
 
 def by_feature_name(values, name, feature_names, what, instead):
     """The entries of the dict ``values`` in the order of ``feature_names``
@@ -192,3 +194,58 @@ def boxed_rows(X, lower, upper, centre):
 def stays_sparse(lower, upper, centre):
     """Whether :func:`boxed_rows` keeps sparse rows sparse: zeros stay zeros."""
     return not centre.any() and (lower <= 0).all() and (upper >= 0).all()
+
+
+def box_units(values, lower, upper, centre, width):
+    r""":math:`\operatorname{clip}((\operatorname{clip}(x, l, u) - c) / w,
+    -\tfrac{1}{2}, \tfrac{1}{2})`: values in box units."""
+    z = (np.clip(values, lower, upper).astype(np.float64) - centre) / width
+    return np.clip(z, -0.5, 0.5, out=z)
+
+
+def box_sums(X, lower, upper, centre, width, free):
+    r""":math:`(\sum z, \sum z^2)` per free feature, :math:`z` the rows in
+    box units (:func:`box_units`), exact (released only with noise). A
+    sparse ``X`` is never densified: each column's implicit zeros are one
+    value :math:`z_0` counted :math:`n - \mathrm{nnz}` times.
+
+    Box units are clipped into :math:`[-\tfrac{1}{2}, \tfrac{1}{2}]` after
+    they are computed: :math:`c = \mathrm{fl}((l + u)/2)` rounds, and for a
+    narrow box far from 0 it sits on a side (bounds
+    ``(1, nextafter(1, 2))``: :math:`c = 1`, :math:`z \in \{0, 1\}`), so
+    the computed :math:`z` can leave :math:`[-\tfrac{1}{2}, \tfrac{1}{2}]`
+    by up to ½. After the clip every computed :math:`z_j` lies in
+    :math:`[-\tfrac{1}{2}, \tfrac{1}{2}]` exactly (±½ are floats, and clip
+    returns a bound or the value itself). Hence, for the values actually
+    summed, :math:`|z_j - z'_j| \le 1`, so :math:`\sum z` has L2
+    sensitivity :math:`\sqrt{d}`; and
+    :math:`\mathrm{fl}(z_j^2) \in [0, \tfrac{1}{4}]` (rounding is monotone
+    and ¼ is a float), so :math:`\sum z^2` has L2 sensitivity
+    :math:`\sqrt{d}/4` (docs/privacy.rst, "The private standard scaler").
+    The clip changes a value only where rounding pushed it out: at most a
+    bias of such a narrow box's mean, never a larger sensitivity. A sparse
+    column's :math:`(n - \mathrm{nnz}) z_0` is the sum of that many equal
+    values in :math:`[-\tfrac{1}{2}, \tfrac{1}{2}]`: the same bound.
+    """
+    box = [side[free] for side in (lower, upper, centre, width)]
+    xp = np if sparse.issparse(X) else _array_api.module_of(X)
+    if xp is not np:  # on the device, in its widest float; d-vectors back
+        wide = _array_api.widest_float(*_array_api.namespace(X))
+        columns = xp.asarray(np.flatnonzero(free), device=_array_api.namespace(X)[1])
+        values = xp.take(_array_api.astype(X, getattr(xp, wide.name)), columns, axis=1)
+        low, high, mid, span = (_array_api.like(side, X, dtype=wide) for side in box)
+        Z = xp.clip((xp.clip(values, low, high) - mid) / span, -0.5, 0.5)
+        return (_array_api.to_host(xp.sum(Z, axis=0)),
+                _array_api.to_host(xp.sum(Z * Z, axis=0)))
+    if not sparse.issparse(X):
+        Z = box_units(X[:, free], *box)
+        return Z.sum(axis=0), (Z * Z).sum(axis=0)
+    X = X.tocsc()[:, np.flatnonzero(free)]
+    counts = np.diff(X.indptr)
+    columns = np.repeat(np.arange(X.shape[1]), counts)
+    z = box_units(X.data, *(side[columns] for side in box))
+    zero = box_units(np.zeros_like(box[0]), *box)
+    implicit = X.shape[0] - counts
+    sums = np.bincount(columns, z, X.shape[1]) + implicit * zero
+    squares = np.bincount(columns, z * z, X.shape[1]) + implicit * zero * zero
+    return sums, squares

@@ -490,16 +490,16 @@ def test_the_search_refuses_missing_values_a_bare_estimator_reads(people):
 # ------------------------------------------- issue 30: box units under rounding
 def _box_units(scaler, X, monkeypatch):
     """The z's the scaler's release sums, as it computes them."""
-    from sklearn_dppca import preprocessing
+    from sklearn_dppca import _box
 
     seen = {}
-    units = preprocessing._box_units
+    units = _box.box_units
 
     def spy(*args):
         seen["Z"] = units(*args)
         return seen["Z"]
 
-    monkeypatch.setattr(preprocessing, "_box_units", spy)
+    monkeypatch.setattr(_box, "box_units", spy)
     scaler.fit(X)
     return seen["Z"]
 
