@@ -37,6 +37,7 @@ from sklearn.base import (
     _fit_context,
 )
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import FLOAT_DTYPES, check_is_fitted, validate_data
 
 from . import _array_api
@@ -725,6 +726,16 @@ class PrivateStandardScaler(
                 "Cannot center sparse matrices: pass with_mean=False (centring "
                 "would fill every implicit zero), as with scikit-learn's "
                 "StandardScaler, or densify X."
+            )
+        output = _get_output_config("transform", self)["dense"]
+        if sparse.issparse(X) and output != "default":  # public, as above
+            # scikit-learn's wrapper refuses the sparse output after the fit,
+            # its charge spent (review 80 F4)
+            raise ValueError(
+                f"set_output(transform={output!r}) cannot hold the sparse rows "
+                "this scaler keeps sparse: set_output(transform='default') on "
+                "it (a Pipeline's last step may still give pandas output), or "
+                "densify X. Refused before any charge."
             )
         n, d = X.shape
         lower, upper = check_box(self.bounds, d,

@@ -800,3 +800,23 @@ def test_copy_false_on_a_read_only_array_works_as_scikit_learns():
                                          copy=False)):
         Z = scaler.fit(X).transform(X)
         np.testing.assert_allclose(scaler.inverse_transform(Z), X, atol=1e-12)
+
+
+def test_sparse_rows_with_pandas_output_are_refused_before_the_charge():
+    """scikit-learn's pandas wrapper refuses a sparse output after the fit:
+    in a Pipeline with set_output(transform="pandas") the scaler was charged,
+    then failed (review 80 F4). Refused uncharged; the advised setting fits."""
+    from scipy import sparse
+    from sklearn.pipeline import make_pipeline
+
+    X = sparse.random(400, 30, density=0.1, format="csr", random_state=0)
+    budget = BudgetAccountant()
+    pipe = make_pipeline(
+        PrivateStandardScaler(bounds=(0, 1), with_mean=False, accountant=budget),
+        PrivatePCA(2, data_norm=3.0, accountant=budget)).set_output(transform="pandas")
+    with pytest.raises(ValueError, match="cannot hold the sparse rows"):
+        pipe.fit(X)
+    assert budget.n_charges == 0
+    pipe[0].set_output(transform="default")
+    assert list(pipe.fit_transform(X).columns) == ["privatepca0", "privatepca1"]
+    assert budget.n_charges == 2
