@@ -99,6 +99,11 @@ _FLAG_WORDING = (
     (r"\bbounds=\(lower, upper\)", "--bounds LOW HIGH"),
     (_SCALER_ADVICE, "by their public ranges with --scale and --bounds FILE "
      "(no budget)"),
+    (r"\w+\(n_components=k(, svd_solver='randomized')?, path='(\w+)'\)",
+     r"--path \2"),
+    (r"\bmemory_limit=(\S+) GiB admits", r"--memory-limit \1 admits"),
+    (r"\bmemory_limit=\S+ \(", "--memory-limit ("),
+    (r"\bmemory_limit\b", "--memory-limit"),
     (r"\brandom_state=(-?\d+)", r"--seed \1"),
     (r"\brandom_state\b", "--seed"),
     (r"\bdata_norm\b", "--data-norm"),
@@ -347,6 +352,18 @@ def _make_estimator(args):
                 params[dest] = getattr(args, dest)
     elif args.estimator == "complex" and args.target is not None:
         params["target"] = args.target
+    if args.path is not None:
+        paths = getattr(sklearn_dppca, ESTIMATORS[args.estimator])\
+            ._parameter_constraints["path"][0].options
+        if args.path not in paths:
+            raise ValueError(f"--path {args.path} does not apply to --estimator "
+                             f"{args.estimator} (its: {', '.join(sorted(paths))})")
+        params["path"] = args.path
+        if args.path != "dense" and args.estimator != "coherent":  # as advised
+            params["svd_solver"] = "randomized"
+    if args.memory_limit is not None:
+        params["memory_limit"] = (args.memory_limit if args.memory_limit == "auto"
+                                  else args.memory_limit * 2.0**30)
     return getattr(sklearn_dppca, ESTIMATORS[args.estimator])(**params)
 
 
@@ -496,8 +513,8 @@ def _fit_error(exc, args, estimator, charges, lazy):
             exc = ValueError(in_flags(str(exc)))
         except ValueError as named:
             exc = named
-    elif isinstance(exc, MemoryError) and _THREADS_ADVICE[0] in str(exc):
-        exc = MemoryError(str(exc).replace(*_THREADS_ADVICE))
+    elif isinstance(exc, MemoryError):
+        exc = MemoryError(in_flags(str(exc).replace(*_THREADS_ADVICE)))
     if estimator.accountant.n_charges == charges:
         return exc
     return ValueError(f"{_message(exc)} ({_charge_stays(args)})")

@@ -222,6 +222,17 @@ def build_parser(fit_command, transform_command, demo):
                      "basis with no covariance release (better for wide rows "
                      "with few rows per column); auto (default), random where "
                      "public values say the covariance release would be noise")
+    fit.add_argument("--path", choices=["auto", "dense", "matrix_free", "noisy_power"],
+                     help="how the release is computed (default: auto, chosen "
+                     "from public values): dense, with d x d matrices; "
+                     "matrix_free (private, complex), the same release without "
+                     "them; noisy_power (private, coherent), the noisy power "
+                     "method, another release, for very many features or very "
+                     "sparse rows")
+    fit.add_argument("--memory-limit", metavar="GIB", type=_auto_or(_positive),
+                     help="GiB the fit may take; a fit that needs more is "
+                     "refused before the data is read (default: auto, 80%% of "
+                     "this machine's memory)")
     fit.add_argument("--seed", type=_seed, default=None,
                      help="fix the noise, for reproducible tests only: the fit is "
                      "then NOT private")

@@ -1219,3 +1219,27 @@ def test_pandas_warnings_about_the_rows_are_not_shown(tmp_path, capsys, dask):
     assert "note" not in err and "mixed types" not in err, err
     shown = [str(w.message) for w in caught]
     assert not any("note" in m or "mixed types" in m for m in shown), shown
+
+
+def test_a_memory_refusal_names_flags_that_admit_the_fit(tmp_path, capsys):
+    """The refusal advised path='noisy_power' and a memory_limit in bytes,
+    which dppca had no flag for (left open by review 69 F3): it now names
+    --path and --memory-limit in GiB, and following it fits."""
+    data = tmp_path / "wide.csv"
+    rng = np.random.default_rng(0)
+    pd.DataFrame(rng.normal(size=(40, 1000)) * 0.02,
+                 columns=[f"c{i}" for i in range(1000)]).to_csv(data, index=False)
+    fit = ["fit", data, "-k", 2, "--epsilon", 1, "--delta", 1e-6, "--data-norm", 2,
+           "-q", "-o", tmp_path / "m.json", "--force"]
+    rc, _, err = run(capsys, *fit, "--path", "dense", "--memory-limit", 0.01)
+    assert rc == 2 and "more than --memory-limit (0.01 GiB)" in err, err
+    assert_one_error_line(err)
+    assert "memory_limit" not in err and "path=" not in err, err
+    offered = re.findall(r"--path (\w+) [^;]*; --memory-limit (\S+) admits it", err)
+    assert ("noisy_power" in dict(offered)), err
+    for path, limit in offered:
+        rc, _, err = run(capsys, *fit, "--path", path, "--memory-limit", limit)
+        assert rc == 0, (path, limit, err)
+    rc, _, err = run(capsys, *fit, "--estimator", "coherent", "--path", "matrix_free")
+    assert rc == 2 and "--path matrix_free does not apply to --estimator " \
+        "coherent (its: auto, dense, noisy_power)" in err, err

@@ -710,8 +710,8 @@ def test_a_memory_refusal_says_how_to_run_fewer_threads(tmp_path, capsys,
     """Review 69, F3 (its CLI half): a --dask fit refused for the chunks
     that its threads read advised "fewer Dask threads", which dppca has no
     flag for; the line now says how (Dask's DASK_NUM_WORKERS, or
-    --scheduler), and fewer threads are then admitted. (Its other advice,
-    path='noisy_power', has no flag either and is left in Python.)"""
+    --scheduler), and fewer threads are then admitted. (Its other advice
+    is in flags: --path, --memory-limit.)"""
     import dask
 
     from sklearn_dppca import _paths
