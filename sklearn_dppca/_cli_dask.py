@@ -160,11 +160,16 @@ def read_parquet_chunk(path, row_groups, names, text, rows):
             table = source.read_row_group(group, columns=chosen, use_threads=False)
             for j, name in enumerate(chosen, first):
                 column = table.column(name)
-                if name in text:  # numbers written as text, parsed as pandas does
-                    values = column.to_pandas().astype(np.float64).to_numpy()
-                else:
-                    values = pc.cast(column, pa.float64()).to_numpy(
-                        zero_copy_only=False)
+                try:
+                    if name in text:  # numbers written as text, as pandas reads them
+                        values = column.to_pandas().astype(np.float64).to_numpy()
+                    else:  # rounded as in memory: Arrow's safe cast refused
+                        # integers beyond 2**53, quoting them (review 81 F1)
+                        values = pc.cast(column, pa.float64(), safe=False).to_numpy(
+                            zero_copy_only=False)
+                except (ValueError, TypeError, pa.ArrowException):  # they quote cells
+                    raise _NotANumber("a cell of a chosen column is not a "
+                                      "number") from None
                 out[start:start + n, j] = values
             del table
         start += n
