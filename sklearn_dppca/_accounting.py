@@ -66,7 +66,8 @@ def _check_nonnegative(value, name, allow_inf=True):
         unbounded = " (math.inf is the unbounded value)" if allow_inf else ""
         raise ValueError(f"{name} must lie within float64's range; got "
                          f"{_shown(value)}{unbounded}.")
-    ok = isinstance(value, Real) and not math.isnan(value) and value >= 0.0
+    ok = (isinstance(value, Real) and not isinstance(value, bool)
+          and not math.isnan(value) and value >= 0.0)
     if ok and not allow_inf:
         ok = math.isfinite(value)
     if not ok:

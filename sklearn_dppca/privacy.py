@@ -99,7 +99,9 @@ __all__ = [
 class BudgetExceededError(ValueError):
     """Raised when a fit would take a :class:`BudgetAccountant` over its budget.
 
-    The fit is refused before the data is read and nothing is charged.
+    The fit is refused before the data is read (or, where another fit took
+    a shared budget meanwhile, at its charge, before its first release), and
+    nothing is charged.
 
     Examples
     --------
@@ -813,7 +815,7 @@ class BudgetAccountant:
         epsilon : float, or Budget with ``delta``
             ``inf`` for an unlimited accountant, ``0.0`` when nothing fits.
         """
-        if not isinstance(k, Integral) or k < 1:
+        if not isinstance(k, Integral) or isinstance(k, bool) or k < 1:
             raise ValueError(f"k must be an integer >= 1; got {k!r}.")
         if delta is not None:
             delta = _parse_charge((), None, None, 1.0, delta).release[1]
@@ -871,7 +873,7 @@ class BudgetAccountant:
 
 
 def _check_budget(epsilon):
-    if isinstance(epsilon, Real) and epsilon > 0.0:
+    if isinstance(epsilon, Real) and not isinstance(epsilon, bool) and epsilon > 0.0:
         return _check_nonnegative(epsilon, "epsilon")  # refuses 10**400
     raise ValueError(f"epsilon must be a positive number; got {_shown(epsilon)}.")
 
@@ -879,7 +881,7 @@ def _check_budget(epsilon):
 def _check_budget_delta(delta):
     r"""A budget's :math:`\delta`: in :math:`[0, 1)` (``0``: pure
     :math:`\varepsilon`-DP releases only)."""
-    if not isinstance(delta, Real) or not 0.0 <= delta < 1.0:
+    if not isinstance(delta, Real) or isinstance(delta, bool) or not 0.0 <= delta < 1.0:
         raise ValueError(
             f"delta must be a real number in [0, 1); got {_shown(delta)}.")
     return float(delta)
@@ -894,6 +896,11 @@ def _parse_charge(release, mu, rdp, epsilon, delta, name="spend"):
         if any(v is not None for v in (mu, rdp, epsilon, delta)):
             raise TypeError("spend(epsilon, delta) takes no other charge.")
         epsilon, delta = release
+    elif len(release) == 1 and delta is not None and mu is rdp is epsilon is None:
+        epsilon = release[0]  # spend(epsilon, delta=...): diffprivlib's call
+    elif len(release) == 1 and any(v is not None for v in (mu, rdp, epsilon)):
+        raise TypeError(f"{name}() takes a charge once: a number by position "
+                        "and mu=, rdp= or epsilon= besides.")
     elif len(release) == 1:  # ε of diffprivlib's habit, or μ: it cannot tell
         raise TypeError(
             f"{name}({release[0]!r}) is ambiguous, and nothing was charged: "

@@ -632,6 +632,25 @@ def test_one_positional_number_is_refused_as_ambiguous(tmp_path):
     assert BudgetAccountant(10.0, 1e-6).spend(1.0, 0.0) == (1.0, 0.0)
 
 
+def test_epsilon_by_position_and_delta_by_keyword_is_a_release():
+    """Review 82 F1: spend(0.5, delta=0.0), a port of diffprivlib's
+    spend(epsilon, delta), was refused as "spend(0.5) is ambiguous"; with
+    another keyword the refusal named a call that was not made. Bools are
+    not numbers of the accountant's (review 82 F3)."""
+    acc = BudgetAccountant(10.0, 1e-6)
+    assert acc.spend(0.5, delta=0.0) == (0.5, 0.0)
+    acc.check(0.5, delta=1e-7)  # admitted, uncharged
+    assert len(acc) == 1
+    for kwargs in ({"epsilon": 0.1}, {"mu": 0.1}):
+        with pytest.raises(TypeError, match=r"spend\(\) takes a charge once"):
+            acc.spend(0.5, **kwargs)
+    for bad in (lambda: BudgetAccountant(True, 0.0), lambda: acc.spend(mu=True),
+                lambda: acc.remaining(True), lambda: BudgetAccountant(1.0, False)):
+        with pytest.raises(ValueError):
+            bad()
+    assert len(acc) == 1
+
+
 def test_release_charges_are_validated():
     acc = BudgetAccountant()
     for bad in [(0, 0), (-1, 0), (1, -1), (1, 2), (math.nan, 0), ("1", 0)]:
