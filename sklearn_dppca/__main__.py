@@ -103,7 +103,7 @@ _FLAG_WORDING = (
      r"--path \2"),
     (r"\bmemory_limit=(\S+) GiB admits", r"--memory-limit \1 admits"),
     (r"\bmemory_limit=\S+ \(", "--memory-limit ("),
-    (r"\bmemory_limit\b", "--memory-limit"),
+    (r"(?<!worker's )\bmemory_limit\b", "--memory-limit"),  # not a Dask worker's
     (r"\brandom_state=(-?\d+)", r"--seed \1"),
     (r"\brandom_state\b", "--seed"),
     (r"\bdata_norm\b", "--data-norm"),
@@ -352,9 +352,9 @@ def _make_estimator(args):
                 params[dest] = getattr(args, dest)
     elif args.estimator == "complex" and args.target is not None:
         params["target"] = args.target
+    estimator = getattr(sklearn_dppca, ESTIMATORS[args.estimator])
     if args.path is not None:
-        paths = getattr(sklearn_dppca, ESTIMATORS[args.estimator])\
-            ._parameter_constraints["path"][0].options
+        paths = estimator._parameter_constraints["path"][0].options
         if args.path not in paths:
             raise ValueError(f"--path {args.path} does not apply to --estimator "
                              f"{args.estimator} (its: {', '.join(sorted(paths))})")
@@ -364,7 +364,7 @@ def _make_estimator(args):
     if args.memory_limit is not None:
         params["memory_limit"] = (args.memory_limit if args.memory_limit == "auto"
                                   else args.memory_limit * 2.0**30)
-    return getattr(sklearn_dppca, ESTIMATORS[args.estimator])(**params)
+    return estimator(**params)
 
 
 def fit_command(args):
