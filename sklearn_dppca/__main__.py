@@ -102,6 +102,7 @@ _FLAG_WORDING = (
     (r"\w+\(n_components=k(, svd_solver='randomized')?, path='(\w+)'\)",
      r"--path \2"),
     (r"\bmemory_limit=(\S+) GiB admits", r"--memory-limit \1 admits"),
+    (r"\(bounds and non_finite='clip' map them\)", "(--bounds clips them)"),
     (r"\bmemory_limit=\S+ \(", "--memory-limit ("),
     (r"(?<!worker's )\bmemory_limit\b", "--memory-limit"),  # not a Dask worker's
     (r"\brandom_state=(-?\d+)", r"--seed \1"),
@@ -359,8 +360,11 @@ def _make_estimator(args):
             raise ValueError(f"--path {args.path} does not apply to --estimator "
                              f"{args.estimator} (its: {', '.join(sorted(paths))})")
         params["path"] = args.path
-        if args.path != "dense" and args.estimator != "coherent":  # as advised
-            params["svd_solver"] = "randomized"
+        if args.path in ("matrix_free", "noisy_power") and args.estimator != "coherent":
+            if not isinstance(args.n_components, int):  # review 83 F4
+                raise ValueError(f"--path {args.path} needs an integer --n-components "
+                                 "(a fraction needs every eigenvalue: --path dense)")
+            params["svd_solver"] = "randomized"  # as the refusals advise
     if args.memory_limit is not None:
         params["memory_limit"] = (args.memory_limit if args.memory_limit == "auto"
                                   else args.memory_limit * 2.0**30)

@@ -229,7 +229,8 @@ def build_parser(fit_command, transform_command, demo):
                      "them; noisy_power (private, coherent), the noisy power "
                      "method, another release, for very many features or very "
                      "sparse rows")
-    fit.add_argument("--memory-limit", metavar="GIB", type=_auto_or(_positive),
+    fit.add_argument("--memory-limit", metavar="GIB", type=_auto_or(_number(
+                         float, 0.0, 2.0**40, what="a number of GiB in (0, 2**40)")),
                      help="GiB the fit may take; a fit that needs more is "
                      "refused before the data is read (default: auto, 80%% of "
                      "this machine's memory)")

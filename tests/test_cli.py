@@ -17,7 +17,7 @@ from sklearn_dppca import (
     PrivatePCA,
     _cli_io,
 )
-from sklearn_dppca.__main__ import main
+from sklearn_dppca.__main__ import in_flags, main
 
 FEATURES = ["a", "b", "c", "d", "e"]
 COMMON = {
@@ -1243,3 +1243,13 @@ def test_a_memory_refusal_names_flags_that_admit_the_fit(tmp_path, capsys):
     rc, _, err = run(capsys, *fit, "--estimator", "coherent", "--path", "matrix_free")
     assert rc == 2 and "--path matrix_free does not apply to --estimator " \
         "coherent (its: auto, dense, noisy_power)" in err, err
+    # review 83 F4, F6: --path auto is the default (no solver forced), a
+    # fraction of the variance needs every eigenvalue, GiB stay finite
+    fraction = [*fit[:3], "0.5", *fit[4:]]
+    assert run(capsys, *fraction, "--path", "auto")[0] == 0
+    rc, _, err = run(capsys, *fraction, "--path", "matrix_free")
+    assert rc == 2 and "--path matrix_free needs an integer --n-components" in err
+    rc, _, err = run(capsys, *fit, "--memory-limit", "1e300")
+    assert rc == 2 and "a number of GiB in (0, 2**40)" in err, err
+    assert "(--bounds clips them)" in in_flags(
+        "needs 1 GiB for copies of the rows (bounds and non_finite='clip' map them)")
