@@ -638,22 +638,27 @@ class _PathMixin:
         other = (self._parameter_constraints["path"][0].options
                  - {"auto", self._fit_path})
         advice = []
+        own = self._limit_needed(n_samples, n_features, self._fit_path, copy)
         for path in sorted(other):
             needed = self._memory_needed(n_samples, n_features, path) + copy
-            if needed <= limit:
-                least = gib_up(self._limit_needed(n_samples, n_features, path, copy))
-                solver = (", svd_solver='randomized'"
-                          if path != "dense" and self._honours_svd_solver else "")
-                # what it holds at this limit, not only the least limit that
-                # admits it (review 80: 0.231 GiB named, 2.56 held, slow)
-                slow = (", its kernel drawn again in every product beyond its "
-                        "cache: slow" if path == "matrix_free" and
-                        self._kernel_cache(n_features) < self._kernel_bytes(n_features)
-                        else "")
-                advice.append(f"{name}(n_components=k{solver}, path={path!r}) "
-                              f"{PATH_MEMORY[path]} (about {gib_up(needed)} GiB "
-                              f"at this limit{slow}; memory_limit={least} GiB "
-                              "admits it)")
+            least = self._limit_needed(n_samples, n_features, path, copy)
+            if needed > limit and least >= own:  # no nearer than this path
+                continue
+            solver = (", svd_solver='randomized'"
+                      if path != "dense" and self._honours_svd_solver else "")
+            # what it holds at this limit, not only the least limit that
+            # admits it (review 80: 0.231 GiB named, 2.56 held, slow); one
+            # that does not fit is named where it needs less than this path
+            # (review 83 F7)
+            slow = (", its kernel drawn again in every product beyond its "
+                    "cache: slow" if path == "matrix_free" and needed <= limit and
+                    self._kernel_cache(n_features) < self._kernel_bytes(n_features)
+                    else "")
+            held = (f"about {gib_up(needed)} GiB at this limit{slow}; "
+                    if needed <= limit else "")
+            advice.append(f"{name}(n_components=k{solver}, path={path!r}) "
+                          f"{PATH_MEMORY[path]} ({held}memory_limit="
+                          f"{gib_up(least)} GiB admits it)")
         return ("; ".join(advice) + ". " if advice else "") + (
             "Fewer features (a public selection of them) or fewer components "
             "shrink every path's memory.")

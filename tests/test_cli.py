@@ -1235,7 +1235,8 @@ def test_a_memory_refusal_names_flags_that_admit_the_fit(tmp_path, capsys):
     assert rc == 2 and "more than --memory-limit (0.01 GiB)" in err, err
     assert_one_error_line(err)
     assert "memory_limit" not in err and "path=" not in err, err
-    offered = re.findall(r"--path (\w+) [^;]*; --memory-limit (\S+) admits it", err)
+    offered = re.findall(r"--path (\w+) [^(]*\((?:[^;)]*; )?--memory-limit (\S+) "
+                         r"admits it", err)
     assert ("noisy_power" in dict(offered)), err
     for path, limit in offered:
         rc, _, err = run(capsys, *fit, "--path", path, "--memory-limit", limit)
