@@ -226,11 +226,32 @@ class LazyTable:
             frame.columns = [str(c) for c in frame.columns]
         if kind == "csv" and not numeric_header:
             check_header(frame.columns, path)
+        if kind == "csv" and len(files) > 1:
+            self._same_headers()
         self.frame, self.n_files = frame, len(files)
         #: Whether Dask cuts the files into blocks of bytes (uncompressed
         #: CSV): the number of partitions then depends on how the values are
         #: written (``0.5`` or a longer decimal), not on the files alone.
         self.cut_by_bytes = kind == "csv" and self._csv["blocksize"] is not None
+
+    def _same_headers(self):
+        """Refuse a CSV file whose header (its first line: public, the
+        schema) is not the first file's: Dask reads every file's columns
+        by position under the first file's names, so ``y,x`` after ``x,y``
+        would be read swapped, silently (review 83 F1). The file is named;
+        its header is not quoted (in a file without one it is a row)."""
+        compression = self._csv["compression"]
+        first = _csv_header(self._files[0], compression)
+        for f in self._files[1:]:
+            names = _csv_header(f, compression)
+            if names != first:
+                how = (" (the same names in another order)"
+                       if sorted(names) == sorted(first) else "")
+                raise ValueError(
+                    f"{f}: its header line is not that of the first file, "
+                    f"{self._files[0]}{how}: every CSV file needs the same "
+                    "column names in the same order (each file's columns are "
+                    "read by position)")
 
     def peek(self, names):
         """The first :data:`PEEK_ROWS` rows of the columns ``names`` of the
@@ -573,6 +594,23 @@ def _reading(path, read):
         if isinstance(exc, UnicodeDecodeError) or _parse_error(exc):
             raise csv_refusal(path, exc) from None  # no byte, no line named
         raise ValueError(f"{path}: cannot read the table: {one_line(exc)}") from None
+
+
+def _csv_header(path, compression):
+    """The column names of the CSV file ``path``, from its first line only
+    (as pandas reads a header), with its refusals in one line naming it."""
+    import pandas as pd
+
+    try:
+        with private_computation():
+            names = pd.read_csv(path, nrows=0, compression=compression).columns
+    except FileNotFoundError:
+        raise
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{path}: the file is empty (no header, no rows)") from None
+    except (OSError, ValueError) as exc:  # pandas' ParserError, not UTF-8, ...
+        raise csv_refusal(path, exc) from None
+    return [str(c) for c in names]
 
 
 def _empty_data(exc):

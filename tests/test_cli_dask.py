@@ -828,3 +828,46 @@ def test_parquet_integers_beyond_2_53_are_read_as_in_memory(tmp_path, capsys):
         models.append(json.loads((tmp_path / f"m{len(extra)}.json").read_text()))
     np.testing.assert_allclose(models[0]["attributes"]["components_"],
                                models[1]["attributes"]["components_"], atol=1e-12)
+
+
+def test_a_later_csv_with_another_header_is_refused_before_the_charge(
+        tmp_path, capsys):
+    """Review 83 F1: Dask reads every CSV file's columns by position under
+    the first file's names, so a later file written ``y,x`` was fitted with
+    its columns swapped, silently, and charged. Each file's first line is now
+    compared with the first file's before the plan: such a file is refused,
+    named, its line never quoted (in a file without a header it is a row);
+    so is one with other names (pandas' "Usecols do not match columns"),
+    compressed or not."""
+    ledger = tmp_path / "budget.db"
+    run(capsys, "ledger", "init", ledger, "--epsilon", 9, "--delta", 1e-6)
+    first = "x,y\n1,2\n3,4\n5,6\n"
+    for name, later, suffix in (("order", "y,x\n1,2\n3,4\n", ".csv"),
+                                ("renamed", "income,age\n100,200\n300,400\n", ".csv"),
+                                ("noheader", "17,19\n23,29\n", ".csv"),
+                                ("wider", "x,y,z\n1,2,3\n", ".csv.gz")):
+        folder = tmp_path / name
+        folder.mkdir()
+        pd.read_csv(io.StringIO(first)).to_csv(folder / f"p0{suffix}", index=False)
+        (folder / f"p1{suffix}").write_bytes(later.encode())
+        if suffix == ".csv.gz":
+            pd.read_csv(io.StringIO(later)).to_csv(folder / f"p1{suffix}", index=False)
+        rc, _, err = run(capsys, "fit", folder, "--dask", "-k", 1, "--epsilon", 1,
+                         "--delta", 1e-7, "--data-norm", 10, "--ledger", ledger,
+                         "-o", tmp_path / "m.json")
+        assert rc == 2, (name, err)
+        assert_one_error_line(err)
+        assert err.endswith(
+            f"{folder / ('p1' + suffix)}: its header line is not that of the first "
+            f"file, {folder / ('p0' + suffix)}"
+            f"{' (the same names in another order)' if name == 'order' else ''}: "
+            "every CSV file needs the same column names in the same order (each "
+            "file's columns are read by position)\n"), err
+        assert not any(w in err for w in ("income", "17", "Usecols")), err
+    assert BudgetAccountant(path=ledger).n_charges == 0
+    # the same header in every file: fitted as one table
+    (tmp_path / "order" / "p1.csv").write_text("x,y\n2,1\n4,3\n")
+    rc, _, err = run(capsys, "fit", tmp_path / "order", "--dask", "-k", 1,
+                     "--epsilon", 1, "--delta", 1e-7, "--data-norm", 10,
+                     "-o", tmp_path / "m.json")
+    assert rc == 0, err
