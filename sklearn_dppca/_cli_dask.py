@@ -11,7 +11,9 @@ client, which draws the noise once.
 
 The checks of an in-memory table are kept, with the same messages: columns
 present, chosen once and numeric (from the dtypes, and for a column Dask
-reads as objects from its first rows: :class:`LazyTable`);
+reads as objects from its first rows: :class:`LazyTable`), in every file
+(each CSV file's header is the first file's; each Parquet file's schema has
+the chosen columns, numbers), before the plan;
 missing and infinite values are found by the fit's own passes, and only when
 one is found is the table read once more to name the columns that hold them
 (as in memory, before anything is charged). ``--fill-missing`` and
@@ -43,6 +45,7 @@ from ._cli_io import (
     fill_sparse,
     load_sparse,
     one_line,
+    quote_names,
     refuse_infinite,
     refuse_missing,
     sparse_column_names,
@@ -176,6 +179,40 @@ def read_parquet_chunk(path, row_groups, names, text, rows):
     return out
 
 
+def _check_schema(path, schema, names, text, first, hint):
+    """Refuse the Parquet file ``path`` (its Arrow ``schema``) where it lacks
+    one of the chosen columns ``names`` or stores one with a type whose
+    values are not numbers, as :class:`LazyMatrix`'s check of the first file
+    (``first``: its name and schema) would: numbers are integers, floats,
+    booleans, decimals and the null type (a column with no value, as
+    :func:`~sklearn_dppca._cli_io.as_numbers` reads it); another type only
+    in the columns ``text``, which the first file stores as objects that
+    are numbers in its first rows, and only where it is the first file's
+    type (a cell that is not a number is then refused as there, when it is
+    read). Nothing but the footer is read: no cell is looked at."""
+    import pandas as pd
+    import pyarrow as pa
+
+    stored = dict(zip(schema.names, schema.types))
+    missing = [c for c in names if c not in stored]
+    if missing:
+        raise ValueError(f"{path} has no column(s) {quote_names(missing)}, which "
+                         f"the first file, {first[0]}, has: every file needs the "
+                         "chosen columns")
+    types, firsts = pa.types, dict(zip(first[1].names, first[1].types))
+
+    def number(c):
+        kind = stored[c]
+        return (types.is_integer(kind) or types.is_floating(kind)
+                or types.is_boolean(kind) or types.is_decimal(kind)
+                or types.is_null(kind) or (c in text and kind == firsts.get(c)))
+
+    if not all(number(c) for c in names):  # refused in choose_columns' words
+        choose_columns(pd.DataFrame({c: pd.Series(dtype=np.float64 if number(c)
+                                                  else object) for c in names}),
+                       list(names), path, hint)
+
+
 #: Rows of the first file read to tell whether a column Dask types as
 #: objects holds numbers (:meth:`LazyTable.peek`).
 PEEK_ROWS = 10_000
@@ -269,21 +306,33 @@ class LazyTable:
         except UnicodeDecodeError as exc:
             raise csv_refusal(self._files[0], exc) from None
 
-    def parquet_rows(self, names, text=()):
+    def parquet_rows(self, names, text=(), hint=""):
         """The columns ``names`` of Parquet files as a Dask array of float64
         rows read by :func:`read_parquet_chunk`: one chunk per file, or per
         run of its row groups where a file is larger than
         :data:`CHUNK_ENTRIES` (a row group is never split). Public: the row
         counts and row groups of the footers, the columns. ``text``: the
-        columns stored as text that hold numbers (parsed as float64)."""
+        columns stored as text that hold numbers (parsed as float64).
+
+        Every file's schema (its footer) is checked first, before any pass
+        and any charge (review 83 F2, F3): Dask typed the columns from the
+        first file's, so a later file without a chosen column, or storing
+        it with a type that is not a number, is refused, named, as the first
+        file's non-numeric columns are (``hint``: what to do); a column of
+        another type is read only where the first file stores it so and it
+        is text that holds numbers there (``text``)."""
         import dask
         import dask.array as da
         import pyarrow.parquet as pq
 
         text, d, parts = tuple(text), len(names), []
+        first = pq.ParquetFile(self._files[0]).schema_arrow
         for f in self._files:
-            groups = [pq.ParquetFile(f).metadata.row_group(i).num_rows
-                      for i in range(pq.ParquetFile(f).metadata.num_row_groups)]
+            footer = pq.ParquetFile(f)
+            _check_schema(f, footer.schema_arrow, names, text,
+                          (self._files[0], first), hint)
+            groups = [footer.metadata.row_group(i).num_rows
+                      for i in range(footer.metadata.num_row_groups)]
             run, rows = [], 0
             for i, n in enumerate(groups):
                 if run and (rows + n) * d > CHUNK_ENTRIES:
@@ -381,7 +430,8 @@ class LazyMatrix:
         frame = table.select(self.names)
         if table.kind == "parquet":  # read by slices into each chunk
             frame = table.parquet_rows(self.names, [
-                c for c in objects if c in self.names and head[c].dtype == np.float64])
+                c for c in objects if c in self.names and head[c].dtype == np.float64],
+                hint)
         # The rows of each partition, from the Parquet footers where Dask
         # has them (else Dask counts them, a read of the chosen columns):
         # their sum is n, a public value (the fit states it).

@@ -871,3 +871,67 @@ def test_a_later_csv_with_another_header_is_refused_before_the_charge(
                      "--epsilon", 1, "--delta", 1e-7, "--data-norm", 10,
                      "-o", tmp_path / "m.json")
     assert rc == 0, err
+
+
+def test_a_later_parquet_files_schema_is_checked_before_the_charge(
+        tmp_path, capsys):
+    """Review 83 F2, F3: Dask types the columns from the first Parquet
+    file's schema. A later file without a chosen column failed in a pass
+    with pyarrow's KeyError and a traceback (exit 1), one storing it as
+    text with "a cell of a chosen column is not a number", naming neither
+    file nor column; on many rows (the centre from the first ones) both came
+    after the charge. Every file's schema (its footer) is now checked before
+    the plan: refused in one line naming the file, as the first file's
+    columns are; text is read only where the first file's is text that
+    holds numbers; decimals and the null type are numbers in any file."""
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(3)
+    big = pa.table({"x": rng.normal(size=140_000) * 0.1,
+                    "y": rng.normal(size=140_000) * 0.1})
+    ledger = tmp_path / "budget.db"
+    run(capsys, "ledger", "init", ledger, "--epsilon", 9, "--delta", 1e-6)
+    fit = ["--dask", "-k", 1, "--epsilon", 1, "--delta", 1e-9, "--data-norm", 3,
+           "--fill-missing", 0, "--ledger", ledger, "--force",
+           "-o", tmp_path / "m.json"]
+    later = {"missing": pa.table({"x": [0.1, 0.2]}),
+             "words": pa.table({"x": ["secret", "0.5"], "y": [0.1, 0.2]}),
+             "numbers_as_text": pa.table({"x": ["0.1", "0.5"], "y": [0.1, 0.2]}),
+             "numbers_as_bytes": pa.table({"x": [b"0.1", b"0.5"], "y": [0.1, 0.2]}),
+             "dates": pa.table({"x": pa.array([1, 2], pa.timestamp("s")),
+                                "y": [0.1, 0.2]})}
+    for name, table in later.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        pq.write_table(big, folder / "p0.parquet")
+        pq.write_table(table, folder / "p1.parquet")
+        rc, _, err = run(capsys, "fit", folder, *fit)
+        assert rc == 2, (name, err)
+        assert_one_error_line(err)
+        p1 = folder / "p1.parquet"
+        assert err.endswith(
+            f"{p1} has no column(s) 'y', which the first file, {folder / 'p0.parquet'}"
+            ", has: every file needs the chosen columns\n" if name == "missing" else
+            f"{p1}: non-numeric column(s) 'x'; choose the numeric ones with "
+            "--columns NAME,NAME,...\n"), err
+        assert "secret" not in err and "charged" not in err, err
+    assert BudgetAccountant(path=ledger).n_charges == 0
+    # numbers in any numeric type, or none (the null type); another type
+    # where the first file stores the column so, as objects that are numbers
+    fine = {"decimal_and_null": (big, pa.table({
+                "x": pa.array([decimal.Decimal("0.25")] * 2, pa.decimal128(10, 2)),
+                "y": pa.array([None, None], pa.null())})),
+            "text_first": (pa.table({"x": [b"0.1", b"0.2", b"0.3"],
+                                     "y": [0.1, 0.2, 0.3]}),
+                           pa.table({"x": [b"0.5", b"0.6"],
+                                     "y": pa.array([1, 2], pa.int32())}))}
+    for name, (first, second) in fine.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        pq.write_table(first, folder / "p0.parquet")
+        pq.write_table(second, folder / "p1.parquet")
+        rc, _, err = run(capsys, "fit", folder, *fit)
+        assert rc == 0, (name, err)
