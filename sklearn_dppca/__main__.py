@@ -103,6 +103,8 @@ _FLAG_WORDING = (
      r"--path \2"),
     (r"\bmemory_limit=(\S+) GiB admits", r"--memory-limit \1 admits"),
     (r"\(bounds and non_finite='clip' map them\)", "(--bounds clips them)"),
+    (r"\bpath='(\w+)'", r"--path \1"),
+    (r"n_components \+ n_oversamples =", "n_components + 10 (oversampling) ="),
     (r"\bmemory_limit=\S+ \(", "--memory-limit ("),
     (r"(?<!worker's )\bmemory_limit\b", "--memory-limit"),  # not a Dask worker's
     (r"\brandom_state=(-?\d+)", r"--seed \1"),

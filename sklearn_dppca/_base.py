@@ -575,6 +575,7 @@ class _BasePrivatePCA(
         self._block_copies = self._rows_in_memory and isinstance(X, np.ndarray) \
             and not (X.dtype == np.float64 and X.flags.c_contiguous)
         self._worker_room = worker_room(engine)
+        self._wide_engine = self._blocks_obstacle(engine) is None  # its advice
         self._chunk_bytes = chunk_bytes(engine)
         copy, copy_text = self._copied_rows(n_samples, n_features, engine)
         self._copy_bytes = copy  # on every path: the automatic path counts them

@@ -639,6 +639,12 @@ class _PathMixin:
                  - {"auto", self._fit_path})
         advice = []
         own = self._limit_needed(n_samples, n_features, self._fit_path, copy)
+        if not (isinstance(self.n_components, Integral) or self.n_components is None
+                ) or not getattr(self, "_wide_engine", True):
+            # a fraction or 'mle' needs every eigenvalue (its k, hence these
+            # paths' memory, is not known), an Array API input these paths
+            # cannot read (review 87 F1, F2)
+            other = other & {"dense"}
         for path in sorted(other):
             needed = self._memory_needed(n_samples, n_features, path) + copy
             least = self._limit_needed(n_samples, n_features, path, copy)
@@ -650,12 +656,12 @@ class _PathMixin:
             # admits it (review 80: 0.231 GiB named, 2.56 held, slow); one
             # that does not fit is named where it needs less than this path
             # (review 83 F7)
+            at = limit if needed <= limit else least  # the limit it is named at
             slow = (", its kernel drawn again in every product beyond its "
-                    "cache: slow" if path == "matrix_free" and needed <= limit and
-                    self._kernel_cache(n_features) < self._kernel_bytes(n_features)
-                    else "")
+                    "cache: slow" if path == "matrix_free" and KERNEL_CACHE_SHARE
+                    * at < self._kernel_bytes(n_features) else "")
             held = (f"about {gib_up(needed)} GiB at this limit{slow}; "
-                    if needed <= limit else "")
+                    if needed <= limit else slow[2:] + "; " if slow else "")
             advice.append(f"{name}(n_components=k{solver}, path={path!r}) "
                           f"{PATH_MEMORY[path]} ({held}memory_limit="
                           f"{gib_up(least)} GiB admits it)")

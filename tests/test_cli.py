@@ -1252,5 +1252,7 @@ def test_a_memory_refusal_names_flags_that_admit_the_fit(tmp_path, capsys):
     assert rc == 2 and "--path matrix_free needs an integer --n-components" in err
     rc, _, err = run(capsys, *fit, "--memory-limit", "1e300")
     assert rc == 2 and "a number of GiB in (0, 2**40)" in err, err
+    assert in_flags("path='noisy_power' needs n_components + n_oversamples = 15") \
+        == "--path noisy_power needs --n-components + 10 (oversampling) = 15"
     assert "(--bounds clips them)" in in_flags(
         "needs 1 GiB for copies of the rows (bounds and non_finite='clip' map them)")

@@ -18,7 +18,12 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from sklearn_dppca import BudgetAccountant, CoherentPowerPCA, PrivatePCA
+from sklearn_dppca import (
+    BudgetAccountant,
+    CoherentPowerPCA,
+    ComplexGaussPCA,
+    PrivatePCA,
+)
 from sklearn_dppca._paths import matrix_free_faster
 from sklearn_dppca._rows import (
     CentredRows,
@@ -696,6 +701,15 @@ def test_an_advised_path_is_named_with_what_it_holds_at_this_limit():
                             message).groups()
     assert float(held) > 5 * float(least)
     assert "slow" not in message.split("path='noisy_power'")[1]
+    # review 87: a fraction's k is unknown, so no other path is sized for it;
+    # a path named at its least limit says it is slow there
+    est.set_params(n_components=0.5)
+    assert "path=" not in refusal(est, 20_000, d, sparse.csr_matrix((0, d)))
+    est = ComplexGaussPCA(10, data_norm=1.0, path="dense", memory_limit=0.01 * 2**30)
+    message = refusal(est, 200, 1500, np.zeros((0, 1500)))
+    assert re.search(r"path='matrix_free'\) [^(]*\(its kernel drawn again in every "
+                     r"product beyond its cache: slow; memory_limit=\S+ GiB admits",
+                     message), message
 
 
 @pytest.mark.parametrize("name", ["PrivatePCA", "ComplexGaussPCA", "CoherentPowerPCA"])
@@ -732,7 +746,7 @@ def test_the_limit_a_refusal_names_admits_the_fit(name):
                 continue
             offers = [("", path, re.search(r"needs about (\S+) GiB", message)[1])]
             offers += re.findall(r"(svd_solver='randomized', )?path='(\w+)'\) "
-                                 r"[^;(]*\((?:about \S+ GiB at this limit[^;]*; )?"
+                                 r"[^;(]*\((?:[^;()]*; )?"
                                  r"memory_limit=(\S+) GiB admits it\)", message)
             assert len(offers) == 1 + message.count("GiB admits it"), message
             if path == "auto":
