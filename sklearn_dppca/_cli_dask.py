@@ -328,7 +328,11 @@ class LazyTable:
         text, d, parts = tuple(text), len(names), []
         first = pq.ParquetFile(self._files[0]).schema_arrow
         for f in self._files:
-            footer = pq.ParquetFile(f)
+            try:
+                footer = pq.ParquetFile(f)
+            except (OSError, ValueError) as exc:  # named (review 87 F6)
+                raise ValueError(f"{f}: cannot read it as Parquet: "
+                                 f"{one_line(exc)}") from None
             _check_schema(f, footer.schema_arrow, names, text,
                           (self._files[0], first), hint)
             groups = [footer.metadata.row_group(i).num_rows

@@ -935,3 +935,18 @@ def test_a_later_parquet_files_schema_is_checked_before_the_charge(
         pq.write_table(second, folder / "p1.parquet")
         rc, _, err = run(capsys, "fit", folder, *fit)
         assert rc == 0, (name, err)
+
+
+def test_a_later_file_that_is_not_parquet_is_named(tmp_path, capsys):
+    """A truncated later file was refused in Arrow's words, naming no file
+    (review 87 F6)."""
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    pd.DataFrame({"x": [1.0, 2.0, 3.0], "y": [4.0, 5.0, 6.0]}).to_parquet(
+        folder / "a.parquet", index=False)
+    (folder / "b.parquet").write_bytes((folder / "a.parquet").read_bytes()[:100])
+    rc, _, err = run(capsys, "fit", folder, "--dask", "-k", 1, "--epsilon", 1,
+                     "--delta", 1e-6, "--data-norm", 20, "-q",
+                     "-o", tmp_path / "m.json")
+    assert rc == 2 and "b.parquet: cannot read it as Parquet" in err, err
+    assert_one_error_line(err)
