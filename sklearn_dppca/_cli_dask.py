@@ -51,6 +51,7 @@ from ._cli_io import (
     sparse_column_names,
     table_format,
     unreadable_sparse,
+    wider_rows,
 )
 from ._dask import partition_lengths
 from ._paths import CSV_BLOCK, CSV_READ, PARQUET_READ, SLICE_ENTRIES
@@ -263,7 +264,7 @@ class LazyTable:
             frame.columns = [str(c) for c in frame.columns]
         if kind == "csv" and not numeric_header:
             check_header(frame.columns, path)
-        if kind == "csv" and len(files) > 1:
+        if kind == "csv":
             self._same_headers()
         self.frame, self.n_files = frame, len(files)
         #: Whether Dask cuts the files into blocks of bytes (uncompressed
@@ -272,13 +273,24 @@ class LazyTable:
         self.cut_by_bytes = kind == "csv" and self._csv["blocksize"] is not None
 
     def _same_headers(self):
-        """Refuse a CSV file whose header (its first line: public, the
+        """Refuse a CSV table whose first row has more fields than its header
+        (read by position here, with the first as an index in memory), and a
+        CSV file whose header (its first line: public, the
         schema) is not the first file's: Dask reads every file's columns
         by position under the first file's names, so ``y,x`` after ``x,y``
         would be read swapped, silently (review 83 F1). The file is named;
         its header is not quoted (in a file without one it is a row)."""
+        import pandas as pd
+
         compression = self._csv["compression"]
         first = _csv_header(self._files[0], compression)
+        try:
+            with private_computation():  # the first row's fields, as in memory
+                head = pd.read_csv(self._files[0], nrows=1, compression=compression)
+        except (OSError, ValueError) as exc:
+            raise csv_refusal(self._files[0], exc) from None
+        if not isinstance(head.index, pd.RangeIndex):
+            raise ValueError(wider_rows(self._files[0]))
         for f in self._files[1:]:
             names = _csv_header(f, compression)
             if names != first:

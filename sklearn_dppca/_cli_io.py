@@ -208,6 +208,8 @@ def read_table(path, numeric_header=False):
             raise csv_refusal(path, exc) from None
     if frame.shape[1] == 0:
         raise ValueError(f"{path}: the table has no columns")
+    if not isinstance(frame.index, pd.RangeIndex):
+        raise ValueError(wider_rows(path))
     frame.columns = [str(c) for c in frame.columns]
     if kind != "parquet" and not numeric_header:
         check_header(frame.columns, path)
@@ -230,6 +232,14 @@ def csv_refusal(path, exc):
     # malformed is not said, as no refusal names a row
     text = re.sub(r", saw \d+", "", re.sub(r"\b(line|row) \d+", r"a \1", one_line(exc)))
     return ValueError(f"{path}: cannot parse CSV: {text}")
+
+
+def wider_rows(path):
+    """The refusal of a CSV whose rows have a field more than its header:
+    pandas reads the first as an index, Dask by position (review 87 F5);
+    the table's shape, no cell quoted."""
+    return (f"{path}: its rows have more fields than its header names: give "
+            "every column a name in the header")
 
 
 def check_header(names, path):

@@ -950,3 +950,18 @@ def test_a_later_file_that_is_not_parquet_is_named(tmp_path, capsys):
                      "-o", tmp_path / "m.json")
     assert rc == 2 and "b.parquet: cannot read it as Parquet" in err, err
     assert_one_error_line(err)
+
+
+def test_a_csv_whose_rows_are_wider_than_its_header_is_refused(tmp_path, capsys):
+    """`x,y` over rows of three fields: pandas read the first field as an
+    index in memory, Dask by position: two releases of one file (review 87
+    F5). Refused in both, before the charge, no cell quoted."""
+    data = tmp_path / "wide_rows.csv"
+    data.write_text("x,y\n9,5,6\n9,7,8\n9,1,2\n")
+    for extra in ([], ["--dask"]):
+        rc, _, err = run(capsys, "fit", data, *extra, "-k", 1, "--epsilon", 1,
+                         "--delta", 1e-6, "--data-norm", 20, "-q",
+                         "-o", tmp_path / "m.json")
+        assert rc == 2 and "its rows have more fields than its header" in err, err
+        assert_one_error_line(err)
+        assert "9" not in err.replace(str(tmp_path), "")
