@@ -280,17 +280,9 @@ class LazyTable:
         by position under the first file's names, so ``y,x`` after ``x,y``
         would be read swapped, silently (review 83 F1). The file is named;
         its header is not quoted (in a file without one it is a row)."""
-        import pandas as pd
-
         compression = self._csv["compression"]
-        first = _csv_header(self._files[0], compression)
-        try:
-            with private_computation():  # the first row's fields, as in memory
-                head = pd.read_csv(self._files[0], nrows=1, compression=compression)
-        except (OSError, ValueError) as exc:
-            raise csv_refusal(self._files[0], exc) from None
-        if not isinstance(head.index, pd.RangeIndex):
-            raise ValueError(wider_rows(self._files[0]))
+        # the first row's fields too, as pandas judges them in memory
+        first = _csv_header(self._files[0], compression, rows=1)
         for f in self._files[1:]:
             names = _csv_header(f, compression)
             if names != first:
@@ -337,16 +329,15 @@ class LazyTable:
         import dask.array as da
         import pyarrow.parquet as pq
 
-        text, d, parts = tuple(text), len(names), []
-        first = pq.ParquetFile(self._files[0]).schema_arrow
+        text, d, parts, first = tuple(text), len(names), [], None
         for f in self._files:
             try:
                 footer = pq.ParquetFile(f)
             except (OSError, ValueError) as exc:  # named (review 87 F6)
                 raise ValueError(f"{f}: cannot read it as Parquet: "
                                  f"{one_line(exc)}") from None
-            _check_schema(f, footer.schema_arrow, names, text,
-                          (self._files[0], first), hint)
+            first = first or (f, footer.schema_arrow)  # the first file's
+            _check_schema(f, footer.schema_arrow, names, text, first, hint)
             groups = [footer.metadata.row_group(i).num_rows
                       for i in range(footer.metadata.num_row_groups)]
             run, rows = [], 0
@@ -662,21 +653,25 @@ def _reading(path, read):
         raise ValueError(f"{path}: cannot read the table: {one_line(exc)}") from None
 
 
-def _csv_header(path, compression):
-    """The column names of the CSV file ``path``, from its first line only
-    (as pandas reads a header), with its refusals in one line naming it."""
+def _csv_header(path, compression, rows=0):
+    """The column names of the CSV file ``path``, from its first line (as
+    pandas reads a header), with its refusals in one line naming it; with
+    ``rows=1`` its first row is read too, and refused where it has more
+    fields than the header (:func:`~sklearn_dppca._cli_io.wider_rows`)."""
     import pandas as pd
 
     try:
         with private_computation():
-            names = pd.read_csv(path, nrows=0, compression=compression).columns
+            head = pd.read_csv(path, nrows=rows, compression=compression)
     except FileNotFoundError:
         raise
     except pd.errors.EmptyDataError:
         raise ValueError(f"{path}: the file is empty (no header, no rows)") from None
     except (OSError, ValueError) as exc:  # pandas' ParserError, not UTF-8, ...
         raise csv_refusal(path, exc) from None
-    return [str(c) for c in names]
+    if not isinstance(head.index, pd.RangeIndex):  # the first field an index
+        raise ValueError(wider_rows(path))
+    return [str(c) for c in head.columns]
 
 
 def _empty_data(exc):

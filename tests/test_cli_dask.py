@@ -903,12 +903,15 @@ def test_a_later_parquet_files_schema_is_checked_before_the_charge(
              "numbers_as_bytes": pa.table({"x": [b"0.1", b"0.5"], "y": [0.1, 0.2]}),
              "dates": pa.table({"x": pa.array([1, 2], pa.timestamp("s")),
                                 "y": [0.1, 0.2]})}
-    for name, table in later.items():
+    def fit_two(name, first, second):  # a folder of two files, fitted
         folder = tmp_path / name
         folder.mkdir()
-        pq.write_table(big, folder / "p0.parquet")
-        pq.write_table(table, folder / "p1.parquet")
-        rc, _, err = run(capsys, "fit", folder, *fit)
+        pq.write_table(first, folder / "p0.parquet")
+        pq.write_table(second, folder / "p1.parquet")
+        return folder, run(capsys, "fit", folder, *fit)
+
+    for name, table in later.items():
+        folder, (rc, _, err) = fit_two(name, big, table)
         assert rc == 2, (name, err)
         assert_one_error_line(err)
         p1 = folder / "p1.parquet"
@@ -929,11 +932,7 @@ def test_a_later_parquet_files_schema_is_checked_before_the_charge(
                            pa.table({"x": [b"0.5", b"0.6"],
                                      "y": pa.array([1, 2], pa.int32())}))}
     for name, (first, second) in fine.items():
-        folder = tmp_path / name
-        folder.mkdir()
-        pq.write_table(first, folder / "p0.parquet")
-        pq.write_table(second, folder / "p1.parquet")
-        rc, _, err = run(capsys, "fit", folder, *fit)
+        _, (rc, _, err) = fit_two(name, first, second)
         assert rc == 0, (name, err)
 
 
