@@ -631,9 +631,9 @@ class _PathMixin:
     def _paths_advice(self, n_samples, n_features, limit, copy=0):
         """What a refusal advises: this estimator's other paths whose memory
         (with the ``copy`` bytes of densified rows every path makes) is
-        within ``limit``, each with the least ``memory_limit`` that admits
-        it (:meth:`_limit_needed`, rounded up); then fewer features or
-        components."""
+        within ``limit``, or above it but below the refused path's, each
+        with the least ``memory_limit`` that admits it (:meth:`_limit_needed`,
+        rounded up); then fewer features or components."""
         name = type(self).__name__
         other = (self._parameter_constraints["path"][0].options
                  - {"auto", self._fit_path})
@@ -656,12 +656,14 @@ class _PathMixin:
             # admits it (review 80: 0.231 GiB named, 2.56 held, slow); one
             # that does not fit is named where it needs less than this path
             # (review 83 F7)
-            at = limit if needed <= limit else least  # the limit it is named at
-            slow = (", its kernel drawn again in every product beyond its "
-                    "cache: slow" if path == "matrix_free" and KERNEL_CACHE_SHARE
-                    * at < self._kernel_bytes(n_features) else "")
-            held = (f"about {gib_up(needed)} GiB at this limit{slow}; "
-                    if needed <= limit else slow[2:] + "; " if slow else "")
+            fits = needed <= limit
+            notes = [f"about {gib_up(needed)} GiB at this limit"] if fits else []
+            named_at = limit if fits else least
+            if (path == "matrix_free" and KERNEL_CACHE_SHARE * named_at
+                    < self._kernel_bytes(n_features)):
+                notes.append("its kernel drawn again in every product beyond its "
+                             "cache: slow")
+            held = ", ".join(notes) + "; " if notes else ""
             advice.append(f"{name}(n_components=k{solver}, path={path!r}) "
                           f"{PATH_MEMORY[path]} ({held}memory_limit="
                           f"{gib_up(least)} GiB admits it)")
