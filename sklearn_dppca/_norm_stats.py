@@ -286,21 +286,26 @@ def _add_bin_sums(rows, index, scale, bin_sums, units):
     of the rows with a sparse indicator of the bins the block uses
     (:math:`2 b \times \mathrm{rows}`, two values per row), O(rows · d) for
     dense rows and O(nnz) for sparse ones, whose product stays sparse and
-    is added entry by entry. (A dense indicator cost O(bins · rows · d);
-    the product with every bin's indicator, made dense, O(bins · d) a
-    block: review 78. Sorting the rows by bin and summing runs was 2.3×
-    slower than this on 16 384 × 100 blocks.)"""
+    is added entry by entry. The indicator is built column by column (a row's
+    two entries are a column), in O(rows), without sorting: for dense rows
+    SciPy's product then reads each row once, in order, and adds it to its
+    two bins, the same sums in the same order as a row-major indicator
+    (bitwise), 2.3× faster on 2 621 × 100 blocks. (A dense indicator cost
+    O(bins · rows · d); the product with every bin's indicator, made dense,
+    O(bins · d) a block: review 78. Sorting the rows by bin and summing runs
+    was 2.3× slower than the row-major indicator on 16 384 × 100 blocks.)"""
     m = rows.shape[0]
     if m == 0:
         return
-    used, where = np.unique(index, return_inverse=True)
-    u, columns = used.shape[0], np.arange(m)
-    entries = (np.r_[where, u + where], np.r_[columns, columns])
-    indicator = sparse.csr_matrix((np.r_[np.ones(m), scale], entries),
+    present = np.bincount(index, minlength=bin_sums.shape[0]) > 0
+    used = np.flatnonzero(present)
+    u, where = used.shape[0], (np.cumsum(present) - 1)[index]
+    entries, values = np.empty(2 * m, dtype=np.intp), np.ones(2 * m)
+    entries[0::2], entries[1::2], values[1::2] = where, u + where, scale
+    indicator = sparse.csc_matrix((values, entries, np.arange(0, 2 * m + 1, 2)),
                                   shape=(2 * u, m))
-    both = indicator @ rows
-    if sparse.issparse(both):
-        both = both.tocoo()
+    if sparse.issparse(rows):
+        both = (indicator.tocsr() @ rows).tocoo()
         lower = both.row < u
         np.add.at(bin_sums, (used[both.row[lower]], both.col[lower]),
                   both.data[lower])
@@ -308,7 +313,7 @@ def _add_bin_sums(rows, index, scale, bin_sums, units):
         np.add.at(units, (used[both.row[upper] - u], both.col[upper]),
                   both.data[upper])
         return
-    both = np.asarray(both)
+    both = indicator @ rows
     bin_sums[used] += both[:u]
     units[used] += both[u:]
 
