@@ -113,7 +113,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._array_api import ArrayAPIRows, like
-from ._box import box_radius, boxed_rows, check_box, inward_box, stays_sparse
+from ._box import boxed_rows, check_box, dtype_box, stays_sparse
 from ._dask import ChunkedRows
 from ._norm_plan import (
     AUTO_MEAN_SHARE,
@@ -462,8 +462,7 @@ def plan_bounds(estimator, n_samples, n_features, dtype, engine, plan):
     if box is not None:
         # the box and its centre in the data's dtype, the box rounded
         # inward: the rows are clipped and translated in that dtype
-        box = inward_box(*box, dtype)
-        offset, box_norm = box_radius(*box, center)
+        box, offset, box_norm = dtype_box(box, dtype, center)
         if data_norm is None:  # the box's radius is a bound in use
             check_data_norm_range(box_norm, dtype, name=(
                 f"the radius of the bounds' box ({box_norm:.3g})"))

@@ -118,10 +118,27 @@ def box_radius(lower, upper, center):
     with np.errstate(over="ignore"):
         reach = np.maximum(np.abs(lower - centre), np.abs(upper - centre))
     reach = reach.astype(np.float64)
-    top = float(reach.max())  # ‖reach‖ without overflow
-    radius = top * float(np.linalg.norm(reach / top))
+    top = float(reach.max())  # ‖reach‖ without overflow; 0: one point
+    radius = top * float(np.linalg.norm(reach / top)) if top else 0.0
     ulps = (reach.size + 4) * np.finfo(np.float64).eps
     return centre.astype(np.float64), radius * (1.0 + ulps)
+
+
+def dtype_box(box, dtype, center):
+    """``(box, centre, radius)`` of a fit on rows of ``dtype``: the box
+    rounded inward (:func:`inward_box`), its centre and radius
+    (:func:`box_radius`). A centred box every side of which holds one value
+    of ``dtype`` is refused: its rows are one point. Public: the bounds,
+    the dtype."""
+    box = inward_box(*box, dtype)
+    centre, radius = box_radius(*box, center)
+    if radius == 0.0:
+        raise ValueError(
+            f"bounds: rounded inward to {np.dtype(dtype)} values, every side "
+            "of the box holds one value, so the rows clipped to it are one "
+            "point and the fit would release noise only. Pass float64 data, "
+            "or give wider bounds.")
+    return box, centre, radius
 
 
 def public_box_norm(bounds, n_features, center, feature_names=None):

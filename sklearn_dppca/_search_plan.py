@@ -25,7 +25,7 @@ from . import _array_api
 from ._array_api import ArrayAPIRows
 from ._base import _BasePrivatePCA
 from ._bounds import check_data_norm_range
-from ._box import public_box_norm
+from ._box import check_box, dtype_box, public_box_norm
 from ._coherent_power_pca import CoherentPowerPCA
 from ._dask import ChunkedRows, has_sparse_chunks, is_dask_collection
 from ._private_pca import PrivatePCA
@@ -372,7 +372,9 @@ def rows_kind(X, n_features):
     # a Dask array of sparse chunks is gathered
     sparse_rows = sparse.issparse(X) or is_dask_collection(X)
     empty = sparse.csr_matrix if sparse_rows else np.zeros
-    return InMemoryRows(empty((0, n_features)))
+    # float32 rows are fitted in float32 (their copies, a box's rounding)
+    single = getattr(X, "dtype", None) == np.float32
+    return InMemoryRows(empty((0, n_features), dtype=np.float32 if single else None))
 
 
 def input_kind(heads, n_features, rows):
@@ -428,6 +430,17 @@ def refused_path(step, sizes, read, **overrides):
         try:
             clone(step).set_params(**overrides)._plan_path(n_samples, *read)
         except (ValueError, TypeError, MemoryError) as error:
+            return error
+    step = clone(step).set_params(**overrides)
+    if (getattr(step, "bounds", None) is not None
+            and getattr(read[1].X, "dtype", None) == np.float32):
+        try:  # a box empty in float32 (review 89 F1); names: the fits check
+            box = check_box(step.bounds, read[0], None)
+        except ValueError:
+            return None
+        try:
+            dtype_box(box, np.float32, getattr(step, "center", True))
+        except ValueError as error:
             return error
     return None
 

@@ -15,6 +15,7 @@ from sklearn_dppca import (
     PrivacyLeakWarning,
     PrivatePCA,
     _bounds,
+    _box,
     _norm_plan,
     _norm_stats,
 )
@@ -899,7 +900,7 @@ def test_float32_rows_are_clipped_inside_the_box(monkeypatch, kind):
 def test_inward_box_rounding():
     lower = np.array([0.7, -0.1, 0.5, 0.1, -1e300])
     upper = np.array([0.9, 0.1, 0.5, 0.1, 1e300])
-    low, high = _bounds.inward_box(lower, upper, np.float32)
+    low, high = _box.inward_box(lower, upper, np.float32)
     assert low.dtype == high.dtype == np.float32
     wide = np.arange(5) != 3  # 0.1 ≤ x ≤ 0.1 has no float32 value
     assert (low[wide].astype(float) >= lower[wide]).all()
@@ -911,7 +912,7 @@ def test_inward_box_rounding():
     assert low[2] == high[2] == 0.5  # representable: unchanged
     assert low[3] == high[3] == np.float32(0.1)  # the nearest value
     assert high[4] == np.finfo(np.float32).max and low[4] == -high[4]
-    same = _bounds.inward_box(lower, upper, np.float64)
+    same = _box.inward_box(lower, upper, np.float64)
     np.testing.assert_array_equal(same[0], lower)
     np.testing.assert_array_equal(same[1], upper)
     # a box no float32 row can reach is refused, before any charge
@@ -919,6 +920,34 @@ def test_inward_box_rounding():
     acc = BudgetAccountant()
     with pytest.raises(ValueError, match="beyond the largest float32"):
         PrivatePCA(1, bounds=(1e300, 1e301), data_norm=1.0, accountant=acc).fit(X)
+    assert acc.n_charges == 0
+
+
+def test_a_box_of_one_float32_point_is_refused_before_the_charge():
+    """Bounds with lower < upper in float64 but no float32 value inside any
+    side: the box rounded inward is one point, its radius was 0 · NaN, and
+    the fit was charged before it failed on a NaN noise scale; a search's
+    fold fits likewise (review 89 F1). Refused from the bounds and the dtype
+    (public) before any charge; float64 rows fit."""
+    from sklearn_dppca.model_selection import PrivateGridSearchCV
+
+    lower = np.array([-290420.0522, 300000.01])  # float32 steps: 0.03125 here
+    upper = np.array([-290420.0470, 300000.02])
+    X = np.tile((lower + upper) / 2, (60, 1))
+    for data_norm in (None, 1.0):
+        acc = BudgetAccountant()
+        est = PrivatePCA(1, bounds=(lower, upper), data_norm=data_norm,
+                         accountant=acc)
+        with pytest.raises(ValueError, match="every side of the box holds one"):
+            est.fit(X.astype(np.float32))
+        assert acc.n_charges == 0
+        est.fit(X)  # float64 rows: the box holds them
+    acc = BudgetAccountant()
+    search = PrivateGridSearchCV(PrivatePCA(1, bounds=(lower, upper)),
+                                 {"n_components": [1, 2]}, epsilon=1.0,
+                                 accountant=acc)
+    with pytest.raises(ValueError, match="before any budget was spent"):
+        search.fit(X.astype(np.float32))
     assert acc.n_charges == 0
 
 
@@ -938,7 +967,7 @@ def test_the_box_radius_bounds_its_corners_exactly():
         upper = lower + rng.uniform(0.0, 20.0, d)
         for dtype, center in [(np.float32, True), (np.float64, True),
                               (np.float64, False)]:
-            low, high = _bounds.inward_box(lower, upper, dtype)
+            low, high = _box.inward_box(lower, upper, dtype)
             centre, radius = box_radius(low, high, center)
             c = centre.astype(dtype)
             reach = np.maximum(np.abs(low - c), np.abs(high - c)).astype(float)
