@@ -163,3 +163,29 @@ def test_sparse_rows_fuller_than_half_their_width_are_centred_explicitly(monkeyp
     _norm_stats._around(sparse.csr_matrix(dense), np.full(d, 0.1),
                         norm_grid((1e-2, 1e4)) ** 2, sums=True)
     assert sorted(explicit) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("kind", ["dense", "csr"])
+def test_a_rows_sum_bin_is_its_enlarged_norms_even_on_a_dense_grid(kind):
+    """The sums' bin of a row comes from its count's bin, moved on by one
+    where the round-off margin crosses an edge (a grid step is far wider
+    than the margin): on edges closer than the margin, the rows are still
+    placed by a search of their enlarged norms, each summed whole in its
+    bin."""
+    from sklearn_dppca._stats import _norm_margin
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(500, 30))
+    sq = np.einsum("ij,ij->i", X, X)
+    gamma = _norm_margin(X, sq)
+    # edges packed around every row's norm, closer than its margin
+    sq_edges = np.sort(np.concatenate(
+        [sq * (1.0 + gamma * f) for f in (-0.5, 0.2, 0.4, 0.6, 2.0)]))
+    rows = sparse.csr_matrix(X) if kind == "csr" else X
+    got = _norm_stats._around(rows, None, sq_edges, sums=True)
+    index = np.searchsorted(sq_edges, sq * (1.0 + gamma))
+    want = np.zeros_like(got.sums)
+    np.add.at(want, index, X)
+    np.testing.assert_allclose(got.sums, want, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(got.counts, np.bincount(
+        np.searchsorted(sq_edges, sq), minlength=sq_edges.shape[0] + 1))
