@@ -47,7 +47,8 @@ fits, against that of answering the zero matrix.
 
 ``--speed`` measures instead the cost of the private bound: the fit time of
 ``data_norm="auto"`` against a numeric ``data_norm`` and against
-scikit-learn's ``PCA(svd_solver="covariance_eigh")``, in this process, on
+scikit-learn's ``PCA(svd_solver="covariance_eigh")``, and of
+``CoherentPowerPCA`` at the numeric bound, in this process, on
 2e5 × 50 standard normal rows and on the same rows plus 100 (the fastest of
 five rounds, alternating the estimators); with ``--density``, on CSR rows of
 that density instead (review 78: 2·10⁴ × 10⁵ at 0.05%, without scikit-learn,
@@ -93,7 +94,13 @@ import warnings
 
 import numpy as np
 
-from sklearn_dppca import BudgetAccountant, PrivacyLeakWarning, PrivatePCA, _bounds
+from sklearn_dppca import (
+    BudgetAccountant,
+    CoherentPowerPCA,
+    PrivacyLeakWarning,
+    PrivatePCA,
+    _bounds,
+)
 from sklearn_dppca.datasets import REAL_DATASETS, load_real_dataset
 from sklearn_dppca.metrics import captured_variance, principal_angle_sin
 
@@ -126,11 +133,11 @@ def reference(X):
     return cov, vectors[:, np.argsort(values)[::-1][:K]].T
 
 
-def fit(X, eps, seed, **params):
+def fit(X, eps, seed, estimator=PrivatePCA, **params):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)  # seeded on purpose
-        return PrivatePCA(K, epsilon=eps, delta=1e-6, random_state=seed,
-                          accountant=BudgetAccountant(), **params).fit(X)
+        return estimator(K, epsilon=eps, delta=1e-6, random_state=seed,
+                         accountant=BudgetAccountant(), **params).fit(X)
 
 
 def methods(name, X):
@@ -478,9 +485,12 @@ def speed(n=200_000, d=50, rounds=5, density=None):
             "sklearn PCA": lambda: PCA(5, svd_solver="covariance_eigh").fit(data),
             "data_norm=10": lambda: fit(data, 1.0, 0, data_norm=10.0),
             'data_norm="auto"': lambda: fit(data, 1.0, 0, data_norm="auto"),
+            # issue 34: at most 2x PrivatePCA in memory, at the same bound
+            "CoherentPowerPCA 10": lambda: fit(data, 1.0, 0, CoherentPowerPCA,
+                                               data_norm=10.0),
         }
         if density is not None:
-            del fits["sklearn PCA"]
+            del fits["sklearn PCA"], fits["CoherentPowerPCA 10"]
         best = dict.fromkeys(fits, np.inf)
         for _ in range(rounds):
             for name, run in fits.items():
