@@ -8,6 +8,8 @@ da = pytest.importorskip("dask.array")
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
 
+from sklearn.base import clone  # noqa: E402
+
 from sklearn_dppca import CoherentPowerPCA, ComplexGaussPCA, PrivatePCA  # noqa: E402
 
 from .conftest import (  # noqa: E402
@@ -557,16 +559,22 @@ def test_the_workers_memory_is_checked_before_the_charge(monkeypatch):
     assert budget.n_charges == 0
     auto = PrivatePCA(10, data_norm=3.0, random_state=0)
     assert auto.fit(lazy).path_ == "matrix_free"
+
+    def planned(rows):  # the path a fit takes, planned before any row is read
+        probe = clone(auto)
+        probe._plan_path(*rows.shape, ChunkedRows(rows))
+        return probe._fit_path
+
     large = {address: (1, 2**33) for address in small}
     monkeypatch.setattr(_paths, "cluster_workers", lambda: large)
-    assert auto.fit(lazy).path_ == "dense"
+    assert planned(lazy) == "dense"
     # the partial sums a worker holds grow with the levels of the tree over
     # the chunks (review 46: 8-14 matrices at 64 chunks, where 2 were
     # counted): workers with room for two chunks' tree are short for 300's
     enough = {address: (1, 560 * 2**20) for address in small}
     monkeypatch.setattr(_paths, "cluster_workers", lambda: enough)
-    assert auto.fit(lazy).path_ == "dense"
-    assert auto.fit(lazy.rechunk((2, 1500))).path_ == "matrix_free"
+    assert planned(lazy) == "dense"
+    assert planned(lazy.rechunk((2, 1500))) == "matrix_free"
     monkeypatch.undo()
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=":0") as cluster, \
