@@ -2,6 +2,7 @@
 sensitivity, what they compute from it, and their refusals."""
 
 import math
+import os
 import warnings
 
 import numpy as np
@@ -422,3 +423,46 @@ def test_a_heads_memory_check_counts_the_rows_it_gathers_from_dask(monkeypatch):
         PrivateLDA([0, 1], data_norm=3.0, accountant=budget).fit(
             X, np.zeros(1_500_000, dtype=int))
     assert budget.n_charges == 0
+
+
+_HEAD_PEAK = """
+import re, sys, warnings
+import numpy as np
+from sklearn_dppca import BudgetAccountant
+from sklearn_dppca.linear_model import PrivateLDA, PrivateRidge
+warnings.simplefilter("ignore")
+def kib(what):
+    status = open("/proc/self/status").read()
+    return 1024 * int(re.search(what + r":\\s+(\\d+)", status).group(1))
+d = int(sys.argv[2])
+X, y = np.random.default_rng(0).normal(size=(6, d)), np.array([0, 1] * 3)
+head = PrivateLDA([0, 1], data_norm=1.0) if sys.argv[1] == "lda" else \\
+    PrivateRidge((0, 1), data_norm=1.0)
+head.set_params(accountant=BudgetAccountant())
+np.linalg.eigh(np.eye(300))[1] @ np.eye(300)  # LAPACK's and BLAS's buffers
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
+start = kib("VmRSS")
+head.fit(X, y)
+print(kib("VmHWM") - start)
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"),
+                    reason="resets the peak RSS with /proc/self/clear_refs")
+@pytest.mark.parametrize("kind, extra", [("lda", 3), ("ridge", 2)])
+def test_a_heads_fit_peaks_within_the_matrices_its_check_counts(kind, extra):
+    """The memory check refuses before the charge a head whose release does
+    not fit: it counted 5 matrices of the release's width, NumPy's, and the
+    fit peaked at about 7 (LAPACK's eigh copies its input and works in two
+    more), so a width near the limit was charged, then ran out of memory
+    (review 88 F1)."""
+    import subprocess
+    import sys
+
+    d = 1500
+    out = subprocess.run([sys.executable, "-c", _HEAD_PEAK, kind, str(d)],
+                         check=True, capture_output=True, text=True).stdout
+    width = d + extra
+    assert int(out) <= 8 * linear_model._HEAD_MATRICES * width**2, (
+        int(out) / (8 * width**2))
