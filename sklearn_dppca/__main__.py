@@ -101,6 +101,8 @@ _FLAG_WORDING = (
      "(no budget)"),
     (r"\w+\(n_components=k(, svd_solver='randomized')?, path='(\w+)'\)",
      r"--path \2"),
+    (r"\w+\(n_components=(\d+)(, svd_solver='randomized')?, path='(\w+)'\)",
+     r"-k \1 --path \3"),
     (r"\bmemory_limit=(\S+) GiB admits", r"--memory-limit \1 admits"),
     (r"\(bounds and non_finite='clip' map them\)", "(--bounds clips them)"),
     (r"\bpath='(\w+)'", r"--path \1"),

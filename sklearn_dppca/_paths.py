@@ -4,6 +4,7 @@ fit may take of it, and the model of the dense and matrix-free paths'
 costs; and :class:`_PathMixin`, the estimators' methods that apply them
 (``_path``, ``_memory_needed``, ``_check_memory``, the solver's choice)."""
 
+import copy as copy_module
 import math
 import os
 from numbers import Integral
@@ -217,6 +218,11 @@ def physical_memory():
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):
         return None
+
+
+#: The integer ``n_components`` a refusal names the top-k paths at when the
+#: fit's own is ``None``, a fraction or 'mle' (:meth:`_paths_advice`).
+EXAMPLE_K = 10
 
 
 def gib_up(nbytes):
@@ -633,21 +639,28 @@ class _PathMixin:
         (with the ``copy`` bytes of densified rows every path makes) is
         within ``limit``, or above it but below the refused path's, each
         with the least ``memory_limit`` that admits it (:meth:`_limit_needed`,
-        rounded up); then fewer features or components."""
+        rounded up); then fewer features or components. With ``None``, a
+        fraction or 'mle' (every eigenvalue of the release, whatever the
+        path), the paths are named at an integer ``k`` of
+        :data:`EXAMPLE_K`, which opens the top-k solvers (review 90 F2: the
+        matrix-free path was named at k = min(n, d), 14 GiB, where k = 10
+        fitted in the 1.86 GiB refused)."""
         name = type(self).__name__
         other = (self._parameter_constraints["path"][0].options
                  - {"auto", self._fit_path})
-        advice = []
+        advice, probe, k, lead = [], self, "k", ""
         own = self._limit_needed(n_samples, n_features, self._fit_path, copy)
-        if not (isinstance(self.n_components, Integral) or self.n_components is None
-                ) or not getattr(self, "_wide_engine", True):
-            # a fraction or 'mle' needs every eigenvalue (its k, hence these
-            # paths' memory, is not known), an Array API input these paths
-            # cannot read (review 87 F1, F2)
-            other = other & {"dense"}
+        whole = isinstance(self.n_components, Integral)
+        if not getattr(self, "_wide_engine", True):
+            other = other & {"dense"}  # Array API input (review 87 F1, F2)
+        elif not whole:  # the own path too: an integer k shrinks its release
+            probe = copy_module.copy(self)
+            probe.n_components = k = min(EXAMPLE_K, n_samples, n_features)
+            other = other | {self._fit_path}
+            lead = f"An integer n_components opens the top-k solvers (at k = {k}): "
         for path in sorted(other):
-            needed = self._memory_needed(n_samples, n_features, path) + copy
-            least = self._limit_needed(n_samples, n_features, path, copy)
+            needed = probe._memory_needed(n_samples, n_features, path) + copy
+            least = probe._limit_needed(n_samples, n_features, path, copy)
             if needed > limit and least >= own:  # no nearer than this path
                 continue
             solver = (", svd_solver='randomized'"
@@ -664,12 +677,14 @@ class _PathMixin:
                 notes.append("its kernel drawn again in every product beyond its "
                              "cache: slow")
             held = ", ".join(notes) + "; " if notes else ""
-            advice.append(f"{name}(n_components=k{solver}, path={path!r}) "
+            advice.append(f"{name}(n_components={k}{solver}, path={path!r}) "
                           f"{PATH_MEMORY[path]} ({held}memory_limit="
                           f"{gib_up(least)} GiB admits it)")
-        return ("; ".join(advice) + ". " if advice else "") + (
+        return (lead + "; ".join(advice) + ". " if advice else "") + (
             "Fewer features (a public selection of them) or fewer components "
-            "shrink every path's memory.")
+            "shrink every path's memory." if whole else
+            "Fewer features (a public selection of them) shrink every path's "
+            "memory.")
 
     def _eigen_solver(self, n_samples, n_features):
         """How the released matrix is eigendecomposed (post-processing: the

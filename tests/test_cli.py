@@ -1250,6 +1250,15 @@ def test_a_memory_refusal_names_flags_that_admit_the_fit(tmp_path, capsys):
     assert run(capsys, *fraction, "--path", "auto")[0] == 0
     rc, _, err = run(capsys, *fraction, "--path", "matrix_free")
     assert rc == 2 and "--path matrix_free needs an integer --n-components" in err
+    # review 90 F2: a fraction's refusal names the paths at an integer k, in
+    # flags, and following one fits within the limit it names
+    rc, _, err = run(capsys, *fraction, "--memory-limit", 0.01)
+    assert rc == 2 and "An integer --n-components opens" in err, err
+    k, path, limit = re.findall(r"-k (\d+) --path (\w+) [^(]*\((?:[^;)]*; )?"
+                                r"--memory-limit (\S+) admits it", err)[-1]
+    rc, _, err = run(capsys, *fit[:2], "-k", k, *fit[4:], "--path", path,
+                     "--memory-limit", limit)
+    assert rc == 0, (k, path, limit, err)
     rc, _, err = run(capsys, *fit, "--memory-limit", "1e300")
     assert rc == 2 and "a number of GiB in (0, 2**40)" in err, err
     assert in_flags("path='noisy_power' needs n_components + n_oversamples = 15") \

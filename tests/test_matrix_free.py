@@ -553,6 +553,34 @@ def test_a_refusal_names_the_estimators_own_path_that_fits():
             assert budget.n_charges == 1
 
 
+@pytest.mark.parametrize("n_components", [None, 0.9, "mle"])
+def test_a_refusal_of_every_eigenvalue_names_the_paths_at_an_integer_k(n_components):
+    """None, a fraction or 'mle' needs every eigenvalue of a d × d release:
+    the refusal named the matrix-free path at k = min(n, d) (14 GiB, where
+    k = 10 fitted in the 1.86 GiB refused) or only "fewer components", which
+    shrink nothing there (review 90 F2). It now names each path at k = 10,
+    and following it fits within the limit."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1200, 1000)) * 0.03
+    limit = 0.02 * 2**30  # the dense path with every eigenpair: 6 d² > it
+    budget = BudgetAccountant()
+    with pytest.raises(MemoryError) as refusal:
+        PrivatePCA(n_components, data_norm=1.0, memory_limit=limit,
+                   accountant=budget).fit(X)
+    message = str(refusal.value)
+    assert budget.n_charges == 0
+    assert "An integer n_components opens the top-k solvers (at k = 10)" in message
+    assert "or fewer components" not in message and "n_components=k" not in message
+    offers = re.findall(r"PrivatePCA\(n_components=10(, svd_solver='randomized')?, "
+                        r"path='(\w+)'\) [^(]*\(about \S+ GiB at this limit", message)
+    assert offers, message
+    solver, path = offers[0]
+    est = PrivatePCA(10, data_norm=1.0, memory_limit=limit, path=path,
+                     svd_solver="randomized" if solver else "auto",
+                     accountant=budget, random_state=0)
+    assert est.fit(X).n_components_ == 10 and budget.n_charges == 1
+
+
 def test_the_copies_of_converted_rows_are_in_the_plan():
     """Validation copies integer or float16 rows to float64 whole, and the
     passes copy float32 or Fortran-ordered rows a block at a time in each
