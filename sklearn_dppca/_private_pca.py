@@ -65,7 +65,10 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
     path : {"auto", "dense", "matrix_free", "noisy_power"}, default="auto"
         How the release is computed (:ref:`solvers <privacy-solvers>`).
         ``"dense"``: the scatter matrix and the noise are formed
-        (:math:`d \times d` float64, twice at the peak). ``"matrix_free"``:
+        (:math:`d \times d` float64: two in the Gram pass, then one with a
+        top-k solver, six with every eigenpair — ``n_components`` None, a
+        fraction or 'mle', or ``svd_solver="full"`` — the release, LAPACK's
+        copy, its eigenvectors and workspace). ``"matrix_free"``:
         the same release, its noise and its cost in budget, but neither is
         formed (:ref:`the matrix-free path <privacy-matrix-free>`); the
         randomized solver multiplies the released matrix by blocks of
