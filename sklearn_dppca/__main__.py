@@ -57,6 +57,7 @@ import numpy as np
 from . import _cli_args
 from ._cli_args import ESTIMATORS
 from ._cli_demo import demo
+from ._released import SCALE_ADVICE, SPARSE_SCALE_ADVICE
 
 # ------------------------------------------------------------------ fit
 #: Options that only one estimator takes: option dest -> estimator choice.
@@ -83,10 +84,7 @@ def _warn(message):
 
 
 #: The estimators' advice to scale the features, in Python terms.
-_SCALER_ADVICE = (
-    r"by their public ranges with sklearn_dppca\.preprocessing\.PublicScaler "
-    r"\(no budget\), or privately with sklearn_dppca\.preprocessing\."
-    r"PrivateStandardScaler \(a charge of its own\)")
+_SCALER_ADVICE = f"(?:{re.escape(SCALE_ADVICE)}|{re.escape(SPARSE_SCALE_ADVICE)})"
 
 #: The estimators' warnings name Python parameters; the CLI user typed flags.
 #: Applied in order: the known sentences first, then any parameter name left.

@@ -81,6 +81,20 @@ SCALE_ADVICE = (
     "budget), or privately with sklearn_dppca.preprocessing."
     "PrivateStandardScaler (a charge of its own)"
 )
+#: The same for sparse rows, which a scaler must keep sparse: the private
+#: scaler centres them (refused), a public one keeps zeros at zero only from 0
+#: (review 90 F5).
+SPARSE_SCALE_ADVICE = (
+    "by their public ranges with sklearn_dppca.preprocessing.PublicScaler, "
+    "ranges from 0 (zeros stay zeros, the rows sparse; no budget)"
+)
+
+
+def _scale_advice(estimator):
+    """:data:`SCALE_ADVICE`, or for a fit on sparse rows (public: the
+    input's kind) :data:`SPARSE_SCALE_ADVICE`."""
+    return SPARSE_SCALE_ADVICE if getattr(estimator, "_sparse_rows", False) \
+        else SCALE_ADVICE
 
 
 def _feature_names(estimator, indices):
@@ -108,7 +122,8 @@ def warn_if_mean_projected(estimator, released, projected):
         f"({shown}) fell outside their public ranges and was projected onto "
         "them: the noise of the mean is larger than those ranges, so their "
         "means, and the centring of the components along them, are mostly "
-        f"noise. Put the features on a common scale {SCALE_ADVICE}, tighten "
+        f"noise. Put the features on a common scale {_scale_advice(estimator)}, "
+        "tighten "
         "the bounds, or spend more epsilon. (Computed from released values "
         "only.)",
         NoisyReleaseWarning,
@@ -150,7 +165,7 @@ def warn_if_noise_dominated(estimator):
         "noise grows as the square of the norm bound and shrinks as n times "
         f"epsilon: give a tighter data_norm (the bound used: "
         f"{estimator.data_norm_:.4g}) or put the features on a common scale "
-        f"{SCALE_ADVICE}, spend more epsilon (now {estimator.epsilon:g})"
+        f"{_scale_advice(estimator)}, spend more epsilon (now {estimator.epsilon:g})"
         f"{fewer}{_random_start_hint(estimator)} "
         "(Computed from released values and the public noise scale only.)",
         NoisyReleaseWarning,
@@ -327,7 +342,8 @@ def warn_if_one_feature_dominates(estimator):
     warnings.warn(
         f"One feature dominates the fit: {why}, so the components follow it "
         "whatever the others do. If the features are on different scales, put "
-        f"them on a common one before the fit: {SCALE_ADVICE}. (Computed from "
+        f"them on a common one before the fit: {_scale_advice(estimator)}. "
+        "(Computed from "
         "released values only.)",
         FeatureScaleWarning,
         stacklevel=_outside_stacklevel(),

@@ -73,6 +73,20 @@ def test_a_huge_norm_bound_warns_that_components_are_noise(seed):
         assert knob in noise[0]
 
 
+def test_sparse_rows_are_advised_a_scaling_that_keeps_them_sparse():
+    """On sparse rows the private scaler centres (refused) and a public one
+    keeps them sparse only from 0: the advice named PrivateStandardScaler,
+    which a user following it found refused (review 90 F5)."""
+    from scipy import sparse
+
+    X = sparse.csr_matrix(survey().to_numpy())
+    caught = diagnostics(private(n_components=3, data_norm=8000.0,
+                                 random_state=0), X)
+    noise = [m for c, m in caught if c is NoisyReleaseWarning]
+    assert len(noise) == 1 and "PublicScaler, ranges from 0" in noise[0]
+    assert "PrivateStandardScaler" not in noise[0]
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_ranges_without_scaling_warn_that_the_mean_left_them(seed):
     est = private(bounds=(LOWER, UPPER), random_state=seed)
