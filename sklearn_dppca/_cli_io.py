@@ -451,7 +451,8 @@ def check_chosen(columns, available, path):
 #: What to do about missing values in a table to fit.
 MISSING_HINT = (
     "give --fill-missing VALUE to replace them by a public constant, chosen "
-    "without looking at the data, or --fill-missing mid with --bounds FILE to "
+    "without looking at the data, or --fill-missing mid with --bounds FILE (or "
+    "LOW HIGH for every column) to "
     "fill the middle of each column's public range (a value outside a "
     "column's --bounds is clipped into it like any other); dropping the rows "
     "instead would make their number depend on the data"
