@@ -800,9 +800,13 @@ def test_a_csv_is_read_in_blocks_the_plan_counts(tmp_path):
     and the count of the rows before the plan holds at most that on each of
     two threads (Dask's default blocks of up to 64 MiB held 4 times the plan
     in a pass, and 768 MiB in the count of a 150 MB file: review 69 F2)."""
-    X = np.random.default_rng(0).normal(size=(50000, 200)).round(6)
+    # the same 50 000 x 200 file (94 MB, six blocks), written as 1 000
+    # distinct rows 50 times: pandas' to_csv of 10**7 cells took 15 s
+    X = np.random.default_rng(0).normal(size=(1000, 200)).round(6)
+    head, *rows = pd.DataFrame(X, columns=[f"c{i}" for i in range(200)]).to_csv(
+        index=False).splitlines(keepends=True)
     path = tmp_path / "t.csv"
-    pd.DataFrame(X, columns=[f"c{i}" for i in range(200)]).to_csv(path, index=False)
+    path.write_text(head + "".join(rows) * 50)
     built, read, plan = _peaks(path)
     assert read <= plan, (read / 2**20, plan / 2**20)
     assert built <= 2 * plan, (built / 2**20, plan / 2**20)
