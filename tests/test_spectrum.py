@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.linalg
 from scipy import stats
 from sklearn.datasets import load_digits
 from sklearn.decomposition import PCA
@@ -474,7 +475,8 @@ def test_the_filtered_solver_is_as_accurate_in_fewer_products(spikes, near_edge,
     filtered, finder = [], []
     for seed in range(4):
         matrix, _ = _release(d, spikes, sigma, seed=seed, hermitian=hermitian)
-        exact = np.linalg.eigh(matrix)[1][:, ::-1][:, :3]
+        # only the top 3 of the 800 eigenvectors: LAPACK's subset driver
+        exact = scipy.linalg.eigh(matrix, subset_by_index=[d - 3, d - 1])[1][:, ::-1]
         shift = -np.trace(matrix).real / d
         for out, extra in ((filtered, {"floor": floor}),
                            (finder, {"iterated_power": 7})):
