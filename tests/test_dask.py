@@ -348,33 +348,41 @@ def test_wide_dask_fits_count_the_chunks_gram_matrices():
     buffers = dense._memory_needed(2400, 1500) - 2 * d2
     # the in-memory dense fit's 2 matrices fit; 2 + 5 + 2.5·2 do not
     limit = 4 * d2 + buffers
+
+    def planned(est, rows):  # the path its fit takes, planned before any row is read
+        probe = clone(est)
+        rows, engine = probe._validate_for_fit(rows)
+        probe._plan_path(*rows.shape, engine)
+        return probe._fit_path
+
     with dask.config.set(scheduler="threads", num_workers=2):
         dense.set_params(memory_limit=limit)
-        assert dense.fit(X).path_ == "dense"
+        assert planned(dense, X) == "dense"
         budget = BudgetAccountant()
         with pytest.raises(MemoryError, match="before reading the data"):
             dense.set_params(accountant=budget).fit(lazy)
         assert budget.n_charges == 0
         auto = PrivatePCA(10, data_norm=3.0, random_state=0, memory_limit=limit)
-        assert auto.fit(lazy).path_ == "matrix_free"
+        assert planned(auto, lazy) == "matrix_free"
         # and each thread's chunk of rows with its float64 copy (review 61)
         chunk = 600 * 1500 * 16
-        assert dense.set_params(
-            memory_limit=13 * d2 + buffers + 2 * chunk).fit(lazy).path_ == "dense"
+        assert planned(dense.set_params(
+            memory_limit=13 * d2 + buffers + 2 * chunk), lazy) == "dense"
         # "auto" takes the path whose arrays fit beside the chunks
         for room, path in [(0, "matrix_free"), (2 * chunk, "dense")]:
-            assert auto.set_params(memory_limit=13 * d2 + buffers + room).fit(
-                lazy).path_ == path
+            assert planned(auto.set_params(memory_limit=13 * d2 + buffers + room),
+                           lazy) == path
     with dask.config.set(scheduler="sync"):  # one thread: 2 + 5 + 2.5
-        assert dense.set_params(
-            memory_limit=10 * d2 + buffers + chunk).fit(lazy).path_ == "dense"
+        assert planned(dense.set_params(
+            memory_limit=10 * d2 + buffers + chunk), lazy) == "dense"
         with pytest.raises(MemoryError, match="chunks of rows its threads read"):
             dense.set_params(memory_limit=10 * d2 + buffers).fit(lazy)
     # CSR chunks: the path of the same rows in memory (matrix-free here)
-    rows = sparse.random(4000, 3000, density=0.01, format="csr", random_state=0)
+    rows = sparse.random(4000, 3000, density=0.01, format="csr",
+                         random_state=np.random.default_rng(0))
     wide = PrivatePCA(10, data_norm=3.0, random_state=0)
-    assert wide.fit(rows).path_ == "matrix_free"
-    assert wide.fit(sparse_chunks(rows, rows=1000)).path_ == "matrix_free"
+    assert planned(wide, rows) == "matrix_free"
+    assert planned(wide, sparse_chunks(rows, rows=1000)) == "matrix_free"
 
 
 def test_generated_blocks_are_never_materialised(client):
