@@ -194,6 +194,21 @@ def saturated(values):
         return np.frompyfunc(_as_number, 1, 1)(values).astype(object)
 
 
+#: How to encode a categorical column without leaking its categories, for
+#: the messages that refuse text columns (review 90 F1): with a public list
+#: of categories, never learned from the rows (the default
+#: ``OneHotEncoder(categories="auto")`` makes a column of a category that a
+#: single person holds).
+_ENCODE_PUBLICLY = (
+    "encode them with a public list of categories, not learned from the "
+    "rows: OneHotEncoder(categories=[PUBLIC_LIST], handle_unknown='ignore') "
+    "in a ColumnTransformer, or pd.get_dummies(pd.Categorical(column, "
+    "categories=PUBLIC_LIST)). The default OneHotEncoder(categories='auto') "
+    "releases which categories the rows hold (a category of one person "
+    "becomes a column): not private."
+)
+
+
 def check_numeric_columns(X, lazy=False):
     """Refuse, naming the problem and nothing of the values, what a
     validation would refuse by quoting them: a DataFrame's non-numeric
@@ -216,9 +231,7 @@ def check_numeric_columns(X, lazy=False):
         listed = ", ".join(f"{name!r} ({dtypes[name]})" for name in bad)
         raise ValueError(
             f"X has {len(bad)} non-numeric column(s): {listed}. The private "
-            "estimators need numbers: drop these columns, or encode them first "
-            "(for instance with sklearn.preprocessing.OneHotEncoder in a "
-            "ColumnTransformer)."
+            f"estimators need numbers: drop these columns, or {_ENCODE_PUBLICLY}"
         )
 
 
@@ -256,9 +269,8 @@ def _check_array_unquoted(X):
         except ValueError:
             raise ValueError(
                 "X holds a cell that is not a number (text): the private "
-                "estimators need numbers; encode such columns first (for "
-                "instance with sklearn.preprocessing.OneHotEncoder in a "
-                "ColumnTransformer). The cell is not quoted: it is private."
+                "estimators need numbers; drop such columns, or "
+                f"{_ENCODE_PUBLICLY} The cell is not quoted: it is private."
             ) from None
 
 
