@@ -201,8 +201,9 @@ def saturated(values):
 #: single person holds).
 _ENCODE_PUBLICLY = (
     "encode them with a public list of categories, not learned from the "
-    "rows: OneHotEncoder(categories=[PUBLIC_LIST], handle_unknown='ignore') "
-    "in a ColumnTransformer, or pd.get_dummies(pd.Categorical(column, "
+    "rows: OneHotEncoder(categories=[PUBLIC_LIST], handle_unknown='ignore', "
+    "sparse_output=False) in a ColumnTransformer, or pd.get_dummies("
+    "pd.Categorical(column, "
     "categories=PUBLIC_LIST)). The default OneHotEncoder(categories='auto') "
     "releases which categories the rows hold (a category of one person "
     "becomes a column): not private."

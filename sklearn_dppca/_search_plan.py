@@ -29,6 +29,11 @@ from ._box import check_box, dtype_box, public_box_norm
 from ._coherent_power_pca import CoherentPowerPCA
 from ._dask import ChunkedRows, has_sparse_chunks, is_dask_collection
 from ._private_pca import PrivatePCA
+from ._public_encoders import (
+    encoded_width,
+    is_public_column_transformer,
+    is_public_onehot,
+)
 from ._rows import InMemoryRows
 from ._warning_rules import _warn_leak, private_computation
 from .noise import noise_scale
@@ -103,7 +108,10 @@ def empty_rows(X):
     if hasattr(X, "iloc"):
         # a categorical dtype's categories may come from the values
         dtypes = list(X.dtypes) if getattr(X, "ndim", 1) == 2 else [X.dtype]
-        plain = all(isinstance(t, np.dtype) and t.kind in "biuf" for t in dtypes)
+        # text (object, str) columns: no value without rows, for a public
+        # encoder before the private step (:func:`head_output`)
+        plain = all(isinstance(t, np.dtype) and t.kind in "biufO"
+                    or type(t).__name__ == "StringDtype" for t in dtypes)
         return X.iloc[:0] if plain else None
     if sparse.issparse(X):
         return X[:0] if X.format in ("csr", "csc") else sparse.csr_matrix(
@@ -137,6 +145,9 @@ def head_output(heads, n_features, empty):
     if keeps_columns(heads):
         return n_features, passed_names(heads, None if names is None else
                                         np.asarray(names, dtype=object))
+    encoded = encoded_width(heads, empty)  # public encoders: no fit on 0 rows
+    if encoded is not None:
+        return encoded
     if empty is None:
         return None
     try:
@@ -555,12 +566,17 @@ def _is_stateless(step):
     ``None``, ``"passthrough"``, a ``FunctionTransformer`` (exactly that
     class: a subclass may learn in ``fit``; its ``func`` must be a fixed
     per-row function, which the search cannot check), one of the package's
-    own ``_STATELESS_TYPES`` (exact type), or a public constant fill
-    (:func:`_is_constant_fill`)."""
+    own ``_STATELESS_TYPES`` (exact type), a public constant fill
+    (:func:`_is_constant_fill`), a ``OneHotEncoder`` of public categories
+    (:func:`~sklearn_dppca._public_encoders.is_public_onehot`), or a
+    ``ColumnTransformer`` of such steps (:func:`~sklearn_dppca.
+    _public_encoders.is_public_column_transformer`). An encoder changes the
+    number of columns: it does not keep them (:func:`keeps_columns`)."""
     if _is_passthrough(step):
         return True
     return (type(step) is FunctionTransformer or type(step) in _STATELESS_TYPES
-            or _is_constant_fill(step))
+            or _is_constant_fill(step) or is_public_onehot(step)
+            or is_public_column_transformer(step, _is_stateless))
 
 
 def warn_if_after_learned_steps(model):
@@ -602,7 +618,9 @@ def warn_if_after_learned_steps(model):
             "fit's privacy_spent_ does not cover them. Use "
             "PrivateStandardScaler, PublicScaler (public ranges) or "
             "SimpleImputer(strategy='constant', keep_empty_features=True) "
-            "instead.")
+            "instead; to encode categories, OneHotEncoder(categories=["
+            "PUBLIC_LIST], handle_unknown='ignore', sparse_output=False), "
+            "alone or in a ColumnTransformer of such steps.")
 
 
 def _is_constant_fill(step):
@@ -620,7 +638,10 @@ def _is_constant_fill(step):
 _STATELESS_STEPS = (
     "FunctionTransformer itself (not a subclass) with a fixed per-row func, "
     "sklearn_dppca.preprocessing.PublicScaler (not a subclass), SimpleImputer("
-    "strategy='constant', keep_empty_features=True), 'passthrough', None"
+    "strategy='constant', keep_empty_features=True), OneHotEncoder(categories="
+    "[PUBLIC_LIST], handle_unknown='ignore') without min_frequency nor "
+    "max_categories, a ColumnTransformer of these (sparse_threshold=0, or "
+    "sparse_output=False encoders), 'passthrough', None"
 )
 
 
@@ -653,6 +674,14 @@ def _refused_step(name, step):
             "data, computed without noise: not private. Fill a public constant "
             "instead: SimpleImputer(strategy='constant', fill_value=..., "
             "keep_empty_features=True)."
+        )
+    if is_public_column_transformer(step, _is_stateless, dense=False):
+        return (
+            f"{where} holds public maps only, but whether its output is sparse "
+            "depends on the rows: its fitted sparse_output_ is their density "
+            f"against sparse_threshold={step.sparse_threshold!r}, where an "
+            "output is sparse. Set sparse_threshold=0, or sparse_output=False "
+            "in its OneHotEncoders: the search then accepts it."
         )
     return (
         f"{where} is fitted on the data without privacy: its fit on each "
@@ -788,6 +817,9 @@ def _value_key(value):
                 _value_key(value.get_params(deep=False)))
     if isinstance(value, (Real, str, bytes, np.generic)) or value is None:
         return (_type_name(value), repr(value))
+    if isinstance(value, type):  # a class (OneHotEncoder's dtype=np.float64
+        # has __array__, and np.asarray of it holds it: an endless recursion)
+        return ("class", f"{value.__module__}.{value.__qualname__}")
     if hasattr(value, "__array__"):
         labels = (getattr(value, name, None) for name in ("index", "columns", "name"))
         return ("array-like", _type_name(value), _value_key(np.asarray(value)),

@@ -146,6 +146,15 @@ class _WhilePrivate:
     def match(self, text):
         return _silence["depth"] > 0
 
+    @property
+    def pattern(self):
+        """A regular expression of :meth:`match` as it is now: scikit-learn's
+        ``Parallel`` (a ColumnTransformer's, a FeatureUnion's) copies the
+        filters into its calls by their message's ``pattern`` (it failed on
+        this object: review 90 F1's public encoders in a search). Every
+        message while a private computation is open, none otherwise."""
+        return "" if _silence["depth"] > 0 else "(?!)"
+
     def __repr__(self):
         return "<while a private computation runs>"
 

@@ -82,9 +82,11 @@ from ._dask import (
     gather_rows,
     has_sparse_chunks,
     is_dask_collection,
+    non_numeric_columns,
     saturate_big_numbers,
 )
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
+from ._public_encoders import check_encoded_rows, is_public_encoding
 from ._search_plan import (
     SearchPlan,
     _locate_private_step,
@@ -486,7 +488,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         accountant = _resolve_accountant(self)
         check_accountants(plan.candidates, accountant)
         accountant.check(mu=plan.mu)  # refused before the data is read
-        checked = self._validate_rows(X, names)
+        heads = [candidate_heads(c) for c in plan.candidates if c.error is None]
+        checked = self._validate_rows(X, names, heads)
         _check_public_scalers(plan, self.n_features_in_,
                               getattr(self, "feature_names_in_", None))
         # a DataFrame goes to the fits as it is, so that the refitted
@@ -575,7 +578,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         accountant = _resolve_accountant(self)
         check_accountants(plan.candidates, accountant)
         accountant.check(mu=plan.mu)  # refused before the data is read
-        checked = self._validate_rows(X, names)
+        heads = [_supervised.heads_of(c) for c in plan.candidates
+                 if c.error is None]
+        checked = self._validate_rows(X, names, heads)
         _check_public_scalers(plan, self.n_features_in_,
                               getattr(self, "feature_names_in_", None))
         X = X if hasattr(X, "iloc") else checked
@@ -611,14 +616,25 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         self.privacy_spent_ = reported_spend(plan.spent, self.epsilon)
         return self
 
-    def _validate_rows(self, X, names=None):
+    def _validate_rows(self, X, names=None, heads=None):
         """``X`` checked (numeric, at least 2 rows, no infinity); an Array API
         array stays in its namespace and on its device, a Dask array (of
         NumPy chunks, ``names`` its DataFrame's columns) lazy: its shape and
         names only. Missing values (NaN) pass here for a Pipeline's public
         fill or a step's ``non_finite="clip"`` (:func:`check_readers` then
         refuses, before the charge, any a bare step with
-        ``non_finite="raise"`` would read)."""
+        ``non_finite="raise"`` would read).
+
+        A DataFrame with text columns passes where every candidate's
+        Pipeline (``heads``: the steps before each private step) opens with a
+        public encoder (:mod:`~sklearn_dppca._public_encoders`), which makes
+        its numbers: the rows its encoders cannot read are refused here,
+        before the charge (review 90 F1)."""
+        if (heads and hasattr(X, "iloc") and non_numeric_columns(X)[0]
+                and all(h and is_public_encoding(h[0]) for h in heads)):
+            check_encoded_rows(heads, X)
+            validate_data(self, X, skip_check_array=True)  # names, width
+            return X
         if is_dask_collection(X) and not has_sparse_chunks(X):
             self.n_features_in_ = X.shape[1]
             vars(self).pop("feature_names_in_", None)

@@ -24,9 +24,137 @@ def test_text_refusal_names_a_private_encoding(kind):
         PrivatePCA(2, data_norm=2.0).fit(X)
     message = str(info.value)
     # the public list of categories, with unknown values ignored
-    assert "OneHotEncoder(categories=[PUBLIC_LIST], handle_unknown='ignore')" \
-        in message
+    assert ("OneHotEncoder(categories=[PUBLIC_LIST], handle_unknown='ignore', "
+            "sparse_output=False)") in message
     assert "pd.Categorical(column, categories=PUBLIC_LIST)" in message
     # the default is named only as what leaks, never as the advice
     assert "for instance with sklearn.preprocessing.OneHotEncoder" not in message
     assert "categories='auto')" in message and "not private" in message
+
+
+# --------------------------------------------------------------------------
+# Public encoders: accepted beside a private step, like the stateless steps
+# --------------------------------------------------------------------------
+import warnings  # noqa: E402
+
+from sklearn.compose import ColumnTransformer, make_column_selector  # noqa: E402
+from sklearn.exceptions import FitFailedWarning  # noqa: E402
+from sklearn.pipeline import Pipeline  # noqa: E402
+from sklearn.preprocessing import OneHotEncoder  # noqa: E402
+
+from sklearn_dppca import BudgetAccountant, PrivacyLeakWarning  # noqa: E402
+from sklearn_dppca._search_plan import _is_stateless, keeps_columns  # noqa: E402
+from sklearn_dppca.model_selection import PrivateGridSearchCV  # noqa: E402
+
+REGIONS = ["N", "S", "E"]
+
+
+def _public(**kw):
+    return OneHotEncoder(categories=[REGIONS], handle_unknown="ignore",
+                         sparse_output=False, **kw)
+
+
+def _table(encoder=None, remainder="passthrough", **kw):
+    return ColumnTransformer([("oh", encoder or _public(), ["region"])],
+                             remainder=remainder, **kw)
+
+
+class _Sub(OneHotEncoder):
+    pass
+
+
+@pytest.mark.parametrize("step, public", [
+    (_public(), True),
+    (_public(drop="first"), True),
+    (_public(drop="if_binary"), True),
+    (_public(drop=["N"]), True),
+    (OneHotEncoder(categories=[REGIONS], handle_unknown="ignore"), True),
+    (OneHotEncoder(), False),  # categories learned from the rows
+    (OneHotEncoder(handle_unknown="ignore"), False),
+    (OneHotEncoder(categories=[REGIONS]), False),  # "error": raises on a value
+    (OneHotEncoder(categories=[REGIONS], handle_unknown="infrequent_if_exist"),
+     False),
+    (_public(min_frequency=5), False),  # counts
+    (_public(max_categories=2), False),
+    (_Sub(categories=[REGIONS], handle_unknown="ignore"), False),
+    (_table(), True),
+    (_table(remainder="drop"), True),
+    (ColumnTransformer([("oh", _public(), make_column_selector(
+        dtype_exclude="number"))], remainder="passthrough"), True),
+    (_table(OneHotEncoder()), False),
+    (_table(remainder=OneHotEncoder()), False),
+    (ColumnTransformer([("oh", _public(), lambda X: ["region"])]), False),
+    # sparse encoder: the output's kind is the rows' density against 0.3
+    (_table(OneHotEncoder(categories=[REGIONS], handle_unknown="ignore")), False),
+    (_table(OneHotEncoder(categories=[REGIONS], handle_unknown="ignore"),
+            sparse_threshold=0), True),
+])
+def test_public_encoders_are_stateless_but_change_the_columns(step, public):
+    assert _is_stateless(step) is public
+    assert not keeps_columns([step])  # an encoder changes the width
+
+
+def test_public_encoder_in_a_pipeline_fits_without_leak_warning():
+    df = _survey()
+    df.loc[3, "region"] = np.nan  # not a listed category: a row of zeros
+    df.loc[4, "region"] = "RareIsland"  # unknown: zeros, never a column
+    pipe = Pipeline([("enc", _table()), ("pca", PrivatePCA(2, data_norm=2.0))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrivacyLeakWarning)
+        pipe.fit(df)
+    assert pipe[-1].n_features_in_ == 4  # 3 listed categories and the age
+    assert list(pipe[0].get_feature_names_out()) == [
+        "oh__region_N", "oh__region_S", "oh__region_E", "remainder__age"]
+    with pytest.warns(PrivacyLeakWarning, match="OneHotEncoder"):
+        Pipeline([("enc", _table(OneHotEncoder(sparse_output=False))),
+                  ("pca", PrivatePCA(2, data_norm=2.0))]).fit(df)
+
+
+def test_search_accepts_a_public_encoder_and_knows_its_width():
+    df = _survey(300)
+    pipe = Pipeline([("enc", _table()), ("pca", PrivatePCA(data_norm=2.0))])
+    acc = BudgetAccountant()
+    with pytest.warns(FitFailedWarning, match=r"1 of the 2 candidates cannot be fitted"
+                      r"[\s\S]*n_components=5"):  # 4 columns: public, before
+        search = PrivateGridSearchCV(pipe, {"pca__n_components": [2, 5]},
+                                     epsilon=1.0, accountant=acc).fit(df)
+    assert acc.n_charges == 1
+    assert search.best_params_ == {"pca__n_components": 2}
+    assert search.best_estimator_[-1].n_features_in_ == 4
+    assert list(search.feature_names_in_) == ["age", "region"]
+
+
+def test_search_refuses_a_sparse_density_dependent_table():
+    pipe = Pipeline([("enc", _table(OneHotEncoder(categories=[REGIONS],
+                                                  handle_unknown="ignore"))),
+                     ("pca", PrivatePCA(data_norm=2.0))])
+    with pytest.raises(ValueError, match="sparse_threshold=0, or sparse_output"):
+        PrivateGridSearchCV(pipe, {"pca__n_components": [1]},
+                            epsilon=1.0).fit(_survey())
+
+
+@pytest.mark.parametrize("case", ["infinity", "unhashable", "text passed on"])
+def test_search_refuses_rows_the_encoder_cannot_read_before_the_charge(case):
+    df = _survey()
+    enc = _table()
+    if case == "infinity":  # a numeric column, encoded with listed values
+        df["level"] = np.where(np.arange(len(df)) == 5, np.inf, 1.0)
+        enc = ColumnTransformer([("oh", _public(), ["region"]), (
+            "lv", OneHotEncoder(categories=[[1.0, 2.0]], handle_unknown="ignore",
+                                sparse_output=False), ["level"])],
+            remainder="passthrough")
+        match = "cannot read a value"
+    elif case == "unhashable":
+        df["region"] = df["region"].astype(object)
+        df.at[5, "region"] = ["N"]
+        match = "cannot read a value"
+    else:
+        df["note"] = "x"
+        match = "does not make numbers"
+    acc = BudgetAccountant()
+    pipe = Pipeline([("enc", enc), ("pca", PrivatePCA(data_norm=2.0))])
+    with pytest.raises(ValueError, match=match) as info:
+        PrivateGridSearchCV(pipe, {"pca__n_components": [1]}, epsilon=1.0,
+                            accountant=acc).fit(df)
+    assert "before it spent any budget" in str(info.value)
+    assert acc.n_charges == 0

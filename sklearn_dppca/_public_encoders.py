@@ -1,0 +1,211 @@
+"""Encoders of categorical columns whose fitted state is a function of their
+parameters only: public maps, like the stateless steps (review 90 F1).
+
+A ``OneHotEncoder`` with an explicit list of categories, unknown values
+ignored and no counting of categories learns nothing from the rows: its
+``categories_``, ``drop_idx_`` and width come from its parameters (and
+from the columns' dtypes, public), and each row's output is a fixed function
+of that row. ``categories="auto"`` learns which categories the rows hold (a
+category of one person becomes a released column); ``handle_unknown=
+"error"`` raises on a value outside the list (which would tell that someone
+holds one); ``min_frequency``, ``max_categories`` and
+``"infrequent_if_exist"`` depend on the counts. A ``ColumnTransformer`` is
+public when every transformer it holds (and its ``remainder``) is, and its
+output is dense or sparse whatever the rows: its ``sparse_output_`` is the
+rows' density against ``sparse_threshold`` where an output is sparse.
+"""
+
+from numbers import Integral
+
+import numpy as np
+
+#: The encoder's drops that depend on the categories' list only.
+_PUBLIC_DROPS = (None, "first", "if_binary")
+
+
+def is_public_onehot(step):
+    """A ``sklearn.preprocessing.OneHotEncoder`` (exactly, not a subclass)
+    whose fitted state is a function of its parameters: ``categories`` a
+    list of non-empty lists, ``handle_unknown="ignore"`` (an unknown value
+    is a row of zeros), no ``min_frequency`` nor ``max_categories``, and
+    ``drop`` None, ``"first"``, ``"if_binary"`` or a list (of categories in
+    the lists: a function of them)."""
+    from sklearn.preprocessing import OneHotEncoder
+
+    if type(step) is not OneHotEncoder:
+        return False
+    categories = step.categories
+    if isinstance(categories, str) or not isinstance(
+            categories, (list, tuple, np.ndarray)) or len(categories) == 0:
+        return False
+    for listed in categories:
+        if isinstance(listed, (str, bytes)) or np.ndim(listed) != 1 \
+                or len(listed) == 0:
+            return False
+    drop = step.drop
+    public_drop = (drop in _PUBLIC_DROPS if isinstance(drop, (str, type(None)))
+                   else np.ndim(drop) == 1)
+    return (step.handle_unknown == "ignore" and step.min_frequency is None
+            and step.max_categories is None and public_drop)
+
+
+def is_public_column_transformer(step, is_public, dense=True):
+    """A ``sklearn.compose.ColumnTransformer`` (exactly) whose transformers
+    and ``remainder`` are ``"drop"``, ``"passthrough"`` or ``is_public``,
+    whose columns are chosen by names, indices, masks or a
+    ``make_column_selector`` (dtypes and names: public; another callable
+    may read the values), and whose output is dense whatever the rows
+    (``sparse_threshold=0``, or no sparse ``OneHotEncoder`` in it; not
+    checked without ``dense``)."""
+    from sklearn.compose import ColumnTransformer, make_column_selector
+
+    if type(step) is not ColumnTransformer:
+        return False
+    steps = [(t, cols) for _, t, cols in step.transformers]
+    steps.append((step.remainder, None))
+    for transformer, columns in steps:
+        if callable(columns) and type(columns) is not make_column_selector:
+            return False
+        if not (isinstance(transformer, str) and transformer in (
+                "drop", "passthrough")) and not is_public(transformer):
+            return False
+    sparse = any(is_public_onehot(t) and t.sparse_output for t, _ in steps)
+    return not dense or step.sparse_threshold == 0 or not sparse
+
+
+def is_public_encoding(step):
+    """A public ``OneHotEncoder`` (:func:`is_public_onehot`), or a public
+    ``ColumnTransformer`` holding one."""
+    if is_public_onehot(step):
+        return True
+    from ._search_plan import _is_stateless
+
+    return is_public_column_transformer(step, _is_stateless) and any(
+        is_public_onehot(t) for _, t, _ in step.transformers)
+
+
+def template_row(empty):
+    """One row of public values of ``empty``'s columns and dtypes (``X``
+    without its rows): zeros in numeric columns, missing values in the
+    others. What public steps make of it has the width (and the kind) of
+    what they make of any rows: a public encoder maps a value outside its
+    list, or a missing one, to zeros, and keeps its width."""
+    if hasattr(empty, "iloc"):
+        import pandas as pd
+
+        return pd.DataFrame({
+            name: pd.Series([0] if pd.api.types.is_numeric_dtype(dtype)
+                            and not isinstance(dtype, pd.CategoricalDtype)
+                            else [None], dtype=dtype)
+            for name, dtype in empty.dtypes.items()}, columns=empty.columns)
+    dtype = getattr(empty, "dtype", None)
+    if isinstance(empty, np.ndarray) and empty.ndim == 2:
+        if dtype.kind in "biuf":
+            return np.zeros((1, empty.shape[1]), dtype=dtype)
+        return np.full((1, empty.shape[1]), None, dtype=object)
+    return None
+
+
+def encoded_width(heads, empty):
+    """``(width, names)`` of what ``heads`` make of ``X``, where every head
+    is a public map and one at least a public encoding (else None): their
+    output on :func:`template_row` (a function of the steps and of ``X``'s
+    columns and dtypes only). None where they fail on it, or where it is
+    not numbers (a text column passed through): the private step would
+    refuse any rows."""
+    from sklearn.base import clone
+    from sklearn.pipeline import Pipeline
+
+    from ._search_plan import _is_stateless
+    from ._warning_rules import private_computation
+
+    if not any(is_public_encoding(h) for h in heads) or not all(
+            _is_stateless(h) for h in heads):
+        return None
+    row = None if empty is None else template_row(empty)
+    if row is None:
+        return None
+    try:
+        with private_computation():
+            out = clone(Pipeline([(f"s{i}", h) for i, h in enumerate(heads)]))\
+                .fit_transform(row)
+    except Exception:  # noqa: BLE001 - public steps; their width stays unknown
+        return None
+    if len(getattr(out, "shape", ())) != 2 or not _numeric(out):
+        return None
+    columns = getattr(out, "columns", None)
+    return int(out.shape[1]), (None if columns is None
+                               else np.asarray(columns, dtype=object))
+
+
+def _numeric(out):
+    dtypes = list(out.dtypes) if hasattr(out, "dtypes") else [out.dtype]
+    return all(getattr(t, "kind", "O") in "biuf" for t in dtypes)
+
+
+def check_encoded_rows(heads_list, X):
+    """Refuse, before a search's charge, rows that the public encoders
+    first in its candidates' Pipelines (``heads_list``: each candidate's
+    steps before its private one) cannot read: infinity in a column they
+    encode, a cell that is not hashable, or text they pass on (their output
+    on :func:`template_row` is not numbers). Their fitted state is public,
+    and their output per row: what they do on all rows they do on every
+    fold's; a failure on some rows, after the charge, would tell that
+    someone holds such a value. Like the NaN the bare private steps refuse
+    before their charge, such rows are outside the domain the guarantee is
+    about. Nothing of the values is quoted."""
+    from sklearn.base import clone
+
+    from ._warning_rules import private_computation
+
+    checked = set()
+    for heads in heads_list:
+        if not heads or not is_public_encoding(heads[0]):
+            continue
+        first = heads[0]
+        key = repr(first.get_params(deep=True))
+        if key in checked:
+            continue
+        checked.add(key)
+        empty = X.iloc[:0] if hasattr(X, "iloc") else np.asarray(X)[:0]
+        where = f"The public encoder {type(first).__name__}"
+        if encoded_width([first], empty) is None:
+            raise ValueError(
+                f"{where} before the private estimator does not make numbers "
+                "of X's columns (it passes on a text column, or fails on X's "
+                "columns and dtypes): encode or drop every non-numeric column. "
+                "The search was refused before it spent any budget.")
+        try:
+            with private_computation():
+                for encoder, columns in _encoders(first):
+                    part = clone(encoder)
+                    data = X if columns is None else _columns(X, columns)
+                    part.fit_transform(data)
+        except (ValueError, TypeError):
+            raise ValueError(
+                f"{where} before the private estimator cannot read a value of "
+                "X in a column it encodes (infinity in a numeric column, or a "
+                "cell of a type it cannot compare): outside the domain the "
+                "search's guarantee is about. The value is not quoted: it is "
+                "private. The search was refused before it spent any "
+                "budget.") from None
+
+
+def _encoders(step):
+    """``(encoder, columns)`` of the public ``OneHotEncoder`` s of ``step``
+    (columns None: the step is one and reads all of ``X``)."""
+    if is_public_onehot(step):
+        return [(step, None)]
+    return [(t, cols) for _, t, cols in step.transformers if is_public_onehot(t)]
+
+
+def _columns(X, columns):
+    """``X``'s ``columns`` (a ColumnTransformer's selection), 2-D."""
+    from sklearn.compose import make_column_selector
+    from sklearn.utils import _safe_indexing
+
+    if type(columns) is make_column_selector:
+        columns = columns(X)
+    if isinstance(columns, (str, Integral)):
+        columns = [columns]
+    return _safe_indexing(X, columns, axis=1)
