@@ -158,3 +158,14 @@ def test_search_refuses_rows_the_encoder_cannot_read_before_the_charge(case):
                             accountant=acc).fit(df)
     assert "before it spent any budget" in str(info.value)
     assert acc.n_charges == 0
+
+
+def test_user_guide_documents_private_encoding():
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    guide = (docs / "choosing.rst").read_text()
+    section = guide.split(".. _categorical-columns:")[1].split(".. _mixed-scales:")[0]
+    assert 'OneHotEncoder(categories=[REGIONS], handle_unknown="ignore"' in section
+    assert "pd.Categorical" in section and "Why not the default encoder" in section
+    assert "OneHotEncoder`` of public categories" in (docs / "privacy.rst").read_text()
