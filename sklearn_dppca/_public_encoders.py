@@ -19,17 +19,15 @@ from numbers import Integral
 
 import numpy as np
 
-#: The encoder's drops that depend on the categories' list only.
-_PUBLIC_DROPS = (None, "first", "if_binary")
-
 
 def is_public_onehot(step):
     """A ``sklearn.preprocessing.OneHotEncoder`` (exactly, not a subclass)
     whose fitted state is a function of its parameters: ``categories`` a
     list of non-empty lists, ``handle_unknown="ignore"`` (an unknown value
     is a row of zeros), no ``min_frequency`` nor ``max_categories``, and
-    ``drop`` None, ``"first"``, ``"if_binary"`` or a list (of categories in
-    the lists: a function of them)."""
+    ``drop=None``: with a drop, scikit-learn's transform warns "Found unknown
+    categories" when a row holds a value outside the lists, a warning that
+    tells someone does (it is emitted before the private step's charge)."""
     from sklearn.preprocessing import OneHotEncoder
 
     if type(step) is not OneHotEncoder:
@@ -42,11 +40,8 @@ def is_public_onehot(step):
         if isinstance(listed, (str, bytes)) or np.ndim(listed) != 1 \
                 or len(listed) == 0:
             return False
-    drop = step.drop
-    public_drop = (drop in _PUBLIC_DROPS if isinstance(drop, (str, type(None)))
-                   else np.ndim(drop) == 1)
     return (step.handle_unknown == "ignore" and step.min_frequency is None
-            and step.max_categories is None and public_drop)
+            and step.max_categories is None and step.drop is None)
 
 
 def is_public_column_transformer(step, is_public, dense=True):

@@ -639,7 +639,7 @@ _STATELESS_STEPS = (
     "FunctionTransformer itself (not a subclass) with a fixed per-row func, "
     "sklearn_dppca.preprocessing.PublicScaler (not a subclass), SimpleImputer("
     "strategy='constant', keep_empty_features=True), OneHotEncoder(categories="
-    "[PUBLIC_LIST], handle_unknown='ignore') without min_frequency nor "
+    "[PUBLIC_LIST], handle_unknown='ignore') without drop, min_frequency nor "
     "max_categories, a ColumnTransformer of these (sparse_threshold=0, or "
     "sparse_output=False encoders), 'passthrough', None"
 )

@@ -65,9 +65,9 @@ class _Sub(OneHotEncoder):
 
 @pytest.mark.parametrize("step, public", [
     (_public(), True),
-    (_public(drop="first"), True),
-    (_public(drop="if_binary"), True),
-    (_public(drop=["N"]), True),
+    (_public(drop="first"), False),
+    (_public(drop="if_binary"), False),
+    (_public(drop=["N"]), False),
     (OneHotEncoder(categories=[REGIONS], handle_unknown="ignore"), True),
     (OneHotEncoder(), False),  # categories learned from the rows
     (OneHotEncoder(handle_unknown="ignore"), False),
@@ -169,3 +169,21 @@ def test_user_guide_documents_private_encoding():
     assert 'OneHotEncoder(categories=[REGIONS], handle_unknown="ignore"' in section
     assert "pd.Categorical" in section and "Why not the default encoder" in section
     assert "OneHotEncoder`` of public categories" in (docs / "privacy.rst").read_text()
+
+
+def test_an_encoder_with_a_drop_warns_of_unknown_categories_so_is_not_public():
+    """With a drop, scikit-learn's transform warns "Found unknown categories"
+    when a row holds a value outside the lists: a warning, before the
+    private step's charge, that tells someone does. Such an encoder is not a
+    public map (only drop=None is)."""
+    import pandas as pd
+    from sklearn.preprocessing import OneHotEncoder
+
+    frame = pd.DataFrame({"r": ["N", "S", "X"]})
+    for drop in ("first", "if_binary", ["N"]):
+        encoder = OneHotEncoder(categories=[["N", "S", "E"]],
+                                handle_unknown="ignore", drop=drop,
+                                sparse_output=False)
+        with pytest.warns(UserWarning, match="unknown categories"):
+            encoder.fit_transform(frame)
+        assert not _is_stateless(encoder)
