@@ -729,10 +729,13 @@ def test_an_advised_path_is_named_with_what_it_holds_at_this_limit():
                             message).groups()
     assert float(held) > 5 * float(least)
     assert "slow" not in message.split("path='noisy_power'")[1]
-    # review 87: a fraction's k is unknown, so no other path is sized for it;
-    # a path named at its least limit says it is slow there
+    # review 87: a fraction's k is unknown, so no path is sized for it; they
+    # are named at an integer k instead (review 90 F2); a path named at its
+    # least limit says it is slow there
     est.set_params(n_components=0.5)
-    assert "path=" not in refusal(est, 20_000, d, sparse.csr_matrix((0, d)))
+    message = refusal(est, 20_000, d, sparse.csr_matrix((0, d)))
+    assert "(at k = 10)" in message and "n_components=0.5" not in message
+    assert message.count("path=") == message.count("PrivatePCA(n_components=10,") > 0
     est = ComplexGaussPCA(10, data_norm=1.0, path="dense", memory_limit=0.01 * 2**30)
     message = refusal(est, 200, 1500, np.zeros((0, 1500)))
     assert re.search(r"path='matrix_free'\) [^(]*\(its kernel drawn again in every "
