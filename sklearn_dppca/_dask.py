@@ -202,7 +202,8 @@ def saturated(values):
 _ENCODE_PUBLICLY = (
     "encode them with a public list of categories, not learned from the "
     "rows: OneHotEncoder(categories=[PUBLIC_LIST], handle_unknown='ignore', "
-    "sparse_output=False) in a ColumnTransformer, or pd.get_dummies("
+    "sparse_output=False) in a ColumnTransformer(..., sparse_threshold=0), "
+    "or pd.get_dummies("
     "pd.Categorical(column, "
     "categories=PUBLIC_LIST)). The default OneHotEncoder(categories='auto') "
     "releases which categories the rows hold (a category of one person "

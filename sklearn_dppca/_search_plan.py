@@ -106,7 +106,12 @@ def empty_rows(X):
         empty = sparse.csr_matrix if has_sparse_chunks(X) else np.zeros
         return empty((0, width), dtype=X.dtype)
     if hasattr(X, "iloc"):
-        # a categorical dtype's categories may come from the values
+        # a categorical dtype's categories may come from the values: its
+        # columns as text without them (a public encoder's width: review 93 F3)
+        if getattr(X, "ndim", 1) == 2 and any(
+                type(t).__name__ == "CategoricalDtype" for t in X.dtypes):
+            X = X.iloc[:0].astype({name: object for name, t in X.dtypes.items()
+                                   if type(t).__name__ == "CategoricalDtype"})
         dtypes = list(X.dtypes) if getattr(X, "ndim", 1) == 2 else [X.dtype]
         # text (object, str) columns: no value without rows, for a public
         # encoder before the private step (:func:`head_output`)
@@ -620,7 +625,8 @@ def warn_if_after_learned_steps(model):
             "SimpleImputer(strategy='constant', keep_empty_features=True) "
             "instead; to encode categories, OneHotEncoder(categories=["
             "PUBLIC_LIST], handle_unknown='ignore', sparse_output=False), "
-            "alone or in a ColumnTransformer of such steps.")
+            "alone or in a ColumnTransformer(..., sparse_threshold=0) of such "
+            "steps.")
 
 
 def _is_constant_fill(step):
@@ -640,8 +646,8 @@ _STATELESS_STEPS = (
     "sklearn_dppca.preprocessing.PublicScaler (not a subclass), SimpleImputer("
     "strategy='constant', keep_empty_features=True), OneHotEncoder(categories="
     "[PUBLIC_LIST], handle_unknown='ignore') without drop, min_frequency nor "
-    "max_categories, a ColumnTransformer of these (sparse_threshold=0, or "
-    "sparse_output=False encoders), 'passthrough', None"
+    "max_categories, a ColumnTransformer of these with sparse_threshold=0, "
+    "'passthrough', None"
 )
 
 
@@ -680,8 +686,7 @@ def _refused_step(name, step):
             f"{where} holds public maps only, but whether its output is sparse "
             "depends on the rows: its fitted sparse_output_ is their density "
             f"against sparse_threshold={step.sparse_threshold!r}, where an "
-            "output is sparse. Set sparse_threshold=0, or sparse_output=False "
-            "in its OneHotEncoders: the search then accepts it."
+            "output is sparse. Set sparse_threshold=0: the search then accepts it."
         )
     return (
         f"{where} is fitted on the data without privacy: its fit on each "

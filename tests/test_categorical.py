@@ -54,9 +54,10 @@ def _public(**kw):
                          sparse_output=False, **kw)
 
 
-def _table(encoder=None, remainder="passthrough", **kw):
+def _table(encoder=None, remainder="passthrough", sparse_threshold=0, **kw):
     return ColumnTransformer([("oh", encoder or _public(), ["region"])],
-                             remainder=remainder, **kw)
+                             remainder=remainder,
+                             sparse_threshold=sparse_threshold, **kw)
 
 
 class _Sub(OneHotEncoder):
@@ -80,12 +81,17 @@ class _Sub(OneHotEncoder):
     (_table(), True),
     (_table(remainder="drop"), True),
     (ColumnTransformer([("oh", _public(), make_column_selector(
-        dtype_exclude="number"))], remainder="passthrough"), True),
+        dtype_exclude="number"))], remainder="passthrough",
+        sparse_threshold=0), True),
     (_table(OneHotEncoder()), False),
     (_table(remainder=OneHotEncoder()), False),
     (ColumnTransformer([("oh", _public(), lambda X: ["region"])]), False),
-    # sparse encoder: the output's kind is the rows' density against 0.3
-    (_table(OneHotEncoder(categories=[REGIONS], handle_unknown="ignore")), False),
+    # the output's kind is the rows' density against 0.3 wherever a part is
+    # sparse: a sparse encoder's, or sparse X passed through (review 93 F1)
+    (_table(OneHotEncoder(categories=[REGIONS], handle_unknown="ignore"),
+            sparse_threshold=0.3), False),
+    (_table(sparse_threshold=0.3), False),
+    (ColumnTransformer([("x", "passthrough", [0])]), False),
     (_table(OneHotEncoder(categories=[REGIONS], handle_unknown="ignore"),
             sparse_threshold=0), True),
 ])
@@ -125,10 +131,9 @@ def test_search_accepts_a_public_encoder_and_knows_its_width():
 
 
 def test_search_refuses_a_sparse_density_dependent_table():
-    pipe = Pipeline([("enc", _table(OneHotEncoder(categories=[REGIONS],
-                                                  handle_unknown="ignore"))),
+    pipe = Pipeline([("enc", _table(sparse_threshold=0.3)),
                      ("pca", PrivatePCA(data_norm=2.0))])
-    with pytest.raises(ValueError, match="sparse_threshold=0, or sparse_output"):
+    with pytest.raises(ValueError, match="Set sparse_threshold=0"):
         PrivateGridSearchCV(pipe, {"pca__n_components": [1]},
                             epsilon=1.0).fit(_survey())
 
@@ -142,7 +147,7 @@ def test_search_refuses_rows_the_encoder_cannot_read_before_the_charge(case):
         enc = ColumnTransformer([("oh", _public(), ["region"]), (
             "lv", OneHotEncoder(categories=[[1.0, 2.0]], handle_unknown="ignore",
                                 sparse_output=False), ["level"])],
-            remainder="passthrough")
+            remainder="passthrough", sparse_threshold=0)
         match = "cannot read a value"
     elif case == "unhashable":
         df["region"] = df["region"].astype(object)
@@ -187,3 +192,44 @@ def test_an_encoder_with_a_drop_warns_of_unknown_categories_so_is_not_public():
         with pytest.warns(UserWarning, match="unknown categories"):
             encoder.fit_transform(frame)
         assert not _is_stateless(encoder)
+
+
+@pytest.mark.parametrize("where", ["remainder", "nested"])
+def test_an_encoder_in_the_remainder_or_nested_is_checked_before_the_charge(where):
+    """The check before the charge fitted the top level's encoders only: an
+    encoder in ``remainder`` or in a nested ColumnTransformer met infinity
+    after the charge, and the search failed charged (review 93 F2)."""
+    df = _survey()
+    df["level"] = np.where(np.arange(len(df)) == 5, np.inf, 1.0)
+    level = OneHotEncoder(categories=[[1.0, 2.0]], handle_unknown="ignore",
+                          sparse_output=False)
+    if where == "remainder":
+        enc = ColumnTransformer([("oh", _public(), ["region"]),
+                                 ("a", "passthrough", ["age"])],
+                                remainder=level, sparse_threshold=0)
+    else:
+        inner = ColumnTransformer([("lv", level, ["level"])], sparse_threshold=0)
+        enc = ColumnTransformer([("oh", _public(), ["region"]),
+                                 ("in", inner, ["level"]),
+                                 ("a", "passthrough", ["age"])], sparse_threshold=0)
+    acc = BudgetAccountant()
+    pipe = Pipeline([("enc", enc), ("pca", PrivatePCA(data_norm=2.0))])
+    with pytest.raises(ValueError, match="cannot read a value"):
+        PrivateGridSearchCV(pipe, {"pca__n_components": [1]}, epsilon=1.0,
+                            accountant=acc).fit(df)
+    assert acc.n_charges == 0
+
+
+def test_a_categorical_dtype_column_has_its_encoded_width_before_the_charge():
+    """A pandas categorical column left the width after a public encoder
+    unknown before the charge (its dtype's categories come from the values),
+    and a candidate too wide for it failed the charged search (review 93
+    F3): the column is read as text without its categories."""
+    df = _survey(300)
+    df["region"] = df["region"].astype("category")
+    pipe = Pipeline([("enc", _table()), ("pca", PrivatePCA(data_norm=2.0))])
+    acc = BudgetAccountant()
+    with pytest.warns(FitFailedWarning, match=r"n_components=9"):
+        search = PrivateGridSearchCV(pipe, {"pca__n_components": [2, 9]},
+                                     epsilon=1.0, accountant=acc).fit(df)
+    assert acc.n_charges == 1 and search.best_params_ == {"pca__n_components": 2}
