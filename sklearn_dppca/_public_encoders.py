@@ -3,7 +3,7 @@ parameters only: public maps, like the stateless steps (review 90 F1).
 
 A ``OneHotEncoder`` with an explicit list of categories, unknown values
 ignored and no counting of categories learns nothing from the rows: its
-``categories_``, ``drop_idx_`` and width come from its parameters (and
+``categories_`` and width come from its parameters (and
 from the columns' dtypes, public), and each row's output is a fixed function
 of that row. ``categories="auto"`` learns which categories the rows hold (a
 category of one person becomes a released column); ``handle_unknown=
