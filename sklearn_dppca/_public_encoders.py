@@ -37,9 +37,9 @@ def is_public_onehot(step):
     if isinstance(categories, str) or not isinstance(
             categories, (list, tuple, np.ndarray)) or len(categories) == 0:
         return False
-    for listed in categories:
+    for listed in categories:  # bytes: never a pandas column's (review 94 F2)
         if isinstance(listed, (str, bytes)) or np.ndim(listed) != 1 \
-                or len(listed) == 0:
+                or len(listed) == 0 or any(isinstance(v, bytes) for v in listed):
             return False
     return (step.handle_unknown == "ignore" and step.min_frequency is None
             and step.max_categories is None and step.drop is None)
@@ -184,3 +184,19 @@ def check_encoded_rows(heads_list, X):
                 "outside the domain the search's guarantee is about. The value "
                 "is not quoted: it is private. The search was refused before "
                 "it spent any budget.") from None
+
+
+def public_categories(X, heads_list):
+    """``X`` with its categorical columns as text (``object``) where every
+    candidate's Pipeline (``heads_list``) opens with a public encoding:
+    scikit-learn's encoder reads a categorical column in its categories'
+    dtype, which categories inferred from the values make int64 or object
+    by the rows (review 94 F1: the released ``categories_``'s dtype, and an
+    unsorted list refused or not, told whether a row was text). Its lists
+    are explicit, so the dtype's categories are never used."""
+    if not (hasattr(X, "dtypes") and getattr(X, "ndim", 1) == 2 and heads_list
+            and all(h and is_public_encoding(h[0]) for h in heads_list)):
+        return X
+    named = {name: object for name, dtype in X.dtypes.items()
+             if type(dtype).__name__ == "CategoricalDtype"}
+    return X.astype(named) if named else X

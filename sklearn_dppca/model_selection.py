@@ -86,7 +86,11 @@ from ._dask import (
     saturate_big_numbers,
 )
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
-from ._public_encoders import check_encoded_rows, is_public_encoding
+from ._public_encoders import (
+    check_encoded_rows,
+    is_public_encoding,
+    public_categories,
+)
 from ._search_plan import (
     SearchPlan,
     _locate_private_step,
@@ -489,6 +493,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         check_accountants(plan.candidates, accountant)
         accountant.check(mu=plan.mu)  # refused before the data is read
         heads = [candidate_heads(c) for c in plan.candidates if c.error is None]
+        X = public_categories(X, heads)
         checked = self._validate_rows(X, names, heads)
         _check_public_scalers(plan, self.n_features_in_,
                               getattr(self, "feature_names_in_", None))
@@ -580,6 +585,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         accountant.check(mu=plan.mu)  # refused before the data is read
         heads = [_supervised.heads_of(c) for c in plan.candidates
                  if c.error is None]
+        X = public_categories(X, heads)
         checked = self._validate_rows(X, names, heads)
         _check_public_scalers(plan, self.n_features_in_,
                               getattr(self, "feature_names_in_", None))

@@ -233,3 +233,33 @@ def test_a_categorical_dtype_column_has_its_encoded_width_before_the_charge():
         search = PrivateGridSearchCV(pipe, {"pca__n_components": [2, 9]},
                                      epsilon=1.0, accountant=acc).fit(df)
     assert acc.n_charges == 1 and search.best_params_ == {"pca__n_components": 2}
+
+
+def test_a_categorical_column_inferred_from_the_rows_is_read_as_text():
+    """scikit-learn's encoder reads a categorical column in its categories'
+    dtype: inferred from the values, int64 for rows of numbers and object
+    once one row is text, which reached the released categories_ and
+    decided whether an unsorted list was refused (review 94 F1). The
+    searches read such columns as text: neighbours fit alike."""
+    rng = np.random.default_rng(0)
+    base = pd.DataFrame({"age": rng.random(120),
+                         "level": rng.integers(1, 3, 120)})
+    other = base.copy()
+    other["level"] = other["level"].astype(object)
+    other.loc[7, "level"] = "N"  # unlisted: a row of zeros
+    enc = ColumnTransformer([("lv", OneHotEncoder(
+        categories=[[3, 1, 2]], handle_unknown="ignore", sparse_output=False),
+        ["level"])], remainder="passthrough", sparse_threshold=0)
+    kinds = set()
+    for table in (base, other):
+        table = table.assign(level=pd.Categorical(table["level"]))
+        acc = BudgetAccountant()
+        search = PrivateGridSearchCV(
+            Pipeline([("enc", enc), ("pca", PrivatePCA(data_norm=2.0))]),
+            {"pca__n_components": [1]}, epsilon=1.0, accountant=acc).fit(table)
+        assert acc.n_charges == 1
+        kinds.add(search.best_estimator_[0].named_transformers_["lv"]
+                  .categories_[0].dtype)
+    assert kinds == {np.dtype(object)}
+    assert not _is_stateless(OneHotEncoder(categories=[[b"N", b"S"]],
+                                           handle_unknown="ignore"))
