@@ -186,17 +186,26 @@ def check_encoded_rows(heads_list, X):
                 "it spent any budget.") from None
 
 
-def public_categories(X, heads_list):
-    """``X`` with its categorical columns as text (``object``) where every
-    candidate's Pipeline (``heads_list``) opens with a public encoding:
-    scikit-learn's encoder reads a categorical column in its categories'
+def refuse_inferred_categories(X, heads_list):
+    """Refuse, before a search's charge, a categorical column of ``X`` read
+    by a public encoding first in its candidates' Pipelines
+    (``heads_list``): scikit-learn's encoder reads it in its categories'
     dtype, which categories inferred from the values make int64 or object
     by the rows (review 94 F1: the released ``categories_``'s dtype, and an
-    unsorted list refused or not, told whether a row was text). Its lists
-    are explicit, so the dtype's categories are never used."""
+    unsorted list refused or not, told whether a row was text). Casting it
+    for the search alone changed which rows were refused (review 95 F1) and
+    left the refitted model unable to read the caller's table (F2): the
+    column is refused by its dtype (public), and the caller casts it."""
     if not (hasattr(X, "dtypes") and getattr(X, "ndim", 1) == 2 and heads_list
             and all(h and is_public_encoding(h[0]) for h in heads_list)):
-        return X
-    named = {name: object for name, dtype in X.dtypes.items()
-             if type(dtype).__name__ == "CategoricalDtype"}
-    return X.astype(named) if named else X
+        return
+    named = [name for name, dtype in X.dtypes.items()
+             if type(dtype).__name__ == "CategoricalDtype"]
+    if named:
+        raise ValueError(
+            f"X's column(s) {', '.join(map(repr, named))} are pandas "
+            "categoricals, whose categories may come from the rows: the "
+            "encoder reads them in those categories' dtype. Give them as text "
+            "(X.astype({name: object})) before the search; the encoder's "
+            "explicit lists decide its columns. The search was refused before "
+            "it spent any budget.")

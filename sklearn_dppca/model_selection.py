@@ -82,14 +82,13 @@ from ._dask import (
     gather_rows,
     has_sparse_chunks,
     is_dask_collection,
-    non_numeric_columns,
     saturate_big_numbers,
 )
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
 from ._public_encoders import (
     check_encoded_rows,
     is_public_encoding,
-    public_categories,
+    refuse_inferred_categories,
 )
 from ._search_plan import (
     SearchPlan,
@@ -493,7 +492,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         check_accountants(plan.candidates, accountant)
         accountant.check(mu=plan.mu)  # refused before the data is read
         heads = [candidate_heads(c) for c in plan.candidates if c.error is None]
-        X = public_categories(X, heads)
+        refuse_inferred_categories(X, heads)
         checked = self._validate_rows(X, names, heads)
         _check_public_scalers(plan, self.n_features_in_,
                               getattr(self, "feature_names_in_", None))
@@ -585,7 +584,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         accountant.check(mu=plan.mu)  # refused before the data is read
         heads = [_supervised.heads_of(c) for c in plan.candidates
                  if c.error is None]
-        X = public_categories(X, heads)
+        refuse_inferred_categories(X, heads)
         checked = self._validate_rows(X, names, heads)
         _check_public_scalers(plan, self.n_features_in_,
                               getattr(self, "feature_names_in_", None))
@@ -636,7 +635,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         public encoder (:mod:`~sklearn_dppca._public_encoders`), which makes
         its numbers: the rows its encoders cannot read are refused here,
         before the charge (review 90 F1)."""
-        if (heads and hasattr(X, "iloc") and non_numeric_columns(X)[0]
+        if (heads and hasattr(X, "iloc")  # by the steps alone (review 95 F1)
                 and all(h and is_public_encoding(h[0]) for h in heads)):
             check_encoded_rows(heads, X)
             validate_data(self, X, skip_check_array=True)  # names, width

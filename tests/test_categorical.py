@@ -220,27 +220,14 @@ def test_an_encoder_in_the_remainder_or_nested_is_checked_before_the_charge(wher
     assert acc.n_charges == 0
 
 
-def test_a_categorical_dtype_column_has_its_encoded_width_before_the_charge():
-    """A pandas categorical column left the width after a public encoder
-    unknown before the charge (its dtype's categories come from the values),
-    and a candidate too wide for it failed the charged search (review 93
-    F3): the column is read as text without its categories."""
-    df = _survey(300)
-    df["region"] = df["region"].astype("category")
-    pipe = Pipeline([("enc", _table()), ("pca", PrivatePCA(data_norm=2.0))])
-    acc = BudgetAccountant()
-    with pytest.warns(FitFailedWarning, match=r"n_components=9"):
-        search = PrivateGridSearchCV(pipe, {"pca__n_components": [2, 9]},
-                                     epsilon=1.0, accountant=acc).fit(df)
-    assert acc.n_charges == 1 and search.best_params_ == {"pca__n_components": 2}
-
-
-def test_a_categorical_column_inferred_from_the_rows_is_read_as_text():
+def test_a_categorical_column_before_a_public_encoder_is_refused_by_its_dtype():
     """scikit-learn's encoder reads a categorical column in its categories'
     dtype: inferred from the values, int64 for rows of numbers and object
     once one row is text, which reached the released categories_ and
-    decided whether an unsorted list was refused (review 94 F1). The
-    searches read such columns as text: neighbours fit alike."""
+    decided whether an unsorted list was refused (review 94 F1); casting it
+    for the search alone changed which neighbour was refused (review 95
+    F1). The searches refuse it by its dtype before the charge; as text,
+    neighbours fit alike and the refitted model reads the caller's table."""
     rng = np.random.default_rng(0)
     base = pd.DataFrame({"age": rng.random(120),
                          "level": rng.integers(1, 3, 120)})
@@ -250,16 +237,21 @@ def test_a_categorical_column_inferred_from_the_rows_is_read_as_text():
     enc = ColumnTransformer([("lv", OneHotEncoder(
         categories=[[3, 1, 2]], handle_unknown="ignore", sparse_output=False),
         ["level"])], remainder="passthrough", sparse_threshold=0)
+    pipe = Pipeline([("enc", enc), ("pca", PrivatePCA(data_norm=2.0))])
     kinds = set()
     for table in (base, other):
-        table = table.assign(level=pd.Categorical(table["level"]))
         acc = BudgetAccountant()
-        search = PrivateGridSearchCV(
-            Pipeline([("enc", enc), ("pca", PrivatePCA(data_norm=2.0))]),
-            {"pca__n_components": [1]}, epsilon=1.0, accountant=acc).fit(table)
+        search = PrivateGridSearchCV(pipe, {"pca__n_components": [1]},
+                                     epsilon=1.0, accountant=acc)
+        with pytest.raises(ValueError, match="'level' are pandas categoricals"):
+            search.fit(table.assign(level=pd.Categorical(table["level"])))
+        assert acc.n_charges == 0
+        text = table.astype({"level": object})
+        search.fit(text)
         assert acc.n_charges == 1
         kinds.add(search.best_estimator_[0].named_transformers_["lv"]
                   .categories_[0].dtype)
+        assert search.transform(text).shape == (120, 1)
     assert kinds == {np.dtype(object)}
     assert not _is_stateless(OneHotEncoder(categories=[[b"N", b"S"]],
                                            handle_unknown="ignore"))
