@@ -710,6 +710,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         check_is_fitted(self, "best_estimator_")
         if not hasattr(self.best_estimator_, "transform"):
             return self.scorer_(self.best_estimator_, X, y)
+        if hasattr(X, "iloc"):  # as fit: the names checked, the frame to the
+            # steps (a ColumnTransformer selects by them: review 95 F3)
+            validate_data(self, X, reset=False, skip_check_array=True)
+            return self.scorer_(self.best_estimator_, X, y)
         X = validate_data(self, gather_rows(X), reset=False,
                           accept_sparse=("csr", "csc"), dtype=None,
                           ensure_all_finite=False)

@@ -255,3 +255,17 @@ def test_a_categorical_column_before_a_public_encoder_is_refused_by_its_dtype():
     assert kinds == {np.dtype(object)}
     assert not _is_stateless(OneHotEncoder(categories=[[b"N", b"S"]],
                                            handle_unknown="ignore"))
+
+
+def test_the_search_scores_a_table_its_column_transformer_selects_by_name():
+    """score validated a DataFrame into an array before the refitted
+    Pipeline read it, so a ColumnTransformer selecting columns by name
+    failed (review 95 F3): the frame reaches the steps, as in fit."""
+    df = _survey()
+    search = PrivateGridSearchCV(
+        Pipeline([("enc", _table()), ("pca", PrivatePCA(data_norm=2.0))]),
+        {"pca__n_components": [1]}, epsilon=1.0,
+        accountant=BudgetAccountant()).fit(df)
+    assert 0.0 <= search.score(df) <= 1.0
+    with pytest.raises(ValueError, match="feature names"):
+        search.score(df.rename(columns={"age": "years"}))
