@@ -186,19 +186,17 @@ def check_encoded_rows(heads_list, X):
                 "it spent any budget.") from None
 
 
-def refuse_inferred_categories(X, heads_list):
-    """Refuse, before a search's charge, a categorical column of ``X`` read
-    by a public encoding first in its candidates' Pipelines
-    (``heads_list``): scikit-learn's encoder reads it in its categories'
-    dtype, which categories inferred from the values make int64 or object
-    by the rows (review 94 F1: the released ``categories_``'s dtype, and an
-    unsorted list refused or not, told whether a row was text). Casting it
-    for the search alone changed which rows were refused (review 95 F1) and
-    left the refitted model unable to read the caller's table (F2): the
-    column is refused by its dtype (public), and the caller casts it."""
-    if not (hasattr(X, "dtypes") and getattr(X, "ndim", 1) == 2 and heads_list
-            and all(h and is_public_encoding(h[0]) for h in heads_list)):
-        return
+def refuse_inferred_categories(X):
+    """Refuse, before a search's charge, a categorical column of ``X``, a
+    DataFrame read by a public encoding first in every candidate's Pipeline
+    (:meth:`PrivateGridSearchCV._validate_rows`). scikit-learn's encoder
+    reads it in its categories' dtype, which categories inferred from the
+    values make int64 or object by the rows (review 94 F1: the released
+    ``categories_``'s dtype, and an unsorted list refused or not, told
+    whether a row was text). Casting it for the search alone changed which
+    rows were refused (review 95 F1) and left the refitted model unable to
+    read the caller's table (F2): the column is refused by its dtype
+    (public), and the caller casts it."""
     named = [name for name, dtype in X.dtypes.items()
              if type(dtype).__name__ == "CategoricalDtype"]
     if named:

@@ -123,9 +123,8 @@ def warn_if_mean_projected(estimator, released, projected):
         "them: the noise of the mean is larger than those ranges, so their "
         "means, and the centring of the components along them, are mostly "
         f"noise. Put the features on a common scale {_scale_advice(estimator)}, "
-        "tighten "
-        "the bounds, or spend more epsilon. (Computed from released values "
-        "only.)",
+        "tighten the bounds, or spend more epsilon. (Computed from released "
+        "values only.)",
         NoisyReleaseWarning,
         stacklevel=_outside_stacklevel(),
     )
@@ -343,8 +342,7 @@ def warn_if_one_feature_dominates(estimator):
         f"One feature dominates the fit: {why}, so the components follow it "
         "whatever the others do. If the features are on different scales, put "
         f"them on a common one before the fit: {_scale_advice(estimator)}. "
-        "(Computed from "
-        "released values only.)",
+        "(Computed from released values only.)",
         FeatureScaleWarning,
         stacklevel=_outside_stacklevel(),
     )

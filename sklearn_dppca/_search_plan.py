@@ -106,12 +106,8 @@ def empty_rows(X):
         empty = sparse.csr_matrix if has_sparse_chunks(X) else np.zeros
         return empty((0, width), dtype=X.dtype)
     if hasattr(X, "iloc"):
-        # a categorical dtype's categories may come from the values: its
-        # columns as text without them (a public encoder's width: review 93 F3)
-        if getattr(X, "ndim", 1) == 2 and any(
-                type(t).__name__ == "CategoricalDtype" for t in X.dtypes):
-            X = X.iloc[:0].astype({name: object for name, t in X.dtypes.items()
-                                   if type(t).__name__ == "CategoricalDtype"})
+        # a categorical dtype's categories may come from the values (the
+        # searches refuse it before a public encoder: refuse_inferred_categories)
         dtypes = list(X.dtypes) if getattr(X, "ndim", 1) == 2 else [X.dtype]
         # text (object, str) columns: no value without rows, for a public
         # encoder before the private step (:func:`head_output`)

@@ -492,7 +492,6 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         check_accountants(plan.candidates, accountant)
         accountant.check(mu=plan.mu)  # refused before the data is read
         heads = [candidate_heads(c) for c in plan.candidates if c.error is None]
-        refuse_inferred_categories(X, heads)
         checked = self._validate_rows(X, names, heads)
         _check_public_scalers(plan, self.n_features_in_,
                               getattr(self, "feature_names_in_", None))
@@ -584,7 +583,6 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         accountant.check(mu=plan.mu)  # refused before the data is read
         heads = [_supervised.heads_of(c) for c in plan.candidates
                  if c.error is None]
-        refuse_inferred_categories(X, heads)
         checked = self._validate_rows(X, names, heads)
         _check_public_scalers(plan, self.n_features_in_,
                               getattr(self, "feature_names_in_", None))
@@ -637,6 +635,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         before the charge (review 90 F1)."""
         if (heads and hasattr(X, "iloc")  # by the steps alone (review 95 F1)
                 and all(h and is_public_encoding(h[0]) for h in heads)):
+            refuse_inferred_categories(X)
             check_encoded_rows(heads, X)
             validate_data(self, X, skip_check_array=True)  # names, width
             return X
