@@ -503,28 +503,64 @@ def numeric_matrix(frame, columns, path, hint, fill=None,
 def as_numbers(frame, names, csv=False):
     """``frame`` with each column of ``names`` (those it has) whose every
     cell is a number or missing made float64, where pandas kept it as
-    objects: integers beyond 64 bits (CSV), a column with no value at all
-    (Parquet's null type). Such a column is in the domain like any
-    other: refusing it as non-numeric would tell a row's value apart. A
-    column with text stays as it is, and :func:`choose_columns` refuses it.
-    An integer beyond a float is the infinite value it rounds to, as in the
-    Python API (:func:`~sklearn_dppca._dask.saturated`), refused as one.
-    With ``csv``, ``True`` and ``False`` are text (:func:`choose_columns`)."""
-    from pandas.api.types import is_object_dtype
+    objects or text: integers beyond 64 bits (CSV; pandas 3 types an
+    integer of 2**63 beside a negative one as text: review 97 F1), a column
+    with no value at all (Parquet's null type). Such a column is in the
+    domain like any other: refusing it as non-numeric would tell a row's
+    value apart. A column with text stays as it is, and
+    :func:`choose_columns` refuses it. An integer beyond a float is the
+    infinite value it rounds to, as in the Python API
+    (:func:`~sklearn_dppca._dask.saturated`), refused as one. With ``csv``,
+    ``True`` and ``False`` are text (:func:`choose_columns`), and a cell of
+    text is a number where pandas' CSV parser reads it as a float
+    (:func:`_csv_floats`), as the ``--dask`` read of a chosen column does."""
+    from pandas.api.types import is_object_dtype, is_string_dtype
 
     from ._dask import saturated
 
     converted = {}
     for name in names:
-        if name in frame.columns and is_object_dtype(frame[name].dtype):
-            cells = frame[name].to_numpy()
-            if csv and any(isinstance(c, (bool, np.bool_)) for c in cells):
-                continue  # True/False among missing cells: text in a CSV
-            try:
-                converted[name] = saturated(cells).astype(np.float64)
-            except (TypeError, ValueError):
-                pass  # text: refused by name
+        if name not in frame.columns:
+            continue
+        dtype = frame[name].dtype
+        if not (is_object_dtype(dtype) or (csv and is_string_dtype(dtype))):
+            continue
+        cells = frame[name].to_numpy(dtype=object)
+        if csv and any(isinstance(c, (bool, np.bool_)) for c in cells):
+            continue  # True/False among missing cells: text in a CSV
+        try:
+            converted[name] = saturated(_csv_floats(cells) if csv else cells
+                                        ).astype(np.float64)
+        except (TypeError, ValueError):
+            pass  # text: refused by name
     return frame.assign(**converted) if converted else frame
+
+
+def _csv_floats(cells):
+    """The object array ``cells`` with its text cells parsed by pandas' CSV
+    reader as a float64 column (the parser of the ``--dask`` read, which
+    reads ``inf`` and ``1e400`` and refuses ``1_0`` and ``0x10``, unlike
+    Python's ``float``): ``ValueError`` where one does not read as a
+    number, or could not be one cell of a line (a quote, comma or line
+    break). A new array."""
+    import io
+
+    import pandas as pd
+
+    cells = np.array(cells, dtype=object)
+    text = np.flatnonzero([isinstance(c, str) for c in cells])
+    if text.size:
+        lines = cells[text].tolist()
+        if any(re.search(r'["\n\r,]', line) for line in lines):
+            raise ValueError("not a number")
+        with private_computation():  # pandas' message would quote the cell
+            parsed = pd.read_csv(io.StringIO("\n".join(lines)), header=None,
+                                 dtype=np.float64, na_filter=False,
+                                 skip_blank_lines=False)
+        if parsed.shape != (text.size, 1):
+            raise ValueError("not a number")
+        cells[text] = parsed[0].tolist()
+    return cells
 
 
 def choose_columns(frame, columns, path, hint, csv=False):
