@@ -292,7 +292,11 @@ class ComplexGaussPCA(_MatrixFreeMixin, _BasePrivatePCA):
             spectrum = self._spectrum(eigvals, sigma, trace,
                                       precision=_array_api.numpy_dtype(noisy))
             k = spectrum.n_components
-            values, basis = eigvals[d - k :], vectors[:, d - k :]
+            # the top k, increasing: the standard leaves eigh's order
+            # unspecified (as PrivatePCA, sorted; review 96)
+            top = np.argsort(eigvals, kind="stable")[d - k :]
+            values, basis = eigvals[top], vectors[:, top]
+            del vectors
             if self.target == "subspace":
                 noisy = _array_api.to_host(noisy)
         else:
