@@ -651,9 +651,10 @@ class _PathMixin:
         advice, probe, k, lead = [], self, "k", ""
         own = self._limit_needed(n_samples, n_features, self._fit_path, copy)
         whole = isinstance(self.n_components, Integral)
-        if not getattr(self, "_wide_engine", True):
+        narrow = not getattr(self, "_wide_engine", True)
+        if narrow:
             other = other & {"dense"}  # Array API input (review 87 F1, F2)
-        elif not whole:  # the own path too: an integer k shrinks its release
+        if not whole:  # the own path too: an integer k shrinks its release
             probe = copy_module.copy(self)
             probe.n_components = k = min(EXAMPLE_K, n_samples, n_features)
             other = other | {self._fit_path}
@@ -682,7 +683,7 @@ class _PathMixin:
                           f"{gib_up(least)} GiB admits it)")
         return (lead + "; ".join(advice) + ". " if advice else "") + (
             "Fewer features (a public selection of them) or fewer components "
-            "shrink every path's memory." if whole else
+            "shrink every path's memory." if whole and not narrow else
             "Fewer features (a public selection of them) shrink every path's "
             "memory.")
 

@@ -790,3 +790,26 @@ def test_eigh_in_any_order_gives_the_top_components(est, target, monkeypatch):
     for name in ("components_", "noisy_variance_", "explained_variance_"):
         np.testing.assert_allclose(to_numpy(getattr(fit, name)),
                                    to_numpy(getattr(ref, name)), atol=1e-10)
+
+
+@pytest.mark.parametrize("est", [PrivatePCA, ComplexGaussPCA])
+def test_a_memory_refusal_on_the_device_names_what_fits(est):
+    # Array API input has the dense path only: a refusal of every eigenpair
+    # named no fit (an integer k's truncated solver fitted), and one of an
+    # integer k advised "fewer components", which shrink nothing there
+    # (review 96 F3). No row is read: the plans refuse.
+    X = xps.asarray(np.zeros((100, 3000)))
+    limit = (0.3 if est is PrivatePCA else 0.4) * 2**30
+    budget = BudgetAccountant()
+    with config_context(array_api_dispatch=True):
+        with pytest.raises(MemoryError) as refusal:
+            est(None, data_norm=1.0, memory_limit=limit, accountant=budget).fit(X)
+        message = str(refusal.value)
+        assert f"{est.__name__}(n_components=10, path='dense')" in message, message
+        assert "GiB at this limit" in message
+        est(10, data_norm=1.0, memory_limit=limit, accountant=budget).fit(X)
+        with pytest.raises(MemoryError) as refusal:
+            est(1, data_norm=1.0, memory_limit=limit / 3,
+                accountant=budget).fit(X)
+    assert "fewer components" not in str(refusal.value)
+    assert budget.n_charges == 1
