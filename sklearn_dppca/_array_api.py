@@ -26,7 +26,9 @@ What runs where:
 - host: the noise, drawn from the fit's one NumPy generator
   (:func:`~sklearn_dppca.noise.make_generator`) and moved to the device, so a
   fit releases the same values as a NumPy fit with the same seed up to
-  round-off; the post-processing of the d eigenvalues (selection, ratios);
+  round-off (below the first-rows threshold, docs/privacy.rst §5: the
+  NumPy engine centres many rows on their first rows, this one never);
+  the post-processing of the d eigenvalues (selection, ratios);
   CoherentPowerPCA's small d × k and k × k linear algebra.
 
 Sensitivity of the *computed* statistic (docs/privacy.rst §3): the bounds
