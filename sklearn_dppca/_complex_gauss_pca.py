@@ -131,9 +131,10 @@ class ComplexGaussPCA(_MatrixFreeMixin, _BasePrivatePCA):
         The released rank-k matrix :math:`\Psi` in covariance units (divided
         by ``n_samples - 1``):
         ``components_.T @ np.diag(np.maximum(noisy_variance_, 0)) @ components_``,
-        the mechanism's output as the paper defines it. Computed from those
-        two attributes when read (a :math:`d \times d` array each time), not
-        kept by the fit.
+        the mechanism's output as the paper defines it (``target="subspace"``:
+        the same formula, the real release compressed to the released span,
+        not :math:`\Psi`). Computed from those two attributes when read (a
+        :math:`d \times d` array each time), not kept by the fit.
     path_ : {"dense", "matrix_free"}
         The path the fit took (``path``).
     components_ : ndarray of shape (n_components_, n_features)
