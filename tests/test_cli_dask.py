@@ -679,6 +679,27 @@ def test_a_malformed_line_is_refused_without_its_row(tmp_path, capsys, dask):
     assert "151" not in err and "152" not in err
 
 
+@pytest.mark.parametrize("bad", [b'3,"unterminated\n', b"3\xe9,4\n"])
+def test_the_read_naming_text_columns_quotes_no_row_or_byte(tmp_path, bad):
+    """After a cell that is not a number stops the first read, the files are
+    read again as text to name the columns: that read gave pandas' raw
+    message (the row of an open quote, a non-UTF-8 byte) before the charge
+    (review 97 F3)."""
+    from sklearn_dppca._cli_dask import LazyTable, _reading
+
+    (tmp_path / "part-0.csv").write_bytes(b"a,b\n" + b"1,2\n" * 40)
+    (tmp_path / "part-1.csv").write_bytes(b"a,b\n" + b"1,2\n" * 40 + bad)
+    pattern = str(tmp_path / "*.csv")
+    table = LazyTable(pattern)
+    for read in (lambda: table.text_columns(["a", "b"]),  # a worker's log
+                 lambda: _reading(pattern, lambda: table.text_columns(["a", "b"]))):
+        with pytest.raises(ValueError) as caught:
+            read()
+        message = str(caught.value)
+        assert "cannot parse CSV" in message or "not UTF-8" in message, message
+        assert not any(s in message for s in ("41", "42", "0xe9", "position"))
+
+
 def test_an_empty_csv_gets_the_in_memory_message(tmp_path, capsys):
     """Review 69, F4: an empty CSV file with --dask was refused in Dask's
     words around pandas' ("cannot parse CSV: An error occurred while calling
