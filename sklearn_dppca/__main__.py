@@ -349,7 +349,7 @@ def _make_estimator(args):
         if not isinstance(args.n_components, int):
             raise ValueError("--estimator coherent needs an integer --n-components")
         _refuse_idle_coherent_options(args)
-        params["verbose"] = args.verbose
+        params["verbose"] = 0 if args.quiet else args.verbose
         for dest in ("clip_radius", "n_iter", "n_iter_max", "selection", "start"):
             if getattr(args, dest) is not None:
                 params[dest] = getattr(args, dest)
@@ -381,7 +381,6 @@ def fit_command(args):
         is_sparse_file,
         model_to_dict,
         require_pandas,
-        save_model,
     )
     from ._released import FeatureScaleWarning, NoisyReleaseWarning
     from .privacy import PrivacyLeakWarning
@@ -392,6 +391,9 @@ def fit_command(args):
     estimator = _make_estimator(args)  # bad options fail before the data is read
     check_writable(args.output)  # and before any budget is spent
     _refuse_overwrite(args)
+    if args.data == "-" and args.bounds == ["-"]:
+        raise ValueError("DATA and --bounds both read standard input: give "
+                         "one of them as a file")
     ledger = _use_ledger(args, estimator)
     columns = None
     if args.columns:
@@ -493,7 +495,7 @@ def fit_command(args):
                            "upper": np.asarray(upper).tolist()}
         if args.scale:
             model["in_original_units"] = _in_original_units(estimator, scale)
-    save_model(model, args.output)
+    _save_charged(model, args)
     eps, delta = estimator.privacy_spent_
     where = "standard output" if args.output == "-" else args.output
     _say(args, f"done: n_components_={estimator.n_components_}, "
@@ -504,6 +506,14 @@ def fit_command(args):
                f"model written to {where}")
     _report_ledger(args, ledger)
     return 0
+
+
+#: A memory refusal of a table read in memory: the estimator refuses before
+#: it reads the rows, but pandas has read the whole table by then.
+_READ_IN_MEMORY = ("The fit was refused before reading the data or spending "
+                   "any budget.", "The fit was refused before spending any "
+                   "budget (the table was read into memory first: --dask reads "
+                   "it in chunks).")
 
 
 def _fit_error(exc, args, estimator, charges, lazy):
@@ -520,10 +530,38 @@ def _fit_error(exc, args, estimator, charges, lazy):
         except ValueError as named:
             exc = named
     elif isinstance(exc, MemoryError):
-        exc = MemoryError(in_flags(str(exc).replace(*_THREADS_ADVICE)))
+        message = str(exc).replace(*_THREADS_ADVICE)
+        if lazy is None:  # pandas read the table first (review 97 M1)
+            message = message.replace(*_READ_IN_MEMORY)
+        exc = MemoryError(in_flags(message))
     if estimator.accountant.n_charges == charges:
         return exc
     return ValueError(f"{_message(exc)} ({_charge_stays(args)})")
+
+
+def _save_charged(model, args):
+    """Write the charged fit's model to ``-o``; a failure (a closed standard
+    output, a full disk) is one error line naming ``-o`` and saying that the
+    charge stays (review 97 F4, M2)."""
+    from ._cli_io import one_line, save_model
+
+    try:
+        save_model(model, args.output)
+    except BrokenPipeError:
+        _silence_stdout()
+        raise ValueError("standard output was closed before the model was "
+                         f"written ({_charge_stays(args)})") from None
+    except OSError as exc:
+        raise ValueError(f"{args.output}: cannot write the model: "
+                         f"{exc.strerror or one_line(exc)} "
+                         f"({_charge_stays(args)})") from None
+
+
+def _silence_stdout():
+    """Point standard output at the null device, so that nothing more is
+    written to a closed pipe (Python's flush at exit would complain)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def _charge_stays(args):
@@ -824,8 +862,7 @@ def main(argv=None):
     try:
         return args.run(args)
     except BrokenPipeError:  # e.g. `dppca transform ... -o - | head`
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _silence_stdout()
         return 1
     except KeyboardInterrupt as exc:
         print(f"dppca: interrupted{f' ({exc})' if str(exc) else ''}", file=sys.stderr)

@@ -682,6 +682,13 @@ def check_writable(path):
         raise ValueError(f"{path}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK):
         raise ValueError(f"{path}: the folder {folder} is not writable")
+    try:  # the rename onto a name the folder cannot hold fails (review 97 F4)
+        longest = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):  # not known here
+        longest = None
+    if longest and len(os.fsencode(os.path.basename(path))) > longest:
+        raise ValueError(f"{path}: the file name is longer than the "
+                         f"{longest} bytes its folder allows")
 
 
 # ---------------------------------------------------------------- model

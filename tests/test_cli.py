@@ -1,5 +1,6 @@
 """The ``dppca`` command line: fit → JSON model → transform, and its errors."""
 
+import io
 import json
 import re
 import subprocess
@@ -1273,3 +1274,65 @@ def test_a_memory_refusal_names_flags_that_admit_the_fit(tmp_path, capsys):
         == "--path noisy_power needs --n-components + 10 (oversampling) = 15"
     assert "(--bounds clips them)" in in_flags(
         "needs 1 GiB for copies of the rows (bounds and non_finite='clip' map them)")
+
+
+def test_an_output_name_the_folder_cannot_hold_is_refused_before_the_charge(
+        data, tmp_path, capsys):
+    """A 300-byte -o name failed at the rename after the charge, naming the
+    temporary file (review 97 F4)."""
+    ledger = tmp_path / "ledger.db"
+    run(capsys, "ledger", "init", ledger, "--epsilon", 10, "--delta", 1e-5)
+    rc, _, err = run(capsys, *fit_args(data, tmp_path / ("m" * 300 + ".json"),
+                                       "--ledger", ledger))
+    assert rc == 2 and "the file name is longer than" in err, err
+    assert_one_error_line(err)
+    assert BudgetAccountant(path=ledger).n_charges == 0
+
+
+def test_a_model_not_written_after_the_charge_says_that_it_stays(
+        data, tmp_path, capsys, monkeypatch):
+    """A closed standard output (`fit -o - | head -c 0`) ended with status 1
+    and no message, a full disk with the temporary file's name (review 97
+    F4, M2): one error line naming what failed, and that the charge stays."""
+    import sklearn_dppca.__main__ as cli
+    from sklearn_dppca import _cli_io
+
+    monkeypatch.setattr(cli, "_silence_stdout", lambda: None)  # capsys's stdout
+    for error, output, named in (
+            (BrokenPipeError(32, "Broken pipe"), "-", "standard output was closed"),
+            (OSError(28, "No space left on device", "/x/.dppca-1.tmp"),
+             str(tmp_path / "m.json"), "m.json: cannot write the model: No space")):
+        def fail(*args, error=error, **kwargs):
+            raise error
+        monkeypatch.setattr(_cli_io, "save_model", fail)
+        rc, _, err = run(capsys, *fit_args(data, output, "--force"))
+        assert rc == 2, err
+        assert_one_error_line(err)
+        assert named in err and "that charge stays" in err, err
+        assert ".dppca-1.tmp" not in err
+
+
+def test_quiet_silences_coherent_progress_and_stdin_is_read_once(
+        data, tmp_path, capsys, monkeypatch):
+    """-q silenced every -v line but CoherentPowerPCA's own; DATA and
+    --bounds both '-' read standard input twice, refused as an empty file
+    (review 97 M3, M4)."""
+    rc, _, err = run(capsys, *fit_args(data, tmp_path / "c.json", "--estimator",
+                                       "coherent", "-v", "-q"))
+    assert rc == 0 and "[CoherentPowerPCA]" not in err, err
+    monkeypatch.setattr(sys, "stdin", io.StringIO(data.read_text()))
+    rc, _, err = run(capsys, "fit", "-", "--bounds", "-", "-k", 1, "--epsilon", 1,
+                     "--delta", 1e-6, "-o", tmp_path / "s.json")
+    assert rc == 2 and "both read standard input" in err, err
+
+
+def test_an_in_memory_memory_refusal_says_the_table_was_read(tmp_path, capsys):
+    """pandas reads the table before the estimator's plan: the refusal no
+    longer says the data was not read (review 97 M1)."""
+    rows = np.random.default_rng(0).uniform(0, 1, (30, 400))
+    path = tmp_path / "wide.csv"
+    pd.DataFrame(rows).add_prefix("c").to_csv(path, index=False)
+    rc, _, err = run(capsys, "fit", path, "-k", 2, "--epsilon", 1, "--delta", 1e-6,
+                     "--data-norm", 3, "--memory-limit", 1e-6,
+                     "-o", tmp_path / "m.json")
+    assert rc == 2 and "before spending any budget (the table was read" in err, err
