@@ -380,9 +380,11 @@ class _PathMixin:
         matrix with a truncated solver, six with every eigenpair (the
         release, LAPACK's copy, the eigenvectors and its :math:`2 d^2`
         workspace); a complex release ten (three with a truncated
-        solver); and beside them the pass's blocks of rows (about 32 MiB,
-        at least 2 048 rows, a thread) and the noise's blocks (three of at
-        most :math:`2^{22}` entries: :func:`~sklearn_dppca.noise.add_goe_noise`).
+        solver); :class:`CoherentPowerPCA` what its mode holds
+        (:meth:`_dense_release`); and beside them the pass's blocks of rows
+        (about 32 MiB, at least 2 048 rows, a thread) and the noise's blocks
+        (three of at most :math:`2^{22}` entries:
+        :func:`~sklearn_dppca.noise.add_goe_noise`).
         Matrix-free: about twelve :math:`d \times p` blocks of the solver and
         the products (:math:`p = k + \mathtt{n\_oversamples}`), one in single
         precision per thread drawing the kernel and its block (at most
@@ -455,24 +457,29 @@ class _PathMixin:
             # in double and rounded to single; V in single precision
             return (8 * (12 * d * p + rows) + 4 * d * p * (threads + 1) + parts
                     + 12 * threads * kernel + self._kernel_cache(d))
-        truncated = self._eigen_solver(n_samples, d) in TRUNCATED_SOLVERS
-        if self._hermitian_noise:  # complex matrices, beside the real Gram
-            # every eigenpair (2k ≥ d): zheevd's copy, eigenvectors and
-            # complex and real workspaces beside the complex release, in
-            # units of 8 d² bytes (measured: 12.8–13.4 d² in all at d = 1 500
-            # and 2 000, against 11 counted before; review 59)
-            release = 3 if truncated else 10
-        else:
-            # every eigenpair: LAPACK's syevd holds a copy of the matrix, the
-            # eigenvectors and a 2 d² workspace beside the release (measured
-            # at 5.4–5.6 d² at d = 2 000 and 4 000)
-            release = 1 if truncated else 6
+        release = self._dense_release(n_samples, d)
         # a Dask array's pass: the chunks' Gram matrices and partial sums too
         partials = getattr(self, "_chunked_partials", 0.0)
         rows = (self._sparse_blocks(block, d) * blas_threads()
                 or d * min(n_samples, _block_rows(d) * blas_threads()))
         noise = 3 * min(d * d, _BLOCK_ENTRIES + d)
         return 8 * (d * d * (max(2, release) + partials) + rows + noise)
+
+    def _dense_release(self, n_samples, d):
+        """The dense path's matrices from its release on, at their peak, in
+        units of 8 d² bytes (at least the Gram pass's two: the base's
+        ``max``); :class:`CoherentPowerPCA` counts its own."""
+        truncated = self._eigen_solver(n_samples, d) in TRUNCATED_SOLVERS
+        if self._hermitian_noise:  # complex matrices, beside the real Gram
+            # every eigenpair (2k ≥ d): zheevd's copy, eigenvectors and
+            # complex and real workspaces beside the complex release, in
+            # units of 8 d² bytes (measured: 12.8–13.4 d² in all at d = 1 500
+            # and 2 000, against 11 counted before; review 59)
+            return 3 if truncated else 10
+        # every eigenpair: LAPACK's syevd holds a copy of the matrix, the
+        # eigenvectors and a 2 d² workspace beside the release (measured
+        # at 5.4–5.6 d² at d = 2 000 and 4 000)
+        return 1 if truncated else 6
 
     def _sparse_blocks(self, block, d):
         """In units of 8 bytes, what each thread of a pass holds of a block of
