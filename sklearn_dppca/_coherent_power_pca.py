@@ -29,6 +29,7 @@ from ._coherent_rules import (  # noqa: F401 (decision_sensitivity, projection_g
     calibrate_selection,
     covariance_init_mu,
     decision_sensitivity,
+    dense_matrices,
     floor_level,
     preconditioner,
     predicted_errors,
@@ -436,6 +437,9 @@ class CoherentPowerPCA(_BasePrivatePCA):
         trials' iterates, products and sums (:func:`repetition_batch`)."""
         return super()._arrays_needed(n_samples, d, path) + self._trials_bytes(
             n_samples, d)
+
+    def _dense_release(self, n_samples, d):  # what each mode holds
+        return dense_matrices(self._mode(), n_samples, d, self.n_components)
 
     def _trials_bytes(self, n_samples, d):
         if self.selection != "repetition" or self._mode() != "repetition":

@@ -15,7 +15,8 @@ import math
 import numpy as np
 
 from ._base import budget_shares
-from ._stats import _block_rows
+from ._paths import auto_solver
+from ._stats import _block_rows, blas_threads
 from .privacy import DEFAULT_ORDERS, gdp_mu, rdp_to_epsilon, repeated_rdp
 
 #: Smallest ``clip_radius``: the power step's noise ``Δ R`` stays a normal
@@ -296,3 +297,60 @@ def repetition_batch(n_samples, n_features, k):
     and at most 2²¹ entries in each of a batch's arrays."""
     side = repetition_side(n_samples, n_features)
     return max(1, min(256, 2**21 // max(side * k, 1)))
+
+
+#: The dense path's truncated solver (the filtered subspace iteration of the
+#: top k + 1, 10 columns oversampled): its d × p blocks at their peak, and
+#: the power iterations' d × k arrays (the iterate, the products, their
+#: clipped sums, the noise, the sum, QR's copy and factor) beside a pass's
+#: blocks of rows, as the noisy power path counts them (:func:`dense_matrices`).
+SOLVER_BLOCKS = 10
+ITERATION_ARRAYS = 8
+
+
+def dense_matrices(mode, n_samples, n_features, n_components):
+    r"""The dense path's arrays from its release on, at their peak, in units
+    of :math:`8 d^2` bytes, beside the pass's blocks of rows and the noise's
+    (the base's plan): public values only (the mode, the shape,
+    ``n_components``, BLAS's threads).
+
+    Each phase holds the Gram matrix :math:`G` and the release :math:`\hat M`
+    (the fallback's combination :math:`\hat M_2` in its place from the
+    fallback on), the initialisation's eigenvectors, and from them on
+    ``init_components_`` (:math:`k \times d`). The eigenvectors: every one
+    (:math:`d^2`; LAPACK's syevd holds a copy, the eigenvectors and a
+    :math:`2 d^2` workspace while it runs), or where ``_eigenpairs`` takes
+    the top :math:`k + 1` only, :math:`d \times p` (:data:`SOLVER_BLOCKS`
+    while the solver runs). The phases: the first eigensolve; the power
+    iterations (:data:`ITERATION_ARRAYS`, two partial sums a thread); the
+    fallback's (``"gdp"``) :math:`\hat M_2` beside :math:`\hat M` and the
+    first step's :math:`X B`, and its eigensolve; the exact :math:`G`'s
+    eigh of ``selection="repetition"``; the variances (the fallback's
+    eigenvectors too, :math:`k \times k` matrices and their eigh, four
+    :math:`d \times k` copies of the components). Measured peaks (VmHWM
+    less the RSS before the fit, in d², n = 2d, at d = 1 500 / 2 500 /
+    4 000), against this count with the rows' and the noise's blocks:
+    k = 10, fixed 4.16 / 3.76 / 3.09 (plan 7.1 / 5.7 / 3.9), ``"gdp"``
+    (fallback) 5.40 / 4.28 / 3.69 (8.2 / 6.8 / 4.9), repetition (k = 3,
+    ε = 100, its trials beside) 6.28 / 6.59 / 6.61 (16.6 / 11.5 / 8.6);
+    the default (``n_components=None``: every eigenpair, the fallback)
+    11.21 / 11.24 / 11.08 (17.0 / 15.7 / 13.8: 11 matrices at the
+    variances' eigh, counted as 12). The plan counted six
+    matrices (every eigenpair) whatever the mode: twice the k = 10 fits,
+    and under the default's (issue 31).
+    """
+    d = n_features
+    k = n_components or min(n_samples, d)
+    full = not (k + 11 < d and auto_solver(n_samples, d, n_components) == "randomized")
+    x, y = min(d, k + 11) / d, k / d
+    vectors = 1.0 if full else x
+    solve = 4.0 if full else SOLVER_BLOCKS * x
+    phases = [2.0 + solve, 2.0 + 2.0 * vectors + 6.0 * y + 2.0 * y * y]
+    if k < d:  # the power iterations (none where every direction is kept)
+        arrays = 1.0 + ITERATION_ARRAYS + 2.0 * blas_threads()  # and init_components_
+        phases.append(2.0 + vectors + arrays * y)
+    if mode in ("gdp", "random"):  # the fallback: M̂₂, the first step's X B
+        phases.append(3.0 + vectors + 2.0 * y + solve)
+    if mode == "repetition":  # the exact G's every eigenpair
+        phases.append(6.0 + vectors + y)
+    return max(phases)

@@ -3,6 +3,7 @@ and what an automatic fit releases (attributes, verbose output)."""
 
 import functools
 import math
+import os
 import re
 import warnings
 
@@ -731,3 +732,80 @@ def test_a_search_after_other_steps_checks_the_iterations_on_their_width():
         refused = [str(w.message) for w in caught if "buy nothing" in str(w.message)]
         if isinstance(first, PublicScaler):
             assert refused and "n_components=4 >= n_features=4:" in refused[0]
+
+
+# ---------------------------------------------- the dense path's memory plan
+_DENSE_PEAK = """
+import re, sys, warnings
+import numpy as np
+from sklearn_dppca import BudgetAccountant, CoherentPowerPCA
+warnings.simplefilter("ignore")
+def kib(what):
+    status = open("/proc/self/status").read()
+    return 1024 * int(re.search(what + r":\\s+(\\d+)", status).group(1))
+mode, d = sys.argv[1], int(sys.argv[2])
+rng = np.random.default_rng(0)
+X = rng.normal(size=(d, d))
+X[:, :3] *= 30.0
+X /= np.linalg.norm(X, axis=1).max()
+params = {"gdp": dict(n_components=10, start="covariance"),
+          "repetition": dict(n_components=3, epsilon=100.0, selection="repetition",
+                             n_iter_max=1, expected_trials=4),
+          "default": dict()}[mode]
+est = CoherentPowerPCA(data_norm=1.0, path="dense", random_state=0,
+                       accountant=BudgetAccountant(), **params)
+np.linalg.eigh(np.eye(300))[1] @ np.eye(300)  # LAPACK's and BLAS's buffers
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
+start = kib("VmRSS")
+est.fit(X)
+print(kib("VmHWM") - start, est._memory_needed(d, d, "dense"), est.branch_)
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"),
+                    reason="resets the peak RSS with /proc/self/clear_refs")
+@pytest.mark.parametrize("mode, branch", [("gdp", "fallback"),
+                                          ("repetition", "repetition"),
+                                          ("default", "fallback")])
+def test_a_dense_fit_peaks_within_its_plan(mode, branch):
+    """The dense path's plan counted six d × d matrices (every eigenpair)
+    whatever the mode: about twice what a fit of few components holds (its
+    solver takes the top k + 1), and less than the default holds
+    (n_components=None: every eigenpair, the fallback's second matrix and
+    eigenvectors, init_components_ and the variances' eigh; 11.2 d²
+    measured at d = 1 000 to 4 000 against a plan of 10 at n = d, issue
+    31). Each mode's peak (the most expensive branch) is within its plan."""
+    import subprocess
+    import sys
+
+    d = 1000
+    out = subprocess.run([sys.executable, "-c", _DENSE_PEAK, mode, str(d)],
+                         check=True, capture_output=True, text=True).stdout.split()
+    peak, plan = int(out[0]), float(out[1])
+    assert out[2] == branch
+    assert peak <= plan, (peak / 8 / d**2, plan / 8 / d**2)
+
+
+def test_the_dense_plan_admits_a_fit_of_few_components():
+    """A fit of k = 10 on 2 000 features holds the Gram matrix, the release
+    and the fallback's second one, but its plan counted six (every
+    eigenpair): 291 MB, refused at a memory_limit of 250 MB that admits it
+    (a plan of 199 MB now), and path="auto" left the dense path (issue 31).
+    A mode or a solver that does hold every eigenpair still counts six."""
+    X = np.random.default_rng(0).normal(size=(200, 2000))
+    X /= np.linalg.norm(X, axis=1).max()
+    for params in (dict(start="covariance"), dict(clip_radius=0.1, n_iter=2)):
+        budget = BudgetAccountant()
+        est = CoherentPowerPCA(10, data_norm=1.0, path="dense", memory_limit=250e6,
+                               random_state=0, accountant=budget, **params).fit(X)
+        assert est.path_ == "dense" and budget.n_charges == 1
+        assert est._dense_release(200, 2000) < 3.2
+    auto = CoherentPowerPCA(10, data_norm=1.0, memory_limit=250e6, start="covariance",
+                            accountant=BudgetAccountant())
+    assert auto.fit(X).path_ == "dense"
+    held = {"repetition": CoherentPowerPCA(10, selection="repetition"),
+            "every eigenpair": CoherentPowerPCA(None),
+            "k near d": CoherentPowerPCA(2500, clip_radius=0.1, n_iter=2)}
+    for name, est in held.items():
+        assert est._dense_release(3000, 3000) >= 6, name
