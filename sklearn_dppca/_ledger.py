@@ -110,6 +110,14 @@ class LedgerIntegrityError(LedgerError):
         self.row = row
 
 
+class _Probed(Exception):
+    """The rows of a write transaction rolled back on purpose (a probe)."""
+
+    def __init__(self, rows):
+        super().__init__("probed")
+        self.rows = rows
+
+
 class _NotExtending(LedgerIntegrityError):
     """The file no longer extends the head this process last read from it."""
 
@@ -333,17 +341,29 @@ class Ledger:
     def rows(self, writable=False):
         """Every row, verified, as dicts (``mu`` as float, ``rdp`` as list).
 
-        With ``writable``, read in a write transaction that rewrites the head
-        as it is: a ledger this process cannot write (a read-only file,
-        folder or mount) is refused now, where a charge is checked before
-        the data is read, not at the charge after every row was read."""
+        With ``writable``, read in a write transaction that changes the head
+        and is rolled back: a ledger this process cannot write (a read-only
+        file, folder or mount; SQLite writes no page, and so opens no
+        journal, for a value set to itself) is refused now, where a charge
+        is checked before the data is read, not at the charge after every
+        row was read."""
         def body(con):
             rows = self._verified(con)[1]
             if writable:
-                con.execute("UPDATE meta SET value = value WHERE key = 'head'")
+                # a changed value: SQLite writes no page for an identical one,
+                # so value = value never opened the journal (a read-only
+                # folder passed); the change is rolled back (_transaction)
+                con.execute("UPDATE meta SET value = value || '.' WHERE key = 'head'")
+                raise _Probed(rows)
             return rows
 
-        rows = self._transaction(body, "IMMEDIATE") if writable else self._read(body)
+        if writable:
+            try:
+                self._transaction(body, "IMMEDIATE")
+            except _Probed as probed:
+                rows = probed.rows
+        else:
+            rows = self._read(body)
         return [_decoded(row) for row in rows]
 
     def verify(self, anchor=None):
