@@ -74,6 +74,7 @@ import sqlite3
 import threading
 import time
 import uuid
+import weakref
 
 FORMAT = "sklearn_dppca ledger"
 VERSION = "1"
@@ -262,6 +263,7 @@ class Ledger:
         # extend it (a rollback or replacement while open is detected).
         self._seen = (0, self.header["genesis"])
         self._seen_lock = threading.Lock()
+        _ledgers.add(self)
 
     # -- connections --------------------------------------------------
     def _connect(self):
@@ -277,6 +279,10 @@ class Ledger:
         return con
 
     def _transaction(self, body, mode):
+        with _fork_guard:
+            return self._transaction_unguarded(body, mode)
+
+    def _transaction_unguarded(self, body, mode):
         con = self._connect()
         try:
             _begin(con, mode)
@@ -326,7 +332,8 @@ class Ledger:
         except OSError as exc:
             raise LedgerError(f"{self.path}: cannot create the ledger ({exc})") from exc
         try:
-            _write_new_ledger(temp, header)
+            with _fork_guard:
+                _write_new_ledger(temp, header)
             try:
                 os.link(temp, self.path)
             except FileExistsError:
@@ -504,6 +511,49 @@ class Ledger:
         with self._seen_lock:  # committed: the head this process knows moves
             self._remember(row["seq"], row["hash"])
         return _decoded(row)
+
+
+#: Every Ledger of this process: a forked child gets new locks for them.
+_ledgers = weakref.WeakSet()
+
+
+class _ForkGuard:
+    """No fork while a thread is inside SQLite: a mutex SQLite holds then
+    (opening or closing a file) stays held in the child, whose first ledger
+    read or charge waits for ever (and so does a thread's _seen_lock)."""
+
+    def __init__(self):
+        self._cond = threading.Condition(threading.Lock())
+        self._active = 0
+
+    def __enter__(self):
+        with self._cond:
+            self._active += 1
+
+    def __exit__(self, *exc):
+        with self._cond:
+            self._active -= 1
+            self._cond.notify_all()
+
+    def before_fork(self):
+        self._cond.acquire()  # held across the fork: no thread enters SQLite
+        while self._active:
+            self._cond.wait()
+
+    def after_fork_in_parent(self):
+        self._cond.release()
+
+    def after_fork_in_child(self):
+        self.__init__()
+        for ledger in list(_ledgers):
+            ledger._seen_lock = threading.Lock()
+
+
+_fork_guard = _ForkGuard()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_fork_guard.before_fork,
+                        after_in_parent=_fork_guard.after_fork_in_parent,
+                        after_in_child=_fork_guard.after_fork_in_child)
 
 
 #: Seconds of one wait for another process's write inside SQLite, where a
