@@ -265,6 +265,33 @@ class Ledger:
         self._seen_lock = threading.Lock()
         _ledgers.add(self)
 
+    # -- identity across processes -----------------------------------
+    def identity(self):
+        """``(genesis, n, head)``: which ledger this is and the head this
+        process last read, carried by a pickled accountant."""
+        with self._seen_lock:
+            return (self.header["genesis"], *self._seen)
+
+    def check_identity(self, identity):
+        """Refuse a file that is not the ledger ``identity`` came from, or
+        no longer extends the head read there: a worker's file of the same
+        name (another machine's, a stale copy) would take its charges where
+        the sender's ledger never sees them. ``None`` (an accountant pickled
+        by an earlier version): nothing to check."""
+        if identity is None:
+            return
+        genesis, n, head = identity
+        if genesis != self.header["genesis"]:
+            raise LedgerIntegrityError(
+                f"{self.path} is not the ledger this accountant was sent or "
+                "saved with (another budget or creation): another machine's "
+                "file of the same name, or the ledger was replaced. Give every "
+                "worker the same file (a shared folder), or set the accountant "
+                "again (set_params(accountant=...)).", row=None)
+        with self._seen_lock:
+            self._remember(n, head)
+        self.verify()  # must extend what the sender had read
+
     # -- connections --------------------------------------------------
     def _connect(self):
         # mode=rw: opening never creates a file (one removed meanwhile stays

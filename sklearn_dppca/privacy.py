@@ -354,8 +354,9 @@ class BudgetAccountant:
         return self
 
     def __getstate__(self):
-        if self._ledger is not None:  # a ledger travels as its path
-            return {"path": self._ledger.path, "label": self.label}
+        if self._ledger is not None:  # a ledger travels as its path, checked
+            return {"path": self._ledger.path, "label": self.label,
+                    "ledger": self._ledger.identity()}
         state = self.__dict__.copy()
         del state["_lock"]
         # without the charges' times: a model pickled with its accountant is
@@ -368,6 +369,7 @@ class BudgetAccountant:
     def __setstate__(self, state):
         if "path" in state:
             self.__init__(path=state["path"], label=state["label"])
+            self._ledger.check_identity(state.get("ledger"))
             return
         if "_mu_sq" in state:  # pickled by a version before _Totals
             state = dict(state)

@@ -93,3 +93,32 @@ def test_a_fork_while_another_thread_reads_the_ledger(tmp_path):
     assert forked and leave.is_set() and time.monotonic() - started >= 0.4
     thread.join(30)
     assert acc.n_charges == 2
+
+
+def test_a_pickled_ledger_accountant_refuses_another_file_at_its_path(tmp_path):
+    """A ledger accountant pickled as its path alone charged whatever ledger
+    the receiving process found there (a worker machine's file of the same
+    name, a stale copy): the sender's ledger never saw those charges. It
+    carries which ledger it is and the head it had read."""
+    import pickle
+    import shutil
+
+    from sklearn_dppca.privacy import LedgerIntegrityError
+
+    path = str(tmp_path / "budget.db")
+    acc = BudgetAccountant(1.0, 1e-6, path=path)
+    shutil.copy(path, str(tmp_path / "stale.db"))  # a copy before any charge
+    acc.spend(mu=0.1)
+    sent = pickle.dumps(acc)
+    acc.spend(mu=0.05)  # charges after the pickling may follow
+    assert pickle.loads(sent).n_charges == 2
+    os.replace(str(tmp_path / "stale.db"), path)  # the worker's stale copy
+    with pytest.raises(LedgerIntegrityError, match="no longer extends"):
+        pickle.loads(sent)
+    os.remove(path)
+    BudgetAccountant(1.0, 1e-6, path=path)  # another ledger, the same name
+    with pytest.raises(LedgerIntegrityError, match="not the ledger this"):
+        pickle.loads(sent)
+    legacy = BudgetAccountant.__new__(BudgetAccountant)  # an earlier pickle
+    legacy.__setstate__({"path": path, "label": None})
+    assert legacy.n_charges == 0
