@@ -253,6 +253,7 @@ class Ledger:
 
     def __init__(self, path, create=None):
         self.path = os.path.abspath(os.fspath(path))
+        self._refusal = None  # set by check_identity: every use refused
         if create is None and not os.path.exists(self.path):
             raise LedgerError(f"{self.path}: no such ledger file")
         #: Whether this object created the file (``False``: it existed).
@@ -273,24 +274,30 @@ class Ledger:
             return (self.header["genesis"], *self._seen)
 
     def check_identity(self, identity):
-        """Refuse a file that is not the ledger ``identity`` came from, or
-        no longer extends the head read there: a worker's file of the same
-        name (another machine's, a stale copy) would take its charges where
-        the sender's ledger never sees them. ``None`` (an accountant pickled
-        by an earlier version): nothing to check."""
+        """Refuse every later use of a file that is not the ledger
+        ``identity`` came from, or no longer extends the head read there: a
+        worker's file of the same name (another machine's, a stale copy)
+        would take its charges where the sender's ledger never sees them.
+        Refused at the first read or charge, not here: a model saved with
+        its accountant still loads (and transforms). ``None`` (an
+        accountant pickled by an earlier version): nothing to check."""
         if identity is None:
             return
         genesis, n, head = identity
-        if genesis != self.header["genesis"]:
-            raise LedgerIntegrityError(
-                f"{self.path} is not the ledger this accountant was sent or "
-                "saved with (another budget or creation): another machine's "
-                "file of the same name, or the ledger was replaced. Give every "
-                "worker the same file (a shared folder), or set the accountant "
-                "again (set_params(accountant=...)).", row=None)
-        with self._seen_lock:
-            self._remember(n, head)
-        self.verify()  # must extend what the sender had read
+        try:
+            if genesis != self.header["genesis"]:
+                raise LedgerIntegrityError(
+                    f"{self.path} is not the ledger this accountant was sent "
+                    "or saved with (another budget or creation): another "
+                    "machine's file of the same name, or the ledger was "
+                    "replaced. Give every worker the same file (a shared "
+                    "folder), or set the accountant again "
+                    "(set_params(accountant=...)).", row=None)
+            with self._seen_lock:
+                self._remember(n, head)
+            self.verify()  # must extend what the sender had read
+        except LedgerIntegrityError as exc:
+            self._refusal = (str(exc), exc.row)
 
     # -- connections --------------------------------------------------
     def _connect(self):
@@ -306,6 +313,8 @@ class Ledger:
         return con
 
     def _transaction(self, body, mode):
+        if self._refusal is not None:  # not the ledger it was sent with
+            raise LedgerIntegrityError(*self._refusal)
         with _fork_guard:
             return self._transaction_unguarded(body, mode)
 

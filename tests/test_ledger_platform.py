@@ -113,12 +113,18 @@ def test_a_pickled_ledger_accountant_refuses_another_file_at_its_path(tmp_path):
     acc.spend(mu=0.05)  # charges after the pickling may follow
     assert pickle.loads(sent).n_charges == 2
     os.replace(str(tmp_path / "stale.db"), path)  # the worker's stale copy
-    with pytest.raises(LedgerIntegrityError, match="no longer extends"):
-        pickle.loads(sent)
-    os.remove(path)
-    BudgetAccountant(1.0, 1e-6, path=path)  # another ledger, the same name
-    with pytest.raises(LedgerIntegrityError, match="not the ledger this"):
-        pickle.loads(sent)
+    X = np.random.default_rng(0).normal(size=(40, 3)) / 4
+    for match in ("no longer extends", "not the ledger this"):
+        if match == "not the ledger this":
+            os.remove(path)
+            BudgetAccountant(1.0, 1e-6, path=path)  # another, the same name
+        loaded = pickle.loads(sent)  # loads: a saved model still transforms
+        for use in (lambda: loaded.check(mu=0.1), lambda: loaded.spend(mu=0.1),
+                    lambda: PrivatePCA(1, epsilon=1.0, data_norm=1.0,
+                                       accountant=loaded).fit(X)):
+            with pytest.raises(LedgerIntegrityError, match=match):
+                use()
+        assert BudgetAccountant(path=path).n_charges == 0
     legacy = BudgetAccountant.__new__(BudgetAccountant)  # an earlier pickle
     legacy.__setstate__({"path": path, "label": None})
     assert legacy.n_charges == 0
