@@ -837,7 +837,8 @@ class BudgetAccountant:
         budget_mu = gdp_mu(eps_left, delta_fits)
         if not totals.has_rdp:  # exact in GDP
             left = budget_mu * budget_mu - totals.mu_sq  # inf, not an error
-            return gdp_epsilon(math.sqrt(left / k), self._delta) if left > 0 else 0.0
+            return min(gdp_epsilon(math.sqrt(left / k), self._delta), eps_left
+                       ) if left > 0 else 0.0
 
         def total(mu):
             more = totals._replace(mu_sq=totals.mu_sq + k * mu * mu)
@@ -849,7 +850,7 @@ class BudgetAccountant:
         for _ in range(100):
             mid = (lo + hi) / 2.0
             lo, hi = (mid, hi) if total(mid) <= self._epsilon else (lo, mid)
-        return gdp_epsilon(lo, self._delta) if lo > 0 else 0.0
+        return min(gdp_epsilon(lo, self._delta), eps_left) if lo > 0 else 0.0
 
     def _remaining_releases(self, k, delta):
         r"""Largest :math:`\varepsilon` of each of ``k`` more

@@ -829,3 +829,11 @@ def test_a_pickled_accountant_carries_no_charge_times():
     assert [c["mu"] for c in copy.charges] == [0.1, 0.2]
     assert all(c["time"] for c in acc.charges)  # the curator's own log keeps them
     assert copy.spent == acc.spent
+
+
+def test_remaining_is_at_most_the_epsilon_left_at_float_extremes():
+    """μ² overflowed for budgets near 1e308: remaining() said inf, which means
+    an unlimited accountant (review 98 F4)."""
+    for eps in (1e300, 9e307, 1.7e308):
+        left = BudgetAccountant(eps, 1e-6).remaining()
+        assert math.isfinite(left) and left <= eps
