@@ -246,11 +246,14 @@ class LazyTable:
         # a compressed file cannot be split into blocks
         self._csv["blocksize"] = None if self._csv["compression"] else CSV_BLOCK
         try:
+            if self._csv["blocksize"] is not None and kind == "csv":
+                for f in files:  # before Dask reads a row (review 97 F2)
+                    _whole_lines(f)
             with private_computation():  # Dask reads the first rows here
                 frame = (dd.read_parquet(files) if kind == "parquet"
                          else dd.read_csv(files, **self._csv))
         except (OSError, ValueError) as exc:
-            if isinstance(exc, FileNotFoundError):
+            if isinstance(exc, (FileNotFoundError, _CutRefusal)):
                 raise
             if kind == "csv" and _empty_data(exc):  # the header is the first file's
                 raise ValueError(f"{path if len(files) == 1 else files[0]}: the "
@@ -609,6 +612,36 @@ def _sparse_bad(path, chosen):
     """Which chosen columns of one file store a NaN, an infinite value."""
     X = load_sparse(path, chosen)
     return bad_sparse_columns(X, np.isnan), bad_sparse_columns(X, np.isinf)
+
+
+class _CutRefusal(ValueError):
+    """The refusal of a CSV file that Dask cannot cut into blocks of bytes
+    (:func:`_whole_lines`), in its final words."""
+
+
+def _whole_lines(path):
+    """Refuse the uncompressed CSV file ``path``, which Dask cuts into blocks
+    at line breaks without knowing quotes, where a quoted cell holds a line
+    break (:func:`~sklearn_dppca._csv_quotes.scan`, pandas' reading): a block
+    starting just past it failed, one starting elsewhere read, so that the
+    read told apart where the cell lay (review 97 F2). Refused wherever it
+    lies, naming the file only: the outcome depends on that cell's content
+    alone, a row's validity, as a missing value's. A quote never closed is
+    refused in the in-memory words (the file cannot be read at all)."""
+    import pandas as pd
+
+    from ._csv_quotes import scan
+
+    broken, unterminated = scan(path)
+    if unterminated:
+        raise _CutRefusal(str(csv_refusal(path, pd.errors.ParserError(
+            "Error tokenizing data. C error: EOF inside string starting at "
+            "row 0"))))
+    if broken:
+        raise _CutRefusal(
+            f"{path}: a quoted cell holds a line break, which --dask cannot "
+            "read in blocks (its blocks are cut at line breaks): read it "
+            "without --dask, or save it as Parquet")
 
 
 class _NotANumber(ValueError):

@@ -1,0 +1,176 @@
+"""``--dask`` on an uncompressed CSV with quoted cells: Dask cuts the file
+into blocks of bytes at line breaks, without knowing quotes, so a quoted
+line break decided a refusal by where the blocks fell (review 97 F2). Every
+file with one is refused before the charge, wherever it falls
+(:mod:`sklearn_dppca._csv_quotes`)."""
+
+import gzip
+import io
+import json
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("dask.dataframe")
+
+from sklearn_dppca import _cli_dask  # noqa: E402
+from sklearn_dppca._csv_quotes import scan  # noqa: E402
+
+from .test_cli import assert_one_error_line, run  # noqa: E402
+
+FIT = ["--columns", "x,y", "-k", 1, "--epsilon", 1, "--delta", 1e-6,
+       "--data-norm", 20, "--seed", 0, "-q"]
+BROKEN = "a quoted cell holds a line break"
+
+
+def survey(row=None, text="fine\nthanks"):
+    """300 rows ``x,y,"comment"`` (18 bytes each): row ``row``'s comment,
+    in a column not chosen, is ``text``."""
+    rng = np.random.default_rng(0)
+    lines = [f'{rng.integers(0, 10)},{rng.integers(0, 10)},"fine thanks"\n'
+             for _ in range(300)]
+    if row is not None:
+        lines[row] = lines[row].replace("fine thanks", text)
+    return "x,y,comment\n" + "".join(lines)
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of about 1 000 bytes: the file of :func:`survey` is cut in 5,
+    the second starting at byte 1 082 (Dask spreads 5 412 bytes evenly)."""
+    monkeypatch.setattr(_cli_dask, "CSV_BLOCK", 1000)
+
+
+def fit(capsys, path, *extra):
+    return run(capsys, "fit", path, "--dask", *FIT, "-o", path.with_suffix(".json"),
+               "--force", *extra)
+
+
+def test_a_quoted_line_break_is_refused_wherever_it_falls(tmp_path, capsys,
+                                                          small_blocks):
+    """Row 59's line break is the first after byte 1 082, where Dask starts
+    a block: that table was refused ("EOF inside string"), its neighbour
+    with the break in row 100 fitted, and so did both without the break;
+    in memory all four fit. Both with a break are now refused, with one
+    message naming the file, before the charge; without one both fit."""
+    errors = []
+    for row in (59, 100):
+        path = tmp_path / f"break{row}.csv"
+        path.write_text(survey(row))
+        if row == 59:  # the break Dask cut the file just after
+            assert path.read_bytes().index(b"\n", 1082) == 1083
+        rc, _, err = fit(capsys, path)
+        assert rc == 2, err
+        assert_one_error_line(err)
+        assert err.endswith(f"{path}: {BROKEN}, which --dask cannot read in "
+                            "blocks (its blocks are cut at line breaks): read "
+                            "it without --dask, or save it as Parquet\n"), err
+        errors.append(err.replace(str(path), "DATA"))
+        rc, _, err = run(capsys, "fit", path, *FIT, "-o", tmp_path / "m.json",
+                         "--force")  # in memory
+        assert rc == 0, err
+        path.write_text(survey(row, "fine thanks"))
+        rc, _, err = fit(capsys, path)
+        assert rc == 0, err
+    assert errors[0] == errors[1]
+
+
+def test_quoted_commas_and_quotes_without_a_line_break_fit(tmp_path, capsys,
+                                                           small_blocks):
+    """Escaped quotes (``""``), commas in quotes and a quote inside an
+    unquoted cell (``5" wide``: a character, as pandas reads it) are no line
+    break: the file fits, with the in-memory release."""
+    text = survey()
+    lines = text.splitlines(keepends=True)
+    for i in range(1, len(lines), 7):
+        lines[i] = lines[i].replace('"fine thanks"', '"she said ""fine, thanks"""')
+    for i in range(3, len(lines), 11):
+        lines[i] = lines[i].replace('"fine thanks"', '5" wide')
+    path = tmp_path / "quotes.csv"
+    path.write_text("".join(lines))
+    models = []
+    for extra in ([], ["--dask"]):
+        rc, _, err = run(capsys, "fit", path, *FIT, *extra,
+                         "-o", tmp_path / f"m{len(extra)}.json")
+        assert rc == 0, err
+        models.append(json.loads((tmp_path / f"m{len(extra)}.json").read_text()))
+    np.testing.assert_allclose(models[0]["attributes"]["components_"],
+                               models[1]["attributes"]["components_"], atol=1e-12)
+
+
+def test_a_break_after_a_quote_inside_a_cell_is_found(tmp_path, capsys,
+                                                      small_blocks):
+    """``5" wide`` then a quoted cell with a line break: counting the
+    quotes' parity misses that break (the first quote is a character); the
+    scan follows pandas' reading, and refuses the file."""
+    lines = survey().splitlines(keepends=True)
+    lines[40] = lines[40].replace('"fine thanks"', '5" wide')
+    lines[80] = lines[80].replace("fine thanks", "fine\nthanks")
+    path = tmp_path / "inch.csv"
+    path.write_text("".join(lines))
+    assert path.read_bytes().count(b'"') % 2 == 1
+    rc, _, err = fit(capsys, path)
+    assert rc == 2 and BROKEN in err, err
+
+
+def test_an_unterminated_quote_gets_the_in_memory_message(tmp_path, capsys,
+                                                          small_blocks):
+    """A quote never closed: the file cannot be read at all, and --dask
+    refuses it in the in-memory words (it said which block failed)."""
+    lines = survey().replace('"fine thanks"', "fine thanks").splitlines(
+        keepends=True)
+    lines[150] = lines[150].replace("fine thanks", '"fine thanks')
+    path = tmp_path / "open.csv"
+    path.write_text("".join(lines))
+    rc, _, in_memory = run(capsys, "fit", path, *FIT, "-o", tmp_path / "m.json")
+    assert rc == 2 and "EOF inside string" in in_memory, in_memory
+    rc, _, err = fit(capsys, path)
+    assert rc == 2 and err == in_memory, err
+
+
+def test_a_compressed_csv_is_read_whole_and_keeps_its_line_breaks(
+        tmp_path, capsys, small_blocks):
+    """A compressed file is one partition, never cut: a quoted line break
+    reads as in memory, and is not refused."""
+    path = tmp_path / "break.csv.gz"
+    with gzip.open(path, "wt") as f:
+        f.write(survey(59))
+    rc, _, err = fit(capsys, path)
+    assert rc == 0, err
+
+
+def _pandas_reads(data):
+    """Per line break of ``data``: whether pandas reads it inside a quoted
+    cell (the bytes up to it end inside one); and whether ``data`` does."""
+    def ends_inside(head):
+        try:
+            pd.read_csv(io.BytesIO(head), header=None, names=range(60), dtype=str)
+        except pd.errors.EmptyDataError:
+            return False
+        except pd.errors.ParserError as exc:
+            if "EOF inside string" in str(exc):
+                return True
+            raise
+        return False
+
+    breaks = [ends_inside(data[:i + 1]) for i, c in enumerate(data) if c == 10]
+    return any(breaks), ends_inside(data)
+
+
+def test_the_scan_reads_quotes_as_pandas_does(tmp_path):
+    """Random bytes of ``a , " \\n \\r`` (and a byte order mark): the scan,
+    in blocks of 1 to 7 bytes and in one, finds a quoted line break and an
+    unterminated quote exactly where pandas' tokenizer reads them."""
+    rng = random.Random(0)
+    alphabet = [b"a", b",", b'"', b'"', b"\n", b"\r", b" "]
+    path = tmp_path / "t.csv"
+    for _ in range(600):
+        data = b"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 24)))
+        if rng.random() < 0.1:
+            data = b"\xef\xbb\xbf" + data
+        path.write_bytes(data)
+        want = _pandas_reads(data)
+        for block in (1, 2, 3, 7, 2**20):
+            assert scan(path, block) == want, (data, block)
