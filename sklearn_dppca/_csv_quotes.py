@@ -28,47 +28,63 @@ after each run is a cumulative count with NumPy, a block at a time.
 
 import numpy as np
 
-#: Bytes read at a time: the scan holds one block, its mask of quotes and
-#: the positions of its quotes and line breaks (at most 8 bytes per byte of
-#: the block in all, in a block of only quotes or line breaks).
+#: Bytes read at a time: the scan holds one block and the positions of its
+#: quotes and line breaks with a few arrays of their runs (under 48 MiB in
+#: all, in a block of only quotes or line breaks), never more of the file.
 SCAN_BLOCK = 2**20
 
 _QUOTE, _NEWLINE, _CR, _COMMA = 34, 10, 13, 44
 _BOM = b"\xef\xbb\xbf"
+#: The bytes after which a quote starts a cell: ``,``, ``\n``, ``\r``.
+_CELL_START = np.zeros(256, dtype=bool)
+_CELL_START[[_COMMA, _NEWLINE, _CR]] = True
 
 
 def scan(path, block=SCAN_BLOCK):
     """``(quoted_break, unterminated)`` for the CSV file ``path``: whether a
     line break (``b"\\n"``) lies inside a quoted cell, and whether the file
     ends inside one (pandas' "EOF inside string"). The whole file is read,
-    a block at a time; one with no quote at ``bytes.find``'s speed (memchr),
-    as is every block of one that neither holds a quote nor starts inside a
-    quoted cell."""
-    with open(path, "rb") as f:
+    a block at a time into one buffer; one with no quote at
+    ``bytearray.find``'s speed (memchr), as is every block of one that
+    neither holds a quote nor starts inside a quoted cell."""
+    with open(path, "rb", buffering=0) as f:
         # pandas skips a byte order mark: the first cell starts after it
         state = _State(len(_BOM) if f.read(len(_BOM)) == _BOM else 0)
         f.seek(0)
-        found = False
-        for data in _blocks(f, block):
-            found |= state.feed(data)
-    return found, state.inside
+        buffer, held, dropped = bytearray(block), 0, 0
+        while True:
+            with memoryview(buffer) as view:
+                read = f.readinto(view[held:])
+            end = held + read
+            # a run of quotes is never cut: those ending the block wait for
+            # the next (unless the file ends)
+            keep = end if not read else _before_quotes(buffer, end)
+            if keep:
+                state.feed(buffer, keep)
+                state.offset += dropped  # the quotes left out of its run
+                dropped = 0
+            if not read:
+                return state.found, state.inside
+            held = end - keep
+            buffer[:held] = buffer[keep:end]
+            if held == len(buffer):  # a block of quotes only, one run: it
+                # reads by its first quote's place and its length's parity
+                dropped += held - 2 + held % 2
+                held = 2 - held % 2
+                if held == len(buffer):  # a block of 1 or 2 bytes
+                    buffer.extend(bytes(2))
 
 
-def _blocks(f, block):
-    """The bytes of the file ``f``, ``block`` at a time; a block never ends
-    in a quote but the file's last (a run of quotes is never cut)."""
-    carry = b""
-    while True:
-        more = f.read(block)
-        if not more:
-            if carry:
-                yield carry
-            return
-        data = carry + more if carry else more
-        keep = len(data.rstrip(b'"'))
-        if keep:
-            yield data[:keep]
-        carry = data[keep:]
+def _before_quotes(buffer, end):
+    """Where the run of quotes that ends ``buffer[:end]`` starts (``end``
+    where it ends in another byte)."""
+    keep = end
+    while keep and buffer[keep - 1] == _QUOTE:
+        if end - keep == 64:  # a long run: at NumPy's speed
+            other = np.flatnonzero(np.frombuffer(buffer, np.uint8, end) != _QUOTE)
+            return int(other[-1]) + 1 if len(other) else 0
+        keep -= 1
+    return keep
 
 
 class _State:
@@ -76,43 +92,49 @@ class _State:
     and where the next block starts (whether a cell starts there)."""
 
     def __init__(self, first_cell):
-        self.inside = False
+        self.inside = self.found = False
         #: the file's offset where its first cell starts, the next block's
         self.first_cell, self.offset = first_cell, 0
         self.previous = None  # the byte before the next block
 
-    def feed(self, data):
-        """Scan the bytes ``data`` (not ending in a quote, unless the file
-        does); True where a line break in them lies inside a quoted cell."""
-        if data.find(b'"') < 0:
-            found = self.inside and data.find(b"\n") >= 0
+    def feed(self, buffer, end):
+        """Scan the bytes ``buffer[:end]`` (not ending in a quote, unless the
+        file does); ``found`` where a line break in them lies inside a quoted
+        cell."""
+        if buffer.find(b'"', 0, end) < 0:
+            self.found |= self.inside and buffer.find(b"\n", 0, end) >= 0
         else:
-            found = self._quotes(np.frombuffer(data, dtype=np.uint8))
-        self.offset += len(data)
-        self.previous = data[-1]
-        return found
+            self.found |= self._quotes(np.frombuffer(buffer, np.uint8, end))
+        self.offset += end
+        self.previous = buffer[end - 1]
 
     def _quotes(self, codes):
-        quotes = np.flatnonzero(codes == _QUOTE)
-        # runs of consecutive quotes: where each starts, whether its length is odd
-        heads = np.flatnonzero(np.diff(quotes, prepend=-2) != 1)
-        starts = quotes[heads]
-        odd = np.diff(heads, append=len(quotes)) % 2 == 1
-        before = codes[np.maximum(starts - 1, 0)]
-        cell_start = (before == _COMMA) | (before == _NEWLINE) | (before == _CR)
-        if starts[0] == 0:  # the byte before it ended the last block
+        # the quotes and line breaks, one search; runs of consecutive quotes
+        # in groups: a group is a run (its first quote and those after it)
+        # or a line break
+        special = np.flatnonzero((codes == _QUOTE) | (codes == _NEWLINE))
+        quote = codes[special] == _QUOTE
+        follows = np.empty(len(special), dtype=bool)  # a quote after a quote
+        follows[0] = False
+        np.equal(special[1:] - special[:-1], 1, out=follows[1:])
+        follows[1:] &= quote[:-1]
+        follows &= quote
+        groups = np.flatnonzero(~follows)
+        where, quote = special[groups], quote[groups]
+        odd = quote & (np.diff(groups, append=len(special)) & 1).astype(bool)
+        # a run starts a cell after a comma or a line break (or the file)
+        cell_start = _CELL_START[codes[where - 1]]
+        if where[0] == 0:  # the byte before it ended the last block
             cell_start[0] = self.previous in (None, _COMMA, _NEWLINE, _CR)
-        cell_start |= starts == self.first_cell - self.offset
-        toggle, reset = odd & cell_start, odd & ~cell_start
-        # the state after each run: the toggles since the last reset (or,
-        # with none, since the block began, from the state then)
-        count = np.cumsum(toggle)
-        last = np.maximum.accumulate(np.where(reset, np.arange(len(starts)), -1))
-        since = np.where(last >= 0, count[np.maximum(last, 0)], 0)
-        after = ((count - since) % 2 == 1) ^ ((last < 0) & self.inside)
-        # a line break lies inside where the state after the run before it does
-        breaks = np.flatnonzero(codes == _NEWLINE)
-        run = np.searchsorted(starts, breaks) - 1
-        inside = np.where(run >= 0, after[np.maximum(run, 0)], self.inside)
+        cell_start |= where == self.first_cell - self.offset
+        # the state after each group: the parity of the toggles since the
+        # last reset (the count of toggles is nondecreasing: the one at the
+        # last reset is the largest at a reset so far), or since the block
+        # began, from the state then (counted as a toggle)
+        count = np.cumsum(odd & cell_start, dtype=np.int32)  # < 2**31 bytes
+        count += self.inside
+        since = np.maximum.accumulate(np.where(odd > cell_start, count, 0))
+        after = ((count - since) & 1).astype(bool)
         self.inside = bool(after[-1])
-        return bool(inside.any())
+        # a line break is inside where the state after it (the one before) is
+        return bool((after & ~quote).any())

@@ -174,3 +174,18 @@ def test_the_scan_reads_quotes_as_pandas_does(tmp_path):
         want = _pandas_reads(data)
         for block in (1, 2, 3, 7, 2**20):
             assert scan(path, block) == want, (data, block)
+
+
+@pytest.mark.parametrize("length", [1, 2, 63, 64, 65, 130, 131])
+def test_a_long_run_of_quotes_across_blocks(tmp_path, length):
+    """A run of quotes is never cut between blocks (whether it starts a cell
+    decides how it reads): one longer than a block, at a cell's start or
+    inside one, reads as pandas reads it."""
+    path = tmp_path / "t.csv"
+    for data in (b"a,b\n1," + b'"' * length + b"\n2,3\n",
+                 b"a,b\n1,x" + b'"' * length + b"\n2,3\n",
+                 b'a,b\n1,"x' + b'"' * length + b"\n2,3\n"):
+        path.write_bytes(data)
+        want = _pandas_reads(data)
+        for block in (1, 5, 64, 100, 2**20):
+            assert scan(path, block) == want, (data, block)
