@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("dask.dataframe")
 
-from sklearn_dppca import _cli_dask  # noqa: E402
+from sklearn_dppca import BudgetAccountant, _cli_dask  # noqa: E402
 from sklearn_dppca._csv_quotes import scan  # noqa: E402
 
 from .test_cli import assert_one_error_line, run  # noqa: E402
@@ -56,13 +56,16 @@ def test_a_quoted_line_break_is_refused_wherever_it_falls(tmp_path, capsys,
     in memory all four fit. Both with a break are now refused, with one
     message naming the file, before the charge; without one both fit."""
     errors = []
+    ledger = tmp_path / "budget.db"
+    run(capsys, "ledger", "init", ledger, "--epsilon", 9, "--delta", 1e-6)
     for row in (59, 100):
         path = tmp_path / f"break{row}.csv"
         path.write_text(survey(row))
         if row == 59:  # the break Dask cut the file just after
             assert path.read_bytes().index(b"\n", 1082) == 1083
-        rc, _, err = fit(capsys, path)
+        rc, _, err = fit(capsys, path, "--ledger", ledger)
         assert rc == 2, err
+        assert BudgetAccountant(path=ledger).n_charges == 0
         assert_one_error_line(err)
         assert err.endswith(f"{path}: {BROKEN}, which --dask cannot read in "
                             "blocks (its blocks are cut at line breaks): read "
