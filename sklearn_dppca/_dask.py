@@ -269,11 +269,7 @@ def _check_array_unquoted(X):
             if any(isinstance(cell, complex) for cell in X.flat):
                 raise complex_ from None
         except ValueError:
-            raise ValueError(
-                "X holds a cell that is not a number (text): the private "
-                "estimators need numbers; drop such columns, or "
-                f"{_ENCODE_PUBLICLY} The cell is not quoted: it is private."
-            ) from None
+            raise _text_cell_refusal() from None
 
 
 def as_dask_array(X):
@@ -293,16 +289,19 @@ def as_dask_array(X):
             names = np.asarray(columns, dtype=object)
         check_numeric_columns(X, lazy=True)
         floats = (np.dtype(np.float32), np.dtype(np.float64))
-        if not all(t in floats for t in X.dtypes):
-            # int, bool and pandas' extension dtypes, missing values as NaN
-            # (then refused by the first pass, as in memory); a mixed frame
-            # would otherwise become an object array
-            X = X.astype(np.complex128 if _has_complex(X) else np.float64)
+        # int, bool and pandas' extension dtypes as floats, missing values as
+        # NaN (then refused by the first pass, as in memory); a mixed frame
+        # would otherwise become an object array
+        dtype = (np.complex128 if _has_complex(X) else np.float32
+                 if all(t == floats[0] for t in X.dtypes) else np.float64)
         lengths = partition_lengths(X)
         # counting the rows runs the lazy steps: a warning of theirs would
         # tell the rows apart (docs/privacy.rst, "Warnings")
         with private_computation():
             X = X.to_dask_array(lengths=lengths)
+        # each chunk cast by _chunk_numbers, not the frame's astype, whose
+        # error quotes a text cell of a partition the frame declared numeric
+        X = X.map_blocks(_chunk_numbers, dtype, dtype=dtype)
     if X.ndim != 2:
         raise ValueError(f"Expected a 2D array, got a {X.ndim}D Dask array.")
     if np.isnan(X.shape[0]):
@@ -343,6 +342,29 @@ def partition_lengths(frame):
     if isinstance(known, Literal):
         return tuple(int(length) for length in known.value)
     return True
+
+
+def _chunk_numbers(chunk, dtype):
+    """A DataFrame partition's rows as ``dtype``: a partition whose column
+    holds objects where the frame declared numbers (one file of
+    ``dd.from_map`` with a text cell) as in memory, each cell through
+    :func:`saturated` (an integer beyond a float is infinite), a text cell
+    refused without quoting it: NumPy's and pandas' errors quote it, in
+    this process and in a worker's log (review 100 F2)."""
+    if chunk.dtype.kind in "OUS":
+        cells = saturated(chunk)
+        number = complex if np.dtype(dtype).kind == "c" else float
+        if not all(isinstance(cell, number) for cell in cells.flat):
+            raise _text_cell_refusal()
+        chunk = cells
+    return chunk.astype(dtype, copy=False)
+
+
+def _text_cell_refusal():
+    return ValueError(
+        "X holds a cell that is not a number (text): the private estimators "
+        f"need numbers; drop such columns, or {_ENCODE_PUBLICLY} The cell is "
+        "not quoted: it is private.")
 
 
 def _has_complex(X):
@@ -540,6 +562,8 @@ def _add(a, b):
 # Per-chunk functions: module-level so that distributed workers can unpickle
 # them. Each reads one chunk of rows (the finiteness check included).
 def _chunk_max_norm(chunk):
+    if chunk.shape[0] == 0:  # a partition a public filter emptied (review 100 F5)
+        return 0.0
     return max_row_norm(chunk, row_sq_norms(chunk))
 
 

@@ -592,3 +592,40 @@ def test_the_workers_memory_is_checked_before_the_charge(monkeypatch):
         held = lazy.persist()
         assert _paths.held_by_workers(held) and _paths.held_by_workers(held[::2] + 1)
         assert not _paths.held_by_workers(lazy)
+
+
+def test_a_partition_with_a_text_cell_is_refused_without_quoting_it():
+    """``dd.from_map`` over files: one partition holds text in a column the
+    frame declares float64. NumPy's cast quoted the cell before the charge
+    (review 100 F2); the refusal now names nothing of it."""
+    from sklearn_dppca import BudgetAccountant
+
+    rng = np.random.default_rng(0)
+
+    def part(i):
+        frame = pd.DataFrame(rng.normal(size=(50, 3)) * 0.3, columns=list("abc"))
+        if i == 2:
+            frame["a"] = frame["a"].astype(object)
+            frame.loc[7, "a"] = "Jane Roe (HIV+)"
+        return frame
+
+    frame = dd.from_map(part, [0, 1, 2, 3], meta=part(0).iloc[:0])
+    for estimator in (PrivatePCA(2, data_norm=1.0), CoherentPowerPCA(2, data_norm=1.0)):
+        estimator.set_params(accountant=BudgetAccountant())
+        with pytest.raises(ValueError, match="not a number") as caught:
+            estimator.fit(frame)
+        assert "Jane" not in str(caught.value)
+        assert estimator.accountant.n_charges == 0
+
+
+@pytest.mark.parametrize("path", ["dense", "matrix_free", "noisy_power"])
+def test_a_chunk_of_no_row_fits(path):
+    """A public filter may empty a partition: np.max of no row norms failed
+    every path that reads the largest norm (review 100 F5)."""
+    X = np.random.default_rng(0).normal(size=(600, 30)) * 0.2
+    lazy = da.from_array(X, chunks=((300, 0, 300), (30,)))
+    params = dict(data_norm=1.0, center=False, path=path, svd_solver="randomized",
+                  random_state=0)
+    ours = PrivatePCA(2, **params).fit(lazy)
+    assert np.allclose(ours.components_, PrivatePCA(2, **params).fit(X).components_)
+    PrivatePCA(2, random_state=0).fit(lazy)  # data_norm=None: the largest norm
