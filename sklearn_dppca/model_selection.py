@@ -116,6 +116,7 @@ from ._search_run import (
     check_readers,
     floor_penalised_scores,
     refit_pool,
+    refuse_infinity,
 )
 from .noise import dense_noise, make_generator
 from .privacy import (
@@ -640,6 +641,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
             validate_data(self, X, skip_check_array=True)  # names, width
             return X
         if is_dask_collection(X) and not has_sparse_chunks(X):
+            refuse_infinity(X)  # chunk by chunk, as in memory (review 100 F1)
             self.n_features_in_ = X.shape[1]
             vars(self).pop("feature_names_in_", None)
             if names is not None:

@@ -629,3 +629,25 @@ def test_a_chunk_of_no_row_fits(path):
     ours = PrivatePCA(2, **params).fit(lazy)
     assert np.allclose(ours.components_, PrivatePCA(2, **params).fit(X).components_)
     PrivatePCA(2, random_state=0).fit(lazy)  # data_norm=None: the largest norm
+
+
+def test_a_search_refuses_infinity_in_a_dask_array_before_the_charge():
+    """A PublicScaler before the private step failed on one infinite entry
+    after the charge where the rows were a Dask array, and in memory before
+    it (review 100 F1)."""
+    from sklearn.pipeline import make_pipeline
+
+    from sklearn_dppca import BudgetAccountant
+    from sklearn_dppca.model_selection import PrivateGridSearchCV
+    from sklearn_dppca.preprocessing import PublicScaler
+
+    X = np.random.default_rng(0).normal(size=(600, 4)) * 0.2
+    X[400, 2] = np.inf
+    for rows in (X, da.from_array(X, chunks=(200, 4))):
+        search = PrivateGridSearchCV(
+            make_pipeline(PublicScaler(ranges=(-3, 3)), PrivatePCA(data_norm=1.0)),
+            {"privatepca__n_components": [1, 2]}, epsilon=3.0, cv=3,
+            accountant=BudgetAccountant())
+        with pytest.raises(ValueError, match="infinity"):
+            search.fit(rows)
+        assert search.accountant.n_charges == 0
