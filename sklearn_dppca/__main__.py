@@ -101,7 +101,7 @@ _FLAG_WORDING = (
      r"--path \2"),
     (r"\w+\(n_components=(\d+)(, svd_solver='randomized')?, path='(\w+)'\)",
      r"-k \1 --path \3"),
-    (r"\bmemory_limit=(\S+) GiB admits", r"--memory-limit \1 admits"),
+    (r"\bmemory_limit=(\S+) \* 2\*\*30 admits", r"--memory-limit \1 admits"),
     (r"\(bounds and non_finite='clip' map them\)", "(--bounds clips them)"),
     (r"\bpath='(\w+)'", r"--path \1"),
     (r"n_components \+ n_oversamples =", "n_components + 10 (oversampling) ="),

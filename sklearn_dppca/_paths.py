@@ -687,7 +687,7 @@ class _PathMixin:
             held = ", ".join(notes) + "; " if notes else ""
             advice.append(f"{name}(n_components={k}{solver}, path={path!r}) "
                           f"{PATH_MEMORY[path]} ({held}memory_limit="
-                          f"{gib_up(least)} GiB admits it)")
+                          f"{gib_up(least)} * 2**30 admits it)")  # bytes
         return (lead + "; ".join(advice) + ". " if advice else "") + (
             "Fewer features (a public selection of them) or fewer components "
             "shrink every path's memory." if whole and not narrow else
