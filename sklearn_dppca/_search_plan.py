@@ -34,6 +34,12 @@ from ._public_encoders import (
     is_public_column_transformer,
     is_public_onehot,
 )
+from ._public_text import (
+    TEXT_OUTSIDE,
+    is_public_text,
+    learned_text,
+    text_leak_advice,
+)
 from ._rows import InMemoryRows
 from ._warning_rules import _warn_leak, private_computation
 from .noise import noise_scale
@@ -562,7 +568,7 @@ def caching_params(estimator):
             if (key == "memory" or key.endswith("__memory")) and value is not None}
 
 
-def _is_stateless(step):
+def _is_stateless(step, text=False):
     """A step whose fit learns nothing from the data that reaches its output:
     ``None``, ``"passthrough"``, a ``FunctionTransformer`` (exactly that
     class: a subclass may learn in ``fit``; its ``func`` must be a fixed
@@ -572,12 +578,18 @@ def _is_stateless(step):
     (:func:`~sklearn_dppca._public_encoders.is_public_onehot`), or a
     ``ColumnTransformer`` of such steps (:func:`~sklearn_dppca.
     _public_encoders.is_public_column_transformer`). An encoder changes the
-    number of columns: it does not keep them (:func:`keeps_columns`)."""
+    number of columns: it does not keep them (:func:`keeps_columns`).
+    With ``text``, a public text vectorizer too (:func:`~sklearn_dppca.
+    _public_text.is_public_text`: hashing, or a public vocabulary without
+    idf): the Pipeline warning's; the searches take numeric rows and do not
+    check documents before their charge, so they refuse text steps."""
     if _is_passthrough(step):
         return True
     return (type(step) is FunctionTransformer or type(step) in _STATELESS_TYPES
             or _is_constant_fill(step) or is_public_onehot(step)
-            or is_public_column_transformer(step, _is_stateless))
+            or (text and is_public_text(step))
+            or is_public_column_transformer(
+                step, lambda inner: _is_stateless(inner, text)))
 
 
 def warn_if_after_learned_steps(model):
@@ -605,24 +617,39 @@ def warn_if_after_learned_steps(model):
                 where = next((i for i, step in enumerate(steps) if step is inner),
                              frame.f_locals.get("step_idx"))  # memory=: a clone
                 if isinstance(where, Integral):
-                    learned += [type(step).__name__ for step in steps[:where]
-                                if not _is_stateless(step) and not type(
+                    learned += [step for step in steps[:where]
+                                if not _is_stateless(step, text=True) and not type(
                                     step).__module__.startswith("sklearn_dppca.")]
             seen.add(id(owner))
             inner = owner  # the step the enclosing container holds
         frame = frame.f_back
-    if learned:
+    if not learned:
+        return
+    names = [type(step).__name__ for step in learned]
+    advice = (
+        "Use PrivateStandardScaler, PublicScaler (public ranges) or "
+        "SimpleImputer(strategy='constant', keep_empty_features=True) "
+        "instead; to encode categories, OneHotEncoder(categories=["
+        "PUBLIC_LIST], handle_unknown='ignore', sparse_output=False), "
+        "alone or in a ColumnTransformer(..., sparse_threshold=0) of such "
+        "steps.")
+    text = set().union(*(learned_text(step) for step in learned))
+    if not text:
         _warn_leak(
-            f"The Pipeline's step(s) {learned} before {type(model).__name__} "
+            f"The Pipeline's step(s) {names} before {type(model).__name__} "
             "were fitted on the rows without privacy: their fitted values "
             "(means, scales, fills) are exact functions of the rows, and this "
-            "fit's privacy_spent_ does not cover them. Use "
-            "PrivateStandardScaler, PublicScaler (public ranges) or "
-            "SimpleImputer(strategy='constant', keep_empty_features=True) "
-            "instead; to encode categories, OneHotEncoder(categories=["
-            "PUBLIC_LIST], handle_unknown='ignore', sparse_output=False), "
-            "alone or in a ColumnTransformer(..., sparse_threshold=0) of such "
-            "steps.")
+            f"fit's privacy_spent_ does not cover them. {advice}")
+        return
+    # text vectorizers: what they learn, and the public ones (review 99 F1)
+    others = [step for step in learned if not learned_text(step)
+              or isinstance(step, ColumnTransformer)]
+    _warn_leak(
+        f"The Pipeline's step(s) {names} before {type(model).__name__} were "
+        "fitted on the rows without privacy: their fitted values are exact "
+        "functions of the rows, and this fit's privacy_spent_ does not cover "
+        f"them. {text_leak_advice(text)}"
+        + (f" For the other steps, u{advice[1:]}" if others else ""))
 
 
 def _is_constant_fill(step):
@@ -676,6 +703,12 @@ def _refused_step(name, step):
             "data, computed without noise: not private. Fill a public constant "
             "instead: SimpleImputer(strategy='constant', fill_value=..., "
             "keep_empty_features=True)."
+        )
+    if _is_stateless(step, text=True) or learned_text(step):
+        return (  # a text step (review 99 F1): the search reads numbers
+            f"{where} is a text step: a private search takes numeric rows, "
+            "checked before its charge, and runs no text step (raw text is "
+            f"not accepted). {TEXT_OUTSIDE}"
         )
     if is_public_column_transformer(step, _is_stateless, dense=False):
         return (

@@ -19,6 +19,7 @@ from ._dask import as_dask_array, is_dask_collection, saturate_big_numbers
 from ._norm_plan import check_data_norm_range
 from ._pca_model import map_non_finite
 from ._private_pca import pooled_release
+from ._public_text import TEXT_OUTSIDE
 from ._row_maps import clipped_projections
 from ._search_plan import (
     SHARED_FULL_FEATURES,
@@ -458,7 +459,9 @@ def _shape(X):
     if len(shape) != 2:
         raise ValueError(
             f"Expected a 2D array of shape (n_samples, n_features), got shape "
-            f"{shape}."
+            f"{shape}." + (f" A private search takes numeric rows: raw text (a "
+                           f"list of documents) is not accepted. {TEXT_OUTSIDE}"
+                           if len(shape) == 1 else "")
         )
     for size, what, least in ((shape[0], "sample", 2), (shape[1], "feature", 1)):
         if size < least:
