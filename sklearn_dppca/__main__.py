@@ -57,7 +57,7 @@ import numpy as np
 from . import _cli_args
 from ._cli_args import ESTIMATORS
 from ._cli_demo import demo
-from ._released import SCALE_ADVICE, SPARSE_SCALE_ADVICE
+from ._released import FEWER_FEATURES, SCALE_ADVICE, SPARSE_SCALE_ADVICE
 
 # ------------------------------------------------------------------ fit
 #: Options that only one estimator takes: option dest -> estimator choice.
@@ -97,6 +97,8 @@ _FLAG_WORDING = (
     (r"\bbounds=\(lower, upper\)", "--bounds LOW HIGH"),
     (_SCALER_ADVICE, "by their public ranges with --scale and --bounds FILE "
      "(no budget)"),
+    (re.escape(FEWER_FEATURES), "a public selection of the columns with "
+     "--columns"),
     (r"\w+\(n_components=k(, svd_solver='randomized')?, path='(\w+)'\)",
      r"--path \2"),
     (r"\w+\(n_components=(\d+)(, svd_solver='randomized')?, path='(\w+)'\)",

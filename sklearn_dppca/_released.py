@@ -90,6 +90,11 @@ SPARSE_SCALE_ADVICE = (
 )
 
 
+#: How to keep fewer features, publicly (the noise warning's advice).
+FEWER_FEATURES = ("a public selection, or a smaller HashingVectorizer("
+                  "n_features=...)")
+
+
 def _scale_advice(estimator):
     """:data:`SCALE_ADVICE`, or for a fit on sparse rows (public: the
     input's kind) :data:`SPARSE_SCALE_ADVICE`."""
@@ -156,15 +161,24 @@ def warn_if_noise_dominated(estimator):
     fewer = (f", fit on more rows, or keep n_components={resolved} (the "
              "resolved ones)." if resolved else
              " or fit on more rows: no component is resolved at this budget, "
-             "so keeping fewer would not help.")
+             "so keeping fewer components would not help.")
+    # the covariance's noise spectrum widens as sqrt(d), d public (review 99
+    # F3); the random start's releases' noise does not grow with d
+    wide = getattr(estimator, "branch_", None) != "random"
+    d = getattr(estimator, "n_features_in_", None)
     warnings.warn(
         f"{k - resolved} of the {k} released components {verb} not stand out of "
         f"the noise ({which}): their released eigenvalues lie within the "
         "noise's spectrum, so they are close to random directions. The "
-        "noise grows as the square of the norm bound and shrinks as n times "
+        "noise grows as the square of the norm bound"
+        + (" and as the square root of the number of features" if wide else "")
+        + " and shrinks as n times "
         f"epsilon: give a tighter data_norm (the bound used: "
         f"{estimator.data_norm_:.4g}) or put the features on a common scale "
-        f"{_scale_advice(estimator)}, spend more epsilon (now {estimator.epsilon:g})"
+        f"{_scale_advice(estimator)}, "
+        + (f"keep fewer features ({FEWER_FEATURES}"
+           + (f"; d={d} now), " if d else "), ") if wide else "")
+        + f"spend more epsilon (now {estimator.epsilon:g})"
         f"{fewer}{_random_start_hint(estimator)} "
         "(Computed from released values and the public noise scale only.)",
         NoisyReleaseWarning,

@@ -272,3 +272,53 @@ def test_the_cli_keeps_the_warnings_with_the_model(tmp_path, capsys):
     saved = json.loads(model.read_text())
     assert len(saved["privacy_warnings"]) == 1  # the fixed seed's
     assert any("not stand out" in w for w in saved["release_warnings"])
+
+
+def test_the_noise_advice_names_fewer_features_where_the_noise_grows_with_them():
+    """The covariance's noise bulk widens as sqrt(d) (d public): a wide
+    hashed fit that is noise was told a tighter bound and scaling only, not
+    fewer features (review 99 F3: 2^16 hashed features gave sin 1.00, 2^12
+    gave 0.30). The random start's releases' noise does not grow with d:
+    not said there."""
+
+    def message(**attrs):
+        view = types.SimpleNamespace(n_components_=2, n_resolved_=0,
+                                     data_norm_=1.0, epsilon=1.0, **attrs)
+        with pytest.warns(NoisyReleaseWarning) as caught:
+            warn_if_noise_dominated(view)
+        return str(caught[0].message)
+
+    wide = message(n_samples_=500, n_features_in_=4096)
+    assert "square root of the number of features" in wide
+    assert ("keep fewer features (a public selection, or a smaller "
+            "HashingVectorizer(n_features=...); d=4096 now)") in wide
+    assert "keeping fewer components would not help" in wide
+    random = message(n_samples_=500, n_features_in_=4096, branch_="random")
+    assert "fewer features" not in random and "square root" not in random
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(3000)]
+    docs = [" ".join(rng.choice(words, 20)) for _ in range(300)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        make_pipeline(HashingVectorizer(n_features=2**12), PrivatePCA(
+            3, data_norm=1.0, epsilon=1.0, random_state=0,
+            accountant=BudgetAccountant())).fit(docs)
+    noisy = [str(w.message) for w in caught if w.category is NoisyReleaseWarning]
+    assert noisy and "smaller HashingVectorizer(n_features=...); d=4096" in noisy[0]
+
+
+def test_the_cli_names_fewer_columns_for_fewer_features(tmp_path, capsys):
+    pytest.importorskip("pandas")
+    from sklearn_dppca.__main__ import main
+
+    table = tmp_path / "survey.csv"
+    survey().to_csv(table, index=False)
+    rc = main(["fit", str(table), "-k", "3", "--epsilon", "1", "--delta", "1e-6",
+               "--data-norm", "8000", "-o", str(tmp_path / "m.json")])
+    err = capsys.readouterr().err
+    assert rc == 0
+    assert "keep fewer features (a public selection of the columns with " \
+           "--columns; d=5 now)" in err, err
+    assert "HashingVectorizer" not in err
