@@ -158,3 +158,31 @@ def test_searches_refuse_text_steps_before_the_charge(step):
     PrivateGridSearchCV(PrivatePCA(data_norm=1.0), {"n_components": [1, 2]},
                         accountant=budget).fit(rows)
     assert budget.spent[0] > 0
+
+
+def test_the_guide_documents_the_text_route_and_its_code_runs():
+    """docs/choosing.rst's Text section names the public vectorizers, the
+    bound and the search's refusal of raw text; its code runs as shown,
+    without a leak warning; docs/privacy.rst lists the public text steps."""
+    import re
+    import textwrap
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    section = (docs / "choosing.rst").read_text().split(
+        ".. _text-documents:")[1].split(".. _mixed-scales:")[0]
+    for claim in ("HashingVectorizer", "vocabulary=WORDS", "use_idf=False",
+                  "raw text is not", "``data_norm=1``", ":math:`\\sqrt d`"):
+        assert claim in section, claim
+    blocks = [textwrap.dedent(b) for b in re.findall(
+        r"::\n\n((?:    .*\n|\n)+)", section)]
+    assert len(blocks) == 2
+    scope = {"documents": _corpus()}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for block in blocks:
+            exec(block, scope)  # noqa: S102 - the documentation's own code
+    assert not [w for w in caught if w.category is PrivacyLeakWarning]
+    assert scope["search"].best_params_["n_components"] in (2, 4, 8)
+    privacy = (docs / "privacy.rst").read_text()
+    assert "``TfidfTransformer(use_idf=False)``, which learns only" in privacy
