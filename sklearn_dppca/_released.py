@@ -162,10 +162,11 @@ def warn_if_noise_dominated(estimator):
              "resolved ones)." if resolved else
              " or fit on more rows: no component is resolved at this budget, "
              "so keeping fewer components would not help.")
-    # the covariance's noise spectrum widens as sqrt(d), d public (review 99
-    # F3); the random start's releases' noise does not grow with d
-    wide = getattr(estimator, "branch_", None) != "random"
-    d = getattr(estimator, "n_features_in_", None)
+    # the covariance's noise spectrum widens as sqrt(d), d public: said on
+    # wide rows (review 99 F3); the random start's noise does not grow with d
+    d = getattr(estimator, "n_features_in_", None) or 0
+    wide = (getattr(estimator, "branch_", None) != "random"
+            and d >= HINT_MIN_FEATURES)
     warnings.warn(
         f"{k - resolved} of the {k} released components {verb} not stand out of "
         f"the noise ({which}): their released eigenvalues lie within the "
@@ -176,8 +177,8 @@ def warn_if_noise_dominated(estimator):
         f"epsilon: give a tighter data_norm (the bound used: "
         f"{estimator.data_norm_:.4g}) or put the features on a common scale "
         f"{_scale_advice(estimator)}, "
-        + (f"keep fewer features ({FEWER_FEATURES}"
-           + (f"; d={d} now), " if d else "), ") if wide else "")
+        + (f"keep fewer features ({FEWER_FEATURES}; d={d} now), "
+           if wide else "")
         + f"spend more epsilon (now {estimator.epsilon:g})"
         f"{fewer}{_random_start_hint(estimator)} "
         "(Computed from released values and the public noise scale only.)",
