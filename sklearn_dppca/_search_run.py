@@ -20,7 +20,7 @@ from ._norm_plan import check_data_norm_range
 from ._pca_model import map_non_finite
 from ._private_pca import pooled_release
 from ._public_text import TEXT_OUTSIDE
-from ._row_maps import clipped_projections
+from ._row_maps import clipped_projections, summed_over_rows
 from ._search_plan import (
     SHARED_FULL_FEATURES,
     _is_passthrough,
@@ -111,8 +111,22 @@ def captured_variance_score(estimator, X, y=None):
                           dtype=[np.float64, np.float32],
                           ensure_all_finite=step.non_finite == "raise")
     rows = _host(_before_step(estimator, prefix, X), step.non_finite)
-    return float(np.mean(captured_variance_rows(
-        rows, _host(step.mean_), _host(step.components_), step.data_norm_)))
+    # np.mean's sum over the count; a Dask array's summed chunk by chunk
+    return float(captured_variance_sum(rows, _host(step.mean_), _host(step.components_),
+                                       step.data_norm_) / rows.shape[0])
+
+
+def captured_variance_sum(rows, mean, components, data_norm):
+    """``np.sum(captured_variance_rows(rows, ...))``; a Dask array's chunks
+    each summed in their own task (:func:`~sklearn_dppca._row_maps.summed_over_rows`):
+    the per-row values are never gathered."""
+    if not is_dask_collection(rows):
+        return np.sum(captured_variance_rows(rows, mean, components, data_norm))
+
+    def per_row(block):
+        return captured_variance_rows(block, mean, components, data_norm)[:, None]
+
+    return summed_over_rows(rows, per_row, 1)[0]
 
 
 def floor_penalised_scores(released, n_components, n_validation, floor,
@@ -396,8 +410,8 @@ def _score_fold(X, y, train, test, plan, delta, seeds):
         if not shared:
             (c,) = members
             k[c] = step.n_components_
-            scores[c] = np.sum(captured_variance_rows(
-                rows, _host(step.mean_), _host(step.components_), step.data_norm_))
+            scores[c] = captured_variance_sum(
+                rows, _host(step.mean_), _host(step.components_), step.data_norm_)
             floor[c] = float(step.noise_variance_)
             continue
         # PrivatePCA(n_components=k) on the same noise keeps the first k of the
@@ -432,11 +446,19 @@ def _cumulative_gains(rows, step):
     :math:`k - 1` is the score of the truncation to :math:`k` components.
     The components are orthonormal eigenvectors, so each row's partial sums
     are at most :math:`\|y\|^2 \le C^2`; the clip makes the bound exact in
-    floating point."""
+    floating point. A Dask array's chunks are each reduced to their
+    length-:math:`k` sums in their own task: the :math:`n \times k`
+    projections are never gathered."""
     C = step.data_norm_
-    projected = clipped_projections(rows, C, _host(step.mean_),
-                                    _host(step.components_).T)
-    return np.clip(np.cumsum(projected**2, axis=1), 0.0, C**2).sum(axis=0)
+    mean, basis = _host(step.mean_), _host(step.components_).T
+
+    def per_row(block):
+        gains = clipped_projections(block, C, mean, basis)  # squared and
+        np.square(gains, out=gains)  # summed in place: one n × k array
+        np.cumsum(gains, axis=1, out=gains)
+        return np.clip(gains, 0.0, C**2, out=gains)
+
+    return summed_over_rows(rows, per_row, basis.shape[1])
 
 
 def _before_step(pipeline, prefix, X, fit=False, y=None):

@@ -329,6 +329,65 @@ def test_the_search_reads_a_dask_array_chunk_by_chunk(monkeypatch):
     assert list(search(frame).feature_names_in_) == list("abcdef")
 
 
+class _LargestResult:
+    """A Dask callback that keeps the most rows of any task's NumPy result:
+    above the chunks' rows, something gathered them."""
+
+    def __init__(self):
+        from dask.callbacks import Callback
+
+        outer = self
+        self.rows = 0
+
+        class Watch(Callback):
+            def _posttask(self, key, result, dsk, state, id):
+                if isinstance(result, np.ndarray) and result.ndim:
+                    outer.rows = max(outer.rows, result.shape[0])
+
+        self.callback = Watch()
+
+    def __enter__(self):
+        self.callback.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.callback.__exit__(*exc)
+
+
+def test_the_search_scores_reduce_each_chunk():
+    """The fold scores of a Dask array are reduced chunk by chunk to
+    ``k`` sums (review 100 F3: the ``n_val × k`` projections were computed
+    into memory after the charge): no task's result holds more rows than a
+    chunk, and the sums are those of the same rows in memory."""
+    from sklearn_dppca import BudgetAccountant, _search_run
+    from sklearn_dppca.model_selection import (
+        PrivateGridSearchCV,
+        captured_variance_score,
+    )
+
+    X, _ = make_planted(n=6000, d=8, seed=3)
+    lazy = da.from_array(X, chunks=(500, 8))
+    full = PrivatePCA(data_norm=4.0, random_state=0).fit(X)
+    with _LargestResult() as seen:
+        gains = _search_run._cumulative_gains(lazy, full)
+        score = captured_variance_score(full, lazy)
+    assert seen.rows <= 500
+    np.testing.assert_allclose(gains, _search_run._cumulative_gains(X, full),
+                               rtol=1e-12)
+    assert score == pytest.approx(captured_variance_score(full, X), rel=1e-12)
+    for grid in ([1, 2, 3], [2]):  # shared fits (cumulative gains), one fit
+        def search(rows):
+            return PrivateGridSearchCV(
+                PrivatePCA(data_norm=4.0), {"n_components": grid}, epsilon=3.0,
+                random_state=0, accountant=BudgetAccountant()).fit(rows)
+
+        with _LargestResult() as seen:
+            got = search(lazy).cv_results_["mean_test_score"]
+        assert seen.rows <= 500  # a validation fold is 1200 rows
+        np.testing.assert_allclose(got, search(X).cv_results_["mean_test_score"],
+                                   rtol=1e-12)
+
+
 def test_wide_dask_fits_count_the_chunks_gram_matrices():
     """The dense path over Dask chunks holds each running chunk's Gram matrix
     and the tree's partial sums: counted before the data is read, so a limit
