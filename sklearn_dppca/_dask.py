@@ -479,21 +479,78 @@ def in_process(workers):
 
 
 def local_threads():
-    """Threads a Dask computation runs on in this process: 1 under the
-    synchronous scheduler, else Dask's ``num_workers`` setting or the CPU
-    count; on a distributed cluster, its workers' threads where they all
-    run in this process, else ``None`` (the workers compute it)."""
+    """Threads a Dask computation runs on in this process, as Dask's local
+    schedulers pick them (``dask.threaded.get``, ``dask.multiprocessing.get``,
+    whose results all come back to this process): 1 under the synchronous
+    scheduler; an executor given as the scheduler, its workers; else the
+    ``pool`` of Dask's config (before ``num_workers``: review 100 F4), else
+    ``num_workers``, else the new pool the threaded scheduler makes when
+    called from a thread other than the main one (Python's default size),
+    else the CPU count. On a distributed cluster, its workers' threads
+    where they all run in this process, else ``None`` (the workers compute
+    it)."""
     if _active_client() is not None:
         workers = cluster_workers()
         return sum(t for t, _ in workers.values()) if in_process(workers) else None
+    import threading
+
     import dask
     import dask.local
+    import dask.threaded
     from dask.base import get_scheduler
     from dask.system import CPU_COUNT
 
-    if get_scheduler() is dask.local.get_sync:
+    scheduler = get_scheduler()
+    if scheduler is dask.local.get_sync:
         return 1
-    return int(dask.config.get("num_workers", None) or CPU_COUNT)
+    if isinstance(scheduler, functools.partial) \
+            and scheduler.func is dask.local.get_async:
+        # an Executor as the scheduler: Dask runs its _max_workers at once
+        args, keywords = scheduler.args, scheduler.keywords
+        return _counted(args[1] if len(args) > 1 else keywords.get("num_workers"))
+    pool = dask.config.get("pool", None)
+    if pool is not None:
+        return _pool_size(pool)
+    workers = dask.config.get("num_workers", None)
+    if workers:
+        return int(workers)
+    if scheduler in (None, dask.threaded.get) \
+            and threading.current_thread() is not threading.main_thread():
+        from concurrent.futures import ThreadPoolExecutor
+
+        # dask.threaded.get makes ThreadPoolExecutor(None) there: no thread
+        # starts before a task is submitted, so this one only tells its size
+        return int(ThreadPoolExecutor()._max_workers)
+    return int(CPU_COUNT)
+
+
+#: Threads counted for a pool whose size cannot be read: Python's largest
+#: default pool (``ThreadPoolExecutor``'s 32), or the CPU count and 4.
+UNKNOWN_POOL_THREADS = 32
+
+
+def _pool_size(pool):
+    """Tasks Dask runs at once on ``pool``, as Dask reads them: an
+    executor's ``_max_workers``, a ``multiprocessing`` pool's processes (a
+    ``ThreadPool``'s threads)."""
+    import multiprocessing.pool
+
+    if isinstance(pool, multiprocessing.pool.Pool):  # ThreadPool too
+        return _counted(max(getattr(pool, "_processes", 0) or 0,
+                            len(getattr(pool, "_pool", ()) or ())))
+    return _counted(getattr(pool, "_max_workers", None))
+
+
+def _counted(size):
+    """``size`` where it is a positive int; where it cannot be read, as
+    many as the largest pool Python makes by default: a conservative count,
+    since each of them may hold a chunk of rows in this process (review 100
+    F4)."""
+    from dask.system import CPU_COUNT
+
+    if isinstance(size, int) and not isinstance(size, bool) and size > 0:
+        return size
+    return max(UNKNOWN_POOL_THREADS, int(CPU_COUNT) + 4)
 
 
 def _active_client():

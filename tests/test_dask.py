@@ -388,6 +388,53 @@ def test_the_search_scores_reduce_each_chunk():
                                    rtol=1e-12)
 
 
+def test_local_threads_counts_the_pool_dask_runs_on():
+    """The plan counts the threads Dask's local schedulers run chunks on:
+    a pool given in Dask's config comes before ``num_workers`` (review 100
+    F4: ``pool=ThreadPoolExecutor(16)`` was counted as the CPU count and a
+    fit peaked at 2.1 times its ``memory_limit``), an executor given as the
+    scheduler, and the new pool the threaded scheduler makes when called
+    from a thread other than the main one; a pool whose size is unreadable
+    counts as many threads as Python's largest default pool."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+    from multiprocessing.pool import ThreadPool
+
+    import dask
+
+    from sklearn_dppca import BudgetAccountant
+    from sklearn_dppca._dask import local_threads
+
+    with ThreadPoolExecutor(16) as pool, ThreadPool(3) as threads:
+        with dask.config.set(scheduler="threads", pool=pool, num_workers=2):
+            assert local_threads() == 16
+        with dask.config.set(scheduler="threads", pool=threads):
+            assert local_threads() == 3
+        with dask.config.set(scheduler="sync", pool=pool):
+            assert local_threads() == 1
+        with dask.config.set(scheduler=pool):
+            assert local_threads() == 16
+        with dask.config.set(scheduler="threads", pool=object()):
+            assert local_threads() >= 32
+        with dask.config.set(scheduler="threads", num_workers=4):
+            assert local_threads() == 4
+        with dask.config.set(scheduler="threads"):
+            seen = []
+            worker = threading.Thread(target=lambda: seen.append(local_threads()))
+            worker.start()
+            worker.join()
+            assert seen == [ThreadPoolExecutor()._max_workers]
+        # 16 chunks of 20 MB: on 16 threads more than 160 MiB, refused
+        # before any charge (on 2, it fits)
+        X = da.ones((800_000, 50), chunks=(50_000, 50))
+        budget = BudgetAccountant()
+        with dask.config.set(scheduler="threads", pool=pool), \
+                pytest.raises(MemoryError, match="chunks of rows its threads read"):
+            PrivatePCA(5, data_norm=10.0, memory_limit=160 * 2**20,
+                       accountant=budget).fit(X)
+        assert budget.n_charges == 0
+
+
 def test_wide_dask_fits_count_the_chunks_gram_matrices():
     """The dense path over Dask chunks holds each running chunk's Gram matrix
     and the tree's partial sums: counted before the data is read, so a limit
