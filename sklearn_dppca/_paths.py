@@ -11,7 +11,14 @@ from numbers import Integral
 
 import numpy as np
 
-from ._dask import ChunkedRows, cluster_workers, in_process, local_threads
+from ._dask import (
+    ChunkedRows,
+    cluster_workers,
+    has_sparse_chunks,
+    in_process,
+    is_dask_collection,
+    local_threads,
+)
 from ._norm_plan import DEFAULT_NORM_RANGE, bin_count
 from ._reported import _engine
 from ._rows import InMemoryRows
@@ -218,6 +225,39 @@ def physical_memory():
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):
         return None
+
+
+def check_gathered(X, doing, copies=0, wide=0, advice=""):
+    r"""Refuse, before any chunk is computed or budget charged, a step that
+    gathers the Dask array ``X`` (of dense chunks, known shape) into memory
+    where its rows and the step's copies of them need more than
+    :data:`MEMORY_SHARE` of this machine's memory (review 100 F6; the
+    heads' rule, review 68). Per entry of ``b`` bytes (``X``'s dtype): the
+    chunks and their concatenation at the gather (``2b``), then the rows,
+    a float cast of integer rows, ``copies`` copies in their float dtype
+    and ``wide`` float64 temporaries (``PrivateStandardScaler``'s fit held
+    33, 24 and 32 bytes an entry of float64, float32 and int64 rows under
+    ``tracemalloc``, counted 32, 24 and 40). Public: the shape, the dtype,
+    the machine. Sparse chunks (their non-zeros unknown before they are
+    read) and unknown lengths (a DataFrame's) are not counted."""
+    if not is_dask_collection(X) or has_sparse_chunks(X):
+        return
+    shape, total = getattr(X, "shape", ()), physical_memory()
+    if total is None or len(shape) != 2 \
+            or not all(isinstance(s, Integral) for s in shape):
+        return
+    dtype = np.dtype(X.dtype)
+    floats = 4 if dtype == np.float32 else 8
+    cast = 0 if dtype.kind == "f" else floats
+    per_entry = max(2 * dtype.itemsize,
+                    dtype.itemsize + cast + copies * floats + 8 * wide)
+    need = float(shape[0]) * float(shape[1]) * per_entry
+    if need > MEMORY_SHARE * total:
+        raise MemoryError(
+            f"{doing} gathers the {shape[0]} × {shape[1]} rows of the Dask array "
+            f"into memory: it needs about {need / 2**30:.1f} GiB, more than "
+            f"{MEMORY_SHARE:.0%} of this machine's {total / 2**30:.1f} GiB. "
+            f"{advice}Refused before any chunk is read or budget charged.")
 
 
 #: The integer ``n_components`` a refusal names the top-k paths at when the

@@ -51,6 +51,7 @@ from ._base import (
 from ._box import box_sums, by_feature_name, check_box, parse_box
 from ._dask import check_numeric_columns, gather_rows, saturate_big_numbers
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
+from ._paths import check_gathered
 from ._pca_model import map_non_finite
 from ._released import FeatureScaleWarning
 from .noise import dense_noise, make_generator, noise_scale
@@ -85,10 +86,21 @@ def _writable(X):
     return X if isinstance(X, np.ndarray) and X.ndim == 2 else None
 
 
-def _validate(estimator, X, *, reset, **params):
+#: What a scaler's call that gathers a Dask array suggests instead.
+_MAP_CHUNKS = "Map the chunks instead: X.map_blocks(scaler.transform, dtype=float). "
+_FIT_ADVICE = ("Fit it on a sample of the rows, or give the bounds to the "
+               "private estimator (PrivatePCA(bounds=...) reads the chunks "
+               "where they are). ")
+
+
+def _validate(estimator, X, *, reset, gathered=(0, 0, _MAP_CHUNKS), **params):
     """``validate_data`` in float64 or float32: NumPy's, or under
     ``array_api_dispatch`` the namespace's own dtypes (on ``X``'s device);
-    a Dask array gathered in memory (its sparse chunks as CSR)."""
+    a Dask array gathered in memory (its sparse chunks as CSR), refused
+    first where it would not fit (``gathered``: the call's ``copies``,
+    ``wide`` and ``advice`` for :func:`~sklearn_dppca._paths.check_gathered`)."""
+    copies, wide, advice = gathered
+    check_gathered(X, type(estimator).__name__, copies, wide, advice)
     X = saturate_big_numbers(gather_rows(X))
     check_numeric_columns(X)
     where = _array_api.namespace(X)
@@ -308,7 +320,8 @@ class PublicScaler(
         -------
         self : object
         """
-        X = _validate(self, X, reset=True, ensure_all_finite="allow-nan")
+        X = _validate(self, X, reset=True, ensure_all_finite="allow-nan", gathered=(
+            0, 0, "Fit it on X[:1000]: its fit reads only the columns. "))
         self._refuse_filling_sparse(X)
         d = X.shape[1]
         names = getattr(self, "feature_names_in_", None)
@@ -433,7 +446,7 @@ class PublicScaler(
         sparse ``X`` only where the map keeps 0 at 0 (a scaler fitted on
         dense rows may be given sparse ones)."""
         X = _validate(self, X, reset=False, ensure_all_finite="allow-nan", copy=copy,
-                      force_writeable=True)
+                      force_writeable=True, gathered=(1, 0, _MAP_CHUNKS))
         self._refuse_filling_sparse(X)
         check_same_namespace(X, self, attribute="scale_", method=method)
         return X
@@ -720,7 +733,8 @@ class PrivateStandardScaler(
                 "any, scale by public knowledge (PublicScaler) instead."
             )
         X = _validate(self, X, reset=first, ensure_min_samples=min_samples,
-                      ensure_all_finite=False)
+                      ensure_all_finite=False, gathered=(
+                          1 + (self.non_finite == "clip"), 2, _FIT_ADVICE))
         if sparse.issparse(X) and self.with_mean:  # public: refused uncharged
             raise ValueError(
                 "Cannot center sparse matrices: pass with_mean=False (centring "
@@ -884,7 +898,8 @@ class PrivateStandardScaler(
             X, copy = X.astype(np.float32), False  # a copy already
         clip = self.non_finite == "clip" and method == "transform"
         X = _validate(self, X, reset=False, copy=self.copy if copy is None else copy,
-                      ensure_all_finite=not clip, force_writeable=True)
+                      ensure_all_finite=not clip, force_writeable=True,
+                      gathered=(1 + clip, 0, _MAP_CHUNKS))
         if clip:  # the fit's public map; the caller's X is not modified
             X = map_non_finite(X)
         if self.mean_ is not None:

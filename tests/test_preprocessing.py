@@ -820,3 +820,40 @@ def test_sparse_rows_with_pandas_output_are_refused_before_the_charge():
     pipe[0].set_output(transform="default")
     assert list(pipe.fit_transform(X).columns) == ["privatepca0", "privatepca1"]
     assert budget.n_charges == 2
+
+
+def _never_read(block):
+    """A Dask chunk that must not be computed (a gather that began)."""
+    if block.shape[0]:
+        raise AssertionError("a chunk was computed: the gather began")
+    return block
+
+
+def test_the_scalers_count_the_rows_they_gather_from_dask(monkeypatch):
+    """The scalers read their rows in memory: a Dask array is gathered,
+    with no memory check (review 100 F6: an 800 GB array began to be
+    computed into the process, where a head refuses it, review 68).
+    Refused before any chunk is read and before the charge; a Dask array
+    that fits is still gathered and scaled."""
+    da = pytest.importorskip("dask.array")
+    from sklearn_dppca import _paths
+
+    monkeypatch.setattr(_paths, "physical_memory", lambda: 64 * 2**20)
+    X = da.zeros((1_500_000, 8), chunks=(100_000, 8))  # 96 MiB
+    X = X.map_blocks(_never_read, dtype=float)
+    small = np.random.default_rng(0).uniform(0, 1, (200, 8))
+    budget = BudgetAccountant()
+    private = PrivateStandardScaler(bounds=(0, 1), accountant=budget)
+    public = PublicScaler(ranges=(0, 1))
+    fitted = PrivateStandardScaler(bounds=(0, 1), accountant=BudgetAccountant())
+    for call in (private.fit, private.partial_fit, public.fit,
+                 fitted.fit(small).transform, fitted.inverse_transform,
+                 public.fit(small).transform, public.inverse_transform):
+        with pytest.raises(MemoryError, match="gathers the 1500000 × 8 rows"):
+            call(X)
+    assert budget.n_charges == 0
+    fitting = da.from_array(small, chunks=(50, 8))
+    np.testing.assert_array_equal(public.transform(fitting), public.transform(small))
+    private.fit(fitting)
+    assert budget.n_charges == 1
+
