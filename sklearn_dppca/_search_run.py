@@ -17,6 +17,7 @@ from . import _array_api
 from ._box import check_box
 from ._dask import as_dask_array, is_dask_collection, saturate_big_numbers
 from ._norm_plan import check_data_norm_range
+from ._paths import check_gathered
 from ._pca_model import map_non_finite
 from ._private_pca import pooled_release
 from ._public_text import TEXT_OUTSIDE
@@ -308,6 +309,23 @@ def _check_public_scalers(plan, n_features, names):
             first = cand.estimator.steps[0][1]
             if isinstance(first, PublicScaler):
                 clone(first).fit(zeros)
+
+
+def check_gathering_heads(X, heads):
+    """Refuse, before the charge and before any chunk is read, a search on
+    a Dask array whose candidates put steps before their private estimator:
+    those steps read their rows in memory (a ``PublicScaler`` gathers them
+    and returns an array: all rows in :func:`_check_heads`, then each fold),
+    counted as a scaler's transform counts them
+    (:func:`~sklearn_dppca._paths.check_gathered`; review 100 F6: the
+    scaler refused them only after the search's charge)."""
+    if any(not all(_is_passthrough(step) for step in steps) for steps in heads):
+        check_gathered(
+            X, "A step before the search's private estimator", copies=1,
+            advice="Give the private estimator the bounds itself (PrivatePCA("
+                   "bounds=...) reads the chunks where they are), or map the "
+                   "chunks before the search: X.map_blocks(scaler.transform, "
+                   "dtype=float). ")
 
 
 def _check_heads(plan, X, smallest_fold):

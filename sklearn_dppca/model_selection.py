@@ -113,6 +113,7 @@ from ._search_run import (
     captured_variance_score,
     check_accountants,
     check_failures,
+    check_gathering_heads,
     check_readers,
     floor_penalised_scores,
     refit_pool,
@@ -493,6 +494,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         check_accountants(plan.candidates, accountant)
         accountant.check(mu=plan.mu)  # refused before the data is read
         heads = [candidate_heads(c) for c in plan.candidates if c.error is None]
+        check_gathering_heads(X, heads)  # public: the shape, before any read
         checked = self._validate_rows(X, names, heads)
         _check_public_scalers(plan, self.n_features_in_,
                               getattr(self, "feature_names_in_", None))
@@ -584,6 +586,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         accountant.check(mu=plan.mu)  # refused before the data is read
         heads = [_supervised.heads_of(c) for c in plan.candidates
                  if c.error is None]
+        check_gathering_heads(X, heads)  # public: the shape, before any read
         checked = self._validate_rows(X, names, heads)
         _check_public_scalers(plan, self.n_features_in_,
                               getattr(self, "feature_names_in_", None))

@@ -857,3 +857,28 @@ def test_the_scalers_count_the_rows_they_gather_from_dask(monkeypatch):
     private.fit(fitting)
     assert budget.n_charges == 1
 
+
+def test_a_search_counts_the_rows_its_scaler_gathers_from_dask(monkeypatch):
+    """A search whose steps before the private estimator read rows in memory
+    gathers a Dask array (all of it in the heads' check, then each fold):
+    refused before any chunk is read and before the charge where the rows
+    do not fit, as the scalers refuse them alone, not after the charge."""
+    da = pytest.importorskip("dask.array")
+    from sklearn_dppca import _paths
+    from sklearn_dppca.linear_model import PrivateLDA
+
+    monkeypatch.setattr(_paths, "physical_memory", lambda: 16 * 2**20)
+    X = da.zeros((300_000, 8), chunks=(50_000, 8))  # 19 MiB
+    X = X.map_blocks(_never_read, dtype=float)
+    y = np.zeros(300_000, dtype=int)
+    budget = BudgetAccountant()
+    for pipe, grid, labels in [
+        (make_pipeline(PublicScaler(ranges=(0, 1)), PrivatePCA(data_norm=3.0)),
+         {"privatepca__n_components": [1, 2]}, None),
+        (make_pipeline(PublicScaler(ranges=(0, 1)), PrivatePCA(2, data_norm=3.0),
+                       PrivateLDA([0, 1], data_norm=3.0)),
+         {"privatelda__alpha": [1.0, 2.0]}, y)]:
+        search = PrivateGridSearchCV(pipe, grid, epsilon=1.0, cv=2, accountant=budget)
+        with pytest.raises(MemoryError, match="before the search's private estimator"):
+            search.fit(X, labels)
+    assert budget.n_charges == 0
