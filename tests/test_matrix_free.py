@@ -725,7 +725,8 @@ def test_an_advised_path_is_named_with_what_it_holds_at_this_limit():
     message = refusal(est, 20_000, d, sparse.csr_matrix((0, d)))
     held, least = re.search(r"path='matrix_free'\) [^;(]*\(about (\S+) GiB at this "
                             r"limit, its kernel drawn again in every product beyond "
-                            r"its cache: slow; memory_limit=(\S+) \* 2\*\*30 admits it\)",
+                            r"its cache: slow; memory_limit=(\S+) \* 2\*\*30 "
+                            r"admits it\)",
                             message).groups()
     assert float(held) > 5 * float(least)
     assert "slow" not in message.split("path='noisy_power'")[1]
@@ -739,7 +740,8 @@ def test_an_advised_path_is_named_with_what_it_holds_at_this_limit():
     est = ComplexGaussPCA(10, data_norm=1.0, path="dense", memory_limit=0.01 * 2**30)
     message = refusal(est, 200, 1500, np.zeros((0, 1500)))
     assert re.search(r"path='matrix_free'\) [^(]*\(its kernel drawn again in every "
-                     r"product beyond its cache: slow; memory_limit=\S+ \* 2\*\*30 admits",
+                     r"product beyond its cache: slow; "
+                     r"memory_limit=\S+ \* 2\*\*30 admits",
                      message), message
 
 
