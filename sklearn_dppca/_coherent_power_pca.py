@@ -438,8 +438,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
         return super()._arrays_needed(n_samples, d, path) + self._trials_bytes(
             n_samples, d)
 
-    def _dense_release(self, n_samples, d):  # what each mode holds
-        return dense_matrices(self._mode(), n_samples, d, self.n_components)
+    def _dense_release(self, n, d):  # what each mode holds
+        return dense_matrices(self._mode(), n, d, self.n_components, self._jobs(n, d))
 
     def _trials_bytes(self, n_samples, d):
         if self.selection != "repetition" or self._mode() != "repetition":

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from ._base import budget_shares
-from ._paths import auto_solver
+from ._paths import PASS_PARTS, PASS_PRODUCTS, SOLVER_BLOCKS, auto_solver
 from ._stats import _block_rows, blas_threads
 from .privacy import DEFAULT_ORDERS, gdp_mu, rdp_to_epsilon, repeated_rdp
 
@@ -299,20 +299,19 @@ def repetition_batch(n_samples, n_features, k):
     return max(1, min(256, 2**21 // max(side * k, 1)))
 
 
-#: The dense path's truncated solver (the filtered subspace iteration of the
-#: top k + 1, 10 columns oversampled): its d × p blocks at their peak, and
-#: the power iterations' d × k arrays (the iterate, the products, their
-#: clipped sums, the noise, the sum, QR's copy and factor) beside a pass's
-#: blocks of rows, as the noisy power path counts them (:func:`dense_matrices`).
-SOLVER_BLOCKS = 10
+#: The power iterations' d × k arrays (the iterate, the products, their
+#: clipped sums, the noise, the sum, QR's copy and factor) beside each pass
+#: thread's (``PASS_PARTS`` and ``PASS_PRODUCTS``), as the noisy power path
+#: counts them (:func:`dense_matrices`; its solver's blocks:
+#: ``SOLVER_BLOCKS``, the truncated solver's of the top k + 1).
 ITERATION_ARRAYS = 8
 
 
-def dense_matrices(mode, n_samples, n_features, n_components):
+def dense_matrices(mode, n_samples, n_features, n_components, threads=None):
     r"""The dense path's arrays from its release on, at their peak, in units
     of :math:`8 d^2` bytes, beside the pass's blocks of rows and the noise's
     (the base's plan): public values only (the mode, the shape,
-    ``n_components``, BLAS's threads).
+    ``n_components``, the threads of a pass: ``threads``, or BLAS's).
 
     Each phase holds the Gram matrix :math:`G` and the release :math:`\hat M`
     (the fallback's combination :math:`\hat M_2` in its place from the
@@ -322,7 +321,9 @@ def dense_matrices(mode, n_samples, n_features, n_components):
     :math:`2 d^2` workspace while it runs), or where ``_eigenpairs`` takes
     the top :math:`k + 1` only, :math:`d \times p` (:data:`SOLVER_BLOCKS`
     while the solver runs). The phases: the first eigensolve; the power
-    iterations (:data:`ITERATION_ARRAYS`, two partial sums a thread); the
+    iterations (:data:`ITERATION_ARRAYS`, and each thread's part of the sum
+    and its block's products, ``PASS_PARTS`` :math:`d \times k` and
+    ``PASS_PRODUCTS`` :math:`b \times k` with :math:`b` a block's rows); the
     fallback's (``"gdp"``) :math:`\hat M_2` beside :math:`\hat M` and the
     first step's :math:`X B`, and its eigensolve; the exact :math:`G`'s
     eigh of ``selection="repetition"``; the variances (the fallback's
@@ -347,7 +348,10 @@ def dense_matrices(mode, n_samples, n_features, n_components):
     solve = 4.0 if full else SOLVER_BLOCKS * x
     phases = [2.0 + solve, 2.0 + 2.0 * vectors + 6.0 * y + 2.0 * y * y]
     if k < d:  # the power iterations (none where every direction is kept)
-        arrays = 1.0 + ITERATION_ARRAYS + 2.0 * blas_threads()  # and init_components_
+        threads = blas_threads() if threads is None else threads
+        blocks = min(n_samples, _block_rows(d) * threads) / d  # the threads' rows
+        arrays = (1.0 + ITERATION_ARRAYS  # and init_components_
+                  + threads * PASS_PARTS + PASS_PRODUCTS * blocks)
         phases.append(2.0 + vectors + arrays * y)
     if mode in ("gdp", "random"):  # the fallback: M̂₂, the first step's X B
         phases.append(3.0 + vectors + 2.0 * y + solve)

@@ -10,6 +10,7 @@ import os
 from numbers import Integral
 
 import numpy as np
+from joblib import effective_n_jobs
 
 from ._dask import (
     ChunkedRows,
@@ -21,7 +22,7 @@ from ._dask import (
 )
 from ._norm_plan import DEFAULT_NORM_RANGE, bin_count
 from ._reported import _engine
-from ._rows import InMemoryRows
+from ._rows import SPARSE_THREADS_MIN_ENTRIES, InMemoryRows
 from ._stats import SPARSE_BLOCK_ENTRIES, _block_rows, blas_threads, kernel_threads
 from .noise import _BLOCK_ENTRIES, IMPLICIT_BLOCK, kernel_bytes
 
@@ -35,6 +36,23 @@ MEMORY_SHARE = 0.8
 #: 44–52 with ``"auto"``, 8–15 otherwise (review 58's fits of narrow rows
 #: peaked at 2.5 times the plan).
 ROW_VECTOR_BYTES = 56
+#: The dense path's truncated solver (the filtered subspace iteration of the
+#: top k + 1, 10 columns oversampled): its d × p blocks at their peak
+#: (:class:`CoherentPowerPCA`'s ``dense_matrices``).
+SOLVER_BLOCKS = 10
+#: What each thread of a pass over in-memory rows holds
+#: (:meth:`~sklearn_dppca._rows.CentredRows.clipped_products`, in
+#: :func:`~sklearn_dppca._rows._in_threads`'s slots), in arrays of
+#: :math:`W` columns (:math:`W = k`, or :math:`p`, times the trials): two of
+#: a block's rows (its products, their finite mask, and its share of BLAS's
+#: and the allocator's buffers: measured 1.5, from 5.5–6.0 :math:`d^2` a
+#: thread at :math:`d = 1\,000`, :math:`n = 17\,000` (five blocks of
+#: 4 194 rows), :math:`k = 700`, 2 and 4 threads of
+#: ``CoherentPowerPCA(path="noisy_power")``) and two of :math:`d` rows (its
+#: part of the sum, and a spare: a sequential pass's
+#: :math:`\mathtt{block}^\top Y` temporary, the terms of rows of huge norm).
+PASS_PRODUCTS = 2
+PASS_PARTS = 2
 
 
 def chunked_partials(engine):
@@ -467,6 +485,27 @@ class _PathMixin:
         threads = 1 if getattr(self, "_rows_in_memory", True) else blas_threads()
         return 6 * 8 * bins * d * threads
 
+    def _jobs(self, n_samples, n_features):
+        """Threads of ours a pass over the rows runs in, each holding
+        :data:`PASS_PRODUCTS` and :data:`PASS_PARTS` arrays: ``n_jobs``
+        where the estimator has it (joblib's ``effective_n_jobs``), else
+        as many as BLAS would use over in-memory sparse rows of
+        ``SPARSE_THREADS_MIN_ENTRIES`` entries or more (``sparse_row_jobs``),
+        else one; at most one a block of dense rows (the slots are made as
+        the blocks need them). A Dask array's pass: BLAS's count."""
+        if not getattr(self, "_rows_in_memory", True):
+            return blas_threads()
+        sparse_rows = getattr(self, "_sparse_rows", False)
+        if hasattr(self, "n_jobs"):  # 0 is refused by the pass (joblib's error)
+            threads = effective_n_jobs(self.n_jobs) if self.n_jobs != 0 else 1
+        elif sparse_rows and n_samples * n_features >= SPARSE_THREADS_MIN_ENTRIES:
+            threads = blas_threads()
+        else:
+            threads = 1
+        if not sparse_rows:
+            threads = min(threads, -(-n_samples // _block_rows(n_features)))
+        return max(1, threads)
+
     def _memory_beside(self, n_samples, n_features):
         """What a refusal names beside the path's arrays (an estimator's own)."""
         return ""
@@ -481,11 +520,21 @@ class _PathMixin:
         block = min(n_samples, _block_rows(d))
         if path != "dense":
             p = self._block_columns(n_samples, d)
-            copies = blas_threads() if getattr(self, "_block_copies", False) else 1
-            rows = block * p + (self._sparse_blocks(block, d) * blas_threads()
-                                or block * d * copies)
-            # sparse rows: two blocks' d × p parts per thread of a pass
-            parts = 16 * d * p * blas_threads()
+            threads = self._jobs(n_samples, d)
+            # a block's float64 copy a thread (float32 or F-ordered rows)
+            copies = max(blas_threads(), threads) if getattr(
+                self, "_block_copies", False) else 1
+            # each thread of a pass: its block's products and its part
+            # (PASS_PRODUCTS, PASS_PARTS). Counted for BLAS's threads with one
+            # block's products in all, CoherentPowerPCA(n_jobs=2)'s noisy power
+            # fits peaked at 14.0–19.3 d² against 12.1 planned (d = 1 500,
+            # n = 3 000, k = 1 100) and at 30.6–35.4 against 15.8 (d = 1 000,
+            # n = 17 000, k = 700; n_jobs=4: 42.3), joblib's threads keeping
+            # their arrays (_in_threads); now 10.6 against 13.7, and 17.3
+            # against 24.7 (n_jobs=4: 27.7 against 39.5)
+            rows = PASS_PRODUCTS * min(n_samples, block * threads) * p + (
+                self._sparse_blocks(block, d) * blas_threads() or block * d * copies)
+            parts = 8 * PASS_PARTS * d * p * threads
             if path == "noisy_power":  # V, the products, Y, its noise, its SVD
                 return 8 * (8 * d * p + rows) + parts
             threads = kernel_threads(d)
@@ -500,8 +549,12 @@ class _PathMixin:
         release = self._dense_release(n_samples, d)
         # a Dask array's pass: the chunks' Gram matrices and partial sums too
         partials = getattr(self, "_chunked_partials", 0.0)
+        # the Gram pass's blocks in BLAS's threads; CoherentPowerPCA's passes
+        # copy a block a thread of theirs (float32 or F-ordered rows)
+        copies = max(blas_threads(), self._jobs(n_samples, d) if getattr(
+            self, "_block_copies", False) else 1)
         rows = (self._sparse_blocks(block, d) * blas_threads()
-                or d * min(n_samples, _block_rows(d) * blas_threads()))
+                or d * min(n_samples, _block_rows(d) * copies))
         noise = 3 * min(d * d, _BLOCK_ENTRIES + d)
         return 8 * (d * d * (max(2, release) + partials) + rows + noise)
 
