@@ -36,9 +36,22 @@ MEMORY_SHARE = 0.8
 #: 44–52 with ``"auto"``, 8–15 otherwise (review 58's fits of narrow rows
 #: peaked at 2.5 times the plan).
 ROW_VECTOR_BYTES = 56
-#: The dense path's truncated solver (the filtered subspace iteration of the
-#: top k + 1, 10 columns oversampled): its d × p blocks at their peak
-#: (:class:`CoherentPowerPCA`'s ``dense_matrices``).
+#: A truncated solver's :math:`d \times p` blocks at its peak
+#: (:math:`p = k + \mathtt{n\_oversamples}`), beside the release; a complex
+#: release's count twice. Measured (the peak while the solver runs, less the
+#: release; ``PrivatePCA(path="dense")`` on :math:`2d` normal rows): the
+#: filtered subspace iteration 7.7–9.4 blocks at :math:`d = 1\,500`,
+#: :math:`k` = 300–1 190 (its :math:`p \times p` Rayleigh–Ritz matrices grow
+#: with :math:`p/d`), 10.2 at :math:`d = 2\,000`, :math:`k = 1\,500`, and
+#: 10.1 at :math:`d = 1\,000`, :math:`k = 790` with the Gram pass's matrices
+#: that the allocator kept (8 MB each, under its mapping threshold: there the
+#: plan's blocks of rows and noise, not held while the solver runs, cover
+#: them); the range finder (``iterated_power=3``) 5.9–7.6 and ARPACK 4.6–5.0
+#: at :math:`d = 1\,500`; ``ComplexGaussPCA`` 15.4–18.8 at
+#: :math:`d = 1\,500` and 17.6 at :math:`d = 1\,000`. The plan counted none:
+#: a fit at :math:`d = 1\,500`, :math:`k = 1\,100` peaked at 7.87 :math:`d^2`
+#: against a plan of 7.01 (``ComplexGaussPCA``: 16.65 against 8.01).
+#: :class:`CoherentPowerPCA`'s count (``dense_matrices``) uses it too.
 SOLVER_BLOCKS = 10
 #: What each thread of a pass over in-memory rows holds
 #: (:meth:`~sklearn_dppca._rows.CentredRows.clipped_products`, in
@@ -561,18 +574,21 @@ class _PathMixin:
     def _dense_release(self, n_samples, d):
         """The dense path's matrices from its release on, at their peak, in
         units of 8 d² bytes (at least the Gram pass's two: the base's
-        ``max``); :class:`CoherentPowerPCA` counts its own."""
+        ``max``); :class:`CoherentPowerPCA` counts its own. A truncated
+        solver: the release and :data:`SOLVER_BLOCKS` d × p blocks (measured
+        there; twice for complex blocks)."""
         truncated = self._eigen_solver(n_samples, d) in TRUNCATED_SOLVERS
+        blocks = SOLVER_BLOCKS * min(d, self._block_columns(n_samples, d)) / d
         if self._hermitian_noise:  # complex matrices, beside the real Gram
             # every eigenpair (2k ≥ d): zheevd's copy, eigenvectors and
             # complex and real workspaces beside the complex release, in
             # units of 8 d² bytes (measured: 12.8–13.4 d² in all at d = 1 500
             # and 2 000, against 11 counted before; review 59)
-            return 3 if truncated else 10
+            return 3 + 2 * blocks if truncated else 10
         # every eigenpair: LAPACK's syevd holds a copy of the matrix, the
         # eigenvectors and a 2 d² workspace beside the release (measured
         # at 5.4–5.6 d² at d = 2 000 and 4 000)
-        return 1 if truncated else 6
+        return 1 + blocks if truncated else 6
 
     def _sparse_blocks(self, block, d):
         """In units of 8 bytes, what each thread of a pass holds of a block of
