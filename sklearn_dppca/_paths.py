@@ -578,7 +578,9 @@ class _PathMixin:
         solver: the release and :data:`SOLVER_BLOCKS` d × p blocks (measured
         there; twice for complex blocks)."""
         truncated = self._eigen_solver(n_samples, d) in TRUNCATED_SOLVERS
-        blocks = SOLVER_BLOCKS * min(d, self._block_columns(n_samples, d)) / d
+        # an integer k where truncated ('mle' or a fraction takes every pair)
+        blocks = (SOLVER_BLOCKS * min(d, self._block_columns(n_samples, d)) / d
+                  if truncated else 0.0)
         if self._hermitian_noise:  # complex matrices, beside the real Gram
             # every eigenpair (2k ≥ d): zheevd's copy, eigenvectors and
             # complex and real workspaces beside the complex release, in

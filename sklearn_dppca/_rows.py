@@ -13,7 +13,7 @@ the functions of ``_stats``; the estimators add the noise.
 import itertools
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
+from contextlib import closing, nullcontext
 
 import numpy as np
 from joblib import effective_n_jobs
@@ -277,13 +277,15 @@ class CentredRows:
                 return (np.empty((rows, flat.shape[1])) if dense else None,
                         np.empty((d, width)))
 
-            for part, q_part, count, q in _in_threads(
-                    one_block, iter_blocks(self.X), threads, slot):
-                total += part
-                q_sum += q_part
-                counts += count
-                if q is not None:
-                    q_test += q
+            # closed here whatever is raised: BLAS's threads back, ours joined
+            with closing(_in_threads(one_block, iter_blocks(self.X), threads,
+                                     slot)) as results:
+                for part, q_part, count, q in results:
+                    total += part
+                    q_sum += q_part
+                    counts += count
+                    if q is not None:
+                        q_test += q
         else:
             for item in iter_blocks(self.X):
                 _, q_part, count, q = one_block(*item, into=total)
