@@ -62,10 +62,20 @@ def iter_blocks(X):
     copies of one block otherwise; sparse blocks are CSR, read-only views of
     a float64 CSR ``X`` (:func:`_csr_rows`).
     """
-    view = sparse.issparse(X) and X.format == "csr" and X.dtype == np.float64
-    for start, stop in _row_ranges(X, 0, X.shape[0], _block_rows(X.shape[1])):
-        yield start, stop, (_csr_rows(X, start, stop) if view
-                            else _as_float64(X[start:stop]))
+    for start, stop in block_ranges(X):
+        yield start, stop, read_block(X, start, stop)
+
+
+def block_ranges(X):
+    """The ``(start, stop)`` of :func:`iter_blocks`'s blocks."""
+    return _row_ranges(X, 0, X.shape[0], _block_rows(X.shape[1]))
+
+
+def read_block(X, start, stop):
+    """Rows ``start:stop`` of ``X`` as :func:`iter_blocks` reads them."""
+    if sparse.issparse(X) and X.format == "csr" and X.dtype == np.float64:
+        return _csr_rows(X, start, stop)
+    return _as_float64(X[start:stop])
 
 
 def _csr_rows(X, start, stop):

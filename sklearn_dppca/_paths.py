@@ -54,16 +54,15 @@ ROW_VECTOR_BYTES = 56
 #: :class:`CoherentPowerPCA`'s count (``dense_matrices``) uses it too.
 SOLVER_BLOCKS = 10
 #: What each thread of a pass over in-memory rows holds
-#: (:meth:`~sklearn_dppca._rows.CentredRows.clipped_products`, in
-#: :func:`~sklearn_dppca._rows._in_threads`'s slots), in arrays of
+#: (:meth:`~sklearn_dppca._rows.CentredRows._threaded`), in arrays of
 #: :math:`W` columns (:math:`W = k`, or :math:`p`, times the trials): two of
 #: a block's rows (its products, their finite mask, and its share of BLAS's
-#: and the allocator's buffers: measured 1.5, from 5.5–6.0 :math:`d^2` a
+#: and the allocator's buffers: measured 1.6–1.8, from 6.2–6.7 :math:`d^2` a
 #: thread at :math:`d = 1\,000`, :math:`n = 17\,000` (five blocks of
 #: 4 194 rows), :math:`k = 700`, 2 and 4 threads of
 #: ``CoherentPowerPCA(path="noisy_power")``) and two of :math:`d` rows (its
-#: part of the sum, and a spare: a sequential pass's
-#: :math:`\mathtt{block}^\top Y` temporary, the terms of rows of huge norm).
+#: part and its sum; a sequential pass: the
+#: :math:`\mathtt{block}^\top Y` temporary and a spare).
 PASS_PRODUCTS = 2
 PASS_PARTS = 2
 
@@ -543,8 +542,8 @@ class _PathMixin:
             # fits peaked at 14.0–19.3 d² against 12.1 planned (d = 1 500,
             # n = 3 000, k = 1 100) and at 30.6–35.4 against 15.8 (d = 1 000,
             # n = 17 000, k = 700; n_jobs=4: 42.3), joblib's threads keeping
-            # their arrays (_in_threads); now 10.6 against 13.7, and 17.3
-            # against 24.7 (n_jobs=4: 27.7 against 39.5)
+            # their arrays (CentredRows._threaded); now 11.5 against 13.7, and
+            # 18.0 against 24.7 (n_jobs=4: 29.8 against 39.5)
             rows = PASS_PRODUCTS * min(n_samples, block * threads) * p + (
                 self._sparse_blocks(block, d) * blas_threads() or block * d * copies)
             parts = 8 * PASS_PARTS * d * p * threads

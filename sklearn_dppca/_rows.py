@@ -10,10 +10,8 @@ path, never formed. Every statistic they return is exact and computed by
 the functions of ``_stats``; the estimators add the noise.
 """
 
-import itertools
-from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import closing, nullcontext
+from contextlib import nullcontext
 
 import numpy as np
 from joblib import effective_n_jobs
@@ -25,10 +23,10 @@ try:  # the kernel SciPy's sparse @ runs, adding into an array it is given
 except ImportError:  # pragma: no cover - a SciPy without it: by bands
     _csc_matvecs = None
 
+from ._blocks import block_ranges, read_block
 from ._stats import (
     _SCAN_BYTES,
     _SINGLE_THREADED_BLAS,
-    _block_rows,
     _clip_scales,
     _ranges,
     _rescaled_norms,
@@ -176,8 +174,8 @@ class CentredRows:
             Clipping radius :math:`R_j` of each trial.
         n_jobs : int or None
             Blocks processed in parallel threads (scikit-learn's meaning:
-            joblib's ``effective_n_jobs``), always threads of ours
-            (:func:`_in_threads`), whatever joblib's backend.
+            joblib's ``effective_n_jobs``), always threads of ours, whatever
+            joblib's backend (:meth:`_threaded`).
         energy : (W_test, test_radii) or None
             Also :meth:`clipped_energy` of ``W_test`` at ``test_radii``, in
             the same pass: one product of each block with ``W`` and
@@ -267,25 +265,15 @@ class CentredRows:
         total, counts = np.zeros((d, width)), np.zeros(n_trials, dtype=int)
         q_sum = np.zeros(width)
         q_test = None if test_radii is None else np.zeros(test_radii.shape)
+        ranges = list(block_ranges(self.X)) if threads > 1 else []
+        threads = min(threads, len(ranges))  # at most one a block
         if threads > 1:
-            # each thread's products and part in arrays of this thread's
-            # (sparse rows: SciPy's product is its own), at most one a thread
-            rows = min(self.X.shape[0], _block_rows(d))
-            dense = not sparse.issparse(self.X)
-
-            def slot():
-                return (np.empty((rows, flat.shape[1])) if dense else None,
-                        np.empty((d, width)))
-
-            # closed here whatever is raised: BLAS's threads back, ours joined
-            with closing(_in_threads(one_block, iter_blocks(self.X), threads,
-                                     slot)) as results:
-                for part, q_part, count, q in results:
-                    total += part
-                    q_sum += q_part
-                    counts += count
-                    if q is not None:
-                        q_test += q
+            for q_part, count, q in self._threaded(one_block, ranges, threads, total,
+                                                   flat.shape[1]):
+                q_sum += q_part
+                counts += count
+                if q is not None:
+                    q_test += q
         else:
             for item in iter_blocks(self.X):
                 _, q_part, count, q = one_block(*item, into=total)
@@ -300,43 +288,51 @@ class CentredRows:
             return total.reshape(d, n_trials, k), counts, q_test
         return total.reshape(d, n_trials, k), counts
 
+    def _threaded(self, one_block, ranges, n_threads, total, columns):
+        r"""A pass of :meth:`clipped_products` in ``n_threads`` threads of ours,
+        each with a single-threaded BLAS: thread :math:`t` takes the blocks
+        :math:`t, t + T, \ldots` of ``ranges`` (:func:`block_ranges`) and adds
+        their parts into a sum of its own (thread 0 into ``total``, which gets
+        the others' in their order: a pass is reproducible for a given thread
+        count, and its sums those of one thread, to rounding). Each thread
+        writes its block's products (``columns`` wide) and its part into
+        arrays the calling thread allocated: :data:`~sklearn_dppca._paths.
+        PASS_PRODUCTS` and :data:`~sklearn_dppca._paths.PASS_PARTS` count them.
+        Returns each thread's other sums, ``(q_sum, counts, q)``.
 
-def _in_threads(task, items, n_threads, make_slot):
-    r"""``task(*item, slot=...)`` of each of ``items`` in ``n_threads``
-    threads of ours (each with a single-threaded BLAS), yielded in the
-    items' order: the items' order of the sums, so that a fit's passes are
-    reproducible (and a thread count's sums those of one thread, to
-    rounding). At most ``n_threads`` tasks at once, one a slot: a result is
-    yielded (and used) before its slot's next task runs, and each task
-    writes its arrays into its slot, arrays that ``make_slot`` allocates in
-    the calling thread (one a thread, as the items need them).
+        It was joblib's ``Parallel(prefer="threads", return_as="generator")``:
+        a fresh pool a pass, whose threads allocated every array of a block in
+        their own glibc arena, which keeps what it frees (up to 8 arenas a
+        core): at :math:`d = 1\,500`, :math:`n = 3\,000`, :math:`k = 1\,100`
+        (``CoherentPowerPCA(path="noisy_power", n_jobs=2)``, three iterations)
+        the fit peaked at 14–19 :math:`d^2` (RSS; NumPy's traced arrays 8.5)
+        against 9.3 in one thread, growing with the passes (20.7 at eight
+        iterations; ``MALLOC_ARENA_MAX=1``, 2 and 3: 10.4, 12.0 and 13.6). A
+        user's joblib backend also ran it (``parallel_config(backend="loky")``:
+        processes, whose row scales, computed on the first pass, never came
+        back: the next pass clipped with uninitialised ones)."""
+        d, width = total.shape
+        rows = max(b - a for a, b in ranges)
+        dense = not sparse.issparse(self.X)
+        sums = [total] + [np.zeros_like(total) for _ in range(n_threads - 1)]
+        slots = [(np.empty((rows, columns)) if dense else None, np.empty((d, width)))
+                 for _ in range(n_threads)]
 
-    It was joblib's ``Parallel(prefer="threads", return_as="generator")``:
-    a fresh pool of threads a pass, new tasks dispatched as others ended
-    (not as their parts were added: parts waited there), and every array of
-    a task allocated in its thread. glibc gives each new thread an arena of
-    its own, which keeps what it frees, up to 8 arenas a core: at
-    :math:`d = 1\,500`, :math:`n = 3\,000`, :math:`k = 1\,100`, two threads
-    (``CoherentPowerPCA(path="noisy_power", n_jobs=2)``, three iterations),
-    the fit peaked at 17.9–19.3 :math:`d^2` (RSS; NumPy's traced arrays 8.5)
-    against 9.3 in one thread, and grew with the passes (20.7 at eight
-    iterations); ``MALLOC_ARENA_MAX=1``, 2 and 3 gave 10.4, 12.0 and 13.6.
-    A user's joblib backend also ran it (``parallel_config(backend="loky")``:
-    processes, whose row scales, computed on the first pass, never came
-    back: the next pass clipped with uninitialised ones)."""
-    slots, pending, items = [], deque(), iter(items)
-    with _SINGLE_THREADED_BLAS, ThreadPoolExecutor(n_threads) as pool:
-        for i in itertools.count():
-            if len(pending) == n_threads:  # before the next item (a block's copy)
-                yield pending.popleft().result()
-            item = next(items, None)
-            if item is None:
-                break
-            if len(slots) < n_threads:
-                slots.append(make_slot())
-            pending.append(pool.submit(task, *item, slot=slots[i % n_threads]))
-        while pending:
-            yield pending.popleft().result()
+        def thread(t):
+            sums_t = None
+            for start, stop in ranges[t::n_threads]:
+                part, *rest = one_block(start, stop, read_block(self.X, start, stop),
+                                        slot=slots[t])
+                sums[t] += part
+                sums_t = rest if sums_t is None else [
+                    a if b is None else a + b for a, b in zip(sums_t, rest)]
+            return sums_t
+
+        with _SINGLE_THREADED_BLAS, ThreadPoolExecutor(n_threads) as pool:
+            results = list(pool.map(thread, range(n_threads)))
+        for other in sums[1:]:
+            total += other
+        return results
 
 
 def _energy_terms(products, radii):
