@@ -707,6 +707,17 @@ def test_the_reviews_automatic_paths_fit():
     assert planned_path(est.set_params(memory_limit=1e9), 10_000, 200,
                         np.zeros((0, 200))) == "noisy_power"
     assert est._fit_start == "random"
+    # and the review's case where a limit admits the dense path but not the
+    # random start: at 10 000 × 200 none does (the dense fit peaked at 31.2
+    # MB, which the plan counted as 20.6 before mend 98: a block's products
+    # of 100 columns, 8 MB, were not counted; now 36.2, the noisy power path
+    # 35.9); at 10 000 × 150 the dense fit peaks at 26.3 MB (planned 31.0)
+    est = CoherentPowerPCA(100, data_norm=1.0, memory_limit=31.2e6)
+    assert planned_path(est, 10_000, 150, np.zeros((0, 150))) == "dense"
+    assert est._fit_start == "covariance"
+    assert planned_path(est.set_params(memory_limit=1e9), 10_000, 150,
+                        np.zeros((0, 150))) == "noisy_power"
+    assert est._fit_start == "random"
 
 
 def refusal(est, n, d, rows):
