@@ -40,7 +40,7 @@ from ._coherent_rules import (  # noqa: F401 (decision_sensitivity, projection_g
     selection_rdp,
     warm_start_estimate,
 )
-from ._param_docs import fill_parameter_docs
+from ._param_docs import N_JOBS_CONSTRAINT, fill_parameter_docs
 from ._paths import auto_solver
 from ._private_pca import noisy_power, noisy_power_spectrum
 from ._releases import ENERGY, GRAM, PRODUCTS, TRACE, Release
@@ -281,7 +281,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
             StrOptions({"auto"}),
         ],
         "failure_prob": [Interval(Real, 0, 1, closed="neither")],
-        "n_jobs": [Integral, None],
+        "n_jobs": N_JOBS_CONSTRAINT,
         "verbose": ["verbose"],
         "path": [StrOptions({"auto", "dense", "noisy_power"})],
     }

@@ -1,5 +1,17 @@
 """The parameter text the estimators share, filled into their docstrings
-(:func:`fill_parameter_docs`), so that one definition documents them all."""
+(:func:`fill_parameter_docs`), so that one definition documents them all,
+and the constraint of the ``n_jobs`` they share."""
+
+from numbers import Integral
+
+from sklearn.utils._param_validation import Interval
+
+#: ``n_jobs``' constraint (CoherentPowerPCA, PrivateGridSearchCV): ``None``, a
+#: positive count or joblib's negative one; ``0``, which joblib refuses only
+#: when the threads start (after the charge), is refused with the other
+#: parameters, before the data is read.
+N_JOBS_CONSTRAINT = [Interval(Integral, 1, None, closed="left"),
+                     Interval(Integral, None, -1, closed="right"), None]
 
 
 #: Parameter text the estimators share, by placeholder name, filled into their

@@ -508,7 +508,8 @@ class _PathMixin:
         if not getattr(self, "_rows_in_memory", True):
             return blas_threads()
         sparse_rows = getattr(self, "_sparse_rows", False)
-        if hasattr(self, "n_jobs"):  # 0 is refused by the pass (joblib's error)
+        if hasattr(self, "n_jobs"):  # 0: refused with the parameters; a plan
+            # asked for before they are validated counts it as one thread
             threads = effective_n_jobs(self.n_jobs) if self.n_jobs != 0 else 1
         elif sparse_rows and n_samples * n_features >= SPARSE_THREADS_MIN_ENTRIES:
             threads = blas_threads()

@@ -53,7 +53,7 @@ cross-validation functions (:doc:`/architecture`).
 
 import math
 import warnings
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -85,6 +85,7 @@ from ._dask import (
     saturate_big_numbers,
 )
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
+from ._param_docs import N_JOBS_CONSTRAINT
 from ._public_encoders import (
     check_encoded_rows,
     is_public_encoding,
@@ -395,7 +396,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         "verbose": ["verbose"],
         "accountant": [BudgetAccountant, None],
         "random_state": ["random_state", np.random.Generator],
-        "n_jobs": [Integral, None],
+        "n_jobs": N_JOBS_CONSTRAINT,
     }
 
     def __init__(self, estimator, param_grid, *, scoring=None, cv=5, epsilon=1.0,

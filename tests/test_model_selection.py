@@ -381,6 +381,25 @@ def test_threads_give_the_same_release(data):
     assert budget.n_charges == 2
 
 
+@pytest.mark.parametrize("fit", [
+    lambda acc, X: CoherentPowerPCA(2, data_norm=5.0, n_jobs=0,
+                                    accountant=acc).fit(X),
+    lambda acc, X: search(accountant=acc, n_jobs=0).fit(X),
+    lambda acc, X: private_cross_val_score(PrivatePCA(2, data_norm=5.0), X,
+                                           n_jobs=0, accountant=acc),
+], ids=["CoherentPowerPCA", "PrivateGridSearchCV", "private_cross_val_score"])
+def test_n_jobs_zero_is_refused_with_the_parameters_uncharged(fit, data):
+    """n_jobs=0 passed [Integral, None] and failed in joblib after the charge
+    (the search's folds) or was read as one thread (CoherentPowerPCA's dense
+    path); it is refused with the other parameters, before the data is read,
+    as every estimator that takes n_jobs refuses it."""
+    from sklearn.utils._param_validation import InvalidParameterError
+    budget = BudgetAccountant(epsilon=10.0, delta=1e-3)
+    with pytest.raises(InvalidParameterError, match="'n_jobs' parameter"):
+        fit(budget, data[:300])
+    assert budget.n_charges == 0 and budget.spent == (0.0, 0.0)
+
+
 def test_default_coherent_and_a_ledger_see_one_charge(tmp_path):
     """CoherentPowerPCA's default automatic mode is exact GDP, so it can be
     searched; a ledger-backed accountant records the whole search as one row
