@@ -227,7 +227,13 @@ def _headed(candidate):
     return bool(candidate.index)
 
 
-def _check_raw_rows(steps, X):
+def _raw_reader(step):
+    """Whether ``step``, reading ``X`` itself, refuses NaN or infinity in it
+    (:func:`_check_raw_rows`)."""
+    return getattr(step, "non_finite", "raise") != "clip"
+
+
+def _check_raw_rows(steps, X, finite=None):
     """Refuse, before the charge, NaN or infinity in ``X`` that one of
     ``steps`` (the private steps that read ``X`` themselves: bare, or first
     in their Pipeline) with ``non_finite="raise"`` would read: outside its
@@ -235,9 +241,11 @@ def _check_raw_rows(steps, X):
     is about), and its fit would fail on it after the charge. A step with
     ``non_finite="clip"`` maps such values, as it does alone; a candidate
     with steps before the private one maps them too (:func:`_headed`). The
-    unsupervised and the supervised searches both check here."""
-    if any(getattr(step, "non_finite", "raise") != "clip" for step in steps) \
-            and not _all_finite(X):
+    unsupervised and the supervised searches both check here. ``finite``:
+    the answer for ``X`` where :func:`refuse_infinity`'s pass already gave it
+    (a Dask array read once), else ``None``."""
+    if any(_raw_reader(step) for step in steps) \
+            and not (_all_finite(X) if finite is None else finite):
         raise ValueError(
             "Input X contains NaN or infinity: the private estimator needs "
             "finite rows. Fill missing values with a public constant in the "
@@ -247,7 +255,7 @@ def _check_raw_rows(steps, X):
         )
 
 
-def check_readers(readers, X, checked, names):
+def check_readers(readers, X, checked, names, finite=None):
     """Refuse, before the charge, what the first private step of each
     candidate would refuse at its fit on ``X``'s public columns, dtype and
     values: ``readers`` holds ``(step, heads)``, the steps ``heads`` before
@@ -257,11 +265,11 @@ def check_readers(readers, X, checked, names):
     the names they pass on. Both searches, unsupervised and supervised,
     check here (the supervised one checked direct readers only: a head with
     ``bounds`` on other names after a PublicScaler was charged, then
-    failed)."""
+    failed). ``finite``: as :func:`_check_raw_rows` takes it."""
     direct = [step for step, heads in readers if not heads]
     headed = [(step, passed_names(heads, names)) for step, heads in readers
               if heads and keeps_columns(heads)]
-    _check_raw_rows(direct, X)
+    _check_raw_rows(direct, X, finite)
     _check_raw_bounds(direct, checked, names, headed)
 
 
@@ -518,22 +526,31 @@ def _take(X, indices):
     return xp.take(X, xp.asarray(indices, device=device), axis=0)
 
 
-def refuse_infinity(X):
+def refuse_infinity(X, readers=()):
     """Refuse, before the charge, infinity in the Dask collection ``X``, as
     the validation of rows in memory does (NaN passes, for a public fill or
     ``non_finite="clip"``): a step reading it (a ``PublicScaler``, an
     imputer) failed after the charge on one infinite entry, which told the
     dataset from its neighbour (review 100 F1). One pass over the chunks,
-    in the private computation."""
+    in the private computation. Where a step of ``readers`` (``(step,
+    heads)``, as :func:`check_readers` takes them) reads ``X`` itself and
+    refuses NaN too, the same pass answers whether ``X`` is finite, returned
+    for :func:`check_readers` (which raises in its turn: the refusals' order
+    is kept), else ``None``: two passes over the rows read them twice."""
+    import dask
     import dask.array as da
 
+    rows = as_dask_array(X)[0]
+    asks = any(not heads and _raw_reader(step) for step, heads in readers)
     with private_computation():
-        infinite = bool(da.isinf(as_dask_array(X)[0]).any().compute())
-    if infinite:
+        infinite, finite = dask.compute(
+            da.isinf(rows).any(), da.isfinite(rows).all() if asks else None)
+    if bool(infinite):
         raise ValueError(
             "Input X contains infinity or a value too large for "
             "dtype('float64'). The search was refused before it spent any "
             "budget.")
+    return None if finite is None else bool(finite)
 
 
 def _all_finite(Z):

@@ -496,7 +496,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         accountant.check(mu=plan.mu)  # refused before the data is read
         heads = [candidate_heads(c) for c in plan.candidates if c.error is None]
         check_gathering_heads(X, heads)  # public: the shape, before any read
-        checked = self._validate_rows(X, names, heads)
+        readers = [(_locate_private_step(c.estimator)[2], candidate_heads(c))
+                   for c in plan.candidates if c.error is None]
+        checked, finite = self._validate_rows(X, names, heads, readers)
         _check_public_scalers(plan, self.n_features_in_,
                               getattr(self, "feature_names_in_", None))
         # a DataFrame goes to the fits as it is, so that the refitted
@@ -509,9 +511,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
             if not (hasattr(y, "iloc") or hasattr(y, "__array_namespace__")
                     or isinstance(y, np.ndarray)):
                 y = np.asarray(y)
-        check_readers([(_locate_private_step(c.estimator)[2], candidate_heads(c))
-                       for c in plan.candidates if c.error is None], X, checked,
-                      getattr(self, "feature_names_in_", None))
+        check_readers(readers, X, checked,
+                      getattr(self, "feature_names_in_", None), finite)
         if failed:
             warnings.warn(
                 f"{len(failed)} of the {len(plan.candidates)} candidates cannot "
@@ -588,14 +589,15 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         heads = [_supervised.heads_of(c) for c in plan.candidates
                  if c.error is None]
         check_gathering_heads(X, heads)  # public: the shape, before any read
-        checked = self._validate_rows(X, names, heads)
+        readers = [(c.private[0][1], _supervised.heads_of(c))
+                   for c in plan.candidates if c.error is None]
+        checked, finite = self._validate_rows(X, names, heads, readers)
         _check_public_scalers(plan, self.n_features_in_,
                               getattr(self, "feature_names_in_", None))
         X = X if hasattr(X, "iloc") else checked
         y = _supervised.check_labels(plan, y, n_samples)
-        check_readers([(c.private[0][1], _supervised.heads_of(c))
-                       for c in plan.candidates if c.error is None], X, checked,
-                      getattr(self, "feature_names_in_", None))
+        check_readers(readers, X, checked,
+                      getattr(self, "feature_names_in_", None), finite)
         if failed:
             warnings.warn(
                 f"{len(failed)} of the {len(plan.candidates)} candidates cannot "
@@ -624,8 +626,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         self.privacy_spent_ = reported_spend(plan.spent, self.epsilon)
         return self
 
-    def _validate_rows(self, X, names=None, heads=None):
-        """``X`` checked (numeric, at least 2 rows, no infinity); an Array API
+    def _validate_rows(self, X, names=None, heads=None, readers=()):
+        """``X`` checked (numeric, at least 2 rows, no infinity), and whether
+        it is finite where a Dask array's pass answered it for ``readers``
+        (:func:`refuse_infinity`; else ``None``); an Array API
         array stays in its namespace and on its device, a Dask array (of
         NumPy chunks, ``names`` its DataFrame's columns) lazy: its shape and
         names only. Missing values (NaN) pass here for a Pipeline's public
@@ -643,14 +647,15 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
             refuse_inferred_categories(X)
             check_encoded_rows(heads, X)
             validate_data(self, X, skip_check_array=True)  # names, width
-            return X
+            return X, None
         if is_dask_collection(X) and not has_sparse_chunks(X):
-            refuse_infinity(X)  # chunk by chunk, as in memory (review 100 F1)
+            # chunk by chunk, as in memory (review 100 F1); one pass (mend 102)
+            finite = refuse_infinity(X, readers)
             self.n_features_in_ = X.shape[1]
             vars(self).pop("feature_names_in_", None)
             if names is not None:
                 self.feature_names_in_ = names
-            return X
+            return X, finite
         X = saturate_big_numbers(gather_rows(X))
         check_numeric_columns(X)
         namespace = _array_api.namespace(X)
@@ -658,10 +663,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
             X = _array_api.plain(X, namespace[0])  # complex refused, as a fit does
             return validate_data(self, X, ensure_min_samples=2,
                                  dtype=_array_api.float_dtypes(*namespace),
-                                 ensure_all_finite="allow-nan")
+                                 ensure_all_finite="allow-nan"), None
         return validate_data(self, X, accept_sparse=("csr", "csc"),
                              dtype=[np.float64, np.float32], ensure_min_samples=2,
-                             ensure_all_finite="allow-nan")
+                             ensure_all_finite="allow-nan"), None
 
     def _select(self, plan, released, folds, splits):
         """The fitted attributes of the choice: post-processing of the noisy

@@ -757,3 +757,49 @@ def test_a_search_refuses_infinity_in_a_dask_array_before_the_charge():
         with pytest.raises(ValueError, match="infinity"):
             search.fit(rows)
         assert search.accountant.n_charges == 0
+
+
+@pytest.mark.parametrize("case", ["bare", "bare, NaN", "clip", "supervised"])
+def test_a_search_checks_a_dask_array_in_one_pass_before_the_charge(case):
+    """A bare candidate with non_finite="raise" made two passes over a Dask
+    array before the charge: review 100's infinity check and the finiteness
+    check of the rows it reads itself. One dask.compute answers both; the
+    NaN is still refused, uncharged, with its own message."""
+    import dask
+
+    from sklearn_dppca import BudgetAccountant
+    from sklearn_dppca.linear_model import PrivateRidge
+    from sklearn_dppca.model_selection import PrivateGridSearchCV
+
+    X = np.random.default_rng(0).normal(size=(800, 6)) * 0.2
+    y = None
+    estimator, grid = PrivatePCA(data_norm=5.0), {"n_components": [1, 2]}
+    if case == "bare, NaN":
+        X[5, 1] = np.nan
+    elif case == "clip":
+        estimator.set_params(non_finite="clip")
+    elif case == "supervised":
+        y = X.sum(axis=1) * 0.1
+        estimator, grid = PrivateRidge((-1.0, 1.0), data_norm=2.0), {"alpha": [1, 2]}
+    reads = []
+
+    def read(block):
+        if block.shape[0]:  # not Dask's call on an empty block for the meta
+            reads.append(1)
+        return block
+
+    class Charged(Exception):
+        pass
+
+    def charge(*args, **kwargs):
+        raise Charged
+
+    budget = BudgetAccountant(epsilon=10.0)
+    budget.spend = charge  # stop at the charge: the reads before it counted
+    rows = da.from_array(X, chunks=(200, 6)).map_blocks(read, dtype=X.dtype)
+    search = PrivateGridSearchCV(estimator, grid, cv=2, accountant=budget)
+    expected = (ValueError, "contains NaN") if case == "bare, NaN" else (Charged, "")
+    with dask.config.set(scheduler="synchronous"), \
+            pytest.raises(expected[0], match=expected[1]):
+        search.fit(rows, y)
+    assert len(reads) == 4  # one pass over the 4 chunks
