@@ -158,7 +158,8 @@ def _narrowed(values):
     long double array cast to float64, its
     values beyond float64's range ±inf (silently: a cast's overflow warning
     would tell a dataset holding one from its neighbour, and is raised
-    before the fit's private computation)."""
+    before the fit's private computation). A Dask partition's cells are read
+    here too (:func:`_chunk_numbers`)."""
     if values.dtype == object:
         cells = saturated(values)
         if all(type(cell) is float for cell in cells.flat):
@@ -347,16 +348,17 @@ def partition_lengths(frame):
 def _chunk_numbers(chunk, dtype):
     """A DataFrame partition's rows as ``dtype``: a partition whose column
     holds objects where the frame declared numbers (one file of
-    ``dd.from_map`` with a text cell) as in memory, each cell through
-    :func:`saturated` (an integer beyond a float is infinite), a text cell
-    refused without quoting it: NumPy's and pandas' errors quote it, in
-    this process and in a worker's log (review 100 F2)."""
+    ``dd.from_map`` with a text cell) read as in memory, by
+    :func:`_narrowed` (an integer beyond a float is infinite), a text cell
+    refused here without quoting it: NumPy's and pandas' errors quote it, in
+    this process and in a worker's log (review 100 F2). :func:`_narrowed`
+    leaves such a cell for a refusal that names its column; a chunk's
+    column is not known where it is read. A complex frame is refused by its
+    columns before any chunk is read (:func:`check_numeric_columns`)."""
     if chunk.dtype.kind in "OUS":
-        cells = saturated(chunk)
-        number = complex if np.dtype(dtype).kind == "c" else float
-        if not all(isinstance(cell, number) for cell in cells.flat):
+        chunk = _narrowed(chunk.astype(object))
+        if chunk.dtype == object:  # a cell that is not a number
             raise _text_cell_refusal()
-        chunk = cells
     return chunk.astype(dtype, copy=False)
 
 
