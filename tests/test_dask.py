@@ -537,21 +537,26 @@ def test_dask_frame_text_and_category_columns_are_named(dtype):
 
 
 # ---------------------------------------------------------------- passes
-def _count_passes(estimator, X, n_chunks):
-    """Fit ``estimator`` on a Dask array whose chunk reads are counted, on the
-    synchronous scheduler: passes over the rows = chunk reads / chunks."""
-    import dask
-
-    reads = []
+def _counted(lazy, reads):
+    """``lazy`` with each chunk read appended to ``reads``."""
 
     def read(block):
         if block.shape[0]:  # not Dask's call on an empty block for the meta
             reads.append(1)
         return block
 
+    return lazy.map_blocks(read, dtype=lazy.dtype)
+
+
+def _count_passes(estimator, X, n_chunks):
+    """Fit ``estimator`` on a Dask array whose chunk reads are counted, on the
+    synchronous scheduler: passes over the rows = chunk reads / chunks."""
+    import dask
+
+    reads = []
     lazy = da.from_array(X, chunks=(X.shape[0] // n_chunks, X.shape[1]))
     with dask.config.set(scheduler="synchronous"):
-        estimator.fit(lazy.map_blocks(read, dtype=X.dtype))
+        estimator.fit(_counted(lazy, reads))
     assert len(reads) % n_chunks == 0
     return len(reads) // n_chunks
 
@@ -783,11 +788,6 @@ def test_a_search_checks_a_dask_array_in_one_pass_before_the_charge(case):
         estimator, grid = PrivateRidge((-1.0, 1.0), data_norm=2.0), {"alpha": [1, 2]}
     reads = []
 
-    def read(block):
-        if block.shape[0]:  # not Dask's call on an empty block for the meta
-            reads.append(1)
-        return block
-
     class Charged(Exception):
         pass
 
@@ -796,7 +796,7 @@ def test_a_search_checks_a_dask_array_in_one_pass_before_the_charge(case):
 
     budget = BudgetAccountant(epsilon=10.0)
     budget.spend = charge  # stop at the charge: the reads before it counted
-    rows = da.from_array(X, chunks=(200, 6)).map_blocks(read, dtype=X.dtype)
+    rows = _counted(da.from_array(X, chunks=(200, 6)), reads)
     search = PrivateGridSearchCV(estimator, grid, cv=2, accountant=budget)
     expected = (ValueError, "contains NaN") if case == "bare, NaN" else (Charged, "")
     with dask.config.set(scheduler="synchronous"), \
