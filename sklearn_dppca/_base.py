@@ -597,8 +597,10 @@ class _BasePrivatePCA(
         converted = getattr(self, "_input_copy", 0)
         if converted and isinstance(_engine(engine), InMemoryRows):
             size += converted
-            text += (" and the float copy its validation made of X (give "
-                     "float64 or float32 rows as an array, or float CSR ones)")
+            text += (" and the float copy its validation made of X (" + (
+                "convert X to float CSR first, X.tocsr().astype(np.float64), "
+                "not to a dense array" if sparse.issparse(_engine(engine).X)
+                else "give float64 or float32 rows as an array") + ")")
         return size, text
 
     def _copies_of_rows(self, n_samples, n_features, rows):

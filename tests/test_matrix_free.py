@@ -608,6 +608,30 @@ def test_the_copies_of_converted_rows_are_in_the_plan():
     assert traced_peak(est, X.astype(np.float32)) <= single * 1.01
 
 
+def test_a_converted_sparse_input_is_advised_float_csr_not_a_dense_array():
+    """An int64 (or COO) sparse matrix refused for its validation copy was
+    told to give "float64 or float32 rows as an array": densifying, which
+    holds every zero. The advice is float CSR (read in place, no copy);
+    dense integer rows are still told to give float rows."""
+    A = sparse.random(2000, 300, density=0.05, format="csr", random_state=0)
+    A.data = np.ceil(A.data * 5)
+    budget = BudgetAccountant()
+    for X, advice in [(A.astype(np.int64), "X.tocsr().astype(np.float64)"),
+                      (A.tocoo(), "X.tocsr().astype(np.float64)"),
+                      (A.toarray().astype(np.int64), "float64 or float32 rows "
+                                                     "as an array")]:
+        est = PrivatePCA(5, data_norm=50.0, accountant=budget, memory_limit=1e5)
+        with pytest.raises(MemoryError, match="validation made") as refused:
+            est.fit(X)
+        assert advice in str(refused.value), str(refused.value)
+        assert ("dense array" in str(refused.value)) == sparse.issparse(X)
+    assert budget.n_charges == 0
+    float_csr = PrivatePCA(5, data_norm=50.0, accountant=budget, memory_limit=1e5)
+    with pytest.raises(MemoryError) as refused:
+        float_csr.fit(A)  # read in place: no copy to advise on
+    assert "validation made" not in str(refused.value)
+
+
 def test_the_plan_of_converted_rows_never_reads_their_values():
     """The validation copy is counted from the input's kind, shape and dtype:
     a COO matrix's CSR copy held as many entries as it stores, and a
