@@ -3,6 +3,7 @@ bounded scores, the fold fits and the released results. Nothing here
 decides what is released or what it costs (``_search_plan``).
 """
 
+import contextlib
 import math
 from numbers import Integral, Real
 
@@ -334,6 +335,34 @@ def check_gathering_heads(X, heads):
                    "bounds=...) reads the chunks where they are), or map the "
                    "chunks before the search: X.map_blocks(scaler.transform, "
                    "dtype=float). ")
+
+
+#: What an error raised after a search's charge adds to its message.
+SPENT = ("The budget of this search was spent: the error came after its "
+         "charge.")
+
+
+@contextlib.contextmanager
+def charged_search():
+    """Run what follows a search's charge: an error raised there (a user's
+    step failing on a validation fold, a candidate's fit, the refit) says
+    that the budget was spent, as the estimators' errors after their charge
+    do, in an error of its type where one can be made from a message (the
+    original chained as its cause), else in a ``RuntimeError``. A refusal
+    before the charge says that nothing was spent."""
+    try:
+        yield
+    except Exception as error:
+        if SPENT in str(error):
+            raise
+        message = f"{error} {SPENT}"
+        try:
+            charged = type(error)(message)
+        except Exception:  # a type that takes other arguments
+            charged = None
+        if charged is None or SPENT not in str(charged):
+            charged = RuntimeError(f"{type(error).__name__}: {message}")
+        raise charged from error
 
 
 def _check_heads(plan, X, smallest_fold):

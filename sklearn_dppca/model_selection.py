@@ -112,6 +112,7 @@ from ._search_run import (
     _shape,
     captured_variance_rows,
     captured_variance_score,
+    charged_search,
     check_accountants,
     check_failures,
     check_gathering_heads,
@@ -530,38 +531,33 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
                   f"scores with noise sigma={plan.selection_sigma:.6g}, refit at "
                   f"epsilon={plan.refit_epsilon}.")
         accountant.spend(mu=plan.mu, estimator=self)  # the whole search, once
-        _warn_if_delta_large(self.delta, n_samples)
-        if self.random_state is not None:
-            _warn_leak(
-                f"random_state={self.random_state!r} fixes the noise of the whole "
-                "search: it is not private. Leave random_state=None."
-            )
-        rng = make_generator(self.random_state)
-        seeds = [rng.spawn(len(plan.groups)) for _ in splits]
-        with private_computation():  # a warning here would depend on the rows
-            # After the charge: whatever the heads do on the rows (a user's
-            # function that fails on some value) is counted, not a refusal.
-            _check_heads(plan, X, min(len(train) for train, _ in splits))
-            folds = Parallel(n_jobs=self.n_jobs, backend="threading")(
-                delayed(_score_fold)(X, y, train, test, plan, self.delta, seeds[f])
-                for f, (train, test) in enumerate(splits)
-            )
-            exact = np.stack([fold[0] for fold in folds], axis=1)
-            released = exact + dense_noise(rng, exact.shape, plan.selection_sigma)
-            del exact  # never stored: only the noisy scores leave
-            state = self._select(plan, released, folds, splits)
-            if self.refit:
-                cand = plan.candidates[state["best_index_"]]
-                best = _fit_candidate(
-                    cand, plan.refit_epsilon, self.delta, rng.spawn(1)[0], X, y,
-                    pool=refit_pool(plan, state["best_index_"], folds))
-                # Later refits by the user charge the search's accountant, with
-                # the candidate's own randomness.
-                own = _locate_private_step(cand.estimator)[2].random_state
-                best.set_params(**caching_params(cand.estimator),
-                                **{cand.prefix + "accountant": self.accountant,
-                                   cand.prefix + "random_state": own})
-                state["best_estimator_"] = best
+        with charged_search():  # what is raised from here says it was spent
+            rng = self._charged(n_samples)
+            seeds = [rng.spawn(len(plan.groups)) for _ in splits]
+            with private_computation():  # a warning here would depend on the rows
+                # After the charge: whatever the heads do on the rows (a user's
+                # function that fails on some value) is counted, not a refusal.
+                _check_heads(plan, X, min(len(train) for train, _ in splits))
+                folds = Parallel(n_jobs=self.n_jobs, backend="threading")(
+                    delayed(_score_fold)(X, y, train, test, plan, self.delta, seeds[f])
+                    for f, (train, test) in enumerate(splits)
+                )
+                exact = np.stack([fold[0] for fold in folds], axis=1)
+                released = exact + dense_noise(rng, exact.shape, plan.selection_sigma)
+                del exact  # never stored: only the noisy scores leave
+                state = self._select(plan, released, folds, splits)
+                if self.refit:
+                    cand = plan.candidates[state["best_index_"]]
+                    best = _fit_candidate(
+                        cand, plan.refit_epsilon, self.delta, rng.spawn(1)[0], X, y,
+                        pool=refit_pool(plan, state["best_index_"], folds))
+                    # Later refits by the user charge the search's accountant, with
+                    # the candidate's own randomness.
+                    own = _locate_private_step(cand.estimator)[2].random_state
+                    best.set_params(**caching_params(cand.estimator),
+                                    **{cand.prefix + "accountant": self.accountant,
+                                       cand.prefix + "random_state": own})
+                    state["best_estimator_"] = best
         if self.verbose > 0 and self.refit:
             print(f"Refitted candidate {state['best_index_']}: "
                   f"{state['best_params_']}.")
@@ -573,6 +569,17 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         self.fit_epsilons_ = plan.fit_epsilons
         self.privacy_spent_ = reported_spend(plan.spent, self.epsilon)
         return self
+
+    def _charged(self, n_samples):
+        """The warnings of a charged search (on public values) and its
+        generator of noise."""
+        _warn_if_delta_large(self.delta, n_samples)
+        if self.random_state is not None:
+            _warn_leak(
+                f"random_state={self.random_state!r} fixes the noise of the whole "
+                "search: it is not private. Leave random_state=None."
+            )
+        return make_generator(self.random_state)
 
     def _fit_supervised(self, X, y, splits, n_samples, n_features, names):
         """The search over supervised candidates (every fitted step private;
@@ -611,15 +618,10 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
                   f"candidates: scoring={plan.scoring!r} released with noise "
                   f"sigma={plan.selection_sigma:.6g}.")
         accountant.spend(mu=plan.mu, estimator=self)  # the whole search, once
-        _warn_if_delta_large(self.delta, n_samples)
-        if self.random_state is not None:
-            _warn_leak(
-                f"random_state={self.random_state!r} fixes the noise of the whole "
-                "search: it is not private. Leave random_state=None."
-            )
-        rng = make_generator(self.random_state)
-        vars(self).update(_supervised.run(self, plan, X, y, splits, rng,
-                                          pooled=self._pool_folds))
+        with charged_search():  # what is raised from here says it was spent
+            vars(self).update(_supervised.run(self, plan, X, y, splits,
+                                              self._charged(n_samples),
+                                              pooled=self._pool_folds))
         self.multimetric_ = False
         self.n_splits_ = len(splits)
         self.selection_sigma_ = plan.selection_sigma

@@ -482,6 +482,77 @@ def test_a_head_that_fails_on_some_rows_fails_the_search_charged():
         assert budget.n_charges == 1
 
 
+def _fails_on_validation_folds(X):
+    """A user's step that reads the training folds and fails on the
+    validation ones (fewer rows): after the search's charge."""
+    if len(X) < 150:
+        raise ValueError("my step cannot read a validation fold")
+    return X
+
+
+class _TwoArgumentError(Exception):
+    def __init__(self, what, where):
+        super().__init__(f"{what} at {where}")
+
+
+def _fails_in_two_arguments(X):
+    if len(X) < 150:
+        raise _TwoArgumentError("my own error", "a validation fold")
+    return X
+
+
+@pytest.mark.parametrize("supervised", [False, True])
+def test_an_error_after_the_charge_says_the_budget_was_spent(supervised):
+    """A user's step raising on a validation fold surfaced its raw error, as
+    if nothing had been spent: it now says the search's budget was spent,
+    in an error of its type (the original its cause), or in a RuntimeError
+    where the type cannot be made from a message. A refusal before the
+    charge says nothing was spent."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    from sklearn_dppca.linear_model import PrivateRidge
+
+    X = np.random.default_rng(0).normal(size=(300, 4)) * 0.3
+    y = X.sum(axis=1) * 0.1 if supervised else None
+    spent = "The budget of this search was spent"
+
+    def search(function, budget, **kwargs):
+        private, grid = (PrivateRidge((-1.0, 1.0), data_norm=2.0),
+                         {"privateridge__alpha": [1.0, 2.0]}) if supervised else (
+            PrivatePCA(data_norm=2.0), {"privatepca__n_components": [1, 2]})
+        pipe = make_pipeline(FunctionTransformer(function), private)
+        return PrivateGridSearchCV(pipe, grid, **{
+            "cv": 3, "epsilon": 1.0, "accountant": budget, **kwargs})
+
+    budget = BudgetAccountant(epsilon=10.0)
+    with pytest.raises(ValueError, match=spent) as raised:
+        search(_fails_on_validation_folds, budget).fit(X, y)
+    assert str(raised.value).startswith("my step cannot read a validation fold")
+    assert isinstance(raised.value.__cause__, ValueError)
+    assert budget.n_charges == 1
+    with pytest.raises(RuntimeError, match=spent) as raised:
+        search(_fails_in_two_arguments, budget).fit(X, y)
+    assert "_TwoArgumentError: my own error at a validation fold" in str(raised.value)
+    assert isinstance(raised.value.__cause__, _TwoArgumentError)
+    assert budget.n_charges == 2
+    # before the charge: nothing spent, and not said to be
+    refusals = [(dict(n_jobs=0), X, InvalidParameterError),
+                (dict(epsilon=100.0), X, BudgetExceededError)]
+    if not supervised:  # a bare candidate reads NaN itself: refused uncharged
+        nan = X.copy()
+        nan[3, 1] = np.nan
+        refusals.append(({}, nan, ValueError))
+    for kwargs, rows, error in refusals:
+        est = search(_fails_on_validation_folds, budget, **kwargs)
+        if rows is not X:
+            est = PrivateGridSearchCV(PrivatePCA(data_norm=2.0),
+                                      {"n_components": [1, 2]}, accountant=budget)
+        with pytest.raises(error) as raised:
+            est.fit(rows, y)
+        assert spent not in str(raised.value)
+    assert budget.n_charges == 2
+
+
 def test_scores_of_rows_made_non_finite_stay_bounded():
     """The scores read the head's rows through np.nan_to_num, as the fits do:
     a row of ±finfo.max is clipped without NaN and scores at most C²."""
