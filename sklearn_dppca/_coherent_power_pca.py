@@ -10,8 +10,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import PrivacyPlan, _BasePrivatePCA, budget_shares, top_with_rest
 from ._coherent_random import random_plan, release_random
+from ._coherent_repetition import repetition_plan, select_repetition
 from ._coherent_rules import (  # noqa: F401 (decision_sensitivity, projection_gap: tests)
-    AUTO_SHARES,
     DECISION_PART,
     ENERGY_RATIO,
     FIXED_SHARES,
@@ -26,7 +26,6 @@ from ._coherent_rules import (  # noqa: F401 (decision_sensitivity, projection_g
     WIDE_FALLBACK_PASSES,
     WIDE_OVERSAMPLES,
     WIDE_PASSES,
-    calibrate_selection,
     covariance_init_mu,
     decision_sensitivity,
     dense_matrices,
@@ -37,7 +36,6 @@ from ._coherent_rules import (  # noqa: F401 (decision_sensitivity, projection_g
     random_start_wins,
     repetition_batch,
     repetition_side,
-    selection_rdp,
     warm_start_estimate,
 )
 from ._param_docs import N_JOBS_CONSTRAINT, fill_parameter_docs
@@ -47,7 +45,7 @@ from ._releases import ENERGY, GRAM, PRODUCTS, TRACE, Release
 from ._rows import scatter_products, scatter_quadratic
 from ._spectrum import _eigh
 from .noise import add_goe_noise, dense_noise, goe_noise, noise_scale
-from .privacy import gdp_epsilon, gdp_mu, rdp_to_epsilon
+from .privacy import gdp_epsilon, gdp_mu
 
 
 def _quadratic(unit_gram):
@@ -481,31 +479,6 @@ class CoherentPowerPCA(_BasePrivatePCA):
         if self.verbose >= level:
             print(f"[CoherentPowerPCA] {message}", file=sys.stderr)
 
-    def _iteration_grid(self):
-        r"""Public grid of iteration counts :math:`T_\ell = 2^\ell`, up to
-        ``n_iter_max`` (or ``n_iter``)."""
-        if self.n_iter == "auto":
-            return 2 ** np.arange(int(math.log2(self.n_iter_max)) + 1)
-        return np.array([int(self.n_iter)])
-
-    def _radius_grid(self, n_samples, k, chi, iters):
-        r"""Public grid of radii :math:`2^j \sqrt{k/n}` up to the largest that
-        can clip.
-
-        A row's product has norm at most :math:`\gamma^{-1/2}`
-        (:math:`\|B\| \le \gamma^{-1/2}`), and the floor :math:`\gamma` is
-        smallest for the fewest iterations; larger radii never clip, so the
-        grid stops there, with that radius as its last point (no clipping at
-        all).
-        """
-        if self.clip_radius != "auto":
-            return np.array([float(self.clip_radius)])
-        first = int(iters.min())
-        top = floor_level(chi * math.sqrt(first), k, first, self.failure_prob) ** -0.5
-        smallest = math.sqrt(k / n_samples)
-        radii = [smallest * 2.0**j for j in range(64) if smallest * 2.0**j < top]
-        return np.array(radii + [top])
-
     def _budget_shares(self):
         r"""Shares of :math:`\mu_*^2` of the exact-GDP modes (fixed, or
         ``selection="gdp"``)."""
@@ -543,7 +516,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
                 "kept and no trial would run, while the selection's whole cost "
                 "would be charged. Use selection='gdp' (or fewer components)."
             )
-        return self._repetition_plan(n_samples, k)
+        return repetition_plan(self, n_samples, k)
 
     def _gdp_plan(self, n_samples, k, tested=True):
         r""":math:`\mu` of every release of ``selection="gdp"``; the charge is
@@ -576,42 +549,6 @@ class CoherentPowerPCA(_BasePrivatePCA):
         extra = {"n_iter": n_iter, "radius": radius, "mu_total": mu_total}
         spent = (gdp_epsilon(composed, self.delta), self.delta)
         return PrivacyPlan(mus=mus, charge={"mu": mu_total}, spent=spent, extra=extra)
-
-    def _repetition_plan(self, n_samples, k):
-        iters = self._iteration_grid()
-        shares = budget_shares(AUTO_SHARES, self.center)
-        # The radius grid's top depends on χ, χ on θ, and θ (by default) on the
-        # grid's size: iterate to the fixed point, on public values only.
-        size = None
-        for _ in range(20):
-            expected = self.expected_trials
-            if expected == "auto":
-                expected = 2 * iters.size * (size or 8)
-            theta = 1.0 / expected
-            rho = calibrate_selection(self.epsilon, self.delta, theta, shares)
-            # one trial's T iterations at Δ = χ√T cost λ·3/χ² (μ² = 6/Δ² each)
-            chi = math.sqrt(3.0 / (shares["power"] * rho))
-            radii = self._radius_grid(n_samples, k, chi, iters)
-            if radii.size == size:
-                break
-            size = radii.size
-        # Gaussian releases: λ μ²/2 = λ w ρ, so μ = sqrt(2 w ρ).
-        mus = {
-            name: math.sqrt(2.0 * shares[name] * rho)
-            for name in ("mean", "init")
-            if name in shares
-        }
-        curve = selection_rdp(rho, shares, theta)
-        spent = (rdp_to_epsilon(curve, self.delta)[0], self.delta)
-        extra = {
-            "theta": theta,
-            "radii": radii,
-            "iters": iters,
-            "chi": chi,
-            # the noisy score (sensitivity √2/h, std √2ζ/h) costs λ/(2ζ²)
-            "zeta": math.sqrt(1.0 / (2.0 * shares["score"] * rho)),
-        }
-        return PrivacyPlan(mus=mus, charge={"rdp": curve}, spent=spent, extra=extra)
 
     def _own_releases(self, plan, n_samples, n_features):
         # the initialisation: PrivatePCA's release of the Gram matrix, or on
@@ -679,8 +616,9 @@ class CoherentPowerPCA(_BasePrivatePCA):
                 self._gdp_branch(rows, unit_gram, released, eigvals, rest, init,
                                  sigma_init, k, plan, rng))
         else:
-            final, radius, n_iter = self._select(
-                rows, unit_gram, init, eigvals, sigma_init, k, plan.extra, rng)
+            final, radius, n_iter = select_repetition(
+                self, rows, unit_gram, _quadratic(unit_gram), init, eigvals,
+                sigma_init, k, plan.extra, rng)
             branch = "repetition" if n_iter else "init"
         self.branch_, self.clip_radius_, self.n_iter_ = branch, radius, n_iter
         self._say(1, f"released: {branch}" + (
@@ -945,55 +883,3 @@ class CoherentPowerPCA(_BasePrivatePCA):
                 iterates[j] = np.linalg.qr(Z)[0]
                 counts[j] = int(clipped[pos])
         return iterates, counts
-
-    def _select(self, rows, unit_gram, init, eigvals, sigma_init, k, extra, rng):
-        """Private choice of :math:`(R, T)` (the paper's Section C).
-
-        Returns only the best trial's :math:`(X, R, T)`: the number of
-        trials and every score stay inside (Papernot & Steinke's theorem
-        covers nothing more), and nothing about them is printed.
-        """
-        d = init.shape[0]
-        radii, iters = extra["radii"], extra["iters"]
-        if k >= d:
-            return init, None, 0
-        margin = sigma_init * (
-            2.0 * math.sqrt(d) + math.sqrt(2.0 * math.log(8.0 / self.failure_prob))
-        )
-        low, high = eigvals[k] + margin, eigvals[k - 1] - margin
-        gap = high - low
-        if gap <= 0:  # no gap in the noisy spectrum: return the initialisation
-            return init, None, 0
-        self._say(1, "selection by random repetitions running")
-        # f_{a,b}(Σ a aᵀ): a clipped linear ramp of the exact eigenvalues; the
-        # score only needs its non-zero part (low rank).
-        values, vectors = np.linalg.eigh(unit_gram)
-        ramp = np.clip((values - low) / gap, 0.0, 1.0)
-        keep = ramp > 0
-        weighted = vectors[:, keep] * ramp[keep]
-
-        n_trials = int(rng.geometric(extra["theta"]))
-        # trials in lock-step batches, each scored as it ends and only the
-        # best kept: memory is a batch's (repetition_batch), whatever the
-        # hidden number of trials (every trial's iterate was kept: review 57)
-        batch = repetition_batch(self.n_samples_, d, k)
-        quadratic = _quadratic(unit_gram)
-        best, best_score = None, math.inf
-        for first in range(0, n_trials, batch):
-            size = min(batch, n_trials - first)
-            trial_radii = radii[rng.integers(radii.size, size=size)]
-            trial_iters = iters[rng.integers(iters.size, size=size)]
-            noise = extra["chi"] * np.sqrt(trial_iters)
-            floors = [floor_level(noise[j], k, trial_iters[j], self.failure_prob)
-                      for j in range(size)]
-            finals = self._iterate(rows, quadratic, init, trial_radii, trial_iters,
-                                   noise, floors, rng)[0]
-            for j, X in enumerate(finals):
-                residual = weighted - X @ (X.T @ weighted)
-                exact = np.linalg.norm(residual, 2) if residual.size else 0.0
-                # s_{a,b} has sensitivity √2/h; noise std √2ζ/h: μ = 1/ζ
-                score = exact + math.sqrt(2.0) * extra["zeta"] / gap * rng.normal()
-                if score < best_score:
-                    best_score = score
-                    best = (X, float(trial_radii[j]), int(trial_iters[j]))
-        return best

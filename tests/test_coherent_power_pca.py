@@ -15,12 +15,11 @@ import sklearn_dppca._coherent_power_pca as cpp
 from sklearn_dppca import BudgetAccountant, CoherentPowerPCA, PrivatePCA
 from sklearn_dppca._base import budget_shares
 from sklearn_dppca._coherent_power_pca import (
-    AUTO_SHARES,
     preconditioner,
     projection_gap,
-    selection_rdp,
     warm_start_estimate,
 )
+from sklearn_dppca._coherent_rules import AUTO_SHARES, selection_rdp
 from sklearn_dppca._rows import CentredRows
 from sklearn_dppca._stats import first_pass
 from sklearn_dppca.datasets import make_coherent_low_rank
