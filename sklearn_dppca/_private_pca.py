@@ -9,7 +9,8 @@ from sklearn.utils._param_validation import StrOptions
 
 from . import _array_api
 from ._array_api import ArrayAPIRows
-from ._base import _all_or_nothing, _BasePrivatePCA
+from ._base import _BasePrivatePCA
+from ._fit_guards import _all_or_nothing
 from ._matrix_free import _MatrixFreeMixin
 from ._param_docs import fill_parameter_docs
 from ._released import mean_in_box

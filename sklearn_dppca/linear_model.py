@@ -44,12 +44,7 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from . import _array_api
-from ._base import (
-    _all_or_nothing,
-    _FloatParamsMixin,
-    _refuse_fit_params,
-    reported_spend,
-)
+from ._base import reported_spend
 from ._box import box_radius, check_box
 from ._dask import (
     check_numeric_columns,
@@ -58,6 +53,7 @@ from ._dask import (
     saturate_big_numbers,
 )
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
+from ._fit_guards import _all_or_nothing, _FloatParamsMixin, _refuse_fit_params
 from ._param_docs import fill_parameter_docs
 from ._paths import MEMORY_SHARE, physical_memory
 from ._pca_model import map_non_finite

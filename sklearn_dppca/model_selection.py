@@ -75,7 +75,7 @@ from sklearn.utils.validation import (
 
 from . import _array_api, _search_plan, _search_run
 from . import _supervised_search as _supervised
-from ._base import _all_or_nothing, _FloatParamsMixin, reported_spend
+from ._base import reported_spend
 from ._dask import (
     as_dask_array,
     check_numeric_columns,
@@ -85,6 +85,7 @@ from ._dask import (
     saturate_big_numbers,
 )
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
+from ._fit_guards import _all_or_nothing, _FloatParamsMixin
 from ._param_docs import N_JOBS_CONSTRAINT
 from ._public_encoders import (
     check_encoded_rows,

@@ -42,15 +42,11 @@ from sklearn.utils.validation import FLOAT_DTYPES, check_is_fitted, validate_dat
 
 from . import _array_api
 from ._array_api import check_same_namespace
-from ._base import (
-    _all_or_nothing,
-    _FloatParamsMixin,
-    _refuse_fit_params,
-    reported_spend,
-)
+from ._base import reported_spend
 from ._box import box_sums, by_feature_name, check_box, parse_box
 from ._dask import check_numeric_columns, gather_rows, saturate_big_numbers
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
+from ._fit_guards import _all_or_nothing, _FloatParamsMixin, _refuse_fit_params
 from ._paths import check_gathered
 from ._pca_model import map_non_finite
 from ._released import FeatureScaleWarning
