@@ -444,7 +444,10 @@ def refused_path(step, sizes, read, **overrides):
     its fits check it)."""
     if read is None:
         return None
-    for n_samples in sizes:
+    # the largest first: the need a refusal names is then the most any of
+    # the fits needs (the refit's, which keeps more of the first rows), a
+    # limit that admits them all (a fold's need admitted the folds only)
+    for n_samples in sorted(sizes, reverse=True):
         try:
             clone(step).set_params(**overrides)._plan_path(n_samples, *read)
         except (ValueError, TypeError, MemoryError) as error:
