@@ -13,7 +13,6 @@ from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
-from scipy import sparse
 from sklearn.base import clone
 from sklearn.impute import SimpleImputer
 from sklearn.model_selection import KFold, ParameterGrid
@@ -21,16 +20,12 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils._param_validation import InvalidParameterError
 
-from . import _array_api
-from ._array_api import ArrayAPIRows
 from ._base import _BasePrivatePCA
 from ._bounds import check_data_norm_range
 from ._box import check_box, dtype_box, public_box_norm
 from ._coherent_power_pca import CoherentPowerPCA
-from ._dask import ChunkedRows, has_sparse_chunks, is_dask_collection
 from ._private_pca import PrivatePCA
 from ._public_encoders import (
-    encoded_width,
     is_public_column_transformer,
     is_public_onehot,
 )
@@ -40,10 +35,23 @@ from ._public_text import (
     learned_text,
     text_leak_advice,
 )
-from ._rows import InMemoryRows
-from ._warning_rules import _warn_leak, private_computation
+from ._search_rows import (  # noqa: F401 - the searches' names, kept here
+    _STATELESS_TYPES,
+    _is_constant_fill,
+    _is_passthrough,
+    candidate_heads,
+    empty_rows,
+    head_output,
+    head_width,
+    input_kind,
+    keeps_columns,
+    passed_names,
+    rows_kind,
+    unmapped,
+)
+from ._warning_rules import _warn_leak
 from .noise import noise_scale
-from .preprocessing import PrivateStandardScaler, PublicScaler
+from .preprocessing import PrivateStandardScaler
 from .privacy import gdp_epsilon, gdp_mu
 
 #: Fractions of ``μ*²`` of the search: the candidate fits on the training
@@ -96,79 +104,6 @@ class SearchPlan(NamedTuple):
     spent: tuple  # (ε, δ) of the composed plan
     pooled: list = None  # per group: bytes each fold fit may keep (pooled_groups)
     folds_per_row: int = 1  # r: every row's training folds, for the pooled refit
-
-
-def empty_rows(X):
-    """``X`` without its rows, of its kind and with its columns' names and
-    dtypes (public): what :func:`head_width` runs the steps before a private
-    one on (a Dask array: an empty array of its chunks' kind; other sparse
-    formats: an empty CSR matrix, as the searches read them). None for a
-    Dask DataFrame, an input without slicing, or a DataFrame with a column
-    of another than a plain numeric dtype."""
-    if is_dask_collection(X):  # its chunks reach the steps as NumPy (or CSR)
-        width = X.shape[1] if len(getattr(X, "shape", ())) == 2 else None
-        if not isinstance(width, Integral):  # a DataFrame: names, not shape
-            return None
-        empty = sparse.csr_matrix if has_sparse_chunks(X) else np.zeros
-        return empty((0, width), dtype=X.dtype)
-    if hasattr(X, "iloc"):
-        # a categorical dtype's categories may come from the values (the
-        # searches refuse it before a public encoder: refuse_inferred_categories)
-        dtypes = list(X.dtypes) if getattr(X, "ndim", 1) == 2 else [X.dtype]
-        # text (object, str) columns: no value without rows, for a public
-        # encoder before the private step (:func:`head_output`)
-        plain = all(isinstance(t, np.dtype) and t.kind in "biufO"
-                    or type(t).__name__ == "StringDtype" for t in dtypes)
-        return X.iloc[:0] if plain else None
-    if sparse.issparse(X):
-        return X[:0] if X.format in ("csr", "csc") else sparse.csr_matrix(
-            (0, X.shape[1]), dtype=X.dtype)
-    if isinstance(X, np.ndarray) or _array_api.namespace(X) is not None:
-        return X[:0, ...]  # the Array API indexes every axis
-    return None
-
-
-def head_width(heads, n_features, empty):
-    """The number of features the steps ``heads`` make of ``X``'s
-    ``n_features`` columns, where it is public (:func:`head_output`), else
-    None. Before the charge, a candidate's ``n_components`` above it is then
-    a public failure (a FunctionTransformer that keeps 3 columns and a PCA
-    of 5 components failed the search after its charge). The width on the
-    rows is checked again after the charge
-    (:func:`~sklearn_dppca._search_run._check_heads`): a step whose width
-    depends on the values is one the guarantee cannot make public."""
-    out = head_output(heads, n_features, empty)
-    return None if out is None else out[0]
-
-
-def head_output(heads, n_features, empty):
-    """``(width, names)`` of what the steps ``heads`` make of ``X``, where
-    public: ``n_features`` and the names they pass on if they keep ``X``'s
-    columns (:func:`keeps_columns`), else their output on ``empty``
-    (:func:`empty_rows`, no row: a function of the steps and of ``X``'s
-    columns only), its width and its columns' names (None for an array);
-    None where they fail on it."""
-    names = getattr(empty, "columns", None)
-    if keeps_columns(heads):
-        return n_features, passed_names(heads, None if names is None else
-                                        np.asarray(names, dtype=object))
-    encoded = encoded_width(heads, empty)  # public encoders: no fit on 0 rows
-    if encoded is not None:
-        return encoded
-    if empty is None:
-        return None
-    try:
-        with private_computation():  # the package's silence, safe in threads
-            out = clone(Pipeline([(f"s{i}", h) for i, h in enumerate(heads)]))\
-                .fit_transform(empty)
-    except Exception:  # noqa: BLE001 - a user's step; its width stays unknown
-        return None
-    shape = getattr(out, "shape", ())
-    if len(shape) != 2:
-        return None
-    columns = getattr(out, "columns", None)
-    return int(shape[1]), (None if columns is None
-                           else np.asarray(columns, dtype=object))
 
 
 def plan_search(estimator, param_grid, *, epsilon, delta, splits, n_samples,
@@ -376,63 +311,6 @@ def fit_sizes(splits, n_samples, refit):
     return sorted(sizes | {n_samples} if refit else sizes)
 
 
-def rows_kind(X, n_features):
-    r"""An engine of ``X``'s kind (the search's ``X`` as it receives it)
-    that holds no row: a fit's path and memory depend on the kind of its rows
-    (dense, sparse, a Dask array of dense chunks, an Array API device), never
-    on their values (:func:`refused_path`)."""
-    if is_dask_collection(X) and not has_sparse_chunks(X):
-        return ChunkedRows(X)  # lazy: its graph, never computed here
-    namespace = _array_api.namespace(X)
-    if namespace is not None:
-        xp, device = namespace
-        return ArrayAPIRows(xp.zeros((0, n_features), device=device), xp, device)
-    # a Dask array of sparse chunks is gathered
-    sparse_rows = sparse.issparse(X) or is_dask_collection(X)
-    empty = sparse.csr_matrix if sparse_rows else np.zeros
-    # float32 rows are fitted in float32 (their copies, a box's rounding)
-    single = getattr(X, "dtype", None) == np.float32
-    return InMemoryRows(empty((0, n_features), dtype=np.float32 if single else None))
-
-
-def input_kind(heads, n_features, rows):
-    """``(columns, rows)`` of what a private step reads after ``heads``
-    (the steps before it), where both are public: ``X``'s own when it reads
-    ``X``, or when every step before it keeps dense in-memory rows as they
-    are up to a public map of each value; else None."""
-    if rows is None:
-        return None
-    if not heads:
-        return n_features, rows
-    dense = isinstance(rows, InMemoryRows) and isinstance(rows.X, np.ndarray)
-    return (n_features, rows) if keeps_columns(heads) and dense else None
-
-
-def candidate_heads(candidate):
-    """The steps before a candidate's private step (none for a bare one)."""
-    index = candidate.index
-    return [step for _, step in candidate.estimator.steps[:index]] if index else []
-
-
-def passed_names(heads, names):
-    """The column names the steps ``heads`` (:func:`keeps_columns`) pass on
-    from ``X``'s ``names``: kept where each passes them through or outputs
-    pandas (``set_output``), else none (NumPy arrays)."""
-    from sklearn.utils._set_output import _get_output_config
-
-    kept = all(_is_passthrough(h) or _get_output_config("transform", h)["dense"]
-               == "pandas" for h in heads)
-    return names if kept else None
-
-
-def keeps_columns(heads):
-    """Whether every step of ``heads`` keeps ``X``'s columns, each up to a
-    public map of its values (``"passthrough"``, a ``PublicScaler``, a
-    constant fill)."""
-    return all(_is_passthrough(h) or type(h) in _STATELESS_TYPES
-               or _is_constant_fill(h) for h in heads)
-
-
 def refused_path(step, sizes, read, **overrides):
     """The error of a private PCA step's plan on each of the search's fit
     ``sizes``, or None: :meth:`~sklearn_dppca._base._BasePrivatePCA.
@@ -509,7 +387,8 @@ def _candidate(estimator, params, n_features, sizes, rows=None, empty=None):
                                  width_known=not index)
     except (InvalidParameterError, ValueError, TypeError) as error:
         return Candidate(params, est, prefix, index, error, data_norm)
-    error = refused_path(step, sizes, input_kind(heads, n_features, rows))
+    error = unmapped(heads, rows) or refused_path(
+        step, sizes, input_kind(heads, n_features, rows))
     return Candidate(params, est, prefix, index, error, data_norm)
 
 
@@ -546,17 +425,6 @@ def _locate_private_step(estimator):
         )
     name, step = estimator.steps[private[0]]
     return name + "__", private[0], step
-
-
-#: The package's own transformers whose ``fit`` learns nothing from the rows
-#: (their output is a fixed function of each row and of their parameters).
-#: Matched by exact type: a subclass may learn in ``fit``.
-_STATELESS_TYPES = frozenset({PublicScaler})
-
-
-def _is_passthrough(step):
-    """A Pipeline's empty step: ``None`` or ``"passthrough"``."""
-    return step is None or (isinstance(step, str) and step == "passthrough")
 
 
 def caching_params(estimator):
@@ -653,17 +521,6 @@ def warn_if_after_learned_steps(model):
         "functions of the rows, and this fit's privacy_spent_ does not cover "
         f"them. {text_leak_advice(text)}"
         + (f" For the other steps, u{advice[1:]}" if others else ""))
-
-
-def _is_constant_fill(step):
-    """``SimpleImputer(strategy="constant", keep_empty_features=True)``
-    without ``add_indicator``. Its fit learns from the data which columns are
-    all missing (dropped from the output unless ``keep_empty_features``) and,
-    with ``add_indicator``, which columns have missing values (the
-    indicator's columns); with neither, its output is a fixed function of
-    each row: missing entries become ``fill_value``, the others stay."""
-    return (type(step) is SimpleImputer and step.strategy == "constant"
-            and step.keep_empty_features is True and not step.add_indicator)
 
 
 #: The steps a search accepts beside the private estimator, for messages.
@@ -790,18 +647,21 @@ def _release_key(candidate, c, n_features, folds, rows=None):
     ):
         return ("own", c)
     read = input_kind(candidate_heads(candidate), n_features, rows)
-    if (n_features < SHARED_FULL_FEATURES and refused_path(
+    # X's own width: what the fold fits' rule of SHARED_FULL_FEATURES reads
+    full = read is not None and read[0] == n_features
+    if (full and n_features < SHARED_FULL_FEATURES and refused_path(
             step, folds, read, n_components=None) is not None) or (
-            read is None and step.n_components is None):
+            not full and step.n_components is None):
         # every component where the width is not public: a fit of its own
         # (review 67: a "largest" group holding None failed after the charge)
         return ("own", c)
     ignored = {prefix + p for p in _POST_PROCESSING + _OWNED}
     # where the step's width is not public (after a FunctionTransformer, or
-    # rows a head reads), its fit with every component was not checked: the
-    # group fits at its largest k, as its largest candidate would (review
-    # 66: a widening map's full fit went over memory_limit after the charge)
-    kind = "shared" if read is not None else "largest"
+    # rows a head reads) or not X's, its fit with every component was not
+    # checked: the group fits at its largest k, as its largest candidate
+    # would (review 66: a widening map's full fit went over memory_limit
+    # after the charge)
+    kind = "shared" if full else "largest"
     return (kind, _params_key(candidate.estimator, ignored))
 
 

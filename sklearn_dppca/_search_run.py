@@ -33,6 +33,7 @@ from ._search_plan import (
     keeps_columns,
     passed_names,
 )
+from ._search_rows import fit_through_heads, mapped_rows, maps_chunks, rows_after
 from ._warning_rules import private_computation
 from .privacy import BudgetAccountant, gdp_epsilon, gdp_mu
 
@@ -321,13 +322,15 @@ def _check_public_scalers(plan, n_features, names):
 
 
 def check_gathering_heads(X, heads):
-    """Refuse, before the charge and before any chunk is read, a search on
-    a Dask array whose candidates put steps before their private estimator:
-    those steps read their rows in memory (a ``PublicScaler`` gathers them
-    and returns an array: all rows in :func:`_check_heads`, then each fold),
-    counted as a scaler's transform counts them
+    """Refuse, before the charge and before any chunk is read, a supervised
+    search on a Dask array whose candidates put public steps before a
+    private head (``heads``: those steps, per candidate): the head gathers
+    their output into memory (:meth:`~sklearn_dppca.linear_model.
+    PrivateRidge.fit`), counted as a scaler's transform counts them
     (:func:`~sklearn_dppca._paths.check_gathered`; review 100 F6: the
-    scaler refused them only after the search's charge)."""
+    scaler refused them only after the search's charge). Steps before a
+    private PCA map the chunks where they are
+    (:func:`~sklearn_dppca._search_rows.mapped_rows`): never gathered."""
     if any(not all(_is_passthrough(step) for step in steps) for steps in heads):
         check_gathered(
             X, "A step before the search's private estimator", copies=1,
@@ -378,6 +381,10 @@ def _check_heads(plan, X, smallest_fold):
             continue
         head = clone(Pipeline(cand.estimator.steps[:cand.index]))
         key = _value_key(head)  # by value: repr abbreviates large arrays
+        heads = [step for _, step in head.steps]
+        if key not in checked and maps_chunks(heads, X):
+            # a Dask array's chunks, mapped as planned: never gathered here
+            checked[key] = mapped_rows(heads, X).shape[1]
         if key not in checked:
             # copy=True: a step's copy=False would scale the caller's X in
             # place, and every fit would then read it scaled twice
@@ -424,7 +431,8 @@ def _fit_candidate(candidate, epsilon, delta, generator, X, y, full=False,
         step._keep_release = keep
     if pool is not None:
         step._pool_with = pool[0]
-    fitted = model.fit(X, y)
+    # a Dask array's chunks mapped by the steps before it, as planned
+    fitted = fit_through_heads(model, candidate.index, X, y)
     step = _locate_private_step(fitted)[2]
     spent = step.privacy_spent_
     if not math.isclose(spent[0], epsilon, rel_tol=1e-6):
@@ -461,7 +469,7 @@ def _score_fold(X, y, train, test, plan, delta, seeds):
         step = _locate_private_step(fitted)[2]
         kept[g] = getattr(step, "_kept", None)  # a noisy release: it may leave
         # the validation rows through the fit's own map of non-finite values
-        rows = _host(_before_step(fitted, cand.prefix, X_val), step.non_finite)
+        rows = _host(rows_after(fitted, cand.index, X_val), step.non_finite)
         if not shared:
             (c,) = members
             k[c] = step.n_components_
@@ -516,16 +524,17 @@ def _cumulative_gains(rows, step):
     return summed_over_rows(rows, per_row, basis.shape[1])
 
 
-def _before_step(pipeline, prefix, X, fit=False, y=None):
-    """Rows as the private step sees them: through the (stateless) steps
-    before it, fitted on the way (``fit_transform``) if ``fit``."""
+def _before_step(pipeline, prefix, X):
+    """Rows as the private step of the fitted ``pipeline`` sees them: through
+    the (stateless) steps before it (a search's fits map a Dask array's
+    chunks: :func:`~sklearn_dppca._search_rows.rows_after`)."""
     if not prefix:
         return X
     for name, step in pipeline.steps:
         if name == prefix[:-2]:
             return X
         if not _is_passthrough(step):
-            X = step.fit_transform(X, y) if fit else step.transform(X)
+            X = step.transform(X)
     return X
 
 

@@ -67,8 +67,8 @@ from ._search_plan import (
     pooled_groups,
     refused_path,
 )
+from ._search_rows import fit_heads, fit_through_heads, rows_after
 from ._search_run import (
-    _before_step,
     _best_index,
     _ranked_results,
     _score_failures,
@@ -431,7 +431,9 @@ def fit_candidate(cand, epsilons, delta, generator, X, y, keep=False,
         final_head(model)._keep_release = True
     if keep_pca:
         model.steps[-2][1]._keep_release = keep_pca
-    return model.fit(X, y)
+    # a Dask array's chunks mapped by the steps before the first private
+    # one, as planned (input_kind): never gathered for them
+    return fit_through_heads(model, len(heads_of(cand)), X, y)
 
 
 def _with_settings(cand, epsilons, delta, generator):
@@ -520,11 +522,17 @@ def _score_fold(plan, X, y, train, test, delta, seeds):
                                keep_pca=plan.pooled[g])
         if plan.pooled[g]:  # a dense release (a noisy one: it may leave)
             kept[g] = getattr(fitted.steps[-2][1], "_kept", None)
+        first = len(heads_of(lead))  # the public steps' rows, as in the fit
         if len(members) == 1:
-            predictions[members[0]] = _on_host(fitted.predict(X_val))
+            rows = rows_after(fitted, first, X_val) if first else X_val
+            rest = Pipeline(fitted.steps[first:]) if first else fitted
+            predictions[members[0]] = _on_host(rest.predict(rows))
             continue
         if isinstance(fitted, Pipeline):
-            head, rows = fitted.steps[-1][1], fitted[:-1].transform(X_val)
+            rows = rows_after(fitted, first, X_val)
+            if first < len(fitted.steps) - 1:
+                rows = Pipeline(fitted.steps[first:-1]).transform(rows)
+            head = fitted.steps[-1][1]
         else:  # a bare head: every feature, each candidate its own alpha
             head, rows = fitted, X_val
         # as the shared fit saw its rows: clipped on every one of its
@@ -627,7 +635,7 @@ def refit(plan, cand, group, kept, delta, generator, X, y):
                            delta, generator)
     (_, pca), (_, head) = model.steps[-2:]
     # the steps before the PCA are stateless (the plan checked): nothing learnt
-    rows = _before_step(model, pca_prefix, X, fit=True, y=y)
+    rows = fit_heads(model, len(heads_of(cand)), X, y)
     pca._fit_released(rows, pool, reported_spend((pca_eps, delta), pca_eps))
     head.fit(pca.transform(rows), y)
     return model

@@ -496,8 +496,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         accountant = _resolve_accountant(self)
         check_accountants(plan.candidates, accountant)
         accountant.check(mu=plan.mu)  # refused before the data is read
+        # the steps before a private one map a Dask array's chunks, planned
         heads = [candidate_heads(c) for c in plan.candidates if c.error is None]
-        check_gathering_heads(X, heads)  # public: the shape, before any read
         readers = [(_locate_private_step(c.estimator)[2], candidate_heads(c))
                    for c in plan.candidates if c.error is None]
         checked, finite = self._validate_rows(X, names, heads, readers)
@@ -596,7 +596,11 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         accountant.check(mu=plan.mu)  # refused before the data is read
         heads = [_supervised.heads_of(c) for c in plan.candidates
                  if c.error is None]
-        check_gathering_heads(X, heads)  # public: the shape, before any read
+        # public: the shape, before any read; a private head first in its
+        # Pipeline gathers what the public steps before it map
+        check_gathering_heads(X, [
+            _supervised.heads_of(c) for c in plan.candidates if c.error is None
+            and not isinstance(c.private[0][1], _search_plan._BasePrivatePCA)])
         readers = [(c.private[0][1], _supervised.heads_of(c))
                    for c in plan.candidates if c.error is None]
         checked, finite = self._validate_rows(X, names, heads, readers)

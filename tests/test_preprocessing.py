@@ -859,10 +859,13 @@ def test_the_scalers_count_the_rows_they_gather_from_dask(monkeypatch):
 
 
 def test_a_search_counts_the_rows_its_scaler_gathers_from_dask(monkeypatch):
-    """A search whose steps before the private estimator read rows in memory
-    gathers a Dask array (all of it in the heads' check, then each fold):
-    refused before any chunk is read and before the charge where the rows
-    do not fit, as the scalers refuse them alone, not after the charge."""
+    """A search whose steps before a private head read rows in memory
+    gathers a Dask array (the head reads them in memory): refused before
+    any chunk is read and before the charge where the rows do not fit, as
+    the scalers refuse them alone, not after the charge. Before a private
+    PCA, the steps map the chunks where they are (mend 103): its plan on
+    the mapped chunks refuses them, before any chunk is read and before
+    the charge."""
     da = pytest.importorskip("dask.array")
     from sklearn_dppca import _paths
     from sklearn_dppca.linear_model import PrivateLDA
@@ -872,13 +875,18 @@ def test_a_search_counts_the_rows_its_scaler_gathers_from_dask(monkeypatch):
     X = X.map_blocks(_never_read, dtype=float)
     y = np.zeros(300_000, dtype=int)
     budget = BudgetAccountant()
-    for pipe, grid, labels in [
+    for pipe, grid, labels, error, match in [
         (make_pipeline(PublicScaler(ranges=(0, 1)), PrivatePCA(data_norm=3.0)),
-         {"privatepca__n_components": [1, 2]}, None),
+         {"privatepca__n_components": [1, 2]}, None, ValueError,
+         "chunks of rows its threads read"),
         (make_pipeline(PublicScaler(ranges=(0, 1)), PrivatePCA(2, data_norm=3.0),
                        PrivateLDA([0, 1], data_norm=3.0)),
-         {"privatelda__alpha": [1.0, 2.0]}, y)]:
+         {"privatelda__alpha": [1.0, 2.0]}, y, ValueError,
+         "chunks of rows its threads read"),
+        (make_pipeline(PublicScaler(ranges=(0, 1)), PrivateLDA([0, 1], data_norm=3.0)),
+         {"privatelda__alpha": [1.0, 2.0]}, y, MemoryError,
+         "before the search's private estimator")]:
         search = PrivateGridSearchCV(pipe, grid, epsilon=1.0, cv=2, accountant=budget)
-        with pytest.raises(MemoryError, match="before the search's private estimator"):
+        with pytest.raises(error, match=match):
             search.fit(X, labels)
     assert budget.n_charges == 0

@@ -1,4 +1,8 @@
-"""The memory a search over a Dask array plans before its charge (mend 103)."""
+"""A search over a Dask array whose candidates put public steps before the
+private one (mend 103): the steps map the chunks where they are, and the
+private step's path and memory are planned on them before the charge, as a
+bare Dask fit's are (they were gathered into memory after the charge, and a
+fit over ``memory_limit`` failed a charged search)."""
 
 import re
 import warnings
@@ -8,17 +12,124 @@ import pytest
 
 da = pytest.importorskip("dask.array")
 import dask  # noqa: E402
+from sklearn.compose import ColumnTransformer  # noqa: E402
+from sklearn.impute import SimpleImputer  # noqa: E402
+from sklearn.pipeline import Pipeline, make_pipeline  # noqa: E402
+from sklearn.preprocessing import OneHotEncoder  # noqa: E402
 
 from sklearn_dppca import BudgetAccountant, CoherentPowerPCA, PrivatePCA  # noqa: E402
+from sklearn_dppca.linear_model import PrivateLDA  # noqa: E402
 from sklearn_dppca.model_selection import PrivateGridSearchCV  # noqa: E402
+from sklearn_dppca.preprocessing import PublicScaler  # noqa: E402
 
 N, D, CHUNK = 6_000, 6, 1_000
+
+
+def _rows():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(N, D)) * 0.3
+    X[:, 0] = rng.integers(0, 3, size=N)  # a category, for the encoder
+    return X
+
+
+def _never_read(block):
+    """A chunk that must not be computed before the refusal."""
+    if block.shape[0]:
+        raise AssertionError("a chunk was read before the refusal")
+    return block
+
+
+HEADS = {
+    "scaler": lambda: [("scale", PublicScaler(ranges=(-2.0, 2.0)))],
+    "fill": lambda: [("fill", SimpleImputer(strategy="constant", fill_value=0.0,
+                                            keep_empty_features=True))],
+    "passthrough": lambda: [("skip", "passthrough"),
+                            ("scale", PublicScaler(center=0.0, scale=2.0))],
+    # a public encoder: 3 columns of one, a width known from its categories
+    "encoder": lambda: [("encode", ColumnTransformer(
+        [("onehot", OneHotEncoder(categories=[[0.0, 1.0, 2.0]],
+                                  handle_unknown="ignore", sparse_output=False),
+          [0])], remainder="passthrough", sparse_threshold=0))],
+}
+PRIVATE = {
+    "pca": lambda limit: PrivatePCA(data_norm=3.0, memory_limit=limit),
+    "power": lambda limit: CoherentPowerPCA(data_norm=3.0, n_iter=3,
+                                            clip_radius=3.0, memory_limit=limit),
+}
+
+
+def _search(heads, private, limit, budget):
+    pipe = Pipeline(HEADS[heads]() + [("pca", PRIVATE[private](limit))])
+    return PrivateGridSearchCV(pipe, {"pca__n_components": [1, 2]}, epsilon=3.0,
+                               cv=3, accountant=budget)
 
 
 def _need(error):
     """The most GiB a refusal names as a fit's need."""
     return max(float(gib) for gib in
                re.findall(r"needs about ([0-9.e-]+) GiB", str(error)))
+
+
+class _LargestResult:
+    """The most rows of any task's NumPy result under a Dask callback."""
+
+    def __init__(self):
+        from dask.callbacks import Callback
+
+        outer = self
+        self.rows = 0
+
+        class Watch(Callback):
+            def _posttask(self, key, result, dsk, state, id):
+                if isinstance(result, np.ndarray) and result.ndim:
+                    outer.rows = max(outer.rows, result.shape[0])
+
+        self.callback = Watch()
+
+    def __enter__(self):
+        self.callback.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.callback.__exit__(*exc)
+
+
+@pytest.mark.parametrize("private", sorted(PRIVATE))
+@pytest.mark.parametrize("heads", sorted(HEADS))
+def test_steps_before_the_private_one_are_planned_on_the_chunks(heads, private):
+    """A limit that a bare fit of the Dask array is refused by refuses the
+    search with steps before the private one before its charge and before
+    any chunk is read, naming the need (the mapped chunks counted: more than
+    the bare fit's); that need as the limit admits it, and its fits read the
+    chunks mapped where they are, never more rows than a chunk at once.
+    Before mend 103, the search was charged, then gathered every row and
+    failed (or went over the limit)."""
+    X = _rows()
+    lazy = da.from_array(X, chunks=(CHUNK, D))
+    with dask.config.set(scheduler="threads", num_workers=2), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        budget = BudgetAccountant()
+        bare = PRIVATE[private](1024).set_params(n_components=2,
+                                                  accountant=budget)
+        with pytest.raises(MemoryError, match="chunks of rows its threads") \
+                as bare_error:
+            bare.fit(lazy)
+        unread = lazy.map_blocks(_never_read, dtype=lazy.dtype)
+        with pytest.raises(ValueError, match="before any budget was spent") as refused:
+            _search(heads, private, 1024, budget).fit(unread)
+        assert budget.n_charges == 0
+        assert "MemoryError" in str(refused.value)
+        assert "chunks of rows its threads read" in str(refused.value)
+        # the mapped chunks counted beside the bare fit's
+        assert _need(refused.value) > _need(bare_error.value)
+        search = _search(heads, private, _need(refused.value) * 2**30, budget)
+        with _LargestResult() as seen:
+            search.fit(lazy)
+        assert budget.n_charges == 1
+        assert seen.rows <= CHUNK
+        assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+        assert search.best_estimator_[-1].n_features_in_ == D + 2 * (heads == "encoder")
 
 
 @pytest.mark.parametrize("private", [
@@ -46,3 +157,76 @@ def test_the_need_a_search_names_admits_every_fit(private):
         assert budget.n_charges == 0
         search(_need(refused.value) * 2**30, budget).fit(lazy)
         assert budget.n_charges == 1
+
+
+def test_mapped_steps_give_the_search_of_the_rows_in_memory():
+    """The chunks mapped by a PublicScaler give the scores and the release
+    of the search over the same rows in memory (the same noise)."""
+    X = _rows()
+
+    def search(rows):
+        pipe = make_pipeline(PublicScaler(ranges=(-2.0, 2.0)),
+                             PrivatePCA(data_norm=3.0))
+        return PrivateGridSearchCV(pipe, {"privatepca__n_components": [1, 2, 3]},
+                                   epsilon=3.0, cv=3, random_state=0,
+                                   accountant=BudgetAccountant()).fit(rows)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = search(X)
+        got = search(da.from_array(X, chunks=(CHUNK, D)))
+    np.testing.assert_allclose(got.cv_results_["mean_test_score"],
+                               expected.cv_results_["mean_test_score"], rtol=1e-9)
+    np.testing.assert_allclose(got.best_estimator_[-1].components_,
+                               expected.best_estimator_[-1].components_,
+                               rtol=1e-9, atol=1e-12)
+
+
+def test_a_sparse_encoder_before_the_private_step_is_refused_on_dask():
+    """A OneHotEncoder that makes sparse rows (its default) of a Dask array's
+    dense chunks: the width and memory of what the private step reads are
+    not planned, so the search is refused before the charge and before any
+    chunk is read, naming the dense encoder that is."""
+    lazy = da.from_array(_rows(), chunks=(CHUNK, D)).map_blocks(
+        _never_read, dtype=float)
+    pipe = make_pipeline(
+        OneHotEncoder(categories=[[0.0, 1.0, 2.0]] * D, handle_unknown="ignore"),
+        PrivatePCA(data_norm=3.0))
+    budget = BudgetAccountant()
+    search = PrivateGridSearchCV(pipe, {"privatepca__n_components": [1, 2]},
+                                 epsilon=3.0, cv=3, accountant=budget)
+    with pytest.raises(ValueError, match="sparse_output=False") as refused:
+        search.fit(lazy)
+    assert "before any budget was spent" in str(refused.value)
+    assert budget.n_charges == 0
+
+
+def test_a_supervised_search_maps_the_chunks_before_its_pca():
+    """The supervised search plans its PCA on the mapped chunks too: a limit
+    refuses it before the charge and before any chunk is read; that need as
+    the limit admits it, with the scores of the rows in memory."""
+    X = _rows()
+    y = (X[:, 1] > 0).astype(int)
+
+    def search(limit, budget, seed=None):
+        pipe = make_pipeline(PublicScaler(ranges=(-2.0, 2.0)),
+                             PrivatePCA(2, data_norm=3.0, memory_limit=limit),
+                             PrivateLDA([0, 1], data_norm=3.0))
+        return PrivateGridSearchCV(pipe, {"privatelda__alpha": [1.0, 2.0]},
+                                   epsilon=3.0, cv=3, accountant=budget,
+                                   random_state=seed)
+
+    lazy = da.from_array(X, chunks=(CHUNK, D))
+    with dask.config.set(scheduler="threads", num_workers=2), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        budget = BudgetAccountant()
+        with pytest.raises(ValueError, match="chunks of rows its threads") as refused:
+            search(1024, budget).fit(lazy.map_blocks(_never_read, dtype=float), y)
+        assert budget.n_charges == 0
+        limit = _need(refused.value) * 2**30
+        got = search(limit, budget, seed=0).fit(lazy, y)
+        assert budget.n_charges == 1
+        expected = search(limit, BudgetAccountant(), seed=0).fit(X, y)
+    np.testing.assert_allclose(got.cv_results_["mean_test_score"],
+                               expected.cv_results_["mean_test_score"], rtol=1e-9)

@@ -1,0 +1,340 @@
+"""What the private step of a search's candidate reads: the kind of the
+rows (:func:`rows_kind`), their width and kind after the public steps
+before it (:func:`input_kind`, :func:`head_output`), and on a Dask array
+those steps mapped chunk by chunk (:func:`mapped_rows`), as the searches
+fit and score them (:func:`fit_through_heads`, :func:`rows_after`): the
+rows stay a Dask array of the same chunks of rows, so that the private
+step's path and memory are planned before the charge as a bare fit's are
+(they were gathered into memory after the charge, unplanned).
+"""
+
+from numbers import Integral
+
+import numpy as np
+from scipy import sparse
+from sklearn.base import clone
+from sklearn.impute import SimpleImputer
+from sklearn.pipeline import Pipeline
+
+from . import _array_api
+from ._array_api import ArrayAPIRows
+from ._dask import ChunkedRows, has_sparse_chunks, is_dask_collection
+from ._paths import HEADS_MAP
+from ._public_encoders import encoded_width
+from ._rows import InMemoryRows
+from ._warning_rules import private_computation
+from .preprocessing import PublicScaler
+
+
+def empty_rows(X):
+    """``X`` without its rows, of its kind and with its columns' names and
+    dtypes (public): what :func:`head_width` runs the steps before a private
+    one on (a Dask array: an empty array of its chunks' kind; other sparse
+    formats: an empty CSR matrix, as the searches read them). None for a
+    Dask DataFrame, an input without slicing, or a DataFrame with a column
+    of another than a plain numeric dtype."""
+    if is_dask_collection(X):  # its chunks reach the steps as NumPy (or CSR)
+        width = X.shape[1] if len(getattr(X, "shape", ())) == 2 else None
+        if not isinstance(width, Integral):  # a DataFrame: names, not shape
+            return None
+        empty = sparse.csr_matrix if has_sparse_chunks(X) else np.zeros
+        return empty((0, width), dtype=X.dtype)
+    if hasattr(X, "iloc"):
+        # a categorical dtype's categories may come from the values (the
+        # searches refuse it before a public encoder: refuse_inferred_categories)
+        dtypes = list(X.dtypes) if getattr(X, "ndim", 1) == 2 else [X.dtype]
+        # text (object, str) columns: no value without rows, for a public
+        # encoder before the private step (:func:`head_output`)
+        plain = all(isinstance(t, np.dtype) and t.kind in "biufO"
+                    or type(t).__name__ == "StringDtype" for t in dtypes)
+        return X.iloc[:0] if plain else None
+    if sparse.issparse(X):
+        return X[:0] if X.format in ("csr", "csc") else sparse.csr_matrix(
+            (0, X.shape[1]), dtype=X.dtype)
+    if isinstance(X, np.ndarray) or _array_api.namespace(X) is not None:
+        return X[:0, ...]  # the Array API indexes every axis
+    return None
+
+
+def head_width(heads, n_features, empty):
+    """The number of features the steps ``heads`` make of ``X``'s
+    ``n_features`` columns, where it is public (:func:`head_output`), else
+    None. Before the charge, a candidate's ``n_components`` above it is then
+    a public failure (a FunctionTransformer that keeps 3 columns and a PCA
+    of 5 components failed the search after its charge). The width on the
+    rows is checked again after the charge
+    (:func:`~sklearn_dppca._search_run._check_heads`): a step whose width
+    depends on the values is one the guarantee cannot make public."""
+    out = head_output(heads, n_features, empty)
+    return None if out is None else out[0]
+
+
+def head_output(heads, n_features, empty):
+    """``(width, names)`` of what the steps ``heads`` make of ``X``, where
+    public: ``n_features`` and the names they pass on if they keep ``X``'s
+    columns (:func:`keeps_columns`), else their output on ``empty``
+    (:func:`empty_rows`, no row: a function of the steps and of ``X``'s
+    columns only), its width and its columns' names (None for an array);
+    None where they fail on it."""
+    names = getattr(empty, "columns", None)
+    if keeps_columns(heads):
+        return n_features, passed_names(heads, None if names is None else
+                                        np.asarray(names, dtype=object))
+    encoded = encoded_width(heads, empty)  # public encoders: no fit on 0 rows
+    if encoded is not None:
+        return encoded
+    if empty is None:
+        return None
+    try:
+        with private_computation():  # the package's silence, safe in threads
+            out = clone(Pipeline([(f"s{i}", h) for i, h in enumerate(heads)]))\
+                .fit_transform(empty)
+    except Exception:  # noqa: BLE001 - a user's step; its width stays unknown
+        return None
+    shape = getattr(out, "shape", ())
+    if len(shape) != 2:
+        return None
+    columns = getattr(out, "columns", None)
+    return int(shape[1]), (None if columns is None
+                           else np.asarray(columns, dtype=object))
+
+
+
+def rows_kind(X, n_features):
+    r"""An engine of ``X``'s kind (the search's ``X`` as it receives it)
+    that holds no row: a fit's path and memory depend on the kind of its rows
+    (dense, sparse, a Dask array of dense chunks, an Array API device), never
+    on their values (:func:`refused_path`)."""
+    if is_dask_collection(X) and not has_sparse_chunks(X):
+        return ChunkedRows(X)  # lazy: its graph, never computed here
+    namespace = _array_api.namespace(X)
+    if namespace is not None:
+        xp, device = namespace
+        return ArrayAPIRows(xp.zeros((0, n_features), device=device), xp, device)
+    # a Dask array of sparse chunks is gathered
+    sparse_rows = sparse.issparse(X) or is_dask_collection(X)
+    empty = sparse.csr_matrix if sparse_rows else np.zeros
+    # float32 rows are fitted in float32 (their copies, a box's rounding)
+    single = getattr(X, "dtype", None) == np.float32
+    return InMemoryRows(empty((0, n_features), dtype=np.float32 if single else None))
+
+
+def input_kind(heads, n_features, rows):
+    """``(columns, rows)`` of what a private step reads after ``heads``
+    (the steps before it), where both are public: ``X``'s own when it reads
+    ``X``, or when every step before it keeps dense in-memory rows as they
+    are up to a public map of each value; a Dask array of dense chunks
+    through any public steps, mapped chunk by chunk as the searches run
+    them (:func:`mapped_rows`: the same chunks of rows, their width that of
+    the steps' output on a row of zeros); else None."""
+    if rows is None:
+        return None
+    if not heads:
+        return n_features, rows
+    if isinstance(rows, ChunkedRows) and not rows.sparse_chunks:
+        try:
+            mapped = mapped_rows(heads, rows.X)
+        except ValueError:  # refused before the charge (check_dask_heads)
+            return None
+        return mapped.shape[1], (rows if mapped is rows.X else ChunkedRows(mapped))
+    dense = isinstance(rows, InMemoryRows) and isinstance(rows.X, np.ndarray)
+    return (n_features, rows) if keeps_columns(heads) and dense else None
+
+
+def candidate_heads(candidate):
+    """The steps before a candidate's private step (none for a bare one)."""
+    index = candidate.index
+    return [step for _, step in candidate.estimator.steps[:index]] if index else []
+
+
+def passed_names(heads, names):
+    """The column names the steps ``heads`` (:func:`keeps_columns`) pass on
+    from ``X``'s ``names``: kept where each passes them through or outputs
+    pandas (``set_output``), else none (NumPy arrays)."""
+    from sklearn.utils._set_output import _get_output_config
+
+    kept = all(_is_passthrough(h) or _get_output_config("transform", h)["dense"]
+               == "pandas" for h in heads)
+    return names if kept else None
+
+
+def keeps_columns(heads):
+    """Whether every step of ``heads`` keeps ``X``'s columns, each up to a
+    public map of its values (``"passthrough"``, a ``PublicScaler``, a
+    constant fill)."""
+    return all(_is_passthrough(h) or type(h) in _STATELESS_TYPES
+               or _is_constant_fill(h) for h in heads)
+
+
+
+#: The package's own transformers whose ``fit`` learns nothing from the rows
+#: (their output is a fixed function of each row and of their parameters).
+#: Matched by exact type: a subclass may learn in ``fit``.
+_STATELESS_TYPES = frozenset({PublicScaler})
+
+
+def _is_passthrough(step):
+    """A Pipeline's empty step: ``None`` or ``"passthrough"``."""
+    return step is None or (isinstance(step, str) and step == "passthrough")
+
+
+
+def _is_constant_fill(step):
+    """``SimpleImputer(strategy="constant", keep_empty_features=True)``
+    without ``add_indicator``. Its fit learns from the data which columns are
+    all missing (dropped from the output unless ``keep_empty_features``) and,
+    with ``add_indicator``, which columns have missing values (the
+    indicator's columns); with neither, its output is a fixed function of
+    each row: missing entries become ``fill_value``, the others stay."""
+    return (type(step) is SimpleImputer and step.strategy == "constant"
+            and step.keep_empty_features is True and not step.add_indicator)
+
+
+
+def maps_chunks(heads, X):
+    """Whether the searches map the steps ``heads`` (public, before a
+    private step) over the chunks of ``X`` (:func:`mapped_rows`): ``X`` a
+    Dask array of dense chunks, and a step other than ``"passthrough"``."""
+    return (is_dask_collection(X) and not has_sparse_chunks(X)
+            and any(not _is_passthrough(h) for h in heads))
+
+
+class _ChunkMap:
+    """The public steps, fitted on a row of zeros, applied to one chunk of
+    rows: dense, ``width`` columns of ``dtype`` (their output on the row of
+    zeros). A step whose output has another width or is not dense on some
+    chunk is not a fixed map of each row: it fails (after the charge, as
+    :func:`~sklearn_dppca._search_run._check_heads` fails such a step)."""
+
+    def __init__(self, steps, width, dtype):
+        self.steps, self.width, self.dtype = steps, width, dtype
+
+    def __call__(self, block):
+        if not block.shape[0]:  # a chunk of no row: scikit-learn refuses it
+            return np.empty((0, self.width), dtype=self.dtype)
+        out = self.steps.transform(block)
+        if sparse.issparse(out) or len(getattr(out, "shape", ())) != 2 \
+                or out.shape[1] != self.width:
+            raise ValueError(
+                "A step before the private estimator made rows of another "
+                "width or kind than its output on a row of zeros: not a fixed "
+                "map of each row.")
+        return np.asarray(out, dtype=self.dtype)  # pandas (set_output) too
+
+
+def mapped_rows(heads, X):
+    """``X``, a Dask array of dense chunks, through the public steps
+    ``heads`` chunk by chunk (lazy: nothing is computed here): each chunk of
+    rows mapped by a clone of the steps fitted on a row of zeros of ``X``'s
+    width and dtype (their fit learns nothing from the rows: the searches
+    accept stateless steps only; ``copy=True``, so that no chunk of the
+    caller's array is written), into as many rows, the width and dtype of
+    their output on that row. ``X`` itself where every step passes it
+    through. Public: the steps, ``X``'s width, dtype and chunks. A
+    ``ValueError`` (before the charge) where the steps fail on the row of
+    zeros or make of it anything but a dense 2-D array of numbers: the
+    width and the memory of what the private step reads are then not
+    known before the data is read."""
+    import dask.array as da
+
+    steps = [h for h in heads if not _is_passthrough(h)]
+    if not steps:
+        return X
+    if X.numblocks[1] != 1:
+        X = X.rechunk({1: -1})
+    mapper = clone(Pipeline([(f"s{i}", h) for i, h in enumerate(steps)]))
+    mapper.set_params(**{name: True for name in mapper.get_params()
+                         if name.rsplit("__", 1)[-1] == "copy"})
+    try:
+        with private_computation():  # public values; the package's silence
+            out = mapper.fit_transform(np.zeros((1, X.shape[1]), dtype=X.dtype))
+    except Exception as error:  # noqa: BLE001 - a user's step: named below
+        raise ValueError(
+            f"The steps before the private estimator fail on a row of zeros "
+            f"of X's {X.shape[1]} columns ({type(error).__name__}: {error})"
+        ) from None
+    if sparse.issparse(out) or len(getattr(out, "shape", ())) != 2:
+        raise ValueError(
+            "The steps before the private estimator make sparse rows of the "
+            "Dask array's dense chunks (a OneHotEncoder's default "
+            "sparse_output=True)")
+    out = np.asarray(out)
+    if out.dtype.kind not in "biuf":
+        raise ValueError(
+            "The steps before the private estimator make rows of "
+            f"{out.dtype} of a row of zeros, not numbers")
+    dtype = out.dtype if out.dtype.kind == "f" else np.dtype(np.float64)
+    width = int(out.shape[1])
+    return da.map_blocks(_ChunkMap(mapper, width, dtype), X, dtype=dtype,
+                         chunks=(X.chunks[0], (width,)),
+                         meta=np.empty((0, 0), dtype=dtype),
+                         # the bytes of a row read: counted by chunk_bytes
+                         name=f"{HEADS_MAP}-{X.shape[1] * X.dtype.itemsize}-"
+                              f"{da.core.tokenize(X, mapper, width, dtype)}")
+
+
+def fit_through_heads(model, index, X, y=None):
+    """``model.fit(X, y)``, where ``model`` is a Pipeline whose steps before
+    ``index`` are public maps: on a Dask array of dense chunks
+    (:func:`maps_chunks`) the later steps are fitted on those steps' output
+    mapped chunk by chunk (:func:`fit_heads`), as the search planned
+    (:func:`input_kind`), never gathered into memory."""
+    heads = [step for _, step in model.steps[:index]] if index else []
+    if not maps_chunks(heads, X):
+        return model.fit(X, y)
+    Pipeline(model.steps[index:]).fit(fit_heads(model, index, X, y), y)
+    return model
+
+
+def fit_heads(model, index, X, y=None):
+    """The steps of the Pipeline ``model`` before ``index`` (public maps)
+    fitted, and the rows as the step at ``index`` reads them: on a Dask
+    array of dense chunks, the steps fitted on a row of zeros (they learn
+    nothing from the rows; their output on it is that of a fit on every
+    row) and the rows mapped chunk by chunk (:func:`mapped_rows`); else
+    each step's ``fit_transform``."""
+    heads = [step for _, step in model.steps[:index]] if index else []
+    if maps_chunks(heads, X):
+        zero = np.zeros((1, X.shape[1]), dtype=X.dtype)
+        with private_computation():
+            Pipeline(model.steps[:index]).fit(zero)
+        return mapped_rows(heads, X)
+    for step in heads:
+        if not _is_passthrough(step):
+            X = step.fit_transform(X, y)
+    return X
+
+
+def rows_after(model, index, X):
+    """The rows as the step at ``index`` of the fitted Pipeline ``model``
+    reads them: through the public steps before it, mapped chunk by chunk
+    on a Dask array of dense chunks (:func:`mapped_rows`), else
+    transformed."""
+    heads = [step for _, step in model.steps[:index]] if index else []
+    if maps_chunks(heads, X):
+        return mapped_rows(heads, X)
+    for step in heads:
+        if not _is_passthrough(step):
+            X = step.transform(X)
+    return X
+
+
+def unmapped(heads, rows):
+    """The public failure (a ``ValueError``, before the charge) of a
+    candidate whose steps ``heads`` before its private one cannot be
+    mapped over the chunks of a Dask array of dense chunks (``rows``:
+    :func:`rows_kind`; :func:`mapped_rows`), else None."""
+    if not heads or not isinstance(rows, ChunkedRows) or rows.sparse_chunks:
+        return None
+    try:
+        mapped_rows(heads, rows.X)
+    except ValueError as error:
+        return ValueError(
+            f"{error}: on a Dask array, the width and the memory of what the "
+            "private estimator reads are then unknown before the data is "
+            "read, and its fits would gather every row into memory. Give "
+            "steps that make dense numbers of a row of zeros (a "
+            "OneHotEncoder(..., sparse_output=False), a ColumnTransformer("
+            "..., sparse_threshold=0)), or map the chunks before the search "
+            "(X.map_blocks(step.transform, dtype=float)).")
+    return None
