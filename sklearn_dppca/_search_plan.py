@@ -763,17 +763,23 @@ def _check_splits(splits, n_samples):
     in_train = np.zeros(n_samples, dtype=np.int64)
     splits = [(np.asarray(train), np.asarray(test)) for train, test in splits]
     for train, test in splits:
+        # each row's count in the split, O(n): np.unique and np.intersect1d
+        # sort (21 s for 5 folds of 1.5·10⁶ rows, before the charge)
+        counts = []
         for indices in (train, test):
-            if indices.size and (
-                indices.min() < 0 or indices.max() >= n_samples
-                or np.unique(indices).size != indices.size
-            ):
-                raise ValueError(
-                    "cv gives a split whose indices repeat a row or fall outside "
-                    f"0..{n_samples - 1}: each split must name distinct rows (a "
-                    "row repeated in a training fold weighs twice in its fit)."
-                )
-        if np.intersect1d(train, test).size:
+            if indices.size and (indices.min() < 0 or indices.max() >= n_samples):
+                counts = None
+                break
+            counts.append(np.bincount(indices.astype(np.intp, copy=False),
+                                      minlength=n_samples))
+        if counts is None or counts[0].max(initial=0) > 1 \
+                or counts[1].max(initial=0) > 1:
+            raise ValueError(
+                "cv gives a split whose indices repeat a row or fall outside "
+                f"0..{n_samples - 1}: each split must name distinct rows (a "
+                "row repeated in a training fold weighs twice in its fit)."
+            )
+        if np.any(counts[0] & counts[1]):  # 0 or 1 each: a row in both
             raise ValueError(
                 "cv gives a split whose training and validation rows overlap."
             )
@@ -781,8 +787,8 @@ def _check_splits(splits, n_samples):
             raise ValueError(
                 "cv gives a split with fewer than 2 training rows or no "
                 "validation row: every fit reads at least 2 rows.")
-        np.add.at(in_test, test, 1)
-        np.add.at(in_train, train, 1)
+        in_test += counts[1]
+        in_train += counts[0]
     if not np.all(in_test == 1):
         raise ValueError(
             "cv must put every row in exactly one validation fold (K-fold): the "
