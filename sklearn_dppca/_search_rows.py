@@ -134,7 +134,7 @@ def input_kind(heads, n_features, rows):
     if isinstance(rows, ChunkedRows) and not rows.sparse_chunks:
         try:
             mapped = mapped_rows(heads, rows.X)
-        except ValueError:  # refused before the charge (check_dask_heads)
+        except ValueError:  # the candidate's public failure (unmapped)
             return None
         return mapped.shape[1], (rows if mapped is rows.X else ChunkedRows(mapped))
     dense = isinstance(rows, InMemoryRows) and isinstance(rows.X, np.ndarray)
