@@ -627,12 +627,17 @@ def _whole_lines(path):
     read told apart where the cell lay (review 97 F2). Refused wherever it
     lies, naming the file only: the outcome depends on that cell's content
     alone, a row's validity, as a missing value's. A quote never closed is
-    refused in the in-memory words (the file cannot be read at all)."""
+    refused in the in-memory words (the file cannot be read at all). So is,
+    in the same pass and words naming the file, a line ended by a lone
+    carriage return (outside quotes): Dask cuts at ``b"\\n"`` only, so its
+    header (the bytes up to the first) held the rows before it, read once
+    more per block, and a file of such lines was one block, beyond the
+    memory plan (review 101 F1)."""
     import pandas as pd
 
-    from ._csv_quotes import scan
+    from ._csv_quotes import scan_lines
 
-    broken, unterminated = scan(path)
+    broken, unterminated, lone_cr = scan_lines(path)
     if unterminated:
         raise _CutRefusal(str(csv_refusal(path, pd.errors.ParserError(
             "Error tokenizing data. C error: EOF inside string starting at "
@@ -642,6 +647,12 @@ def _whole_lines(path):
             f"{path}: a quoted cell holds a line break, which --dask cannot "
             "read in blocks (its blocks are cut at line breaks): read it "
             "without --dask, or save it as Parquet")
+    if lone_cr:
+        raise _CutRefusal(
+            f"{path}: a line ends in a lone carriage return (CR, not CR LF), "
+            "which --dask cannot read in blocks (its blocks are cut at LF): "
+            "write the file with LF or CR LF line endings, read it without "
+            "--dask, or save it as Parquet")
 
 
 class _NotANumber(ValueError):

@@ -24,6 +24,14 @@ unquoted cell is characters and leaves it outside. Each run is thus the
 identity, a toggle, or (a run of odd length in the middle of a cell: inside
 it closes the cell and the rest is text) a reset to "outside", and the state
 after each run is a cumulative count with NumPy, a block at a time.
+
+The same pass finds a line ended by a lone carriage return (``b"\\r"`` not
+followed by ``b"\\n"``, outside a quoted cell): pandas reads it as a line
+break, Dask does not cut there, and takes every byte up to the first
+``b"\\n"`` for the header it puts before each later block (review 101 F1: a
+header line ended by a lone CR made the first row a part of that header,
+read once more per block; a file of such lines only was one block, read
+whole by a thread, whatever its size, beyond the memory plan).
 """
 
 import numpy as np
@@ -47,6 +55,14 @@ def scan(path, block=SCAN_BLOCK):
     a block at a time into one buffer; one with no quote at
     ``bytearray.find``'s speed (memchr), as is every block of one that
     neither holds a quote nor starts inside a quoted cell."""
+    return scan_lines(path, block)[:2]
+
+
+def scan_lines(path, block=SCAN_BLOCK):
+    """:func:`scan`'s ``(quoted_break, unterminated)`` and ``lone_cr``:
+    whether a line of ``path`` ends in a carriage return that no
+    ``b"\\n"`` follows, outside a quoted cell (where pandas' reading, not
+    Dask's cutting, ends a line), in the same pass."""
     with open(path, "rb", buffering=0) as f:
         # pandas skips a byte order mark: the first cell starts after it
         state = _State(len(_BOM) if f.read(len(_BOM)) == _BOM else 0)
@@ -63,8 +79,8 @@ def scan(path, block=SCAN_BLOCK):
                 state.feed(buffer, keep)
                 state.offset += dropped  # the quotes left out of its run
                 dropped = 0
-            if not read:
-                return state.found, state.inside
+            if not read:  # a lone CR ends the file: no LF follows it
+                return state.found, state.inside, state.lone | state.cr_last
             held = end - keep
             buffer[:held] = buffer[keep:end]
             if held == len(buffer):  # a block of quotes only, one run: it
@@ -93,6 +109,8 @@ class _State:
 
     def __init__(self, first_cell):
         self.inside = self.found = False
+        #: a lone CR outside a quoted cell; the last byte fed is a CR there
+        self.lone = self.cr_last = False
         #: the file's offset where its first cell starts, the next block's
         self.first_cell, self.offset = first_cell, 0
         self.previous = None  # the byte before the next block
@@ -101,18 +119,34 @@ class _State:
         """Scan the bytes ``buffer[:end]`` (not ending in a quote, unless the
         file does); ``found`` where a line break in them lies inside a quoted
         cell."""
+        self.lone |= self.cr_last and buffer[0] != _NEWLINE
+        # the CRs that no LF follows (one ending the block waits for the
+        # next block's first byte): none in a file of LF or CR LF lines
+        lone = None
+        if not self.lone and buffer.find(b"\r", 0, end) >= 0:
+            codes = np.frombuffer(buffer, np.uint8, end)
+            lone = np.flatnonzero(codes[:-1] == _CR)
+            lone = lone[codes[lone + 1] != _NEWLINE]
+            lone = lone if len(lone) else None
         if buffer.find(b'"', 0, end) < 0:
             self.found |= self.inside and buffer.find(b"\n", 0, end) >= 0
+            # no quote: every CR outside a cell, or every one inside
+            self.lone |= lone is not None and not self.inside
         else:
-            self.found |= self._quotes(np.frombuffer(buffer, np.uint8, end))
+            self.found |= self._quotes(np.frombuffer(buffer, np.uint8, end), lone)
         self.offset += end
         self.previous = buffer[end - 1]
+        self.cr_last = self.previous == _CR and not self.inside
 
-    def _quotes(self, codes):
-        # the quotes and line breaks, one search; runs of consecutive quotes
-        # in groups: a group is a run (its first quote and those after it)
-        # or a line break
-        special = np.flatnonzero((codes == _QUOTE) | (codes == _NEWLINE))
+    def _quotes(self, codes, lone):
+        # the quotes and line breaks (and the CRs ``lone`` that no LF
+        # follows), one search; runs of consecutive quotes in groups: a
+        # group is a run (its first quote and those after it), a line break
+        # or a CR
+        marks = (codes == _QUOTE) | (codes == _NEWLINE)
+        if lone is not None:
+            marks[lone] = True
+        special = np.flatnonzero(marks)
         quote = codes[special] == _QUOTE
         follows = np.empty(len(special), dtype=bool)  # a quote after a quote
         follows[0] = False
@@ -136,5 +170,8 @@ class _State:
         since = np.maximum.accumulate(np.where(odd > cell_start, count, 0))
         after = ((count - since) & 1).astype(bool)
         self.inside = bool(after[-1])
+        byte = codes[where]
+        if lone is not None:  # one outside a cell
+            self.lone |= bool(((byte == _CR) & ~after).any())
         # a line break is inside where the state after it (the one before) is
-        return bool((after & ~quote).any())
+        return bool((after & (byte == _NEWLINE)).any())

@@ -192,3 +192,61 @@ def test_a_long_run_of_quotes_across_blocks(tmp_path, length):
         want = _pandas_reads(data)
         for block in (1, 5, 64, 100, 2**20):
             assert scan(path, block) == want, (data, block)
+
+
+LONE_CR = "a line ends in a lone carriage return"
+
+
+@pytest.mark.parametrize("blocks", ["small", "one"])
+@pytest.mark.parametrize("layout", ["header", "first lines", "every line", "last"])
+def test_a_line_ended_by_a_lone_cr_is_refused_at_any_size(tmp_path, capsys,
+                                                          monkeypatch, blocks,
+                                                          layout):
+    """pandas reads a lone CR as a line break; Dask cuts blocks at LF only and
+    put the bytes up to the first LF before each later block as its header:
+    a header line ended by CR made row 1 part of that header, read once more
+    per block (review 101 F1), and a file of CR lines only was one block.
+    Refused before the charge, naming the file, whether the file spans
+    several blocks or one; in memory it fits. CR LF is a line break to
+    both, and fits."""
+    if blocks == "small":
+        monkeypatch.setattr(_cli_dask, "CSV_BLOCK", 1000)
+    text = survey()
+    lines = text.splitlines(keepends=True)
+    ends = {"header": [0], "first lines": range(20), "every line":
+            range(len(lines)), "last": [len(lines) - 1]}[layout]
+    for i in ends:
+        lines[i] = lines[i][:-1] + "\r"
+    path = tmp_path / "cr.csv"
+    path.write_text("".join(lines), newline="")
+    ledger = tmp_path / "budget.db"
+    run(capsys, "ledger", "init", ledger, "--epsilon", 9, "--delta", 1e-6)
+    rc, _, err = fit(capsys, path, "--ledger", ledger)
+    assert rc == 2 and LONE_CR in err, err
+    assert_one_error_line(err)
+    assert BudgetAccountant(path=ledger).n_charges == 0
+    rc, _, err = run(capsys, "fit", path, *FIT, "-o", tmp_path / "m.json")
+    assert rc == 0, err  # in memory
+    path.write_text(text.replace("\n", "\r\n"), newline="")
+    rc, _, err = fit(capsys, path)
+    assert rc == 0, err
+
+
+def test_the_scan_finds_a_lone_cr_as_pandas_reads_it(tmp_path):
+    """Random bytes of ``a , " \\n \\r``: the scan finds a CR that no LF
+    follows outside a quoted cell (pandas' line break, not Dask's) exactly
+    where pandas reads one, in blocks of 1 to 7 bytes and in one."""
+    from sklearn_dppca._csv_quotes import scan_lines
+
+    rng = random.Random(1)
+    alphabet = [b"a", b",", b'"', b'"', b"\n", b"\r", b"\r\n", b" "]
+    path = tmp_path / "t.csv"
+    for _ in range(400):
+        data = b"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 20)))
+        path.write_bytes(data)
+        lone = any(c == 13 and data[i + 1:i + 2] != b"\n"
+                   and not _pandas_reads(data[:i + 1])[1]  # not in quotes
+                   for i, c in enumerate(data))
+        want = (*_pandas_reads(data), lone)
+        for block in (1, 2, 3, 7, 2**20):
+            assert scan_lines(path, block) == want, (data, block)
