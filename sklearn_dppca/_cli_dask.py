@@ -269,6 +269,10 @@ class LazyTable:
             check_header(frame.columns, path)
         if kind == "csv":
             self._same_headers()
+            # every column's name, as pandas read the header: given to each
+            # block's read, so that Dask never writes its own header bytes
+            # before a block (review 101 F2, mend 105)
+            self._csv.update(names=list(frame.columns), header=0)
         self.frame, self.n_files = frame, len(files)
         #: Whether Dask cuts the files into blocks of bytes (uncompressed
         #: CSV): the number of partitions then depends on how the values are
@@ -367,7 +371,17 @@ class LazyTable:
         beyond 64 bits) would fail the read of its partition, a refusal
         that tells a row's value apart; a column not chosen is not parsed.
         Each block is parsed by :func:`_read_csv_block`, so that a cell that
-        is not a number fails its task with a constant message."""
+        is not a number fails its task with a constant message.
+
+        Every column is named (``names``, the first file's header as pandas
+        read it; ``header=0`` skips each file's header line): Dask then
+        reads a later block as rows only. It otherwise put its header,
+        the bytes before the first ``b"\\n"``, before a block that did not
+        start with them: a row ``0,1.5`` under pandas' header ``0,1`` that
+        started a block was taken for the header (refused) and a row
+        ``0,1`` dropped, both only there; a blank first line, which pandas
+        skips, was that header, and every later block's first row was taken
+        for it (refused above one block, read below)."""
         if self.kind == "parquet":
             return self.frame[names].astype(np.float64)
         from dask.dataframe.io.csv import read_pandas

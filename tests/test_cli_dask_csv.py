@@ -250,3 +250,66 @@ def test_the_scan_finds_a_lone_cr_as_pandas_reads_it(tmp_path):
         want = (*_pandas_reads(data), lone)
         for block in (1, 2, 3, 7, 2**20):
             assert scan_lines(path, block) == want, (data, block)
+
+
+def _fits_as_in_memory(capsys, tmp_path, path, n, args=FIT):
+    """``fit --dask`` of ``path`` releases what the in-memory fit does (the
+    same rows, the same noise), on ``n`` rows."""
+    models = []
+    for extra in ([], ["--dask"]):
+        model = tmp_path / f"m{len(extra)}.json"
+        rc, _, err = run(capsys, "fit", path, *args, *extra, "-o", model, "--force")
+        assert rc == 0, err
+        models.append(json.loads(model.read_text())["attributes"])
+    assert models[0]["n_samples_"] == models[1]["n_samples_"] == n
+    np.testing.assert_allclose(models[1]["components_"], models[0]["components_"],
+                               atol=1e-9)
+
+
+def _block_start(path):
+    """The index of the row that starts Dask's second block of ``path``
+    (its cut, at the patched block size)."""
+    from dask.bytes import read_bytes
+
+    first = read_bytes(str(path), delimiter=b"\n",
+                       blocksize=_cli_dask.CSV_BLOCK)[1][0][0].compute()
+    return first.count(b"\n") - 1
+
+
+@pytest.mark.parametrize("cell", ["0,1", "0,1.5", "0,17"])
+def test_a_row_that_starts_with_the_header_is_read_wherever_it_falls(
+        tmp_path, capsys, small_blocks, cell):
+    """pandas' default header ``0,1`` (``DataFrame(X).to_csv``): Dask wrote
+    its header before a block only where the block did not start with the
+    header's bytes, so a row ``0,1`` starting a block was dropped there (the
+    fit read 599 of 600 rows) and ``0,1.5`` was taken for the header (the
+    fit refused), both read mid-block: where the blocks fell, the bytes of
+    every row before, decided it (mend 105). Every block is now read as
+    rows."""
+    lines = [f"{i % 7 + 2},{i % 5 + 2}\n" for i in range(600)]
+    path = tmp_path / "default.csv"
+    path.write_text("0,1\n" + "".join(lines))
+    k = _block_start(path)
+    fit_ = [a if a != "x,y" else "0,1" for a in FIT]
+    for row in (k, k + 3):  # the start of block 2, and inside it
+        rows = list(lines)
+        rows[row] = cell + "\n"
+        path.write_text("0,1\n" + "".join(rows))
+        assert _block_start(path) == k
+        _fits_as_in_memory(capsys, tmp_path, path, 600, fit_)
+
+
+@pytest.mark.parametrize("blocks", ["small", "one"])
+@pytest.mark.parametrize("lead", ["\n", "\r\n", "  \n", "\n\n"])
+def test_a_blank_first_line_is_read_as_in_memory(tmp_path, capsys, monkeypatch,
+                                                 blocks, lead):
+    """A blank (or whitespace) line before the header: pandas skips it;
+    Dask's header was that line, so every later block's first row was taken
+    for the header and the read refused above one block (16 MiB) and fitted
+    below: the file's size decided it (review 101 F2). Read as in memory,
+    at any size."""
+    if blocks == "small":
+        monkeypatch.setattr(_cli_dask, "CSV_BLOCK", 1000)
+    path = tmp_path / "lead.csv"
+    path.write_text(lead + survey(), newline="")
+    _fits_as_in_memory(capsys, tmp_path, path, 300)
