@@ -540,9 +540,10 @@ def _csv_floats(cells):
     """The object array ``cells`` with its text cells parsed by pandas' CSV
     reader as a float64 column (the parser of the ``--dask`` read, which
     reads ``inf`` and ``1e400`` and refuses ``1_0`` and ``0x10``, unlike
-    Python's ``float``): ``ValueError`` where one does not read as a
-    number, or could not be one cell of a line (a quote, comma or line
-    break). A new array."""
+    Python's ``float``; an empty cell or a missing marker, ``NA``, which
+    pandas leaves as text in such a column, NaN as there: review 101 F3):
+    ``ValueError`` where one does not read as a number, or could not be
+    one cell of a line (a quote, comma or line break). A new array."""
     import io
 
     import pandas as pd
@@ -555,8 +556,7 @@ def _csv_floats(cells):
             raise ValueError("not a number")
         with private_computation():  # pandas' message would quote the cell
             parsed = pd.read_csv(io.StringIO("\n".join(lines)), header=None,
-                                 dtype=np.float64, na_filter=False,
-                                 skip_blank_lines=False)
+                                 dtype=np.float64, skip_blank_lines=False)
         if parsed.shape != (text.size, 1):
             raise ValueError("not a number")
         cells[text] = parsed[0].tolist()
