@@ -299,7 +299,12 @@ def as_dask_array(X):
         # counting the rows runs the lazy steps: a warning of theirs would
         # tell the rows apart (docs/privacy.rst, "Warnings")
         with private_computation():
-            X = X.to_dask_array(lengths=lengths)
+            try:
+                X = X.to_dask_array(lengths=lengths)
+            except Exception as exc:  # Dask made a partition's objects text
+                if _made_text(exc):
+                    raise _text_cell_refusal() from None
+                raise
         # each chunk cast by _chunk_numbers, not the frame's astype, whose
         # error quotes a text cell of a partition the frame declared numeric
         X = X.map_blocks(_chunk_numbers, dtype, dtype=dtype)
@@ -354,12 +359,37 @@ def _chunk_numbers(chunk, dtype):
     this process and in a worker's log (review 100 F2). :func:`_narrowed`
     leaves such a cell for a refusal that names its column; a chunk's
     column is not known where it is read. A complex frame is refused by its
-    columns before any chunk is read (:func:`check_numeric_columns`)."""
+    columns before any chunk is read (:func:`check_numeric_columns`).
+
+    Where Dask converts object columns to text (its
+    ``dataframe.convert-string`` setting, on by default and fixed when the
+    frame is made), a partition's object cells reach it as text, and are
+    refused as such (``Decimal('1.5')`` too, read in memory); a cell that
+    conversion cannot make text is refused in the same words
+    (:func:`_made_text`), and so is one whose reading here raises."""
     if chunk.dtype.kind in "OUS":
-        chunk = _narrowed(chunk.astype(object))
+        try:
+            chunk = _narrowed(chunk.astype(object))
+        except (ArithmeticError, ValueError, TypeError):  # its words: its own
+            raise _text_cell_refusal() from None
         if chunk.dtype == object:  # a cell that is not a number
             raise _text_cell_refusal()
     return chunk.astype(dtype, copy=False)
+
+
+def _made_text(exc):
+    """Whether ``exc`` came from Dask's conversion of a partition's object
+    cells to text (``Decimal('sNaN')``: ``decimal.InvalidOperation``; an
+    integer of 5 000 digits: Python's limit on its digits): one cell chose
+    the exception before the charge (review 101 F4)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if (frame.f_code.co_name == "_to_string_dtype"
+                and frame.f_globals.get("__name__") == "dask.dataframe._pyarrow"):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def _text_cell_refusal():

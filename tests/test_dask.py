@@ -1,5 +1,7 @@
 """Dask arrays and DataFrames: lazy reductions, same release as NumPy."""
 
+from decimal import Decimal
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,7 +12,12 @@ distributed = pytest.importorskip("distributed")
 
 from sklearn.base import clone  # noqa: E402
 
-from sklearn_dppca import CoherentPowerPCA, ComplexGaussPCA, PrivatePCA  # noqa: E402
+from sklearn_dppca import (  # noqa: E402
+    CoherentPowerPCA,
+    ComplexGaussPCA,
+    PrivatePCA,
+    _dask,
+)
 
 from .conftest import (  # noqa: E402
     EXTENSION_DTYPES,
@@ -727,6 +734,54 @@ def test_a_partition_with_a_text_cell_is_refused_without_quoting_it():
             estimator.fit(frame)
         assert "Jane" not in str(caught.value)
         assert estimator.accountant.n_charges == 0
+
+
+@pytest.mark.parametrize("cell", [Decimal("sNaN"), 10**5000, Decimal("1.5"),
+                                  "1.5"], ids=["sNaN", "10**5000", "1.5", "text"])
+def test_an_object_partition_dask_makes_text_gets_one_refusal(cell):
+    """Dask (``dataframe.convert-string``, its default, fixed when the frame
+    is made) turns a partition's object column into text before the package
+    reads it: ``Decimal('1.5')`` becomes ``'1.5'``, refused as text; its
+    conversion raised ``decimal.InvalidOperation`` on ``Decimal('sNaN')``
+    and a ``ValueError`` quoting Python's digit limit on ``10**5000``, so
+    one cell chose the exception before the charge (review 101 F4). Every
+    such cell now gets the constant refusal."""
+    from sklearn_dppca import BudgetAccountant
+
+    base = pd.DataFrame({"a": np.linspace(0, 1, 50), "b": np.linspace(1, 0, 50)})
+
+    def part(i):
+        frame = base.copy()
+        if i == 1:
+            frame["a"] = pd.Series([0.5] * 49 + [cell], dtype=object).to_numpy()
+        return frame
+
+    import dask
+
+    with dask.config.set({"dataframe.convert-string": True}):
+        frame = dd.from_map(part, [0, 1], meta=base.iloc[:0])
+    estimator = PrivatePCA(1, data_norm=2.0, accountant=BudgetAccountant())
+    with pytest.raises(ValueError) as caught:
+        estimator.fit(frame)
+    assert type(caught.value) is ValueError
+    assert str(caught.value) == str(_dask._text_cell_refusal())
+    assert caught.value.__cause__ is None and (
+        caught.value.__context__ is None or caught.value.__suppress_context__)
+    assert estimator.accountant.n_charges == 0
+
+
+def test_a_chunk_cast_error_gets_the_constant_refusal():
+    """:func:`_chunk_numbers`: a cell whose reading raises (an arithmetic
+    error of a number type of its own) is refused in the constant words,
+    whatever it raised."""
+    class Odd(float):
+        def __float__(self):
+            raise ArithmeticError("odd 42")
+
+    chunk = np.array([[0.5, Decimal("1")], [0.25, Odd(3.0)]], dtype=object)
+    with pytest.raises(ValueError) as caught:
+        _dask._chunk_numbers(chunk, np.float64)
+    assert str(caught.value) == str(_dask._text_cell_refusal())
 
 
 @pytest.mark.parametrize("path", ["dense", "matrix_free", "noisy_power"])
