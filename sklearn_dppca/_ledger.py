@@ -556,27 +556,42 @@ _ledgers = weakref.WeakSet()
 class _ForkGuard:
     """No fork while a thread is inside SQLite: a mutex SQLite holds then
     (opening or closing a file) stays held in the child, whose first ledger
-    read or charge waits for ever (and so does a thread's _seen_lock)."""
+    read or charge waits for ever (and so does a thread's _seen_lock).
+
+    A waiting fork goes first: a thread entering waits while one waits to
+    fork (unless it is inside already, a nested entry), so a thread that
+    charges or reads in a loop cannot keep the fork waiting for as long as
+    it runs (review 101 F5: 30-60 s)."""
 
     def __init__(self):
         self._cond = threading.Condition(threading.Lock())
         self._active = 0
+        self._forking = 0  # threads waiting to fork (or forking)
+        self._depth = threading.local()  # this thread's entries
 
     def __enter__(self):
+        depth = getattr(self._depth, "n", 0)
         with self._cond:
+            while self._forking and not depth:
+                self._cond.wait()
             self._active += 1
+        self._depth.n = depth + 1
 
     def __exit__(self, *exc):
+        self._depth.n -= 1
         with self._cond:
             self._active -= 1
             self._cond.notify_all()
 
     def before_fork(self):
         self._cond.acquire()  # held across the fork: no thread enters SQLite
+        self._forking += 1  # none enters meanwhile, either
         while self._active:
             self._cond.wait()
 
     def after_fork_in_parent(self):
+        self._forking -= 1
+        self._cond.notify_all()
         self._cond.release()
 
     def after_fork_in_child(self):

@@ -95,6 +95,46 @@ def test_a_fork_while_another_thread_reads_the_ledger(tmp_path):
     assert acc.n_charges == 2
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.filterwarnings("ignore:.*fork:DeprecationWarning")
+@pytest.mark.parametrize("use", ["spend", "read"])
+def test_a_fork_beside_a_thread_using_the_ledger_in_a_loop(tmp_path, use):
+    """The fork waited for no thread inside SQLite, but a thread that
+    charges (or reads ``spent``) in a loop re-entered at once and won the
+    lock each time: the fork (a worker start) waited 30-60 s, as long as
+    the loop ran (review 101 F5). A waiting fork now goes first: it ends
+    within a few of the thread's calls, and the thread goes on."""
+    acc = BudgetAccountant(1000.0, 1e-6, path=str(tmp_path / "budget.db"))
+    stop, calls = threading.Event(), [0]
+
+    def loop():
+        while not stop.is_set():
+            if use == "spend":
+                acc.spend(mu=1e-4)
+            else:
+                acc.spent
+            calls[0] += 1
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    while calls[0] < 5:
+        time.sleep(0.01)
+    started = time.monotonic()
+    forked = [None]
+    forker = threading.Thread(target=lambda: forked.__setitem__(
+        0, _child_charges(acc)), daemon=True)
+    forker.start()
+    forker.join(10)
+    waited = time.monotonic() - started
+    before = calls[0]
+    time.sleep(0.2)
+    after = calls[0]  # the loop goes on after the fork
+    stop.set()
+    thread.join(30)
+    assert not forker.is_alive() and waited < 5, waited
+    assert forked[0] and after > before
+
+
 def test_a_pickled_ledger_accountant_refuses_another_file_at_its_path(tmp_path):
     """A ledger accountant pickled as its path alone charged whatever ledger
     the receiving process found there (a worker machine's file of the same
