@@ -23,7 +23,13 @@ from ._dask import (
 from ._norm_plan import DEFAULT_NORM_RANGE, bin_count
 from ._reported import _engine
 from ._rows import SPARSE_THREADS_MIN_ENTRIES, InMemoryRows
-from ._stats import SPARSE_BLOCK_ENTRIES, _block_rows, blas_threads, kernel_threads
+from ._stats import (
+    SPARSE_BLOCK_ENTRIES,
+    _block_rows,
+    blas_threads,
+    kernel_threads,
+    pass_threads,
+)
 from .noise import _BLOCK_ENTRIES, IMPLICIT_BLOCK, kernel_bytes
 
 #: Share of the machine's memory that a fit may take with
@@ -476,7 +482,9 @@ class _PathMixin:
         values.
 
         Dense: its :math:`d \times d` matrices — two float64 matrices in the
-        Gram pass (the raw one and the centred one), then the release: one
+        Gram pass (the raw one and the centred one; two a thread where the
+        pass runs in threads of ours: :meth:`_gram_pass_matrices`), then the
+        release: one
         matrix with a truncated solver, six with every eigenpair (the
         release, LAPACK's copy, the eigenvectors and its :math:`2 d^2`
         workspace); a complex release ten (three with a truncated
@@ -599,12 +607,29 @@ class _PathMixin:
         rows = (self._sparse_blocks(block, d) * blas_threads()
                 or d * min(n_samples, _block_rows(d) * copies))
         noise = 3 * min(d * d, _BLOCK_ENTRIES + d)
-        return 8 * (d * d * (max(2, release) + partials) + rows + noise)
+        return 8 * (d * d * (max(self._gram_pass_matrices(n_samples, d), release)
+                             + partials) + rows + noise)
+
+    def _gram_pass_matrices(self, n_samples, d):
+        """The dense path's d × d matrices in its passes over the rows, in
+        units of 8 d² bytes: two (the raw Gram matrix and a product, then
+        the raw and the centred one), two a thread where in-memory rows are
+        read in threads of ours (:func:`~sklearn_dppca._stats.pass_threads`:
+        each thread of the first pass sums its own raw Gram matrix with a
+        product buffer, as does each thread of the weighted pass that
+        ``data_norm="auto"`` runs; the clipped rows' corrections, one matrix
+        a thread beside the raw and the centred ones, fit within). Counted
+        as two in all, 20 000 × 1 500 rows in eight threads peaked at
+        16.0 d² against a plan of 8.7 (review 102)."""
+        if not getattr(self, "_rows_in_memory", True):
+            return 2
+        return 2 * pass_threads(n_samples, d, getattr(self, "_sparse_rows", False))
 
     def _dense_release(self, n_samples, d):
         """The dense path's matrices from its release on, at their peak, in
-        units of 8 d² bytes (at least the Gram pass's two: the base's
-        ``max``); :class:`CoherentPowerPCA` counts its own. A truncated
+        units of 8 d² bytes (at least the Gram pass's,
+        :meth:`_gram_pass_matrices`: the base's ``max``);
+        :class:`CoherentPowerPCA` counts its own. A truncated
         solver: the release and :data:`SOLVER_BLOCKS` d × p blocks (measured
         there; twice for complex blocks)."""
         truncated = self._eigen_solver(n_samples, d) in TRUNCATED_SOLVERS

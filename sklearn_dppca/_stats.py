@@ -284,7 +284,15 @@ def blas_threads():
 
 
 def _n_threads(X):
-    """Threads for a pass over ``X``: as many as BLAS would use, for big data.
+    """Threads for a pass over ``X``: :func:`pass_threads` of its shape."""
+    return pass_threads(*X.shape, is_sparse=sparse.issparse(X))
+
+
+def pass_threads(n_samples, n_features, is_sparse=False):
+    """Threads of ours for a pass over in-memory rows: as many as BLAS would
+    use, for big data. Public (the shape, sparse or not, BLAS's limit): the
+    dense path's memory plan counts a raw Gram matrix and a product for each
+    thread of :func:`first_pass` (``_paths``).
 
     Small or sparse data is read in the calling thread, with BLAS's own
     threads for the Gram matrix: after any multi-threaded BLAS call (the
@@ -292,12 +300,11 @@ def _n_threads(X):
     for ~0.2 s, longer than a small pass. Threads of ours would share the
     cores with it (measured 1.5× slower), while BLAS's threads put it to work.
     """
-    n, d = X.shape
-    if sparse.issparse(X) or 8 * n * d < _MIN_PARALLEL_BYTES:
+    if is_sparse or 8 * n_samples * n_features < _MIN_PARALLEL_BYTES:
         return 1
-    if wide(d):  # each thread would hold two d × d matrices
+    if wide(n_features):  # each thread would hold two d × d matrices
         return 1
-    return max(1, min(blas_threads(), n))
+    return max(1, min(blas_threads(), n_samples))
 
 
 def wide(n_features):

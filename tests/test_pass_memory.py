@@ -138,3 +138,39 @@ def test_a_threaded_pass_runs_in_threads_whatever_joblibs_backend():
         with joblib.parallel_config(backend="loky"):
             threaded = two_passes(2)
     np.testing.assert_allclose(threaded, expected, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("name, data_norm", [
+    ("PrivatePCA", 0.9), ("PrivatePCA", "auto"), ("ComplexGaussPCA", 0.9),
+    ("CoherentPowerPCA", 0.9)])
+def test_a_threaded_gram_pass_peaks_within_its_plan(monkeypatch, name, data_norm):
+    """Each thread of the dense path's first pass sums a raw Gram matrix of
+    its own with a product buffer (each thread of data_norm="auto"'s
+    weighted pass too): two d × d matrices a thread, which the plan counted
+    as two in all (20 000 × 1 500 rows in eight threads peaked at 16.0 d²
+    against a plan of 8.7; review 102). Eight threads, as BLAS would report
+    on eight cores, on rows read in threads as 128 MiB or more are."""
+    import tracemalloc
+
+    import sklearn_dppca
+    from sklearn_dppca import BudgetAccountant, _paths, _stats
+
+    monkeypatch.setattr(_stats, "blas_threads", lambda: 8)
+    monkeypatch.setattr(_paths, "blas_threads", lambda: 8)
+    monkeypatch.setattr(_stats, "_MIN_PARALLEL_BYTES", 1)
+    n, d = 1600, 800
+    X = np.random.default_rng(0).normal(size=(n, d)) / np.sqrt(d)  # norms near 1
+    assert _stats._n_threads(X) == 8
+    est = getattr(sklearn_dppca, name)(5, data_norm=data_norm, epsilon=1.0,
+                                       random_state=0, path="dense",
+                                       accountant=BudgetAccountant())
+    tracemalloc.start()
+    try:
+        est.fit(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    plan = est._memory_needed(n, d, "dense")
+    assert est.path_ == "dense"
+    assert peak > 10 * 8 * d * d  # most of the eight threads' matrices at once
+    assert peak <= plan, (peak / 8 / d**2, plan / 8 / d**2)
