@@ -299,8 +299,12 @@ def pass_threads(n_samples, n_features, is_sparse=False):
     user's, or the previous fit's), OpenBLAS keeps a worker spinning on a core
     for ~0.2 s, longer than a small pass. Threads of ours would share the
     cores with it (measured 1.5× slower), while BLAS's threads put it to work.
+    A Dask chunk's task too: Dask's threads run the chunks, and threads of
+    ours in each (a float32 chunk of 128 MiB, read by :func:`first_pass`)
+    held two d × d matrices apiece beyond the plan's count for a chunk.
     """
-    if is_sparse or 8 * n_samples * n_features < _MIN_PARALLEL_BYTES:
+    if (is_sparse or _IN_CHUNK_TASK.get()
+            or 8 * n_samples * n_features < _MIN_PARALLEL_BYTES):
         return 1
     if wide(n_features):  # each thread would hold two d × d matrices
         return 1

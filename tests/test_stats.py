@@ -182,6 +182,37 @@ def _blas_threads():
     return [lib["num_threads"] for lib in libs if lib["user_api"] == "blas"]
 
 
+def test_a_dask_chunks_pass_runs_in_its_task_alone(monkeypatch):
+    """A float32 chunk is read by first_pass in Dask's task: with 128 MiB
+    of rows or more it started threads of ours inside each of Dask's, each
+    with two d × d matrices, which the plan for a Dask array does not count
+    (review 102 F1's follow-up). The threshold is lowered so that small
+    chunks are read as large ones are."""
+    dask = pytest.importorskip("dask")
+    import dask.array as da
+
+    from sklearn_dppca import BudgetAccountant, PrivatePCA
+
+    monkeypatch.setattr(_stats, "blas_threads", lambda: 4)
+    monkeypatch.setattr(_stats, "_MIN_PARALLEL_BYTES", 1)
+    seen = []
+    mapped = _stats._map_ranges
+
+    def spy(function, n_rows, n_threads):
+        seen.append((_stats._IN_CHUNK_TASK.get(), n_threads))
+        return mapped(function, n_rows, n_threads)
+
+    monkeypatch.setattr(_stats, "_map_ranges", spy)
+    X = np.random.default_rng(0).normal(size=(4000, 60)).astype(np.float32) / 10
+    assert _stats._n_threads(X) == 4  # in memory: threads of ours
+    chunked = da.from_array(X, chunks=(1000, 60))
+    with dask.config.set(scheduler="threads", num_workers=2):
+        PrivatePCA(3, data_norm=1.0, random_state=0, path="dense",
+                   accountant=BudgetAccountant()).fit(chunked)
+    in_tasks = [threads for in_task, threads in seen if in_task]
+    assert in_tasks and set(in_tasks) == {1}
+
+
 def test_parallel_pass_restores_the_blas_threads(small_blocks, data):
     """BLAS runs single-threaded inside the pass, and is given back after it,
     also when the pass fails on its data."""
