@@ -775,6 +775,7 @@ def _weighted_sums(X, sq, data_norm, mean, start, stop):
         v += np.asarray(scaled.sum(axis=0)).ravel()
         weight_sum += float(scale @ scale)
         scale_sum += float(scale.sum())
+        del block, scaled  # freed before the next block is made
     return _Weighted(gram, u, weight_sum, v, scale_sum, n_clipped)
 
 
