@@ -148,6 +148,27 @@ def test_power_method_never_beats_its_claim(params, n_fits, rows, center):
         assert result.epsilon_lower > EPSILON
 
 
+@pytest.mark.parametrize("center", [True, False])
+def test_the_defaults_random_start_never_beats_its_claim(center):
+    """The default CoherentPowerPCA() on wide rows (d >= 100, the covariance
+    release under its noise: rho >= 3) resolves start="auto" to the random
+    start on the noisy power path: that release, audited as the default
+    runs it (test_power_method_never_beats_its_claim audits an explicit
+    start="random" on three features, where "auto" takes the covariance
+    start; review 102 F4). A changed row alone among zeros decides its
+    steps; the audit catches the noise divided by 100 on the same fits."""
+    X, Y = neighbouring_datasets(10, 100, kind="orthogonal", scale=0.0)
+    settings = dict(epsilon=EPSILON, delta=DELTA, data_norm=1.0, center=center)
+    probe = CoherentPowerPCA(1, random_state=0, **settings).fit(X)
+    assert probe.branch_ == "random" and probe.path_ == "noisy_power"
+    result = audit(CoherentPowerPCA(1, **settings), X, Y, subspace_statistic,
+                   n_fits=150, random_state=9)
+    assert result.epsilon_lower <= EPSILON < result.threshold_ceiling
+    broken = under_noised(CoherentPowerPCA, 100.0)(1, **settings)
+    result = audit(broken, X, Y, subspace_statistic, n_fits=150, random_state=9)
+    assert result.epsilon_lower > EPSILON
+
+
 def test_bounds_on_known_distributions():
     rng = np.random.default_rng(0)
     a, b = rng.normal(size=4000), rng.normal(size=4000) + 1.0
