@@ -495,6 +495,49 @@ def test_adaptive_oja_noise_and_radius_match_their_sensitivities():
     np.testing.assert_allclose(C @ C.T, np.eye(3), atol=1e-10)
 
 
+def test_paper_peers_orthonormal_on_a_spiked_case():
+    """DP-PCA (k = 1) and k-DP-PCA (k = 2), written from the papers: each
+    runs on a tiny spiked case and returns orthonormal components of the
+    right shape; without noise worth the name (ε large) they find the
+    spikes."""
+    rng = np.random.default_rng(0)
+    d, n = 10, 4_000
+    basis = np.linalg.qr(rng.standard_normal((d, 2)))[0]
+    X = rng.standard_normal((n, d)) + (rng.standard_normal((n, 2))
+                                       * np.sqrt([10.0, 5.0])) @ basis.T
+    for est, k in ((peers.DPPCA(epsilon=1.0, delta=0.01, random_state=0), 1),
+                   (peers.KDPPCA(2, epsilon=1.0, delta=0.01, random_state=0), 2)):
+        C = est.fit(X).components_
+        assert C.shape == (k, d)
+        np.testing.assert_allclose(C @ C.T, np.eye(k), atol=1e-10)
+    loose = dict(epsilon=1e6, delta=0.01, n_steps=3, alpha=1e4, random_state=1)
+    C1 = peers.DPPCA(**loose).fit(X).components_
+    C2 = peers.KDPPCA(2, **loose).fit(X).components_
+    assert principal_angle_sin(C1, basis.T[:1]) < 0.2
+    assert principal_angle_sin(C2, basis.T) < 0.3
+
+
+def test_paper_peers_noise_matches_sensitivities():
+    """The peers' releases: the gradient mean's noise has deviation
+    2r/(μ_m B) per entry (clipped sum of sensitivity 2r, here r the lowest
+    bin edge as every gradient is zero); the range is the fullest bin's
+    upper edge; the top eigenvalue is of the noisy scatter matrix."""
+    rng = np.random.default_rng(0)
+    mu, B, d = 0.7, 50, 400
+    w = np.linalg.qr(rng.standard_normal((d, 1)))[0][:, 0]
+    g = peers.private_gradient_mean(np.zeros((B, d)), w, mu, rng,
+                                    hist_share=0.5, radius_factor=1.0)
+    mu_m = math.sqrt(0.5) * mu
+    r = peers._DYADIC[0]
+    assert np.std(g) * B * mu_m / (2 * r) == pytest.approx(1.0, rel=0.1)
+    values = np.full(1_000, 5.0)  # bin [4, 8)
+    assert peers._mode_range(values, 100.0, rng) == 8.0
+    rows = np.zeros((20, 30))
+    rows[:, 0] = 1.0  # squared norms 1: bin [1, 2), clip r² = 2 · 2
+    lam = peers.private_top_eigenvalue(rows, 1e9, rng)
+    assert lam == pytest.approx(1.0, rel=1e-6)
+
+
 def test_frontier_tiny_run(tmp_path):
     """One seed at d = 20: every method and n runs, "auto" refused on the
     fewest rows before any charge, the public bound near the model's 99th
@@ -502,8 +545,11 @@ def test_frontier_tiny_run(tmp_path):
     bench = pytest.importorskip("bench_frontier")
     assert bench.main(["--tiny", "--csv", str(tmp_path / "f.csv")]) == 0
     text = (tmp_path / "f.csv").read_text().splitlines()
-    # every method, and the k = 1 peer
-    assert len(text) == 1 + len(bench.MULTIPLES) * (len(bench.METHODS) + 1)
+    # every method, and the k = 1 peers
+    methods = set(bench.METHODS) | set(bench.PEERS)
+    assert len(methods) == len(bench.METHODS) + 2
+    assert len(text) == 1 + len(bench.MULTIPLES) * len(methods)
+    assert len(bench.load([tmp_path / "f.csv"])) == len(text) - 1
     rng = np.random.default_rng(0)
     basis = np.linalg.qr(rng.standard_normal((20, 2)))[0]
     norms = np.linalg.norm(bench.spiked_rows(50_000, basis, rng), axis=1)
