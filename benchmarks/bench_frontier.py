@@ -13,12 +13,15 @@ alone (not from the data). For ``d ∈ {200, 1000}`` and ``n ∈ {d, 2d, 5d,
   release, wherever public values say the covariance release would be
   noise; the branch it took is counted), and with ``start="covariance"``
   (the covariance start and its branch rule);
-- the peers, reconstructed (``peers.AdaptiveOjaPCA``: single-pass private
-  minibatch Oja with adaptive clipping, after Düngler & Sanyal's k-DP-PCA at
-  ``k = 2`` and Liu et al.'s DP-PCA at ``k = 1``), each cell with the
-  ``n_batches``, ``learning_rate`` and ``clip_quantile`` that did best on
-  four tuning seeds of its own (:func:`tune_peer`, without privacy: kind to
-  the peers);
+- the peers, written from their papers (``peers.KDPPCA``: Düngler &
+  Sanyal's k-DP-PCA at ``k = 2``, deflation over two disjoint halves of the
+  rows; ``peers.DPPCA``: Liu et al.'s DP-PCA, ``k = 1``: a private top
+  eigenvalue on part of the rows, then one pass of minibatch Oja steps with
+  a privately estimated clipping range per batch), and, as a labelled
+  variant, the earlier reconstruction ``peers.AdaptiveOjaPCA`` at ``k = 2``
+  and ``k = 1``; each peer in each cell with the constants the papers leave
+  open (:data:`PEER_GRIDS`) that did best on four tuning seeds of its own
+  (:func:`tune_peer`, without privacy: kind to the peers);
 - scikit-learn's ``PCA`` (no privacy: the sampling error alone);
 
 and reports the ``sin θ`` of the top ``k`` against ``u₁, u₂`` (mean ± sd
@@ -27,7 +30,7 @@ public values), and the ``sin θ`` of the first component against ``u₁`` (the
 ``k = 1`` problem of DP-PCA; ours are the same fits' first components), as
 tables in Markdown, the rows as CSV, and a figure.
 
-Run from the repository root (about 7 minutes on 2 cores)::
+Run from the repository root (about 25 minutes on 2 cores)::
 
     nice python benchmarks/bench_frontier.py --seeds 20 \\
         --csv docs/_static/benchmarks/frontier.csv \\
@@ -44,7 +47,7 @@ import time
 import warnings
 
 import numpy as np
-from peers import AdaptiveOjaPCA
+from peers import DPPCA, KDPPCA, AdaptiveOjaPCA
 from sklearn.decomposition import PCA
 
 from sklearn_dppca import BudgetAccountant, CoherentPowerPCA, PrivatePCA
@@ -55,16 +58,31 @@ SPIKES = (10.0, 5.0)
 MULTIPLES = (1, 2, 5, 10, 20)
 OURS = ("PrivatePCA", 'PrivatePCA, "auto"', "CoherentPowerPCA",
         'CoherentPowerPCA, start="covariance"')
-#: The peers: k-DP-PCA at k = 2; DP-PCA at k = 1, only its first component
-#: scored.
-K_DP_PCA, DP_PCA = "k-DP-PCA (reconstructed)", "DP-PCA (reconstructed, k = 1)"
+#: The peers: k-DP-PCA at k = 2; DP-PCA at k = 1 (only its first component
+#: scored); the earlier reconstruction at both, a labelled variant.
+K_DP_PCA, DP_PCA = "k-DP-PCA", "DP-PCA (k = 1)"
+OJA_2, OJA_1 = "adaptive Oja (rec.)", "adaptive Oja (rec., k = 1)"
 EXACT = "PCA (not private)"
-METHODS = OURS + (K_DP_PCA, EXACT)
-#: The peers' grid, searched per cell on TUNING_SEEDS (disjoint from the
-#: evaluation seeds ``0 … seeds − 1``).
-PEER_GRID = [dict(n_batches=b, learning_rate=lr, clip_quantile=q)
+METHODS = OURS + (K_DP_PCA, OJA_2, EXACT)
+#: The constants the papers leave to their theory (peers.py, section 4),
+#: searched per cell on TUNING_SEEDS (disjoint from the evaluation seeds
+#: ``0 … seeds − 1``): the number of Oja steps (minibatches), α of
+#: ``η_t = α/(λ̂₁(ξ + t))`` (ξ = 1; large α: steps close to power steps),
+#: the clipping radius over the private range, and the share of the rows
+#: spent on λ̂₁ (0.5: DP-PCA's half; less is kinder to the peer). A wider
+#: search at d = 200 (4 steps, α from 1, radius from 0.06 to 2, shares down
+#: to 0.05) found nothing better outside this grid.
+_PAPER_GRID = [dict(n_steps=t, alpha=a, radius_factor=r, eig_fraction=f)
+               for t in (2, 3) for a in (64.0, 1e4) for r in (0.125, 0.25, 0.5)
+               for f in (0.5, 0.2, 0.05)]
+_OJA_GRID = [dict(n_batches=b, learning_rate=lr, clip_quantile=q)
              for b in (1, 2, 3, 5) for lr in (1.0, math.inf)
              for q in (0.02, 0.1, 0.2, 0.35)]
+#: name -> (class, k, grid)
+PEERS = {K_DP_PCA: (KDPPCA, K, _PAPER_GRID), DP_PCA: (DPPCA, 1, _PAPER_GRID),
+         OJA_2: (AdaptiveOjaPCA, K, _OJA_GRID),
+         OJA_1: (AdaptiveOjaPCA, 1, _OJA_GRID)}
+PEER_GRIDS = {name: grid for name, (_, _, grid) in PEERS.items()}
 TUNING_SEEDS = range(1_000, 1_004)
 
 
@@ -107,24 +125,28 @@ def sample(d, n, seed):
     return spiked_rows(n, basis, rng), basis
 
 
-def _peer(k, params, X, seed):
-    """The reconstructed peer at ``k`` components, fitted."""
-    return AdaptiveOjaPCA(k, epsilon=EPSILON, delta=DELTA, random_state=seed,
-                          **params).fit(X)
+def _peer(name, params, X, seed):
+    """The peer ``name`` with the constants ``params``, fitted."""
+    cls, k, _ = PEERS[name]
+    kwargs = dict(epsilon=EPSILON, delta=DELTA, random_state=seed, **params)
+    return (cls(**kwargs) if cls is DPPCA else cls(k, **kwargs)).fit(X)
 
 
-def _peer_sin(k, params, X, basis, seed):
-    return principal_angle_sin(_peer(k, params, X, seed).components_, basis.T[:k])
+def _peer_sin(name, params, X, basis, seed):
+    k = PEERS[name][1]
+    return principal_angle_sin(_peer(name, params, X, seed).components_,
+                               basis.T[:k])
 
 
 @functools.lru_cache(maxsize=None)
-def tune_peer(d, n, k):
+def tune_peer(d, n, name):
     """The grid point with the least mean ``sin θ`` on ``TUNING_SEEDS``."""
+    grid = PEERS[name][2]
     data = [sample(d, n, seed) for seed in TUNING_SEEDS]
-    scores = [np.mean([_peer_sin(k, params, X, basis, seed)
+    scores = [np.mean([_peer_sin(name, params, X, basis, seed)
                        for seed, (X, basis) in zip(TUNING_SEEDS, data)])
-              for params in PEER_GRID]
-    return PEER_GRID[int(np.argmin(scores))]
+              for params in grid]
+    return grid[int(np.argmin(scores))]
 
 
 def run(dims, multiples, seeds, log=print):
@@ -134,12 +156,13 @@ def run(dims, multiples, seeds, log=print):
         for m in multiples:
             n = m * d
             start = time.perf_counter()
-            tuned = {k: tune_peer(d, n, k) for k in (K, 1)}
-            log(f"d={d} n={m}d: peers tuned to {tuned}")
+            tuned = {name: tune_peer(d, n, name) for name in PEERS}
+            log(f"d={d} n={m}d: peers tuned to {tuned} "
+                f"({time.perf_counter() - start:.1f}s)")
             for seed in seeds:
                 X, basis = sample(d, n, seed)
-                for k, method in ((K, K_DP_PCA), (1, DP_PCA)):
-                    est = _peer(k, tuned[k], X, seed)
+                for method, (_, k, _) in PEERS.items():
+                    est = _peer(method, tuned[method], X, seed)
                     rows.append(dict(
                         d=d, n=n, multiple=m, seed=seed, method=method,
                         sin_theta=(principal_angle_sin(est.components_, basis.T)
@@ -206,7 +229,7 @@ def table(rows):
     firsts = summary(rows, "sin_theta_1")
     dims = sorted({r["d"] for r in rows})
     multiples = sorted({r["multiple"] for r in rows})
-    first_methods = OURS + (DP_PCA, K_DP_PCA)
+    first_methods = OURS + (DP_PCA, K_DP_PCA, OJA_1)
     lines = []
     for d in dims:
         lines += [f"d = {d} (k = {K}, ε = {EPSILON:g}, δ = {DELTA:g}; sin θ of "
@@ -220,14 +243,14 @@ def table(rows):
                 stats[d, m, "CoherentPowerPCA"][2].items()))
             lines.append(f"| {m}d | " + " | ".join(cells) + f" | {branches} "
                          f"| {predicted(m * d, d):.2f} | "
-                         f"{_versus(stats, d, m, (K_DP_PCA,))} |")
+                         f"{_versus(stats, d, m, (K_DP_PCA, OJA_2))} |")
         lines += ["", f"d = {d}: sin θ of the first component against u₁", "",
                   "| n | " + " | ".join(first_methods) + " | best of ours / "
                   "best peer |", "|---" * (len(first_methods) + 2) + "|"]
         for m in multiples:
             cells = [_cell(firsts[d, m, meth]) for meth in first_methods]
             lines.append(f"| {m}d | " + " | ".join(cells) + " | "
-                         f"{_versus(firsts, d, m, first_methods[-2:])} |")
+                         f"{_versus(firsts, d, m, first_methods[-3:])} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -278,6 +301,19 @@ def plot(rows, path):
     fig.savefig(path, dpi=120)
 
 
+def load(paths):
+    """The rows of earlier runs' CSVs, typed as :func:`run` gives them."""
+    rows = []
+    for path in paths:
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                rows.append(dict(r, d=int(r["d"]), n=int(r["n"]),
+                                 multiple=int(r["multiple"]), seed=int(r["seed"]),
+                                 sin_theta=float(r["sin_theta"]),
+                                 sin_theta_1=float(r["sin_theta_1"])))
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20)
@@ -285,11 +321,14 @@ def main(argv=None):
     parser.add_argument("--csv")
     parser.add_argument("--plot")
     parser.add_argument("--tiny", action="store_true")
+    parser.add_argument("--load", nargs="+", metavar="CSV",
+                        help="table and plot the rows of earlier runs' CSVs "
+                             "(e.g. one per --dims) instead of running")
     args = parser.parse_args(argv)
     dims, seeds = args.dims, range(args.seeds)
     if args.tiny:
         dims, seeds = [20], range(1)
-    rows = run(dims, MULTIPLES, seeds)
+    rows = load(args.load) if args.load else run(dims, MULTIPLES, seeds)
     print(table(rows))
     if args.csv:
         with open(args.csv, "w", newline="") as f:
