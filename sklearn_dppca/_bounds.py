@@ -112,9 +112,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._array_api import ArrayAPIRows, like
 from ._box import boxed_rows, check_box, dtype_box, stays_sparse
 from ._dask import ChunkedRows
+from ._moved import translate_if_far as _translate_if_far
 from ._norm_plan import (
     AUTO_MEAN_SHARE,
     BINS_PER_OCTAVE,
@@ -123,7 +123,6 @@ from ._norm_plan import (
     CHECK_BUDGET_SHARE,
     DEFAULT_NORM_RANGE,
     DEFAULT_QUANTILE,
-    FAR_MEAN,
     MAX_BOUND_SHARE,
     MAX_DATA_NORM,
     MAX_RECOVERIES,
@@ -133,12 +132,10 @@ from ._norm_plan import (
     PILOT_PART,
     PILOT_QUANTILE,
     PILOT_STALE,
-    SPARSE_MARGIN,
     STALE_MOVE,
     STOP_RATIO,
     auto_quantile,
     check_data_norm_range,
-    expansion_margin,
     interpolate_bound,
     mean_step_count,
     norm_grid,
@@ -150,11 +147,8 @@ from ._norm_plan import (
 )
 from ._norm_stats import _around, _pass_around
 from ._releases import BIN_SUMS, CENTRED, MEAN_SUM, PILOT_SUM, Release
-from ._reported import _engine
+from ._reported import _announce, _engine, _rebound
 from ._rows import InMemoryRows
-from ._stats import (
-    _dense,
-)
 from .noise import dense_noise, noise_scale
 from .privacy import gdp_epsilon
 
@@ -290,21 +284,6 @@ def search_bound(cumulative, mu, rng, quantile, check_mu=0.0,
 _around.any_layout = True  # a column-major Dask partition is read as it is
 
 
-def _rebound(data, rows):
-    """``rows`` (an engine) under ``data``'s progress wrapper, if it has one,
-    so that the passes over the new rows are announced as the old ones'."""
-    rebind = getattr(data, "rebind", None)
-    return rows if rebind is None else rebind(rows)
-
-
-def _announce(data, what):
-    """Tell the CLI's progress wrapper, if any, that a pass ``what`` starts
-    (public words only: what the pass computes)."""
-    announce = getattr(data, "announce", None)
-    if announce is not None:
-        announce(what)
-
-
 def _box_rows(data, lower, upper, centre):
     r"""The rows clipped into the box and translated by
     :math:`-\mathrm{centre}` (:func:`~sklearn_dppca._box.boxed_rows`).
@@ -366,8 +345,9 @@ class BoundsPlan(NamedTuple):
     own_planned: float
     #: bytes left by the fit's planned memory within ``memory_limit`` (None:
     #: no limit): in-memory sparse rows are moved to a far private mean
-    #: (densified) only where their dense copy fits in it
+    #: (read as dense blocks) only where ``moved_bytes`` of them fit in it
     dense_room: object = None
+    moved_bytes: int = 0
 
 
 class BoundsRead(NamedTuple):
@@ -487,7 +467,8 @@ def plan_bounds(estimator, n_samples, n_features, dtype, engine, plan):
         mean_quantile=DEFAULT_QUANTILE, mean_shares=(), n_searches=0,
         adaptive=False, pilot=pilot, prefix_steps=0, mu_total=None,
         search_mu=None, check_mu=None, own_planned=0.0,
-        dense_room=room)
+        dense_room=room, moved_bytes=(estimator._moved_bytes(n_samples, n_features)
+                                      if hasattr(estimator, "_moved_bytes") else 0))
     if not auto:
         if pilot:
             # the mean's share in three: the pilot mean's, and two releases
@@ -745,7 +726,8 @@ def release_bounds(bounds, read, plan, rng):
         mean = (read.total + noise) / (bounds.pilot or n)
         mean, data, offset = _translate_if_far(
             mean, data_norm, data, offset, bounds.dtype,
-            first_pass=not bounds.pilot, room=bounds.dense_room)
+            first_pass=not bounds.pilot, room=bounds.dense_room,
+            need=bounds.moved_bytes)
     return BoundsRelease(mean, data_norm, mean_norm, plan, data, offset, None, 0)
 
 
@@ -779,72 +761,6 @@ def _give_back(bounds, plan, spent):
                               for k, m in plan.mus.items()})
 
 
-def _translate_if_far(mean, data_norm, data, offset, dtype, first_pass=True,
-                      room=None):
-    r"""``(mean, data, offset)``: the private mean in the rows' coordinates,
-    after moving the origin to it when it is far (:data:`FAR_MEAN`).
-
-    The new origin is the mean rounded to the data's dtype: a public point
-    (post-processing of the release), added to ``offset``, so the
-    covariance is centred on exactly the ``mean_`` reported. In memory
-    this makes one copy of the rows (a CSR matrix is densified); a Dask
-    array stays lazy. With ``first_pass``, the in-memory rows' first pass
-    (their norms) is redone for the Gram matrix.
-
-    In-memory rows (dense or sparse) whose dense copy exceeds the ``room``
-    ``memory_limit`` leaves stay where they are (dense rows were copied
-    beyond the limit, after the charge: 4.6 times it on the noisy power
-    path; review 71), centred by the passes' expansion of
-    :math:`\lVert x - m \rVert^2`, while its round-off margin
-    :math:`\gamma (2 \lVert m \rVert + C)^2` is below :data:`SPARSE_MARGIN`
-    of :math:`C^2`, else are refused after the charge (a function of the
-    released mean and public values): beyond it every row was clipped
-    (review 62: the scatter's trace at 0.17 of its value, silently).
-    """
-    norm = float(np.linalg.norm(mean))
-    if not norm > FAR_MEAN * data_norm:
-        return mean, data, offset
-    engine = _engine(data)
-    n, d = engine.X.shape
-    copy = n * d * engine.X.dtype.itemsize if isinstance(engine, InMemoryRows) else 0
-    if isinstance(engine, InMemoryRows) and room is not None and copy > room:
-        if expansion_margin(d, norm, data_norm) <= SPARSE_MARGIN:  # within it
-            return mean, data, offset
-        raise MemoryError(
-            f"The released mean lies so far from the origin (over {FAR_MEAN:g} "
-            "norm bounds) that the rows must be centred on it in a "
-            f"dense copy of about {copy / 2.0**30:.3g} GiB, more than "
-            "memory_limit leaves; the budget of this fit was spent. Centre the "
-            "rows on a public point near them first (a column of years minus a "
-            "public year), or raise memory_limit.")
-    centre = np.asarray(mean, dtype=dtype)
-    if isinstance(engine, ChunkedRows):  # CSR chunks densified, as in memory
-        moved = ChunkedRows(engine.X.map_blocks(
-            _moved, centre, dtype=engine.X.dtype,
-            meta=np.empty((0, 0), dtype=engine.X.dtype)))
-    elif isinstance(engine, ArrayAPIRows):  # on the device, in its namespace
-        moved = ArrayAPIRows(engine.X - like(centre, engine.X), engine.xp,
-                             engine.device)
-    else:
-        _announce(data, "the rows moved to the private mean (one copy)")
-        moved = InMemoryRows(_dense(engine.X) - centre)
-    # whether the passes form a raw Gram matrix stays the fit's choice
-    # (not on the matrix-free paths, nor with "auto": clipped_gram)
-    if hasattr(engine, "with_gram"):
-        moved.with_gram = engine.with_gram
-    data = _rebound(data, moved)
-    if first_pass and not isinstance(engine, ChunkedRows):
-        data.first_pass(data_norm, with_sum=False)
-    return np.zeros_like(mean), data, offset + centre.astype(np.float64)
-
-
-def _moved(chunk, centre):
-    """A chunk of rows, dense, with the origin moved to ``centre`` (a CSR
-    chunk minus an array would be an ``np.matrix``, which the passes read
-    as rows of one)."""
-    return _dense(chunk) - centre
-
-
 class _AutoRelease:
     """The releases of ``data_norm="auto"`` after the charge: one call of
     :meth:`run`. Its state (the tally of what was released, the rows the
@@ -870,7 +786,8 @@ class _AutoRelease:
         if mean is not None:
             mean, self.data, self.offset = _translate_if_far(
                 mean, data_norm, self.data, self.offset, bounds.dtype,
-                first_pass=False, room=bounds.dense_room)
+                first_pass=False, room=bounds.dense_room,
+                need=bounds.moved_bytes)
         if isinstance(_engine(self.data), InMemoryRows):  # the Gram's first pass
             _announce(self.data, "row norms around the private mean")
             _engine(self.data).first_pass(data_norm, with_sum=bounds.center)

@@ -116,7 +116,8 @@ STOP_RATIO = 1.5
 #: rows of noise for 178 rows: 3.7e8), and every cell within it at most 1.1×.
 DROWNED = 0.25
 #: A private mean farther than this many covariance bounds from the origin is
-#: subtracted from the rows explicitly (one copy) before the covariance pass:
+#: subtracted from the rows explicitly (each block as the passes read it:
+#: ``_moved.MovedRows``) before the covariance pass:
 #: centring by ``‖x‖² − 2 x·m + ‖m‖²`` errs by about ``4·1e-16 ‖m‖²`` a row,
 #: 1e-12 of ``C²`` here; summed over the rows, about ``1e-16 n ‖m‖²``
 #: (measured: 1e-8 of the sensitivity at 4·10⁵ rows), the floating-point
@@ -125,7 +126,7 @@ FAR_MEAN = 32.0
 #: The largest round-off margin, relative to :math:`C^2`, of the clipping of
 #: sparse rows centred by expansion far from the origin
 #: (:func:`expansion_margin`; it shrinks each clipped row by about half of
-#: it): beyond it a fit refuses them where their dense copy does not fit,
+#: it): beyond it a fit refuses them where their dense blocks do not fit,
 #: and scores densify them by blocks.
 SPARSE_MARGIN = 1e-3
 

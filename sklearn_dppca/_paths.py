@@ -29,6 +29,7 @@ from ._stats import (
     blas_threads,
     kernel_threads,
     pass_threads,
+    wide,
 )
 from .noise import _BLOCK_ENTRIES, IMPLICIT_BLOCK, kernel_bytes
 
@@ -557,6 +558,32 @@ class _PathMixin:
             threads = min(threads, -(-n_samples // _block_rows(n_features)))
         return max(1, threads)
 
+    def _moves_rows(self):
+        """Whether a far private mean may move dense rows in memory (a
+        centred private fit; :func:`~sklearn_dppca._moved.translate_if_far`):
+        its passes then read float64 copies of their blocks
+        (:class:`~sklearn_dppca._moved.MovedRows`), counted as those of
+        float32 rows are. Public: the parameters and the kind of input."""
+        return (getattr(self, "_rows_in_memory", False)
+                and not getattr(self, "_sparse_rows", False)
+                and bool(getattr(self, "center", False))
+                and getattr(self, "epsilon", math.inf) != math.inf)
+
+    def _moved_threads(self, n_samples, n_features):
+        """Threads that hold a block of moved rows at once: a pass of ours
+        (:meth:`_jobs`), and below :func:`~sklearn_dppca._stats.wide` the
+        first pass's and the Gram pass's, in BLAS's threads."""
+        return max(self._jobs(n_samples, n_features),
+                   1 if wide(n_features) else blas_threads())
+
+    def _moved_bytes(self, n_samples, n_features):
+        """Bytes of the dense float64 blocks the passes hold over rows moved
+        to a far private mean, a block a thread (:meth:`_moved_threads`):
+        beyond the plan for sparse rows, which ``translate_if_far`` moves
+        only where they fit in what ``memory_limit`` leaves."""
+        return (8 * n_features * min(n_samples, _block_rows(n_features))
+                * self._moved_threads(n_samples, n_features))
+
     def _memory_beside(self, n_samples, n_features):
         """What a refusal names beside the path's arrays (an estimator's own)."""
         return ""
@@ -572,9 +599,11 @@ class _PathMixin:
         if path != "dense":
             p = self._block_columns(n_samples, d)
             threads = self._jobs(n_samples, d)
-            # a block's float64 copy a thread (float32 or F-ordered rows)
+            # a block's float64 copy a thread (float32 or F-ordered rows, or
+            # rows moved to a far private mean)
             copies = max(blas_threads(), threads) if getattr(
-                self, "_block_copies", False) else 1
+                self, "_block_copies", False) else (
+                self._moved_threads(n_samples, d) if self._moves_rows() else 1)
             # each thread of a pass: its block's products and its part
             # (PASS_PRODUCTS, PASS_PARTS). Counted for BLAS's threads with one
             # block's products in all, CoherentPowerPCA(n_jobs=2)'s noisy power
@@ -601,9 +630,10 @@ class _PathMixin:
         # a Dask array's pass: the chunks' Gram matrices and partial sums too
         partials = getattr(self, "_chunked_partials", 0.0)
         # the Gram pass's blocks in BLAS's threads; CoherentPowerPCA's passes
-        # copy a block a thread of theirs (float32 or F-ordered rows)
+        # copy a block a thread of theirs (float32 or F-ordered rows, or rows
+        # moved to a far private mean)
         copies = max(blas_threads(), self._jobs(n_samples, d) if getattr(
-            self, "_block_copies", False) else 1)
+            self, "_block_copies", False) or self._moves_rows() else 1)
         rows = (self._sparse_blocks(block, d) * blas_threads()
                 or d * min(n_samples, _block_rows(d) * copies))
         noise = 3 * min(d * d, _BLOCK_ENTRIES + d)

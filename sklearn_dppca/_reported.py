@@ -174,3 +174,18 @@ class _ReportedRows:
 def _engine(data):
     """The rows' engine itself, under the CLI's progress wrapper if any."""
     return getattr(data, "engine", data)
+
+
+def _rebound(data, rows):
+    """``rows`` (an engine) under ``data``'s progress wrapper, if it has one,
+    so that the passes over the new rows are announced as the old ones'."""
+    rebind = getattr(data, "rebind", None)
+    return rows if rebind is None else rebind(rows)
+
+
+def _announce(data, what):
+    """Tell the CLI's progress wrapper, if any, that a pass ``what`` starts
+    (public words only: what the pass computes)."""
+    announce = getattr(data, "announce", None)
+    if announce is not None:
+        announce(what)

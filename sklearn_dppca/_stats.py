@@ -444,7 +444,8 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True, direction=None,
     projections = None if direction is None else np.empty(n)
     max_raw_sq = (_RAW_NORM_FACTOR * data_norm) ** 2
     n_threads = _n_threads(X)
-    view = not sparse.issparse(X) and X.dtype == np.float64 and X.flags.c_contiguous
+    # float64 C-contiguous rows are read as views (MovedRows: as copies)
+    view = isinstance(X, np.ndarray) and X.dtype == np.float64 and X.flags.c_contiguous
     if n_threads > 1:  # single-threaded syrk, best on runs from the L2 cache
         run_rows = max(_RUN_BYTES // (8 * d), _RUN_ROWS_PER_FEATURE * d, 1)
     else:  # one multi-threaded syrk (~10% faster than one per block)
@@ -551,7 +552,7 @@ def weighted_gram(X, data_norm, centre):
     the threat model (docs/security.rst, "Timing and resources"). The
     expansion errs by about :math:`10^{-16} n (\|c\| + \|x\|)^2`, so it
     applies only when every row has :math:`\|x\| \le 8C + \|c\|`
-    (:math:`\|c\| \le 32C`, ``FAR_MEAN`` in ``_bounds``): otherwise
+    (:math:`\|c\| \le 32C`, ``FAR_MEAN`` in ``_norm_plan``): otherwise
     ``None``, and :func:`first_pass` and :func:`clipped_gram` leave the far
     rows out of their raw sums.
     """
@@ -619,7 +620,7 @@ def clipped_gram(X, data_norm, mean=None, first=None, with_sum=False):
     raw sum and :math:`+(s x)(s x)^\top` for a row left out of it. The
     round-off of these subtractions is of order :math:`10^{-16} n (C +
     \|m\|)^2`, with :math:`\|m\|` up to ``FAR_MEAN`` (32) times :math:`C`
-    (the rows are translated beyond: ``_bounds._translate_if_far``): not
+    (the rows are moved beyond: ``_moved.translate_if_far``): not
     accounted for in the sensitivity (docs/security.rst, "Floating point").
 
     Parameters
@@ -765,7 +766,7 @@ def _weighted_sums(X, sq, data_norm, mean, start, stop):
         n_clipped += int(np.count_nonzero(scale < 1.0))
         if sparse.issparse(block):
             scaled = block.multiply(scale[:, None]).tocsr()
-        elif np.may_share_memory(block, X):
+        elif isinstance(X, np.ndarray) and np.may_share_memory(block, X):
             scaled = block * scale[:, None]
         else:  # our own copy
             block *= scale[:, None]

@@ -700,8 +700,9 @@ def test_a_box_that_densifies_sparse_rows_counts_their_copy():
 def test_dense_rows_far_from_the_origin_are_not_copied_beyond_the_memory_limit():
     """With "auto", dense rows in memory were moved to a far private mean in
     a copy the plan did not count, after the charge: 4.6 times memory_limit
-    on the noisy power path (review 71). Where it does not fit they stay,
-    centred by the passes, with the same release."""
+    on the noisy power path (review 71). Since mend 101 each pass centres
+    the blocks it reads (MovedRows), a block a thread, which the plan counts:
+    the fit stays within its plan, with the same release."""
     import tracemalloc
 
     from sklearn_dppca._rows import InMemoryRows
@@ -734,8 +735,8 @@ def test_dense_rows_far_from_the_origin_are_not_copied_beyond_the_memory_limit()
 def test_sparse_rows_far_from_the_origin_stay_sparse_within_the_memory_limit():
     """With "auto", CSR rows were densified whole when the private mean was
     far from the origin, after the charge, beyond memory_limit (review 53):
-    where their dense copy does not fit, the passes centre them instead,
-    with the same release."""
+    where their dense blocks (mend 101: no copy) do not fit, the passes
+    centre them instead, with the same release."""
     import tracemalloc
 
     n, d = 20_000, 500
@@ -772,7 +773,7 @@ def test_sparse_rows_too_far_for_their_expansion_are_refused_not_shrunk():
     """Kept sparse far from the origin, the rows' clipping margin grows with
     ‖m‖²: at ‖m‖ = 5·10⁵ C every row was shrunk and the scatter's trace came
     out at 0.17 of its value, silently (review 62). Where that margin is
-    beyond SPARSE_MARGIN and the dense copy does not fit, the fit is refused
+    beyond SPARSE_MARGIN and the dense blocks do not fit, the fit is refused
     (after its charge: the released mean decides); with room it is moved."""
     n, d = 4_000, 1_000
     rng = np.random.default_rng(0)
@@ -1070,7 +1071,9 @@ def test_auto_bound_clips_rows_far_from_the_origin(offset, seed, monkeypatch):
     )
     bound = pca.data_norm_
     assert 1.0 < bound < 10.0  # around the median centred norm, not collapsed
-    rows, mean = seen["rows"].X, seen["mean"]
+    # the rows as the passes read them (moved rows are read by blocks: all
+    # of them here, one block)
+    rows, mean = seen["rows"].X[:], seen["mean"]
     # the clipping of the covariance pass, as the engine computes it
     scale = _clip_scales(rows, _sq_norms(rows), bound, mean)
     effective = np.linalg.norm(rows - mean, axis=1) * scale

@@ -11,7 +11,7 @@ import pytest
 
 from sklearn_dppca import CoherentPowerPCA, PrivatePCA
 from sklearn_dppca._rows import CentredRows, InMemoryRows
-from sklearn_dppca._stats import first_pass
+from sklearn_dppca._stats import blas_threads, first_pass
 
 _PEAK = """
 import json, re, sys, warnings
@@ -100,18 +100,31 @@ def test_a_threaded_fit_peaks_within_its_plan(path):
 def test_the_plan_counts_the_threads_of_n_jobs():
     """A pass's threads are n_jobs' (at most one a block of dense rows),
     each with its part and its block's products: more threads, a larger
-    plan, by those arrays only."""
+    plan, by those arrays only (uncentred: rows no far private mean moves).
+    Centred, each thread also holds a float64 copy of its block, which a
+    far private mean makes (mend 101: ``MovedRows``)."""
     n, d, k = 9000, 2000, 200  # blocks of 2 097 rows: five
     plans = {}
-    for jobs in (1, 2, 4, 8):
-        est = CoherentPowerPCA(k, path="noisy_power", data_norm=1.0, n_jobs=jobs,
-                               clip_radius=0.1, n_iter=1, epsilon=1.0)
-        est._plan_path(n, d, InMemoryRows(np.zeros((1, d))))  # reads no row
-        plans[jobs] = est._jobs(n, d), est._memory_needed(n, d, "noisy_power")
-    assert [plans[j][0] for j in (1, 2, 4, 8)] == [1, 2, 4, 5]
+    for center in (False, True):
+        for jobs in (1, 2, 4, 8):
+            est = CoherentPowerPCA(k, path="noisy_power", data_norm=1.0, n_jobs=jobs,
+                                   clip_radius=0.1, n_iter=1, epsilon=1.0,
+                                   center=center)
+            est._plan_path(n, d, InMemoryRows(np.zeros((1, d))))  # reads no row
+            plans[center, jobs] = (est._jobs(n, d),
+                                   est._memory_needed(n, d, "noisy_power"))
+    assert [plans[False, j][0] for j in (1, 2, 4, 8)] == [1, 2, 4, 5]
     p, b = k + 10, 2097  # each thread: 2 d × p and 2 b × p (the last block's rows)
-    assert plans[4][1] - plans[2][1] == pytest.approx(16 * (2 * d * p + 2 * b * p))
-    assert plans[8][1] - plans[4][1] == pytest.approx(16 * (d * p + (n - 4 * b) * p))
+    assert plans[False, 4][1] - plans[False, 2][1] == pytest.approx(
+        16 * (2 * d * p + 2 * b * p))
+    assert plans[False, 8][1] - plans[False, 4][1] == pytest.approx(
+        16 * (d * p + (n - 4 * b) * p))
+    # centred: a moved block a thread (of n_jobs', or BLAS's first pass)
+    blas = blas_threads()
+    for few, many in ((2, 4), (4, 8)):
+        blocks = max(min(many, 5), blas) - max(few, blas)
+        assert plans[True, many][1] - plans[True, few][1] == pytest.approx(
+            plans[False, many][1] - plans[False, few][1] + 8 * d * b * blocks)
 
 
 def test_a_threaded_pass_runs_in_threads_whatever_joblibs_backend():
