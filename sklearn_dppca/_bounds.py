@@ -348,6 +348,9 @@ class BoundsPlan(NamedTuple):
     #: (read as dense blocks) only where ``moved_bytes`` of them fit in it
     dense_room: object = None
     moved_bytes: int = 0
+    #: threads of the passes over rows moved to a far private mean
+    #: (``MovedRows.threads``: a block each, as the plan counts them)
+    moved_threads: object = None
 
 
 class BoundsRead(NamedTuple):
@@ -467,8 +470,7 @@ def plan_bounds(estimator, n_samples, n_features, dtype, engine, plan):
         mean_quantile=DEFAULT_QUANTILE, mean_shares=(), n_searches=0,
         adaptive=False, pilot=pilot, prefix_steps=0, mu_total=None,
         search_mu=None, check_mu=None, own_planned=0.0,
-        dense_room=room, moved_bytes=(estimator._moved_bytes(n_samples, n_features)
-                                      if hasattr(estimator, "_moved_bytes") else 0))
+        dense_room=room, **_moved_plan(estimator, n_samples, n_features))
     if not auto:
         if pilot:
             # the mean's share in three: the pilot mean's, and two releases
@@ -704,6 +706,14 @@ def _announce_rows(rows, data, pilot, what):
         announce(f"the first {pilot} rows: {what}")
 
 
+def _moved_plan(estimator, n_samples, n_features):
+    """The ``moved_bytes`` and ``moved_threads`` of :class:`BoundsPlan`."""
+    if not hasattr(estimator, "_moved_threads"):
+        return {}
+    return {"moved_bytes": estimator._moved_bytes(n_samples, n_features),
+            "moved_threads": estimator._moved_threads(n_samples, n_features)}
+
+
 def release_bounds(bounds, read, plan, rng):
     """Release the bounds and the private mean, after the charge: a
     :class:`BoundsRelease`.
@@ -727,7 +737,7 @@ def release_bounds(bounds, read, plan, rng):
         mean, data, offset = _translate_if_far(
             mean, data_norm, data, offset, bounds.dtype,
             first_pass=not bounds.pilot, room=bounds.dense_room,
-            need=bounds.moved_bytes)
+            need=bounds.moved_bytes, threads=bounds.moved_threads)
     return BoundsRelease(mean, data_norm, mean_norm, plan, data, offset, None, 0)
 
 
@@ -787,7 +797,7 @@ class _AutoRelease:
             mean, self.data, self.offset = _translate_if_far(
                 mean, data_norm, self.data, self.offset, bounds.dtype,
                 first_pass=False, room=bounds.dense_room,
-                need=bounds.moved_bytes)
+                need=bounds.moved_bytes, threads=bounds.moved_threads)
         if isinstance(_engine(self.data), InMemoryRows):  # the Gram's first pass
             _announce(self.data, "row norms around the private mean")
             _engine(self.data).first_pass(data_norm, with_sum=bounds.center)

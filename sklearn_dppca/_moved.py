@@ -35,24 +35,28 @@ class MovedRows:
     centred row, never from an expansion of :math:`\|x - c\|^2`. Anything
     that would read it whole (``np.asarray``) is refused.
 
-    The passes hold a block of it at a time (a float64 block a thread, as
-    for float32 rows; the memory plan counts them:
-    :meth:`~sklearn_dppca._paths._PathMixin._moved_bytes`).
+    The passes hold a block of it at a time, a float64 block a thread, in
+    at most ``threads`` threads (``_stats._n_threads``): as many blocks as
+    the memory plan counts
+    (:meth:`~sklearn_dppca._paths._PathMixin._moved_threads`).
 
     Parameters
     ----------
     X : ndarray or CSR matrix of shape (n_samples, n_features)
     centre : ndarray of shape (n_features,)
         In the rows' dtype.
+    threads : int or None
+        The most threads of a pass over it (None: no cap).
     """
 
     ndim = 2
     dtype = np.dtype(np.float64)  # what a read returns
 
-    def __init__(self, X, centre):
+    def __init__(self, X, centre, threads=None):
         self.base = X
         self.centre = np.asarray(centre, dtype=X.dtype)
         self.shape = X.shape
+        self.threads = threads
 
     def __getitem__(self, rows):
         if isinstance(rows, tuple):
@@ -78,7 +82,7 @@ class MovedRows:
 
 
 def translate_if_far(mean, data_norm, data, offset, dtype, first_pass=True,
-                     room=None, need=0):
+                     room=None, need=0, threads=None):
     r"""``(mean, data, offset)``: the private mean in the rows' coordinates,
     after moving the origin to it when it is far (:data:`FAR_MEAN`).
 
@@ -90,8 +94,9 @@ def translate_if_far(mean, data_norm, data, offset, dtype, first_pass=True,
     device. With ``first_pass``, the in-memory rows' first pass (their
     norms) is redone for the Gram matrix.
 
-    The passes over moved rows hold a float64 block a thread: the plan
-    counts them for dense rows. Sparse rows' blocks become dense there,
+    The passes over moved rows hold a float64 block a thread, in at most
+    ``threads`` threads: the plan counts them for dense rows. Sparse rows'
+    blocks become dense there,
     ``need`` bytes beyond the plan: where they exceed the ``room``
     ``memory_limit`` leaves, the rows stay where they are, centred by the
     passes' expansion of :math:`\lVert x - m \rVert^2`, while its round-off
@@ -128,7 +133,7 @@ def translate_if_far(mean, data_norm, data, offset, dtype, first_pass=True,
         moved = ArrayAPIRows(engine.X - like(centre, engine.X), engine.xp,
                              engine.device)
     else:
-        moved = moved_in_memory(engine, centre)
+        moved = moved_in_memory(engine, centre, threads)
     # whether the passes form a raw Gram matrix stays the fit's choice
     # (not on the matrix-free paths, nor with "auto": clipped_gram)
     if hasattr(engine, "with_gram"):
@@ -139,10 +144,10 @@ def translate_if_far(mean, data_norm, data, offset, dtype, first_pass=True,
     return np.zeros_like(mean), data, offset + centre.astype(np.float64)
 
 
-def moved_in_memory(engine, centre):
+def moved_in_memory(engine, centre, threads=None):
     """In-memory rows (an :class:`InMemoryRows`) moved to ``centre``: an
-    engine over :class:`MovedRows`."""
-    return InMemoryRows(MovedRows(engine.X, centre))
+    engine over :class:`MovedRows` (passes in at most ``threads`` threads)."""
+    return InMemoryRows(MovedRows(engine.X, centre, threads))
 
 
 def _moved(chunk, centre):

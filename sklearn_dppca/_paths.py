@@ -562,19 +562,27 @@ class _PathMixin:
         """Whether a far private mean may move dense rows in memory (a
         centred private fit; :func:`~sklearn_dppca._moved.translate_if_far`):
         its passes then read float64 copies of their blocks
-        (:class:`~sklearn_dppca._moved.MovedRows`), counted as those of
-        float32 rows are. Public: the parameters and the kind of input."""
+        (:class:`~sklearn_dppca._moved.MovedRows`), one a thread of
+        :meth:`_moved_threads`. Public: the parameters and the kind of
+        input."""
         return (getattr(self, "_rows_in_memory", False)
                 and not getattr(self, "_sparse_rows", False)
                 and bool(getattr(self, "center", False))
                 and getattr(self, "epsilon", math.inf) != math.inf)
 
     def _moved_threads(self, n_samples, n_features):
-        """Threads that hold a block of moved rows at once: a pass of ours
-        (:meth:`_jobs`), and below :func:`~sklearn_dppca._stats.wide` the
-        first pass's and the Gram pass's, in BLAS's threads."""
-        return max(self._jobs(n_samples, n_features),
-                   1 if wide(n_features) else blas_threads())
+        """Threads that may each hold a block of rows moved to a far private
+        mean, as :meth:`_arrays_needed` counts them for dense rows: on the
+        dense path the Gram pass's, BLAS's threads (or ``n_jobs``' where
+        more), elsewhere a pass's of ours (:meth:`_jobs`). The passes over
+        moved rows run in at most that many (``MovedRows.threads``): on the
+        noisy power and matrix-free paths the first pass (the norms) runs in
+        one thread but with ``n_jobs``, and no plan grows by BLAS's blocks
+        (10 000 × 2 000, ``k = 400``: 113 MB, 147 with them on two cores)."""
+        jobs = self._jobs(n_samples, n_features)
+        if getattr(self, "_fit_path", "dense") == "dense":
+            return max(blas_threads(), jobs)
+        return jobs
 
     def _moved_bytes(self, n_samples, n_features):
         """Bytes of the dense float64 blocks the passes hold over rows moved
@@ -603,7 +611,7 @@ class _PathMixin:
             # rows moved to a far private mean)
             copies = max(blas_threads(), threads) if getattr(
                 self, "_block_copies", False) else (
-                self._moved_threads(n_samples, d) if self._moves_rows() else 1)
+                threads if self._moves_rows() else 1)
             # each thread of a pass: its block's products and its part
             # (PASS_PRODUCTS, PASS_PARTS). Counted for BLAS's threads with one
             # block's products in all, CoherentPowerPCA(n_jobs=2)'s noisy power

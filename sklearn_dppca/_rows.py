@@ -100,6 +100,7 @@ class CentredRows:
             for part, rows in dense_parts(block, bad, centre):
                 products[part] = (rows * unit[part, None]) @ W
             total += _energy_terms(products, radii)
+            del block  # a copied block is freed before the next is read
         return total
 
     #: Whether :meth:`energy_then_products` reads the rows once for both.
@@ -147,6 +148,7 @@ class CentredRows:
                 with np.errstate(under="ignore"):
                     terms[part] = (unit[part] * top * norms) ** 2
             total += float(np.minimum(terms, 1.0).sum())
+            del block  # a copied block is freed before the next is read
         return total
 
     def clipped_products(self, W, radii, n_jobs=None, energy=None):
@@ -277,6 +279,7 @@ class CentredRows:
         else:
             for item in iter_blocks(self.X):
                 _, q_part, count, q = one_block(*item, into=total)
+                del item  # a copied block is freed before the next is read
                 q_sum += q_part
                 counts += count
                 if q is not None:

@@ -284,8 +284,11 @@ def blas_threads():
 
 
 def _n_threads(X):
-    """Threads for a pass over ``X``: :func:`pass_threads` of its shape."""
-    return pass_threads(*X.shape, is_sparse=sparse.issparse(X))
+    """Threads for a pass over ``X``: :func:`pass_threads` of its shape, at
+    most the blocks the memory plan counts for rows that carry a count
+    (``_moved.MovedRows``: each thread copies one)."""
+    n = pass_threads(*X.shape, is_sparse=sparse.issparse(X))
+    return min(n, getattr(X, "threads", None) or n)
 
 
 def pass_threads(n_samples, n_features, is_sparse=False):

@@ -16,7 +16,7 @@ from sklearn_dppca._rows import InMemoryRows
 from sklearn_dppca._stats import _dense
 
 
-def _copied(engine, centre):
+def _copied(engine, centre, threads=None):
     """The rows moved as the fit moved them before: one copy of every row."""
     return InMemoryRows(_dense(engine.X) - centre)
 
@@ -73,9 +73,9 @@ def test_a_far_mean_gives_the_release_of_the_copied_rows(make, params, rows,
     to round-off (here bit for bit: the same blocks, the same sums)."""
     moves, by_blocks = [], moved_module.moved_in_memory
 
-    def spy(engine, centre):
+    def spy(engine, centre, threads=None):
         moves.append(engine.X.shape)
-        return by_blocks(engine, centre)
+        return by_blocks(engine, centre, threads)
 
     fits = []
     for mover in (_copied, spy):
@@ -126,3 +126,31 @@ def test_sparse_rows_far_from_the_origin_move_by_dense_blocks():
     assert budget.n_charges == 1
     assert pca.mean_[0] == pytest.approx(1e6, abs=1.0)
     assert abs(pca.components_[0, 0]) > 0.99  # the far column's spread leads
+
+
+def test_moved_rows_stay_within_the_plan_of_the_noisy_power_path():
+    """Off the dense path the plan counts a moved block a thread of ``n_jobs``
+    (one here), not BLAS's: the passes over moved rows (the norms' pass
+    included) run in that many threads, and the fit stays in its plan."""
+    n, d = 40_000, 500  # blocks of 8 388 rows (34 MB): five
+    X = np.random.default_rng(0).standard_normal((n, d)) / np.sqrt(d) + 50.0
+
+    def fit(limit):
+        est = PrivatePCA(3, data_norm="auto", path="noisy_power",
+                         svd_solver="randomized", epsilon=30, random_state=0,
+                         accountant=BudgetAccountant(), memory_limit=limit)
+        tracemalloc.start()
+        try:
+            _quiet_fit(est, X)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        return est, peak
+
+    plan = PrivatePCA(3, data_norm="auto", path="noisy_power",
+                      svd_solver="randomized", memory_limit=1e12)
+    plan._plan_path(n, d, InMemoryRows(X[:0]))
+    needed = plan._memory_needed(n, d) + plan._copy_bytes
+    est, peak = fit(1.02 * needed)
+    assert est.mean_[0] == pytest.approx(50.0, abs=0.5)  # moved: far
+    assert peak <= needed

@@ -11,7 +11,7 @@ import pytest
 
 from sklearn_dppca import CoherentPowerPCA, PrivatePCA
 from sklearn_dppca._rows import CentredRows, InMemoryRows
-from sklearn_dppca._stats import blas_threads, first_pass
+from sklearn_dppca._stats import first_pass
 
 _PEAK = """
 import json, re, sys, warnings
@@ -102,7 +102,8 @@ def test_the_plan_counts_the_threads_of_n_jobs():
     each with its part and its block's products: more threads, a larger
     plan, by those arrays only (uncentred: rows no far private mean moves).
     Centred, each thread also holds a float64 copy of its block, which a
-    far private mean makes (mend 101: ``MovedRows``)."""
+    far private mean makes (mend 101: ``MovedRows``; its first pass runs in
+    as many threads)."""
     n, d, k = 9000, 2000, 200  # blocks of 2 097 rows: five
     plans = {}
     for center in (False, True):
@@ -119,10 +120,9 @@ def test_the_plan_counts_the_threads_of_n_jobs():
         16 * (2 * d * p + 2 * b * p))
     assert plans[False, 8][1] - plans[False, 4][1] == pytest.approx(
         16 * (d * p + (n - 4 * b) * p))
-    # centred: a moved block a thread (of n_jobs', or BLAS's first pass)
-    blas = blas_threads()
-    for few, many in ((2, 4), (4, 8)):
-        blocks = max(min(many, 5), blas) - max(few, blas)
+    # centred: a moved block a thread of n_jobs' (at most one a block)
+    for few, many in ((1, 2), (2, 4), (4, 8)):
+        blocks = min(many, 5) - min(few, 5)
         assert plans[True, many][1] - plans[True, few][1] == pytest.approx(
             plans[False, many][1] - plans[False, few][1] + 8 * d * b * blocks)
 
