@@ -690,8 +690,9 @@ def clipped_gram(X, data_norm, mean=None, first=None, with_sum=False):
                 block = _as_float64(X[c:e])
                 scale = _clip_scales(block, sq[c:e], data_norm, mean)
                 keep = np.flatnonzero((scale < 1.0) | ~raw[c - start : e - start])
-                corrections.add(_dense(block[keep]), scale[keep], raw[c - start + keep])
-                del block  # a copied block is freed before the next is made
+                rows = block if keep.size == e - c else block[keep]  # all: no copy
+                corrections.add(_dense(rows), scale[keep], raw[c - start + keep])
+                del block, rows  # a copied block is freed before the next is made
         corrections.flush()
         return corrections
 
@@ -820,32 +821,48 @@ class _Corrections:
         self.half = False  # gram's lower triangle alone is up to date
 
     def add(self, rows, scale, inside):
-        """Correct for ``rows`` (dense float64), their scales and raw-sum flags."""
+        """Correct for ``rows`` (dense float64, not written to), their scales
+        and raw-sum flags. The rows of each kind are scaled straight into the
+        buffer (no copy of them where they are all of one kind: every row of
+        a block far from the origin is clipped and outside the raw sum)."""
         clipped = scale < 1.0
         self.n_clipped += int(np.count_nonzero(clipped))
         fix = inside & clipped
-        shrink = np.sqrt(1.0 - scale[fix] ** 2)
-        self._update(rows[fix] * shrink[:, None], -1.0)
-        self.u -= rows[fix].T @ (shrink * shrink)
-        self.weight_sum -= float(np.sum(shrink * shrink))
-        self.v += rows[fix].T @ (scale[fix] - 1.0)
-        self.scale_sum += float(np.sum(scale[fix] - 1.0))
-        scaled = rows[~inside] * scale[~inside, None]
-        self._update(scaled, 1.0)
-        self.u += scaled.T @ scale[~inside]
-        self.weight_sum += float(np.sum(scale[~inside] ** 2))
-        self.v += scaled.sum(axis=0)
-        self.scale_sum += float(np.sum(scale[~inside]))
+        if fix.any():
+            part = rows if fix.all() else rows[fix]
+            shrink = np.sqrt(1.0 - scale[fix] ** 2)
+            self._update(part, -1.0, shrink)
+            self.u -= part.T @ (shrink * shrink)
+            self.weight_sum -= float(np.sum(shrink * shrink))
+            self.v += part.T @ (scale[fix] - 1.0)
+            self.scale_sum += float(np.sum(scale[fix] - 1.0))
+        if not inside.all():
+            out = ~inside
+            part, factor = ((rows, scale) if not inside.any()
+                            else (rows[out], scale[out]))
+            self._update(part, 1.0, factor, sums=True)
+            self.weight_sum += float(np.sum(factor**2))
+            self.scale_sum += float(np.sum(factor))
 
-    def _update(self, rows, sign):
+    def _update(self, rows, sign, factor, sums=False):
         r"""Buffer :math:`\mathtt{gram} \mathrel{+}= \mathtt{sign} \cdot
-        \mathtt{rows}^\top \mathtt{rows}`."""
-        while rows.shape[0]:
+        (f \odot \mathtt{rows})^\top (f \odot \mathtt{rows})`, each row
+        scaled by its ``factor`` :math:`f` as it is written into the buffer;
+        with ``sums``, ``u`` and ``v`` gain :math:`\sum f (f x)` and
+        :math:`\sum f x` from the scaled rows (:math:`f^2` alone may
+        underflow where :math:`f x` does not)."""
+        done = 0
+        while done < rows.shape[0]:
             size = self.sizes[sign]
-            taken = min(rows.shape[0], self.limit - size)
-            self._buffer(sign, size + taken)[size : size + taken] = rows[:taken]
+            taken = min(rows.shape[0] - done, self.limit - size)
+            scaled = self._buffer(sign, size + taken)[size : size + taken]
+            np.multiply(rows[done : done + taken], factor[done : done + taken, None],
+                        out=scaled)
+            if sums:
+                self.u += scaled.T @ factor[done : done + taken]
+                self.v += scaled.sum(axis=0)
             self.sizes[sign] = size + taken
-            rows = rows[taken:]
+            done += taken
             if self.sizes[sign] == self.limit:
                 self._apply(sign)
 
