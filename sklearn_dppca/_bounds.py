@@ -707,10 +707,14 @@ def _announce_rows(rows, data, pilot, what):
 
 
 def _moved_plan(estimator, n_samples, n_features):
-    """The ``moved_bytes`` and ``moved_threads`` of :class:`BoundsPlan`."""
+    """The ``moved_bytes`` and ``moved_threads`` of :class:`BoundsPlan`: the
+    bytes of moved blocks beyond the plan, where it did not count them
+    (sparse input, also once a box has densified it), and their threads."""
     if not hasattr(estimator, "_moved_threads"):
         return {}
-    return {"moved_bytes": estimator._moved_bytes(n_samples, n_features),
+    counted = estimator._moves_rows()
+    return {"moved_bytes": 0 if counted else estimator._moved_bytes(
+                n_samples, n_features),
             "moved_threads": estimator._moved_threads(n_samples, n_features)}
 
 

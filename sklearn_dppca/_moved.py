@@ -95,10 +95,10 @@ def translate_if_far(mean, data_norm, data, offset, dtype, first_pass=True,
     norms) is redone for the Gram matrix.
 
     The passes over moved rows hold a float64 block a thread, in at most
-    ``threads`` threads: the plan counts them for dense rows. Sparse rows'
-    blocks become dense there,
-    ``need`` bytes beyond the plan: where they exceed the ``room``
-    ``memory_limit`` leaves, the rows stay where they are, centred by the
+    ``threads`` threads: the plan counts them for dense input. Sparse
+    input's blocks become dense there (or its box's dense copy is read by
+    copied blocks), ``need`` bytes beyond the plan: where they exceed the
+    ``room`` ``memory_limit`` leaves, the rows stay where they are, centred by the
     passes' expansion of :math:`\lVert x - m \rVert^2`, while its round-off
     margin :math:`\gamma (2 \lVert m \rVert + C)^2` is below
     :data:`SPARSE_MARGIN` of :math:`C^2`, else are refused after the charge
@@ -113,8 +113,7 @@ def translate_if_far(mean, data_norm, data, offset, dtype, first_pass=True,
         return mean, data, offset
     engine = _engine(data)
     n, d = engine.X.shape
-    held = isinstance(engine, InMemoryRows) and sparse.issparse(engine.X)
-    if held and room is not None and need > room:
+    if isinstance(engine, InMemoryRows) and room is not None and need > room:
         if expansion_margin(d, norm, data_norm) <= SPARSE_MARGIN:  # within it
             return mean, data, offset
         raise MemoryError(

@@ -154,3 +154,22 @@ def test_moved_rows_stay_within_the_plan_of_the_noisy_power_path():
     est, peak = fit(1.02 * needed)
     assert est.mean_[0] == pytest.approx(50.0, abs=0.5)  # moved: far
     assert peak <= needed
+
+
+def test_moved_blocks_beyond_the_plan_are_those_of_sparse_input():
+    """Dense input: the plan counts the moved blocks, none is beyond it.
+    Sparse input (moved as dense blocks, or a box's dense copy of it read
+    by copied blocks): all of them are, and ``translate_if_far`` moves the
+    rows only where they fit in what ``memory_limit`` leaves."""
+    from sklearn_dppca._bounds import _moved_plan
+
+    n, d = 50_000, 300
+    for rows, beyond in ((np.zeros((0, d)), False),
+                         (sparse.csr_matrix((0, d)), True)):
+        est = PrivatePCA(5, data_norm="auto", bounds=(-1.0, 2.0) if beyond else None)
+        est._plan_path(n, d, InMemoryRows(rows))
+        moved = _moved_plan(est, n, d)
+        assert moved["moved_threads"] >= 1
+        assert (moved["moved_bytes"] > 0) == beyond
+        if beyond:
+            assert moved["moved_bytes"] == est._moved_bytes(n, d) >= 8 * d * 2048
