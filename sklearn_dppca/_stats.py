@@ -453,9 +453,11 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True, direction=None,
         run_rows = max(_RUN_BYTES // (8 * d), _RUN_ROWS_PER_FEATURE * d, 1)
     else:  # one multi-threaded syrk (~10% faster than one per block)
         run_rows = max(n, 1)  # a Dask chunk may be empty
-    if not view:  # runs are copies: at most a block each
-        run_rows = min(run_rows, _block_rows(d))
     scan_rows = _scan_rows(d)
+    if not view:  # runs are copies: at most a block each, and without a Gram
+        # matrix (no syrk to feed) a scan block: float32 or moved rows
+        # (MovedRows) held a block beside the noisy power path's arrays
+        run_rows = min(run_rows, _block_rows(d) if with_gram else scan_rows)
 
     def scan(start, stop):
         sums, count = np.zeros((2, d)), 0
