@@ -29,7 +29,6 @@ from ._stats import (
     blas_threads,
     kernel_threads,
     pass_threads,
-    wide,
 )
 from .noise import _BLOCK_ENTRIES, IMPLICIT_BLOCK, kernel_bytes
 
