@@ -176,14 +176,17 @@ def heads_bytes(X):
 #: CLI's ``--dask``: :mod:`sklearn_dppca._cli_dask`), which
 #: :func:`read_bytes` finds in the array's graph.
 PARQUET_READ, CSV_READ = "dppca-read-parquet", "dppca-read-csv"
-#: Bytes of the blocks an uncompressed CSV file is cut into (each read by
-#: one task, parsed by pandas, then rechunked into chunks of 2**22 entries):
+#: Bytes of the blocks an uncompressed CSV file is cut into, at most (each
+#: read by one task, parsed by pandas, then rechunked into chunks of 2**22
+#: entries; :func:`~sklearn_dppca._cli_dask.csv_blocksize`: Dask's own
+#: rule cut a file of 1.99 times it as one block, mend 108):
 #: what a thread holds while it reads one, in the count of the rows before
 #: the plan as in the fit's passes, is bounded by :data:`CSV_BLOCK_COPIES`
 #: of it beyond the chunk and its copy, known before the data is read
 #: (measured: 42–96 MiB beyond them, at 50 000 × 200 and 8 000 × 5 000;
 #: Dask's default blocks, up to 64 MiB, held 4 times the plan in a pass and
-#: 768 MiB in the count of a 150 MB file's rows: review 69 F2).
+#: 768 MiB in the count of a 150 MB file's rows: review 69 F2; 161 MiB
+#: beyond them on a block of single digits ``d,d,…``, mend 108).
 CSV_BLOCK = 2**24
 CSV_BLOCK_COPIES = 10
 #: Entries of a slice of a row group that

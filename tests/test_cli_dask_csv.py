@@ -38,8 +38,9 @@ def survey(row=None, text="fine\nthanks"):
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    """Blocks of about 1 000 bytes: the file of :func:`survey` is cut in 5,
-    the second starting at byte 1 082 (Dask spreads 5 412 bytes evenly)."""
+    """Blocks of at most 1 000 bytes: the file of :func:`survey` is cut in 6,
+    the second starting at byte 902 (5 412 bytes spread evenly; Dask's own
+    rule, ``5 412 / (5 412 // 1 000)``, cut 5 blocks of 1 082: mend 108)."""
     monkeypatch.setattr(_cli_dask, "CSV_BLOCK", 1000)
 
 
@@ -50,19 +51,22 @@ def fit(capsys, path, *extra):
 
 def test_a_quoted_line_break_is_refused_wherever_it_falls(tmp_path, capsys,
                                                           small_blocks):
-    """Row 59's line break is the first after byte 1 082, where Dask starts
-    a block: that table was refused ("EOF inside string"), its neighbour
-    with the break in row 100 fitted, and so did both without the break;
-    in memory all four fit. Both with a break are now refused, with one
+    """Row 49's line break is the first after byte 902, where Dask starts
+    a block (row 59's, after byte 1 082, before mend 108's blocks of at
+    most CSV_BLOCK): that table was refused ("EOF inside string"), its
+    neighbour with the break in row 100 fitted, and so did both without
+    the break; in memory all four fit. Both with a break are now refused, with one
     message naming the file, before the charge; without one both fit."""
     errors = []
     ledger = tmp_path / "budget.db"
     run(capsys, "ledger", "init", ledger, "--epsilon", 9, "--delta", 1e-6)
-    for row in (59, 100):
+    for row in (49, 100):
         path = tmp_path / f"break{row}.csv"
         path.write_text(survey(row))
-        if row == 59:  # the break Dask cut the file just after
-            assert path.read_bytes().index(b"\n", 1082) == 1083
+        if row == 49:  # the break Dask cut the file just after
+            cut = _cli_dask.csv_blocksize([path])
+            assert cut == 902
+            assert path.read_bytes().index(b"\n", cut) == cut + 1
         rc, _, err = fit(capsys, path, "--ledger", ledger)
         assert rc == 2, err
         assert BudgetAccountant(path=ledger).n_charges == 0
@@ -272,7 +276,8 @@ def _block_start(path):
     from dask.bytes import read_bytes
 
     first = read_bytes(str(path), delimiter=b"\n",
-                       blocksize=_cli_dask.CSV_BLOCK)[1][0][0].compute()
+                       blocksize=_cli_dask.csv_blocksize([path])
+                       )[1][0][0].compute()
     return first.count(b"\n") - 1
 
 
@@ -352,3 +357,45 @@ def test_a_later_row_with_a_field_more_is_read_the_same_wherever_it_falls(
         same = json.loads((tmp_path / "m1.json").read_text())["attributes"]
         np.testing.assert_allclose(models[-1]["attributes"]["components_"],
                                    same["components_"], atol=1e-9)
+
+
+@pytest.mark.parametrize("sizes", [[1.9], [1.0, 1.9, 3.5, 0.4]])
+def test_blocks_are_at_most_csv_block_as_the_plan_counts(tmp_path, capsys,
+                                                         monkeypatch, sizes):
+    """The plan counts the parsing of a block of CSV_BLOCK bytes a thread;
+    Dask divided a file by the block size rounded down, so that CSV_BLOCK
+    itself cut a file of 1.9 times it as one block (of 2.5 times it, two
+    of 1.25). Measured at the real 16 MiB, in a fresh process, a pass
+    over a 33 MB file of single digits (1.99 times, one block) peaked
+    321 MiB at 10 columns and 336 MiB at 500, 1.43 and 1.50 times the
+    plan's 224 MiB a thread; in two blocks, 225 and 213 MiB (mend 108).
+    Every block (to its line break) is now at most CSV_BLOCK, the same
+    blocks for the frame, the count of the rows and the read, one size
+    for several files, and the fit is the in-memory one."""
+    from dask.bytes import read_bytes
+
+    block = 1000
+    monkeypatch.setattr(_cli_dask, "CSV_BLOCK", block)
+    rng = np.random.default_rng(0)
+    frames = []
+    for i, size in enumerate(sizes):
+        lines = [f"{rng.integers(0, 10)},{rng.integers(0, 10)}\n"
+                 for _ in range(int(size * block) // 4)]
+        (tmp_path / f"p{i}.csv").write_text("x,y\n" + "".join(lines))
+        frames.append(pd.read_csv(tmp_path / f"p{i}.csv"))
+    files = sorted(str(p) for p in tmp_path.glob("p*.csv"))
+    path = tmp_path / "p*.csv"
+    table = _cli_dask.LazyTable(str(path))
+    blocks = [b.compute() for f in read_bytes(
+        files, delimiter=b"\n", blocksize=table._csv["blocksize"],
+        sample=False)[1] for b in f]
+    assert max(map(len, blocks)) <= block + 4, sorted(map(len, blocks))
+    assert table.frame.npartitions == len(blocks)
+    matrix = _cli_dask.LazyMatrix(table, ["x", "y"], str(path), hint="")
+    n = sum(map(len, frames))
+    assert matrix.n_rows == n
+    np.testing.assert_array_equal(matrix.X.compute(),
+                                  pd.concat(frames)[["x", "y"]].to_numpy(float))
+    whole = tmp_path / "whole.csv"
+    pd.concat(frames).to_csv(whole, index=False)
+    _fits_as_in_memory(capsys, tmp_path, whole, n)
