@@ -186,9 +186,10 @@ PARQUET_READ, CSV_READ = "dppca-read-parquet", "dppca-read-csv"
 #: (measured: 42–96 MiB beyond them, at 50 000 × 200 and 8 000 × 5 000;
 #: Dask's default blocks, up to 64 MiB, held 4 times the plan in a pass and
 #: 768 MiB in the count of a 150 MB file's rows: review 69 F2; 161 MiB
-#: beyond them on a block of single digits ``d,d,…``, mend 108).
+#: beyond them on a block of single digits ``d,d,…``, 239 MiB on one of
+#: empty cells ``1,,,…``, a NaN a byte, the densest: mend 108).
 CSV_BLOCK = 2**24
-CSV_BLOCK_COPIES = 10
+CSV_BLOCK_COPIES = 16
 #: Entries of a slice of a row group that
 #: :func:`~sklearn_dppca._cli_dask.read_parquet_chunk` reads at a time
 #: (columns of it): 8 MiB of float64, at least one column.
