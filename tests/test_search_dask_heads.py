@@ -24,6 +24,8 @@ from sklearn_dppca.linear_model import PrivateLDA  # noqa: E402
 from sklearn_dppca.model_selection import PrivateGridSearchCV  # noqa: E402
 from sklearn_dppca.preprocessing import PublicScaler  # noqa: E402
 
+from .test_dask import _LargestResult  # noqa: E402
+
 N, D, CHUNK = 6_000, 6, 1_000
 
 
@@ -70,30 +72,6 @@ def _need(error):
     """The most GiB a refusal names as a fit's need."""
     return max(float(gib) for gib in
                re.findall(r"needs about ([0-9.e-]+) GiB", str(error)))
-
-
-class _LargestResult:
-    """The most rows of any task's NumPy result under a Dask callback."""
-
-    def __init__(self):
-        from dask.callbacks import Callback
-
-        outer = self
-        self.rows = 0
-
-        class Watch(Callback):
-            def _posttask(self, key, result, dsk, state, id):
-                if isinstance(result, np.ndarray) and result.ndim:
-                    outer.rows = max(outer.rows, result.shape[0])
-
-        self.callback = Watch()
-
-    def __enter__(self):
-        self.callback.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        self.callback.__exit__(*exc)
 
 
 @pytest.mark.parametrize("private", sorted(PRIVATE))
