@@ -300,7 +300,9 @@ def _box_rows(data, lower, upper, centre):
         return ChunkedRows(X.map_blocks(boxed_rows, lower, upper, centre,
                                         dtype=X.dtype, meta=meta))
     _announce(data, "the rows clipped into the box (one copy)")
-    return InMemoryRows(boxed_rows(X, lower, upper, centre))
+    # the passes' threads as the plan counted them (those of the rows given:
+    # a box that densifies sparse rows runs in the one thread counted)
+    return InMemoryRows(boxed_rows(X, lower, upper, centre), engine.threads)
 
 
 # ------------------------------------------------------------ the fit's step

@@ -145,8 +145,10 @@ def translate_if_far(mean, data_norm, data, offset, dtype, first_pass=True,
 
 def moved_in_memory(engine, centre, threads=None):
     """In-memory rows (an :class:`InMemoryRows`) moved to ``centre``: an
-    engine over :class:`MovedRows` (passes in at most ``threads`` threads)."""
-    return InMemoryRows(MovedRows(engine.X, centre, threads))
+    engine over :class:`MovedRows` (passes in at most ``threads`` threads,
+    and at most ``engine``'s: the count its plan read)."""
+    return InMemoryRows(MovedRows(engine.X, centre, threads),
+                        getattr(engine, "threads", None))
 
 
 def _moved(chunk, centre):

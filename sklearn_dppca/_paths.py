@@ -661,10 +661,33 @@ class _PathMixin:
         ``data_norm="auto"`` runs; the clipped rows' corrections, one matrix
         a thread beside the raw and the centred ones, fit within). Counted
         as two in all, 20 000 × 1 500 rows in eight threads peaked at
-        16.0 d² against a plan of 8.7 (review 102)."""
+        16.0 d² against a plan of 8.7 (review 102). The fit's plan counts the
+        threads :meth:`_plan_pass_threads` read once and gave its rows."""
         if not getattr(self, "_rows_in_memory", True):
             return 2
+        planned = getattr(self, "_pass_threads", None)
+        if planned is not None and planned[0] == (n_samples, d):
+            return 2 * planned[1]
         return 2 * pass_threads(n_samples, d, getattr(self, "_sparse_rows", False))
+
+    def _plan_pass_threads(self, n_samples, n_features, engine):
+        """Read once the threads of ours a pass over in-memory rows runs in
+        (:func:`~sklearn_dppca._stats.pass_threads`: public, the shape and
+        BLAS's count), for the plan (:meth:`_gram_pass_matrices`) and for the
+        rows (``InMemoryRows.threads``), whose passes then run in at most as
+        many. BLAS's count, read again when a pass starts, may have grown
+        since: another fit's pass holds it at one while it runs
+        (``_SingleThreadedBlas``), and one that ended between this plan and
+        this fit's pass let it run in more threads than the plan counted,
+        a fit admitted under ``memory_limit`` exceeding it (mend 110)."""
+        self._pass_threads = None
+        rows = _engine(engine)
+        if not isinstance(rows, InMemoryRows):
+            return
+        threads = pass_threads(n_samples, n_features,
+                               getattr(self, "_sparse_rows", False))
+        self._pass_threads = ((n_samples, n_features), threads)
+        rows.threads = threads
 
     def _dense_release(self, n_samples, d):
         """The dense path's matrices from its release on, at their peak, in

@@ -445,27 +445,36 @@ class InMemoryRows:
     ``first_pass`` (reads every row; returns
     :math:`\sum \operatorname{clip}_C(x_i)` if asked), then ``gram`` and
     ``rows`` for the centred, clipped rows.
+
+    ``threads``: the most threads of ours a pass over the rows runs in (the
+    count :func:`~sklearn_dppca._stats.pass_threads` gave the fit's memory
+    plan, recorded with it: ``_plan_path``), or None for no cap. BLAS's
+    count, read again when the pass starts, may have grown since (another
+    fit's pass, which held it at one, ended): the pass never runs in more
+    threads than the plan counted.
     """
 
-    def __init__(self, X):
+    def __init__(self, X, threads=None):
         self.X = summed_entries(X.tocsr()) if sparse.issparse(X) else X
+        self.threads = threads
         self.sq_norms = None
         self.first, self._first_norm = None, None
         #: False on the matrix-free path: no pass forms a d × d matrix.
         self.with_gram = True
 
     def largest_norm(self):
-        self.sq_norms = row_sq_norms(self.X)
+        self.sq_norms = row_sq_norms(self.X, self.threads)
         return max_row_norm(self.X, self.sq_norms)
 
     def first_pass(self, data_norm, with_sum):
         self.first = first_pass(self.X, data_norm, self.sq_norms, with_sum=with_sum,
-                                with_gram=self.with_gram)
+                                with_gram=self.with_gram, threads=self.threads)
         self._first_norm = data_norm
         return self.first.clipped_sum
 
     def gram(self, data_norm, mean):
-        gram = clipped_gram(self.X, data_norm, mean, self.first)[0]
+        gram = clipped_gram(self.X, data_norm, mean, self.first,
+                            threads=self.threads)[0]
         self.forget_raw_gram()  # the fit's last use of it
         return gram
 
@@ -478,7 +487,7 @@ class InMemoryRows:
 
     def head(self, n_rows):
         """The first ``n_rows`` rows (a view)."""
-        head = InMemoryRows(self.X[:n_rows])
+        head = InMemoryRows(self.X[:n_rows], self.threads)
         head.with_gram = self.with_gram
         return head
 
@@ -503,9 +512,11 @@ class InMemoryRows:
         its raw Gram matrix does not depend on the centre."""
         if self.first is None or self._first_norm != data_norm:
             self.first = first_pass(self.X, data_norm, self.sq_norms, with_sum=False,
-                                    direction=unit_direction(centre))
+                                    direction=unit_direction(centre),
+                                    threads=self.threads)
             self._first_norm = data_norm
-        return centred_sums(self.X, data_norm, centre, self.first)
+        return centred_sums(self.X, data_norm, centre, self.first,
+                            threads=self.threads)
 
     def rows(self, data_norm, mean):
         return CentredRows(self.X, data_norm, mean, self.first.sq_norms)

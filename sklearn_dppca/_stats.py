@@ -283,12 +283,14 @@ def blas_threads():
     return max(1, _SINGLE_THREADED_BLAS.n_threads())
 
 
-def _n_threads(X):
+def _n_threads(X, threads=None):
     """Threads for a pass over ``X``: :func:`pass_threads` of its shape, at
     most the blocks the memory plan counts for rows that carry a count
-    (``_moved.MovedRows``: each thread copies one)."""
+    (``_moved.MovedRows``: each thread copies one) and at most ``threads``
+    (the count the fit's plan read, ``InMemoryRows.threads``: BLAS's count
+    may have grown since, when another fit's pass ended)."""
     n = pass_threads(*X.shape, is_sparse=sparse.issparse(X))
-    return min(n, getattr(X, "threads", None) or n)
+    return min(n, getattr(X, "threads", None) or n, threads or n)
 
 
 def pass_threads(n_samples, n_features, is_sparse=False):
@@ -348,8 +350,9 @@ def _map_ranges(function, n_rows, n_threads):
         return [future.result() for future in futures]
 
 
-def row_sq_norms(X):
-    """Squared L2 norm of every row of ``X`` (float64, one pass in blocks).
+def row_sq_norms(X, threads=None):
+    """Squared L2 norm of every row of ``X`` (float64, one pass in blocks, in
+    at most ``threads`` threads: :func:`_n_threads`).
 
     ``inf`` marks a finite row whose squared norm overflows; the functions
     below measure such rows directly.
@@ -360,7 +363,7 @@ def row_sq_norms(X):
         for a, b in _row_ranges(X, start, stop, _block_rows(X.shape[1])):
             out[a:b] = _sq_norms(_as_float64(X[a:b]))
 
-    _map_ranges(fill, X.shape[0], _n_threads(X))
+    _map_ranges(fill, X.shape[0], _n_threads(X, threads))
     return out
 
 
@@ -404,7 +407,7 @@ class FirstPass(NamedTuple):
 
 
 def first_pass(X, data_norm, sq_norms=None, with_sum=True, direction=None,
-               with_gram=True):
+               with_gram=True, threads=None):
     r"""One pass over the rows: norms, the clipped sum and the raw Gram matrix.
 
     :math:`\sum \operatorname{clip}_C(x_i)` has L2 sensitivity :math:`2C`
@@ -431,6 +434,8 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True, direction=None,
     with_gram : bool, default=True
         Whether to compute the raw Gram matrix (``gram`` is None otherwise:
         the matrix-free path never forms a :math:`d \times d` matrix).
+    threads : int, optional
+        The most threads of the pass (the plan's count: :func:`_n_threads`).
 
     Returns
     -------
@@ -446,7 +451,7 @@ def first_pass(X, data_norm, sq_norms=None, with_sum=True, direction=None,
         direction = _lead_direction(X, data_norm)
     projections = None if direction is None else np.empty(n)
     max_raw_sq = (_RAW_NORM_FACTOR * data_norm) ** 2
-    n_threads = _n_threads(X)
+    n_threads = _n_threads(X, threads)
     # float64 C-contiguous rows are read as views (MovedRows: as copies)
     view = isinstance(X, np.ndarray) and X.dtype == np.float64 and X.flags.c_contiguous
     if n_threads > 1:  # single-threaded syrk, best on runs from the L2 cache
@@ -521,16 +526,17 @@ def unit_direction(centre):
     return centre / size if size > 0.0 else None
 
 
-def centred_sums(X, data_norm, centre, first=None):
+def centred_sums(X, data_norm, centre, first=None, threads=None):
     r""":math:`(\sum y y^\top, \sum y)`,
     :math:`y = \operatorname{clip}_C(x - c)`, by row blocks: the first pass
     (computed with the projections on :math:`c/\|c\|` if not given), then
     :func:`clipped_gram` (sensitivities :math:`\sqrt{2} C^2` and
-    :math:`2C`)."""
+    :math:`2C`), in at most ``threads`` threads (:func:`_n_threads`)."""
     if first is None:
         first = first_pass(X, data_norm, with_sum=False,
-                           direction=unit_direction(centre))
-    gram, _, total = clipped_gram(X, data_norm, centre, first, with_sum=True)
+                           direction=unit_direction(centre), threads=threads)
+    gram, _, total = clipped_gram(X, data_norm, centre, first, with_sum=True,
+                                  threads=threads)
     return gram, total
 
 
@@ -604,7 +610,8 @@ def _lead_direction(X, data_norm):
     return total / size if size > 0 else np.zeros(X.shape[1])
 
 
-def clipped_gram(X, data_norm, mean=None, first=None, with_sum=False):
+def clipped_gram(X, data_norm, mean=None, first=None, with_sum=False,
+                 threads=None):
     r""":math:`\sum y_i y_i^\top` with
     :math:`y_i = \operatorname{clip}_C(x_i - m)`, and how many rows were
     clipped.
@@ -640,7 +647,7 @@ def clipped_gram(X, data_norm, mean=None, first=None, with_sum=False):
     with_sum : bool, default=False
         Also return :math:`\sum y_i` (sensitivity :math:`2C`), from the same
         corrections: :math:`\sum s x - (\sum s) m` with :math:`s` the
-        clipping scales.
+        clipping scales. ``threads``: the most threads (:func:`_n_threads`).
 
     Returns
     -------
@@ -652,7 +659,7 @@ def clipped_gram(X, data_norm, mean=None, first=None, with_sum=False):
         :math:`\sum y_i`; only with ``with_sum``.
     """
     if first is None:
-        first = first_pass(X, data_norm, with_sum=False)
+        first = first_pass(X, data_norm, with_sum=False, threads=threads)
     d = X.shape[1]
     sq = first.sq_norms
     max_raw_sq = (_RAW_NORM_FACTOR * data_norm) ** 2
@@ -698,7 +705,7 @@ def clipped_gram(X, data_norm, mean=None, first=None, with_sum=False):
         corrections.flush()
         return corrections
 
-    n_threads = _n_threads(X)
+    n_threads = _n_threads(X, threads)
     if first.gram is None:
         # no raw Gram matrix (the bound was released after the first pass,
         # and many rows may be clipped): Σ w x xᵀ from every row at once

@@ -187,3 +187,86 @@ def test_a_threaded_gram_pass_peaks_within_its_plan(monkeypatch, name, data_norm
     assert est.path_ == "dense"
     assert peak > 10 * 8 * d * d  # most of the eight threads' matrices at once
     assert peak <= plan, (peak / 8 / d**2, plan / 8 / d**2)
+
+
+@pytest.mark.parametrize("name, data_norm", [
+    ("PrivatePCA", 0.9), ("PrivatePCA", "auto"), ("ComplexGaussPCA", 0.9),
+    ("CoherentPowerPCA", 0.9)])
+def test_a_pass_runs_in_the_threads_its_plan_counted(monkeypatch, name, data_norm):
+    """BLAS's count, which the plan reads for the first pass's threads (two
+    d × d matrices each), may grow before the pass starts: another fit's
+    pass held it at one (``_SingleThreadedBlas``) while this one was planned,
+    and ended. The pass runs in at most the threads the plan counted (the
+    rows carry them, ``InMemoryRows.threads``), within the plan's memory:
+    it ran in eight, the plan counting one (mend 110)."""
+    import tracemalloc
+
+    import sklearn_dppca
+    from sklearn_dppca import BudgetAccountant, _paths, _stats
+
+    blas = [1]  # one while the fit is planned, eight once it is
+    monkeypatch.setattr(_stats, "blas_threads", lambda: blas[0])
+    monkeypatch.setattr(_paths, "blas_threads", lambda: blas[0])
+    monkeypatch.setattr(_stats, "_MIN_PARALLEL_BYTES", 1)
+    ran = []
+    map_ranges = _stats._map_ranges
+
+    def recorded(function, n_rows, n_threads):
+        ran.append(n_threads)
+        return map_ranges(function, n_rows, n_threads)
+
+    monkeypatch.setattr(_stats, "_map_ranges", recorded)
+    n, d = 1600, 800
+    X = np.random.default_rng(0).normal(size=(n, d)) / np.sqrt(d)  # norms near 1
+    est = getattr(sklearn_dppca, name)(5, data_norm=data_norm, epsilon=1.0,
+                                       random_state=0, path="dense",
+                                       accountant=BudgetAccountant())
+    plan_path = est._plan_path
+
+    def planned(*args):
+        plan_path(*args)
+        blas[0] = 8  # the other fit's pass ends: BLAS's own count again
+
+    monkeypatch.setattr(est, "_plan_path", planned)
+    tracemalloc.start()
+    try:
+        est.fit(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    blas[0] = 1  # the plan as it was made
+    plan = est._memory_needed(n, d, "dense")
+    assert est.path_ == "dense" and blas[0] == 1
+    assert ran and max(ran) == 1, ran
+    assert peak <= plan, (peak / 8 / d**2, plan / 8 / d**2)
+
+
+def test_rows_made_from_planned_rows_keep_their_threads(monkeypatch):
+    """The rows a fit makes from its planned rows after the plan (the first
+    rows, rows moved to a far mean, rows mapped into a box) keep the threads
+    the plan counted, and their passes run in at most that many (mend 110)."""
+    from sklearn_dppca import _stats
+    from sklearn_dppca._bounds import _box_rows
+    from sklearn_dppca._moved import moved_in_memory
+
+    monkeypatch.setattr(_stats, "blas_threads", lambda: 8)
+    monkeypatch.setattr(_stats, "_MIN_PARALLEL_BYTES", 1)
+    X = np.random.default_rng(0).normal(size=(400, 20))
+    rows = InMemoryRows(X, threads=2)
+    d = X.shape[1]
+    made = [rows.head(300), moved_in_memory(rows, np.ones(d), threads=8),
+            _box_rows(rows, -np.ones(d), np.ones(d), np.zeros(d))]
+    assert [r.threads for r in made] == [2, 2, 2]
+    assert _stats._n_threads(X) == 8
+    assert [_stats._n_threads(r.X, r.threads) for r in made] == [2, 2, 2]
+    ran = []
+    map_ranges = _stats._map_ranges
+    monkeypatch.setattr(_stats, "_map_ranges", lambda f, n, t: (
+        ran.append(t), map_ranges(f, n, t))[1])
+    for r in [rows, *made]:
+        r.largest_norm()
+        r.first_pass(1.0, with_sum=True)
+        r.gram(1.0, np.zeros(d))
+    assert ran and max(ran) == 2, ran
+    InMemoryRows(X).first_pass(1.0, with_sum=True)  # no plan: BLAS's count
+    assert ran[-1] == 8
