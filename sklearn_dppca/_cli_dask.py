@@ -54,7 +54,7 @@ from ._cli_io import (
     wider_rows,
 )
 from ._dask import partition_lengths
-from ._paths import CSV_BLOCK, CSV_READ, PARQUET_READ, SLICE_ENTRIES
+from ._paths import CSV_BLOCK, CSV_FILE_READ, CSV_READ, PARQUET_READ, SLICE_ENTRIES
 from ._warning_rules import private_computation
 
 #: The messages of the fit's own finiteness check (and of :func:`_checked`).
@@ -485,9 +485,11 @@ class LazyMatrix:
             # rows (about 32 MB each) instead
             raw = raw.rechunk({0: max(1, 2**22 // raw.shape[1])})
         raw = raw.rechunk({1: -1})
-        if csv:  # named for the memory plan (read_bytes)
+        if csv:  # named for the memory plan (read_bytes): a block, or a
+            # whole (compressed) file as one chunk
+            read = CSV_READ if table.cut_by_bytes else CSV_FILE_READ
             raw = raw.map_blocks(np.asarray, dtype=np.float64,
-                                 name=f"{CSV_READ}-{raw.name}")
+                                 name=f"{read}-{raw.name}")
         self.raw = raw
         X = self.raw
         if fill is not None or check:

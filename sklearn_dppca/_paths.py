@@ -176,6 +176,13 @@ def heads_bytes(X):
 #: CLI's ``--dask``: :mod:`sklearn_dppca._cli_dask`), which
 #: :func:`read_bytes` finds in the array's graph.
 PARQUET_READ, CSV_READ = "dppca-read-parquet", "dppca-read-csv"
+#: The tasks that read a whole CSV file as one chunk (a compressed one,
+#: which Dask cannot cut into blocks), and the float64 copies of that
+#: chunk its read holds beyond :func:`chunk_bytes`' chunk and copy:
+#: pandas' columns beside the frame's block of rows (mend 109: gz files of
+#: single digits, 500 columns, held 3.0 chunks in a pass, 1.20 times a
+#: plan of 2 and :data:`CSV_BLOCK_COPIES` blocks; 10 columns 2.5).
+CSV_FILE_READ, CSV_FILE_COPIES = "dppca-read-whole-csv", 1
 #: Bytes of the blocks an uncompressed CSV file is cut into, at most (each
 #: read by one task, parsed by pandas, then rechunked into chunks of 2**22
 #: entries; :func:`~sklearn_dppca._cli_dask.csv_blocksize`: Dask's own
@@ -209,7 +216,7 @@ def _read_task(X):
     is read from such files by the CLI (the names of its tasks: public),
     else None."""
     names = [str(name) for name in X.__dask_graph__().layers]
-    return next((kind for kind in (CSV_READ, PARQUET_READ)
+    return next((kind for kind in (CSV_READ, CSV_FILE_READ, PARQUET_READ)
                  if any(name.startswith(kind) for name in names)), None)
 
 
@@ -224,9 +231,15 @@ def read_bytes(X):
     """Bytes a thread holds beyond the chunk while it reads a chunk of the
     Dask array ``X`` from files (:func:`chunk_bytes`): Parquet, the slices
     of :func:`~sklearn_dppca._cli_dask.read_parquet_chunk`; CSV, the
-    parsing of a block of :data:`CSV_BLOCK` bytes; 0 for other arrays."""
+    parsing of a block of :data:`CSV_BLOCK` bytes, and for a whole file
+    read as one chunk :data:`CSV_FILE_COPIES` float64 copies of it too;
+    0 for other arrays. Public: the names of the graph's layers, the
+    chunks."""
+    kind = _read_task(X)
+    if kind == CSV_FILE_READ:
+        return CSV_BLOCK_COPIES * CSV_BLOCK + CSV_FILE_COPIES * 8 * _largest_chunk(X)
     return {CSV_READ: CSV_BLOCK_COPIES * CSV_BLOCK,
-            PARQUET_READ: PARQUET_READ_BYTES}.get(_read_task(X), 0)
+            PARQUET_READ: PARQUET_READ_BYTES}.get(kind, 0)
 
 
 def _largest_chunk(X):
