@@ -422,6 +422,17 @@ def test_a_block_of_empty_cells_is_parsed_within_the_plan(tmp_path):
     assert read <= plan, (read / 2**20, plan / 2**20)
 
 
+def _digits_gz(folder, thousands):
+    """A gzip CSV file of ``thousands`` thousand rows of 500 single digits."""
+    rng = np.random.default_rng(0)
+    body = "".join(",".join(map(str, r)) + "\n"
+                   for r in rng.integers(0, 10, (1000, 500)))
+    path = folder / "t.csv.gz"
+    with gzip.open(path, "wt", compresslevel=1) as f:
+        f.write(",".join(f"c{i}" for i in range(500)) + "\n" + body * thousands)
+    return path
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"),
                     reason="resets the peak RSS with /proc/self/clear_refs")
 def test_a_compressed_csv_read_whole_holds_what_the_plan_counts(tmp_path):
@@ -436,12 +447,7 @@ def test_a_compressed_csv_read_whole_holds_what_the_plan_counts(tmp_path):
 
     from .test_cli_dask import _PEAK
 
-    rng = np.random.default_rng(0)
-    body = "".join(",".join(map(str, r)) + "\n"
-                   for r in rng.integers(0, 10, (1000, 500)))
-    path = tmp_path / "t.csv.gz"
-    with gzip.open(path, "wt", compresslevel=1) as f:
-        f.write(",".join(f"c{i}" for i in range(500)) + "\n" + body * 16)
+    path = _digits_gz(tmp_path, 16)
     patch = "import sklearn_dppca._paths as p\np.CSV_BLOCK_COPIES = 1\n"
     out = subprocess.run([sys.executable, "-c", patch + _PEAK, str(path)],
                          check=True, capture_output=True, text=True).stdout
@@ -461,12 +467,7 @@ def test_the_rows_of_a_compressed_csv_are_counted_in_pieces(tmp_path):
 
     from .test_cli_dask import _PEAK
 
-    rng = np.random.default_rng(0)
-    body = "".join(",".join(map(str, r)) + "\n"
-                   for r in rng.integers(0, 10, (1000, 500)))
-    path = tmp_path / "t.csv.gz"
-    with gzip.open(path, "wt", compresslevel=1) as f:
-        f.write(",".join(f"c{i}" for i in range(500)) + "\n" + body * 48)
+    path = _digits_gz(tmp_path, 48)
     show = "\nprint(X.shape[0])"
     out = subprocess.run([sys.executable, "-c", _PEAK + show, str(path)],
                          check=True, capture_output=True, text=True).stdout
