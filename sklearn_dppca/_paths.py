@@ -687,12 +687,8 @@ class _PathMixin:
         """Read once the threads of ours a pass over in-memory rows runs in
         (:func:`~sklearn_dppca._stats.pass_threads`: public, the shape and
         BLAS's count), for the plan (:meth:`_gram_pass_matrices`) and for the
-        rows (``InMemoryRows.threads``), whose passes then run in at most as
-        many. BLAS's count, read again when a pass starts, may have grown
-        since: another fit's pass holds it at one while it runs
-        (``_SingleThreadedBlas``), and one that ended between this plan and
-        this fit's pass let it run in more threads than the plan counted,
-        a fit admitted under ``memory_limit`` exceeding it (mend 110)."""
+        rows (``InMemoryRows.threads``: BLAS's count, read again when a pass
+        starts, may have grown beyond the plan's; mend 110)."""
         self._pass_threads = None
         rows = _engine(engine)
         if not isinstance(rows, InMemoryRows):
