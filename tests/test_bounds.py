@@ -43,6 +43,8 @@ from sklearn_dppca.audit import (
 from sklearn_dppca.metrics import principal_angle_sin
 from sklearn_dppca.privacy import gdp_epsilon, gdp_mu
 
+from .test_matrix_free import traced_peak
+
 # Fits are seeded (never flaky); a seed warns that the fit is not private.
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
 
@@ -703,8 +705,6 @@ def test_dense_rows_far_from_the_origin_are_not_copied_beyond_the_memory_limit()
     on the noisy power path (review 71). Since mend 101 each pass centres
     the blocks it reads (MovedRows), a block a thread, which the plan counts:
     the fit stays within its plan, with the same release."""
-    import tracemalloc
-
     from sklearn_dppca._rows import InMemoryRows
 
     n, d = 6000, 500
@@ -714,13 +714,7 @@ def test_dense_rows_far_from_the_origin_are_not_copied_beyond_the_memory_limit()
         est = PrivatePCA(3, data_norm="auto", path="noisy_power",
                          svd_solver="randomized", epsilon=30, random_state=0,
                          accountant=BudgetAccountant(), memory_limit=limit)
-        tracemalloc.start()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            est.fit(X)
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-        return est, peak
+        return est, traced_peak(est, X)
 
     plan = PrivatePCA(3, data_norm="auto", path="noisy_power",
                       svd_solver="randomized", memory_limit=1e12)
@@ -737,26 +731,20 @@ def test_sparse_rows_far_from_the_origin_stay_sparse_within_the_memory_limit():
     far from the origin, after the charge, beyond memory_limit (review 53):
     where their dense blocks (mend 101: no copy) do not fit, the passes
     centre them instead, with the same release."""
-    import tracemalloc
-
     n, d = 20_000, 500
     S = sparse.random(n, d, density=0.01, format="csr", random_state=0) * 0.1
     X = sparse.hstack([sparse.csr_matrix(np.full((n, 1), 100.0)), S[:, 1:]],
                       format="csr")
 
-    def fit(**params):
+    def pca(**params):
         return PrivatePCA(5, data_norm="auto", epsilon=10.0, random_state=0,
-                          accountant=BudgetAccountant(), **params).fit(X)
+                          accountant=BudgetAccountant(), **params)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        moved = fit()
-        tracemalloc.start()
-        try:
-            kept = fit(memory_limit=120e6)
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
+        moved = pca().fit(X)
+    kept = pca(memory_limit=120e6)
+    peak = traced_peak(kept, X)
     assert peak < 0.75 * n * d * 8  # no dense copy (80 MB)
     np.testing.assert_allclose(kept.mean_, moved.mean_, atol=1e-9)
     assert principal_angle_sin(kept.components_, moved.components_) < 1e-4
@@ -765,7 +753,7 @@ def test_sparse_rows_far_from_the_origin_stay_sparse_within_the_memory_limit():
     X = X.astype(np.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        single = fit(memory_limit=120e6)
+        single = pca(memory_limit=120e6).fit(X)
     assert single.mean_[0] == pytest.approx(100.0, abs=0.01)
 
 

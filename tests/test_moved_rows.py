@@ -2,7 +2,6 @@
 the block it reads (:class:`~sklearn_dppca._moved.MovedRows`), never a
 copy of every row, and the release is the one the copy gave."""
 
-import tracemalloc
 import warnings
 
 import numpy as np
@@ -14,6 +13,8 @@ from sklearn_dppca import BudgetAccountant, CoherentPowerPCA, PrivatePCA
 from sklearn_dppca._moved import MovedRows
 from sklearn_dppca._rows import InMemoryRows
 from sklearn_dppca._stats import _dense
+
+from .test_matrix_free import traced_peak
 
 
 def _copied(engine, centre, threads=None):
@@ -96,13 +97,8 @@ def test_a_far_mean_makes_no_copy_of_the_rows():
     """At 2·10⁵ × 100 (160 MB) the whole copy was the fit's peak; moved by
     blocks it holds a 34 MB block a thread."""
     X = np.random.default_rng(0).normal(size=(200_000, 100)) + 100.0
-    tracemalloc.start()
-    try:
-        _quiet_fit(PrivatePCA(5, data_norm="auto", epsilon=1.0, random_state=0,
-                              accountant=BudgetAccountant()), X)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    peak = traced_peak(PrivatePCA(5, data_norm="auto", epsilon=1.0,
+                                  random_state=0, accountant=BudgetAccountant()), X)
     assert peak < 0.6 * X.nbytes  # a copy: 1.0 and more
 
 
@@ -139,13 +135,7 @@ def test_moved_rows_stay_within_the_plan_of_the_noisy_power_path():
         est = PrivatePCA(3, data_norm="auto", path="noisy_power",
                          svd_solver="randomized", epsilon=30, random_state=0,
                          accountant=BudgetAccountant(), memory_limit=limit)
-        tracemalloc.start()
-        try:
-            _quiet_fit(est, X)
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
-        return est, peak
+        return est, traced_peak(est, X)
 
     plan = PrivatePCA(3, data_norm="auto", path="noisy_power",
                       svd_solver="randomized", memory_limit=1e12)

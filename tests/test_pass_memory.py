@@ -13,6 +13,8 @@ from sklearn_dppca import CoherentPowerPCA, PrivatePCA
 from sklearn_dppca._rows import CentredRows, InMemoryRows
 from sklearn_dppca._stats import first_pass
 
+from .test_matrix_free import traced_peak
+
 _PEAK = """
 import json, re, sys, warnings
 import numpy as np
@@ -163,8 +165,6 @@ def test_a_threaded_gram_pass_peaks_within_its_plan(monkeypatch, name, data_norm
     as two in all (20 000 × 1 500 rows in eight threads peaked at 16.0 d²
     against a plan of 8.7; review 102). Eight threads, as BLAS would report
     on eight cores, on rows read in threads as 128 MiB or more are."""
-    import tracemalloc
-
     import sklearn_dppca
     from sklearn_dppca import BudgetAccountant, _paths, _stats
 
@@ -177,12 +177,7 @@ def test_a_threaded_gram_pass_peaks_within_its_plan(monkeypatch, name, data_norm
     est = getattr(sklearn_dppca, name)(5, data_norm=data_norm, epsilon=1.0,
                                        random_state=0, path="dense",
                                        accountant=BudgetAccountant())
-    tracemalloc.start()
-    try:
-        est.fit(X)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    peak = traced_peak(est, X)
     plan = est._memory_needed(n, d, "dense")
     assert est.path_ == "dense"
     assert peak > 10 * 8 * d * d  # most of the eight threads' matrices at once
@@ -199,8 +194,6 @@ def test_a_pass_runs_in_the_threads_its_plan_counted(monkeypatch, name, data_nor
     and ended. The pass runs in at most the threads the plan counted (the
     rows carry them, ``InMemoryRows.threads``), within the plan's memory:
     it ran in eight, the plan counting one (mend 110)."""
-    import tracemalloc
-
     import sklearn_dppca
     from sklearn_dppca import BudgetAccountant, _paths, _stats
 
@@ -228,12 +221,7 @@ def test_a_pass_runs_in_the_threads_its_plan_counted(monkeypatch, name, data_nor
         blas[0] = 8  # the other fit's pass ends: BLAS's own count again
 
     monkeypatch.setattr(est, "_plan_path", planned)
-    tracemalloc.start()
-    try:
-        est.fit(X)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    peak = traced_peak(est, X)
     blas[0] = 1  # the plan as it was made
     plan = est._memory_needed(n, d, "dense")
     assert est.path_ == "dense" and blas[0] == 1
