@@ -214,11 +214,11 @@ class _ChunkMap:
             return np.empty((0, self.width), dtype=self.dtype)
         out = self.steps.transform(block)
         if sparse.issparse(out) or len(getattr(out, "shape", ())) != 2 \
-                or out.shape[1] != self.width:
+                or out.shape[1] != self.width or out.shape[0] != block.shape[0]:
             raise ValueError(
                 "A step before the private estimator made rows of another "
-                "width or kind than its output on a row of zeros: not a fixed "
-                "map of each row.")
+                "number, width or kind than its output on a row of zeros: not "
+                "a fixed map of each row.")
         return np.asarray(out, dtype=self.dtype)  # pandas (set_output) too
 
 

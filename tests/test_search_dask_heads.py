@@ -227,3 +227,26 @@ def test_the_splits_check_is_linear_in_the_rows():
                        ([(train, np.r_[test, n])] + splits[1:], "outside")]:
         with pytest.raises(ValueError, match=match):
             _check_splits(bad, n)
+
+
+def _twice(rows):
+    return np.vstack([rows, rows])
+
+
+def test_a_step_that_changes_a_chunks_rows_fails_after_the_charge():
+    """A step before the private one that makes more (or fewer) rows of a
+    chunk than it reads is no fixed map of each row: the chunk's declared
+    rows (the fit's n) are not those read. It fails the charged search, as a
+    step of another width does; it was fitted on twice the rows, counted once
+    (twice the variance)."""
+    from sklearn.preprocessing import FunctionTransformer
+
+    X = da.from_array(_rows(), chunks=(CHUNK, D))
+    budget = BudgetAccountant()
+    search = PrivateGridSearchCV(
+        make_pipeline(FunctionTransformer(_twice), PrivatePCA(data_norm=5.0)),
+        {"privatepca__n_components": [2]}, epsilon=1.0, cv=2, accountant=budget)
+    with pytest.raises(ValueError, match="another number.*budget of this search "
+                                         "was spent"):
+        search.fit(X)
+    assert budget.n_charges == 1
