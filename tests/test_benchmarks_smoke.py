@@ -473,6 +473,20 @@ def test_coherent_wide_runs_every_fit():
     assert rows[1][4] in ("power", "init", "fallback")
 
 
+
+def test_sparse_paths_runs_each_fit():
+    """benchmarks/bench_sparse_paths.py (mend 111): each fit on the planted
+    topics at a smoke size, on the path it names, sin θ in [0, 1]."""
+    bench = pytest.importorskip("bench_sparse_paths")
+    rows = list(bench.run(*bench.TINY, [0], ks=(10,), epsilons=(3.0,)))
+    assert [row["fit"] for row in rows] == list(bench.FITS)
+    assert [row["path"] for row in rows] == ["matrix_free", "noisy_power",
+                                             "noisy_power"]
+    assert all(0.0 <= row["sin"] <= 1.0 for row in rows)
+    X, data_norm = bench.make_rows(200, 600, 10, 0)
+    assert X.shape == (200, 600) and data_norm == math.sqrt(10)
+    assert X.getnnz(axis=1).max() <= 10 and set(X.data) == {1.0}
+
 # --- benchmarks/bench_frontier.py: n close to d (issue 34) ------------------
 def test_adaptive_oja_noise_and_radius_match_their_sensitivities():
     """The reconstructed peer: on all-zero rows its gradient is its noise,
