@@ -222,3 +222,29 @@ def test_a_sparse_fit_never_densifies_its_rows():
     X = sparse.random(2000, 30_000, density=0.002, format="csr",
                       random_state=np.random.default_rng(0))
     assert traced_peak(npm(3, epsilon=1.0, data_norm=0.5, random_state=0), X) < 60e6
+
+
+def test_auto_keeps_the_matrix_free_path_on_sparse_wide_rows():
+    """Mend 111: on CSR 10⁵ × 2·10⁴ rows ``path="auto"`` keeps the
+    matrix-free path while the kernel's blocks fit in their cache (an eighth
+    of ``memory_limit``), although the noisy power path takes less memory:
+    on sparse rows with planted topics the noisy power method was a random
+    subspace wherever the matrix-free release was informative
+    (docs/scaling.rst, "What the targets say"). Under eight times the
+    kernel's bytes ``"auto"`` takes the noisy power method, and
+    ``path="matrix_free"`` keeps its path there. Plans only, public values."""
+    from sklearn_dppca._rows import InMemoryRows
+
+    n, d = 100_000, 20_000
+    rows = InMemoryRows(sparse.csr_matrix((0, d)))
+    under = 0.99 * 8 * kernel_bytes(d)
+    for k, eps in [(10, 1.0), (50, 3.0)]:
+        def plan(path, limit):
+            est = PrivatePCA(k, epsilon=eps, data_norm=1.0, path=path,
+                             memory_limit=limit)
+            est._plan_path(n, d, rows)
+            return est._fit_path
+
+        assert plan("auto", 20e9) == "matrix_free"
+        assert plan("auto", under) == "noisy_power"
+        assert plan("matrix_free", under) == "matrix_free"
