@@ -42,6 +42,7 @@ from ._dask import (
     reporting_partitions,
     saturate_big_numbers,
 )
+from ._dask_memory import chunk_bytes, chunked_partials, read_base, worker_room
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
 from ._fit_guards import (
     _all_or_nothing,
@@ -51,14 +52,7 @@ from ._fit_guards import (
 )
 from ._norm_plan import MIN_DATA_NORM, PILOT_MISS
 from ._norm_plan import PARAMETER_CONSTRAINTS as _BOUND_CONSTRAINTS
-from ._paths import (
-    TRUNCATED_SOLVERS,
-    _PathMixin,
-    chunk_bytes,
-    chunked_partials,
-    read_base,
-    worker_room,
-)
+from ._paths import TRUNCATED_SOLVERS, _PathMixin
 from ._pca_model import _PCAModelMixin, map_non_finite
 from ._released import (
     SolverParameterWarning,
@@ -496,7 +490,7 @@ class _BasePrivatePCA(
         rows, the dense copy that ``bounds`` make when their box moves zeros
         (centred on a midpoint that is not 0, or not holding 0); a Dask
         array's chunks that the threads of this process hold while they read
-        them (:func:`~sklearn_dppca._paths.chunk_bytes`). Public: the
+        them (:func:`~sklearn_dppca._dask_memory.chunk_bytes`). Public: the
         parameters, the box, the kind of input and its chunks."""
         size, text = self._copies_of_rows(n_samples, n_features, _engine(engine))
         converted = getattr(self, "_input_copy", 0)

@@ -54,7 +54,13 @@ from ._cli_io import (
     wider_rows,
 )
 from ._dask import partition_lengths
-from ._paths import CSV_BLOCK, CSV_FILE_READ, CSV_READ, PARQUET_READ, SLICE_ENTRIES
+from ._dask_memory import (
+    CSV_BLOCK,
+    CSV_FILE_READ,
+    CSV_READ,
+    PARQUET_READ,
+    SLICE_ENTRIES,
+)
 from ._warning_rules import private_computation
 
 #: The messages of the fit's own finiteness check (and of :func:`_checked`).
@@ -393,7 +399,7 @@ class LazyTable:
     def file_rows(self, names):
         """The rows of each file, where Dask reads each as one partition (a
         compressed CSV file), counted by pieces of about
-        :data:`~sklearn_dppca._paths.CSV_BLOCK` float64 entries
+        :data:`~sklearn_dppca._dask_memory.CSV_BLOCK` float64 entries
         (:func:`_csv_file_rows`); else ``True``: Dask counts them (blocks
         of bytes, Parquet footers: :func:`partition_lengths`)."""
         if self.kind != "csv" or self.cut_by_bytes:

@@ -6,7 +6,7 @@ statistic is computed chunk by chunk of rows, with the same NumPy code as for
 an in-memory array, and summed by a tree reduction on whatever scheduler is
 active (threads, processes, ``dask.distributed``): a few chunks plus O(d²)
 sit in one process, and on many rows the first rows' chunks, kept where they
-fit (:func:`~sklearn_dppca._paths.kept_rows`). The noise is added once, on the
+fit (:func:`~sklearn_dppca._dask_memory.kept_rows`). The noise is added once, on the
 driver, after the reduction, from the fit's one generator — so a Dask fit
 releases the same noise as a NumPy fit with the same seed, and equal results
 up to float round-off.
@@ -738,9 +738,9 @@ class ChunkedRows:
     @functools.cached_property
     def held_by_workers(self):
         """Whether a cluster's workers already hold the chunks
-        (:func:`~sklearn_dppca._paths.held_by_workers`): read from the whole
+        (:func:`~sklearn_dppca._dask_memory.held_by_workers`): read from the whole
         graph once, though a search's plan asks at every fit size."""
-        from ._paths import held_by_workers
+        from ._dask_memory import held_by_workers
 
         return held_by_workers(self.X)
 

@@ -19,7 +19,7 @@ from sklearn.pipeline import Pipeline
 from . import _array_api
 from ._array_api import ArrayAPIRows
 from ._dask import ChunkedRows, has_sparse_chunks, is_dask_collection
-from ._paths import HEADS_MAP
+from ._dask_memory import HEADS_MAP
 from ._public_encoders import encoded_width
 from ._rows import InMemoryRows
 from ._warning_rules import private_computation

@@ -775,9 +775,9 @@ import re, sys
 import dask, dask.array, dask.dataframe, pandas, pyarrow.parquet
 from sklearn_dppca._cli_dask import LazyMatrix, LazyTable
 from sklearn_dppca._dask import ChunkedRows
-from sklearn_dppca._paths import chunk_bytes
+from sklearn_dppca._dask_memory import chunk_bytes
 try:
-    from sklearn_dppca._paths import read_base
+    from sklearn_dppca._dask_memory import read_base
 except ImportError:  # before review 69 F2's mend
     read_base = lambda X: 0
 def reset():

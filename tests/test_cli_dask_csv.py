@@ -448,7 +448,7 @@ def test_a_compressed_csv_read_whole_holds_what_the_plan_counts(tmp_path):
     from .test_cli_dask import _PEAK
 
     path = _digits_gz(tmp_path, 16)
-    patch = "import sklearn_dppca._paths as p\np.CSV_BLOCK_COPIES = 1\n"
+    patch = "import sklearn_dppca._dask_memory as p\np.CSV_BLOCK_COPIES = 1\n"
     out = subprocess.run([sys.executable, "-c", patch + _PEAK, str(path)],
                          check=True, capture_output=True, text=True).stdout
     _, read, plan = (int(v) for v in out.split())

@@ -672,13 +672,13 @@ def test_the_workers_memory_is_checked_before_the_charge(monkeypatch):
     ``memory_limit`` (public, from the scheduler) is now compared before
     the data is read: a forced dense path is refused uncharged, ``"auto"``
     takes the matrix-free path; in-process workers count as local threads."""
-    from sklearn_dppca import BudgetAccountant, _dask, _paths
+    from sklearn_dppca import BudgetAccountant, _dask, _dask_memory
     from sklearn_dppca._dask import ChunkedRows
 
     X, _ = make_planted(n=600, d=1500, seed=1)
     lazy = da.from_array(X, chunks=(300, 1500))
     small = {"tcp://10.0.0.1:1": (2, 400 * 2**20), "tcp://10.0.0.2:1": (1, 2**33)}
-    monkeypatch.setattr(_paths, "cluster_workers", lambda: small)
+    monkeypatch.setattr(_dask_memory, "cluster_workers", lambda: small)
     budget = BudgetAccountant()
     with pytest.raises(MemoryError, match="on each Dask worker .*path='matrix_free'"):
         PrivatePCA(10, data_norm=3.0, path="dense", accountant=budget).fit(lazy)
@@ -692,13 +692,13 @@ def test_the_workers_memory_is_checked_before_the_charge(monkeypatch):
         return probe._fit_path
 
     large = {address: (1, 2**33) for address in small}
-    monkeypatch.setattr(_paths, "cluster_workers", lambda: large)
+    monkeypatch.setattr(_dask_memory, "cluster_workers", lambda: large)
     assert planned(lazy) == "dense"
     # the partial sums a worker holds grow with the levels of the tree over
     # the chunks (review 46: 8-14 matrices at 64 chunks, where 2 were
     # counted): workers with room for two chunks' tree are short for 300's
     enough = {address: (1, 560 * 2**20) for address in small}
-    monkeypatch.setattr(_paths, "cluster_workers", lambda: enough)
+    monkeypatch.setattr(_dask_memory, "cluster_workers", lambda: enough)
     assert planned(lazy) == "dense"
     assert planned(lazy.rechunk((2, 1500))) == "matrix_free"
     monkeypatch.undo()
@@ -706,10 +706,11 @@ def test_the_workers_memory_is_checked_before_the_charge(monkeypatch):
                                   dashboard_address=":0") as cluster, \
             distributed.Client(cluster):
         assert _dask.local_threads() == 2  # the workers are this process's threads
-        assert _paths.chunked_partials(ChunkedRows(lazy)) == 10.0
+        assert _dask_memory.chunked_partials(ChunkedRows(lazy)) == 10.0
         held = lazy.persist()
-        assert _paths.held_by_workers(held) and _paths.held_by_workers(held[::2] + 1)
-        assert not _paths.held_by_workers(lazy)
+        assert _dask_memory.held_by_workers(held)
+        assert _dask_memory.held_by_workers(held[::2] + 1)
+        assert not _dask_memory.held_by_workers(lazy)
 
 
 def test_a_partition_with_a_text_cell_is_refused_without_quoting_it():
