@@ -73,10 +73,8 @@ from ._spectrum import (
     top_eigenpairs,
     unit_squares,
 )
-from ._stats import (
-    add_outer,
-    wide,
-)
+from ._stats import add_outer
+from ._threads import wide
 from .noise import (
     dense_noise,
     make_generator,

@@ -16,7 +16,8 @@ import numpy as np
 
 from ._base import budget_shares
 from ._paths import PASS_PARTS, PASS_PRODUCTS, SOLVER_BLOCKS, auto_solver
-from ._stats import _block_rows, blas_threads
+from ._stats import _block_rows
+from ._threads import blas_threads
 from .privacy import DEFAULT_ORDERS, gdp_mu, rdp_to_epsilon, repeated_rdp
 
 #: Smallest ``clip_radius``: the power step's noise ``Δ R`` stays a normal

@@ -38,12 +38,12 @@ from ._accounting import saturating_float
 from ._rows import CentredRows, summed_entries
 from ._stats import (
     centred_sums,
-    chunk_task,
     max_row_norm,
     row_sq_norms,
     weighted_gram,
 )
 from ._stats import clipped_sum as _stats_clipped_sum
+from ._threads import chunk_task
 from ._warning_rules import private_computation
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.utils._param_validation import InvalidParameterError
 
 from ._accounting import beyond_float
-from ._stats import _SINGLE_THREADED_BLAS
+from ._threads import _SINGLE_THREADED_BLAS
 
 
 def _all_or_nothing(fit):

@@ -14,7 +14,7 @@ from ._releases import PRODUCTS, Release
 from ._reported import _engine
 from ._rows import ImplicitScatter
 from ._spectrum import solver_products
-from ._stats import kernel_threads
+from ._threads import kernel_threads
 from .noise import ImplicitGOE, ImplicitGUE, dense_noise, noise_scale
 
 

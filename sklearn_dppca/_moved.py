@@ -36,7 +36,7 @@ class MovedRows:
     that would read it whole (``np.asarray``) is refused.
 
     The passes hold a block of it at a time, a float64 block a thread, in
-    at most ``threads`` threads (``_stats._n_threads``): as many blocks as
+    at most ``threads`` threads (``_threads._n_threads``): as many blocks as
     the memory plan counts
     (:meth:`~sklearn_dppca._paths._PathMixin._moved_threads`).
 

@@ -22,13 +22,8 @@ from ._dask_memory import WORKER_BASE, WORKER_MATRICES, kept_rows
 from ._norm_plan import DEFAULT_NORM_RANGE, bin_count
 from ._reported import _engine
 from ._rows import SPARSE_THREADS_MIN_ENTRIES, InMemoryRows
-from ._stats import (
-    SPARSE_BLOCK_ENTRIES,
-    _block_rows,
-    blas_threads,
-    kernel_threads,
-    pass_threads,
-)
+from ._stats import SPARSE_BLOCK_ENTRIES, _block_rows
+from ._threads import blas_threads, kernel_threads, pass_threads
 from .noise import _BLOCK_ENTRIES, IMPLICIT_BLOCK, kernel_bytes
 
 #: Share of the machine's memory that a fit may take with
@@ -441,7 +436,7 @@ class _PathMixin:
         """The dense path's d × d matrices in its passes over the rows, in
         units of 8 d² bytes: two (the raw Gram matrix and a product, then
         the raw and the centred one), two a thread where in-memory rows are
-        read in threads of ours (:func:`~sklearn_dppca._stats.pass_threads`:
+        read in threads of ours (:func:`~sklearn_dppca._threads.pass_threads`:
         each thread of the first pass sums its own raw Gram matrix with a
         product buffer, as does each thread of the weighted pass that
         ``data_norm="auto"`` runs; the clipped rows' corrections, one matrix
@@ -458,7 +453,7 @@ class _PathMixin:
 
     def _plan_pass_threads(self, n_samples, n_features, engine):
         """Read once the threads of ours a pass over in-memory rows runs in
-        (:func:`~sklearn_dppca._stats.pass_threads`: public, the shape and
+        (:func:`~sklearn_dppca._threads.pass_threads`: public, the shape and
         BLAS's count), for the plan (:meth:`_gram_pass_matrices`) and for the
         rows (``InMemoryRows.threads``: BLAS's count, read again when a pass
         starts, may have grown beyond the plan's; mend 110)."""

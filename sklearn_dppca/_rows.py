@@ -26,12 +26,10 @@ except ImportError:  # pragma: no cover - a SciPy without it: by bands
 from ._blocks import block_ranges, read_block
 from ._stats import (
     _SCAN_BYTES,
-    _SINGLE_THREADED_BLAS,
     _clip_scales,
     _ranges,
     _rescaled_norms,
     add_outer,
-    blas_threads,
     centred_sums,
     clipped_gram,
     clipped_sum,
@@ -42,6 +40,7 @@ from ._stats import (
     row_sq_norms,
     unit_direction,
 )
+from ._threads import _SINGLE_THREADED_BLAS, blas_threads
 
 
 class CentredRows:
@@ -447,7 +446,7 @@ class InMemoryRows:
     ``rows`` for the centred, clipped rows.
 
     ``threads``: the most threads of ours a pass over the rows runs in (the
-    count :func:`~sklearn_dppca._stats.pass_threads` gave the fit's memory
+    count :func:`~sklearn_dppca._threads.pass_threads` gave the fit's memory
     plan, recorded with it: ``_plan_path``), or None for no cap. BLAS's
     count, read again when the pass starts, may have grown since (another
     fit's pass, which held it at one, ended): the pass never runs in more

@@ -166,14 +166,14 @@ def test_a_threaded_gram_pass_peaks_within_its_plan(monkeypatch, name, data_norm
     against a plan of 8.7; review 102). Eight threads, as BLAS would report
     on eight cores, on rows read in threads as 128 MiB or more are."""
     import sklearn_dppca
-    from sklearn_dppca import BudgetAccountant, _paths, _stats
+    from sklearn_dppca import BudgetAccountant, _paths, _threads
 
-    monkeypatch.setattr(_stats, "blas_threads", lambda: 8)
+    monkeypatch.setattr(_threads, "blas_threads", lambda: 8)
     monkeypatch.setattr(_paths, "blas_threads", lambda: 8)
-    monkeypatch.setattr(_stats, "_MIN_PARALLEL_BYTES", 1)
+    monkeypatch.setattr(_threads, "_MIN_PARALLEL_BYTES", 1)
     n, d = 1600, 800
     X = np.random.default_rng(0).normal(size=(n, d)) / np.sqrt(d)  # norms near 1
-    assert _stats._n_threads(X) == 8
+    assert _threads._n_threads(X) == 8
     est = getattr(sklearn_dppca, name)(5, data_norm=data_norm, epsilon=1.0,
                                        random_state=0, path="dense",
                                        accountant=BudgetAccountant())
@@ -195,12 +195,12 @@ def test_a_pass_runs_in_the_threads_its_plan_counted(monkeypatch, name, data_nor
     rows carry them, ``InMemoryRows.threads``), within the plan's memory:
     it ran in eight, the plan counting one (mend 110)."""
     import sklearn_dppca
-    from sklearn_dppca import BudgetAccountant, _paths, _stats
+    from sklearn_dppca import BudgetAccountant, _paths, _stats, _threads
 
     blas = [1]  # one while the fit is planned, eight once it is
-    monkeypatch.setattr(_stats, "blas_threads", lambda: blas[0])
+    monkeypatch.setattr(_threads, "blas_threads", lambda: blas[0])
     monkeypatch.setattr(_paths, "blas_threads", lambda: blas[0])
-    monkeypatch.setattr(_stats, "_MIN_PARALLEL_BYTES", 1)
+    monkeypatch.setattr(_threads, "_MIN_PARALLEL_BYTES", 1)
     ran = []
     map_ranges = _stats._map_ranges
 
@@ -233,20 +233,20 @@ def test_rows_made_from_planned_rows_keep_their_threads(monkeypatch):
     """The rows a fit makes from its planned rows after the plan (the first
     rows, rows moved to a far mean, rows mapped into a box) keep the threads
     the plan counted, and their passes run in at most that many (mend 110)."""
-    from sklearn_dppca import _stats
+    from sklearn_dppca import _stats, _threads
     from sklearn_dppca._bounds import _box_rows
     from sklearn_dppca._moved import moved_in_memory
 
-    monkeypatch.setattr(_stats, "blas_threads", lambda: 8)
-    monkeypatch.setattr(_stats, "_MIN_PARALLEL_BYTES", 1)
+    monkeypatch.setattr(_threads, "blas_threads", lambda: 8)
+    monkeypatch.setattr(_threads, "_MIN_PARALLEL_BYTES", 1)
     X = np.random.default_rng(0).normal(size=(400, 20))
     rows = InMemoryRows(X, threads=2)
     d = X.shape[1]
     made = [rows.head(300), moved_in_memory(rows, np.ones(d), threads=8),
             _box_rows(rows, -np.ones(d), np.ones(d), np.zeros(d))]
     assert [r.threads for r in made] == [2, 2, 2]
-    assert _stats._n_threads(X) == 8
-    assert [_stats._n_threads(r.X, r.threads) for r in made] == [2, 2, 2]
+    assert _threads._n_threads(X) == 8
+    assert [_threads._n_threads(r.X, r.threads) for r in made] == [2, 2, 2]
     ran = []
     map_ranges = _stats._map_ranges
     monkeypatch.setattr(_stats, "_map_ranges", lambda f, n, t: (

@@ -8,7 +8,7 @@ import pytest
 from scipy import sparse
 from threadpoolctl import threadpool_info
 
-from sklearn_dppca import _stats
+from sklearn_dppca import _stats, _threads
 from sklearn_dppca._stats import (
     clipped_gram,
     clipped_sum,
@@ -103,6 +103,7 @@ def small_blocks(monkeypatch):
     """
     import sklearn_dppca._blocks as blocks
     import sklearn_dppca._stats as stats
+    import sklearn_dppca._threads as threads
 
     for module in (stats, blocks):  # the blocks' sizes live in _blocks
         monkeypatch.setattr(module, "_BLOCK_BYTES", 64 * 8 * 7)
@@ -110,9 +111,9 @@ def small_blocks(monkeypatch):
     monkeypatch.setattr(stats, "_SCAN_BYTES", 16 * 8 * 7)
     monkeypatch.setattr(stats, "_RUN_BYTES", 100 * 8 * 7)
     monkeypatch.setattr(stats, "_RUN_ROWS_PER_FEATURE", 1)
-    monkeypatch.setattr(stats, "_MIN_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(threads, "_MIN_PARALLEL_BYTES", 0)
     monkeypatch.setattr(stats, "_MIN_CORRECTION_ROWS", 5)
-    monkeypatch.setattr(stats._SINGLE_THREADED_BLAS, "n_threads", lambda: 3)
+    monkeypatch.setattr(threads._SINGLE_THREADED_BLAS, "n_threads", lambda: 3)
 
 
 @pytest.mark.parametrize("layout", ["C", "F", "float32", "csr"])
@@ -193,18 +194,18 @@ def test_a_dask_chunks_pass_runs_in_its_task_alone(monkeypatch):
 
     from sklearn_dppca import BudgetAccountant, PrivatePCA
 
-    monkeypatch.setattr(_stats, "blas_threads", lambda: 4)
-    monkeypatch.setattr(_stats, "_MIN_PARALLEL_BYTES", 1)
+    monkeypatch.setattr(_threads, "blas_threads", lambda: 4)
+    monkeypatch.setattr(_threads, "_MIN_PARALLEL_BYTES", 1)
     seen = []
     mapped = _stats._map_ranges
 
     def spy(function, n_rows, n_threads):
-        seen.append((_stats._IN_CHUNK_TASK.get(), n_threads))
+        seen.append((_threads._IN_CHUNK_TASK.get(), n_threads))
         return mapped(function, n_rows, n_threads)
 
     monkeypatch.setattr(_stats, "_map_ranges", spy)
     X = np.random.default_rng(0).normal(size=(4000, 60)).astype(np.float32) / 10
-    assert _stats._n_threads(X) == 4  # in memory: threads of ours
+    assert _threads._n_threads(X) == 4  # in memory: threads of ours
     chunked = da.from_array(X, chunks=(1000, 60))
     with dask.config.set(scheduler="threads", num_workers=2):
         PrivatePCA(3, data_norm=1.0, random_state=0, path="dense",
@@ -244,7 +245,7 @@ def test_overlapping_blas_limits_end_with_the_last():
     """A fit that ends while another still runs leaves BLAS single-threaded; the
     last one out restores the original thread counts (not the limited ones it
     found on entering)."""
-    from sklearn_dppca._stats import _SINGLE_THREADED_BLAS as single
+    from sklearn_dppca._threads import _SINGLE_THREADED_BLAS as single
 
     before = _blas_threads()
     with single:
@@ -509,6 +510,6 @@ def test_an_interrupted_blas_limit_heals(small_blocks, data, monkeypatch, caller
     before = _blas_threads()
     with pytest.raises(KeyboardInterrupt), interrupted_at("set_num_threads", caller):
         first_pass(data, 3.0)
-    monkeypatch.delattr(_stats._SINGLE_THREADED_BLAS, "n_threads")  # the real one
-    assert _stats.blas_threads() == min(before)
+    monkeypatch.delattr(_threads._SINGLE_THREADED_BLAS, "n_threads")  # the real one
+    assert _threads.blas_threads() == min(before)
     assert _blas_threads() == before
