@@ -466,7 +466,7 @@ class _BasePrivatePCA(
         self._rows_in_memory = isinstance(_engine(engine), InMemoryRows)
         X = _engine(engine).X
         self._sparse_rows = self._rows_in_memory and sparse.issparse(X)
-        self._plan_pass_threads(n_samples, n_features, engine)
+        self._plan_threads(n_samples, n_features, engine)
         # dense rows read as copies a block at a time (float32, another
         # layout): a float64 block each thread
         self._block_copies = self._rows_in_memory and isinstance(X, np.ndarray) \

@@ -17,7 +17,6 @@ import numpy as np
 from ._base import budget_shares
 from ._paths import PASS_PARTS, PASS_PRODUCTS, SOLVER_BLOCKS, auto_solver
 from ._stats import _block_rows
-from ._threads import blas_threads
 from .privacy import DEFAULT_ORDERS, gdp_mu, rdp_to_epsilon, repeated_rdp
 
 #: Smallest ``clip_radius``: the power step's noise ``Δ R`` stays a normal
@@ -308,11 +307,11 @@ def repetition_batch(n_samples, n_features, k):
 ITERATION_ARRAYS = 8
 
 
-def dense_matrices(mode, n_samples, n_features, n_components, threads=None):
+def dense_matrices(mode, n_samples, n_features, n_components, threads):
     r"""The dense path's arrays from its release on, at their peak, in units
     of :math:`8 d^2` bytes, beside the pass's blocks of rows and the noise's
     (the base's plan): public values only (the mode, the shape,
-    ``n_components``, the threads of a pass: ``threads``, or BLAS's).
+    ``n_components``, the threads of a pass: ``threads``, the plan's).
 
     Each phase holds the Gram matrix :math:`G` and the release :math:`\hat M`
     (the fallback's combination :math:`\hat M_2` in its place from the
@@ -349,7 +348,6 @@ def dense_matrices(mode, n_samples, n_features, n_components, threads=None):
     solve = 4.0 if full else SOLVER_BLOCKS * x
     phases = [2.0 + solve, 2.0 + 2.0 * vectors + 6.0 * y + 2.0 * y * y]
     if k < d:  # the power iterations (none where every direction is kept)
-        threads = blas_threads() if threads is None else threads
         blocks = min(n_samples, _block_rows(d) * threads) / d  # the threads' rows
         arrays = (1.0 + ITERATION_ARRAYS  # and init_components_
                   + threads * PASS_PARTS + PASS_PRODUCTS * blocks)

@@ -12,7 +12,7 @@ from ._dask import ChunkedRows
 from ._paths import matrix_free_faster
 from ._releases import PRODUCTS, Release
 from ._reported import _engine
-from ._rows import ImplicitScatter
+from ._rows import ImplicitScatter, sparse_row_jobs
 from ._spectrum import solver_products
 from ._threads import kernel_threads
 from .noise import ImplicitGOE, ImplicitGUE, dense_noise, noise_scale
@@ -157,8 +157,10 @@ class _MatrixFreeMixin:
         d = self.n_features_in_
         sigma = self._covariance_sigma(rows, plan)
         kernel = ImplicitGUE if self._hermitian_noise else ImplicitGOE
-        noise = kernel(rng, d, sigma, n_threads=kernel_threads(d),
+        cores = self._planned_cores()  # the threads the plan counted
+        noise = kernel(rng, d, sigma, n_threads=kernel_threads(d, cores),
                        cache_bytes=self._kernel_cache(d))
         exact_trace = rows.data_norm**2 * rows.sq_norm_sum()
         trace = self._released_trace(exact_trace, sigma, rng)
-        return ImplicitScatter(rows, noise, exact_trace), sigma, trace
+        return (ImplicitScatter(rows, noise, exact_trace,
+                                sparse_row_jobs(rows, cores)), sigma, trace)

@@ -317,7 +317,7 @@ class _PathMixin:
             bins = bin_count(low, high)
         except (TypeError, ValueError, ArithmeticError):  # refused by the plan
             return 0
-        threads = 1 if getattr(self, "_rows_in_memory", True) else blas_threads()
+        threads = 1 if getattr(self, "_rows_in_memory", True) else self._planned_cores()
         return 6 * 8 * bins * d * threads
 
     def _jobs(self, n_samples, n_features):
@@ -329,13 +329,13 @@ class _PathMixin:
         else one; at most one a block of dense rows (the slots are made as
         the blocks need them). A Dask array's pass: BLAS's count."""
         if not getattr(self, "_rows_in_memory", True):
-            return blas_threads()
+            return self._planned_cores()
         sparse_rows = getattr(self, "_sparse_rows", False)
         if hasattr(self, "n_jobs"):  # 0: refused with the parameters; a plan
             # asked for before they are validated counts it as one thread
             threads = effective_n_jobs(self.n_jobs) if self.n_jobs != 0 else 1
         elif sparse_rows and n_samples * n_features >= SPARSE_THREADS_MIN_ENTRIES:
-            threads = blas_threads()
+            threads = self._planned_cores()  # sparse_row_jobs' count
         else:
             threads = 1
         if not sparse_rows:
@@ -365,7 +365,7 @@ class _PathMixin:
         (10 000 × 2 000, ``k = 400``: 113 MB, 147 with them on two cores)."""
         jobs = self._jobs(n_samples, n_features)
         if getattr(self, "_fit_path", "dense") == "dense":
-            return max(blas_threads(), jobs)
+            return max(self._planned_cores(), jobs)
         return jobs
 
     def _moved_bytes(self, n_samples, n_features):
@@ -388,12 +388,13 @@ class _PathMixin:
     def _arrays_needed(self, n_samples, d, path):
         """:meth:`_memory_needed` less the vectors of the rows."""
         block = min(n_samples, _block_rows(d))
+        cores = self._planned_cores()
         if path != "dense":
             p = self._block_columns(n_samples, d)
             threads = self._jobs(n_samples, d)
             # a block's float64 copy a thread (float32 or F-ordered rows, or
             # rows moved to a far private mean)
-            copies = max(blas_threads(), threads) if getattr(
+            copies = max(cores, threads) if getattr(
                 self, "_block_copies", False) else (
                 threads if self._moves_rows() else 1)
             # each thread of a pass: its block's products and its part
@@ -405,11 +406,11 @@ class _PathMixin:
             # their arrays (CentredRows._threaded); now 11.5 against 13.7, and
             # 18.0 against 24.7 (n_jobs=4: 29.8 against 39.5)
             rows = PASS_PRODUCTS * min(n_samples, block * threads) * p + (
-                self._sparse_blocks(block, d) * blas_threads() or block * d * copies)
+                self._sparse_blocks(block, d) * cores or block * d * copies)
             parts = 8 * PASS_PARTS * d * p * threads
             if path == "noisy_power":  # V, the products, Y, its noise, its SVD
                 return 8 * (8 * d * p + rows) + parts
-            threads = kernel_threads(d)
+            threads = kernel_threads(d, cores)
             kernel = min(IMPLICIT_BLOCK, d) ** 2
             if self._hermitian_noise:  # complex blocks: [V_r, V_i] for every product
                 p *= 2
@@ -424,9 +425,9 @@ class _PathMixin:
         # the Gram pass's blocks in BLAS's threads; CoherentPowerPCA's passes
         # copy a block a thread of theirs (float32 or F-ordered rows, or rows
         # moved to a far private mean)
-        copies = max(blas_threads(), self._jobs(n_samples, d) if getattr(
+        copies = max(cores, self._jobs(n_samples, d) if getattr(
             self, "_block_copies", False) or self._moves_rows() else 1)
-        rows = (self._sparse_blocks(block, d) * blas_threads()
+        rows = (self._sparse_blocks(block, d) * cores
                 or d * min(n_samples, _block_rows(d) * copies))
         noise = 3 * min(d * d, _BLOCK_ENTRIES + d)
         return 8 * (d * d * (max(self._gram_pass_matrices(n_samples, d), release)
@@ -443,28 +444,35 @@ class _PathMixin:
         a thread beside the raw and the centred ones, fit within). Counted
         as two in all, 20 000 × 1 500 rows in eight threads peaked at
         16.0 d² against a plan of 8.7 (review 102). The fit's plan counts the
-        threads :meth:`_plan_pass_threads` read once and gave its rows."""
+        threads of :meth:`_planned_cores`, which its rows carry."""
         if not getattr(self, "_rows_in_memory", True):
             return 2
-        planned = getattr(self, "_pass_threads", None)
-        if planned is not None and planned[0] == (n_samples, d):
-            return 2 * planned[1]
-        return 2 * pass_threads(n_samples, d, getattr(self, "_sparse_rows", False))
+        return 2 * pass_threads(n_samples, d, getattr(self, "_sparse_rows", False),
+                                self._planned_cores())
 
-    def _plan_pass_threads(self, n_samples, n_features, engine):
-        """Read once the threads of ours a pass over in-memory rows runs in
-        (:func:`~sklearn_dppca._threads.pass_threads`: public, the shape and
-        BLAS's count), for the plan (:meth:`_gram_pass_matrices`) and for the
-        rows (``InMemoryRows.threads``: BLAS's count, read again when a pass
-        starts, may have grown beyond the plan's; mend 110)."""
-        self._pass_threads = None
+    def _planned_cores(self):
+        """The cores the fit may use: BLAS's count (its limit respected),
+        read once by the plan (:meth:`_plan_threads`) and used by every plan
+        term and every pass that runs threads (the first pass's, sparse
+        rows' product passes, the implicit kernel's draws), so that no pass
+        runs in more threads than the plan counted; read now for a plan
+        asked outside a fit."""
+        cores = getattr(self, "_cores", None)
+        return blas_threads() if cores is None else cores
+
+    def _plan_threads(self, n_samples, n_features, engine):
+        """Read BLAS's count once for the fit (:meth:`_planned_cores`), and
+        give in-memory rows the threads of ours their passes run in
+        (:func:`~sklearn_dppca._threads.pass_threads` of it: public, the
+        shape and that count; ``InMemoryRows.threads``): BLAS's count, read
+        again later, may have grown beyond the plan's (another fit's pass,
+        which held it at one, ended; mend 110)."""
+        self._cores = blas_threads()
         rows = _engine(engine)
-        if not isinstance(rows, InMemoryRows):
-            return
-        threads = pass_threads(n_samples, n_features,
-                               getattr(self, "_sparse_rows", False))
-        self._pass_threads = ((n_samples, n_features), threads)
-        rows.threads = threads
+        if isinstance(rows, InMemoryRows):
+            rows.threads = pass_threads(n_samples, n_features,
+                                        getattr(self, "_sparse_rows", False),
+                                        self._cores)
 
     def _dense_release(self, n_samples, d):
         """The dense path's matrices from its release on, at their peak, in

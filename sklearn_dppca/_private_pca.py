@@ -415,7 +415,7 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
         passes = self._noisy_power_passes(n, d)
         power = noisy_power(rows, d, self._block_columns(n, d), passes,
                             plan.mus["covariance"], rng, rows.data_norm**2,
-                            n_jobs=sparse_row_jobs(rows))
+                            n_jobs=sparse_row_jobs(rows, self._planned_cores()))
         vectors, values = power.basis[:, :k], power.values[:k]
         spectrum = noisy_power_spectrum(values, power.trace, min(n, d), n - 1,
                                         power.resolved(k))

@@ -545,15 +545,16 @@ def scatter_products(rows, W, n_jobs=None):
 SPARSE_THREADS_MIN_ENTRIES = 4e8
 
 
-def sparse_row_jobs(rows):
+def sparse_row_jobs(rows, cores=None):
     """Threads for a pass of products over in-memory sparse ``rows`` of at
     least :data:`SPARSE_THREADS_MIN_ENTRIES` entries (``n d``): as many as
-    BLAS would use (its limit respected), since SciPy's sparse products run
+    BLAS would use (its limit respected: ``cores``, the count the fit's plan
+    read and counted; None reads it now), since SciPy's sparse products run
     in the calling thread; None for other rows (dense products have BLAS's
     own threads, Dask's chunks their scheduler)."""
     X = getattr(rows, "X", None)
     if sparse.issparse(X) and X.shape[0] * X.shape[1] >= SPARSE_THREADS_MIN_ENTRIES:
-        return blas_threads()
+        return cores or blas_threads()
     return None
 
 
@@ -587,10 +588,14 @@ class ImplicitScatter:
     scatter_trace : float
         :math:`\sum \|y_i\|^2` (exact): with ``noise.trace()``,
         :math:`\operatorname{tr} \hat{M}`.
+    n_jobs : int or None
+        Threads of each pass over the rows (:func:`sparse_row_jobs` of the
+        count the fit's plan read).
     """
 
-    def __init__(self, rows, noise, scatter_trace):
+    def __init__(self, rows, noise, scatter_trace, n_jobs=None):
         self.rows, self.noise = rows, noise
+        self.n_jobs = n_jobs  # the threads of a pass over the rows
         self.shape, self.dtype = noise.shape, noise.dtype
         self.scatter_trace = float(scatter_trace)
         self._first = None  # (V's columns, M̂ V) of the first product: rest_squares
@@ -601,8 +606,7 @@ class ImplicitScatter:
         # a Hermitian release's complex V: Σ y yᵀ (real) times [V_r, V_i]
         hermitian = self.dtype.kind == "c"
         columns = np.hstack([V.real, V.imag]) if hermitian else np.ascontiguousarray(V)
-        products = scatter_products(self.rows, columns,
-                                    n_jobs=sparse_row_jobs(self.rows))
+        products = scatter_products(self.rows, columns, n_jobs=self.n_jobs)
         del columns  # before the kernel's product (a d × p block fewer)
         products *= self.rows.data_norm**2
         with _SINGLE_THREADED_BLAS if threads else nullcontext():

@@ -120,11 +120,13 @@ def _n_threads(X, threads=None):
     return min(n, getattr(X, "threads", None) or n, threads or n)
 
 
-def pass_threads(n_samples, n_features, is_sparse=False):
+def pass_threads(n_samples, n_features, is_sparse=False, cores=None):
     """Threads of ours for a pass over in-memory rows: as many as BLAS would
-    use, for big data. Public (the shape, sparse or not, BLAS's limit): the
-    dense path's memory plan counts a raw Gram matrix and a product for each
-    thread of :func:`first_pass` (``_paths``).
+    use (``cores``: the count the fit's plan read, ``_paths``'
+    ``_planned_cores``; None reads it now), for big data. Public (the
+    shape, sparse or not, BLAS's limit): the dense path's memory plan counts
+    a raw Gram matrix and a product for each thread of :func:`first_pass`
+    (``_paths``).
 
     Small or sparse data is read in the calling thread, with BLAS's own
     threads for the Gram matrix: after any multi-threaded BLAS call (the
@@ -140,7 +142,7 @@ def pass_threads(n_samples, n_features, is_sparse=False):
         return 1
     if wide(n_features):  # each thread would hold two d × d matrices
         return 1
-    return max(1, min(blas_threads(), n_samples))
+    return max(1, min(cores or blas_threads(), n_samples))
 
 
 def wide(n_features):
@@ -150,16 +152,17 @@ def wide(n_features):
     return 8 * n_features * n_features >= _WIDE_BYTES
 
 
-def kernel_threads(n_features):
+def kernel_threads(n_features, cores=None):
     """Threads drawing the implicit kernel's blocks
     (:class:`~sklearn_dppca.noise.ImplicitGOE`): as many as BLAS would use
-    (its limit, e.g. threadpoolctl's, is respected), when there are at least
-    two blocks' rows."""
+    (its limit, e.g. threadpoolctl's, is respected: ``cores``, the count the
+    fit's plan read; None reads it now), when there are at least two blocks'
+    rows."""
     from .noise import IMPLICIT_BLOCK
 
     if n_features < 2 * IMPLICIT_BLOCK:
         return 1
-    return blas_threads()
+    return cores or blas_threads()
 
 
 def _map_ranges(function, n_rows, n_threads):

@@ -258,3 +258,66 @@ def test_rows_made_from_planned_rows_keep_their_threads(monkeypatch):
     assert ran and max(ran) == 2, ran
     InMemoryRows(X).first_pass(1.0, with_sum=True)  # no plan: BLAS's count
     assert ran[-1] == 8
+
+
+@pytest.mark.parametrize("path, sparse_rows", [
+    ("matrix_free", False), ("matrix_free", True), ("noisy_power", True)])
+def test_threaded_product_passes_run_in_the_threads_their_plan_counted(
+        monkeypatch, path, sparse_rows):
+    """The plan reads BLAS's count once (``_planned_cores``) and every pass
+    that runs threads uses it: the implicit kernel's draws
+    (``kernel_threads``, a block of the kernel each) and the product passes
+    over sparse rows (``sparse_row_jobs``, a block's products each) read
+    BLAS's count again when they ran, eight where the plan counted one
+    (another fit's pass held it at one while this one was planned, and
+    ended; mend 113)."""
+    from scipy import sparse
+
+    from sklearn_dppca import (
+        BudgetAccountant,
+        _matrix_free,
+        _paths,
+        _private_pca,
+        _rows,
+        _threads,
+    )
+    from sklearn_dppca.noise import IMPLICIT_BLOCK
+
+    blas = [1]  # one while the fit is planned, eight once it is
+    for module in (_threads, _paths, _rows):
+        monkeypatch.setattr(module, "blas_threads", lambda: blas[0])
+    for module in (_rows, _paths):  # sparse rows' passes in threads
+        monkeypatch.setattr(module, "SPARSE_THREADS_MIN_ENTRIES", 1)
+    kernels, jobs = [], []
+    goe = _matrix_free.ImplicitGOE
+
+    def kernel(*args, n_threads, **kwargs):
+        kernels.append(n_threads)
+        return goe(*args, n_threads=n_threads, **kwargs)
+
+    monkeypatch.setattr(_matrix_free, "ImplicitGOE", kernel)
+    for module in (_rows, _private_pca):
+        products = module.scatter_products
+        monkeypatch.setattr(module, "scatter_products",
+                            lambda rows, W, n_jobs=None, products=products: (
+                                jobs.append(n_jobs), products(rows, W, n_jobs))[1])
+    n, d = 300, 2 * IMPLICIT_BLOCK + 50  # two blocks' rows: threads draw them
+    rng = np.random.default_rng(0)
+    X = sparse.random(n, d, density=0.02, format="csr", random_state=0) \
+        if sparse_rows else rng.normal(size=(n, d)) / np.sqrt(d)
+    est = PrivatePCA(3, data_norm=1.0, epsilon=1.0, random_state=0, path=path,
+                     accountant=BudgetAccountant())
+    plan_path = est._plan_path
+
+    def planned(*args):
+        plan_path(*args)
+        blas[0] = 8  # the other fit's pass ends: BLAS's own count again
+
+    monkeypatch.setattr(est, "_plan_path", planned)
+    est.fit(X)
+    assert est.path_ == path and blas[0] == 8
+    assert kernels == ([1] if path == "matrix_free" else []), kernels
+    assert jobs and set(jobs) == ({1} if sparse_rows else {None}), jobs
+    # the count the plan read, which its terms counted (BLAS's is 8 now)
+    assert est._planned_cores() == 1
+    assert est._jobs(n, d) == 1
