@@ -676,7 +676,8 @@ def test_a_malformed_line_is_refused_without_its_row(tmp_path, capsys, dask):
                      "--data-norm", 2, "-o", tmp_path / "m.json", *dask)
     assert rc == 2 and "cannot parse CSV" in err
     assert_one_error_line(err)
-    assert "151" not in err and "152" not in err
+    unnamed = err.replace(str(tmp_path), "")  # pytest-151: its folder's number
+    assert "151" not in unnamed and "152" not in unnamed
 
 
 @pytest.mark.parametrize("bad", [b'3,"unterminated\n', b"3\xe9,4\n"])
