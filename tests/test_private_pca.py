@@ -934,8 +934,9 @@ def test_wide_rows_form_the_gram_matrix_once_after_the_centre(monkeypatch):
     clipped)."""
     import sklearn_dppca._base as base
     import sklearn_dppca._stats as stats
+    import sklearn_dppca._threads as threads
 
-    assert stats.wide(2048) and not stats.wide(2047)
+    assert threads.wide(2048) and not threads.wide(2047)
     rng = np.random.default_rng(0)
     # 300 columns taken as wide: two full eigh of 2 048 took 12 s (86 s loaded)
     X = rng.normal(size=(200, 300))
