@@ -55,15 +55,17 @@ def _as_float64(rows):
     return np.ascontiguousarray(rows, dtype=np.float64)
 
 
-def iter_blocks(X):
+def iter_blocks(X, any_layout=False):
     """Yield ``(start, stop, block)`` with blocks of rows as float64 arrays.
 
     Dense blocks are views of ``X`` when ``X`` is C-contiguous float64 and
     copies of one block otherwise; sparse blocks are CSR, read-only views of
-    a float64 CSR ``X`` (:func:`_csr_rows`).
+    a float64 CSR ``X`` (:func:`_csr_rows`). ``any_layout``: views of a
+    column-major float64 ``X`` too, for a pass whose every use of a block
+    takes either layout (BLAS products, NumPy's element-wise operations).
     """
     for start, stop in block_ranges(X):
-        yield start, stop, read_block(X, start, stop)
+        yield start, stop, read_block(X, start, stop, any_layout)
 
 
 def block_ranges(X):
@@ -71,8 +73,11 @@ def block_ranges(X):
     return _row_ranges(X, 0, X.shape[0], _block_rows(X.shape[1]))
 
 
-def read_block(X, start, stop):
+def read_block(X, start, stop, any_layout=False):
     """Rows ``start:stop`` of ``X`` as :func:`iter_blocks` reads them."""
+    if any_layout and isinstance(X, np.ndarray) and X.dtype == np.float64 \
+            and X.flags.f_contiguous:
+        return X[start:stop]  # a view, its columns strided
     if sparse.issparse(X) and X.format == "csr" and X.dtype == np.float64:
         return _csr_rows(X, start, stop)
     return _as_float64(X[start:stop])

@@ -37,6 +37,7 @@ from scipy import sparse
 from ._accounting import saturating_float
 from ._rows import CentredRows, summed_entries
 from ._stats import (
+    _sq_norms,
     centred_sums,
     max_row_norm,
     row_sq_norms,
@@ -677,27 +678,49 @@ def _chunk_gram(chunk, data_norm, mean):
 _chunk_gram.any_layout = _chunk_centred.any_layout = True
 
 
+def _centred_chunk(chunk, data_norm, mean):
+    """:class:`~sklearn_dppca._rows.CentredRows` of a chunk as it comes.
+
+    A column-major float64 chunk (a partition read from Parquet) is read
+    in place: its squared norms in one whole-array operation, its blocks as
+    views (BLAS's products take either layout; their sums differ from a
+    row-major copy's by rounding alone, which the clipping's margin
+    covers). Copying it into row-major order first cost a third of the
+    products' pass (170 000 × 100, one thread: 84 ms against 56; the bare
+    ``X.T @ X``, 48). Any other dense chunk not row-major is copied into
+    row-major order once (not block by block)."""
+    if isinstance(chunk, np.ndarray) and chunk.dtype == np.float64 \
+            and chunk.flags.f_contiguous:
+        return CentredRows(chunk, data_norm, mean, _sq_norms(chunk), any_layout=True)
+    if isinstance(chunk, np.ndarray) and not chunk.flags.c_contiguous:
+        chunk = np.ascontiguousarray(chunk)
+    return CentredRows(chunk, data_norm, mean, row_sq_norms(chunk))
+
+
 def _chunk_products(chunk, data_norm, mean, W, radii):
-    rows = CentredRows(chunk, data_norm, mean, row_sq_norms(chunk))
-    return rows.clipped_products(W, radii)
+    return _centred_chunk(chunk, data_norm, mean).clipped_products(W, radii)
 
 
 def _chunk_energy(chunk, data_norm, mean, W, radii):
-    rows = CentredRows(chunk, data_norm, mean, row_sq_norms(chunk))
-    return rows.clipped_energy(W, radii)
+    return _centred_chunk(chunk, data_norm, mean).clipped_energy(W, radii)
 
 
 def _chunk_energy_and_products(chunk, data_norm, mean, W_test, test_radii, W, radii):
     # one product of the chunk with W and W_test side by side, one set of
     # clipping scales: the test's energies and the first step's products
-    rows = CentredRows(chunk, data_norm, mean, row_sq_norms(chunk))
+    rows = _centred_chunk(chunk, data_norm, mean)
     products, clipped, q = rows.clipped_products(W, radii,
                                                  energy=(W_test, test_radii))
     return q, products, clipped
 
 
 def _chunk_sq_norm_sum(chunk, data_norm, mean):
-    return CentredRows(chunk, data_norm, mean, row_sq_norms(chunk)).sq_norm_sum()
+    return _centred_chunk(chunk, data_norm, mean).sq_norm_sum()
+
+
+# the passes of CentredRows: a column-major partition read as it is
+_chunk_products.any_layout = _chunk_energy.any_layout = True
+_chunk_energy_and_products.any_layout = _chunk_sq_norm_sum.any_layout = True
 
 
 def max_norm(X):

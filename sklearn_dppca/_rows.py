@@ -57,13 +57,18 @@ class CentredRows:
     data_norm : float
     mean : ndarray of shape (n_features,) or None
     sq_norms : ndarray of shape (n_samples,)
+    any_layout : bool
+        Read the blocks of a column-major float64 ``X`` as views, not copies
+        (:func:`~sklearn_dppca._blocks.iter_blocks`): a Dask partition read
+        from Parquet, never copied into row-major order.
     """
 
-    def __init__(self, X, data_norm, mean, sq_norms):
+    def __init__(self, X, data_norm, mean, sq_norms, any_layout=False):
         self.X = X
         self.data_norm = data_norm
         self.mean = mean
         self.sq_norms = sq_norms
+        self.any_layout = any_layout
         self._unit_scales = None  # s_i / C, from the first pass over the rows
 
     def clipped_energy(self, W, radii):
@@ -88,7 +93,7 @@ class CentredRows:
         centre = np.zeros(W.shape[0]) if self.mean is None else self.mean
         shift = centre @ W
         total = np.zeros(radii.shape)
-        for start, stop, block in iter_blocks(self.X):
+        for start, stop, block in iter_blocks(self.X, self.any_layout):
             unit = _clip_scales(
                 block, self.sq_norms[start:stop], self.data_norm, self.mean
             ) / self.data_norm
@@ -133,7 +138,7 @@ class CentredRows:
         """
         total = 0.0
         centre = self.mean
-        for start, stop, block in iter_blocks(self.X):
+        for start, stop, block in iter_blocks(self.X, self.any_layout):
             sq = self.sq_norms[start:stop]
             unit = _clip_scales(block, sq, self.data_norm, centre) / self.data_norm
             with np.errstate(over="ignore", invalid="ignore", under="ignore"):
@@ -276,7 +281,7 @@ class CentredRows:
                 if q is not None:
                     q_test += q
         else:
-            for item in iter_blocks(self.X):
+            for item in iter_blocks(self.X, self.any_layout):
                 _, q_part, count, q = one_block(*item, into=total)
                 del item  # a copied block is freed before the next is read
                 q_sum += q_part
@@ -323,8 +328,9 @@ class CentredRows:
         def thread(t):
             sums_t = None
             for start, stop in ranges[t::n_threads]:
-                part, *rest = one_block(start, stop, read_block(self.X, start, stop),
-                                        slot=slots[t])
+                part, *rest = one_block(
+                    start, stop, read_block(self.X, start, stop, self.any_layout),
+                    slot=slots[t])
                 sums[t] += part
                 sums_t = rest if sums_t is None else [
                     a if b is None else a + b for a, b in zip(sums_t, rest)]

@@ -859,3 +859,66 @@ def test_a_search_checks_a_dask_array_in_one_pass_before_the_charge(case):
             pytest.raises(expected[0], match=expected[1]):
         search.fit(rows, y)
     assert len(reads) == 4  # one pass over the 4 chunks
+
+
+def _column_major_chunk(n=40_000, d=100):
+    """A partition as read from Parquet: column-major float64, some rows
+    beyond the bound, the public centre off the origin."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(n, d)) * 0.2 + 0.05
+    X[::97] *= 4.0  # clipped
+    W = np.linalg.qr(rng.normal(size=(d, 4)))[0].reshape(d, 2, 2)
+    W_test = np.linalg.qr(rng.normal(size=(d, 3)))[0]
+    return np.asfortranarray(X), 1.0, X.mean(axis=0), W_test, W
+
+
+def _traced(function):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        return function(), tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("name", ["_chunk_products", "_chunk_energy",
+                                  "_chunk_energy_and_products", "_chunk_sq_norm_sum"])
+def test_coherent_passes_read_a_column_major_partition_as_it_is(name):
+    """Issue 34: a Parquet partition (column-major) is not copied into
+    row-major order, whole or block by block, by the coherent passes (their
+    peak stays well under the chunk's size), and their sums are those of the
+    row-major chunk, to rounding, with the same rows clipped."""
+    X, C, mean, W_test, W = _column_major_chunk()
+    args = {"_chunk_products": (C, mean, W, np.array([0.3, 0.1])),
+            "_chunk_energy": (C, mean, W_test, np.array([0.2, 0.5])),
+            "_chunk_energy_and_products": (C, mean, W_test, np.array([0.2, 0.5]),
+                                           W, np.array([0.3, 0.1])),
+            "_chunk_sq_norm_sum": (C, mean)}[name]
+    function = getattr(_dask, name)
+    result, peak = _traced(lambda: _dask._on_rows(function, X, *args))
+    assert peak < 0.5 * X.nbytes  # a copy: 1.0
+    expected = _dask._on_rows(function, np.ascontiguousarray(X), *args)
+    result, expected = (r if isinstance(r, tuple) else (r,) for r in (result, expected))
+    for got, want in zip(result, expected):
+        if np.asarray(want).dtype.kind == "i":  # the clipped rows' counts
+            np.testing.assert_array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_threaded_products_read_column_major_blocks_as_views():
+    """CentredRows(any_layout=True) in threads of ours: the same sums as
+    row-major blocks, to rounding."""
+    from sklearn_dppca._rows import CentredRows
+    from sklearn_dppca._stats import row_sq_norms
+
+    X, C, mean, _, W = _column_major_chunk(n=20_000)
+    radii = np.array([0.3, 0.1])
+    sq = row_sq_norms(X)
+    got = CentredRows(X, C, mean, sq, any_layout=True).clipped_products(
+        W, radii, n_jobs=2)
+    want = CentredRows(np.ascontiguousarray(X), C, mean, sq).clipped_products(
+        W, radii, n_jobs=2)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(got[1], want[1])
