@@ -37,6 +37,7 @@ from scipy import sparse
 from ._accounting import saturating_float
 from ._rows import CentredRows, summed_entries
 from ._stats import (
+    _clip_scales,
     _sq_norms,
     centred_sums,
     max_row_norm,
@@ -670,12 +671,27 @@ def _chunk_centred(chunk, data_norm, centre):
     return centred_sums(chunk, data_norm, centre)
 
 
+def _chunk_clipped_sum(chunk, data_norm):
+    r""":math:`\sum \operatorname{clip}_C(x)` of a chunk: a column-major
+    float64 one (a Parquet partition) in whole-array operations, in place
+    (its squared norms, the clipping scales :math:`s`, then
+    :math:`X^\top s`: temporaries of one number a row), any other by
+    row-major blocks (:func:`~sklearn_dppca._stats.clipped_sum`)."""
+    if isinstance(chunk, np.ndarray) and chunk.dtype == np.float64 \
+            and chunk.flags.f_contiguous:
+        return chunk.T @ _clip_scales(chunk, _sq_norms(chunk), data_norm)
+    if isinstance(chunk, np.ndarray) and not chunk.flags.c_contiguous:
+        chunk = np.ascontiguousarray(chunk)
+    return _stats_clipped_sum(chunk, data_norm)
+
+
 def _chunk_gram(chunk, data_norm, mean):
     return _chunk_centred(chunk, data_norm, mean)[0]
 
 
 # a column-major partition is read as it is (no copy into row-major order)
 _chunk_gram.any_layout = _chunk_centred.any_layout = True
+_chunk_clipped_sum.any_layout = True
 
 
 def _centred_chunk(chunk, data_norm, mean):
@@ -731,7 +747,7 @@ def max_norm(X):
 def clipped_sum(X, data_norm):
     r""":math:`\sum \operatorname{clip}_C(x_i)` over every chunk (sensitivity
     :math:`2C`)."""
-    return map_reduce(X, _stats_clipped_sum, data_norm)
+    return map_reduce(X, _chunk_clipped_sum, data_norm)
 
 
 def centred_gram(X, data_norm, mean):
