@@ -474,7 +474,9 @@ def _on_rows(function, chunk, *args):
     statistics read it row block by row block, and one copy of the chunk
     costs less than a copy of every block (measured on 170 000 × 100: the
     Gram 1.55 against 1.8 times a bare ``X.T @ X``, the clipped sum 0.62
-    against 0.73).
+    against 0.73). A ``function`` marked ``any_layout`` gets the chunk as it
+    is (the Gram's, the bounds', the mean's and the coherent passes: they
+    read a column-major chunk in place, issue 34).
     """
     if (isinstance(chunk, np.ndarray) and not chunk.flags.c_contiguous
             and not getattr(function, "any_layout", False)):
@@ -702,9 +704,10 @@ def _centred_chunk(chunk, data_norm, mean):
     views (BLAS's products take either layout; their sums differ from a
     row-major copy's by rounding alone, which the clipping's margin
     covers). Copying it into row-major order first cost a third of the
-    products' pass (170 000 × 100, one thread: 84 ms against 56; the bare
-    ``X.T @ X``, 48). Any other dense chunk not row-major is copied into
-    row-major order once (not block by block)."""
+    products' pass (issue 34; 170 000 × 100, one thread, CPU time: 113 ms
+    against 78, the shared pass of the test and the first step 137 against
+    94; the bare ``X.T @ X``, 52). Any other dense chunk not row-major is
+    copied into row-major order once (not block by block)."""
     if isinstance(chunk, np.ndarray) and chunk.dtype == np.float64 \
             and chunk.flags.f_contiguous:
         return CentredRows(chunk, data_norm, mean, _sq_norms(chunk), any_layout=True)
