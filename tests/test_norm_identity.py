@@ -1,0 +1,121 @@
+"""Issue 34: the passes of ``data_norm="auto"`` made cheaper at small n
+(one buffer a pass for the centred rows, not a fresh array a block) release
+bit for bit what they released before. Checked against a slow reference of
+:func:`~sklearn_dppca._norm_stats._around` written here from its contract:
+the same blocks, each centred into a new array, its rows added to their
+bins one at a time in row order (the order of the sparse indicator product),
+the blocks' sums added to the pass's accumulators; and whole fits with the
+reference in place of the pass, every fitted float compared exactly."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import sparse
+
+from sklearn_dppca import BudgetAccountant, PrivatePCA, _norm_stats
+from sklearn_dppca._norm_plan import norm_grid
+from sklearn_dppca._stats import _norm_margin, _sq_norms
+
+
+def reference_around(X, centre, sq_edges, sums=False, radius=None, sq=None):
+    """Slow :func:`_around` for dense rows (and sparse ones uncentred)."""
+    if radius is not None or (sparse.issparse(X) and centre is not None
+                              and centre.any()):
+        return _original(X, centre, sq_edges, sums, radius, sq)
+    n_bins, d = sq_edges.shape[0] + 1, X.shape[1]
+    counts = np.zeros(n_bins, dtype=np.int64)
+    totals, units = np.zeros((n_bins, d)), np.zeros((n_bins, d))
+    raw = centre is None or not centre.any()
+    for block, block_sq in _norm_stats._blocks(X, sq, norms=raw):
+        rows = block.toarray() if sparse.issparse(block) else block
+        if raw:
+            rows_sq = block_sq
+        else:
+            rows = rows - centre  # a new array a block
+            rows_sq = _sq_norms(rows)
+        counts += np.bincount(np.searchsorted(sq_edges, rows_sq), minlength=n_bins)
+        if not sums:
+            continue
+        enlarged = rows_sq * (1.0 + _norm_margin(rows, rows_sq))
+        index = np.searchsorted(sq_edges, enlarged)
+        with np.errstate(divide="ignore"):
+            scale = np.where(enlarged == 0.0, 0.0, 1.0 / np.sqrt(enlarged))
+        part, part_units = np.zeros((n_bins, d)), np.zeros((n_bins, d))
+        for i in range(rows.shape[0]):  # one row at a time, in order
+            part[index[i]] += rows[i]
+            part_units[index[i]] += scale[i] * rows[i]
+        totals += part
+        units += part_units
+    if not sums:
+        totals = units = np.zeros(0)
+    return _norm_stats.Around(counts, totals, units, np.zeros(0))
+
+
+_original = _norm_stats._around
+
+
+def _data(kind, shift, n=6000, d=100, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * rng.uniform(0.2, 2.0, d) + shift
+    if kind == "csr":
+        X = sparse.random(n, d, density=0.05, format="csr", random_state=seed,
+                          data_rvs=rng.standard_normal) * 3.0
+    return X
+
+
+@pytest.mark.parametrize("kind", ["dense", "csr", "float32"])
+@pytest.mark.parametrize("centred", [False, True])
+def test_around_equals_reference_bitwise(kind, centred):
+    X = _data("dense" if kind == "float32" else kind, 4.0 if centred else 0.0)
+    if kind == "float32":
+        X = X.astype(np.float32)
+    edges = norm_grid((1e-2, 1e3))
+    centre = None
+    if centred and kind != "csr":
+        centre = np.asarray(X[:50].mean(axis=0)).ravel() + 0.25
+    sq = _sq_norms(X)
+    if kind != "float32":  # several blocks of 2 621 rows, the last short
+        assert X.shape[0] > 2 * _norm_stats._scan_rows(X.shape[1])
+    got = _norm_stats._around(X, centre, edges**2, sums=True, sq=sq)
+    want = reference_around(X, centre, edges**2, sums=True, sq=sq)
+    for a, b in zip(got, want):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    assert got.counts.sum() == X.shape[0]
+    assert np.count_nonzero(got.counts) > 3  # rows in several bins
+
+
+def _fitted_floats(est):
+    return {k: np.asarray(v) for k, v in vars(est).items()
+            if k.endswith("_") and not k.startswith("_")
+            and np.asarray(v).dtype.kind == "f"}
+
+
+@pytest.mark.parametrize("shape,shift", [((6000, 100), 0.0), ((6000, 100), 100.0),
+                                         ((3000, 7), 5.0)])
+@pytest.mark.parametrize("center", [True, False])
+def test_auto_fit_equals_reference_fit_bitwise(monkeypatch, shape, shift, center):
+    X = _data("dense", shift, *shape, seed=3)
+    before = X.copy()
+
+    def fit():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return PrivatePCA(3, epsilon=1.0, delta=1e-6, random_state=7,
+                              data_norm="auto", center=center,
+                              accountant=BudgetAccountant()).fit(X)
+
+    got = _fitted_floats(fit())
+    calls = []
+
+    def reference(*args, **kwargs):
+        calls.append(args[1] is not None)
+        return reference_around(*args, **kwargs)
+
+    monkeypatch.setattr(_norm_stats, "_around", reference)
+    want = _fitted_floats(fit())
+    assert calls and any(calls) == center  # the passes, centred
+    assert got.keys() == want.keys() and "components_" in got
+    for key in got:
+        assert np.array_equal(got[key], want[key], equal_nan=True), key
+    assert np.array_equal(X, before)
