@@ -12,6 +12,7 @@ from scipy import sparse
 from ._dask import ChunkedRows, map_reduce
 from ._norm_plan import EXPAND_REACH
 from ._reported import _engine
+from ._rows import InMemoryRows
 from ._stats import (
     _SCAN_BYTES,
     _clip_scales,
@@ -26,9 +27,10 @@ from ._stats import (
 
 
 # ------------------------------------------------------- statistics of rows
-def _blocks(X, sq, norms=True):
+def _blocks(X, sq, norms=True, keep=None):
     r"""(``block``, :math:`\|x\|^2` of its rows) over ``X``; norms from
-    ``sq`` if given, ``None`` if not asked for (``norms=False``).
+    ``sq`` if given, ``None`` if not asked for (``norms=False``); those
+    computed are written into ``keep`` too if given (a vector of the rows).
 
     Blocks of a few megabytes (``_scan_rows``): the passes of the bounds
     centre every block into a temporary, which at that size stays in cache
@@ -43,6 +45,11 @@ def _blocks(X, sq, norms=True):
     if sparse.issparse(X) and X.shape[0]:
         per_row = max(X.nnz / X.shape[0], 1.0)
         step = max(step, int(_SCAN_BYTES // (16 * per_row)))
+    if sq is None and keep is not None:  # the norms computed into keep
+        for block, block_sq in _blocks(X, None):
+            keep[:block.shape[0]], keep = block_sq, keep[block.shape[0]:]
+            yield block, block_sq
+        return
     if isinstance(X, np.ndarray) and X.dtype == np.float64:
         for a in range(0, X.shape[0], step):
             part = X[a:a + step]
@@ -159,7 +166,7 @@ class _Tally:
         return Around(self.counts, self.sums, self.units, self.fixed)
 
 
-def _around(X, centre, sq_edges, sums=False, radius=None, sq=None):
+def _around(X, centre, sq_edges, sums=False, radius=None, sq=None, keep=None):
     r"""The rows around ``centre`` (None: the origin) in one pass: an
     :class:`Around`, with the per-bin sums if ``sums`` and
     :math:`\sum \operatorname{clip}_{\mathrm{radius}}(x - c)` if ``radius``
@@ -179,7 +186,8 @@ def _around(X, centre, sq_edges, sums=False, radius=None, sq=None):
     (:func:`_centred_sq`); sparse rows stay sparse
     (:func:`_sparse_centred_sq`), the rows whose norm that cannot give
     within the margin centred explicitly a few at a time. ``sq``: the rows'
-    squared norms, computed (and the rows checked finite) if not given.
+    squared norms, computed (and the rows checked finite) if not given, and
+    then written into ``keep`` if given and the pass is around the origin.
 
     Counts and one clipped sum of a dense array around a centre within
     :data:`EXPAND_REACH` radii of the origin (the first step on every row of
@@ -210,7 +218,7 @@ def _around(X, centre, sq_edges, sums=False, radius=None, sq=None):
         with np.errstate(over="ignore"):
             centre_sq = centre @ centre
     buffer = None  # the centred dense rows, one block at a time
-    for block, block_sq in _blocks(X, sq, norms=raw):
+    for block, block_sq in _blocks(X, sq, norms=raw, keep=keep if raw else None):
         if not sparse.issparse(block):
             if centre is not None and (buffer is None
                                        or buffer.shape[0] < block.shape[0]):
@@ -358,12 +366,21 @@ def _reduce(data, function, *args):
     """``function(X, *args)`` on the rows of ``data``, summed over Dask chunks.
 
     In memory, the squared norms of the rows (read once, before the charge)
-    are passed on.
+    are passed on; if not known yet, those a pass around the origin computes
+    are kept for the later passes (the Gram's first pass: issue 34), a
+    vector of the rows that :data:`~sklearn_dppca._paths.ROW_VECTOR_BYTES`
+    counts.
     """
     data = _engine(data)
     if isinstance(data, ChunkedRows):
         return map_reduce(data.X, function, *args)
-    return function(data.X, *args, sq=data.sq_norms)
+    keep = None
+    if data.sq_norms is None and args[0] is None and isinstance(data, InMemoryRows):
+        keep = np.empty(data.X.shape[0])
+    out = function(data.X, *args, sq=data.sq_norms, keep=keep)
+    if keep is not None:
+        data.sq_norms = keep
+    return out
 
 
 def _pass_around(data, centre, edges, sums=False, radius=None):

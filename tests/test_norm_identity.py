@@ -1,6 +1,7 @@
 """Issue 34: the passes of ``data_norm="auto"`` made cheaper at small n
-(one buffer a pass for the centred rows, not a fresh array a block) release
-bit for bit what they released before. Checked against a slow reference of
+(one buffer a pass for the centred rows, not a fresh array a block; the
+read's squared norms kept for the Gram's first pass) release bit for bit
+what they released before. Checked against a slow reference of
 :func:`~sklearn_dppca._norm_stats._around` written here from its contract:
 the same blocks, each centred into a new array, its rows added to their
 bins one at a time in row order (the order of the sparse indicator product),
@@ -15,11 +16,16 @@ from scipy import sparse
 
 from sklearn_dppca import BudgetAccountant, PrivatePCA, _norm_stats
 from sklearn_dppca._norm_plan import norm_grid
-from sklearn_dppca._stats import _norm_margin, _sq_norms
+from sklearn_dppca._stats import _norm_margin, _sq_norms, row_sq_norms
 
 
-def reference_around(X, centre, sq_edges, sums=False, radius=None, sq=None):
-    """Slow :func:`_around` for dense rows (and sparse ones uncentred)."""
+def reference_around(X, centre, sq_edges, sums=False, radius=None, sq=None,
+                     keep=None):
+    """Slow :func:`_around` for dense rows (and sparse ones uncentred); the
+    norms it keeps (``keep``) are computed on their own, in other blocks
+    (:func:`row_sq_norms`), as the Gram's first pass computed them before."""
+    if keep is not None and (centre is None or not centre.any()):
+        keep[:] = row_sq_norms(X)
     if radius is not None or (sparse.issparse(X) and centre is not None
                               and centre.any()):
         return _original(X, centre, sq_edges, sums, radius, sq)
@@ -91,11 +97,13 @@ def _fitted_floats(est):
             and np.asarray(v).dtype.kind == "f"}
 
 
-@pytest.mark.parametrize("shape,shift", [((6000, 100), 0.0), ((6000, 100), 100.0),
-                                         ((3000, 7), 5.0)])
+@pytest.mark.parametrize("kind,shape,shift", [
+    ("dense", (6000, 100), 0.0), ("dense", (6000, 100), 100.0),
+    ("dense", (3000, 7), 5.0), ("csr", (6000, 300), 0.0)])
 @pytest.mark.parametrize("center", [True, False])
-def test_auto_fit_equals_reference_fit_bitwise(monkeypatch, shape, shift, center):
-    X = _data("dense", shift, *shape, seed=3)
+def test_auto_fit_equals_reference_fit_bitwise(monkeypatch, kind, shape, shift,
+                                               center):
+    X = _data(kind, shift, *shape, seed=3)
     before = X.copy()
 
     def fit():
@@ -118,4 +126,28 @@ def test_auto_fit_equals_reference_fit_bitwise(monkeypatch, shape, shift, center
     assert got.keys() == want.keys() and "components_" in got
     for key in got:
         assert np.array_equal(got[key], want[key], equal_nan=True), key
-    assert np.array_equal(X, before)
+    assert (X != before).nnz == 0 if kind == "csr" else np.array_equal(X, before)
+
+
+def test_read_norms_kept_for_the_first_pass(monkeypatch):
+    """In memory the read pass's squared norms serve the Gram's first pass:
+    every row's norm is computed once around the origin (and once around
+    each mean step's centre), not twice."""
+    from sklearn_dppca import _stats
+
+    rows, norms = [0], _stats._sq_norms
+
+    def counted(block):
+        rows[0] += block.shape[0]
+        return norms(block)
+
+    monkeypatch.setattr(_stats, "_sq_norms", counted)
+    monkeypatch.setattr(_norm_stats, "_sq_norms", counted)
+    X = _data("dense", 0.0, n=20000, d=100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = PrivatePCA(3, epsilon=1.0, delta=1e-6, random_state=7,
+                         data_norm="auto", center=False,
+                         accountant=BudgetAccountant()).fit(X)
+    assert est.mean_ is None or not np.any(est.mean_)
+    assert rows[0] < 1.5 * X.shape[0]  # 2n before: the read's and the Gram's
