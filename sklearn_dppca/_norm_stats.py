@@ -63,7 +63,7 @@ def _blocks(X, sq, norms=True, keep=None):
                          else sq[start + a:start + a + part.shape[0]])
 
 
-def _centred_sq(block, block_sq, centre, out=None):
+def _centred_sq(block, block_sq, centre):
     r""":math:`(\mathrm{rows}, \|\mathrm{rows}\|^2)` of a block centred on
     ``centre``, explicitly.
 
@@ -72,18 +72,10 @@ def _centred_sq(block, block_sq, centre, out=None):
     error of about :math:`10^{-16} \|c\|^2`) once the centre is far from the
     origin compared with the bound, which the mean steps of ``"auto"`` make
     the usual case. ``centre`` None: the block and its stored squared norms.
-    ``out``: a float64 array of at least the block's rows, written with the
-    centred rows (the same values as a new array's: a pass's one buffer, not
-    a fresh 2 MB array a block, whose page faults were 2/3 of a centred pass
-    at 2·10⁴ × 100, issue 34).
     """
     if centre is None or not centre.any():  # x − 0 is x
         return block, block_sq
-    if (out is None or sparse.issparse(block)
-            or np.result_type(block, centre) != out.dtype):
-        rows = _dense(block) - centre
-    else:
-        rows = np.subtract(block, centre, out=out[:block.shape[0]])
+    rows = _dense(block) - centre
     return rows, _sq_norms(rows)
 
 
@@ -217,13 +209,9 @@ def _around(X, centre, sq_edges, sums=False, radius=None, sq=None, keep=None):
     else:
         with np.errstate(over="ignore"):
             centre_sq = centre @ centre
-    buffer = None  # the centred dense rows, one block at a time
     for block, block_sq in _blocks(X, sq, norms=raw, keep=keep if raw else None):
         if not sparse.issparse(block):
-            if centre is not None and (buffer is None
-                                       or buffer.shape[0] < block.shape[0]):
-                buffer = np.empty((block.shape[0], d))
-            rows, rows_sq = _centred_sq(block, block_sq, centre, buffer)
+            rows, rows_sq = _centred_sq(block, block_sq, centre)
             _count(tally, rows, rows_sq, sq_edges, sums, radius)
             continue
         if centre is None:

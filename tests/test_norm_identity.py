@@ -1,6 +1,5 @@
 """Issue 34: the passes of ``data_norm="auto"`` made cheaper at small n
-(one buffer a pass for the centred rows, not a fresh array a block; the
-read's squared norms kept for the Gram's first pass) release bit for bit
+(the read's squared norms kept for the Gram's first pass) release bit for bit
 what they released before. Checked against a slow reference of
 :func:`~sklearn_dppca._norm_stats._around` written here from its contract:
 the same blocks, each centred into a new array, its rows added to their
