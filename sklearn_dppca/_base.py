@@ -32,7 +32,7 @@ from sklearn.utils.validation import validate_data
 
 from . import _array_api, _bounds
 from ._array_api import ArrayAPIRows
-from ._box import box_radius, check_box, stays_sparse
+from ._box import CLIP_ENTRIES, box_radius, check_box, stays_sparse
 from ._dask import (
     ChunkedRows,
     as_dask_array,
@@ -180,16 +180,19 @@ def _input_copy(given, X):
     shape, dtype and layout, never its values (review 79): a DataFrame is
     counted as copied whole (its dtypes and blocks may be pandas' reading of
     the values: one cell 2 or 2.5 makes a column int64 or float64), and a
-    sparse matrix converted to float CSR or CSC at its most stored entries,
-    ``n d`` (the entries it stores are a function of the values)."""
+    sparse matrix converted to float CSR or CSC, or CSC copied to CSR, at
+    its most stored entries, ``n d`` (the entries it stores are a function
+    of the values)."""
     n, d = X.shape
     if hasattr(given, "iloc"):
         return n * d * X.dtype.itemsize
     if sparse.issparse(given):
-        if given.format in ("csr", "csc") and given.dtype == X.dtype:
-            return 0  # read in place
         index = 4 if n * d < 2**31 else 8
-        return n * d * (X.dtype.itemsize + index) + (n + 1) * index
+        # converted (another dtype or format); and CSC copied to CSR by the
+        # fit's rows (InMemoryRows), beside it (review 103: 2 times the plan)
+        copies = ((given.format not in ("csr", "csc") or given.dtype != X.dtype)
+                  + (X.format == "csc"))
+        return copies * (n * d * (X.dtype.itemsize + index) + (n + 1) * index)
     if not isinstance(given, np.ndarray):
         return X.nbytes  # lists and other containers: converted
     return 0 if np.may_share_memory(X, given) else X.nbytes
@@ -525,7 +528,12 @@ class _BasePrivatePCA(
         except ValueError:  # refused, with its reason, by the fit's plan
             return 0, ""
         if stays_sparse(*box, box_radius(*box, self.center)[0]):
-            return 0, ""
+            # a clipped copy of the stored values (_box.clipped_entries), at
+            # the most entries: how many are stored is a function of the
+            # values; and its two blocks of bounds
+            return size + 2 * CLIP_ENTRIES * rows.X.dtype.itemsize, (
+                " and a clipped copy of the sparse rows' stored values (the "
+                "box of bounds; counted at n_samples * n_features of them)")
         return size, (" and a dense copy of the sparse rows (the box moves their "
                       "zeros: give bounds whose midpoint is 0, or center=False "
                       "with 0 in the box)")

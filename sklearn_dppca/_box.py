@@ -194,18 +194,44 @@ def boxed_rows(X, lower, upper, centre):
     assert_all_finite(X.data if sparse.issparse(X) else X, input_name="X")
     if sparse.issparse(X):
         if stays_sparse(lower, upper, centre):
-            X = X.tocsr(copy=True)
-            columns = X.indices
-            X.data = np.clip(X.data, lower[columns], upper[columns]).astype(
-                X.dtype, copy=False
-            )
-            return X
+            return clipped_entries(X, lower, upper)
         rows = X.toarray()  # a copy already: clipped in place
         np.clip(rows, lower.astype(rows.dtype), upper.astype(rows.dtype), out=rows)
     else:
         rows = np.clip(X, lower, upper).astype(X.dtype, copy=False)
     rows -= centre.astype(rows.dtype)
     return rows
+
+
+#: Stored entries clipped at a time by :func:`clipped_entries`: its
+#: temporaries, the bounds of that many entries, are two arrays of 2 MiB.
+CLIP_ENTRIES = 2**18
+
+
+def clipped_entries(X, lower, upper):
+    """A sparse ``X``'s stored entries clipped into the box: a CSR matrix
+    that shares ``X``'s indices and index pointers (as CSR; read-only views,
+    never written) and holds a clipped copy of its values, the one array
+    the box adds (:meth:`~sklearn_dppca._base._copied_rows` counts it at
+    ``n d`` entries: how many ``X`` stores is a function of the values).
+    The entries are clipped :data:`CLIP_ENTRIES` at a time into that copy:
+    a copy of ``X`` whole and three temporaries as long as its values made a
+    dense-valued CSR fit peak at 4.75 times its plan (review 103 F2)."""
+    X = X.tocsr()  # a fit's rows are CSR already (InMemoryRows): no copy
+    lower, upper = lower.astype(X.dtype), upper.astype(X.dtype)  # exact
+    data = np.empty_like(X.data)
+    for a in range(0, data.size, CLIP_ENTRIES):
+        columns = X.indices[a:a + CLIP_ENTRIES]
+        np.clip(X.data[a:a + CLIP_ENTRIES], lower[columns], upper[columns],
+                out=data[a:a + CLIP_ENTRIES])
+    indices, indptr = X.indices.view(), X.indptr.view()
+    indices.flags.writeable = indptr.flags.writeable = False
+    # set after construction, as _blocks._csr_rows does: no copy, no check
+    boxed = sparse.csr_matrix(X.shape, dtype=X.dtype)
+    boxed.data, boxed.indices, boxed.indptr = data, indices, indptr
+    if X.has_canonical_format:  # the same entries: no scan of them again
+        boxed.has_canonical_format = True
+    return boxed
 
 
 def stays_sparse(lower, upper, centre):

@@ -687,7 +687,14 @@ def test_a_box_that_densifies_sparse_rows_counts_their_copy():
     with pytest.raises(MemoryError, match="a dense copy of the sparse rows"):
         PrivatePCA(5, bounds=(0, 1), memory_limit=120e6, accountant=budget).fit(X)
     assert budget.n_charges == 0
-    PrivatePCA(5, bounds=(-1, 1), center=False, memory_limit=120e6,
+    # a box that keeps the rows sparse copies their stored values, counted
+    # at n d of them (how many are stored is a function of the values:
+    # review 103 F2), 80 MB as the dense copy: refused at 120 MB too
+    with pytest.raises(MemoryError, match="a clipped copy of the sparse rows"):
+        PrivatePCA(5, bounds=(-1, 1), center=False, memory_limit=120e6,
+                   accountant=budget).fit(X)
+    assert budget.n_charges == 0
+    PrivatePCA(5, bounds=(-1, 1), center=False, memory_limit=160e6,
                accountant=budget).fit(X)  # stays sparse
     assert budget.n_charges == 1
     from sklearn_dppca.model_selection import PrivateGridSearchCV

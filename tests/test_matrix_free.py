@@ -829,3 +829,35 @@ def test_the_limit_a_refusal_names_admits_the_fit(name):
                     n, d, k, path, start, offer, message)
                 named += 1
     assert named >= 12
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_a_box_that_keeps_sparse_rows_sparse_peaks_within_its_plan(fmt):
+    """A box holding 0, uncentred, clips a CSR matrix's stored values: it
+    copied the matrix whole, with three temporaries as long as its values,
+    none in the plan (review 103 F2: dense-valued CSR peaked at 4.75 times
+    it); CSC rows' copy as CSR was not in it either (2 times the plan). Now
+    a clipped copy of the values beside the matrix's own indices, counted
+    at n d values; the release is the same (the old clip, inline)."""
+    n, d = 6000, 300
+    rng = np.random.default_rng(0)
+    X = sparse.random(n, d, density=1.0, format=fmt, random_state=0,
+                      data_rvs=lambda k: rng.standard_normal(k) / np.sqrt(d))
+    X.data[::7] *= 400.0  # entries beyond the box
+    before = X.copy()
+
+    def pca():
+        return PrivatePCA(3, data_norm="auto", bounds=(-2.0, 3.0), center=False,
+                          epsilon=30.0, random_state=0,
+                          accountant=BudgetAccountant())
+
+    est = pca()
+    peak = traced_peak(est, X)
+    assert peak <= est._memory_needed(n, d) + est._copy_bytes
+    assert (X != before).nnz == 0 and X.format == fmt
+    old = X.tocsr(copy=True)  # the box as it was clipped before
+    old.data = np.clip(old.data, -2.0, 3.0)
+    reference = pca().fit(old)
+    np.testing.assert_array_equal(est.components_, reference.components_)
+    np.testing.assert_array_equal(est.explained_variance_,
+                                  reference.explained_variance_)
