@@ -15,6 +15,7 @@ from scipy import sparse
 from sklearn.base import clone
 from sklearn.impute import SimpleImputer
 from sklearn.pipeline import Pipeline
+from sklearn.utils.validation import _num_samples
 
 from . import _array_api
 from ._array_api import ArrayAPIRows
@@ -278,10 +279,12 @@ def fit_through_heads(model, index, X, y=None):
     ``index`` are public maps: on a Dask array of dense chunks
     (:func:`maps_chunks`) the later steps are fitted on those steps' output
     mapped chunk by chunk (:func:`fit_heads`), as the search planned
-    (:func:`input_kind`), never gathered into memory."""
-    heads = [step for _, step in model.steps[:index]] if index else []
-    if not maps_chunks(heads, X):
+    (:func:`input_kind`), never gathered into memory; in memory, on those
+    steps' ``fit_transform``, checked for ``X``'s number of rows
+    (:func:`same_rows`)."""
+    if not index:
         return model.fit(X, y)
+    # in memory too: the steps' output checked for X's number of rows
     Pipeline(model.steps[index:]).fit(fit_heads(model, index, X, y), y)
     return model
 
@@ -299,10 +302,11 @@ def fit_heads(model, index, X, y=None):
         with private_computation():
             Pipeline(model.steps[:index]).fit(zero)
         return mapped_rows(heads, X)
+    rows = X
     for step in heads:
         if not _is_passthrough(step):
-            X = step.fit_transform(X, y)
-    return X
+            rows = step.fit_transform(rows, y)
+    return same_rows(rows, X)
 
 
 def rows_after(model, index, X):
@@ -313,10 +317,25 @@ def rows_after(model, index, X):
     heads = [step for _, step in model.steps[:index]] if index else []
     if maps_chunks(heads, X):
         return mapped_rows(heads, X)
+    rows = X
     for step in heads:
         if not _is_passthrough(step):
-            X = step.transform(X)
-    return X
+            rows = step.transform(rows)
+    return same_rows(rows, X)
+
+
+def same_rows(rows, X):
+    """``rows``, the output of the public steps before the private one on
+    ``X`` in memory, refused unless it has ``X``'s number of rows, as
+    :class:`_ChunkMap` refuses it of a chunk: a step that drops or repeats
+    rows is not a fixed map of each row, and the private fit would count
+    and release its rows (review 103 F1: ``best_estimator_.n_samples_``
+    the rows a filter kept). After the charge: the search fails, spent."""
+    if _num_samples(rows) != _num_samples(X):
+        raise ValueError(
+            "A step before the private estimator made another number of rows "
+            "than it read: not a fixed map of each row.")
+    return rows
 
 
 def unmapped(heads, rows):

@@ -33,7 +33,13 @@ from ._search_plan import (
     keeps_columns,
     passed_names,
 )
-from ._search_rows import fit_through_heads, mapped_rows, maps_chunks, rows_after
+from ._search_rows import (
+    fit_through_heads,
+    mapped_rows,
+    maps_chunks,
+    rows_after,
+    same_rows,
+)
 from ._warning_rules import private_computation
 from .privacy import BudgetAccountant, gdp_epsilon, gdp_mu
 
@@ -390,7 +396,7 @@ def _check_heads(plan, X, smallest_fold):
             # place, and every fit would then read it scaled twice
             head.set_params(**{name: True for name in head.get_params()
                                if name.rsplit("__", 1)[-1] == "copy"})
-            checked[key] = head.fit_transform(X).shape[1]
+            checked[key] = same_rows(head.fit_transform(X), X).shape[1]
         step = _locate_private_step(cand.estimator)[2]
         # after the charge: scikit-learn's refusals only (a candidate whose
         # iterations would buy nothing is fitted, as it was before they were

@@ -1,0 +1,53 @@
+"""A search's failures after its charge, in memory: a step before the
+private one that drops or repeats rows, and an inner fit's own refusal
+(review 103 F1, F3)."""
+import numpy as np
+import pytest
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+
+from sklearn_dppca import BudgetAccountant, PrivatePCA
+from sklearn_dppca.linear_model import PrivateLDA
+from sklearn_dppca.model_selection import PrivateGridSearchCV
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+SPENT = "The budget of this search was spent"
+
+
+def _positive_first(rows):
+    return rows[rows[:, 0] > 0]
+
+
+def _twice(rows):
+    return np.vstack([rows, rows])
+
+
+@pytest.mark.parametrize("step", [_positive_first, _twice])
+def test_a_step_that_changes_the_rows_in_memory_fails_after_the_charge(step):
+    """A step that keeps some rows (or repeats them) is no fixed map of each
+    row: in memory the search fitted the private step on its output and
+    released best_estimator_.n_samples_, the count of rows a filter kept.
+    It fails the charged search, as on a Dask array (_ChunkMap)."""
+    X = np.random.default_rng(0).normal(size=(800, 5))
+    budget = BudgetAccountant()
+    search = PrivateGridSearchCV(
+        make_pipeline(FunctionTransformer(step), PrivatePCA(data_norm=5.0)),
+        {"privatepca__n_components": [2]}, epsilon=5.0, cv=2, accountant=budget)
+    with pytest.raises(ValueError, match=f"another number of rows.*{SPENT}"):
+        search.fit(X)
+    assert budget.n_charges == 1
+
+
+def test_a_supervised_step_that_drops_rows_fails_after_the_charge():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(800, 5)), rng.integers(0, 2, 800)
+    budget = BudgetAccountant()
+    search = PrivateGridSearchCV(
+        Pipeline([("f", FunctionTransformer(_positive_first)),
+                  ("pca", PrivatePCA(data_norm=5.0)),
+                  ("lda", PrivateLDA([0, 1], data_norm=5.0))]),
+        {"pca__n_components": [2]}, epsilon=5.0, cv=2, accountant=budget)
+    with pytest.raises(ValueError, match=f"another number of rows.*{SPENT}"):
+        search.fit(X, y)
+    assert budget.n_charges == 1
+
