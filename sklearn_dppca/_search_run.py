@@ -5,6 +5,7 @@ decides what is released or what it costs (``_search_plan``).
 
 import contextlib
 import math
+import re
 from numbers import Integral, Real
 
 import numpy as np
@@ -351,20 +352,32 @@ SPENT = ("The budget of this search was spent: the error came after its "
          "charge.")
 
 
+#: A sentence of a fit's own refusal before its charge (a memory plan's, a
+#: head's), which a fit inside a search raises after the search's charge.
+_NOTHING_SPENT = re.compile(
+    r"(?:^|(?<=[.:)] ))[A-Z][^.]*?(?:spending any budget|spent any budget"
+    r"|spent nothing|nothing was (?:spent|charged))[^.]*\.(?: |$)")
+#: What replaces it: the search's budget was spent (review 103 F3: "refused
+#: before ... spending any budget. ... The budget of this search was spent").
+INSIDE = "This fit inside the search failed after the search's charge. "
+
+
 @contextlib.contextmanager
 def charged_search():
     """Run what follows a search's charge: an error raised there (a user's
     step failing on a validation fold, a candidate's fit, the refit) says
     that the budget was spent, as the estimators' errors after their charge
     do, in an error of its type where one can be made from a message (the
-    original chained as its cause), else in a ``RuntimeError``. A refusal
-    before the charge says that nothing was spent."""
+    original chained as its cause), else in a ``RuntimeError``; an inner
+    fit's sentence saying it spent nothing (its own refusal before its own
+    charge) is replaced by one saying it failed after the search's charge.
+    A refusal before the search's charge says that nothing was spent."""
     try:
         yield
     except Exception as error:
         if SPENT in str(error):
             raise
-        message = f"{error} {SPENT}"
+        message = f"{_NOTHING_SPENT.sub(INSIDE, str(error)).rstrip()} {SPENT}"
         try:
             charged = type(error)(message)
         except Exception:  # a type that takes other arguments

@@ -51,3 +51,27 @@ def test_a_supervised_step_that_drops_rows_fails_after_the_charge():
         search.fit(X, y)
     assert budget.n_charges == 1
 
+
+def _wide(rows):
+    return np.hstack([rows] * 500) if len(rows) > 1 else rows
+
+
+def test_an_inner_refusal_after_the_charge_does_not_say_nothing_was_spent():
+    """An inner fit's own refusal before its own charge (its memory plan),
+    raised after the search's: the message said both "refused before
+    reading the data or spending any budget" and that the search's budget
+    was spent. Its sentence now says the fit failed after the charge."""
+    X = np.random.default_rng(0).normal(size=(600, 6))
+    budget = BudgetAccountant()
+    search = PrivateGridSearchCV(
+        Pipeline([("f", FunctionTransformer(_wide)),
+                  ("p", PrivatePCA(data_norm=5.0, memory_limit=2e7))]),
+        {"p__n_components": [2]}, epsilon=1.0, cv=2, accountant=budget)
+    with pytest.raises(MemoryError) as raised:
+        search.fit(X)
+    message = str(raised.value)
+    assert budget.n_charges == 1
+    assert "spending any budget" not in message
+    assert "This fit inside the search failed after the search's charge." in message
+    assert message.endswith(SPENT + ": the error came after its charge.")
+    assert "more than memory_limit" in message  # the inner reason is kept
