@@ -9,12 +9,14 @@ from typing import NamedTuple
 import numpy as np
 from scipy import sparse
 
+from ._blocks import block_ranges
 from ._dask import ChunkedRows, map_reduce
 from ._norm_plan import EXPAND_REACH
 from ._reported import _engine
 from ._rows import InMemoryRows
 from ._stats import (
     _SCAN_BYTES,
+    _as_float64,
     _clip_scales,
     _dense,
     _norm_margin,
@@ -36,10 +38,14 @@ def _blocks(X, sq, norms=True, keep=None):
     centre every block into a temporary, which at that size stays in cache
     (2× faster than 32 MB blocks at 2e5 × 50). Blocks of a dense float64
     array are views, in either layout (a column-major Dask partition is not
-    copied whole first). Sparse rows, which :func:`_around` never makes
-    dense whole, come in blocks of about :data:`_SCAN_BYTES` / 16 stored
-    entries (at least as many rows as dense ones): blocks of two rows of a
-    100 000-wide CSR made its pass one of Python calls.
+    copied whole first); other dense rows (float32) are cast a part at a
+    time, the parts those of :func:`iter_blocks`'s blocks (the same values):
+    the cast of a whole 32 MiB block, held while the next was cast, peaked
+    at two blocks where the plan counts one a core (mend 116). Sparse rows,
+    which :func:`_around` never makes dense whole, come in blocks of about
+    :data:`_SCAN_BYTES` / 16 stored entries (at least as many rows as dense
+    ones): blocks of two rows of a 100 000-wide CSR made its pass one of
+    Python calls.
     """
     step = _scan_rows(X.shape[1])
     if sparse.issparse(X) and X.shape[0]:
@@ -55,6 +61,14 @@ def _blocks(X, sq, norms=True, keep=None):
             part = X[a:a + step]
             yield part, (sq[a:a + part.shape[0]] if sq is not None else
                          _sq_norms(part) if norms else None)
+        return
+    if isinstance(X, np.ndarray):  # float32 or integer rows: a part cast at once
+        for start, stop in block_ranges(X):
+            for a in range(start, stop, step):
+                part = _as_float64(X[a:min(a + step, stop)])
+                yield part, (_sq_norms(part) if sq is None
+                             else sq[a:a + part.shape[0]])
+                del part
         return
     for start, stop, block in iter_blocks(X):
         for a in range(0, stop - start, step):

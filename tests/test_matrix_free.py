@@ -432,6 +432,25 @@ def test_the_auto_bound_s_pass_is_in_the_plan(dtype):
     assert traced_peak(est, X) <= est._memory_needed(*X.shape)
 
 
+@pytest.mark.parametrize("path", ["dense", "noisy_power"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_auto_bound_s_pass_is_in_the_plan_at_one_thread(monkeypatch, dtype, path):
+    """At one BLAS thread the plan counts one block's float64 copy: the
+    passes of "auto" cast a float32 block of 32 MiB whole and held it while
+    casting the next, 69.6 MB at the peak of every path against plans of
+    46.8 (dense) and 54.2 MB (noisy power); two threads' plan hid it (mend
+    116). They cast a part of a few megabytes at a time."""
+    from sklearn_dppca import _paths, _rows, _threads
+
+    for module in (_threads, _paths, _rows):
+        monkeypatch.setattr(module, "blas_threads", lambda: 1)
+    X = (np.random.default_rng(0).standard_normal((200_000, 100)) * 0.1).astype(dtype)
+    est = PrivatePCA(2, data_norm="auto", path=path, svd_solver="randomized",
+                     accountant=BudgetAccountant())
+    assert traced_peak(est, X) <= est._memory_needed(*X.shape)
+    assert est.path_ == path and est._planned_cores() == 1
+
+
 def test_memory_grows_as_d_k_not_d_squared():
     """Traced peak of a matrix-free fit at d = 4 000: a fraction of one
     d × d matrix (128 MB), and of the dense path's two; the kernel's cache

@@ -150,3 +150,35 @@ def test_read_norms_kept_for_the_first_pass(monkeypatch):
                          accountant=BudgetAccountant()).fit(X)
     assert est.mean_ is None or not np.any(est.mean_)
     assert rows[0] < 1.5 * X.shape[0]  # 2n before: the read's and the Gram's
+
+
+@pytest.mark.parametrize("dtype,order", [(np.float32, "C"), (np.float32, "F"),
+                                         (np.int64, "C")])
+def test_cast_rows_come_in_the_parts_of_whole_blocks(monkeypatch, dtype, order):
+    """Rows not float64 are cast a part at a time (mend 116: a whole block's
+    cast, held while the next was cast, peaked at two blocks), the parts
+    those the passes read before from the cast blocks of ``iter_blocks``, in
+    the same values: blocks of 300 rows here, parts of 70."""
+    from sklearn_dppca import _blocks, _stats
+
+    monkeypatch.setattr(_blocks, "_BLOCK_BYTES", 8 * 40 * 300)
+    monkeypatch.setattr(_blocks, "_MIN_BLOCK_ROWS", 1)
+    monkeypatch.setattr(_stats, "_SCAN_BYTES", 8 * 40 * 70)
+    rng = np.random.default_rng(0)
+    X = np.asarray(rng.normal(size=(1000, 40)) * 50, dtype=dtype, order=order)
+    want = [(block[a:a + 70], _sq_norms(block[a:a + 70]))
+            for _, _, block in _blocks.iter_blocks(X)
+            for a in range(0, block.shape[0], 70)]
+    sq = _sq_norms(np.asarray(X, dtype=np.float64))
+    for norms in (None, sq):
+        got = list(_norm_stats._blocks(X, norms))
+        assert [p.shape[0] for p, _ in got] == [p.shape[0] for p, _ in want]
+        assert [p.shape[0] for p, _ in got][:6] == [70] * 4 + [20, 70]
+        start = 0
+        for (p, p_sq), (q, q_sq) in zip(got, want):
+            assert p.dtype == np.float64 and p.flags.c_contiguous
+            assert np.array_equal(p, q)  # given norms: their slice
+            q_sq = q_sq if norms is None else norms[start:start + q.shape[0]]
+            assert np.array_equal(p_sq, q_sq)
+            start += q.shape[0]
+        assert start == X.shape[0]
