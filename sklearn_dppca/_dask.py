@@ -765,6 +765,11 @@ class ChunkedRows:
     Same interface as :class:`~sklearn_dppca._rows.InMemoryRows`.
     """
 
+    #: The columns of the Dask DataFrame ``X`` was made of (public), which a
+    #: search's steps mapped over the chunks read by name
+    #: (:func:`~sklearn_dppca._search_rows.rows_kind`); None for an array.
+    names = None
+
     def __init__(self, X):
         self.X = X
         self._gram = None  # (data_norm, Σ clip(x) clip(x)ᵀ) from the first pass

@@ -101,13 +101,17 @@ def head_output(heads, n_features, empty):
 
 
 
-def rows_kind(X, n_features):
+def rows_kind(X, n_features, names=None):
     r"""An engine of ``X``'s kind (the search's ``X`` as it receives it)
     that holds no row: a fit's path and memory depend on the kind of its rows
     (dense, sparse, a Dask array of dense chunks, an Array API device), never
-    on their values (:func:`refused_path`)."""
+    on their values (:func:`refused_path`). ``names``: the columns of the
+    Dask DataFrame a Dask array was made of (public, its schema), which the
+    steps mapped over its chunks see (:func:`mapped_rows`)."""
     if is_dask_collection(X) and not has_sparse_chunks(X):
-        return ChunkedRows(X)  # lazy: its graph, never computed here
+        rows = ChunkedRows(X)  # lazy: its graph, never computed here
+        rows.names = names
+        return rows
     namespace = _array_api.namespace(X)
     if namespace is not None:
         xp, device = namespace
@@ -134,7 +138,7 @@ def input_kind(heads, n_features, rows):
         return n_features, rows
     if isinstance(rows, ChunkedRows) and not rows.sparse_chunks:
         try:
-            mapped = mapped_rows(heads, rows.X)
+            mapped = mapped_rows(heads, rows.X, rows.names)
         except ValueError:  # the candidate's public failure (unmapped)
             return None
         return mapped.shape[1], (rows if mapped is rows.X else ChunkedRows(mapped))
@@ -202,18 +206,20 @@ def maps_chunks(heads, X):
 
 class _ChunkMap:
     """The public steps, fitted on a row of zeros, applied to one chunk of
-    rows: dense, ``width`` columns of ``dtype`` (their output on the row of
-    zeros). A step whose output has another width or is not dense on some
+    rows (a DataFrame of the columns ``names`` where they are given, as the
+    steps were fitted): dense, ``width`` columns of ``dtype`` (their output
+    on the row of zeros). A step whose output has another width or is not dense on some
     chunk is not a fixed map of each row: it fails (after the charge, as
     :func:`~sklearn_dppca._search_run._check_heads` fails such a step)."""
 
-    def __init__(self, steps, width, dtype):
+    def __init__(self, steps, width, dtype, names=None):
         self.steps, self.width, self.dtype = steps, width, dtype
+        self.names = names
 
     def __call__(self, block):
         if not block.shape[0]:  # a chunk of no row: scikit-learn refuses it
             return np.empty((0, self.width), dtype=self.dtype)
-        out = self.steps.transform(block)
+        out = self.steps.transform(_named(block, self.names))
         if sparse.issparse(out) or len(getattr(out, "shape", ())) != 2 \
                 or out.shape[1] != self.width or out.shape[0] != block.shape[0]:
             raise ValueError(
@@ -223,15 +229,36 @@ class _ChunkMap:
         return np.asarray(out, dtype=self.dtype)  # pandas (set_output) too
 
 
-def mapped_rows(heads, X):
+def _named(rows, names):
+    """``rows`` (2-D NumPy) as a DataFrame of the columns ``names`` (its
+    values not copied), or as they are where ``names`` is None."""
+    if names is None:
+        return rows
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=list(names), copy=False)
+
+
+class _FailsOnZeros(ValueError):
+    """The steps fail on the row of zeros they are fitted on
+    (:func:`mapped_rows`): a function of their parameters and of ``X``'s
+    columns (a ``ranges`` dict that names no range for a column)."""
+
+
+def mapped_rows(heads, X, names=None):
     """``X``, a Dask array of dense chunks, through the public steps
     ``heads`` chunk by chunk (lazy: nothing is computed here): each chunk of
     rows mapped by a clone of the steps fitted on a row of zeros of ``X``'s
     width and dtype (their fit learns nothing from the rows: the searches
     accept stateless steps only; ``copy=True``, so that no chunk of the
     caller's array is written), into as many rows, the width and dtype of
-    their output on that row. ``X`` itself where every step passes it
-    through. Public: the steps, ``X``'s width, dtype and chunks. A
+    their output on that row. ``names``: the columns of the Dask DataFrame
+    ``X`` was made of; the row of zeros and each chunk then reach the steps
+    as a DataFrame of those columns, so that a step keyed by feature name (a
+    ``PublicScaler(ranges={name: ...})``, a ``ColumnTransformer`` on names)
+    maps them as it maps the frame in memory. ``X`` itself where every step
+    passes it through. Public: the steps, ``X``'s width, dtype, chunks and
+    column names. A
     ``ValueError`` (before the charge) where the steps fail on the row of
     zeros or make of it anything but a dense 2-D array of numbers: the
     width and the memory of what the private step reads are then not
@@ -248,9 +275,10 @@ def mapped_rows(heads, X):
                          if name.rsplit("__", 1)[-1] == "copy"})
     try:
         with private_computation():  # public values; the package's silence
-            out = mapper.fit_transform(np.zeros((1, X.shape[1]), dtype=X.dtype))
+            out = mapper.fit_transform(
+                _named(np.zeros((1, X.shape[1]), dtype=X.dtype), names))
     except Exception as error:  # noqa: BLE001 - a user's step: named below
-        raise ValueError(
+        raise _FailsOnZeros(
             f"The steps before the private estimator fail on a row of zeros "
             f"of X's {X.shape[1]} columns ({type(error).__name__}: {error})"
         ) from None
@@ -266,7 +294,7 @@ def mapped_rows(heads, X):
             f"{out.dtype} of a row of zeros, not numbers")
     dtype = out.dtype if out.dtype.kind == "f" else np.dtype(np.float64)
     width = int(out.shape[1])
-    return da.map_blocks(_ChunkMap(mapper, width, dtype), X, dtype=dtype,
+    return da.map_blocks(_ChunkMap(mapper, width, dtype, names), X, dtype=dtype,
                          chunks=(X.chunks[0], (width,)),
                          meta=np.empty((0, 0), dtype=dtype),
                          # the bytes of a row read: counted by chunk_bytes
@@ -274,7 +302,7 @@ def mapped_rows(heads, X):
                               f"{da.core.tokenize(X, mapper, width, dtype)}")
 
 
-def fit_through_heads(model, index, X, y=None):
+def fit_through_heads(model, index, X, y=None, names=None):
     """``model.fit(X, y)``, where ``model`` is a Pipeline whose steps before
     ``index`` are public maps: on a Dask array of dense chunks
     (:func:`maps_chunks`) the later steps are fitted on those steps' output
@@ -285,23 +313,23 @@ def fit_through_heads(model, index, X, y=None):
     if not index:
         return model.fit(X, y)
     # in memory too: the steps' output checked for X's number of rows
-    Pipeline(model.steps[index:]).fit(fit_heads(model, index, X, y), y)
+    Pipeline(model.steps[index:]).fit(fit_heads(model, index, X, y, names), y)
     return model
 
 
-def fit_heads(model, index, X, y=None):
+def fit_heads(model, index, X, y=None, names=None):
     """The steps of the Pipeline ``model`` before ``index`` (public maps)
     fitted, and the rows as the step at ``index`` reads them: on a Dask
     array of dense chunks, the steps fitted on a row of zeros (they learn
     nothing from the rows; their output on it is that of a fit on every
-    row) and the rows mapped chunk by chunk (:func:`mapped_rows`); else
-    each step's ``fit_transform``."""
+    row) and the rows mapped chunk by chunk (:func:`mapped_rows`, with the
+    columns ``names``); else each step's ``fit_transform``."""
     heads = [step for _, step in model.steps[:index]] if index else []
     if maps_chunks(heads, X):
-        zero = np.zeros((1, X.shape[1]), dtype=X.dtype)
+        zero = _named(np.zeros((1, X.shape[1]), dtype=X.dtype), names)
         with private_computation():
             Pipeline(model.steps[:index]).fit(zero)
-        return mapped_rows(heads, X)
+        return mapped_rows(heads, X, names)
     rows = X
     for step in heads:
         if not _is_passthrough(step):
@@ -309,14 +337,14 @@ def fit_heads(model, index, X, y=None):
     return same_rows(rows, X)
 
 
-def rows_after(model, index, X):
+def rows_after(model, index, X, names=None):
     """The rows as the step at ``index`` of the fitted Pipeline ``model``
     reads them: through the public steps before it, mapped chunk by chunk
     on a Dask array of dense chunks (:func:`mapped_rows`), else
     transformed."""
     heads = [step for _, step in model.steps[:index]] if index else []
     if maps_chunks(heads, X):
-        return mapped_rows(heads, X)
+        return mapped_rows(heads, X, names)
     rows = X
     for step in heads:
         if not _is_passthrough(step):
@@ -346,7 +374,12 @@ def unmapped(heads, rows):
     if not heads or not isinstance(rows, ChunkedRows) or rows.sparse_chunks:
         return None
     try:
-        mapped_rows(heads, rows.X)
+        mapped_rows(heads, rows.X, rows.names)
+    except _FailsOnZeros as error:  # the steps' own refusal, named as it is
+        return ValueError(
+            f"{error}: the steps are fitted on that row before they map "
+            "the Dask array's chunks; a failure found before any row was "
+            "read (public: the steps and X's columns).")
     except ValueError as error:
         return ValueError(
             f"{error}: on a Dask array, the width and the memory of what the "

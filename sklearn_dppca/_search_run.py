@@ -387,7 +387,7 @@ def charged_search():
         raise charged from error
 
 
-def _check_heads(plan, X, smallest_fold):
+def _check_heads(plan, X, smallest_fold, names=None):
     """Refuse ranks above the features a candidate's head (its stateless
     steps before the private one) makes, before any fit. Run after the
     charge, inside the search's private computation: the heads read the
@@ -403,7 +403,7 @@ def _check_heads(plan, X, smallest_fold):
         heads = [step for _, step in head.steps]
         if key not in checked and maps_chunks(heads, X):
             # a Dask array's chunks, mapped as planned: never gathered here
-            checked[key] = mapped_rows(heads, X).shape[1]
+            checked[key] = mapped_rows(heads, X, names).shape[1]
         if key not in checked:
             # copy=True: a step's copy=False would scale the caller's X in
             # place, and every fit would then read it scaled twice
@@ -418,7 +418,7 @@ def _check_heads(plan, X, smallest_fold):
 
 
 def _fit_candidate(candidate, epsilon, delta, generator, X, y, full=False,
-                   keep=False, pool=None):
+                   keep=False, pool=None, names=None):
     r"""The candidate fitted at ``epsilon`` on a throwaway accountant (the
     search has paid for it); ``full``: to be truncated, with every component
     (below :data:`SHARED_FULL_FEATURES` features) or ``full`` of them (an
@@ -451,7 +451,7 @@ def _fit_candidate(candidate, epsilon, delta, generator, X, y, full=False,
     if pool is not None:
         step._pool_with = pool[0]
     # a Dask array's chunks mapped by the steps before it, as planned
-    fitted = fit_through_heads(model, candidate.index, X, y)
+    fitted = fit_through_heads(model, candidate.index, X, y, names)
     step = _locate_private_step(fitted)[2]
     spent = step.privacy_spent_
     if not math.isclose(spent[0], epsilon, rel_tol=1e-6):
@@ -465,10 +465,11 @@ def _fit_candidate(candidate, epsilon, delta, generator, X, y, full=False,
     return fitted
 
 
-def _score_fold(X, y, train, test, plan, delta, seeds):
+def _score_fold(X, y, train, test, plan, delta, seeds, names=None):
     """Exact summed scores, released ``n_components_`` and floors of one fold
     for every candidate (NaN for the failed ones). The scores stay inside
-    ``fit``."""
+    ``fit``. ``names``: the columns of the Dask DataFrame a Dask ``X`` was
+    made of, for the steps mapped over its chunks."""
     X_train, X_val = _take(X, train), _take(X, test)
     y_train = None if y is None else _safe_indexing(y, train)
     m = len(plan.candidates)
@@ -484,11 +485,12 @@ def _score_fold(X, y, train, test, plan, delta, seeds):
             # wide rows, or a width not public: the largest k, not every one
             shared = max(wanted)
         fitted = _fit_candidate(cand, plan.fit_epsilons[g], delta, seeds[g],
-                                X_train, y_train, full=shared, keep=plan.pooled[g])
+                                X_train, y_train, full=shared, keep=plan.pooled[g],
+                                names=names)
         step = _locate_private_step(fitted)[2]
         kept[g] = getattr(step, "_kept", None)  # a noisy release: it may leave
         # the validation rows through the fit's own map of non-finite values
-        rows = _host(rows_after(fitted, cand.index, X_val), step.non_finite)
+        rows = _host(rows_after(fitted, cand.index, X_val, names), step.non_finite)
         if not shared:
             (c,) = members
             k[c] = step.n_components_

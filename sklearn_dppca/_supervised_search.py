@@ -420,7 +420,7 @@ def check_labels(plan, y, n_samples):
 
 
 def fit_candidate(cand, epsilons, delta, generator, X, y, keep=False,
-                  keep_pca=False):
+                  keep_pca=False, names=None):
     r"""``cand`` fitted with each private step at its :math:`\varepsilon` on
     a throwaway accountant (the search has paid); ``keep``: its head keeps
     its release for the group's other candidates; ``keep_pca``: its PCA
@@ -433,7 +433,7 @@ def fit_candidate(cand, epsilons, delta, generator, X, y, keep=False,
         model.steps[-2][1]._keep_release = keep_pca
     # a Dask array's chunks mapped by the steps before the first private
     # one, as planned (input_kind): never gathered for them
-    return fit_through_heads(model, len(heads_of(cand)), X, y)
+    return fit_through_heads(model, len(heads_of(cand)), X, y, names)
 
 
 def _with_settings(cand, epsilons, delta, generator):
@@ -510,7 +510,7 @@ def fold_scores(plan, per_candidate, shared, n_val):
     return 1.0 - sse / max(spread, plan.selection_sigma)
 
 
-def _score_fold(plan, X, y, train, test, delta, seeds):
+def _score_fold(plan, X, y, train, test, delta, seeds, names=None):
     X_train, X_val = _take(X, train), _take(X, test)
     y_train, y_val = _safe_indexing(y, train), _safe_indexing(y, test)
     predictions = [None] * len(plan.candidates)
@@ -519,17 +519,17 @@ def _score_fold(plan, X, y, train, test, delta, seeds):
         lead = plan.candidates[members[0]]
         fitted = fit_candidate(lead, plan.fit_epsilons[g], delta, seeds[g],
                                X_train, y_train, keep=len(members) > 1,
-                               keep_pca=plan.pooled[g])
+                               keep_pca=plan.pooled[g], names=names)
         if plan.pooled[g]:  # a dense release (a noisy one: it may leave)
             kept[g] = getattr(fitted.steps[-2][1], "_kept", None)
         first = len(heads_of(lead))  # the public steps' rows, as in the fit
         if len(members) == 1:
-            rows = rows_after(fitted, first, X_val) if first else X_val
+            rows = rows_after(fitted, first, X_val, names) if first else X_val
             rest = Pipeline(fitted.steps[first:]) if first else fitted
             predictions[members[0]] = _on_host(rest.predict(rows))
             continue
         if isinstance(fitted, Pipeline):
-            rows = rows_after(fitted, first, X_val)
+            rows = rows_after(fitted, first, X_val, names)
             if first < len(fitted.steps) - 1:
                 rows = Pipeline(fitted.steps[first:-1]).transform(rows)
             head = fitted.steps[-1][1]
@@ -552,7 +552,7 @@ def _score_fold(plan, X, y, train, test, delta, seeds):
     return fold_statistics(plan, y_val, predictions), kept
 
 
-def run(search, plan, X, y, splits, rng, pooled=True):
+def run(search, plan, X, y, splits, rng, pooled=True, names=None):
     r"""Execute ``plan`` (after its charge) and return the search's state.
 
     ``pooled``: each candidate's statistics are summed over the folds and
@@ -566,7 +566,8 @@ def run(search, plan, X, y, splits, rng, pooled=True):
     seeds = [rng.spawn(len(plan.groups)) for _ in splits]
     with private_computation():
         folds = Parallel(n_jobs=search.n_jobs, backend="threading")(
-            delayed(_score_fold)(plan, X, y, train, test, search.delta, seeds[f])
+            delayed(_score_fold)(plan, X, y, train, test, search.delta, seeds[f],
+                                 names)
             for f, (train, test) in enumerate(splits))
         kept = [[fold[1][g] for fold in folds] for g in range(len(plan.groups))]
         folds = [fold[0] for fold in folds]
@@ -595,7 +596,7 @@ def run(search, plan, X, y, splits, rng, pooled=True):
                                  f"be fitted: {cand.error!r}.")
             group = group_of(plan.groups, best)
             fitted = refit(plan, cand, group, kept[group], search.delta,
-                           rng.spawn(1)[0], X, y)
+                           rng.spawn(1)[0], X, y, names)
             fitted.set_params(**caching_params(cand.estimator))
             for prefix, step in cand.private:  # later refits charge the search's
                 fitted.set_params(**{prefix + "accountant": search.accountant,
@@ -606,7 +607,7 @@ def run(search, plan, X, y, splits, rng, pooled=True):
     return state
 
 
-def refit(plan, cand, group, kept, delta, generator, X, y):
+def refit(plan, cand, group, kept, delta, generator, X, y, names=None):
     r"""The chosen candidate refitted on all the rows at the refit's
     :math:`\mu`.
 
@@ -626,7 +627,7 @@ def refit(plan, cand, group, kept, delta, generator, X, y):
         eps = gdp_epsilon(plan.refit_mu / math.sqrt(len(cand.private)), delta,
                           tidy=False)
         return fit_candidate(cand, {p: eps for p, _ in cand.private}, delta,
-                             generator, X, y)
+                             generator, X, y, names=names)
     (pca_prefix, _), (head_prefix, _) = cand.private
     fold_mu = gdp_mu(plan.fit_epsilons[group][pca_prefix], delta)
     pca_eps = gdp_epsilon(math.sqrt(r) * fold_mu, delta, tidy=False)
@@ -635,7 +636,7 @@ def refit(plan, cand, group, kept, delta, generator, X, y):
                            delta, generator)
     (_, pca), (_, head) = model.steps[-2:]
     # the steps before the PCA are stateless (the plan checked): nothing learnt
-    rows = fit_heads(model, len(heads_of(cand)), X, y)
+    rows = fit_heads(model, len(heads_of(cand)), X, y, names)
     pca._fit_released(rows, pool, reported_spend((pca_eps, delta), pca_eps))
     head.fit(pca.transform(rows), y)
     return model

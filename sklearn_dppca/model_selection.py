@@ -491,7 +491,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
                            delta=self.delta, splits=splits, n_samples=n_samples,
                            n_features=n_features,
                            refit=bool(self.refit), fit_weights=self.fit_weights,
-                           rows=rows_kind(X, n_features), empty=empty_rows(X))
+                           rows=rows_kind(X, n_features, names),
+                           empty=empty_rows(X))
         failed = check_failures(plan.candidates, self.error_score, self.refit)
         accountant = _resolve_accountant(self)
         check_accountants(plan.candidates, accountant)
@@ -538,9 +539,11 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
             with private_computation():  # a warning here would depend on the rows
                 # After the charge: whatever the heads do on the rows (a user's
                 # function that fails on some value) is counted, not a refusal.
-                _check_heads(plan, X, min(len(train) for train, _ in splits))
+                _check_heads(plan, X, min(len(train) for train, _ in splits),
+                             names)
                 folds = Parallel(n_jobs=self.n_jobs, backend="threading")(
-                    delayed(_score_fold)(X, y, train, test, plan, self.delta, seeds[f])
+                    delayed(_score_fold)(X, y, train, test, plan, self.delta,
+                                         seeds[f], names)
                     for f, (train, test) in enumerate(splits)
                 )
                 exact = np.stack([fold[0] for fold in folds], axis=1)
@@ -551,7 +554,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
                     cand = plan.candidates[state["best_index_"]]
                     best = _fit_candidate(
                         cand, plan.refit_epsilon, self.delta, rng.spawn(1)[0], X, y,
-                        pool=refit_pool(plan, state["best_index_"], folds))
+                        pool=refit_pool(plan, state["best_index_"], folds),
+                        names=names)
                     # Later refits by the user charge the search's accountant, with
                     # the candidate's own randomness.
                     own = _locate_private_step(cand.estimator)[2].random_state
@@ -589,7 +593,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
             self.estimator, self.param_grid, epsilon=self.epsilon, delta=self.delta,
             splits=splits, n_samples=n_samples, n_features=n_features,
             scoring=self.scoring, refit=bool(self.refit), fit_weights=self.fit_weights,
-            rows=rows_kind(X, n_features), empty=empty_rows(X))
+            rows=rows_kind(X, n_features, names), empty=empty_rows(X))
         failed = check_failures(plan.candidates, self.error_score, self.refit)
         accountant = _resolve_accountant(self)
         check_accountants(plan.candidates, accountant)
@@ -626,7 +630,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         with charged_search():  # what is raised from here says it was spent
             vars(self).update(_supervised.run(self, plan, X, y, splits,
                                               self._charged(n_samples),
-                                              pooled=self._pool_folds))
+                                              pooled=self._pool_folds,
+                                              names=names))
         self.multimetric_ = False
         self.n_splits_ = len(splits)
         self.selection_sigma_ = plan.selection_sigma

@@ -250,3 +250,86 @@ def test_a_step_that_changes_a_chunks_rows_fails_after_the_charge():
                                          "was spent"):
         search.fit(X)
     assert budget.n_charges == 1
+
+
+def _frame():
+    import pandas as pd
+
+    rng = np.random.default_rng(1)
+    cols = ["age", "income", "height", "weight"]
+    return pd.DataFrame(rng.uniform(0, 1, size=(600, 4)) * [100, 1e5, 200, 150],
+                        columns=cols)
+
+
+RANGES = {"age": (0, 100), "income": (0, 1e5), "height": (0, 200),
+          "weight": (0, 150), "unused": (0, 1)}
+NAMED_HEADS = {
+    "scaler": lambda: [PublicScaler(ranges=RANGES)],
+    "columns": lambda: [ColumnTransformer(
+        [("scale", PublicScaler(ranges=RANGES), ["weight", "age"])],
+        remainder="drop", sparse_threshold=0)],
+}
+
+
+@pytest.mark.parametrize("heads", sorted(NAMED_HEADS))
+@pytest.mark.parametrize("supervised", [False, True])
+def test_a_dask_dataframe_search_maps_steps_keyed_by_name(heads, supervised):
+    """Steps keyed by feature name (ranges by name, columns by name) map a
+    Dask DataFrame's chunks as they map the frame in memory: the chunks
+    reach them with the frame's column names (public), and the search gives
+    the scores and the release of the same search on the pandas frame. They
+    failed on the Dask array's unnamed row of zeros, refusing every
+    candidate."""
+    dd = pytest.importorskip("dask.dataframe")
+    frame = _frame()
+    y = (frame["age"] > 50).astype(int).to_numpy()
+
+    def search(rows):
+        tail = ([PrivatePCA(1, data_norm=2.0), PrivateLDA([0, 1], data_norm=2.0)]
+                if supervised else [PrivatePCA(data_norm=2.0)])
+        pipe = make_pipeline(*NAMED_HEADS[heads](), *tail)
+        grid = ({"privatelda__alpha": [1.0, 2.0]} if supervised
+                else {"privatepca__n_components": [1, 2]})
+        budget = BudgetAccountant()
+        found = PrivateGridSearchCV(pipe, grid, epsilon=3.0, cv=3, random_state=0,
+                                    accountant=budget).fit(rows, y)
+        assert budget.n_charges == 1
+        return found
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = search(frame)
+        got = search(dd.from_pandas(frame, npartitions=2))
+    np.testing.assert_allclose(got.cv_results_["mean_test_score"],
+                               expected.cv_results_["mean_test_score"], rtol=1e-9)
+    assert got.best_params_ == expected.best_params_
+    pca = [s for s in got.best_estimator_ if isinstance(s, PrivatePCA)][0]
+    pca_in_memory = [s for s in expected.best_estimator_
+                     if isinstance(s, PrivatePCA)][0]
+    np.testing.assert_allclose(pca.components_, pca_in_memory.components_,
+                               rtol=1e-9, atol=1e-12)
+    # the refitted steps know the frame's names, as in memory
+    np.testing.assert_array_equal(got.best_estimator_[0].feature_names_in_,
+                                  list(frame.columns))
+
+
+def test_a_range_missing_for_a_column_of_a_dask_dataframe_is_refused():
+    """A step keyed by name that names no range for one of the frame's
+    columns is refused before the charge, naming the column, as on the
+    frame in memory."""
+    dd = pytest.importorskip("dask.dataframe")
+    frame = _frame()
+    ranges = {k: v for k, v in RANGES.items() if k != "weight"}
+    for rows in (frame, dd.from_pandas(frame, npartitions=2)):
+        budget = BudgetAccountant()
+        search = PrivateGridSearchCV(
+            make_pipeline(PublicScaler(ranges=ranges), PrivatePCA(data_norm=2.0)),
+            {"privatepca__n_components": [1, 2]}, epsilon=3.0, cv=3,
+            accountant=budget)
+        with pytest.raises(ValueError, match=re.escape(
+                "ranges gives no (low, high) for the feature(s) ['weight']")) \
+                as refused:
+            search.fit(rows)
+        assert budget.n_charges == 0
+        assert "spent" not in str(refused.value) or \
+            "before any budget was spent" in str(refused.value)
