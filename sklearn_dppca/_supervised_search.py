@@ -67,7 +67,7 @@ from ._search_plan import (
     pooled_groups,
     refused_path,
 )
-from ._search_rows import fit_heads, fit_through_heads, rows_after
+from ._search_rows import fit_heads, fit_through_heads, rows_after, unmapped
 from ._search_run import (
     _best_index,
     _ranked_results,
@@ -196,6 +196,12 @@ def _private_steps(est, n_features, sizes, rows=None, empty=None):
         for _, step in named:
             step._validate_params()
             before = every[:every.index(step)]
+            # public steps that cannot map a Dask array's chunks (they fail
+            # on its row of zeros, or make sparse rows): refused before the
+            # charge, as the unsupervised search refuses them
+            error = unmapped(before, rows) if step is named[0][1] else None
+            if error is not None:
+                return named, error
             read = input_kind(before, n_features, rows)
             if isinstance(step, _BasePrivatePCA):
                 # the fits refuse a bound whose square under- or overflows

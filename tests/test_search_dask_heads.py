@@ -333,3 +333,25 @@ def test_a_range_missing_for_a_column_of_a_dask_dataframe_is_refused():
         assert budget.n_charges == 0
         assert "spent" not in str(refused.value) or \
             "before any budget was spent" in str(refused.value)
+
+
+def test_a_supervised_search_refuses_unmappable_steps_before_the_charge():
+    """A step before the supervised search's first private one that fails on
+    the Dask DataFrame's row of zeros (a ColumnTransformer naming a column
+    the frame lacks: public, its schema) is refused before the charge, as
+    the unsupervised search refuses it; it failed the charged search."""
+    dd = pytest.importorskip("dask.dataframe")
+    frame = _frame()
+    y = (frame["age"] > 50).astype(int).to_numpy()
+    columns = ColumnTransformer([("scale", PublicScaler(ranges=(0.0, 1.0)),
+                                  ["age", "nope"])], sparse_threshold=0)
+    budget = BudgetAccountant()
+    search = PrivateGridSearchCV(
+        make_pipeline(columns, PrivatePCA(1, data_norm=2.0),
+                      PrivateLDA([0, 1], data_norm=2.0)),
+        {"privatelda__alpha": [1.0, 2.0]}, epsilon=3.0, cv=3, accountant=budget)
+    with pytest.raises(ValueError, match="not columns of the dataframe.*nope") \
+            as refused:
+        search.fit(dd.from_pandas(frame, npartitions=2), y)
+    assert "before any budget was spent" in str(refused.value)
+    assert budget.n_charges == 0
