@@ -72,6 +72,19 @@ def test_a_truncated_solvers_fit_peaks_within_its_plan(name):
     assert peak <= plan, (peak / 8 / d**2, plan / 8 / d**2)
 
 
+
+def _blas_after_plan(monkeypatch, est, blas):
+    """Once ``est`` has planned its fit, BLAS reports 8 threads again (the
+    other fit's pass, which made it report ``blas[0]`` while planning,
+    ended): the race a fit's one planned thread count closes."""
+    plan_path = est._plan_path
+
+    def planned(*args):
+        plan_path(*args)
+        blas[0] = 8
+
+    monkeypatch.setattr(est, "_plan_path", planned)
+
 def test_the_plan_counts_the_solvers_blocks_by_k():
     """Few components: the Gram pass's two matrices as before; near d: the
     release and ten d × p blocks (p = k + n_oversamples)."""
@@ -214,13 +227,7 @@ def test_a_pass_runs_in_the_threads_its_plan_counted(monkeypatch, name, data_nor
     est = getattr(sklearn_dppca, name)(5, data_norm=data_norm, epsilon=1.0,
                                        random_state=0, path="dense",
                                        accountant=BudgetAccountant())
-    plan_path = est._plan_path
-
-    def planned(*args):
-        plan_path(*args)
-        blas[0] = 8  # the other fit's pass ends: BLAS's own count again
-
-    monkeypatch.setattr(est, "_plan_path", planned)
+    _blas_after_plan(monkeypatch, est, blas)
     peak = traced_peak(est, X)
     blas[0] = 1  # the plan as it was made
     plan = est._memory_needed(n, d, "dense")
@@ -307,13 +314,7 @@ def test_threaded_product_passes_run_in_the_threads_their_plan_counted(
         if sparse_rows else rng.normal(size=(n, d)) / np.sqrt(d)
     est = PrivatePCA(3, data_norm=1.0, epsilon=1.0, random_state=0, path=path,
                      accountant=BudgetAccountant())
-    plan_path = est._plan_path
-
-    def planned(*args):
-        plan_path(*args)
-        blas[0] = 8  # the other fit's pass ends: BLAS's own count again
-
-    monkeypatch.setattr(est, "_plan_path", planned)
+    _blas_after_plan(monkeypatch, est, blas)
     est.fit(X)
     assert est.path_ == path and blas[0] == 8
     assert kernels == ([1] if path == "matrix_free" else []), kernels
