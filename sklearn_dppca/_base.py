@@ -73,7 +73,7 @@ from ._spectrum import (
     top_eigenpairs,
     unit_squares,
 )
-from ._stats import add_outer
+from ._stats import SPARSE_BLOCK_ENTRIES, add_outer
 from ._threads import wide
 from .noise import (
     dense_noise,
@@ -528,12 +528,15 @@ class _BasePrivatePCA(
         except ValueError:  # refused, with its reason, by the fit's plan
             return 0, ""
         if stays_sparse(*box, box_radius(*box, self.center)[0]):
-            # a clipped copy of the stored values (_box.clipped_entries), at
-            # the most entries: how many are stored is a function of the
-            # values; and its two blocks of bounds
-            return size + 2 * CLIP_ENTRIES * rows.X.dtype.itemsize, (
-                " and a clipped copy of the sparse rows' stored values (the "
-                "box of bounds; counted at n_samples * n_features of them)")
+            # the passes clip the values of the block they read
+            # (_blocks.BoxedCSR), a block a thread: at most
+            # SPARSE_BLOCK_ENTRIES stored entries, or one row; and its two
+            # runs of bounds. Never a copy of every value (issue 31: counted
+            # at n d values, 80 GB at 10^5 x 10^5 for a copy of 0.8 GB)
+            block = max(SPARSE_BLOCK_ENTRIES, n_features) + 2 * CLIP_ENTRIES
+            return self._planned_cores() * block * rows.X.dtype.itemsize, (
+                " and a clipped copy of the values of the block of sparse rows "
+                "each thread reads (the box of bounds)")
         return size, (" and a dense copy of the sparse rows (the box moves their "
                       "zeros: give bounds whose midpoint is 0, or center=False "
                       "with 0 in the box)")

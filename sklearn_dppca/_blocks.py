@@ -33,11 +33,21 @@ def _block_rows(n_features):
 SPARSE_BLOCK_ENTRIES = _BLOCK_BYTES // 48
 
 
+def sparse_rows(X):
+    """Whether ``X`` is sparse rows: a SciPy sparse matrix or
+    :class:`BoxedCSR`."""
+    return sparse.issparse(X) or isinstance(X, BoxedCSR)
+
+
+def _csr_like(X):
+    return (sparse.issparse(X) and X.format == "csr") or isinstance(X, BoxedCSR)
+
+
 def _row_ranges(X, start, stop, rows):
     """Consecutive ``(a, b)`` covering ``[start, stop)``: at most ``rows``
     rows each and, for CSR ``X``, at most :data:`SPARSE_BLOCK_ENTRIES`
     stored entries (or one row)."""
-    if not (sparse.issparse(X) and X.format == "csr"):
+    if not _csr_like(X):
         yield from _ranges(start, stop, rows)
         return
     indptr, a = X.indptr, start
@@ -96,3 +106,86 @@ def _csr_rows(X, start, stop):
     block.data, block.indices = data, indices
     block.indptr = (X.indptr[start:stop + 1] - lo).astype(X.indptr.dtype)
     return block
+
+
+#: Stored entries clipped at a time by :class:`BoxedCSR`: its temporaries,
+#: the bounds of that many entries, are two arrays of at most 2 MiB.
+CLIP_ENTRIES = 2**18
+
+
+def clip_into(out, values, columns, lower, upper):
+    """``out[:] = clip(values, lower[columns], upper[columns])``, in runs of
+    :data:`CLIP_ENTRIES` entries (two temporaries of that length)."""
+    for a in range(0, values.size, CLIP_ENTRIES):
+        part = columns[a:a + CLIP_ENTRIES]
+        np.clip(values[a:a + CLIP_ENTRIES], lower[part], upper[part],
+                out=out[a:a + CLIP_ENTRIES])
+    return out
+
+
+class BoxedCSR:
+    """The rows of a CSR matrix clipped into a box that holds 0 (its zeros
+    stay zeros), never held whole: indexed by rows (``X[a:b]``,
+    ``X[indices]``) it returns those rows as a CSR matrix of ``X``'s dtype
+    whose values are a clipped copy (a slice's indices are read-only views
+    of ``X``'s), the same values in the same order as a clipped copy of
+    ``X`` whole (``_box.clipped_entries``) gives. The passes read a block
+    at a time (:data:`SPARSE_BLOCK_ENTRIES` stored entries, or one row):
+    the memory plan counts a block's clipped values a thread
+    (``_base._copies_of_rows``). ``X`` is never written. Anything that
+    would read it whole (``np.asarray``) is refused.
+
+    Parameters
+    ----------
+    X : CSR matrix of shape (n_samples, n_features), each entry stored once
+    lower, upper : ndarray of shape (n_features,)
+        The box, in ``X``'s dtype (exact: ``_box.inward_box``).
+    """
+
+    ndim = 2
+    format = "csr"
+
+    def __init__(self, X, lower, upper):
+        self.base = X
+        self.lower = np.asarray(lower).astype(X.dtype)
+        self.upper = np.asarray(upper).astype(X.dtype)
+        self.shape, self.dtype = X.shape, X.dtype
+
+    @property
+    def indptr(self):
+        """``X``'s index pointers (read-only): where its blocks fall."""
+        indptr = self.base.indptr.view()
+        indptr.flags.writeable = False
+        return indptr
+
+    @property
+    def nnz(self):
+        return self.base.nnz
+
+    def __getitem__(self, rows):
+        if isinstance(rows, tuple):
+            raise TypeError("BoxedCSR rows are indexed by rows only")
+        X = self.base
+        if isinstance(rows, slice) and rows.step in (None, 1):
+            start, stop, _ = rows.indices(X.shape[0])
+            block = _csr_rows(X, start, max(start, stop))  # views: no copy
+            values = np.empty_like(block.data)
+        else:
+            block = X[rows]  # a copy: clipped in place
+            values = block.data
+        block.data = clip_into(values, block.data, block.indices, self.lower,
+                               self.upper)
+        return block
+
+    def head(self, n_rows):
+        """The first ``n_rows`` rows, boxed (views of ``X``, no copy)."""
+        return BoxedCSR(_csr_rows(self.base, 0, min(n_rows, self.shape[0])),
+                        self.lower, self.upper)
+
+    def values_to_check(self):
+        """``X``'s stored values, as given (for a finiteness check)."""
+        return self.base.data
+
+    def __array__(self, *args, **kwargs):
+        raise TypeError("BoxedCSR rows are read a block of rows at a time, "
+                        "never whole")

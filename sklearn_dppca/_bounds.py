@@ -111,6 +111,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+from scipy import sparse
 
 from ._box import boxed_rows, check_box, dtype_box, stays_sparse
 from ._dask import ChunkedRows
@@ -289,7 +290,9 @@ def _box_rows(data, lower, upper, centre):
     :math:`-\mathrm{centre}` (:func:`~sklearn_dppca._box.boxed_rows`).
 
     One copy of the data in memory (a Dask array stays lazy, chunk by
-    chunk, its CSR chunks as CSR rows in memory are).
+    chunk), but for CSR rows whose zeros the box keeps: their values are
+    clipped a block at a time as the passes read them
+    (:class:`~sklearn_dppca._blocks.BoxedCSR`).
     """
     engine = _engine(data)
     X = engine.X
@@ -299,10 +302,15 @@ def _box_rows(data, lower, upper, centre):
                 else np.empty((0, 0), dtype=X.dtype))
         return ChunkedRows(X.map_blocks(boxed_rows, lower, upper, centre,
                                         dtype=X.dtype, meta=meta))
-    _announce(data, "the rows clipped into the box (one copy)")
+    lazy = sparse.issparse(X) and stays_sparse(lower, upper, centre)
+    _announce(data, "the rows clipped into the box (" + (
+        "a block at a time, as the passes read them" if lazy else "one copy") + ")")
     # the passes' threads as the plan counted them (those of the rows given:
-    # a box that densifies sparse rows runs in the one thread counted)
-    return InMemoryRows(boxed_rows(X, lower, upper, centre), engine.threads)
+    # a box that densifies sparse rows runs in the one thread counted); CSR
+    # rows whose zeros stay zeros are clipped a block at a time as the
+    # passes read them (_blocks.BoxedCSR), never copied whole (issue 31)
+    return InMemoryRows(boxed_rows(X, lower, upper, centre, lazy=True),
+                        engine.threads)
 
 
 # ------------------------------------------------------------ the fit's step

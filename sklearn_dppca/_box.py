@@ -12,6 +12,7 @@ from scipy import sparse
 from sklearn.utils import assert_all_finite
 
 from . import _array_api
+from ._blocks import CLIP_ENTRIES, BoxedCSR, clip_into  # noqa: F401
 
 
 def by_feature_name(values, name, feature_names, what, instead):
@@ -184,16 +185,20 @@ def inward_box(lower, upper, dtype):
     return low.astype(dtype), high.astype(dtype)
 
 
-def boxed_rows(X, lower, upper, centre):
+def boxed_rows(X, lower, upper, centre, lazy=False):
     """A block of rows clipped into the box and translated (a copy). A CSR
     (or CSC) matrix stays sparse when the translation is 0 and 0 lies in
-    the box (only its stored entries change); otherwise it is densified.
+    the box (only its stored entries change; with ``lazy``, a CSR matrix is
+    clipped as the passes read it, :class:`~sklearn_dppca._blocks.BoxedCSR`,
+    never copied whole); otherwise it is densified.
     An infinite value is refused, as a NaN is, not clipped: the rows of
     ``non_finite="clip"`` were mapped before, so one is left only under
     ``"raise"``, whose domain is the finite rows."""
     assert_all_finite(X.data if sparse.issparse(X) else X, input_name="X")
     if sparse.issparse(X):
         if stays_sparse(lower, upper, centre):
+            if lazy and X.format == "csr":
+                return BoxedCSR(X, lower, upper)
             return clipped_entries(X, lower, upper)
         rows = X.toarray()  # a copy already: clipped in place
         np.clip(rows, lower.astype(rows.dtype), upper.astype(rows.dtype), out=rows)
@@ -203,27 +208,19 @@ def boxed_rows(X, lower, upper, centre):
     return rows
 
 
-#: Stored entries clipped at a time by :func:`clipped_entries`: its
-#: temporaries, the bounds of that many entries, are two arrays of 2 MiB.
-CLIP_ENTRIES = 2**18
-
-
 def clipped_entries(X, lower, upper):
     """A sparse ``X``'s stored entries clipped into the box: a CSR matrix
     that shares ``X``'s indices and index pointers (as CSR; read-only views,
     never written) and holds a clipped copy of its values, the one array
-    the box adds (:meth:`~sklearn_dppca._base._copied_rows` counts it at
-    ``n d`` entries: how many ``X`` stores is a function of the values).
-    The entries are clipped :data:`CLIP_ENTRIES` at a time into that copy:
-    a copy of ``X`` whole and three temporaries as long as its values made a
-    dense-valued CSR fit peak at 4.75 times its plan (review 103 F2)."""
+    the box adds. The entries are clipped
+    :data:`~sklearn_dppca._blocks.CLIP_ENTRIES` at a time into that copy: a
+    copy of ``X`` whole and three temporaries as long as its values made a
+    dense-valued CSR fit peak at 4.75 times its plan (review 103 F2). A
+    chunk of a Dask array is boxed so; in memory the rows are boxed as the
+    passes read them (:class:`~sklearn_dppca._blocks.BoxedCSR`)."""
     X = X.tocsr()  # a fit's rows are CSR already (InMemoryRows): no copy
     lower, upper = lower.astype(X.dtype), upper.astype(X.dtype)  # exact
-    data = np.empty_like(X.data)
-    for a in range(0, data.size, CLIP_ENTRIES):
-        columns = X.indices[a:a + CLIP_ENTRIES]
-        np.clip(X.data[a:a + CLIP_ENTRIES], lower[columns], upper[columns],
-                out=data[a:a + CLIP_ENTRIES])
+    data = clip_into(np.empty_like(X.data), X.data, X.indices, lower, upper)
     indices, indptr = X.indices.view(), X.indptr.view()
     indices.flags.writeable = indptr.flags.writeable = False
     # set after construction, as _blocks._csr_rows does: no copy, no check

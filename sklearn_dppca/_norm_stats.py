@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import sparse
 
-from ._blocks import block_ranges
+from ._blocks import block_ranges, sparse_rows
 from ._dask import ChunkedRows, map_reduce
 from ._norm_plan import EXPAND_REACH
 from ._reported import _engine
@@ -48,7 +48,7 @@ def _blocks(X, sq, norms=True, keep=None):
     Python calls.
     """
     step = _scan_rows(X.shape[1])
-    if sparse.issparse(X) and X.shape[0]:
+    if sparse_rows(X) and X.shape[0]:
         per_row = max(X.nnz / X.shape[0], 1.0)
         step = max(step, int(_SCAN_BYTES // (16 * per_row)))
     if sq is None and keep is not None:  # the norms computed into keep

@@ -23,7 +23,7 @@ try:  # the kernel SciPy's sparse @ runs, adding into an array it is given
 except ImportError:  # pragma: no cover - a SciPy without it: by bands
     _csc_matvecs = None
 
-from ._blocks import block_ranges, read_block
+from ._blocks import BoxedCSR, block_ranges, read_block, sparse_rows
 from ._stats import (
     _SCAN_BYTES,
     _clip_scales,
@@ -204,7 +204,7 @@ class CentredRows:
         if energy is not None:  # the test's columns after the trials'
             flat = np.hstack([flat, energy[0]])
             test_radii = np.asarray(energy[1], dtype=float)
-        if sparse.issparse(self.X):  # else SciPy copies it for every block
+        if sparse_rows(self.X):  # else SciPy copies it for every block
             flat = np.ascontiguousarray(flat)
         radii = np.asarray(radii, dtype=float)
         known = self._unit_scales is not None
@@ -320,7 +320,7 @@ class CentredRows:
         back: the next pass clipped with uninitialised ones)."""
         d, width = total.shape
         rows = max(b - a for a, b in ranges)
-        dense = not sparse.issparse(self.X)
+        dense = not sparse_rows(self.X)
         sums = [total] + [np.zeros_like(total) for _ in range(n_threads - 1)]
         slots = [(np.empty((rows, columns)) if dense else None, np.empty((d, width)))
                  for _ in range(n_threads)]
@@ -492,7 +492,9 @@ class InMemoryRows:
 
     def head(self, n_rows):
         """The first ``n_rows`` rows (a view)."""
-        head = InMemoryRows(self.X[:n_rows], self.threads)
+        X = self.X
+        head = InMemoryRows(X.head(n_rows) if isinstance(X, BoxedCSR)
+                            else X[:n_rows], self.threads)
         head.with_gram = self.with_gram
         return head
 
@@ -501,8 +503,10 @@ class InMemoryRows:
         one reduction over the values, entry by entry only where it is not
         finite. For a fit charged before its first pass over every row."""
         with np.errstate(over="ignore", invalid="ignore"):
-            assert_all_finite(self.X.data if sparse.issparse(self.X) else self.X,
-                              input_name="X")
+            X = self.X
+            assert_all_finite(X.data if sparse.issparse(X) else
+                              X.values_to_check() if isinstance(X, BoxedCSR)
+                              else X, input_name="X")
 
     def clipped_sum(self, data_norm):
         r""":math:`\sum \operatorname{clip}_C(x_i)` alone: the first rows' pass
@@ -559,7 +563,7 @@ def sparse_row_jobs(rows, cores=None):
     in the calling thread; None for other rows (dense products have BLAS's
     own threads, Dask's chunks their scheduler)."""
     X = getattr(rows, "X", None)
-    if sparse.issparse(X) and X.shape[0] * X.shape[1] >= SPARSE_THREADS_MIN_ENTRIES:
+    if sparse_rows(X) and X.shape[0] * X.shape[1] >= SPARSE_THREADS_MIN_ENTRIES:
         return cores or blas_threads()
     return None
 

@@ -12,8 +12,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
-from scipy import sparse
 from threadpoolctl import ThreadpoolController  # a scikit-learn dependency
+
+from ._blocks import sparse_rows
 
 # Less data than this is read in the calling thread alone (see _n_threads).
 _MIN_PARALLEL_BYTES = 128 * 2**20
@@ -116,7 +117,7 @@ def _n_threads(X, threads=None):
     (``_moved.MovedRows``: each thread copies one) and at most ``threads``
     (the count the fit's plan read, ``InMemoryRows.threads``: BLAS's count
     may have grown since, when another fit's pass ended)."""
-    n = pass_threads(*X.shape, is_sparse=sparse.issparse(X))
+    n = pass_threads(*X.shape, is_sparse=sparse_rows(X))
     return min(n, getattr(X, "threads", None) or n, threads or n)
 
 
