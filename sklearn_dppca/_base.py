@@ -172,6 +172,13 @@ def budget_shares(shares, center):
     return {k: w / total for k, w in kept.items()}
 
 
+def _sparse_copy(n, d, itemsize):
+    """Bytes of a CSR or CSC copy of ``n × d`` rows at its most stored
+    entries, ``n d`` (the entries it stores are a function of the values)."""
+    index = 4 if n * d < 2**31 else 8
+    return n * d * (itemsize + index) + (n + 1) * index
+
+
 def _input_copy(given, X):
     """Bytes of ``X``, validated, that are not the caller's ``given``: a
     conversion of another dtype (integers, float16), layout, format or
@@ -180,19 +187,16 @@ def _input_copy(given, X):
     shape, dtype and layout, never its values (review 79): a DataFrame is
     counted as copied whole (its dtypes and blocks may be pandas' reading of
     the values: one cell 2 or 2.5 makes a column int64 or float64), and a
-    sparse matrix converted to float CSR or CSC, or CSC copied to CSR, at
-    its most stored entries, ``n d`` (the entries it stores are a function
-    of the values)."""
+    sparse matrix converted to float CSR or CSC at its most stored entries
+    (:func:`_sparse_copy`). CSC rows' copy as CSR is the rows' own
+    (``InMemoryRows.csc_copy``), counted by :meth:`_copied_rows` at the
+    fit's size, so that a search's plan counts it too."""
     n, d = X.shape
     if hasattr(given, "iloc"):
         return n * d * X.dtype.itemsize
     if sparse.issparse(given):
-        index = 4 if n * d < 2**31 else 8
-        # converted (another dtype or format); and CSC copied to CSR by the
-        # fit's rows (InMemoryRows), beside it (review 103: 2 times the plan)
-        copies = ((given.format not in ("csr", "csc") or given.dtype != X.dtype)
-                  + (X.format == "csc"))
-        return copies * (n * d * (X.dtype.itemsize + index) + (n + 1) * index)
+        converted = given.format not in ("csr", "csc") or given.dtype != X.dtype
+        return converted * _sparse_copy(n, d, X.dtype.itemsize)
     if not isinstance(given, np.ndarray):
         return X.nbytes  # lists and other containers: converted
     return 0 if np.may_share_memory(X, given) else X.nbytes
@@ -494,12 +498,20 @@ class _BasePrivatePCA(
         them (:func:`~sklearn_dppca._dask_memory.chunk_bytes`). Public: the
         parameters, the box, the kind of input and its chunks."""
         size, text = self._copies_of_rows(n_samples, n_features, _engine(engine))
+        rows = _engine(engine)
+        if getattr(rows, "csc_copy", False):
+            # CSC rows copied to CSR by the fit's rows, beside them (review 103:
+            # 2 times the plan); at the fit's size, so that a search's plan on
+            # a stand-in of CSC rows counts each fit's copy (review 104 F1)
+            size += _sparse_copy(n_samples, n_features, rows.X.dtype.itemsize)
+            text += (" and the CSR copy its rows made of CSC X (give CSR rows, "
+                     "X.tocsr())")
         converted = getattr(self, "_input_copy", 0)
-        if converted and isinstance(_engine(engine), InMemoryRows):
+        if converted and isinstance(rows, InMemoryRows):
             size += converted
             text += (" and the float copy its validation made of X (" + (
                 "convert X to float CSR first, X.tocsr().astype(np.float64), "
-                "not to a dense array" if sparse.issparse(_engine(engine).X)
+                "not to a dense array" if sparse.issparse(rows.X)
                 else "give float64 or float32 rows as an array") + ")")
         return size, text
 

@@ -460,6 +460,9 @@ class InMemoryRows:
     """
 
     def __init__(self, X, threads=None):
+        #: CSC rows are copied to CSR here, beside the caller's (public: the
+        #: format); a fit's plan counts the copy (``_copied_rows``)
+        self.csc_copy = sparse.issparse(X) and X.format == "csc"
         self.X = summed_entries(X.tocsr()) if sparse.issparse(X) else X
         self.threads = threads
         self.sq_norms = None

@@ -75,3 +75,41 @@ def test_an_inner_refusal_after_the_charge_does_not_say_nothing_was_spent():
     assert "This fit inside the search failed after the search's charge." in message
     assert message.endswith(SPENT + ": the error came after its charge.")
     assert "more than memory_limit" in message  # the inner reason is kept
+
+
+def test_a_search_on_csc_rows_counts_their_copy_before_the_charge():
+    """Each fit copies CSC rows to CSR and its plan counts the copy, but the
+    search's plan (on a stand-in of CSR kind) did not: at a memory_limit
+    between the two, the search charged and every fold fit refused (review
+    104 F1). The search's stand-in keeps the format: refused before the
+    charge, naming the CSR copy, not a "float copy"."""
+    from scipy import sparse
+
+    X = sparse.random(2000, 200, density=0.3, format="csc", random_state=0)
+    fold = X[:1000]
+
+    def fits(rows, limit):
+        try:
+            PrivatePCA(2, data_norm=5.0, memory_limit=limit,
+                       accountant=BudgetAccountant()).fit(rows)
+        except MemoryError:
+            return False
+        return True
+
+    low, high = 1e5, 1e9  # the least limit a CSR fold's fit is admitted at
+    while high / low > 1.01:
+        mid = (low * high) ** 0.5
+        low, high = (low, mid) if fits(fold.tocsr(), mid) else (mid, high)
+    limit = high * 1.02
+    assert fits(fold.tocsr(), limit) and not fits(fold, limit)  # between the plans
+    budget = BudgetAccountant()
+    search = PrivateGridSearchCV(PrivatePCA(data_norm=5.0, memory_limit=limit),
+                                 {"n_components": [2]}, epsilon=1.0, cv=2,
+                                 accountant=budget, refit=False)
+    with pytest.raises(ValueError, match="before any budget") as raised:
+        search.fit(X)
+    assert budget.n_charges == 0
+    assert "CSR copy its rows made of CSC X" in str(raised.value)
+    assert "float copy" not in str(raised.value)
+    search.set_params(estimator__memory_limit=1e12).fit(X)  # fits where admitted
+    assert budget.n_charges == 1
