@@ -6,6 +6,7 @@ import sys
 from numbers import Integral, Real
 
 import numpy as np
+from joblib import effective_n_jobs
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import PrivacyPlan, _BasePrivatePCA, budget_shares, top_with_rest
@@ -694,7 +695,8 @@ class CoherentPowerPCA(_BasePrivatePCA):
             energy = rows.clipped_energy(W0, test_radii)
         else:
             energy, products = rows.energy_then_products(
-                W0, test_radii, first_step[:, None, :], [radius], self.n_jobs)
+                W0, test_radii, first_step[:, None, :], [radius],
+                effective_n_jobs(self.n_jobs))
         q = energy + [dense_noise(rng, (), r**2 / mus["test"]) for r in test_radii]
         power, fallback = predicted_errors(eigvals, k, sigma, step_noise, radius,
                                            mus, noise_norm=noise_norm, n_features=d)
@@ -743,7 +745,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
             if step:
                 B = preconditioner(X.T @ released @ X, floor)
                 sums, _ = rows.clipped_products((X @ B)[:, None, :], [radius],
-                                                self.n_jobs)
+                                                effective_n_jobs(self.n_jobs))
             else:  # the same products, from the test's pass where it made them
                 sums, _ = first()
             X = np.linalg.qr(sums[:, 0] + dense_noise(rng, (d, k), noise * radius))[0]
@@ -875,7 +877,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
                 H = quadratic(X) + goe_noise(rng, k, noise[j])
                 products[:, pos] = X @ preconditioner(H, floors[j])
             sums, clipped = rows.clipped_products(
-                products, np.asarray(radii)[active], self.n_jobs
+                products, np.asarray(radii)[active], effective_n_jobs(self.n_jobs)
             )
             for pos, j in enumerate(active):
                 # Σ a Clip_R(aᵀXB) has sensitivity 2R, noise ΔR: μ = 2/Δ

@@ -12,6 +12,7 @@ its parameters and set its fitted attributes as its own methods would.
 import math
 
 import numpy as np
+from joblib import effective_n_jobs
 
 from ._coherent_rules import random_iterations, random_step_weights
 from ._private_pca import noisy_power_spectrum
@@ -74,7 +75,8 @@ def release_random(estimator, rows, plan, rng, dtype):
     # scaling of the shares, and spend more than the charge
     step_mus = mus["step"] * np.sqrt(random_step_weights(n_iter))
     for step, mu in enumerate(step_mus):
-        sums, _ = rows.clipped_products(X[:, None, :], [radius], estimator.n_jobs)
+        sums, _ = rows.clipped_products(X[:, None, :], [radius],
+                                        effective_n_jobs(estimator.n_jobs))
         # σ = 2R/μ_t: sensitivity 2R, the t-th share of the step budget
         noise = dense_noise(rng, (d, k), 2.0 * radius / mu)
         X = np.linalg.qr(sums[:, 0] + noise)[0]

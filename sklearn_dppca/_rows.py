@@ -181,7 +181,12 @@ class CentredRows:
         n_jobs : int or None
             Blocks processed in parallel threads (scikit-learn's meaning:
             joblib's ``effective_n_jobs``), always threads of ours, whatever
-            joblib's backend (:meth:`_threaded`).
+            joblib's backend (:meth:`_threaded`). None is one thread, never
+            joblib's context count: the fit's plan (``_jobs``) counts the
+            threads its caller passes (review 104 F2: PrivatePCA's passes ran
+            in ``parallel_config(n_jobs=8)``'s 8 threads, planned for 1);
+            ``CoherentPowerPCA`` passes ``effective_n_jobs(n_jobs)``, as its
+            plan reads it.
         energy : (W_test, test_radii) or None
             Also :meth:`clipped_energy` of ``W_test`` at ``test_radii``, in
             the same pass: one product of each block with ``W`` and
@@ -264,7 +269,7 @@ class CentredRows:
 
         # threads of ours, if any, each with a single-threaded BLAS (two-threaded
         # BLAS in two threads measured 1.3× slower than one thread)
-        threads = effective_n_jobs(n_jobs)
+        threads = 1 if n_jobs is None else effective_n_jobs(n_jobs)
         # each block's d × (trials · k) sum added as it comes (never one per
         # block held at once: n / 2048 of them on many rows); the centring's
         # − m (Σ q)ᵀ once at the end, in place (no d × (trials · k) temporary)

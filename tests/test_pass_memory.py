@@ -322,3 +322,42 @@ def test_threaded_product_passes_run_in_the_threads_their_plan_counted(
     # the count the plan read, which its terms counted (BLAS's is 8 now)
     assert est._planned_cores() == 1
     assert est._jobs(n, d) == 1
+
+
+@pytest.mark.parametrize("path", ["noisy_power", "matrix_free"])
+def test_joblibs_context_adds_no_threads_the_plan_did_not_count(monkeypatch, path):
+    """A pass of clipped products over dense rows took n_jobs=None as
+    joblib's context count: inside ``parallel_config(n_jobs=8)`` PrivatePCA's
+    passes ran in eight threads, each with its block's products, where its
+    plan counted one (review 104 F2: 1.42 times the plan). None is one
+    thread; CoherentPowerPCA passes ``effective_n_jobs(n_jobs)``, as its
+    plan counts it."""
+    from sklearn_dppca import BudgetAccountant, _blocks
+
+    n, d, rows = 4000, 60, 250  # 16 blocks: threads would take them
+    monkeypatch.setattr(_blocks, "_BLOCK_BYTES", 8 * d * rows)
+    monkeypatch.setattr(_blocks, "_MIN_BLOCK_ROWS", rows)
+    ran = []
+    threaded = CentredRows._threaded
+
+    def recorded(self, one_block, ranges, n_threads, *args):
+        ran.append(n_threads)
+        return threaded(self, one_block, ranges, n_threads, *args)
+
+    monkeypatch.setattr(CentredRows, "_threaded", recorded)
+    X = np.random.default_rng(0).normal(size=(n, d)) / np.sqrt(d)
+    est = PrivatePCA(20, data_norm=2.0, epsilon=2.0, random_state=0, path=path,
+                     svd_solver="randomized", accountant=BudgetAccountant())
+    with joblib.parallel_config(n_jobs=8):
+        peak = traced_peak(est, X)
+        planned = est._jobs(n, d)
+    assert est.path_ == path and planned == 1
+    assert ran == [], ran  # one thread, as planned
+    if path == "noisy_power":  # matrix_free's kernel: ~13 MB whatever d (small d)
+        assert peak <= est._memory_needed(n, d, path) + est._copy_bytes
+    coherent = CoherentPowerPCA(3, data_norm=2.0, epsilon=2.0, random_state=0,
+                                start="random", accountant=BudgetAccountant())
+    with joblib.parallel_config(n_jobs=8):
+        coherent.fit(X)
+        planned = coherent._jobs(n, d)
+    assert planned == 8 and ran and set(ran) == {planned}, ran
