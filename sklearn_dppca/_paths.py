@@ -20,6 +20,7 @@ from ._dask import (
 )
 from ._dask_memory import WORKER_BASE, WORKER_MATRICES, kept_rows
 from ._norm_plan import DEFAULT_NORM_RANGE, bin_count
+from ._refusals import refusal
 from ._reported import _engine
 from ._rows import SPARSE_THREADS_MIN_ENTRIES, InMemoryRows
 from ._stats import SPARSE_BLOCK_ENTRIES, _block_rows
@@ -626,14 +627,14 @@ class _PathMixin:
         d = n_features
         short = self._workers_short(d) if self._fit_path == "dense" else None
         if short is not None:
-            raise MemoryError(
+            raise refusal(MemoryError(
                 f"{type(self).__name__} on {d} features needs about "
                 f"{gib_up(short[0])} GiB on each Dask worker for the {d} × {d} "
                 f"Gram matrices of its running chunks, more than "
                 f"{MEMORY_SHARE:.0%} of the smallest worker's memory_limit "
                 f"({short[1] / gib:.3g} GiB). The fit was refused before reading "
                 "the data or spending any budget. "
-                + self._paths_advice(n_samples, n_features, limit or float("inf")))
+                + self._paths_advice(n_samples, n_features, limit or float("inf"))))
         if limit is None or needed <= limit:
             return None if limit is None else limit - needed
         what = {"dense": f"its {d} × {d} matrices",
@@ -647,14 +648,14 @@ class _PathMixin:
         limit_text = (f"memory_limit={self.memory_limit!r}"
                       if self.memory_limit != "auto"
                       else f"{MEMORY_SHARE:.0%} of this machine's memory")
-        raise MemoryError(
+        raise refusal(MemoryError(
             f"{type(self).__name__} on {d} features needs about "
             f"{gib_up(self._limit_needed(n_samples, d, self._fit_path, copy))} "
             f"GiB for {what}, more than {limit_text} "
             f"({limit / gib:.3g} GiB). The fit was refused before reading the "
             "data or spending any budget. "
             + self._paths_advice(n_samples, n_features, limit, copy)
-        )
+        ))
 
     def _paths_advice(self, n_samples, n_features, limit, copy=0):
         """What a refusal advises: this estimator's other paths whose memory

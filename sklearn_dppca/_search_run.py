@@ -23,6 +23,7 @@ from ._paths import check_gathered
 from ._pca_model import map_non_finite
 from ._private_pca import pooled_release
 from ._public_text import TEXT_OUTSIDE
+from ._refusals import is_refusal
 from ._row_maps import clipped_projections, summed_over_rows
 from ._search_plan import (
     SHARED_FULL_FEATURES,
@@ -358,8 +359,9 @@ _NOTHING_SPENT = re.compile(
     r"(?:^|(?<=[.:)] ))[A-Z][^.]*?(?:spending any budget|spent any budget"
     r"|spent nothing|nothing was (?:spent|charged))[^.]*\.(?: |$)")
 #: What replaces it: the search's budget was spent (review 103 F3: "refused
-#: before ... spending any budget. ... The budget of this search was spent").
-INSIDE = "This fit inside the search failed after the search's charge. "
+#: before ... spending any budget. ... The budget of this search was spent");
+#: "step", not "fit": a transform of a validation fold may raise it.
+INSIDE = "This step inside the search failed after the search's charge. "
 
 
 @contextlib.contextmanager
@@ -370,14 +372,20 @@ def charged_search():
     do, in an error of its type where one can be made from a message (the
     original chained as its cause), else in a ``RuntimeError``; an inner
     fit's sentence saying it spent nothing (its own refusal before its own
-    charge) is replaced by one saying it failed after the search's charge.
-    A refusal before the search's charge says that nothing was spent."""
+    charge) is replaced by one saying it failed after the search's charge:
+    only the package's own refusals (marked, :func:`~sklearn_dppca.
+    _refusals.refusal`), never a sentence of a user's own error text
+    (review 104 F3). A refusal before the search's charge says that nothing
+    was spent."""
     try:
         yield
     except Exception as error:
         if SPENT in str(error):
             raise
-        message = f"{_NOTHING_SPENT.sub(INSIDE, str(error)).rstrip()} {SPENT}"
+        text = str(error)
+        if is_refusal(error):
+            text = _NOTHING_SPENT.sub(INSIDE, text)
+        message = f"{text.rstrip()} {SPENT}"
         try:
             charged = type(error)(message)
         except Exception:  # a type that takes other arguments

@@ -57,6 +57,7 @@ from ._fit_guards import _all_or_nothing, _FloatParamsMixin, _refuse_fit_params
 from ._param_docs import fill_parameter_docs
 from ._paths import MEMORY_SHARE, physical_memory
 from ._pca_model import map_non_finite
+from ._refusals import refusal
 from ._released import NoisyReleaseWarning
 from ._row_maps import clip_rows
 from ._stats import _clip_scales, _sq_norms, iter_blocks
@@ -542,21 +543,22 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
             known = np.zeros(y.shape[0], dtype=bool)
         if not known.all():
             if y.dtype.kind in "fc" and np.isnan(y).any():  # as fit says it
-                raise ValueError("Input y contains NaN. This head spent nothing.")
+                raise refusal(ValueError(
+                    "Input y contains NaN. This head spent nothing."))
             try:
                 kind = type_of_target(y)
             except (TypeError, ValueError):  # labels of mixed types
                 kind = "unknown"
             if kind.startswith("continuous"):
-                raise ValueError(
+                raise refusal(ValueError(
                     f"Unknown label type: {kind}. PrivateLDA is a classifier: "
                     "for a numeric target use PrivateRidge. This head spent nothing."
-                )
-            raise ValueError(
+                ))
+            raise refusal(ValueError(
                 "y holds labels outside classes="
                 f"{classes.tolist()!r}: declare every label in classes. "
                 "This head spent nothing."
-            )
+            ))
         targets = np.zeros((y.shape[0], classes.shape[0]))
         targets[np.arange(y.shape[0]), index] = 1.0
         return targets, classes
@@ -785,8 +787,8 @@ class PrivateRidge(RegressorMixin, _PrivateHead):
         except (TypeError, ValueError):
             raise ValueError("PrivateRidge needs numeric labels y.") from None
         if not np.isfinite(y).all():
-            raise ValueError("y contains NaN or infinity: PrivateRidge needs "
-                             "finite labels. This head spent nothing.")
+            raise refusal(ValueError("y contains NaN or infinity: PrivateRidge "
+                                     "needs finite labels. This head spent nothing."))
         mid, half = self._label_box()
         t = np.clip((np.clip(y, mid - half, mid + half) - mid) / half, -1.0, 1.0)
         return t[:, None], (mid, half)

@@ -63,6 +63,7 @@ from ._ledger import (
     float_text,
     params_text,
 )
+from ._refusals import refusal
 from ._warning_rules import (  # noqa: F401  (the warning rules, re-exported)
     PrivacyLeakWarning,
     _outside_stacklevel,
@@ -540,14 +541,14 @@ class BudgetAccountant:
             alone = self._total(_Totals.empty().add(charge)).epsilon
             over, budget, spent = _apart(total.epsilon, self._epsilon,
                                          self._total(totals).epsilon)
-            raise BudgetExceededError(
+            raise refusal(BudgetExceededError(
                 f"Privacy budget exceeded. This {kind} would bring the privacy "
                 f"spent to epsilon={over} at delta={self._delta:g}, "
                 f"over the budget epsilon={budget}{where} (already "
                 f"spent: {spent}; this {kind} alone: "
                 f"epsilon={alone:.6g}).{why} The {kind} was refused "
                 "before releasing anything and nothing was charged."
-            )
+            ))
         return after, total
 
     def _refuse_if_detached(self):

@@ -72,9 +72,37 @@ def test_an_inner_refusal_after_the_charge_does_not_say_nothing_was_spent():
     message = str(raised.value)
     assert budget.n_charges == 1
     assert "spending any budget" not in message
-    assert "This fit inside the search failed after the search's charge." in message
+    # "step", not "fit": a validation fold's transform may raise it (review 104 F3)
+    assert "This step inside the search failed after the search's charge." in message
     assert message.endswith(SPENT + ": the error came after its charge.")
     assert "more than memory_limit" in message  # the inner reason is kept
+
+
+def _lookup(rows):
+    if len(rows) < 300:  # the validation folds only: after the charge
+        raise ValueError("Feature store lookup failed for table 'users'. "
+                         "The retry loop spent nothing on backoff. See the logs.")
+    return rows
+
+
+def test_a_users_own_error_text_is_not_rewritten_after_the_charge():
+    """Only the package's own refusals (marked) have their "spent nothing"
+    sentence replaced: a user's step whose message says "spent nothing"
+    lost that sentence to "This fit inside the search failed ..." (review
+    104 F3)."""
+    X = np.random.default_rng(0).normal(size=(600, 5))
+    budget = BudgetAccountant()
+    search = PrivateGridSearchCV(
+        make_pipeline(FunctionTransformer(_lookup), PrivatePCA(data_norm=5.0)),
+        {"privatepca__n_components": [2]}, epsilon=1.0, cv=3,
+        accountant=budget, error_score="raise")
+    with pytest.raises(ValueError) as raised:
+        search.fit(X)
+    own = ("Feature store lookup failed for table 'users'. The retry loop "
+           "spent nothing on backoff. See the logs.")
+    assert str(raised.value) == f"{own} {SPENT}: the error came after its charge."
+    assert str(raised.value.__cause__) == own
+    assert budget.n_charges == 1
 
 
 def test_a_search_on_csc_rows_counts_their_copy_before_the_charge():
