@@ -53,7 +53,14 @@ def _blocks(X, sq, norms=True, keep=None):
         step = max(step, int(_SCAN_BYTES // (16 * per_row)))
     if sq is None and keep is not None:  # the norms computed into keep
         for block, block_sq in _blocks(X, None):
-            keep[:block.shape[0]], keep = block_sq, keep[block.shape[0]:]
+            kept = block_sq
+            if not sparse.issparse(block) and not block.flags.c_contiguous:
+                # as row_sq_norms computes them, on C-ordered rows: NumPy sums
+                # a strided (column-major) view's rows in another order, and
+                # the kept norms differed in their last bits (review 104 F4);
+                # the bins keep the view's, as before the norms were kept
+                kept = _sq_norms(np.ascontiguousarray(block))
+            keep[:block.shape[0]], keep = kept, keep[block.shape[0]:]
             yield block, block_sq
         return
     if isinstance(X, np.ndarray) and X.dtype == np.float64:

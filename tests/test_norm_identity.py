@@ -66,10 +66,12 @@ def _data(kind, shift, n=6000, d=100, seed=0):
     if kind == "csr":
         X = sparse.random(n, d, density=0.05, format="csr", random_state=seed,
                           data_rvs=rng.standard_normal) * 3.0
+    if kind == "fortran":  # float64 views of columns: strided rows
+        X = np.asfortranarray(X)
     return X
 
 
-@pytest.mark.parametrize("kind", ["dense", "csr", "float32"])
+@pytest.mark.parametrize("kind", ["dense", "csr", "float32", "fortran"])
 @pytest.mark.parametrize("centred", [False, True])
 def test_around_equals_reference_bitwise(kind, centred):
     X = _data("dense" if kind == "float32" else kind, 4.0 if centred else 0.0)
@@ -98,7 +100,8 @@ def _fitted_floats(est):
 
 @pytest.mark.parametrize("kind,shape,shift", [
     ("dense", (6000, 100), 0.0), ("dense", (6000, 100), 100.0),
-    ("dense", (3000, 7), 5.0), ("csr", (6000, 300), 0.0)])
+    ("dense", (3000, 7), 5.0), ("csr", (6000, 300), 0.0),
+    ("fortran", (6000, 100), 0.0), ("fortran", (3000, 7), 5.0)])
 @pytest.mark.parametrize("center", [True, False])
 def test_auto_fit_equals_reference_fit_bitwise(monkeypatch, kind, shape, shift,
                                                center):
@@ -182,3 +185,16 @@ def test_cast_rows_come_in_the_parts_of_whole_blocks(monkeypatch, dtype, order):
             assert np.array_equal(p_sq, q_sq)
             start += q.shape[0]
         assert start == X.shape[0]
+
+
+@pytest.mark.parametrize("d", [7, 100, 333])
+def test_kept_norms_equal_row_sq_norms_in_either_layout(d):
+    """The norms the read keeps are row_sq_norms' bit for bit, as the Gram's
+    first pass computed them before they were kept: on a column-major
+    float64 X they were the sums over its strided views, which differ in
+    the last bits (review 104 F4: fits changed bits since 9cf455b)."""
+    X = np.asfortranarray(np.random.default_rng(0).standard_normal((5000, d)) * 3 + 1)
+    keep = np.empty(X.shape[0])
+    for _ in _norm_stats._blocks(X, None, keep=keep):
+        pass
+    assert np.array_equal(keep, row_sq_norms(X))
