@@ -452,7 +452,7 @@ class ImplicitGOE:
     def _draw(self, i, j, buffer=None, rounded=None):
         r"""Block ``(i, j)``, :math:`i \le j`, of :math:`S/\sigma` in the
         kernel's precision (into ``buffer`` and ``rounded``, C-contiguous
-        arrays of :math:`\mathtt{block}^2` entries in double and in the
+        arrays of at least the block's entries in double and in the
         kernel's precision, if given: no fresh pages). Unit scale: single
         precision's range holds it whatever :math:`\sigma`."""
         if (i, j) in self._cache:
@@ -518,11 +518,17 @@ class ImplicitGOE:
         pairs = self._pairs()
         parts = min(self.n_threads, len(pairs))
 
+        # the largest block's entries: min(b, d)² (a kernel narrower than a
+        # block drew into b² entries, 12 MB beside a plan of 4 MB at d = 60:
+        # mend 120); none where the cache holds every block
+        side = min(b, self.shape[0])
+        entries = 0 if self._cacheable.issuperset(pairs) else side * side
+
         def work(part):
             out, trace = np.zeros_like(low), 0.0
-            buffer = np.empty(b * b)
+            buffer = np.empty(entries)
             rounded = (None if self.precision == np.float64  # drawn in place
-                       else np.empty(b * b, dtype=self.precision))
+                       else np.empty(entries, dtype=self.precision))
             for i, j in pairs[part::parts]:
                 g = self._draw(i, j, buffer, rounded)
                 rows = slice(i * b, i * b + g.shape[0])

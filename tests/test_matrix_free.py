@@ -466,6 +466,43 @@ def test_memory_grows_as_d_k_not_d_squared():
     assert peak < est._memory_needed(600, 4000) < 0.6 * 8 * 4000**2
 
 
+@pytest.mark.parametrize("d", [20, 60, 150])
+@pytest.mark.parametrize("kind", ["dense", "csr"])
+@pytest.mark.parametrize("Est", [PrivatePCA, ComplexGaussPCA])
+def test_a_narrow_kernel_s_blocks_are_in_the_plan(Est, kind, d):
+    """Each product drew the kernel's blocks into buffers of 1024² entries
+    in double and in single precision (12 MB) whatever d, where the plan
+    counts min(1024, d)² entries: 4 000 × 60 rows peaked at 13.0 MB
+    against a plan of 4.3 (mend 119; ComplexGaussPCA's GUE kernel too).
+    The buffers are the largest block's, and none where the cache holds
+    every block."""
+    X = np.random.default_rng(0).normal(size=(4000, d)) / np.sqrt(d)
+    if kind == "csr":
+        X = sparse.csr_matrix(X)
+    est = Est(min(20, d - 11), epsilon=2.0, data_norm=2.0, random_state=0,  # p < d
+              path="matrix_free", svd_solver="randomized",
+              accountant=BudgetAccountant())
+    peak = traced_peak(est, X)
+    assert est.path_ == "matrix_free"
+    assert peak <= est._memory_needed(*X.shape, est._fit_path) + est._copy_bytes
+
+
+def test_an_uncached_narrow_kernel_draws_into_its_blocks_size():
+    """Without a cache each product draws every block into one buffer a
+    thread: min(block, d)² entries in double and in single precision (they
+    were block², 12 MB at any d)."""
+    d, p = 60, 30
+    V = np.random.default_rng(1).standard_normal((d, p))
+    S = ImplicitGOE(make_generator(0), d, 1.0, cache_bytes=0)
+    tracemalloc.start()
+    try:
+        S @ V
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= 12 * d * d + 8 * 8 * d * p
+
+
 def test_n_components_none_with_the_randomized_solver_chooses_a_path():
     """The path's model read the "auto" passes from n_components, None here
     (a TypeError); it uses the solver's k, as the solver does."""
