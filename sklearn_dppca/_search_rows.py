@@ -369,13 +369,25 @@ def same_rows(rows, X):
     return rows
 
 
-def unmapped(heads, rows):
+def unmapped(heads, rows, step=None):
     """The public failure (a ``ValueError``, before the charge) of a
     candidate whose steps ``heads`` before its private one cannot be
     mapped over the chunks of a Dask array of dense chunks (``rows``:
-    :func:`rows_kind`; :func:`mapped_rows`), else None."""
+    :func:`rows_kind`; :func:`mapped_rows`), else None. Also a private
+    ``step`` whose ``bounds`` is a dict by feature name after such mapped
+    steps: the chunks reach it as unnamed arrays (:class:`_ChunkMap`), so
+    its fit would fail on the dict after the charge (review 105 F1).
+    Public: the steps and their parameters."""
     if not heads or not isinstance(rows, ChunkedRows) or rows.sparse_chunks:
         return None
+    if isinstance(getattr(step, "bounds", None), dict) \
+            and maps_chunks(heads, rows.X):
+        return ValueError(
+            f"{type(step).__name__}'s bounds is a dict by feature name, but "
+            "on a Dask collection the steps before it are mapped over its "
+            "chunks, which reach it without column names: give bounds as "
+            "(lower, upper) arrays in the order of the columns those steps "
+            "output. The search was refused before it spent any budget.")
     try:
         mapped_rows(heads, rows.X, rows.names)
     except _FailsOnZeros as error:  # the steps' own refusal, named as it is

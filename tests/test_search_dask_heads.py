@@ -355,3 +355,43 @@ def test_a_supervised_search_refuses_unmappable_steps_before_the_charge():
         search.fit(dd.from_pandas(frame, npartitions=2), y)
     assert "before any budget was spent" in str(refused.value)
     assert budget.n_charges == 0
+
+
+@pytest.mark.parametrize("supervised", [False, True])
+def test_bounds_by_name_after_mapped_steps_are_refused_before_the_charge(
+        supervised):
+    """A private step whose ``bounds`` is a dict by feature name, after
+    public steps mapped over a Dask DataFrame's chunks (a ColumnTransformer
+    with pandas output), is refused before the charge: the mapped chunks
+    reach it without names, and its fit failed on the dict after the
+    search's charge (review 105 F1). On the pandas frame it is fitted."""
+    dd = pytest.importorskip("dask.dataframe")
+    frame = _frame()
+    y = (frame["age"] > 50).astype(int).to_numpy()
+    box = {"weight": (0, 1), "age": (0, 1)}
+
+    def search(rows, budget):
+        columns = ColumnTransformer(
+            [("s", PublicScaler(ranges=RANGES), ["weight", "age"])],
+            remainder="drop", sparse_threshold=0,
+            verbose_feature_names_out=False).set_output(transform="pandas")
+        tail = PrivateLDA([0, 1], bounds=box) if supervised \
+            else PrivatePCA(bounds=box)
+        grid = ({"privatelda__alpha": [1.0, 2.0]} if supervised
+                else {"privatepca__n_components": [1, 2]})
+        return PrivateGridSearchCV(make_pipeline(columns, tail), grid,
+                                   epsilon=3.0, cv=3, random_state=0,
+                                   accountant=budget).fit(rows, y)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        budget = BudgetAccountant()
+        search(frame, budget)
+        assert budget.n_charges == 1
+        budget = BudgetAccountant()
+        with pytest.raises(ValueError, match="bounds is a dict by feature name"
+                           ".*reach it without column names") as refused:
+            search(dd.from_pandas(frame, npartitions=2), budget)
+    assert budget.n_charges == 0
+    assert "before any budget was spent" in str(refused.value)
+    assert "The budget of this search was spent" not in str(refused.value)
