@@ -105,11 +105,11 @@ def check_gathered(X, doing, copies=0, wide=0, advice=""):
                     dtype.itemsize + cast + copies * floats + 8 * wide)
     need = float(shape[0]) * float(shape[1]) * per_entry
     if need > MEMORY_SHARE * total:
-        raise MemoryError(
+        raise refusal(MemoryError(
             f"{doing} gathers the {shape[0]} × {shape[1]} rows of the Dask array "
             f"into memory: it needs about {need / 2**30:.1f} GiB, more than "
             f"{MEMORY_SHARE:.0%} of this machine's {total / 2**30:.1f} GiB. "
-            f"{advice}Refused before any chunk is read or budget charged.")
+            f"{advice}Refused before any chunk is read or budget charged."))
 
 
 #: The integer ``n_components`` a refusal names the top-k paths at when the

@@ -357,7 +357,8 @@ SPENT = ("The budget of this search was spent: the error came after its "
 #: head's), which a fit inside a search raises after the search's charge.
 _NOTHING_SPENT = re.compile(
     r"(?:^|(?<=[.:)] ))[A-Z][^.]*?(?:spending any budget|spent any budget"
-    r"|spent nothing|nothing was (?:spent|charged))[^.]*\.(?: |$)")
+    r"|spent nothing|nothing was (?:spent|charged)|before any charge"
+    r"|before any chunk is read or budget charged)[^.]*\.(?: |$)")
 #: What replaces it: the search's budget was spent (review 103 F3: "refused
 #: before ... spending any budget. ... The budget of this search was spent");
 #: "step", not "fit": a transform of a validation fold may raise it.

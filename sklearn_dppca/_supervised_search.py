@@ -45,6 +45,7 @@ from ._base import _BasePrivatePCA, reported_spend
 from ._bounds import check_data_norm_range
 from ._box import check_box
 from ._coherent_power_pca import CoherentPowerPCA
+from ._dask import ChunkedRows
 from ._pca_model import map_non_finite
 from ._private_pca import PrivatePCA, pooled_release
 from ._search_plan import (
@@ -251,6 +252,10 @@ def _private_steps(est, n_features, sizes, rows=None, empty=None):
             # names it is given
             if width is not None and not isinstance(step.bounds, dict):
                 step._bound(width, max(sizes))
+            if width is not None and isinstance(rows, ChunkedRows):
+                # on a Dask array the head gathers what it reads into
+                # memory, as its fit counts it (review 105 F2)
+                step._check_gathered(max(sizes), width, clip=bool(before))
     except (InvalidParameterError, ValueError, TypeError) as error:
         return named, error
     return named, None

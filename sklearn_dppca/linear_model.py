@@ -197,9 +197,7 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
                 and all(isinstance(s, Integral) for s in X.shape):
             # the rows are gathered into memory: counted before they are
             # (review 68: a Dask array larger than the machine was gathered)
-            n, d = X.shape
-            copies = 1 + (self.bounds is not None or self.non_finite == "clip")
-            _check_memory(d + 1 + self._label_width(), copies * n * d, gathered=True)
+            self._check_gathered(*X.shape)
         X, y = saturate_big_numbers(_on_host(gather_rows(X))), _on_host(y, "y")
         check_numeric_columns(X)
         refuse_complex_labels(y)
@@ -208,6 +206,19 @@ class _PrivateHead(_FloatParamsMixin, BaseEstimator):
         return validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2,
                              y_numeric=False,
                              ensure_all_finite=self.non_finite == "raise")
+
+    def _check_gathered(self, n_samples, n_features, clip=False):
+        """Refuse, before the charge, a fit on a Dask array of ``n_samples``
+        × ``n_features`` (public) whose rows, gathered into memory, and
+        their copy (where ``bounds`` or ``non_finite="clip"`` map them;
+        ``clip``: a search sets ``non_finite="clip"`` on the fit) do not fit
+        beside the release (:func:`_check_memory`). A search's plan asks it
+        of a head that reads a Dask array (review 105 F2: the plan counted
+        one copy, the fit refused after the search's charge)."""
+        copies = 1 + (self.bounds is not None or self.non_finite == "clip"
+                      or clip)
+        _check_memory(n_features + 1 + self._label_width(),
+                      copies * n_samples * n_features, gathered=True)
 
     def _sparse_refusal(self):
         return TypeError(
@@ -379,12 +390,12 @@ def _check_memory(width, copied=0, gathered=False):
     beside = (" beside the rows it gathers from the Dask array into memory"
               if gathered else " beside a copy of its rows" if copied else "")
     if total is not None and need > MEMORY_SHARE * total:
-        raise MemoryError(
+        raise refusal(MemoryError(
             f"this head's release is a {width} × {width} matrix{beside}: "
             "its fit needs "
             f"about {need / 2**30:.1f} GiB, more than {MEMORY_SHARE:.0%} of this "
             f"machine's {total / 2**30:.1f} GiB. Put a PrivatePCA before it (its "
-            "k components are the head's features). Refused before any charge.")
+            "k components are the head's features). Refused before any charge."))
 
 
 def _regularised(matrix, ridge):

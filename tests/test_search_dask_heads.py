@@ -395,3 +395,33 @@ def test_bounds_by_name_after_mapped_steps_are_refused_before_the_charge(
     assert budget.n_charges == 0
     assert "before any budget was spent" in str(refused.value)
     assert "The budget of this search was spent" not in str(refused.value)
+
+
+@pytest.mark.parametrize("bounds, memory", [((-3, 3), 6.5e6), (None, 4e6)])
+def test_a_bare_head_on_a_dask_array_is_planned_as_it_gathers(monkeypatch,
+                                                               bounds, memory):
+    """A bare private head on a Dask array gathers the rows into memory and,
+    with bounds, clips a copy of them: the supervised search's plan counts
+    them as the head's fit does, refusing before the charge (review 105 F2:
+    the plan counted one copy with bounds, none without, and the fit
+    refused after the search's charge). The memory lies between the two
+    counts: the release (2.6 MB) and one or two copies (3.2 MB each)."""
+    import sklearn_dppca.linear_model as lm
+    from sklearn_dppca.linear_model import PrivateRidge
+
+    n, d = 2000, 200
+    monkeypatch.setattr(lm, "physical_memory", lambda: memory / lm.MEMORY_SHARE)
+    rng = np.random.default_rng(0)
+    X = da.from_array(rng.uniform(-3, 3, size=(n, d)), chunks=(500, d))
+    y = rng.uniform(-3, 3, n)
+    budget = BudgetAccountant(epsilon=10, delta=1e-5)
+    head = PrivateRidge(y_bounds=(-3, 3), bounds=bounds, random_state=0,
+                        data_norm=None if bounds else 50.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(MemoryError, match="Refused before any charge") \
+                as refused:
+            PrivateGridSearchCV(head, {"alpha": [0.1, 1.0]}, cv=5,
+                                epsilon=1.0, accountant=budget).fit(X, y)
+    assert budget.n_charges == 0
+    assert "The budget of this search was spent" not in str(refused.value)

@@ -141,3 +141,51 @@ def test_a_search_on_csc_rows_counts_their_copy_before_the_charge():
     assert "float copy" not in str(raised.value)
     search.set_params(estimator__memory_limit=1e12).fit(X)  # fits where admitted
     assert budget.n_charges == 1
+
+
+def test_a_heads_memory_refusal_after_the_charge_says_the_budget_was_spent(
+        monkeypatch):
+    """A head's memory refusal ("Refused before any charge."), raised by a
+    fit inside a supervised search after the search's charge (a step that
+    widens the rows it reads: the plan saw its output on no row), is marked
+    as the package's refusal: its sentence is replaced, as a PrivatePCA's
+    is (review 105 F2: it said "Refused before any charge." and that the
+    search's budget was spent)."""
+    import sklearn_dppca.linear_model as lm
+    from sklearn_dppca.linear_model import PrivateRidge
+
+    monkeypatch.setattr(lm, "physical_memory", lambda: 5e7 / lm.MEMORY_SHARE)
+    rng = np.random.default_rng(0)
+    X, y = rng.uniform(-1, 1, size=(600, 6)), rng.uniform(-1, 1, 600)
+    budget = BudgetAccountant()
+    search = PrivateGridSearchCV(
+        make_pipeline(FunctionTransformer(_wide),
+                      PrivateRidge(data_norm=5.0, y_bounds=(-1, 1))),
+        {"privateridge__alpha": [1.0]}, epsilon=1.0, cv=2, accountant=budget)
+    with pytest.raises(MemoryError) as raised:
+        search.fit(X, y)
+    message = str(raised.value)
+    assert budget.n_charges == 1
+    assert "Refused before any charge" not in message
+    assert "This step inside the search failed after the search's charge." in message
+    assert message.endswith(SPENT + ": the error came after its charge.")
+    assert "this head's release" in message  # the inner reason is kept
+
+
+def test_a_gathering_refusal_is_rewritten_after_a_charge():
+    """check_gathered's refusal is marked: raised inside a charged search,
+    its sentence "Refused before any chunk is read or budget charged." is
+    replaced (review 105 F2)."""
+    from sklearn_dppca import _paths
+    from sklearn_dppca._search_run import charged_search
+
+    da = pytest.importorskip("dask.array")
+    X = da.zeros((10_000, 1_000), chunks=(1_000, 1_000))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_paths, "physical_memory", lambda: 1e6)
+        with pytest.raises(MemoryError) as raised, charged_search():
+            _paths.check_gathered(X, "A step", copies=1)
+    message = str(raised.value)
+    assert "Refused before any chunk is read" not in message
+    assert "This step inside the search failed after the search's charge." in message
+    assert message.endswith(SPENT + ": the error came after its charge.")
