@@ -67,15 +67,23 @@ def test_an_inner_refusal_after_the_charge_does_not_say_nothing_was_spent():
         Pipeline([("f", FunctionTransformer(_wide)),
                   ("p", PrivatePCA(data_norm=5.0, memory_limit=2e7))]),
         {"p__n_components": [2]}, epsilon=1.0, cv=2, accountant=budget)
+    _refused_after_the_charge(search, budget, (X,), "spending any budget",
+                              "more than memory_limit")
+
+
+def _refused_after_the_charge(search, budget, data, unspent, reason):
+    """The search fails with an inner refusal after its one charge: the
+    refusal's sentence ``unspent`` replaced ("step", not "fit": a validation
+    fold's transform may raise it, review 104 F3), the spent sentence last,
+    its ``reason`` kept."""
     with pytest.raises(MemoryError) as raised:
-        search.fit(X)
+        search.fit(*data)
     message = str(raised.value)
     assert budget.n_charges == 1
-    assert "spending any budget" not in message
-    # "step", not "fit": a validation fold's transform may raise it (review 104 F3)
+    assert unspent not in message
     assert "This step inside the search failed after the search's charge." in message
     assert message.endswith(SPENT + ": the error came after its charge.")
-    assert "more than memory_limit" in message  # the inner reason is kept
+    assert reason in message
 
 
 def _lookup(rows):
@@ -162,14 +170,8 @@ def test_a_heads_memory_refusal_after_the_charge_says_the_budget_was_spent(
         make_pipeline(FunctionTransformer(_wide),
                       PrivateRidge(data_norm=5.0, y_bounds=(-1, 1))),
         {"privateridge__alpha": [1.0]}, epsilon=1.0, cv=2, accountant=budget)
-    with pytest.raises(MemoryError) as raised:
-        search.fit(X, y)
-    message = str(raised.value)
-    assert budget.n_charges == 1
-    assert "Refused before any charge" not in message
-    assert "This step inside the search failed after the search's charge." in message
-    assert message.endswith(SPENT + ": the error came after its charge.")
-    assert "this head's release" in message  # the inner reason is kept
+    _refused_after_the_charge(search, budget, (X, y), "Refused before any charge",
+                              "this head's release")
 
 
 def test_a_gathering_refusal_is_rewritten_after_a_charge():
