@@ -898,7 +898,8 @@ def test_a_later_csv_with_another_header_is_refused_before_the_charge(
             f"{' (the same names in another order)' if name == 'order' else ''}: "
             "every CSV file needs the same column names in the same order (each "
             "file's columns are read by position)\n"), err
-        assert not any(w in err for w in ("income", "17", "Usecols")), err
+        unnamed = err.replace(str(tmp_path), "")  # pytest-173: its folder's number
+        assert not any(w in unnamed for w in ("income", "17", "Usecols")), err
     assert BudgetAccountant(path=ledger).n_charges == 0
     # the same header in every file: fitted as one table
     (tmp_path / "order" / "p1.csv").write_text("x,y\n2,1\n4,3\n")
