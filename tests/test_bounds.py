@@ -715,21 +715,11 @@ def test_dense_rows_far_from_the_origin_are_not_copied_beyond_the_memory_limit()
     on the noisy power path (review 71). Since mend 101 each pass centres
     the blocks it reads (MovedRows), a block a thread, which the plan counts:
     the fit stays within its plan, with the same release."""
-    from sklearn_dppca._rows import InMemoryRows
+    from .test_moved_rows import far_noisy_power_fits
 
-    n, d = 6000, 500
-    X = np.random.default_rng(0).standard_normal((n, d)) / np.sqrt(d) + 50.0
-
-    def fit(limit):
-        est = PrivatePCA(3, data_norm="auto", path="noisy_power",
-                         svd_solver="randomized", epsilon=30, random_state=0,
-                         accountant=BudgetAccountant(), memory_limit=limit)
-        return est, traced_peak(est, X)
-
-    plan = PrivatePCA(3, data_norm="auto", path="noisy_power",
-                      svd_solver="randomized", memory_limit=1e12)
-    plan._plan_path(n, d, InMemoryRows(X[:0]))
-    limit = 1.02 * (plan._memory_needed(n, d) + plan._copy_bytes)
+    X = np.random.default_rng(0).standard_normal((6000, 500)) / np.sqrt(500) + 50.0
+    needed, fit = far_noisy_power_fits(X)
+    limit = 1.02 * needed
     tight, peak = fit(limit)
     assert peak <= 0.8 * limit  # 0.41 (1.12 with the copy, of 24 MB)
     loose, _ = fit("auto")

@@ -124,12 +124,12 @@ def test_sparse_rows_far_from_the_origin_move_by_dense_blocks():
     assert abs(pca.components_[0, 0]) > 0.99  # the far column's spread leads
 
 
-def test_moved_rows_stay_within_the_plan_of_the_noisy_power_path():
-    """Off the dense path the plan counts a moved block a thread of ``n_jobs``
-    (one here), not BLAS's: the passes over moved rows (the norms' pass
-    included) run in that many threads, and the fit stays in its plan."""
-    n, d = 40_000, 500  # blocks of 8 388 rows (34 MB): five
-    X = np.random.default_rng(0).standard_normal((n, d)) / np.sqrt(d) + 50.0
+def far_noisy_power_fits(X):
+    """``(needed, fit)`` for rows ``X`` far from the origin on the noisy
+    power path with ``data_norm="auto"``: the plan's bytes (its arrays and
+    copies, from the public shape) and ``fit(limit)``, which fits at that
+    ``memory_limit`` and gives ``(estimator, traced peak)``."""
+    n, d = X.shape
 
     def fit(limit):
         est = PrivatePCA(3, data_norm="auto", path="noisy_power",
@@ -140,7 +140,15 @@ def test_moved_rows_stay_within_the_plan_of_the_noisy_power_path():
     plan = PrivatePCA(3, data_norm="auto", path="noisy_power",
                       svd_solver="randomized", memory_limit=1e12)
     plan._plan_path(n, d, InMemoryRows(X[:0]))
-    needed = plan._memory_needed(n, d) + plan._copy_bytes
+    return plan._memory_needed(n, d) + plan._copy_bytes, fit
+
+def test_moved_rows_stay_within_the_plan_of_the_noisy_power_path():
+    """Off the dense path the plan counts a moved block a thread of ``n_jobs``
+    (one here), not BLAS's: the passes over moved rows (the norms' pass
+    included) run in that many threads, and the fit stays in its plan."""
+    n, d = 40_000, 500  # blocks of 8 388 rows (34 MB): five
+    X = np.random.default_rng(0).standard_normal((n, d)) / np.sqrt(d) + 50.0
+    needed, fit = far_noisy_power_fits(X)
     est, peak = fit(1.02 * needed)
     assert est.mean_[0] == pytest.approx(50.0, abs=0.5)  # moved: far
     assert peak <= needed
