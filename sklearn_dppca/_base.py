@@ -32,7 +32,8 @@ from sklearn.utils.validation import validate_data
 
 from . import _array_api, _bounds
 from ._array_api import ArrayAPIRows
-from ._box import CLIP_ENTRIES, box_radius, check_box, stays_sparse
+from ._blocks import CLIP_ENTRIES, SPARSE_BLOCK_ENTRIES
+from ._box import box_radius, check_box, stays_sparse
 from ._dask import (
     ChunkedRows,
     as_dask_array,
@@ -73,7 +74,7 @@ from ._spectrum import (
     top_eigenpairs,
     unit_squares,
 )
-from ._stats import SPARSE_BLOCK_ENTRIES, add_outer
+from ._stats import add_outer
 from ._threads import wide
 from .noise import (
     dense_noise,

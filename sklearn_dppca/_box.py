@@ -12,7 +12,7 @@ from scipy import sparse
 from sklearn.utils import assert_all_finite
 
 from . import _array_api
-from ._blocks import CLIP_ENTRIES, BoxedCSR, clip_into  # noqa: F401
+from ._blocks import BoxedCSR
 
 
 def by_feature_name(values, name, feature_names, what, instead):
@@ -209,23 +209,17 @@ def boxed_rows(X, lower, upper, centre, lazy=False):
 
 
 def clipped_entries(X, lower, upper):
-    """A sparse ``X``'s stored entries clipped into the box: a CSR matrix
-    that shares ``X``'s indices and index pointers (as CSR; read-only views,
-    never written) and holds a clipped copy of its values, the one array
-    the box adds. The entries are clipped
-    :data:`~sklearn_dppca._blocks.CLIP_ENTRIES` at a time into that copy: a
-    copy of ``X`` whole and three temporaries as long as its values made a
+    """A sparse ``X``'s stored entries clipped into the box, as a CSR
+    matrix: :class:`~sklearn_dppca._blocks.BoxedCSR`'s block of every row,
+    which shares ``X``'s indices (as CSR; read-only views, never written)
+    and holds a clipped copy of its values, the one array the box adds,
+    clipped :data:`~sklearn_dppca._blocks.CLIP_ENTRIES` at a time: a copy of
+    ``X`` whole and three temporaries as long as its values made a
     dense-valued CSR fit peak at 4.75 times its plan (review 103 F2). A
     chunk of a Dask array is boxed so; in memory the rows are boxed as the
-    passes read them (:class:`~sklearn_dppca._blocks.BoxedCSR`)."""
+    passes read them (``BoxedCSR`` itself)."""
     X = X.tocsr()  # a fit's rows are CSR already (InMemoryRows): no copy
-    lower, upper = lower.astype(X.dtype), upper.astype(X.dtype)  # exact
-    data = clip_into(np.empty_like(X.data), X.data, X.indices, lower, upper)
-    indices, indptr = X.indices.view(), X.indptr.view()
-    indices.flags.writeable = indptr.flags.writeable = False
-    # set after construction, as _blocks._csr_rows does: no copy, no check
-    boxed = sparse.csr_matrix(X.shape, dtype=X.dtype)
-    boxed.data, boxed.indices, boxed.indptr = data, indices, indptr
+    boxed = BoxedCSR(X, lower, upper)[:X.shape[0]]
     if X.has_canonical_format:  # the same entries: no scan of them again
         boxed.has_canonical_format = True
     return boxed
