@@ -83,10 +83,16 @@ def block_ranges(X):
     return _row_ranges(X, 0, X.shape[0], _block_rows(X.shape[1]))
 
 
+def column_major(X):
+    """Whether ``X`` is a column-major float64 array (a Parquet partition),
+    read in place by a pass whose every use of it takes either layout."""
+    return isinstance(X, np.ndarray) and X.dtype == np.float64 \
+        and X.flags.f_contiguous
+
+
 def read_block(X, start, stop, any_layout=False):
     """Rows ``start:stop`` of ``X`` as :func:`iter_blocks` reads them."""
-    if any_layout and isinstance(X, np.ndarray) and X.dtype == np.float64 \
-            and X.flags.f_contiguous:
+    if any_layout and column_major(X):
         return X[start:stop]  # a view, its columns strided
     if sparse.issparse(X) and X.format == "csr" and X.dtype == np.float64:
         return _csr_rows(X, start, stop)

@@ -35,6 +35,7 @@ import numpy as np
 from scipy import sparse
 
 from ._accounting import saturating_float
+from ._blocks import column_major
 from ._rows import CentredRows, summed_entries
 from ._stats import (
     _clip_scales,
@@ -679,12 +680,17 @@ def _chunk_clipped_sum(chunk, data_norm):
     (its squared norms, the clipping scales :math:`s`, then
     :math:`X^\top s`: temporaries of one number a row), any other by
     row-major blocks (:func:`~sklearn_dppca._stats.clipped_sum`)."""
-    if isinstance(chunk, np.ndarray) and chunk.dtype == np.float64 \
-            and chunk.flags.f_contiguous:
+    if column_major(chunk):
         return chunk.T @ _clip_scales(chunk, _sq_norms(chunk), data_norm)
+    return _stats_clipped_sum(_row_major(chunk), data_norm)
+
+
+def _row_major(chunk):
+    """A dense chunk not row-major copied into row-major order once (not
+    block by block); any other as it is."""
     if isinstance(chunk, np.ndarray) and not chunk.flags.c_contiguous:
-        chunk = np.ascontiguousarray(chunk)
-    return _stats_clipped_sum(chunk, data_norm)
+        return np.ascontiguousarray(chunk)
+    return chunk
 
 
 def _chunk_gram(chunk, data_norm, mean):
@@ -708,11 +714,9 @@ def _centred_chunk(chunk, data_norm, mean):
     against 78, the shared pass of the test and the first step 137 against
     94; the bare ``X.T @ X``, 52). Any other dense chunk not row-major is
     copied into row-major order once (not block by block)."""
-    if isinstance(chunk, np.ndarray) and chunk.dtype == np.float64 \
-            and chunk.flags.f_contiguous:
+    if column_major(chunk):
         return CentredRows(chunk, data_norm, mean, _sq_norms(chunk), any_layout=True)
-    if isinstance(chunk, np.ndarray) and not chunk.flags.c_contiguous:
-        chunk = np.ascontiguousarray(chunk)
+    chunk = _row_major(chunk)
     return CentredRows(chunk, data_norm, mean, row_sq_norms(chunk))
 
 
