@@ -261,7 +261,11 @@ class CoherentPowerPCA(_BasePrivatePCA):
     """
 
     _parameter_constraints: dict = {
-        **_BasePrivatePCA._parameter_constraints,
+        # not scikit-learn PCA's randomized-solver parameters: it has none
+        # of them (review 107 F1: scikit-learn's check_param_validation)
+        **{key: value for key, value in _BasePrivatePCA._parameter_constraints.items()
+           if key not in ("tol", "iterated_power", "n_oversamples",
+                          "power_iteration_normalizer")},
         "n_components": [Interval(Integral, 1, None, closed="left"), None],
         # finite only: the floor γ and the private selection need noise, so
         # there is no non-private CoherentPowerPCA (PrivatePCA(epsilon=inf) is

@@ -110,13 +110,15 @@ def covariance_init_mu(epsilon, delta, center):
 
 def covariance_noise_ratio(n_samples, n_features, mu_init):
     r""":math:`\rho = \nu / (n/d) = 2\sqrt{2}\, d^{3/2} / (\mu_{\mathrm{init}}\, n)`:
-    the spectral norm :math:`\nu = 2\sigma\sqrt{d}` of the
-    initialisation's GOE noise (:math:`\sigma = \sqrt{2}/\mu_{\mathrm{init}}`,
-    unit-ball units), over the largest mean eigenvalue :math:`n/d` that the
-    unit-ball Gram matrix can have (its trace is at most :math:`n`).
+    :math:`\nu = 2\sigma\sqrt{d}`, :math:`\sqrt 2` times the spectral norm
+    :math:`\sigma\sqrt{2d}` of the initialisation's GOE noise
+    :math:`\sigma(G + G^\top)/2` (:math:`\sigma = \sqrt{2}/\mu_{\mathrm{init}}`,
+    unit-ball units; the threshold 3 was tuned on this :math:`\rho`), over
+    the largest mean eigenvalue :math:`n/d` that the unit-ball Gram matrix can
+    have (its trace is at most :math:`n`).
 
     A component stands out of that release only if its eigenvalue exceeds
-    the mean by about :math:`\rho` times the mean; the random start's
+    the mean by about :math:`\rho/\sqrt 2` times the mean; the random start's
     releases have no :math:`\sqrt{d}` in their noise against their signal.
     A function of public values only (the shape and the budget)."""
     return 2.0 * math.sqrt(2.0) * n_features**1.5 / (mu_init * n_samples)

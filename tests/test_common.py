@@ -76,3 +76,17 @@ def test_sklearn_estimator_checks(estimator, check):
 
 def test_discovery_finds_the_estimators():
     assert sklearn_dppca.PrivatePCA in all_estimators()
+
+
+@pytest.mark.parametrize("Est", [
+    *all_estimators(), PrivateGridSearchCV, PublicScaler, PrivateStandardScaler,
+    PrivateLDA, PrivateRidge,
+], ids=lambda Est: Est.__name__)
+def test_constraints_name_exactly_the_parameters(Est):
+    """scikit-learn's check_param_validation (which parametrize_with_checks
+    does not run here) needs ``_parameter_constraints`` to name every
+    parameter and nothing else (review 107 F1: CoherentPowerPCA declared
+    PCA's four randomized-solver parameters, which it does not have)."""
+    params = {name for name in inspect.signature(Est.__init__).parameters
+              if name != "self"}
+    assert set(Est._parameter_constraints) == params
