@@ -387,7 +387,7 @@ def _candidate(estimator, params, n_features, sizes, rows=None, empty=None):
                                  width_known=not index)
     except (InvalidParameterError, ValueError, TypeError) as error:
         return Candidate(params, est, prefix, index, error, data_norm)
-    error = unmapped(heads, rows, step) or refused_path(
+    error = unmapped(heads, rows, step, empty) or refused_path(
         step, sizes, input_kind(heads, n_features, rows))
     return Candidate(params, est, prefix, index, error, data_norm)
 

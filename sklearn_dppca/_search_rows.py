@@ -369,15 +369,24 @@ def same_rows(rows, X):
     return rows
 
 
-def unmapped(heads, rows, step=None):
+def unmapped(heads, rows, step=None, empty=None):
     """The public failure (a ``ValueError``, before the charge) of a
-    candidate whose steps ``heads`` before its private one cannot be
-    mapped over the chunks of a Dask array of dense chunks (``rows``:
-    :func:`rows_kind`; :func:`mapped_rows`), else None. Also a private
-    ``step`` whose ``bounds`` is a dict by feature name after such mapped
-    steps: the chunks reach it as unnamed arrays (:class:`_ChunkMap`), so
-    its fit would fail on the dict after the charge (review 105 F1).
-    Public: the steps and their parameters."""
+    candidate whose steps ``heads`` before its private one select columns
+    that ``X`` lacks (:func:`unselected_columns`, on ``empty``:
+    :func:`empty_rows`, or on the Dask DataFrame's names of ``rows``), or
+    cannot be mapped over the chunks of a Dask array of dense chunks
+    (``rows``: :func:`rows_kind`; :func:`mapped_rows`), else None. Also a
+    private ``step`` whose ``bounds`` is a dict by feature name after such
+    mapped steps: the chunks reach it as unnamed arrays
+    (:class:`_ChunkMap`), so its fit would fail on the dict after the
+    charge (review 105 F1). Public: the steps and their parameters."""
+    if isinstance(rows, ChunkedRows) and not rows.sparse_chunks:
+        # its chunks reach the steps as frames of its names (_ChunkMap)
+        empty = _named(np.zeros((0, rows.X.shape[1]), dtype=rows.X.dtype),
+                       rows.names)
+    error = unselected_columns(heads, empty)
+    if error is not None:
+        return error
     if not heads or not isinstance(rows, ChunkedRows) or rows.sparse_chunks:
         return None
     if isinstance(getattr(step, "bounds", None), dict) \
@@ -405,3 +414,73 @@ def unmapped(heads, rows, step=None):
             "..., sparse_threshold=0)), or map the chunks before the search "
             "(X.map_blocks(step.transform, dtype=float)).")
     return None
+
+
+def unselected_columns(heads, empty):
+    """The public failure (a ``ValueError``, before the charge) of the
+    leading ``ColumnTransformer`` among the steps ``heads`` (after
+    ``"passthrough"`` steps, or steps that keep ``X``'s columns and pass
+    on its names, :func:`passed_names`), or of one nested in it, whose
+    columns ``empty`` (``X`` without its rows: :func:`empty_rows`) does
+    not have: a name the DataFrame lacks, an index past its width, names
+    on an array. Resolved by scikit-learn's own resolution, the one the
+    ``ColumnTransformer``'s fit makes, which reads ``X``'s columns (their
+    names, number and dtypes: public), never its rows: a step it refuses
+    fails at its fit on any rows of ``X`` (it failed the search after its
+    charge). None where none fails, or where what a step reads is not
+    known without rows (the output of another step, a selector's on
+    columns whose dtypes a step may have changed)."""
+    if empty is None or len(getattr(empty, "shape", ())) != 2:
+        return None
+    typed = True  # empty's dtypes are those the step reads
+    for head in heads:
+        if _is_passthrough(head):
+            continue
+        if not keeps_columns([head]):
+            failure = _column_failure(head, empty, typed)
+            return None if failure is None else ValueError(
+                f"{failure}: X's columns (their names and number) are "
+                "public, and the candidate's fit would fail on them; it was "
+                "refused before the search spent any budget.")
+        names = getattr(empty, "columns", None)
+        if names is None or passed_names([head], names) is None:
+            return None  # an array of another kind, or not known here
+        typed = False
+    return None
+
+
+def _column_failure(step, empty, typed, where=()):
+    """What :func:`unselected_columns` finds of ``step`` reading the
+    columns of ``empty`` (a ``ColumnTransformer``, and one nested in it),
+    as text, else None. ``typed``: whether ``empty``'s dtypes are those the
+    step reads (a ``make_column_selector`` reads them)."""
+    from sklearn.compose import ColumnTransformer, make_column_selector
+    from sklearn.utils._indexing import _get_column_indices, _safe_indexing
+
+    if not isinstance(step, ColumnTransformer):
+        return None
+    chosen = set()
+    for name, transformer, columns in step.transformers:
+        if callable(columns):  # make_column_selector: names and dtypes
+            if not typed or type(columns) is not make_column_selector:
+                continue  # another callable may read the rows' values
+            try:
+                columns = columns(empty)
+            except Exception:  # noqa: BLE001 - a user's callable: unknown
+                continue
+        try:
+            indices = _get_column_indices(empty, columns)
+        except Exception as error:  # noqa: BLE001 - the fit's own refusal
+            path = " > ".join(repr(n) for n in (*where, name))
+            return (f"The ColumnTransformer's transformer {path} selects "
+                    f"columns that X does not have ({type(error).__name__}: "
+                    f"{error})")
+        chosen.update(indices)
+        if isinstance(columns, (list, tuple, slice, np.ndarray)):
+            inner = _column_failure(transformer, _safe_indexing(
+                empty, columns, axis=1), typed, (*where, name))
+            if inner is not None:
+                return inner
+    rest = [i for i in range(empty.shape[1]) if i not in chosen]
+    return _column_failure(step.remainder, _safe_indexing(empty, rest, axis=1),
+                           typed, (*where, "remainder"))

@@ -200,7 +200,7 @@ def _private_steps(est, n_features, sizes, rows=None, empty=None):
             # public steps that cannot map a Dask array's chunks (they fail
             # on its row of zeros, or make sparse rows): refused before the
             # charge, as the unsupervised search refuses them
-            error = (unmapped(before, rows, step)
+            error = (unmapped(before, rows, step, empty)
                      if step is named[0][1] else None)
             if error is not None:
                 return named, error
