@@ -36,7 +36,10 @@ from ._search_plan import (
     passed_names,
 )
 from ._search_rows import (
+    _named,
+    empty_rows,
     fit_through_heads,
+    head_output,
     mapped_rows,
     maps_chunks,
     rows_after,
@@ -281,6 +284,7 @@ def check_readers(readers, X, checked, names, finite=None):
               if heads and keeps_columns(heads)]
     _check_raw_rows(direct, X, finite)
     _check_raw_bounds(direct, checked, names, headed)
+    _check_mapped_bounds(readers, X, checked.shape[1], names)
 
 
 def _check_raw_bounds(steps, X, names, headed=()):
@@ -306,6 +310,46 @@ def _check_raw_bounds(steps, X, names, headed=()):
     except ValueError as error:
         raise ValueError(f"{error} The search was refused before it spent "
                          "any budget.") from None
+
+
+def _check_mapped_bounds(readers, X, n_features, names):
+    """Refuse, before the charge, the ``bounds`` a private step of
+    ``readers`` (``(step, heads)``, as :func:`check_readers` takes them)
+    refuses at its fit after steps that do not keep ``X``'s columns: by
+    names those steps do not output, by name where they output none, or of
+    another length. Their output's width and names are public
+    (:func:`~sklearn_dppca._search_rows.head_output`: their output on
+    ``X``'s columns without a row); unknown there, the fit checks. A Dask
+    array's chunks reach the private step as NumPy rows, without names
+    (:func:`~sklearn_dppca._search_rows.mapped_rows`). Review 106 F2: a
+    ``FunctionTransformer`` or ``ColumnTransformer`` of pandas output
+    (``t__a`` for ``a``) was charged, then failed on the names."""
+    empty = None
+    for step, heads in readers:
+        bounds = getattr(step, "bounds", None)
+        if bounds is None or not heads or keeps_columns(heads):
+            continue
+        dask = maps_chunks(heads, X)
+        if empty is None:
+            empty = (_named(np.zeros((0, n_features), dtype=X.dtype), names)
+                     if dask else empty_rows(X))
+        out = head_output(heads, n_features, empty)
+        if out is None:
+            continue
+        width, known = out[0], None if dask else out[1]
+        if isinstance(bounds, dict) and known is None:
+            raise ValueError(
+                "bounds by feature name need named features, and the steps "
+                f"before {type(step).__name__} pass on none (give them "
+                "set_output(transform='pandas'), or bounds as a list"
+                + (", as the chunks of a Dask array reach it without names"
+                   if dask else "")
+                + "). The search was refused before it spent any budget.")
+        try:
+            check_box(bounds, width, known)
+        except ValueError as error:
+            raise ValueError(f"{error} The search was refused before it spent "
+                             "any budget.") from None
 
 
 def _check_public_scalers(plan, n_features, names):
