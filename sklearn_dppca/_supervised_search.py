@@ -248,6 +248,8 @@ def _private_steps(est, n_features, sizes, rows=None, empty=None):
                         "it does not give one (a fraction or 'mle' is chosen "
                         "from the noisy spectrum). Give an integer n_components, "
                         "or the head a data_norm.")
+                if isinstance(step.bounds, dict) and before[-1] is pcas[0]:
+                    _check_pca_names(step.bounds, pcas[0], width)
             # bounds by feature name are checked by the fit, against the
             # names it is given
             if width is not None and not isinstance(step.bounds, dict):
@@ -259,6 +261,27 @@ def _private_steps(est, n_features, sizes, rows=None, empty=None):
     except (InvalidParameterError, ValueError, TypeError) as error:
         return named, error
     return named, None
+
+
+def _check_pca_names(bounds, pca, width):
+    """Refuse, before the charge, a head's ``bounds`` by feature name that
+    the private PCA right before it does not output: its ``width``
+    components are named ``privatepca0``... (public: its class and
+    ``n_components``) where its output is pandas (``set_output``), else
+    unnamed. A PCA of other names: its fit checks. Review 106 F2's kin: the
+    search was charged, then the head's fit failed on the names."""
+    from sklearn.base import ClassNamePrefixFeaturesOutMixin
+    from sklearn.utils._set_output import _get_output_config
+
+    if not isinstance(pca, ClassNamePrefixFeaturesOutMixin):
+        return
+    if _get_output_config("transform", pca)["dense"] != "pandas":
+        raise ValueError(
+            "bounds by feature name need named features, and the private "
+            f"{type(pca).__name__} before the head passes on none (give it "
+            "set_output(transform='pandas'), or bounds as a list).")
+    prefix = type(pca).__name__.lower()
+    check_box(bounds, width, [f"{prefix}{i}" for i in range(width)])
 
 
 def _shared_key(cand, c):

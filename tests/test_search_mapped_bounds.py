@@ -121,3 +121,37 @@ def test_dask_bounds_of_another_width_refused_before_the_charge():
     est = make_pipeline(_tanh(), PrivatePCA(bounds=([-3.0] * 2, [3.0] * 2)))
     _refused(est, {"privatepca__n_components": [1, 2]},
              dd.from_pandas(_frame(), npartitions=3), match="n_features=3")
+
+
+def _pca_then_head(names, pandas):
+    pca = PrivatePCA(2, data_norm=3.0)
+    pca = pca.set_output(transform="pandas") if pandas else pca
+    return make_pipeline(pca, PrivateRidge(bounds=_box(names), y_bounds=(-5, 5)))
+
+
+@pytest.mark.parametrize("names, pandas, match", [
+    (["pc0", "pc1"], False, "passes on none"),
+    (["privatepca0", "pc1"], True, "['privatepca1']"),
+])
+def test_head_names_after_the_pca_refused_before_the_charge(names, pandas, match):
+    X = _frame()
+    y = X["a"].to_numpy() + np.random.default_rng(1).normal(size=len(X))
+    accountant = BudgetAccountant(epsilon=100, delta=1e-2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match="before any budget was spent") as info:
+            _search(_pca_then_head(names, pandas),
+                    {"privateridge__alpha": [1.0, 2.0]}, accountant).fit(X, y)
+    assert accountant.spent.epsilon == 0.0
+    assert match in str(info.value)
+
+
+def test_head_names_of_the_pandas_pca_fit():
+    X = _frame()
+    y = X["a"].to_numpy() + np.random.default_rng(1).normal(size=len(X))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        search = _search(_pca_then_head(["privatepca0", "privatepca1"], True),
+                         {"privateridge__alpha": [1.0, 2.0]},
+                         BudgetAccountant(epsilon=100, delta=1e-2)).fit(X, y)
+    assert search.best_estimator_[-1].coef_.shape[-1] == 2
