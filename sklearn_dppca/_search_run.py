@@ -246,7 +246,7 @@ def _raw_reader(step):
     return getattr(step, "non_finite", "raise") != "clip"
 
 
-def _check_raw_rows(steps, X, finite=None):
+def _check_raw_rows(steps, X, finite=None, nan=False):
     """Refuse, before the charge, NaN or infinity in ``X`` that one of
     ``steps`` (the private steps that read ``X`` themselves: bare, or first
     in their Pipeline) with ``non_finite="raise"`` would read: outside its
@@ -256,19 +256,23 @@ def _check_raw_rows(steps, X, finite=None):
     with steps before the private one maps them too (:func:`_headed`). The
     unsupervised and the supervised searches both check here. ``finite``:
     the answer for ``X`` where :func:`refuse_infinity`'s pass already gave it
-    (a Dask array read once), else ``None``."""
-    if any(_raw_reader(step) for step in steps) \
+    (a Dask array read once), else ``None``. ``nan``: whether the public
+    steps before some candidate's private step refuse NaN
+    (:func:`~sklearn_dppca._nan_probe.heads_refuse_nan`): their fit would
+    fail on it after the charge too (review 106 F1)."""
+    if (nan or any(_raw_reader(step) for step in steps)) \
             and not (_all_finite(X) if finite is None else finite):
         raise ValueError(
-            "Input X contains NaN or infinity: the private estimator needs "
-            "finite rows. Fill missing values with a public constant in the "
-            "Pipeline, before the private estimator: SimpleImputer("
+            "Input X contains NaN or infinity: the private estimator, or a "
+            "step before it that refuses NaN, needs finite rows. Fill missing "
+            "values with a public constant in the Pipeline, before that step: "
+            "SimpleImputer("
             "strategy='constant', fill_value=..., keep_empty_features=True). "
             "The search was refused before it spent any budget."
         )
 
 
-def check_readers(readers, X, checked, names, finite=None):
+def check_readers(readers, X, checked, names, finite=None, nan=False):
     """Refuse, before the charge, what the first private step of each
     candidate would refuse at its fit on ``X``'s public columns, dtype and
     values: ``readers`` holds ``(step, heads)``, the steps ``heads`` before
@@ -278,11 +282,11 @@ def check_readers(readers, X, checked, names, finite=None):
     the names they pass on. Both searches, unsupervised and supervised,
     check here (the supervised one checked direct readers only: a head with
     ``bounds`` on other names after a PublicScaler was charged, then
-    failed). ``finite``: as :func:`_check_raw_rows` takes it."""
+    failed). ``finite``, ``nan``: as :func:`_check_raw_rows` takes them."""
     direct = [step for step, heads in readers if not heads]
     headed = [(step, passed_names(heads, names)) for step, heads in readers
               if heads and keeps_columns(heads)]
-    _check_raw_rows(direct, X, finite)
+    _check_raw_rows(direct, X, finite, nan)
     _check_raw_bounds(direct, checked, names, headed)
     _check_mapped_bounds(readers, X, checked.shape[1], names)
 
@@ -638,7 +642,7 @@ def _take(X, indices):
     return xp.take(X, xp.asarray(indices, device=device), axis=0)
 
 
-def refuse_infinity(X, readers=()):
+def refuse_infinity(X, readers=(), nan=False):
     """Refuse, before the charge, infinity in the Dask collection ``X``, as
     the validation of rows in memory does (NaN passes, for a public fill or
     ``non_finite="clip"``): a step reading it (a ``PublicScaler``, an
@@ -648,12 +652,15 @@ def refuse_infinity(X, readers=()):
     heads)``, as :func:`check_readers` takes them) reads ``X`` itself and
     refuses NaN too, the same pass answers whether ``X`` is finite, returned
     for :func:`check_readers` (which raises in its turn: the refusals' order
-    is kept), else ``None``: two passes over the rows read them twice."""
+    is kept), else ``None``: two passes over the rows read them twice.
+    ``nan``: the steps before some private step refuse NaN
+    (:func:`_check_raw_rows`): the same pass answers it too."""
     import dask
     import dask.array as da
 
     rows = as_dask_array(X)[0]
-    asks = any(not heads and _raw_reader(step) for step, heads in readers)
+    asks = nan or any(not heads and _raw_reader(step)
+                      for step, heads in readers)
     with private_computation():
         infinite, finite = dask.compute(
             da.isinf(rows).any(), da.isfinite(rows).all() if asks else None)

@@ -86,6 +86,7 @@ from ._dask import (
 )
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
 from ._fit_guards import _all_or_nothing, _FloatParamsMixin
+from ._nan_probe import search_refuses_nan
 from ._param_docs import N_JOBS_CONSTRAINT
 from ._public_encoders import (
     check_encoded_rows,
@@ -501,7 +502,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         heads = [candidate_heads(c) for c in plan.candidates if c.error is None]
         readers = [(_locate_private_step(c.estimator)[2], candidate_heads(c))
                    for c in plan.candidates if c.error is None]
-        checked, finite = self._validate_rows(X, names, heads, readers)
+        nan = search_refuses_nan(heads, X, n_features, names)  # public
+        checked, finite = self._validate_rows(X, names, heads, readers, nan)
         _check_public_scalers(plan, self.n_features_in_,
                               getattr(self, "feature_names_in_", None))
         # a DataFrame goes to the fits as it is, so that the refitted
@@ -515,7 +517,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
                     or isinstance(y, np.ndarray)):
                 y = np.asarray(y)
         check_readers(readers, X, checked,
-                      getattr(self, "feature_names_in_", None), finite)
+                      getattr(self, "feature_names_in_", None), finite, nan)
         if failed:
             warnings.warn(
                 f"{len(failed)} of the {len(plan.candidates)} candidates cannot "
@@ -607,13 +609,14 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
             and not isinstance(c.private[0][1], _search_plan._BasePrivatePCA)])
         readers = [(c.private[0][1], _supervised.heads_of(c))
                    for c in plan.candidates if c.error is None]
-        checked, finite = self._validate_rows(X, names, heads, readers)
+        nan = search_refuses_nan(heads, X, n_features, names)  # public
+        checked, finite = self._validate_rows(X, names, heads, readers, nan)
         _check_public_scalers(plan, self.n_features_in_,
                               getattr(self, "feature_names_in_", None))
         X = X if hasattr(X, "iloc") else checked
         y = _supervised.check_labels(plan, y, n_samples)
         check_readers(readers, X, checked,
-                      getattr(self, "feature_names_in_", None), finite)
+                      getattr(self, "feature_names_in_", None), finite, nan)
         if failed:
             warnings.warn(
                 f"{len(failed)} of the {len(plan.candidates)} candidates cannot "
@@ -638,7 +641,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         self.privacy_spent_ = reported_spend(plan.spent, self.epsilon)
         return self
 
-    def _validate_rows(self, X, names=None, heads=None, readers=()):
+    def _validate_rows(self, X, names=None, heads=None, readers=(),
+                       nan=False):
         """``X`` checked (numeric, at least 2 rows, no infinity), and whether
         it is finite where a Dask array's pass answered it for ``readers``
         (:func:`refuse_infinity`; else ``None``); an Array API
@@ -647,7 +651,8 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         names only. Missing values (NaN) pass here for a Pipeline's public
         fill or a step's ``non_finite="clip"`` (:func:`check_readers` then
         refuses, before the charge, any a bare step with
-        ``non_finite="raise"`` would read).
+        ``non_finite="raise"`` would read, or any where ``nan``: the steps
+        before some private step refuse NaN, :func:`search_refuses_nan`).
 
         A DataFrame with text columns passes where every candidate's
         Pipeline (``heads``: the steps before each private step) opens with a
@@ -662,7 +667,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
             return X, None
         if is_dask_collection(X) and not has_sparse_chunks(X):
             # chunk by chunk, as in memory (review 100 F1); one pass (mend 102)
-            finite = refuse_infinity(X, readers)
+            finite = refuse_infinity(X, readers, nan)
             self.n_features_in_ = X.shape[1]
             vars(self).pop("feature_names_in_", None)
             if names is not None:
