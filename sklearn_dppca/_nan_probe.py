@@ -98,17 +98,49 @@ def _fails(steps, rows, names, sparse_rows):
 def search_refuses_nan(heads_list, X, n_features, names=None):
     """:func:`heads_refuse_nan` for a search's ``X`` (before it is read:
     its width, its columns' names, whether sparse; ``names``: a Dask
-    DataFrame's columns). Not where every candidate opens with a public
-    encoder on a DataFrame: those rows are checked by the encoders
-    (:func:`~sklearn_dppca._public_encoders.check_encoded_rows`), text
-    columns included, which no check for NaN over every column can read."""
+    DataFrame's columns). Where every candidate opens with a public
+    encoder on a DataFrame (text columns, which no check over every column
+    reads), the steps are probed on the encoders' public row
+    (:func:`~sklearn_dppca._public_encoders.template_row`) with NaN in its
+    float columns, and NaN in those columns of ``X`` is refused here
+    (False is returned: nothing is left to refuse)."""
     from sklearn.utils.validation import _get_feature_names
 
     from ._public_encoders import is_public_encoding
 
     if hasattr(X, "iloc"):
         if heads_list and all(h and is_public_encoding(h[0]) for h in heads_list):
+            _refuse_encoded_nan(heads_list, X)
             return False
         names = _get_feature_names(X)
     return heads_refuse_nan(heads_list, n_features, names,
                             sparse_rows=sparse.issparse(X))
+
+
+def _refuse_encoded_nan(heads_list, X):
+    """Refuse NaN in the float columns of the DataFrame ``X`` where the
+    steps of some entry of ``heads_list`` (each opening with a public
+    encoder) raise on the encoders' public row with NaN in those columns:
+    their fit would fail on it after the charge (the encoders' own check,
+    :func:`~sklearn_dppca._public_encoders.check_encoded_rows`, runs the
+    first step alone)."""
+    import pandas as pd
+
+    from ._public_encoders import template_row
+    from ._search_run import _check_raw_rows
+
+    floats = [name for name, dtype in X.dtypes.items()
+              if pd.api.types.is_float_dtype(dtype)]
+    row = template_row(X.iloc[:0]) if floats else None
+    if row is None:
+        return
+    row[floats] = np.nan
+    seen = set()
+    for heads in heads_list:
+        key = _value_key(heads)
+        if key in seen:
+            continue
+        seen.add(key)
+        if _fails(heads, row, None, False):
+            _check_raw_rows([], X[floats], nan=True)
+            return

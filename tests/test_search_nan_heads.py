@@ -145,3 +145,39 @@ def test_a_named_column_transformer_is_probed_on_the_columns():
     with pytest.raises(ValueError, match="contains NaN"):
         _search(strict, False, budget).fit(_as("frame", X_prime))
     assert budget.n_charges == 0
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_steps_after_a_public_encoder_are_probed_on_its_row(strict):
+    """Candidates opening with a public encoder on a DataFrame with a text
+    column: a step after it that refuses NaN (the encoder passes the float
+    columns on) is found on the encoders' public row with NaN in the float
+    columns, and NaN in those columns is refused before the charge; a step
+    that maps NaN keeps D' fitted."""
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"cat": rng.choice(["x", "y"], 300),
+                      "a": rng.normal(size=300), "b": rng.normal(size=300)})
+    X_prime = X.copy()
+    X_prime.loc[17, "a"] = np.nan
+    encoder = ColumnTransformer(
+        [("oh", OneHotEncoder(categories=[["x", "y"]], handle_unknown="ignore",
+                              sparse_output=False), ["cat"])],
+        remainder="passthrough", sparse_threshold=0)
+    pipe = Pipeline([("ct", encoder),
+                     ("v", FunctionTransformer(np.tanh, validate=strict)),
+                     ("pca", PrivatePCA(data_norm=3.0))])
+    grid = {"pca__n_components": [1, 2]}
+    budget = BudgetAccountant(epsilon=100, delta=1e-2)
+    PrivateGridSearchCV(pipe, grid, epsilon=2.0, cv=3, accountant=budget).fit(X)
+    assert budget.n_charges == 1
+    budget = BudgetAccountant(epsilon=100, delta=1e-2)
+    search = PrivateGridSearchCV(pipe, grid, epsilon=2.0, cv=3, accountant=budget)
+    if strict:
+        with pytest.raises(ValueError, match="contains NaN"):
+            search.fit(X_prime)
+        assert budget.n_charges == 0
+    else:
+        search.fit(X_prime)
+        assert budget.n_charges == 1
