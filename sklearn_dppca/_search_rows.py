@@ -213,7 +213,11 @@ class _ChunkMap:
     steps were fitted): dense, ``width`` columns of ``dtype`` (their output
     on the row of zeros). A step whose output has another width or is not dense on some
     chunk is not a fixed map of each row: it fails (after the charge, as
-    :func:`~sklearn_dppca._search_run._check_heads` fails such a step)."""
+    :func:`~sklearn_dppca._search_run._check_heads` fails such a step).
+    Of the rows, only their number is checked: a step that repeats,
+    reorders or replaces rows of a chunk keeping their number passes; it
+    reads other rows than its own, a user's function outside the guarantee
+    (docs/model_selection.rst, as of a ``FunctionTransformer``'s ``func``)."""
 
     def __init__(self, steps, width, dtype, names=None):
         self.steps, self.width, self.dtype = steps, width, dtype
@@ -361,7 +365,11 @@ def same_rows(rows, X):
     :class:`_ChunkMap` refuses it of a chunk: a step that drops or repeats
     rows is not a fixed map of each row, and the private fit would count
     and release its rows (review 103 F1: ``best_estimator_.n_samples_``
-    the rows a filter kept). After the charge: the search fails, spent."""
+    the rows a filter kept). After the charge: the search fails, spent.
+    Only the number of rows is checked: a step that repeats, reorders or
+    replaces rows keeping their number passes; it reads other rows than its
+    own, a user's function outside the guarantee (docs/model_selection.rst,
+    as of a ``FunctionTransformer``'s ``func``; review 106 F3)."""
     if _num_samples(rows) != _num_samples(X):
         raise ValueError(
             "A step before the private estimator made another number of rows "
