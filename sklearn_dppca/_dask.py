@@ -656,9 +656,22 @@ def _add(a, b):
 # Per-chunk functions: module-level so that distributed workers can unpickle
 # them. Each reads one chunk of rows (the finiteness check included).
 def _chunk_max_norm(chunk):
+    """The largest row norm of a chunk. A column-major float64 chunk (a
+    Parquet partition) is read in place, its squared norms in one
+    whole-array operation as the other passes read it
+    (:func:`_centred_chunk`, :func:`_chunk_clipped_sum`: the same numbers),
+    not copied into row-major order (a copy of the chunk that the plan's
+    thread does not hold beside the others' in-place reads; mend 124); any
+    other dense chunk not row-major is copied once (:func:`_row_major`)."""
     if chunk.shape[0] == 0:  # a partition a public filter emptied (review 100 F5)
         return 0.0
+    if column_major(chunk):
+        return max_row_norm(chunk, _sq_norms(chunk))
+    chunk = _row_major(chunk)
     return max_row_norm(chunk, row_sq_norms(chunk))
+
+
+_chunk_max_norm.any_layout = True  # a column-major partition is read as it is
 
 
 def _chunk_centred(chunk, data_norm, centre):

@@ -884,11 +884,12 @@ def _traced(function):
 
 @pytest.mark.parametrize("name", ["_chunk_products", "_chunk_energy",
                                   "_chunk_energy_and_products", "_chunk_sq_norm_sum",
-                                  "_chunk_clipped_sum"])
+                                  "_chunk_clipped_sum", "_chunk_max_norm"])
 def test_coherent_passes_read_a_column_major_partition_as_it_is(name):
     """Issue 34: a Parquet partition (column-major) is not copied into
-    row-major order, whole or block by block, by the coherent passes and the
-    mean's (their peak stays well under the chunk's size), and their sums
+    row-major order, whole or block by block, by the coherent passes, the
+    mean's and the largest norm's (data_norm=None's pass, copied whole until
+    mend 124; their peak stays well under the chunk's size), and their sums
     are those of the row-major chunk, to rounding, with the same rows
     clipped."""
     X, C, mean, W_test, W = _column_major_chunk()
@@ -896,7 +897,8 @@ def test_coherent_passes_read_a_column_major_partition_as_it_is(name):
             "_chunk_energy": (C, mean, W_test, np.array([0.2, 0.5])),
             "_chunk_energy_and_products": (C, mean, W_test, np.array([0.2, 0.5]),
                                            W, np.array([0.3, 0.1])),
-            "_chunk_sq_norm_sum": (C, mean), "_chunk_clipped_sum": (C,)}[name]
+            "_chunk_sq_norm_sum": (C, mean), "_chunk_clipped_sum": (C,),
+            "_chunk_max_norm": ()}[name]
     function = getattr(_dask, name)
     result, peak = _traced(lambda: _dask._on_rows(function, X, *args))
     assert peak < 0.5 * X.nbytes  # a copy: 1.0
