@@ -23,7 +23,13 @@ try:  # the kernel SciPy's sparse @ runs, adding into an array it is given
 except ImportError:  # pragma: no cover - a SciPy without it: by bands
     _csc_matvecs = None
 
-from ._blocks import BoxedCSR, block_ranges, read_block, sparse_rows
+from ._blocks import (
+    SPARSE_BLOCK_ENTRIES,
+    BoxedCSR,
+    block_ranges,
+    read_block,
+    sparse_rows,
+)
 from ._stats import (
     _SCAN_BYTES,
     _clip_scales,
@@ -438,13 +444,45 @@ def summed_entries(X):
     each duplicate of a box's edge counts once in a per-feature sum: one
     row would move a release far beyond its sensitivity. Summing runs in
     SciPy's compiled code (no warning where a sum overflows: the cell is
-    then infinite, and refused or mapped as any other)."""
+    then infinite, and refused or mapped as any other).
+
+    A matrix whose indices are only out of order (each cell stored once) is
+    read as it is: no pass needs them sorted, and its summed copy, held for
+    the whole fit, was in no memory plan (mend 124: 2 times the plan). A
+    copy where cells are stored twice is not in the plan either (whether
+    they are is not public; counting it at ``n d`` entries for every
+    sparse fit would refuse the wide ones, issue 31)."""
     if (not sparse.issparse(X) or X.format not in ("csr", "csc")
-            or X.has_canonical_format):
+            or X.has_canonical_format or not stores_twice(X)):
         return X
     X = X.astype(X.dtype if X.dtype == np.float32 else np.float64, copy=True)
     X.sum_duplicates()
     return X
+
+
+def stores_twice(X):
+    """Whether the CSR or CSC matrix ``X`` stores a cell more than once:
+    its rows (columns for CSC) scanned a block of
+    :data:`~sklearn_dppca._blocks.SPARSE_BLOCK_ENTRIES` stored entries at a
+    time (or one row), their cells' keys sorted there: temporaries of a
+    block, never of ``X`` whole; ``X`` is not modified."""
+    lines, width = (X.shape if X.format == "csr" else X.shape[::-1])
+    indptr = X.indptr
+    if lines and int(np.diff(indptr).max()) > width:  # more entries than cells
+        return True
+    a = 0
+    while a < lines:
+        last = np.searchsorted(indptr, indptr[a] + SPARSE_BLOCK_ENTRIES, "right")
+        b = max(a + 1, min(lines, int(last) - 1))
+        lo, hi = indptr[a], indptr[b]
+        keys = np.repeat(np.arange(b - a, dtype=np.int64) * width,
+                         np.diff(indptr[a:b + 1]))
+        keys += X.indices[lo:hi]
+        keys.sort()
+        if (keys[1:] == keys[:-1]).any():
+            return True
+        a = b
+    return False
 
 
 class InMemoryRows:
