@@ -461,7 +461,8 @@ def _column_failure(step, empty, typed, where=()):
     """What :func:`unselected_columns` finds of ``step`` reading the
     columns of ``empty`` (a ``ColumnTransformer``, and one nested in it),
     as text, else None. ``typed``: whether ``empty``'s dtypes are those the
-    step reads (a ``make_column_selector`` reads them)."""
+    step reads (a ``make_column_selector`` reads them; where they are, its
+    failure, on an array say, is the fit's own, public: review 108 F2)."""
     from sklearn.compose import ColumnTransformer, make_column_selector
     from sklearn.utils._indexing import _get_column_indices, _safe_indexing
 
@@ -472,10 +473,13 @@ def _column_failure(step, empty, typed, where=()):
         if callable(columns):  # make_column_selector: names and dtypes
             if not typed or type(columns) is not make_column_selector:
                 continue  # another callable may read the rows' values
-            try:
+            try:  # scikit-learn's selector reads X's kind, names, dtypes
                 columns = columns(empty)
-            except Exception:  # noqa: BLE001 - a user's callable: unknown
-                continue
+            except Exception as error:  # noqa: BLE001 - the fit's refusal
+                path = " > ".join(repr(n) for n in (*where, name))
+                return (f"The ColumnTransformer's transformer {path} selects "
+                        "columns by a make_column_selector, which fails on "
+                        f"X's columns ({type(error).__name__}: {error})")
         try:
             indices = _get_column_indices(empty, columns)
         except Exception as error:  # noqa: BLE001 - the fit's own refusal

@@ -156,3 +156,40 @@ def test_what_is_not_known_without_rows_is_left_to_the_fit():
     assert _search_rows.unselected_columns([caller], empty) is None
     assert _search_rows.unselected_columns([selection], None) is None
     assert _search_rows.unselected_columns([selection], empty) is None
+
+
+@pytest.mark.parametrize("supervised", [False, True])
+def test_a_column_selector_on_an_array_is_refused_before_the_charge(supervised):
+    """Review 108 F2: scikit-learn's make_column_selector reads a
+    DataFrame's names and dtypes; on a NumPy X (its kind is public) it fails
+    at any fit. Its failure was skipped as unknown, so both searches were
+    charged and then failed; it is the candidate's public refusal now."""
+    from sklearn.pipeline import Pipeline
+
+    from sklearn_dppca.linear_model import PrivateRidge
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = X[:, 0] + rng.normal(size=300)
+    ct = ColumnTransformer(
+        [("t", "passthrough", make_column_selector(dtype_include="number"))],
+        sparse_threshold=0)
+    last, grid = ((PrivateRidge((-5, 5), data_norm=3.0), {"last__alpha": [1.0, 2.0]})
+                  if supervised else
+                  (PrivatePCA(data_norm=3.0), {"last__n_components": [1, 2]}))
+    budget = BudgetAccountant(epsilon=100, delta=1e-2)
+    search = PrivateGridSearchCV(Pipeline([("ct", ct), ("last", last)]), grid,
+                                 epsilon=2.0, delta=1e-6, cv=3, accountant=budget)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match="make_column_selector") as caught:
+            search.fit(X, y)
+    assert "before any budget was spent" in str(caught.value)
+    assert budget.n_charges == 0
+    assert budget.spent.epsilon == 0
+    # on a DataFrame the same selector fits, charged once
+    budget = BudgetAccountant(epsilon=100, delta=1e-2)
+    PrivateGridSearchCV(Pipeline([("ct", ct), ("last", last)]), grid, epsilon=2.0,
+                        delta=1e-6, cv=3, accountant=budget).fit(
+        pd.DataFrame(X, columns=["a", "b", "c"]), y)
+    assert budget.n_charges == 1
