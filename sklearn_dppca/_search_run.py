@@ -9,6 +9,7 @@ import re
 from numbers import Integral, Real
 
 import numpy as np
+from scipy import sparse
 from scipy.stats import rankdata
 from sklearn.base import clone
 from sklearn.pipeline import Pipeline
@@ -256,20 +257,65 @@ def _check_raw_rows(steps, X, finite=None, nan=False):
     with steps before the private one maps them too (:func:`_headed`). The
     unsupervised and the supervised searches both check here. ``finite``:
     the answer for ``X`` where :func:`refuse_infinity`'s pass already gave it
-    (a Dask array read once), else ``None``. ``nan``: whether the public
-    steps before some candidate's private step refuse NaN
-    (:func:`~sklearn_dppca._nan_probe.heads_refuse_nan`): their fit would
-    fail on it after the charge too (review 106 F1)."""
-    if (nan or any(_raw_reader(step) for step in steps)) \
-            and not (_all_finite(X) if finite is None else finite):
+    (a Dask array read once; over the columns ``nan`` where no step of
+    ``steps`` refuses NaN), else ``None``. ``nan``: the positions of the
+    columns where NaN makes the public steps before some candidate's
+    private step raise (:func:`~sklearn_dppca._nan_probe.search_nan_columns`;
+    ``True``: every column): their fit would fail on it after the charge too
+    (review 106 F1); NaN in other columns passes (review 108 F1)."""
+    columns = nan_columns([(step, ()) for step in steps], nan)
+    if columns == ():
+        return
+    if finite is None:
+        finite = _all_finite(X if columns is None else _columns(X, columns))
+    if not finite:
         raise ValueError(
-            "Input X contains NaN or infinity: the private estimator, or a "
+            "Input X contains NaN or infinity"
+            + ("" if columns is None else
+               f" in the columns {_column_names(X, columns)} where a step "
+               "before the private one refuses NaN")
+            + ": the private estimator, or a "
             "step before it that refuses NaN, needs finite rows. Fill missing "
             "values with a public constant in the Pipeline, before that step: "
             "SimpleImputer("
             "strategy='constant', fill_value=..., keep_empty_features=True). "
             "The search was refused before it spent any budget."
         )
+
+
+def nan_columns(readers, nan):
+    """The columns :func:`_check_raw_rows` checks for NaN: None for all
+    (a private step of ``readers``, ``(step, heads)``, reads ``X`` itself
+    and refuses NaN, or ``nan`` is ``True``), else the positions ``nan``
+    (empty: none)."""
+    if nan is True or any(not heads and _raw_reader(step)
+                          for step, heads in readers):
+        return None
+    return tuple(nan or ())
+
+
+def _columns(X, columns):
+    """The columns ``columns`` (positions) of ``X``, of its kind: a
+    DataFrame's, a sparse matrix's, a Dask or Array API array's (on its
+    device)."""
+    if hasattr(X, "iloc"):
+        return X.iloc[:, list(columns)]
+    namespace = None if is_dask_collection(X) else _array_api.namespace(X)
+    if namespace is not None:
+        xp, device = namespace
+        return xp.take(X, xp.asarray(list(columns), device=device), axis=1)
+    if sparse.issparse(X):
+        return X.tocsc()[:, list(columns)]
+    return X[:, list(columns)]
+
+
+def _column_names(X, columns):
+    """The names (a DataFrame's) or positions of ``columns``, at most ten
+    (public: X's columns and the steps)."""
+    names = getattr(X, "columns", None)
+    shown = [names[i] if names is not None else i for i in columns[:10]]
+    return f"{shown}" + (f" and {len(columns) - 10} more"
+                         if len(columns) > 10 else "")
 
 
 def check_readers(readers, X, checked, names, finite=None, nan=False):
@@ -653,17 +699,19 @@ def refuse_infinity(X, readers=(), nan=False):
     refuses NaN too, the same pass answers whether ``X`` is finite, returned
     for :func:`check_readers` (which raises in its turn: the refusals' order
     is kept), else ``None``: two passes over the rows read them twice.
-    ``nan``: the steps before some private step refuse NaN
-    (:func:`_check_raw_rows`): the same pass answers it too."""
+    ``nan``: the columns where the steps before some private step refuse
+    NaN (:func:`_check_raw_rows`): the same pass answers it too, over
+    those columns (:func:`nan_columns`)."""
     import dask
     import dask.array as da
 
     rows = as_dask_array(X)[0]
-    asks = nan or any(not heads and _raw_reader(step)
-                      for step, heads in readers)
+    columns = nan_columns(readers, nan)  # None: all; () none
+    asks = columns is None or bool(columns)
+    read = rows if columns is None else rows[:, list(columns)]
     with private_computation():
         infinite, finite = dask.compute(
-            da.isinf(rows).any(), da.isfinite(rows).all() if asks else None)
+            da.isinf(rows).any(), da.isfinite(read).all() if asks else None)
     if bool(infinite):
         raise ValueError(
             "Input X contains infinity or a value too large for "

@@ -86,7 +86,7 @@ from ._dask import (
 )
 from ._defaults import _carry_default, _keep_carried_default, _resolve_accountant
 from ._fit_guards import _all_or_nothing, _FloatParamsMixin
-from ._nan_probe import search_refuses_nan
+from ._nan_probe import search_nan_columns
 from ._param_docs import N_JOBS_CONSTRAINT
 from ._public_encoders import (
     check_encoded_rows,
@@ -502,7 +502,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         heads = [candidate_heads(c) for c in plan.candidates if c.error is None]
         readers = [(_locate_private_step(c.estimator)[2], candidate_heads(c))
                    for c in plan.candidates if c.error is None]
-        nan = search_refuses_nan(heads, X, n_features, names)  # public
+        nan = search_nan_columns(heads, X, n_features, names)  # public
         checked, finite = self._validate_rows(X, names, heads, readers, nan)
         _check_public_scalers(plan, self.n_features_in_,
                               getattr(self, "feature_names_in_", None))
@@ -609,7 +609,7 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
             and not isinstance(c.private[0][1], _search_plan._BasePrivatePCA)])
         readers = [(c.private[0][1], _supervised.heads_of(c))
                    for c in plan.candidates if c.error is None]
-        nan = search_refuses_nan(heads, X, n_features, names)  # public
+        nan = search_nan_columns(heads, X, n_features, names)  # public
         checked, finite = self._validate_rows(X, names, heads, readers, nan)
         _check_public_scalers(plan, self.n_features_in_,
                               getattr(self, "feature_names_in_", None))
@@ -651,8 +651,9 @@ class PrivateGridSearchCV(MetaEstimatorMixin, _FloatParamsMixin, BaseEstimator):
         names only. Missing values (NaN) pass here for a Pipeline's public
         fill or a step's ``non_finite="clip"`` (:func:`check_readers` then
         refuses, before the charge, any a bare step with
-        ``non_finite="raise"`` would read, or any where ``nan``: the steps
-        before some private step refuse NaN, :func:`search_refuses_nan`).
+        ``non_finite="raise"`` would read, or any in the columns ``nan``,
+        where the steps before some private step refuse NaN,
+        :func:`search_nan_columns`).
 
         A DataFrame with text columns passes where every candidate's
         Pipeline (``heads``: the steps before each private step) opens with a

@@ -16,7 +16,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from sklearn_dppca import BudgetAccountant, PrivatePCA
-from sklearn_dppca._nan_probe import heads_refuse_nan
+from sklearn_dppca._nan_probe import heads_nan_columns, heads_refuse_nan
 from sklearn_dppca.linear_model import PrivateRidge
 from sklearn_dppca.model_selection import PrivateGridSearchCV
 from sklearn_dppca.preprocessing import PublicScaler
@@ -123,15 +123,26 @@ def test_a_column_transformer_refusing_nan_in_some_columns_is_probed():
     assert heads_refuse_nan([[mapping], [lone]], 4)  # any candidate's steps
     assert not heads_refuse_nan([[mapping]], 4)
     assert not heads_refuse_nan([[], ["passthrough"]], 4)
+    assert heads_nan_columns([[strict]], 4) == (0,)  # the column it reads
+    assert heads_nan_columns([[lone]], 4) == (1, 2)
     X, X_prime, _ = _neighbours()
-    for ct in (strict, lone):
+    # strict refuses NaN in column 0 only (review 108 F1): its NaN there is
+    # refused; in column 2 (passed through, clipped) it fits, as its fit does
+    X_strict = X.copy()
+    X_strict[17, 0] = np.nan
+    for ct, X_nan in ((strict, X_strict), (lone, X_prime)):
         budget = BudgetAccountant(epsilon=100, delta=1e-2)
         _search(ct, False, budget).fit(X)
         assert budget.n_charges == 1
         budget = BudgetAccountant(epsilon=100, delta=1e-2)
         with pytest.raises(ValueError, match="contains NaN"):
-            _search(ct, False, budget).fit(X_prime)
+            _search(ct, False, budget).fit(X_nan)
         assert budget.n_charges == 0
+    budget = BudgetAccountant(epsilon=100, delta=1e-2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        _search(strict, False, budget).fit(X_prime)
+    assert budget.n_charges == 1
 
 
 def test_a_named_column_transformer_is_probed_on_the_columns():
