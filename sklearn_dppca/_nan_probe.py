@@ -206,17 +206,17 @@ def _fails(steps, rows, sparse_rows):
 
 def _nan_capable(X):
     """The positions of ``X``'s columns that can hold NaN, where fewer than
-    all (a DataFrame's float columns; none of an integer or boolean
-    array), else None."""
+    all (a DataFrame's columns but those of a NumPy integer or boolean
+    dtype; none of such an array), else None. A nullable integer column
+    holds missing values, which its validation makes NaN: it is probed."""
     if hasattr(X, "iloc") and hasattr(X, "dtypes"):
-        import pandas as pd
-
         return tuple(i for i, dtype in enumerate(X.dtypes)
-                     if pd.api.types.is_float_dtype(dtype))
-    dtype = getattr(X, "dtype", None)
-    if isinstance(dtype, np.dtype) and dtype.kind in "biu":
-        return ()
-    return None
+                     if not _integral(dtype))
+    return () if _integral(getattr(X, "dtype", None)) else None
+
+
+def _integral(dtype):
+    return isinstance(dtype, np.dtype) and dtype.kind in "biu"
 
 
 def search_nan_columns(heads_list, X, n_features, names=None):
@@ -253,10 +253,14 @@ def _refuse_encoded_nan(heads_list, X):
     encoders' own check,
     :func:`~sklearn_dppca._public_encoders.check_encoded_rows`, runs the
     first step alone)."""
+    import pandas as pd
+
     from ._public_encoders import template_row
     from ._search_run import _check_raw_rows
 
-    floats = _nan_capable(X)
+    # the encoders' own check reads the text columns' missing values
+    floats = tuple(i for i, dtype in enumerate(X.dtypes)
+                   if pd.api.types.is_float_dtype(dtype))
     row = template_row(X.iloc[:0]) if floats else None
     if row is None:
         return

@@ -186,3 +186,13 @@ def test_bisection_is_capped(monkeypatch):
     strict = FunctionTransformer(np.tanh, validate=True)
     assert heads_nan_columns([[strict]], 1000) == tuple(range(1000))
     assert len(rows) <= 1 + 8
+
+
+def test_a_nullable_integer_column_is_probed():
+    """A nullable integer column holds missing values (NaN once
+    validated): it is probed like a float column, and its missing value
+    refused before the charge where a step refuses NaN."""
+    X = _frame()[["a"]].assign(n=pd.array(np.arange(300) % 5, dtype="Int64"))
+    X.loc[17, "n"] = pd.NA
+    strict = FunctionTransformer(np.tanh, validate=True)
+    assert "contains NaN" in str(_fit(strict, X))
