@@ -9,10 +9,10 @@ a public fill or the step's map. A step before it that refuses NaN
 charge on a dataset with one NaN, and fitted on its neighbour: whether the
 search failed was a function of one row. The steps are probed, before the
 charge, on rows of X's width and columns (public) with NaN in some of the
-columns that can hold it (float columns) and zeros elsewhere; the columns
-where NaN makes them raise are found, and the search refuses NaN in those
-columns of ``X`` before its charge, as it refuses it for a private step
-that reads ``X`` itself
+columns that can hold it (all but integer and boolean ones) and zeros
+elsewhere; the columns where NaN makes them raise are found, and the
+search refuses NaN in those columns of ``X`` before its charge, as it
+refuses it for a private step that reads ``X`` itself
 (:func:`~sklearn_dppca._search_run._check_raw_rows`).
 
 The cost is linear in ``X``'s width: a probe of all the float columns,
