@@ -296,16 +296,21 @@ def nan_columns(readers, nan):
 
 def _columns(X, columns):
     """The columns ``columns`` (positions) of ``X``, of its kind: a
-    DataFrame's, a sparse matrix's, a Dask or Array API array's (on its
-    device)."""
+    DataFrame's, a Dask or Array API array's (on its device); of a sparse
+    matrix, the values it stores there (what :func:`_all_finite` reads)."""
     if hasattr(X, "iloc"):
         return X.iloc[:, list(columns)]
     namespace = None if is_dask_collection(X) else _array_api.namespace(X)
     if namespace is not None:
         xp, device = namespace
         return xp.take(X, xp.asarray(list(columns), device=device), axis=1)
-    if sparse.issparse(X):
-        return X.tocsc()[:, list(columns)]
+    if sparse.issparse(X):  # the values stored in those columns, no copy
+        # of X (a CSC copy of X whole doubled a search's peak; review 109)
+        X = X if X.format in ("csr", "csc") else X.tocsr()
+        if X.format == "csc":
+            return np.concatenate([X.data[X.indptr[j]:X.indptr[j + 1]]
+                                   for j in columns] or [X.data[:0]])
+        return X.data[np.isin(X.indices, list(columns))]
     return X[:, list(columns)]
 
 
