@@ -196,3 +196,21 @@ def test_a_nullable_integer_column_is_probed():
     X.loc[17, "n"] = pd.NA
     strict = FunctionTransformer(np.tanh, validate=True)
     assert "contains NaN" in str(_fit(strict, X))
+
+
+def test_the_check_of_some_columns_of_sparse_rows_reads_their_values():
+    """The NaN check of some columns of sparse X reads the values stored in
+    those columns, whatever the format (review 109 F1: it made a CSC copy of
+    X whole before the charge)."""
+    from scipy import sparse
+
+    from sklearn_dppca._search_run import _all_finite, _columns
+
+    X = sparse.random(50, 8, density=0.4, format="csr", random_state=0)
+    X.data[np.flatnonzero(X.indices == 3)[0]] = np.nan
+    for rows in (X, X.tocsc(), X.tocoo()):
+        assert not _all_finite(_columns(rows, (3,)))
+        assert not _all_finite(_columns(rows, (0, 3)))
+        assert _all_finite(_columns(rows, (1, 2)))
+        assert _all_finite(_columns(rows, ()))
+        assert np.isnan(X.data).sum() == 1  # X is not written
