@@ -75,7 +75,11 @@ class CentredRows:
         self.mean = mean
         self.sq_norms = sq_norms
         self.any_layout = any_layout
-        self._unit_scales = None  # s_i / C, from the first pass over the rows
+        # s_i / C, computed by the first pass that needs them (clipped_energy's
+        # or clipped_products'), kept for the next: an n-vector of the plan's
+        # ROW_VECTOR_BYTES (the clipping test and the first power step each
+        # computed them: a read of the rows and the scales' arithmetic more)
+        self._unit_scales = None
 
     def clipped_energy(self, W, radii):
         r""":math:`q(R_j) = \sum_i \min(\|a_i^\top W\|^2, R_j^2)` for each
@@ -99,10 +103,15 @@ class CentredRows:
         centre = np.zeros(W.shape[0]) if self.mean is None else self.mean
         shift = centre @ W
         total = np.zeros(radii.shape)
+        # the unit scales, kept for the passes that follow (clipped_products)
+        known = self._unit_scales is not None
+        units = self._unit_scales if known else np.empty(self.X.shape[0])
         for start, stop, block in iter_blocks(self.X, self.any_layout):
-            unit = _clip_scales(
-                block, self.sq_norms[start:stop], self.data_norm, self.mean
-            ) / self.data_norm
+            unit = units[start:stop]
+            if not known:  # as clipped_products computes them: the same numbers
+                unit[...] = _clip_scales(
+                    block, self.sq_norms[start:stop], self.data_norm, self.mean
+                ) / self.data_norm
             with np.errstate(over="ignore", invalid="ignore"):
                 products = (np.asarray(block @ W) - shift) * unit[:, None]
             bad = np.flatnonzero(~np.isfinite(products).all(axis=1))
@@ -111,6 +120,7 @@ class CentredRows:
                 products[part] = (rows * unit[part, None]) @ W
             total += _energy_terms(products, radii)
             del block  # a copied block is freed before the next is read
+        self._unit_scales = units  # complete: kept for the next pass
         return total
 
     #: Whether :meth:`energy_then_products` reads the rows once for both.

@@ -178,6 +178,46 @@ def test_the_fused_pass_gives_the_energy_and_the_products_of_two(planted, kind):
     np.testing.assert_array_equal(clipped, apart_clipped)
 
 
+@pytest.mark.parametrize("kind", ["dense", "csr", "threads", "no mean"])
+def test_the_clipping_scales_are_computed_once_for_the_test_and_the_steps(
+        planted, kind, monkeypatch):
+    """The clipping test's pass keeps the rows' unit scales for the power
+    steps' passes (mend 127: the first step's pass computed them again, a
+    read of the rows more at 10⁶ × 100): ``_clip_scales`` runs on each row
+    once, and every pass gives what it gives on fresh rows, exactly."""
+    from scipy import sparse
+
+    from sklearn_dppca import _rows
+
+    X, _ = planted
+    X = sparse.csr_matrix(X) if kind == "csr" else X
+    mean = None if kind == "no mean" else np.asarray(X.mean(axis=0)).ravel()
+    rng = np.random.default_rng(1)
+    W_test = rng.normal(size=(X.shape[1], 3))
+    W = rng.normal(size=(X.shape[1], 2, 3)) * 0.1
+    test_radii, radii = np.array([0.05, 0.5]), np.array([0.01, 0.2])
+    n_jobs = 2 if kind == "threads" else None
+
+    def rows():
+        return CentredRows(X, 0.8, mean, first_pass(X, 0.8, with_sum=False).sq_norms)
+
+    fresh_q = rows().clipped_energy(W_test, test_radii)
+    fresh = rows().clipped_products(W, radii, n_jobs)
+    scaled = []
+    clip_scales = _rows._clip_scales
+    monkeypatch.setattr(_rows, "_clip_scales", lambda block, *args: (
+        scaled.append(block.shape[0]), clip_scales(block, *args))[1])
+    kept = rows()
+    q = kept.clipped_energy(W_test, test_radii)
+    first = kept.clipped_products(W, radii, n_jobs)
+    second = kept.clipped_products(W, radii, n_jobs)
+    assert sum(scaled) == X.shape[0]
+    np.testing.assert_array_equal(q, fresh_q)
+    for products, clipped in (first, second):
+        np.testing.assert_array_equal(products, fresh[0])
+        np.testing.assert_array_equal(clipped, fresh[1])
+
+
 def test_go_no_go_sensitivity_is_twice_the_projection_gap():
     """D = Σ aᵀ(P_T − P_0)a moves by at most 2‖P_T − P_0‖₂ when one row is
     replaced, and the top and bottom eigenvectors of P_T − P_0 attain it."""
