@@ -218,6 +218,20 @@ def test_the_clipping_scales_are_computed_once_for_the_test_and_the_steps(
         np.testing.assert_array_equal(clipped, fresh[1])
 
 
+def test_the_rows_not_finite_are_those_of_the_row_by_row_test():
+    """``_nonfinite_rows`` (the whole block tested first) names the rows the
+    test row by row names: none, or those holding an inf or a NaN."""
+    from sklearn_dppca._rows import _nonfinite_rows
+
+    products = np.random.default_rng(0).normal(size=(50, 3))
+    assert _nonfinite_rows(products).size == 0
+    products[[3, 17], [0, 2]] = np.inf, np.nan
+    products[40, 1] = -np.inf
+    np.testing.assert_array_equal(_nonfinite_rows(products), [3, 17, 40])
+    np.testing.assert_array_equal(
+        _nonfinite_rows(products), np.flatnonzero(~np.isfinite(products).all(axis=1)))
+
+
 def test_go_no_go_sensitivity_is_twice_the_projection_gap():
     """D = Σ aᵀ(P_T − P_0)a moves by at most 2‖P_T − P_0‖₂ when one row is
     replaced, and the top and bottom eigenvectors of P_T − P_0 attain it."""
