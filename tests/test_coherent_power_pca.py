@@ -149,12 +149,10 @@ def test_clipped_energy_matches_direct_computation(planted):
     np.testing.assert_allclose(rows.clipped_energy(W, radii), expected, rtol=1e-10)
 
 
-@pytest.mark.parametrize("kind", ["dense", "csr", "threads", "no mean"])
-def test_the_fused_pass_gives_the_energy_and_the_products_of_two(planted, kind):
-    """``clipped_products(..., energy=(W_test, radii))`` (the out-of-core pass
-    of the clipping test and the first power step) returns what
-    ``clipped_energy`` and ``clipped_products`` return apart, with one product
-    of each block and one set of clipping scales."""
+def _passes_set_up(planted, kind):
+    """The rows of ``planted`` as ``kind`` asks (dense, CSR, no mean; two
+    threads), a clipping test's and two power steps' columns and radii, and
+    a maker of fresh ``CentredRows`` on them."""
     from scipy import sparse
 
     X, _ = planted
@@ -168,6 +166,17 @@ def test_the_fused_pass_gives_the_energy_and_the_products_of_two(planted, kind):
 
     def rows():
         return CentredRows(X, 0.8, mean, first_pass(X, 0.8, with_sum=False).sq_norms)
+
+    return X, W_test, W, test_radii, radii, n_jobs, rows
+
+
+@pytest.mark.parametrize("kind", ["dense", "csr", "threads", "no mean"])
+def test_the_fused_pass_gives_the_energy_and_the_products_of_two(planted, kind):
+    """``clipped_products(..., energy=(W_test, radii))`` (the out-of-core pass
+    of the clipping test and the first power step) returns what
+    ``clipped_energy`` and ``clipped_products`` return apart, with one product
+    of each block and one set of clipping scales."""
+    X, W_test, W, test_radii, radii, n_jobs, rows = _passes_set_up(planted, kind)
 
     products, clipped, q = rows().clipped_products(W, radii, n_jobs,
                                                    energy=(W_test, test_radii))
@@ -185,21 +194,9 @@ def test_the_clipping_scales_are_computed_once_for_the_test_and_the_steps(
     steps' passes (mend 127: the first step's pass computed them again, a
     read of the rows more at 10⁶ × 100): ``_clip_scales`` runs on each row
     once, and every pass gives what it gives on fresh rows, exactly."""
-    from scipy import sparse
-
     from sklearn_dppca import _rows
 
-    X, _ = planted
-    X = sparse.csr_matrix(X) if kind == "csr" else X
-    mean = None if kind == "no mean" else np.asarray(X.mean(axis=0)).ravel()
-    rng = np.random.default_rng(1)
-    W_test = rng.normal(size=(X.shape[1], 3))
-    W = rng.normal(size=(X.shape[1], 2, 3)) * 0.1
-    test_radii, radii = np.array([0.05, 0.5]), np.array([0.01, 0.2])
-    n_jobs = 2 if kind == "threads" else None
-
-    def rows():
-        return CentredRows(X, 0.8, mean, first_pass(X, 0.8, with_sum=False).sq_norms)
+    X, W_test, W, test_radii, radii, n_jobs, rows = _passes_set_up(planted, kind)
 
     fresh_q = rows().clipped_energy(W_test, test_radii)
     fresh = rows().clipped_products(W, radii, n_jobs)
