@@ -32,7 +32,7 @@ from sklearn.utils.validation import validate_data
 
 from . import _array_api, _bounds
 from ._array_api import ArrayAPIRows
-from ._blocks import CLIP_ENTRIES, SPARSE_BLOCK_ENTRIES
+from ._blocks import CLIP_ENTRIES, SPARSE_BLOCK_ENTRIES, sparse_rows
 from ._box import box_radius, check_box, stays_sparse
 from ._dask import (
     ChunkedRows,
@@ -473,7 +473,7 @@ class _BasePrivatePCA(
         self._chunked_partials = chunked_partials(engine)
         self._rows_in_memory = isinstance(_engine(engine), InMemoryRows)
         X = _engine(engine).X
-        self._sparse_rows = self._rows_in_memory and sparse.issparse(X)
+        self._sparse_rows = self._rows_in_memory and sparse_rows(X)
         self._plan_threads(n_samples, n_features, engine)
         # dense rows read as copies a block at a time (float32, another
         # layout): a float64 block each thread
@@ -512,7 +512,7 @@ class _BasePrivatePCA(
             size += converted
             text += (" and the float copy its validation made of X (" + (
                 "convert X to float CSR first, X.tocsr().astype(np.float64), "
-                "not to a dense array" if sparse.issparse(rows.X)
+                "not to a dense array" if sparse_rows(rows.X)
                 else "give float64 or float32 rows as an array") + ")")
         return size, text
 
@@ -529,45 +529,43 @@ class _BasePrivatePCA(
             return 0, ""
         # at the fit's size: a search's plan asks it of a stand-in of no row
         size = n_samples * n_features * rows.X.dtype.itemsize
-        if not hasattr(rows.X, "tocsr"):
+        if not sparse_rows(rows.X):
             copies = (self.bounds is not None) + (self.non_finite == "clip")
             return copies * size, (" and copies of the rows (bounds and "
                                    "non_finite='clip' map them)" if copies else "")
-        # non_finite="clip" maps a copy of the stored values (beside the
-        # matrix's own indices: _pca_model._mapped_values), at its most n d
-        # values (their count is not public; mend 124: not in the plan, a
-        # fit peaked at 1.4 times it)
-        mapped = size if self.non_finite == "clip" else 0
-        mapped_text = (" and a copy of the sparse rows' values (non_finite="
-                       "'clip' maps them; map NaN and inf in X.data first, "
-                       "np.nan_to_num(X.data, copy=False), and fit with "
-                       "non_finite='raise' to need none)") if mapped else ""
-        size, text = self._box_copies(n_features, rows, size)
-        return mapped + size, mapped_text + text
+        return self._box_copies(n_features, rows, size)
 
     def _box_copies(self, n_features, rows, size):
-        """The part of :meth:`_copies_of_rows` of sparse rows that the box of
-        ``bounds`` makes (``size``: a dense copy's bytes)."""
+        """The part of :meth:`_copies_of_rows` of sparse rows that
+        ``non_finite="clip"``'s map and the box of ``bounds`` make
+        (``size``: a dense copy's bytes). The passes map and clip the values
+        of the block they read (_blocks.BoxedCSR), a block a thread: at most
+        SPARSE_BLOCK_ENTRIES stored entries, or one row; and its two runs of
+        bounds (or the map's masks). Never a copy of every value (issue 31:
+        the box's counted at n d values, 80 GB at 10^5 x 10^5 for a copy of
+        0.8 GB; mend 129: the map's, refusing wide fits that ran before)."""
+        mapped = self.non_finite == "clip"
+        block = self._planned_cores() * rows.X.dtype.itemsize * (
+            max(SPARSE_BLOCK_ENTRIES, n_features) + 2 * CLIP_ENTRIES)
+        lazy, text = (block, " and a mapped copy of the values of the block of "
+                      "sparse rows each thread reads (non_finite='clip')"
+                      ) if mapped else (0, "")
         if self.bounds is None:
-            return 0, ""
+            return lazy, text
         try:
             box = check_box(self.bounds, n_features,
                             getattr(self, "feature_names_in_", None))
         except ValueError:  # refused, with its reason, by the fit's plan
-            return 0, ""
+            return lazy, text
         if stays_sparse(*box, box_radius(*box, self.center)[0]):
-            # the passes clip the values of the block they read
-            # (_blocks.BoxedCSR), a block a thread: at most
-            # SPARSE_BLOCK_ENTRIES stored entries, or one row; and its two
-            # runs of bounds. Never a copy of every value (issue 31: counted
-            # at n d values, 80 GB at 10^5 x 10^5 for a copy of 0.8 GB)
-            block = max(SPARSE_BLOCK_ENTRIES, n_features) + 2 * CLIP_ENTRIES
-            return self._planned_cores() * block * rows.X.dtype.itemsize, (
-                " and a clipped copy of the values of the block of sparse rows "
-                "each thread reads (the box of bounds)")
-        return size, (" and a dense copy of the sparse rows (the box moves their "
-                      "zeros: give bounds whose midpoint is 0, or center=False "
-                      "with 0 in the box)")
+            # the map's block and the box's are one copy of its values
+            return block, (" and a " + "mapped, " * mapped + "clipped copy of "
+                           "the values of the block of sparse rows each thread "
+                           "reads (the box of bounds)")
+        return lazy + size, text + (
+            " and a dense copy of the sparse rows (the box moves their "
+            "zeros: give bounds whose midpoint is 0, or center=False "
+            "with 0 in the box)")
 
     def _centred_in_one_pass(self, data, n_samples, data_norm, centre, plan, rng):
         r"""The Gram matrix and the mean from one pass over every row, around
@@ -681,6 +679,8 @@ class _BasePrivatePCA(
         )
         self._input_copy = _input_copy(given, X)
         if self.non_finite == "clip":
+            if sparse.issparse(X):  # a block at a time, as the passes read it
+                return X, InMemoryRows(X, mapped=True)
             X = map_non_finite(X)
         return X, InMemoryRows(X)
 

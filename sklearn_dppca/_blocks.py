@@ -114,8 +114,9 @@ def _csr_rows(X, start, stop):
     return block
 
 
-#: Stored entries clipped at a time by :class:`BoxedCSR`: its temporaries,
-#: the bounds of that many entries, are two arrays of at most 2 MiB.
+#: Stored entries clipped (or mapped) at a time by :class:`BoxedCSR`: its
+#: temporaries, the bounds of that many entries (or the masks of
+#: :func:`numpy.nan_to_num`), are arrays of at most 2 MiB.
 CLIP_ENTRIES = 2**18
 
 
@@ -129,33 +130,66 @@ def clip_into(out, values, columns, lower, upper):
     return out
 
 
+def map_into(out, values):
+    """``out[:] = numpy.nan_to_num(values)`` (NaN to 0, ±inf to ± the
+    dtype's largest finite value: ``non_finite="clip"``'s map, bit for bit),
+    in runs of :data:`CLIP_ENTRIES` entries (its masks of that length)."""
+    for a in range(0, values.size, CLIP_ENTRIES):
+        run = out[a:a + CLIP_ENTRIES]
+        if out is not values:
+            run[...] = values[a:a + CLIP_ENTRIES]
+        np.nan_to_num(run, copy=False)
+    return out
+
+
 class BoxedCSR:
-    """The rows of a CSR matrix clipped into a box that holds 0 (its zeros
-    stay zeros), never held whole: indexed by rows (``X[a:b]``,
-    ``X[indices]``) it returns those rows as a CSR matrix of ``X``'s dtype
-    whose values are a clipped copy (a slice's indices are read-only views
-    of ``X``'s), the same values in the same order as a clipped copy of
+    """The rows of a CSR matrix mapped by ``non_finite="clip"``'s map
+    (``mapped``: :func:`numpy.nan_to_num`) and/or clipped into a box that
+    holds 0 (its zeros stay zeros), never held whole: indexed by rows
+    (``X[a:b]``, ``X[indices]``) it returns those rows as a CSR matrix of
+    ``X``'s dtype whose values are a mapped, then clipped copy (a slice's
+    indices are read-only views of ``X``'s), the same values in the same
+    order as a mapped (``_pca_model._mapped_values``), then clipped copy of
     ``X`` whole (``_box.clipped_entries``) gives. The passes read a block
     at a time (:data:`SPARSE_BLOCK_ENTRIES` stored entries, or one row):
-    the memory plan counts a block's clipped values a thread
-    (``_base._copies_of_rows``). ``X`` is never written. Anything that
-    would read it whole (``np.asarray``) is refused.
+    the memory plan counts a block's values a thread
+    (``_base._copies_of_rows``), never a copy of every value (mend 129: the
+    map's copy counted at ``n d`` values refused wide fits). ``X`` is never
+    written. Anything that would read it whole (``np.asarray``) is refused.
 
     Parameters
     ----------
     X : CSR matrix of shape (n_samples, n_features), each entry stored once
-    lower, upper : ndarray of shape (n_features,)
+    lower, upper : ndarray of shape (n_features,), or None (no box)
         The box, in ``X``'s dtype (exact: ``_box.inward_box``).
+    mapped : bool, default=False
+        Whether the values are mapped by :func:`numpy.nan_to_num` first.
     """
 
     ndim = 2
     format = "csr"
 
-    def __init__(self, X, lower, upper):
+    def __init__(self, X, lower=None, upper=None, mapped=False):
         self.base = X
-        self.lower = np.asarray(lower).astype(X.dtype)
-        self.upper = np.asarray(upper).astype(X.dtype)
+        self.boxed = lower is not None
+        if self.boxed:
+            lower = np.asarray(lower).astype(X.dtype)
+            upper = np.asarray(upper).astype(X.dtype)
+        self.lower, self.upper, self.mapped = lower, upper, mapped
         self.shape, self.dtype = X.shape, X.dtype
+
+    def clipped(self, lower, upper):
+        """These rows clipped into the box ``[lower, upper]`` too (after the
+        map, if any): lazily, no copy."""
+        return BoxedCSR(self.base, lower, upper, self.mapped)
+
+    def toarray(self):
+        """The rows, dense (a new array, filled a block at a time)."""
+        dense = np.zeros(self.shape, dtype=self.dtype)
+        for a, b in _row_ranges(self, 0, self.shape[0],
+                                _block_rows(self.shape[1])):
+            self[a:b].toarray(out=dense[a:b])
+        return dense
 
     @property
     def indptr(self):
@@ -177,20 +211,28 @@ class BoxedCSR:
             block = _csr_rows(X, start, max(start, stop))  # views: no copy
             values = np.empty_like(block.data)
         else:
-            block = X[rows]  # a copy: clipped in place
+            block = X[rows]  # a copy: mapped and clipped in place
             values = block.data
-        block.data = clip_into(values, block.data, block.indices, self.lower,
+        source = block.data
+        if self.mapped:
+            source = map_into(values, source)
+        if self.boxed:
+            source = clip_into(values, source, block.indices, self.lower,
                                self.upper)
+        elif source is not values:  # neither: a copy all the same
+            values[...] = source
+        block.data = values
         return block
 
     def head(self, n_rows):
         """The first ``n_rows`` rows, boxed (views of ``X``, no copy)."""
         return BoxedCSR(_csr_rows(self.base, 0, min(n_rows, self.shape[0])),
-                        self.lower, self.upper)
+                        self.lower, self.upper, self.mapped)
 
     def values_to_check(self):
-        """``X``'s stored values, as given (for a finiteness check)."""
-        return self.base.data
+        """``X``'s stored values, as given (for a finiteness check): none
+        when mapped, whose values are finite (and a box's bounds are)."""
+        return self.base.data[:0] if self.mapped else self.base.data
 
     def __array__(self, *args, **kwargs):
         raise TypeError("BoxedCSR rows are read a block of rows at a time, "

@@ -111,8 +111,8 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from scipy import sparse
 
+from ._blocks import sparse_rows
 from ._box import boxed_rows, check_box, dtype_box, stays_sparse
 from ._dask import ChunkedRows
 from ._moved import translate_if_far as _translate_if_far
@@ -304,7 +304,7 @@ def _box_rows(data, lower, upper, centre):
                                          dtype=X.dtype, meta=meta))
         boxed.with_gram = engine.with_gram
         return boxed
-    lazy = sparse.issparse(X) and stays_sparse(lower, upper, centre)
+    lazy = sparse_rows(X) and stays_sparse(lower, upper, centre)
     _announce(data, "the rows clipped into the box (" + (
         "a block at a time, as the passes read them" if lazy else "one copy") + ")")
     # the passes' threads as the plan counted them (those of the rows given:

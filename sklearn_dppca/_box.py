@@ -193,7 +193,17 @@ def boxed_rows(X, lower, upper, centre, lazy=False):
     never copied whole); otherwise it is densified.
     An infinite value is refused, as a NaN is, not clipped: the rows of
     ``non_finite="clip"`` were mapped before, so one is left only under
-    ``"raise"``, whose domain is the finite rows."""
+    ``"raise"``, whose domain is the finite rows. In-memory CSR rows that
+    ``non_finite="clip"`` maps as the passes read them (a ``BoxedCSR``,
+    finite once mapped) are clipped after the map, as the passes read them
+    too, or densified a block at a time."""
+    if isinstance(X, BoxedCSR):  # mapped lazily: finite, never copied whole
+        if stays_sparse(lower, upper, centre):
+            return X.clipped(lower, upper)
+        rows = X.toarray()  # a copy already: clipped in place
+        np.clip(rows, lower.astype(rows.dtype), upper.astype(rows.dtype), out=rows)
+        rows -= centre.astype(rows.dtype)
+        return rows
     assert_all_finite(X.data if sparse.issparse(X) else X, input_name="X")
     if sparse.issparse(X):
         if stays_sparse(lower, upper, centre):

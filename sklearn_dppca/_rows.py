@@ -27,6 +27,7 @@ from ._blocks import (
     SPARSE_BLOCK_ENTRIES,
     BoxedCSR,
     block_ranges,
+    map_into,
     read_block,
     sparse_rows,
 )
@@ -483,6 +484,23 @@ def summed_entries(X):
     return X
 
 
+def mapped_entries(X):
+    """Sparse ``X`` through ``non_finite="clip"``'s map
+    (:func:`numpy.nan_to_num` of its stored values), each entry stored once:
+    a lazy :class:`~sklearn_dppca._blocks.BoxedCSR` that maps the values of
+    the block of rows a pass reads, never a copy of them all (mend 129: the
+    copy was counted at ``n d`` values, refusing wide fits); where cells
+    are stored twice, :func:`summed_entries`'s copy, mapped before its
+    duplicates are summed (the order of the copy it replaces:
+    ``_pca_model._mapped_values``, then the sum)."""
+    if X.has_canonical_format or not stores_twice(X):
+        return BoxedCSR(X, mapped=True)
+    X = X.astype(X.dtype if X.dtype == np.float32 else np.float64, copy=True)
+    map_into(X.data, X.data)
+    X.sum_duplicates()
+    return X
+
+
 def stores_twice(X):
     """Whether the CSR or CSC matrix ``X`` stores a cell more than once:
     its rows (columns for CSC) scanned a block of
@@ -525,11 +543,13 @@ class InMemoryRows:
     threads than the plan counted.
     """
 
-    def __init__(self, X, threads=None):
+    def __init__(self, X, threads=None, mapped=False):
         #: CSC rows are copied to CSR here, beside the caller's (public: the
         #: format); a fit's plan counts the copy (``_copied_rows``)
         self.csc_copy = sparse.issparse(X) and X.format == "csc"
-        self.X = summed_entries(X.tocsr()) if sparse.issparse(X) else X
+        if sparse.issparse(X):
+            X = mapped_entries(X.tocsr()) if mapped else summed_entries(X.tocsr())
+        self.X = X
         self.threads = threads
         self.sq_norms = None
         self.first, self._first_norm = None, None

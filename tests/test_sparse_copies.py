@@ -9,6 +9,8 @@ import pytest
 from scipy import sparse
 
 from sklearn_dppca import PrivatePCA
+from sklearn_dppca._blocks import BoxedCSR
+from sklearn_dppca._rows import InMemoryRows
 from sklearn_dppca.privacy import BudgetAccountant
 
 from .test_matrix_free import traced_peak
@@ -26,9 +28,10 @@ def _rows_with_non_finite(fmt="csr"):
 def test_the_map_of_non_finite_sparse_values_is_in_the_plan(fmt):
     """``non_finite="clip"`` copied a sparse matrix whole (its indices too,
     and masks as long as its values) with nothing in the plan: a CSR fit
-    peaked at 1.4 times it. Now a copy of the values alone, counted at
-    ``n d`` values; the release is that of the values mapped first, and
-    ``X`` is not modified."""
+    peaked at 1.4 times it. Mend 124 copied the values alone, counted at
+    ``n d`` values; now (mend 129) the passes map the block of rows they
+    read, counted at a block a thread, never ``n d`` values. The release is
+    that of the values mapped first, and ``X`` is not modified."""
     X = _rows_with_non_finite(fmt)
     n, d = X.shape
     before = X.copy()
@@ -39,19 +42,20 @@ def test_the_map_of_non_finite_sparse_values_is_in_the_plan(fmt):
 
     est = estimator(non_finite="clip")
     peak = traced_peak(est, X)
-    assert peak <= est._memory_needed(n, d) + est._copy_bytes
-    assert est._copy_bytes >= n * d * 8
+    plan = est._memory_needed(n, d) + est._copy_bytes
+    assert peak <= plan
     np.testing.assert_array_equal(X.data, before.data)  # NaN where NaN was
     np.testing.assert_array_equal(X.indices, before.indices)
     np.testing.assert_array_equal(X.indptr, before.indptr)
     mapped = X.copy()
     mapped.data = np.nan_to_num(mapped.data)
-    reference = traced_peak(estimator(), mapped)  # the map's copy is not needed
-    np.testing.assert_array_equal(est.components_, estimator().fit(mapped).components_)
+    reference = estimator().fit(mapped)
+    np.testing.assert_array_equal(est.components_, reference.components_)
+    # the map's part of the plan: a block a thread, not n d values
+    assert 0 < est._copy_bytes - reference._copy_bytes < n * d * 8 / 2
     accountant = BudgetAccountant()
-    limit = 0.5 * (peak + reference)
-    with pytest.raises(MemoryError, match="copy of the sparse rows' values"):
-        est.set_params(memory_limit=limit, accountant=accountant).fit(X)
+    with pytest.raises(MemoryError, match="mapped copy of the values of the block"):
+        est.set_params(memory_limit=plan - 1, accountant=accountant).fit(X)
     assert accountant.spent[0] == 0.0  # refused before the charge
 
 
@@ -107,3 +111,99 @@ def test_stores_twice_finds_a_cell_stored_twice_in_any_block():
     wide = sparse.csr_matrix((np.ones(3), np.array([0, 1, 0]), np.array([0, 3])),
                              shape=(1, 2))
     assert stores_twice(wide) and stores_twice(wide.tocsc())
+
+
+def test_non_finite_clip_on_wide_sparse_rows_maps_a_block_at_a_time():
+    """Wide CSR with NaN and inf under ``non_finite="clip"``: the map's copy
+    was counted at ``n d`` values (mend 124), so a limit that the fit's
+    passes keep (its plan with a block a thread mapped) refused it (here
+    800 MB counted for 1.2 MB of values). The passes map the block of rows
+    they read (mend 129): the fit runs within that limit, its traced peak
+    within the plan, its release that of the values mapped first, and ``X``
+    is not modified."""
+    X = sparse.random(2_000, 50_000, density=0.001, format="csr",
+                      random_state=0)
+    X.data[::101] = np.nan
+    X.data[1::103] = np.inf
+    X.data[2::107] = -np.inf
+    n, d = X.shape
+    before = X.copy()
+
+    def estimator(**params):
+        return PrivatePCA(2, data_norm=1.0, random_state=0,
+                          accountant=BudgetAccountant(), **params)
+
+    # above the plan (118 MB on two cores), below n d values (800 MB)
+    limit = n * d * 8 // 2
+    est = estimator(non_finite="clip", memory_limit=limit)
+    peak = traced_peak(est, X)
+    plan = est._memory_needed(n, d) + est._copy_bytes
+    assert peak <= plan <= limit
+    np.testing.assert_array_equal(X.data, before.data)  # NaN where NaN was
+    np.testing.assert_array_equal(X.indices, before.indices)
+    mapped = X.copy()
+    mapped.data = np.nan_to_num(mapped.data)
+    reference = estimator().fit(mapped)
+    for name in ("components_", "mean_", "explained_variance_", "noise_variance_"):
+        np.testing.assert_array_equal(getattr(est, name), getattr(reference, name))
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("bounds", [None, (-2.0, 2.5), (0.5, 3.0)])
+def test_rows_mapped_a_block_at_a_time_release_the_mapped_rows(fmt, dtype, bounds):
+    """The lazy map (mend 129), alone, composed with a box that keeps zeros
+    (map, then clip, a block at a time) or with one that densifies them,
+    releases what the rows mapped first release; ``X`` is not modified."""
+    X = _small_non_finite(fmt, dtype)
+    before = X.copy()
+    mapped = X.copy()
+    mapped.data = np.nan_to_num(mapped.data)
+
+    def fit(rows, non_finite):
+        return PrivatePCA(3, data_norm=4.0, bounds=bounds, random_state=0,
+                          non_finite=non_finite,
+                          accountant=BudgetAccountant()).fit(rows)
+
+    est, reference = fit(X, "clip"), fit(mapped, "raise")
+    for name in ("components_", "mean_", "explained_variance_", "noise_variance_"):
+        np.testing.assert_array_equal(getattr(est, name), getattr(reference, name))
+    np.testing.assert_array_equal(X.data, before.data)
+
+
+def _small_non_finite(fmt="csr", dtype=np.float64):
+    X = sparse.random(600, 30, density=0.2, format="csr", random_state=2) * 3
+    X.data[::17] = np.nan
+    X.data[1::13] = np.inf
+    X.data[2::11] = -np.inf
+    return X.astype(dtype).asformat(fmt)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_rows_mapped_lazily_read_as_the_mapped_copy(fmt):
+    """:class:`InMemoryRows` with the map reads, block by block, the values
+    the mapped copy held (NaN 0, inf the largest float), never writing
+    ``X``; rows that store a cell twice are mapped, then summed (NaN + 0.5
+    is 0.5, as with the copy mapped first)."""
+    X = _small_non_finite(fmt).tocsr()
+    rows = InMemoryRows(X.asformat(fmt), mapped=True).X
+    assert isinstance(rows, BoxedCSR)
+    expected = X.copy()
+    expected.data = np.nan_to_num(expected.data)
+    got = sparse.vstack([rows[a:b] for a, b in [(0, 250), (250, 600)]])
+    assert (got != expected).nnz == 0 and np.isfinite(got.data).all()
+    assert (rows[np.array([5, 3])] != expected[[5, 3]]).nnz == 0
+    assert np.isnan(X.data).any()  # X as given
+    first = X.indptr[:-1][np.diff(X.indptr) > 0]
+    rows_of = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    keep = np.diff(X.indptr) > 0  # each row's first cell stored again
+    where = np.r_[np.arange(X.nnz), first]
+    order = np.argsort(np.r_[rows_of, rows_of[first]], kind="stable")
+    twice = sparse.csr_matrix(
+        (np.r_[X.data, np.full(first.size, 0.5)][order], X.indices[where][order],
+         np.r_[0, np.cumsum(np.diff(X.indptr) + keep)]), shape=X.shape)
+    summed = InMemoryRows(twice.asformat(fmt), mapped=True).X
+    expected = twice.copy()
+    expected.data = np.nan_to_num(expected.data)
+    expected.sum_duplicates()
+    assert sparse.issparse(summed) and (summed != expected).nnz == 0
