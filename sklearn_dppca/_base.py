@@ -646,7 +646,10 @@ class _BasePrivatePCA(
         their norms anyway: one pass fewer than scikit-learn's check. A Dask
         collection is validated lazily (shape, dtype, names) and never loaded.
         With ``non_finite="clip"`` the rows returned are :func:`map_non_finite`
-        of ``X``: the public map comes before anything else reads them.
+        of ``X``: the public map comes before anything else reads them (in
+        memory, sparse rows are mapped a block at a time as the passes read
+        them: ``InMemoryRows(X, mapped=True)``; ``X`` itself, returned for
+        its shape and dtype, stays as validated).
         """
         if is_dask_collection(X):
             X, names = as_dask_array(X)

@@ -71,10 +71,10 @@ def _mapped_values(X):
     :func:`numpy.nan_to_num`, a run at a time (nan_to_num's masks a run's):
     CSR or CSC, a copy of the values alone beside read-only views of ``X``'s
     own indices; another format, converted to CSR (a copy already, mapped
-    in place). The memory plan counts the copy of a fit's rows at ``n d``
-    values (``_base._copies_of_rows``); a copy of the matrix whole (its
-    indices too, and masks as long as its values) peaked at 1.4 times the
-    plan (mend 124)."""
+    in place). A copy of the matrix whole (its indices too, and masks as
+    long as its values) peaked at 1.4 times a fit's plan (mend 124); a fit
+    no longer copies: its passes map the block of rows they read
+    (``_rows.mapped_entries``, mend 129)."""
     if X.format in ("csr", "csc"):
         values = np.array(X.data, copy=True)
         indices, indptr = X.indices.view(), X.indptr.view()
