@@ -307,7 +307,10 @@ class _BasePrivatePCA(
         X_new : ndarray of shape (n_samples, n_components_)
         """
         _refuse_fit_params(self, params)
-        return self._transform(self._fit(X))
+        X = self._fit(X)
+        if sparse.issparse(X):  # the fit mapped its blocks lazily, not X (mend 129)
+            X = self._mapped(X)
+        return self._transform(X)
 
     # Whether the estimator's releases are of the Gram matrix alone, so that
     # on many rows the rows are centred in one pass (BoundsPlan.pilot).

@@ -207,3 +207,18 @@ def test_rows_mapped_lazily_read_as_the_mapped_copy(fmt):
     expected.data = np.nan_to_num(expected.data)
     expected.sum_duplicates()
     assert sparse.issparse(summed) and (summed != expected).nnz == 0
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_fit_transform_maps_non_finite_sparse_rows_as_transform_does(fmt):
+    """Since the passes map sparse rows a block at a time (mend 129), the X
+    that ``_fit`` returns is the validated, unmapped one: ``fit_transform``
+    projected its NaN (a NaN row of scores), where ``fit().transform()`` maps
+    it, and a Pipeline's private head after PrivatePCA then failed on that
+    NaN after PrivatePCA's charge (review 110 F1)."""
+    X = _rows_with_non_finite(fmt)
+    params = dict(n_components=2, data_norm=5.0, random_state=0, non_finite="clip")
+    scores = PrivatePCA(accountant=BudgetAccountant(), **params).fit_transform(X)
+    again = PrivatePCA(accountant=BudgetAccountant(), **params).fit(X).transform(X)
+    assert not np.isnan(scores).any()
+    np.testing.assert_array_equal(scores, again)
