@@ -32,7 +32,12 @@ from sklearn.utils.validation import validate_data
 
 from . import _array_api, _bounds
 from ._array_api import ArrayAPIRows
-from ._blocks import CLIP_ENTRIES, SPARSE_BLOCK_ENTRIES, sparse_rows
+from ._blocks import (
+    CLIP_ENTRIES,
+    SPARSE_BLOCK_ENTRIES,
+    sparse_rows,
+    summed_block_bytes,
+)
 from ._box import box_radius, check_box, stays_sparse
 from ._dask import (
     ChunkedRows,
@@ -536,7 +541,16 @@ class _BasePrivatePCA(
             copies = (self.bounds is not None) + (self.non_finite == "clip")
             return copies * size, (" and copies of the rows (bounds and "
                                    "non_finite='clip' map them)" if copies else "")
-        return self._box_copies(n_features, rows, size)
+        size, text = self._box_copies(n_features, rows, size)
+        # rows that store a cell twice are summed a block at a time as the
+        # passes read them (_blocks.BoxedCSR), their rows' index pointers
+        # kept: counted for every sparse fit, whether they do is not public
+        # (mend 131: the summed copy of every value was in no plan, 2 times it)
+        summed = (self._planned_cores() * summed_block_bytes(
+            n_features, rows.X.dtype.itemsize) + 8 * (n_samples + 1))
+        return size + summed, text + (
+            " and the block of sparse rows each thread reads with the cells "
+            "they store twice summed")
 
     def _box_copies(self, n_features, rows, size):
         """The part of :meth:`_copies_of_rows` of sparse rows that
@@ -668,7 +682,9 @@ class _BasePrivatePCA(
             if self.non_finite == "clip":
                 X = map_non_finite(X)  # lazily, chunk by chunk
             return X, ChunkedRows(X)
-        X = saturate_big_numbers(X)
+        # sparse rows that store a cell twice are summed as the passes read
+        # them (InMemoryRows: _rows.lazy_rows), not copied whole (mend 131)
+        X = saturate_big_numbers(X, sum_sparse=False)
         check_numeric_columns(X)
         namespace = _array_api.namespace(X)
         if namespace is not None:  # Array API dispatch: the statistics on X's device

@@ -3,6 +3,7 @@ CSR rows by their stored entries too), and the float64 blocks they read."""
 
 import numpy as np
 from scipy import sparse
+from sklearn.utils import assert_all_finite
 
 # Rows per block: about 32 MiB of float64, and at least 2048 rows, because
 # syrk runs at full speed only when a block has thousands of rows (512-row
@@ -114,6 +115,59 @@ def _csr_rows(X, start, stop):
     return block
 
 
+#: Stored entries of the rows of ``X`` that :func:`_summed_block` copies and
+#: sums at a time (or one row): a quarter of a block's, beside the block.
+SUMMED_PART_ENTRIES = SPARSE_BLOCK_ENTRIES // 4
+
+
+def summed_block_bytes(n_features, itemsize):
+    """Bytes a thread's read of a block of rows whose duplicates are summed
+    (:func:`_summed_block`) holds beside the passes' copies: the block (its
+    values and indices, at most :data:`SPARSE_BLOCK_ENTRIES` entries or one
+    row of ``n_features``) and a part of the rows as stored (at most
+    :data:`SUMMED_PART_ENTRIES`, or one row) with SciPy's sort of a row
+    (16 bytes an entry). Public: whether cells are stored twice is not, so
+    every in-memory sparse fit's plan counts it. A row storing its cells
+    more than ``n_features`` times makes a part longer than counted: the one
+    copy not in the plan (of one row at a time)."""
+    index = 8
+    return ((itemsize + index) * max(SPARSE_BLOCK_ENTRIES, n_features)
+            + (itemsize + index + 16) * max(SUMMED_PART_ENTRIES, n_features))
+
+
+def _summed_block(X, start, stop, dtype, lines, in_order):
+    """Rows ``start:stop`` of the CSR matrix ``X`` in ``dtype`` with each
+    cell stored once (``lines``: the index pointers of the summed rows): the
+    stored rows copied a part of at most :data:`SUMMED_PART_ENTRIES` entries
+    (or one row) at a time, their duplicates summed by SciPy
+    (``sum_duplicates``: each row sorted, unless ``in_order`` says ``X``'s
+    rows all are, then summed, on its own), into the block's own arrays.
+    Row by row SciPy's sum of ``X`` whole, bit for bit: the copy it
+    replaces (``_rows.summed_entries``, held for the whole fit, in no
+    plan). ``X`` is never written."""
+    lo = lines[start]
+    data = np.empty(lines[stop] - lo, dtype=dtype)
+    indices = np.empty(lines[stop] - lo, dtype=X.indices.dtype)
+    a = start
+    while a < stop:
+        last = np.searchsorted(X.indptr, X.indptr[a] + SUMMED_PART_ENTRIES, "right")
+        b = max(a + 1, min(stop, int(last) - 1))
+        view = _csr_rows(X, a, b)
+        part = type(X)(view.shape, dtype=dtype)
+        part.data = view.data.astype(dtype)  # copies: summed in place
+        part.indices, part.indptr = view.indices.copy(), view.indptr.copy()
+        part.has_sorted_indices = in_order
+        part.sum_duplicates()
+        data[lines[a] - lo:lines[b] - lo] = part.data
+        indices[lines[a] - lo:lines[b] - lo] = part.indices
+        a = b
+    block = type(X)((stop - start, X.shape[1]), dtype=dtype)
+    block.data, block.indices = data, indices
+    block.indptr = (lines[start:stop + 1] - lo).astype(X.indptr.dtype)
+    block.has_canonical_format = True
+    return block
+
+
 #: Stored entries clipped (or mapped) at a time by :class:`BoxedCSR`: its
 #: temporaries, the bounds of that many entries (or the masks of
 #: :func:`numpy.nan_to_num`), are arrays of at most 2 MiB.
@@ -159,29 +213,38 @@ class BoxedCSR:
 
     Parameters
     ----------
-    X : CSR matrix of shape (n_samples, n_features), each entry stored once
+    X : CSR matrix of shape (n_samples, n_features)
     lower, upper : ndarray of shape (n_features,), or None (no box)
         The box, in ``X``'s dtype (exact: ``_box.inward_box``).
     mapped : bool, default=False
         Whether the values are mapped by :func:`numpy.nan_to_num` first.
+    summed : tuple (lines, in_order), or None
+        For an ``X`` that stores a cell more than once: the index pointers
+        of its rows with each cell stored once, and whether ``X``'s rows
+        are all in order. A block is then read with its duplicates summed
+        before the map and the box (:func:`_summed_block`; in float64
+        unless ``X`` is float32), as SciPy's sum of ``X`` whole gives them,
+        a block at a time, never a summed copy of every value (mend 131).
     """
 
     ndim = 2
     format = "csr"
 
-    def __init__(self, X, lower=None, upper=None, mapped=False):
-        self.base = X
+    def __init__(self, X, lower=None, upper=None, mapped=False, summed=None):
+        self.base, self.summed = X, summed
+        self.shape, self.dtype = X.shape, X.dtype
+        if summed is not None and X.dtype != np.float32:
+            self.dtype = np.dtype(np.float64)
         self.boxed = lower is not None
         if self.boxed:
-            lower = np.asarray(lower).astype(X.dtype)
-            upper = np.asarray(upper).astype(X.dtype)
+            lower = np.asarray(lower).astype(self.dtype)
+            upper = np.asarray(upper).astype(self.dtype)
         self.lower, self.upper, self.mapped = lower, upper, mapped
-        self.shape, self.dtype = X.shape, X.dtype
 
     def clipped(self, lower, upper):
         """These rows clipped into the box ``[lower, upper]`` too (after the
-        map, if any): lazily, no copy."""
-        return BoxedCSR(self.base, lower, upper, self.mapped)
+        sum and the map, if any): lazily, no copy."""
+        return BoxedCSR(self.base, lower, upper, self.mapped, self.summed)
 
     def toarray(self):
         """The rows, dense (a new array, filled a block at a time)."""
@@ -194,13 +257,13 @@ class BoxedCSR:
     @property
     def indptr(self):
         """``X``'s index pointers (read-only): where its blocks fall."""
-        indptr = self.base.indptr.view()
+        indptr = (self.base.indptr if self.summed is None else self.summed[0]).view()
         indptr.flags.writeable = False
         return indptr
 
     @property
     def nnz(self):
-        return self.base.nnz
+        return self.base.nnz if self.summed is None else int(self.summed[0][-1])
 
     def __getitem__(self, rows):
         if isinstance(rows, tuple):
@@ -208,10 +271,19 @@ class BoxedCSR:
         X = self.base
         if isinstance(rows, slice) and rows.step in (None, 1):
             start, stop, _ = rows.indices(X.shape[0])
-            block = _csr_rows(X, start, max(start, stop))  # views: no copy
-            values = np.empty_like(block.data)
+            if self.summed is not None:  # a copy: mapped and clipped in place
+                block = _summed_block(X, start, max(start, stop), self.dtype,
+                                      *self.summed)
+                values = block.data
+            else:
+                block = _csr_rows(X, start, max(start, stop))  # views: no copy
+                values = np.empty_like(block.data)
         else:
             block = X[rows]  # a copy: mapped and clipped in place
+            if self.summed is not None:  # each row summed as in X whole
+                block = block.astype(self.dtype, copy=False)
+                block.has_sorted_indices = self.summed[1]
+                block.sum_duplicates()
             values = block.data
         source = block.data
         if self.mapped:
@@ -226,13 +298,24 @@ class BoxedCSR:
 
     def head(self, n_rows):
         """The first ``n_rows`` rows, boxed (views of ``X``, no copy)."""
-        return BoxedCSR(_csr_rows(self.base, 0, min(n_rows, self.shape[0])),
-                        self.lower, self.upper, self.mapped)
+        n_rows = min(n_rows, self.shape[0])
+        summed = self.summed and (self.summed[0][:n_rows + 1], self.summed[1])
+        return BoxedCSR(_csr_rows(self.base, 0, n_rows), self.lower,
+                        self.upper, self.mapped, summed)
 
-    def values_to_check(self):
-        """``X``'s stored values, as given (for a finiteness check): none
-        when mapped, whose values are finite (and a box's bounds are)."""
-        return self.base.data[:0] if self.mapped else self.base.data
+    def check_finite(self):
+        """Refuse a NaN or infinite value (scikit-learn's ``ValueError``)
+        among the rows' values as summed, before the box: none when mapped
+        (finite). Summed, they are read a block at a time (a sum may
+        overflow: the cell is then infinite, refused as any other)."""
+        if self.mapped:
+            return
+        if self.summed is None:
+            assert_all_finite(self.base.data, input_name="X")
+            return
+        rows = BoxedCSR(self.base, summed=self.summed)
+        for a, b in _row_ranges(rows, 0, self.shape[0], _block_rows(self.shape[1])):
+            assert_all_finite(rows[a:b].data, input_name="X")
 
     def __array__(self, *args, **kwargs):
         raise TypeError("BoxedCSR rows are read a block of rows at a time, "

@@ -197,7 +197,8 @@ def boxed_rows(X, lower, upper, centre, lazy=False):
     ``non_finite="clip"`` maps as the passes read them (a ``BoxedCSR``,
     finite once mapped) are clipped after the map, as the passes read them
     too, or densified a block at a time."""
-    if isinstance(X, BoxedCSR):  # mapped lazily: finite, never copied whole
+    if isinstance(X, BoxedCSR):  # mapped or summed lazily, never copied whole
+        X.check_finite()  # the values summed (none if mapped: finite)
         if stays_sparse(lower, upper, centre):
             return X.clipped(lower, upper)
         rows = X.toarray()  # a copy already: clipped in place

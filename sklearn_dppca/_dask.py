@@ -116,7 +116,7 @@ def non_numeric_columns(X, lazy=False):
     return bad, complex_
 
 
-def saturate_big_numbers(X):
+def saturate_big_numbers(X, sum_sparse=True):
     """``X`` with every number read as float64 holds it: too large for a
     float (a Python integer, or a long double, beyond float64's range, in an
     array, a DataFrame's column, or nested lists) ±inf, the float it rounds
@@ -135,8 +135,8 @@ def saturate_big_numbers(X):
         return _narrowed(values)
     if isinstance(X, np.ndarray):
         return _narrowed(X)
-    if sparse.issparse(X):
-        return summed_entries(X)
+    if sparse.issparse(X):  # a fit's rows sum them a block at a time
+        return summed_entries(X) if sum_sparse else X
     if _is_dataframe(X) and not is_dask_collection(X):
         mapped = [i for i, t in enumerate(X.dtypes) if _wide_or_object(t)]
         if not mapped:

@@ -26,8 +26,8 @@ except ImportError:  # pragma: no cover - a SciPy without it: by bands
 from ._blocks import (
     SPARSE_BLOCK_ENTRIES,
     BoxedCSR,
+    _csr_rows,
     block_ranges,
-    map_into,
     read_block,
     sparse_rows,
 )
@@ -473,9 +473,9 @@ def summed_entries(X):
     A matrix whose indices are only out of order (each cell stored once) is
     read as it is: no pass needs them sorted, and its summed copy, held for
     the whole fit, was in no memory plan (mend 124: 2 times the plan). A
-    copy where cells are stored twice is not in the plan either (whether
-    they are is not public; counting it at ``n d`` entries for every
-    sparse fit would refuse the wide ones, issue 31)."""
+    fit's in-memory rows are never copied so: they are summed a block at a
+    time as the passes read them (:func:`lazy_rows`, mend 131); this copy
+    is of a Dask chunk, or of rows a fitted model maps (``transform``)."""
     if (not sparse.issparse(X) or X.format not in ("csr", "csc")
             or X.has_canonical_format or not stores_twice(X)):
         return X
@@ -487,18 +487,66 @@ def summed_entries(X):
 def mapped_entries(X):
     """Sparse ``X`` through ``non_finite="clip"``'s map
     (:func:`numpy.nan_to_num` of its stored values), each entry stored once:
-    a lazy :class:`~sklearn_dppca._blocks.BoxedCSR` that maps the values of
-    the block of rows a pass reads, never a copy of them all (mend 129: the
-    copy was counted at ``n d`` values, refusing wide fits); where cells
-    are stored twice, :func:`summed_entries`'s copy, mapped before its
-    duplicates are summed (the order of the copy it replaces:
-    ``_pca_model._mapped_values``, then the sum)."""
-    if X.has_canonical_format or not stores_twice(X):
-        return BoxedCSR(X, mapped=True)
-    X = X.astype(X.dtype if X.dtype == np.float32 else np.float64, copy=True)
-    map_into(X.data, X.data)
-    X.sum_duplicates()
-    return X
+    :func:`lazy_rows` mapped, which maps the values of the block of rows a
+    pass reads, never a copy of them all (mend 129: the copy was counted at
+    ``n d`` values, refusing wide fits); where cells are stored twice, they
+    are summed first, a block at a time (mend 131), as a fit reads them
+    (docs/privacy.rst: summed before anything else reads them)."""
+    return lazy_rows(X, mapped=True)
+
+
+def lazy_rows(X, mapped=False):
+    """Sparse ``X`` as CSR rows with each cell stored once, mapped by
+    ``non_finite="clip"``'s map if ``mapped``: ``X`` itself, or a lazy
+    :class:`~sklearn_dppca._blocks.BoxedCSR` that sums (where ``X`` stores
+    a cell twice) and maps the block of rows a pass reads. The summed copy
+    of every value it replaces was held for the whole fit and counted in no
+    plan (mend 124: 2 times it); the plan counts a block a thread
+    (``_base._copies_of_rows``) and the summed rows' index pointers. CSC
+    ``X`` is copied to CSR (the copy the plan counts) and summed in place
+    there. ``X`` is never modified."""
+    owned = X.format != "csr"
+    X = X.tocsr()
+    summed = None if X.has_canonical_format else summed_indptr(X)
+    if summed is not None and owned:  # our copy: summed in place
+        X = X.astype(X.dtype if X.dtype == np.float32 else np.float64, copy=False)
+        X.sum_duplicates()
+        summed = None
+    if summed is not None:
+        in_order = _csr_rows(X, 0, X.shape[0]).has_sorted_indices  # X unflagged
+        return BoxedCSR(X, mapped=mapped, summed=(summed, in_order))
+    return BoxedCSR(X, mapped=True) if mapped else X
+
+
+def summed_indptr(X):
+    """The index pointers of the CSR matrix ``X``'s rows with each cell
+    stored once, or None where every cell is stored once: its rows scanned
+    a block of :data:`~sklearn_dppca._blocks.SPARSE_BLOCK_ENTRIES` stored
+    entries at a time (or one row), their cells' keys sorted there
+    (:func:`stores_twice`'s scan); the counts, ``n`` integers, kept from
+    the first cell stored twice."""
+    lines, width = X.shape
+    indptr, counts, a = X.indptr, None, 0
+    while a < lines:
+        last = np.searchsorted(indptr, indptr[a] + SPARSE_BLOCK_ENTRIES, "right")
+        b = max(a + 1, min(lines, int(last) - 1))
+        lo, hi = indptr[a], indptr[b]
+        keys = np.repeat(np.arange(b - a, dtype=np.int64) * width,
+                         np.diff(indptr[a:b + 1]))
+        keys += X.indices[lo:hi]
+        keys.sort()
+        again = np.flatnonzero(keys[1:] == keys[:-1])
+        if again.size:
+            if counts is None:
+                counts = np.diff(indptr).astype(np.int64)
+            counts[a:b] -= np.bincount(keys[again] // width, minlength=b - a)
+        a = b
+    if counts is None:
+        return None
+    summed = np.empty(lines + 1, dtype=np.int64)
+    summed[0] = 0
+    np.cumsum(counts, out=summed[1:])
+    return summed
 
 
 def stores_twice(X):
@@ -548,7 +596,7 @@ class InMemoryRows:
         #: format); a fit's plan counts the copy (``_copied_rows``)
         self.csc_copy = sparse.issparse(X) and X.format == "csc"
         if sparse.issparse(X):
-            X = mapped_entries(X.tocsr()) if mapped else summed_entries(X.tocsr())
+            X = lazy_rows(X, mapped)
         self.X = X
         self.threads = threads
         self.sq_norms = None
@@ -593,9 +641,11 @@ class InMemoryRows:
         finite. For a fit charged before its first pass over every row."""
         with np.errstate(over="ignore", invalid="ignore"):
             X = self.X
-            assert_all_finite(X.data if sparse.issparse(X) else
-                              X.values_to_check() if isinstance(X, BoxedCSR)
-                              else X, input_name="X")
+            if isinstance(X, BoxedCSR):
+                X.check_finite()
+            else:
+                assert_all_finite(X.data if sparse.issparse(X) else X,
+                                  input_name="X")
 
     def clipped_sum(self, data_norm):
         r""":math:`\sum \operatorname{clip}_C(x_i)` alone: the first rows' pass
