@@ -542,15 +542,8 @@ class _BasePrivatePCA(
             return copies * size, (" and copies of the rows (bounds and "
                                    "non_finite='clip' map them)" if copies else "")
         size, text = self._box_copies(n_features, rows, size)
-        # rows that store a cell twice are summed a block at a time as the
-        # passes read them (_blocks.BoxedCSR), their rows' index pointers
-        # kept: counted for every sparse fit, whether they do is not public
-        # (mend 131: the summed copy of every value was in no plan, 2 times it)
-        summed = (self._planned_cores() * summed_block_bytes(
-            n_features, rows.X.dtype.itemsize) + 8 * (n_samples + 1))
-        return size + summed, text + (
-            " and the block of sparse rows each thread reads with the cells "
-            "they store twice summed")
+        # the summed rows' index pointers (mend 131), for every sparse fit
+        return size + 8 * (n_samples + 1), text
 
     def _box_copies(self, n_features, rows, size):
         """The part of :meth:`_copies_of_rows` of sparse rows that
@@ -562,11 +555,21 @@ class _BasePrivatePCA(
         the box's counted at n d values, 80 GB at 10^5 x 10^5 for a copy of
         0.8 GB; mend 129: the map's, refusing wide fits that ran before)."""
         mapped = self.non_finite == "clip"
-        block = self._planned_cores() * rows.X.dtype.itemsize * (
+        cores, itemsize = self._planned_cores(), rows.X.dtype.itemsize
+        block = cores * itemsize * (
             max(SPARSE_BLOCK_ENTRIES, n_features) + 2 * CLIP_ENTRIES)
-        lazy, text = (block, " and a mapped copy of the values of the block of "
-                      "sparse rows each thread reads (non_finite='clip')"
-                      ) if mapped else (0, "")
+        # rows that store a cell twice are read a block at a time with their
+        # duplicates summed (in the place of the block's slice that the
+        # passes' plan counts), mapped and clipped in place there (mend 131:
+        # a summed copy of every value was in no plan, 2 times it): its
+        # parts counted for every sparse fit, whether they do is not public
+        summed = cores * summed_block_bytes(n_features, itemsize)
+        block += summed
+        lazy, text = (block, " and a mapped copy of the values of the block "
+                      "of sparse rows each thread reads (non_finite='clip')"
+                      ) if mapped else (
+            summed, " and the block of sparse rows each thread reads with "
+            "any cell stored twice summed")
         if self.bounds is None:
             return lazy, text
         try:
@@ -576,9 +579,10 @@ class _BasePrivatePCA(
             return lazy, text
         if stays_sparse(*box, box_radius(*box, self.center)[0]):
             # the map's block and the box's are one copy of its values
-            return block, (" and a " + "mapped, " * mapped + "clipped copy of "
-                           "the values of the block of sparse rows each thread "
-                           "reads (the box of bounds)")
+            return block, (
+                " and a " + "mapped, " * mapped + "clipped copy of the values "
+                "of the block of sparse rows each thread reads (the box of "
+                "bounds)")
         return lazy + size, text + (
             " and a dense copy of the sparse rows (the box moves their "
             "zeros: give bounds whose midpoint is 0, or center=False "

@@ -116,23 +116,24 @@ def _csr_rows(X, start, stop):
 
 
 #: Stored entries of the rows of ``X`` that :func:`_summed_block` copies and
-#: sums at a time (or one row): a quarter of a block's, beside the block.
-SUMMED_PART_ENTRIES = SPARSE_BLOCK_ENTRIES // 4
+#: sums at a time (or one row): a 64th of a block's, beside the block.
+SUMMED_PART_ENTRIES = SPARSE_BLOCK_ENTRIES // 64
 
 
 def summed_block_bytes(n_features, itemsize):
     """Bytes a thread's read of a block of rows whose duplicates are summed
-    (:func:`_summed_block`) holds beside the passes' copies: the block (its
-    values and indices, at most :data:`SPARSE_BLOCK_ENTRIES` entries or one
-    row of ``n_features``) and a part of the rows as stored (at most
-    :data:`SUMMED_PART_ENTRIES`, or one row) with SciPy's sort of a row
-    (16 bytes an entry). Public: whether cells are stored twice is not, so
-    every in-memory sparse fit's plan counts it. A row storing its cells
-    more than ``n_features`` times makes a part longer than counted: the one
-    copy not in the plan (of one row at a time)."""
-    index = 8
-    return ((itemsize + index) * max(SPARSE_BLOCK_ENTRIES, n_features)
-            + (itemsize + index + 16) * max(SUMMED_PART_ENTRIES, n_features))
+    (:func:`_summed_block`) holds beyond what the passes' plan counts of a
+    block (``_paths._sparse_blocks``: three copies of 12 bytes an entry, the
+    first a slice that a float64 CSR matrix's views no longer make, whose
+    place the summed block takes; mapped and clipped in place there): a
+    part of the rows as stored (at most :data:`SUMMED_PART_ENTRIES`
+    entries, or one row of ``n_features``), its values and indices, and
+    SciPy's sort of a row (16 bytes an entry). Public: whether cells are
+    stored twice is not, so every in-memory sparse fit's plan counts it
+    (``_base._box_copies``). A row storing its cells more than
+    ``n_features`` times makes a part longer than counted: the one copy not
+    in the plan (of one row at a time)."""
+    return (itemsize + 8 + 16) * max(SUMMED_PART_ENTRIES, n_features)
 
 
 def _summed_block(X, start, stop, dtype, lines, in_order):
@@ -281,7 +282,8 @@ class BoxedCSR:
         else:
             block = X[rows]  # a copy: mapped and clipped in place
             if self.summed is not None:  # each row summed as in X whole
-                block = block.astype(self.dtype, copy=False)
+                # NumPy's cast: SciPy's astype to another dtype sums first
+                block.data = block.data.astype(self.dtype, copy=False)
                 block.has_sorted_indices = self.summed[1]
                 block.sum_duplicates()
             values = block.data

@@ -503,15 +503,14 @@ def lazy_rows(X, mapped=False):
     of every value it replaces was held for the whole fit and counted in no
     plan (mend 124: 2 times it); the plan counts a block a thread
     (``_base._copies_of_rows``) and the summed rows' index pointers. CSC
-    ``X`` is copied to CSR (the copy the plan counts) and summed in place
-    there. ``X`` is never modified."""
-    owned = X.format != "csr"
-    X = X.tocsr()
+    ``X`` is copied to CSR (the copy the plan counts at ``n d`` entries);
+    where it stores a cell twice, its duplicates are summed first on a copy
+    of it (:func:`summed_entries`: SciPy sums them column by column, in an
+    order a sum by rows does not give bit for bit), freed once the CSR copy
+    is made. ``X`` is never modified."""
+    if X.format != "csr":
+        return lazy_rows(summed_entries(X).tocsr(), mapped)
     summed = None if X.has_canonical_format else summed_indptr(X)
-    if summed is not None and owned:  # our copy: summed in place
-        X = X.astype(X.dtype if X.dtype == np.float32 else np.float64, copy=False)
-        X.sum_duplicates()
-        summed = None
     if summed is not None:
         in_order = _csr_rows(X, 0, X.shape[0]).has_sorted_indices  # X unflagged
         return BoxedCSR(X, mapped=mapped, summed=(summed, in_order))
