@@ -183,8 +183,11 @@ def _small_non_finite(fmt="csr", dtype=np.float64):
 def test_rows_mapped_lazily_read_as_the_mapped_copy(fmt):
     """:class:`InMemoryRows` with the map reads, block by block, the values
     the mapped copy held (NaN 0, inf the largest float), never writing
-    ``X``; rows that store a cell twice are mapped, then summed (NaN + 0.5
-    is 0.5, as with the copy mapped first)."""
+    ``X``; rows that store a cell twice are summed, then mapped (NaN + 0.5
+    is NaN, then 0), a block at a time (mend 131), as a fit reads them:
+    docs/privacy.rst sums the duplicates before anything else reads them
+    (a fit summed ``X`` whole first, ``saturate_big_numbers``; this class
+    alone mapped first, an order no fit took)."""
     X = _small_non_finite(fmt).tocsr()
     rows = InMemoryRows(X.asformat(fmt), mapped=True).X
     assert isinstance(rows, BoxedCSR)
@@ -204,9 +207,11 @@ def test_rows_mapped_lazily_read_as_the_mapped_copy(fmt):
          np.r_[0, np.cumsum(np.diff(X.indptr) + keep)]), shape=X.shape)
     summed = InMemoryRows(twice.asformat(fmt), mapped=True).X
     expected = twice.copy()
-    expected.data = np.nan_to_num(expected.data)
     expected.sum_duplicates()
-    assert sparse.issparse(summed) and (summed != expected).nnz == 0
+    expected.data = np.nan_to_num(expected.data)
+    assert isinstance(summed, BoxedCSR)  # CSC: summed in its CSR copy, mapped lazily
+    got = sparse.vstack([summed[a:b] for a, b in [(0, 250), (250, 600)]])
+    assert (got != expected).nnz == 0 and np.isfinite(got.data).all()
 
 
 @pytest.mark.parametrize("fmt", ["csr", "csc"])
