@@ -54,8 +54,8 @@ def test_rows_stored_twice_are_read_summed_a_block_at_a_time(monkeypatch, dtype)
     modified."""
     monkeypatch.setattr(_blocks, "SUMMED_PART_ENTRIES", 97)
     X, _ = _stored_again(3000, 30, 0.3)
-    # cast by NumPy: SciPy's astype to another dtype sums the duplicates
-    # of the matrix it is called on, in place
+    # cast by NumPy: SciPy's astype to another dtype returns the duplicates
+    # summed
     values = X.data * 1000 if dtype == np.int64 else X.data
     X = sparse.csr_matrix((values.astype(dtype), X.indices, X.indptr), shape=X.shape)
     before = X.copy()
