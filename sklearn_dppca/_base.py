@@ -69,7 +69,7 @@ from ._released import (
 )
 from ._releases import CENTRED, GRAM, Release
 from ._reported import _engine, _ReportedPasses
-from ._rows import ImplicitScatter, InMemoryRows
+from ._rows import ImplicitScatter, InMemoryRows, summed_entries
 from ._spectrum import (
     Spectrum,
     _flip_signs,
@@ -313,8 +313,9 @@ class _BasePrivatePCA(
         """
         _refuse_fit_params(self, params)
         X = self._fit(X)
-        if sparse.issparse(X):  # the fit mapped its blocks lazily, not X (mend 129)
-            X = self._mapped(X)
+        if sparse.issparse(X):  # the fit summed and mapped its blocks lazily,
+            # not X (mends 129, 131): as transform reads X
+            X = self._mapped(summed_entries(X))
         return self._transform(X)
 
     # Whether the estimator's releases are of the Gram matrix alone, so that

@@ -549,28 +549,13 @@ def summed_indptr(X):
 
 
 def stores_twice(X):
-    """Whether the CSR or CSC matrix ``X`` stores a cell more than once:
-    its rows (columns for CSC) scanned a block of
-    :data:`~sklearn_dppca._blocks.SPARSE_BLOCK_ENTRIES` stored entries at a
-    time (or one row), their cells' keys sorted there: temporaries of a
-    block, never of ``X`` whole; ``X`` is not modified."""
-    lines, width = (X.shape if X.format == "csr" else X.shape[::-1])
-    indptr = X.indptr
-    if lines and int(np.diff(indptr).max()) > width:  # more entries than cells
-        return True
-    a = 0
-    while a < lines:
-        last = np.searchsorted(indptr, indptr[a] + SPARSE_BLOCK_ENTRIES, "right")
-        b = max(a + 1, min(lines, int(last) - 1))
-        lo, hi = indptr[a], indptr[b]
-        keys = np.repeat(np.arange(b - a, dtype=np.int64) * width,
-                         np.diff(indptr[a:b + 1]))
-        keys += X.indices[lo:hi]
-        keys.sort()
-        if (keys[1:] == keys[:-1]).any():
-            return True
-        a = b
-    return False
+    """Whether the CSR or CSC matrix ``X`` stores a cell more than once
+    (:func:`summed_indptr`'s scan of its rows, or of its columns for CSC
+    through the CSR view ``X.T``); ``X`` is not modified."""
+    lines = X if X.format == "csr" else X.T  # CSC's transpose: a CSR view
+    if lines.shape[0] and int(np.diff(lines.indptr).max()) > lines.shape[1]:
+        return True  # more entries in a line than it has cells
+    return summed_indptr(lines) is not None
 
 
 class InMemoryRows:

@@ -176,3 +176,21 @@ def test_a_sum_of_duplicates_beyond_a_float_is_infinite():
         warnings.simplefilter("ignore")
         est, reference = pca(non_finite="clip").fit(twice), pca().fit(largest)
     np.testing.assert_array_equal(est.components_, reference.components_)
+
+
+def test_fit_transform_reads_cells_stored_twice_as_transform_does():
+    """``fit_transform`` sums a cell stored twice before ``non_finite="clip"``'s
+    map, as ``transform`` (and the fit) read it: a cell stored as a number
+    and NaN is NaN, mapped to 0."""
+    X = sparse.random(400, 6, density=0.5, format="csr", random_state=0)
+    first = X.indptr[1]  # row 0 stores its first cell again, as NaN
+    twice = sparse.csr_matrix(
+        (np.r_[X.data[:first], np.nan, X.data[first:]],
+         np.r_[X.indices[:first], X.indices[0], X.indices[first:]],
+         np.r_[0, X.indptr[1:] + 1]), shape=X.shape)
+    params = dict(n_components=2, data_norm=3.0, random_state=0, non_finite="clip")
+    def pca():
+        return PrivatePCA(accountant=BudgetAccountant(), **params)
+
+    np.testing.assert_array_equal(pca().fit_transform(twice),
+                                  pca().fit(twice).transform(twice))
