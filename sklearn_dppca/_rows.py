@@ -521,8 +521,8 @@ def summed_indptr(X):
     """The index pointers of the CSR matrix ``X``'s rows with each cell
     stored once, or None where every cell is stored once: its rows scanned
     a block of :data:`~sklearn_dppca._blocks.SPARSE_BLOCK_ENTRIES` stored
-    entries at a time (or one row), their cells' keys sorted there
-    (:func:`stores_twice`'s scan); the counts, ``n`` integers, kept from
+    entries at a time, their cells' keys sorted there, or one row, its
+    cells marked in ``d`` booleans; the counts, ``n`` integers, kept from
     the first cell stored twice."""
     lines, width = X.shape
     indptr, counts, a = X.indptr, None, 0
@@ -530,6 +530,19 @@ def summed_indptr(X):
         last = np.searchsorted(indptr, indptr[a] + SPARSE_BLOCK_ENTRIES, "right")
         b = max(a + 1, min(lines, int(last) - 1))
         lo, hi = indptr[a], indptr[b]
+        if b == a + 1:  # one row, maybe longer than a block: its cells
+            # marked in d booleans, not keys of every entry (review 111 F1:
+            # a row storing a cell 4e6 times took 96 MB, in no plan)
+            seen = np.zeros(width, dtype=bool)
+            for run in range(lo, hi, SPARSE_BLOCK_ENTRIES):
+                seen[X.indices[run:min(hi, run + SPARSE_BLOCK_ENTRIES)]] = True
+            stored = np.count_nonzero(seen)
+            if stored < hi - lo:
+                if counts is None:
+                    counts = np.diff(indptr).astype(np.int64)
+                counts[a] = stored
+            a = b
+            continue
         keys = np.repeat(np.arange(b - a, dtype=np.int64) * width,
                          np.diff(indptr[a:b + 1]))
         keys += X.indices[lo:hi]
