@@ -228,13 +228,20 @@ def search_nan_columns(heads_list, X, n_features, names=None):
     on the encoders' public row
     (:func:`~sklearn_dppca._public_encoders.template_row`) with NaN in
     float columns, and NaN in the columns refused there is refused here
-    (``()`` is returned: nothing is left to refuse)."""
+    (``()`` is returned: nothing is left to refuse). A DataFrame with a
+    categorical column is not probed (``()``): the search refuses it."""
     from sklearn.utils.validation import _get_feature_names
 
     from ._public_encoders import is_public_encoding
 
     dtypes = None
     if hasattr(X, "iloc"):
+        if any(type(dtype).__name__ == "CategoricalDtype" for dtype in X.dtypes):
+            # its categories may come from the rows, and the probe's row
+            # would read them (review 112 F1: which refusal a search raised
+            # told whether a row was text); the search refuses such a column
+            # by its dtype next, in every case
+            return ()
         if heads_list and all(h and is_public_encoding(h[0]) for h in heads_list):
             _refuse_encoded_nan(heads_list, X)
             return ()

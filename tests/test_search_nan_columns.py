@@ -214,3 +214,33 @@ def test_the_check_of_some_columns_of_sparse_rows_reads_their_values():
         assert _all_finite(_columns(rows, (1, 2)))
         assert _all_finite(_columns(rows, ()))
         assert np.isnan(X.data).sum() == 1  # X is not written
+
+
+@pytest.mark.parametrize("text_row", [False, True])
+def test_a_categorical_column_is_refused_by_its_dtype_before_any_probe(text_row):
+    """A DataFrame with a pandas categorical column is not probed: the
+    probe's public row would read its categories, which come from the rows
+    (review 112 F1: with int categories the encoder failed on the probe and
+    the NaN refusal came first; with one row of text, the categorical one).
+    Both neighbours get the same refusal, by the column's dtype."""
+    from sklearn.preprocessing import OneHotEncoder
+
+    n = 40
+    a = np.random.default_rng(0).uniform(-1, 1, n)
+    a[0] = np.nan
+    c = [1, 2] * (n // 2)
+    if text_row:
+        c[5] = "b"
+    X = pd.DataFrame({"a": a, "c": pd.Series(c, dtype="category")})
+    encoder = ColumnTransformer(
+        [("oh", OneHotEncoder(categories=[["a", "b"]], handle_unknown="ignore",
+                              sparse_output=False), ["c"])],
+        remainder="passthrough", sparse_threshold=0)
+    pipe = Pipeline([("enc", encoder),
+                     ("pca", PrivatePCA(data_norm=2.0, non_finite="clip"))])
+    accountant = BudgetAccountant(epsilon=10, delta=1e-3)
+    search = PrivateGridSearchCV(pipe, {"pca__n_components": [1, 2]}, epsilon=1,
+                                 delta=1e-6, accountant=accountant, cv=2)
+    with pytest.raises(ValueError, match="are pandas categoricals"):
+        search.fit(X)
+    assert accountant.spent[0] == 0
