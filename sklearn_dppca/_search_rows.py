@@ -427,34 +427,75 @@ def unmapped(heads, rows, step=None, empty=None):
 def unselected_columns(heads, empty):
     """The public failure (a ``ValueError``, before the charge) of the
     leading ``ColumnTransformer`` among the steps ``heads`` (after
-    ``"passthrough"`` steps, or steps that keep ``X``'s columns and pass
-    on its names, :func:`passed_names`), or of one nested in it, whose
-    columns ``empty`` (``X`` without its rows: :func:`empty_rows`) does
-    not have: a name the DataFrame lacks, an index past its width, names
-    on an array. Resolved by scikit-learn's own resolution, the one the
+    ``"passthrough"`` steps, steps that keep ``X``'s columns and pass on
+    its names, :func:`passed_names`, or other steps, read through their
+    output on ``X`` without rows: :func:`_output_without_rows`), or of one
+    nested in it, whose columns ``empty`` (``X`` without its rows:
+    :func:`empty_rows`) does not have: a name the DataFrame lacks, an index
+    past its width, names on an array (a step before it of NumPy output).
+    Resolved by scikit-learn's own resolution, the one the
     ``ColumnTransformer``'s fit makes, which reads ``X``'s columns (their
     names, number and dtypes: public), never its rows: a step it refuses
     fails at its fit on any rows of ``X`` (it failed the search after its
     charge). None where none fails, or where what a step reads is not
-    known without rows (the output of another step, a selector's on
-    columns whose dtypes a step may have changed)."""
+    known without rows (the output of a step that fails on none, a
+    selector's on columns whose dtypes a step may have changed)."""
     if empty is None or len(getattr(empty, "shape", ())) != 2:
         return None
     typed = True  # empty's dtypes are those the step reads
     for head in heads:
         if _is_passthrough(head):
             continue
-        if not keeps_columns([head]):
-            failure = _column_failure(head, empty, typed)
-            return None if failure is None else ValueError(
+        failure = _column_failure(head, empty, typed)
+        if failure is not None:
+            return ValueError(
                 f"{failure}: X's columns (their names and number) are "
-                "public, and the candidate's fit would fail on them; it was "
-                "refused before the search spent any budget.")
+                "public, and the candidate's fit would fail on them; it "
+                "was refused before the search spent any budget.")
         names = getattr(empty, "columns", None)
-        if names is None or passed_names([head], names) is None:
-            return None  # an array of another kind, or not known here
+        if (not keeps_columns([head]) or names is None
+                or passed_names([head], names) is None):
+            empty = _output_without_rows(head, empty)  # what the next reads
+            if empty is None:
+                return None  # not known here
         typed = False
     return None
+
+
+def _output_without_rows(step, empty):
+    """What ``step`` (not a ``ColumnTransformer``: None then, its
+    selections were checked) makes of ``empty`` (rows of none: a function
+    of the step and of ``X``'s columns only; fitted on a row of zeros of
+    those columns where it needs a row), its own rows of none, else
+    None where it fails there or makes no table: a ``ColumnTransformer``
+    after it then selects from that output (names on a NumPy output fail
+    on every row; they were charged, then failed)."""
+    from sklearn.compose import ColumnTransformer
+
+    if isinstance(step, ColumnTransformer):
+        return None
+    for rows in (empty, _zeros_like):  # a fit may need a row
+        try:
+            rows = rows(empty) if callable(rows) else rows
+            with private_computation():
+                out = clone(step).fit_transform(rows)
+        except Exception:  # noqa: BLE001 - a user's step: its output unknown
+            continue
+        return out[:0] if len(getattr(out, "shape", ())) == 2 else None
+    return None
+
+
+def _zeros_like(empty):
+    """A row of zeros of ``empty``'s columns and dtypes (public; raises
+    where a dtype holds no zero, a string column's)."""
+    if hasattr(empty, "iloc"):
+        import pandas as pd
+
+        return pd.DataFrame({name: np.zeros(1, dtype=dtype) for name, dtype
+                             in empty.dtypes.items()}, columns=empty.columns)
+    if sparse.issparse(empty):
+        return sparse.csr_matrix((1, empty.shape[1]), dtype=empty.dtype)
+    return np.zeros((1, empty.shape[1]), dtype=getattr(empty, "dtype", float))
 
 
 def _column_failure(step, empty, typed, where=()):

@@ -145,13 +145,16 @@ def test_valid_selections_are_fitted_as_before(case, supervised, monkeypatch):
 
 
 def test_what_is_not_known_without_rows_is_left_to_the_fit():
-    """Steps whose output's names are not known here (an array out of a
-    scaler, a user's callable) are not checked: never a refusal of a step
-    that could fit."""
+    """Selections not known here (a user's callable, no schema) are not
+    checked: never a refusal of a step that could fit. Names selected from
+    a scaler's NumPy output fail on every row: refused."""
     empty = _frame().iloc[:0]
     selection = ColumnTransformer([("s", "passthrough", ["age"])])
-    assert _search_rows.unselected_columns([_scaler(), selection],
-                                           empty) is None
+    numbers = empty[["age", "weight"]]
+    refused = _search_rows.unselected_columns([_scaler(), selection], numbers)
+    assert "only supported for dataframes" in str(refused)
+    named = _scaler().set_output(transform="pandas")
+    assert _search_rows.unselected_columns([named, selection], numbers) is None
     caller = ColumnTransformer([("s", "passthrough", lambda X: ["nope"])])
     assert _search_rows.unselected_columns([caller], empty) is None
     assert _search_rows.unselected_columns([selection], None) is None
@@ -193,3 +196,26 @@ def test_a_column_selector_on_an_array_is_refused_before_the_charge(supervised):
                         delta=1e-6, cv=3, accountant=budget).fit(
         pd.DataFrame(X, columns=["a", "b", "c"]), y)
     assert budget.n_charges == 1
+
+
+@pytest.mark.parametrize("supervised", [False, True])
+@pytest.mark.parametrize("first", ["function", "scaler"])
+def test_names_selected_from_an_array_are_refused_before_the_charge(first,
+                                                                   supervised):
+    """A step of NumPy output before a ColumnTransformer that selects by
+    name: the selection fails on every row, and the step's output kind is
+    public (its output on X's columns without rows, or on a row of zeros):
+    refused before the charge; it was charged, then failed."""
+    from sklearn.preprocessing import FunctionTransformer
+
+    step = (FunctionTransformer(lambda Z: np.asarray(Z, dtype=float))
+            if first == "function" else _scaler())
+    selection = ColumnTransformer([("s", "passthrough", ["age"])],
+                                  sparse_threshold=0)
+    budget = BudgetAccountant()
+    search = _search(make_pipeline(step, selection), supervised, budget)
+    tail = search.estimator.steps[1:]
+    search.estimator = make_pipeline(step, selection, *(s for _, s in tail))
+    with pytest.raises(ValueError, match="only supported for dataframes"):
+        _fit(search, _frame()[["age", "weight"]], supervised)
+    assert budget.n_charges == 0
