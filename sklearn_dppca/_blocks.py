@@ -44,16 +44,17 @@ def _csr_like(X):
     return (sparse.issparse(X) and X.format == "csr") or isinstance(X, BoxedCSR)
 
 
-def _row_ranges(X, start, stop, rows):
+def _row_ranges(X, start, stop, rows, entries=None):
     """Consecutive ``(a, b)`` covering ``[start, stop)``: at most ``rows``
-    rows each and, for CSR ``X``, at most :data:`SPARSE_BLOCK_ENTRIES`
-    stored entries (or one row)."""
+    rows each and, for CSR ``X``, at most ``entries`` stored entries
+    (:data:`SPARSE_BLOCK_ENTRIES` where None), or one row."""
     if not _csr_like(X):
         yield from _ranges(start, stop, rows)
         return
+    entries = SPARSE_BLOCK_ENTRIES if entries is None else entries
     indptr, a = X.indptr, start
     while a < stop:
-        last = np.searchsorted(indptr, indptr[a] + SPARSE_BLOCK_ENTRIES, "right")
+        last = np.searchsorted(indptr, indptr[a] + entries, "right")
         b = max(a + 1, min(a + rows, stop, int(last) - 1))
         yield a, b
         a = b
@@ -149,10 +150,7 @@ def _summed_block(X, start, stop, dtype, lines, in_order):
     lo = lines[start]
     data = np.empty(lines[stop] - lo, dtype=dtype)
     indices = np.empty(lines[stop] - lo, dtype=X.indices.dtype)
-    a = start
-    while a < stop:
-        last = np.searchsorted(X.indptr, X.indptr[a] + SUMMED_PART_ENTRIES, "right")
-        b = max(a + 1, min(stop, int(last) - 1))
+    for a, b in _row_ranges(X, start, stop, stop - start, SUMMED_PART_ENTRIES):
         view = _csr_rows(X, a, b)
         part = type(X)(view.shape, dtype=dtype)
         part.data = view.data.astype(dtype)  # copies: summed in place
@@ -161,7 +159,6 @@ def _summed_block(X, start, stop, dtype, lines, in_order):
         part.sum_duplicates()
         data[lines[a] - lo:lines[b] - lo] = part.data
         indices[lines[a] - lo:lines[b] - lo] = part.indices
-        a = b
     block = type(X)((stop - start, X.shape[1]), dtype=dtype)
     block.data, block.indices = data, indices
     block.indptr = (lines[start:stop + 1] - lo).astype(X.indptr.dtype)

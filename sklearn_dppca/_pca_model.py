@@ -15,6 +15,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _array_api
 from ._array_api import check_same_namespace
+from ._blocks import map_into
 from ._dask import (
     as_dask_array,
     check_numeric_columns,
@@ -68,13 +69,13 @@ def map_non_finite(X):
 
 def _mapped_values(X):
     """A sparse ``X`` with its stored values mapped by
-    :func:`numpy.nan_to_num`, a run at a time (nan_to_num's masks a run's):
+    :func:`numpy.nan_to_num`, a run at a time (``_blocks.map_into``):
     CSR or CSC, a copy of the values alone beside read-only views of ``X``'s
     own indices; another format, converted to CSR (a copy already, mapped
     in place). A copy of the matrix whole (its indices too, and masks as
     long as its values) peaked at 1.4 times a fit's plan (mend 124); a fit
     no longer copies: its passes map the block of rows they read
-    (``_rows.mapped_entries``, mend 129)."""
+    (``_rows.lazy_rows``, mend 129)."""
     if X.format in ("csr", "csc"):
         values = np.array(X.data, copy=True)
         indices, indptr = X.indices.view(), X.indptr.view()
@@ -85,8 +86,7 @@ def _mapped_values(X):
         out.has_canonical_format = X.has_canonical_format
     else:
         out = X.tocsr(copy=True)
-    for start in range(0, out.data.size, 2**20):
-        np.nan_to_num(out.data[start:start + 2**20], copy=False)
+    map_into(out.data, out.data)  # in place, a run at a time
     return out
 
 

@@ -27,6 +27,7 @@ from ._blocks import (
     SPARSE_BLOCK_ENTRIES,
     BoxedCSR,
     _csr_rows,
+    _row_ranges,
     block_ranges,
     read_block,
     sparse_rows,
@@ -484,17 +485,6 @@ def summed_entries(X):
     return X
 
 
-def mapped_entries(X):
-    """Sparse ``X`` through ``non_finite="clip"``'s map
-    (:func:`numpy.nan_to_num` of its stored values), each entry stored once:
-    :func:`lazy_rows` mapped, which maps the values of the block of rows a
-    pass reads, never a copy of them all (mend 129: the copy was counted at
-    ``n d`` values, refusing wide fits); where cells are stored twice, they
-    are summed first, a block at a time (mend 131), as a fit reads them
-    (docs/privacy.rst: summed before anything else reads them)."""
-    return lazy_rows(X, mapped=True)
-
-
 def lazy_rows(X, mapped=False):
     """Sparse ``X`` as CSR rows with each cell stored once, mapped by
     ``non_finite="clip"``'s map if ``mapped``: ``X`` itself, or a lazy
@@ -525,10 +515,8 @@ def summed_indptr(X):
     cells marked in ``d`` booleans; the counts, ``n`` integers, kept from
     the first cell stored twice."""
     lines, width = X.shape
-    indptr, counts, a = X.indptr, None, 0
-    while a < lines:
-        last = np.searchsorted(indptr, indptr[a] + SPARSE_BLOCK_ENTRIES, "right")
-        b = max(a + 1, min(lines, int(last) - 1))
+    indptr, counts = X.indptr, None
+    for a, b in _row_ranges(X, 0, lines, lines):
         lo, hi = indptr[a], indptr[b]
         if b == a + 1:  # one row, maybe longer than a block: its cells
             # marked in d booleans, not keys of every entry (review 111 F1:
@@ -541,7 +529,6 @@ def summed_indptr(X):
                 if counts is None:
                     counts = np.diff(indptr).astype(np.int64)
                 counts[a] = stored
-            a = b
             continue
         keys = np.repeat(np.arange(b - a, dtype=np.int64) * width,
                          np.diff(indptr[a:b + 1]))
@@ -552,7 +539,6 @@ def summed_indptr(X):
             if counts is None:
                 counts = np.diff(indptr).astype(np.int64)
             counts[a:b] -= np.bincount(keys[again] // width, minlength=b - a)
-        a = b
     if counts is None:
         return None
     summed = np.empty(lines + 1, dtype=np.int64)

@@ -220,6 +220,6 @@ def test_the_scan_of_a_row_longer_than_a_block_holds_its_width(monkeypatch):
     finally:
         tracemalloc.stop()
     assert peak < 10**6 and np.array_equal(lines, summed.indptr)
-    monkeypatch.setattr(_rows, "SPARSE_BLOCK_ENTRIES", 3)  # one row a block
+    monkeypatch.setattr(_blocks, "SPARSE_BLOCK_ENTRIES", 3)  # one row a block
     assert np.array_equal(_rows.summed_indptr(long), summed.indptr)
     assert _rows.summed_indptr(X) is None
