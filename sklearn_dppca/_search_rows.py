@@ -21,7 +21,7 @@ from . import _array_api
 from ._array_api import ArrayAPIRows
 from ._dask import ChunkedRows, has_sparse_chunks, is_dask_collection
 from ._dask_memory import HEADS_MAP
-from ._public_encoders import encoded_width
+from ._public_encoders import encoded_width, template_row
 from ._rows import InMemoryRows
 from ._warning_rules import private_computation
 from .preprocessing import PublicScaler
@@ -465,8 +465,9 @@ def unselected_columns(heads, empty):
 def _output_without_rows(step, empty):
     """What ``step`` (not a ``ColumnTransformer``: None then, its
     selections were checked) makes of ``empty`` (rows of none: a function
-    of the step and of ``X``'s columns only; fitted on a row of zeros of
-    those columns where it needs a row), its own rows of none, else
+    of the step and of ``X``'s columns only; fitted on a row of public
+    values of those columns where it needs a row: :func:`_one_row`), its
+    own rows of none, else
     None where it fails there or makes no table: a ``ColumnTransformer``
     after it then selects from that output (names on a NumPy output fail
     on every row; they were charged, then failed)."""
@@ -474,7 +475,7 @@ def _output_without_rows(step, empty):
 
     if isinstance(step, ColumnTransformer):
         return None
-    for rows in (empty, _zeros_like):  # a fit may need a row
+    for rows in (empty, _one_row):  # a fit may need a row
         try:
             rows = rows(empty) if callable(rows) else rows
             with private_computation():
@@ -485,17 +486,13 @@ def _output_without_rows(step, empty):
     return None
 
 
-def _zeros_like(empty):
-    """A row of zeros of ``empty``'s columns and dtypes (public; raises
-    where a dtype holds no zero, a string column's)."""
-    if hasattr(empty, "iloc"):
-        import pandas as pd
-
-        return pd.DataFrame({name: np.zeros(1, dtype=dtype) for name, dtype
-                             in empty.dtypes.items()}, columns=empty.columns)
+def _one_row(empty):
+    """A row of public values of ``empty``'s columns and dtypes
+    (:func:`~sklearn_dppca._public_encoders.template_row`; an empty CSR
+    row of sparse ``empty``)."""
     if sparse.issparse(empty):
         return sparse.csr_matrix((1, empty.shape[1]), dtype=empty.dtype)
-    return np.zeros((1, empty.shape[1]), dtype=getattr(empty, "dtype", float))
+    return template_row(empty)
 
 
 def _column_failure(step, empty, typed, where=()):
