@@ -184,7 +184,11 @@ def test_a_threaded_gram_pass_peaks_within_its_plan(monkeypatch, name, data_norm
     monkeypatch.setattr(_threads, "blas_threads", lambda: 8)
     monkeypatch.setattr(_paths, "blas_threads", lambda: 8)
     monkeypatch.setattr(_threads, "_MIN_PARALLEL_BYTES", 1)
-    n, d = 1600, 800
+    # 1 500 rows a thread: long enough products that the eight threads'
+    # matrices are alive together on two cores (with 200 rows a thread the
+    # first threads could finish before the last started: a CI run peaked
+    # at 9.3 d², below the 10 asserted)
+    n, d = 12_000, 800
     X = np.random.default_rng(0).normal(size=(n, d)) / np.sqrt(d)  # norms near 1
     assert _threads._n_threads(X) == 8
     est = getattr(sklearn_dppca, name)(5, data_norm=data_norm, epsilon=1.0,
