@@ -150,9 +150,14 @@ def _saturated(compute, X, out=None):
     xp = _array_api.module_of(X)
     wide = (np.float64 if xp is np else
             getattr(xp, _array_api.widest_float(*_array_api.namespace(X)).name))
-    with np.errstate(over="ignore"):
+    # the map runs on the caller's rows, in a Pipeline before the private
+    # step's charge and outside its silence: a flag raised by one value
+    # (an overflow saturated below, an underflow to a subnormal or 0, the
+    # map's right result) would be a warning, or under np.seterr(all="raise")
+    # a failure, that one row decides
+    with np.errstate(over="ignore", under="ignore"):
         out = compute(_array_api.astype(X, wide))
-    return _saturate(xp, out, X.dtype)
+        return _saturate(xp, out, X.dtype)
 
 
 def _per_feature(value, name, n_features, feature_names):

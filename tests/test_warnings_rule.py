@@ -24,6 +24,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.pipeline import make_pipeline
 
 from sklearn_dppca import (
     BudgetAccountant,
@@ -35,7 +36,11 @@ from sklearn_dppca import (
     PrivatePCA,
     SolverParameterWarning,
 )
-from sklearn_dppca.preprocessing import FeatureScaleWarning, PrivateStandardScaler
+from sklearn_dppca.preprocessing import (
+    FeatureScaleWarning,
+    PrivateStandardScaler,
+    PublicScaler,
+)
 from sklearn_dppca.privacy import private_computation
 
 from .conftest import interrupted_at
@@ -144,6 +149,35 @@ def test_the_non_private_fit_is_silent_on_the_clipped_rows_too(name, big):
     assert [c for c, _ in expected] == [PrivacyLeakWarning]
     assert expected[0][1].startswith("epsilon=inf is the non-private fit")
     assert shown(make, Y, data_norm=1.0, epsilon=math.inf) == expected
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("mode", ["warn", "raise"])
+@pytest.mark.parametrize("cell", [5e-324, 1e-300, 1e-40])
+def test_a_public_scaler_before_the_charge_is_silent_on_any_value(cell, mode,
+                                                                   dtype):
+    """A PublicScaler maps the rows in a Pipeline before the private step's
+    charge, outside its silence (review 113 F1): a cell whose map underflows
+    to a subnormal or 0 (or overflows, saturated) raised NumPy's flag, so
+    under np.seterr(all="warn") one neighbour warned, and under "raise" one
+    failed with no charge while the other was charged."""
+    X, Y = neighbours(1.0)
+    Y = Y.astype(dtype)
+    Y[1, 0] = cell
+    outcomes = []
+    for rows in (X.astype(dtype), Y):
+        accountant = BudgetAccountant()
+        pipe = make_pipeline(PublicScaler(ranges=(-1e10, 1e10)),
+                             PrivatePCA(2, data_norm=1.0, epsilon=EPSILON,
+                                        accountant=accountant))
+        with warnings.catch_warnings(record=True) as caught, \
+                np.errstate(all=mode):
+            warnings.simplefilter("always")
+            pipe.fit(rows)
+        outcomes.append(([str(w.message) for w in caught if not issubclass(
+            w.category, (NoisyReleaseWarning, FeatureScaleWarning))],
+            accountant.n_charges))
+    assert outcomes[0] == outcomes[1] == ([], 1)
 
 
 @pytest.mark.skipif(da is None, reason="needs dask")
