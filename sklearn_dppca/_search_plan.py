@@ -357,7 +357,8 @@ def _candidate(estimator, params, n_features, sizes, rows=None, empty=None):
             if other is not step and not _is_stateless(other):
                 raise ValueError(_refused_step(name, other))
     heads = [] if index is None else [other for _, other in est.steps[:index]]
-    data_norm = _public_norm(step, n_features, heads)
+    data_norm = _public_norm(step, n_features, heads,
+                             _step_names(heads, n_features, empty))
     if isinstance(data_norm, ValueError):  # bounds invalid: a public failure
         return Candidate(params, est, prefix, index, data_norm)
     if data_norm is None:
@@ -589,11 +590,26 @@ def _refused_step(name, step):
     )
 
 
-def _public_norm(step, n_features, heads=()):
+def _step_names(heads, n_features, empty):
+    """The names of the features a private step after ``heads`` reads, where
+    public (:func:`head_output` on ``X``'s columns without a row), else
+    None."""
+    out = head_output(heads, n_features, empty) if heads else None
+    names = getattr(empty, "columns", None) if not heads else (
+        None if out is None else out[1])
+    return None if names is None else list(names)
+
+
+def _public_norm(step, n_features, heads=(), names=None):
     """The public norm bound of a private step: its numeric ``data_norm``, or
     with ``data_norm=None`` and ``bounds`` the box's radius
     (:func:`~sklearn_dppca._box.public_box_norm`), or the ``ValueError``
     of invalid bounds; ``None`` otherwise.
+    ``bounds`` by feature name: the box of the features ``names`` (those the
+    step reads, public: :func:`_step_names`) where the dict names them all,
+    as the step's fit takes it (entries naming no feature it reads are not
+    used, so they do not enlarge the bound); else the box of every entry
+    (the fit refuses the missing names; unknown names: the largest box).
     Scalar bounds need the step's number of features: ``n_features`` when
     every step before it keeps the columns (a ``PublicScaler``,
     ``"passthrough"``, a constant fill), else refused (a
@@ -605,11 +621,14 @@ def _public_norm(step, n_features, heads=()):
     if data_norm is not None or bounds is None:
         return None
     if isinstance(bounds, dict):
-        # by feature name: the box of every feature it names bounds the box
-        # of those the step will see (a radius over more features is larger)
+        # by feature name: the box of the features the step reads, where
+        # public; else of every feature it names, which bounds the box of
+        # those the step will see (a radius over more features is larger)
+        if names is None or any(name not in bounds for name in names):
+            names = list(bounds)
         try:
-            return public_box_norm(bounds, len(bounds), step.center,
-                                   feature_names=list(bounds))
+            return public_box_norm(bounds, len(names), step.center,
+                                   feature_names=names)
         except ValueError as error:
             return error
     sides = [np.asarray(side, dtype=np.float64) for side in bounds]

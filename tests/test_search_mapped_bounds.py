@@ -155,3 +155,26 @@ def test_head_names_of_the_pandas_pca_fit():
                          {"privateridge__alpha": [1.0, 2.0]},
                          BudgetAccountant(epsilon=100, delta=1e-2)).fit(X, y)
     assert search.best_estimator_[-1].coef_.shape[-1] == 2
+
+
+@pytest.mark.parametrize("head, names", [
+    (None, "abc"), (_tanh, "abc"), (_columns, ["t__a", "t__b", "t__c"])])
+def test_entries_naming_no_feature_read_do_not_enlarge_the_bound(head, names):
+    # a plain fit takes the box of the features it reads only; the search's
+    # bound (and its scores' noise) was the box of every entry of the dict
+    def fit(bounds):
+        pca = PrivatePCA(bounds=bounds)
+        est, key = (pca, "n_components") if head is None else (
+            make_pipeline(head(), pca), "privatepca__n_components")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return _search(est, {key: [1, 2]},
+                           BudgetAccountant(epsilon=100, delta=1e-2),
+                           random_state=0).fit(_frame())
+
+    extra = dict(_box(names), unused=(-1e3, 1e3))
+    assert fit(extra).selection_sigma_ == fit(_box(names)).selection_sigma_
+    extra = dict(_box("abc"), unused=(-1e3, 1e3))
+    plain = PrivatePCA(bounds=extra, epsilon=1.0, delta=1e-6).fit(_frame())
+    assert plain.data_norm_ == PrivatePCA(
+        bounds=_box("abc"), epsilon=1.0, delta=1e-6).fit(_frame()).data_norm_
