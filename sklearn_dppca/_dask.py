@@ -215,6 +215,15 @@ _ENCODE_PUBLICLY = (
 )
 
 
+#: A polars DataFrame is not read (its dtypes are not NumPy's or pandas'):
+#: refused by its type, a public value, rather than as columns of no numbers.
+POLARS_REFUSED = (
+    "X is a polars DataFrame, which the private estimators do not read: pass "
+    "X.to_pandas() or X.to_numpy(), or give the step that makes it "
+    "set_output(transform='pandas')."
+)
+
+
 def check_numeric_columns(X, lazy=False):
     """Refuse, naming the problem and nothing of the values, what a
     validation would refuse by quoting them: a DataFrame's non-numeric
@@ -227,6 +236,8 @@ def check_numeric_columns(X, lazy=False):
     if not _is_dataframe(X):
         _check_array_unquoted(X)
         return
+    if type(X).__module__.split(".")[0] == "polars":
+        raise ValueError(POLARS_REFUSED)
     bad, complex_ = non_numeric_columns(X, lazy=lazy)
     if complex_:  # scikit-learn's message would print the frame
         raise ValueError(

@@ -46,6 +46,7 @@ from ._search_rows import (  # noqa: F401 - the searches' names, kept here
     input_kind,
     keeps_columns,
     passed_names,
+    refuse_polars_output,
     rows_kind,
     unmapped,
 )
@@ -357,6 +358,7 @@ def _candidate(estimator, params, n_features, sizes, rows=None, empty=None):
             if other is not step and not _is_stateless(other):
                 raise ValueError(_refused_step(name, other))
     heads = [] if index is None else [other for _, other in est.steps[:index]]
+    refuse_polars_output(heads)
     data_norm = _public_norm(step, n_features, heads,
                              _step_names(heads, n_features, empty))
     if isinstance(data_norm, ValueError):  # bounds invalid: a public failure

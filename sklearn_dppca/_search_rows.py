@@ -57,6 +57,24 @@ def empty_rows(X):
     return None
 
 
+def refuse_polars_output(steps):
+    """Refuse, before the charge, public or private ``steps`` that feed a
+    private step a polars DataFrame (``set_output(transform="polars")``, a
+    public parameter): the private steps do not read one, so every fit
+    failed after the charge."""
+    from sklearn.utils._set_output import _get_output_config
+
+    for step in steps:
+        if (hasattr(step, "set_output") and hasattr(step, "transform")
+                and _get_output_config("transform", step)["dense"] == "polars"):
+            raise ValueError(
+                f"{type(step).__name__} with set_output(transform='polars') "
+                "feeds a private step a polars DataFrame, which the private "
+                "steps do not read: give it set_output(transform='pandas') "
+                "(its columns' names then reach the next step). The search "
+                "was refused before it spent any budget.")
+
+
 def head_width(heads, n_features, empty):
     """The number of features the steps ``heads`` make of ``X``'s
     ``n_features`` columns, where it is public (:func:`head_output`), else

@@ -68,7 +68,13 @@ from ._search_plan import (
     pooled_groups,
     refused_path,
 )
-from ._search_rows import fit_heads, fit_through_heads, rows_after, unmapped
+from ._search_rows import (
+    fit_heads,
+    fit_through_heads,
+    refuse_polars_output,
+    rows_after,
+    unmapped,
+)
 from ._search_run import (
     _best_index,
     _ranked_results,
@@ -170,6 +176,7 @@ def _private_steps(est, n_features, sizes, rows=None, empty=None):
                 f"this one holds {len(named) - len(transformers)} head(s) and "
                 f"{len(transformers)} transformer(s)."
             )
+    refuse_polars_output([step for _, step in steps][:-1])  # they feed the head
     for prefix, step in named:
         if isinstance(step, CoherentPowerPCA) and step._mode() == "repetition":
             raise ValueError(
