@@ -45,6 +45,7 @@ from ._search_rows import (  # noqa: F401 - the searches' names, kept here
     head_width,
     input_kind,
     keeps_columns,
+    no_columns,
     passed_names,
     refuse_polars_output,
     rows_kind,
@@ -377,6 +378,9 @@ def _candidate(estimator, params, n_features, sizes, rows=None, empty=None):
             "cannot be composed exactly in the search's budget. Use the default "
             "selection='gdp', or a fixed clip_radius and n_iter."
         )
+    empty_table = no_columns(heads, n_features, empty, step, params)
+    if empty_table is not None:  # a public failure of every fit
+        return Candidate(params, est, prefix, index, empty_table, data_norm)
     try:
         # the fits refuse a bound whose square under- or overflows, on any
         # data (float64's limits: the widest): a public failure
@@ -626,7 +630,7 @@ def _public_norm(step, n_features, heads=(), names=None):
         # by feature name: the box of the features the step reads, where
         # public; else of every feature it names, which bounds the box of
         # those the step will see (a radius over more features is larger)
-        if names is None or any(name not in bounds for name in names):
+        if not names or any(name not in bounds for name in names):
             names = list(bounds)
         try:
             return public_box_norm(bounds, len(names), step.center,

@@ -75,6 +75,22 @@ def refuse_polars_output(steps):
                 "was refused before it spent any budget.")
 
 
+def no_columns(heads, n_features, empty, step, params):
+    """The ``ValueError`` of the public steps ``heads`` before the private
+    ``step`` where they output no column (a ``ColumnTransformer`` that
+    selects none with ``remainder="drop"``): public, their output on ``X``'s
+    columns without a row (:func:`head_width`); else None. Every fit of the
+    candidate failed after the charge."""
+    if heads and head_width(heads, n_features, empty) == 0:
+        return ValueError(
+            ("A candidate" if params is None else f"The candidate {params}")
+            + f" feeds {type(step).__name__} no column: "
+            "the steps before it output none from X's columns (a "
+            "ColumnTransformer that selects none, remainder='drop'?). Select "
+            "at least one column. Found before the charge.")
+    return None
+
+
 def head_width(heads, n_features, empty):
     """The number of features the steps ``heads`` make of ``X``'s
     ``n_features`` columns, where it is public (:func:`head_output`), else

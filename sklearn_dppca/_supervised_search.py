@@ -71,6 +71,7 @@ from ._search_plan import (
 from ._search_rows import (
     fit_heads,
     fit_through_heads,
+    no_columns,
     refuse_polars_output,
     rows_after,
     unmapped,
@@ -150,7 +151,7 @@ class SupervisedPlan(NamedTuple):
     spent: tuple
 
 
-def _private_steps(est, n_features, sizes, rows=None, empty=None):
+def _private_steps(est, n_features, sizes, rows=None, empty=None, params=None):
     """``(prefix, step)`` of the private steps of a candidate, checked: one
     head last, at most one private transformer, stateless steps otherwise
     (raise); a public failure of a step is returned: of its parameters, its
@@ -208,6 +209,7 @@ def _private_steps(est, n_features, sizes, rows=None, empty=None):
             # on its row of zeros, or make sparse rows): refused before the
             # charge, as the unsupervised search refuses them
             error = (unmapped(before, rows, step, empty)
+                     or no_columns(before, n_features, empty, step, params)
                      if step is named[0][1] else None)
             if error is not None:
                 return named, error
@@ -383,7 +385,8 @@ def plan_supervised_search(estimator, param_grid, *, epsilon, delta, splits,
                 "Every candidate of a supervised search must end in a private "
                 f"head; {params} does not."
             )
-        private, error = _private_steps(est, n_features, sizes, rows, empty)
+        private, error = _private_steps(est, n_features, sizes, rows, empty,
+                                        params)
         candidates.append(Candidate(params, est, private, error))
     ok = [c for c in candidates if c.error is None]
     if not ok:
