@@ -211,9 +211,16 @@ class _PCAModelMixin(TransformerMixin):
             return X.map_blocks(self._transform, chunks=(X.chunks[0], (k,)),
                                 meta=np.empty((0, 0), dtype=self.components_.dtype))
         X, components, mean = self._in_dtype_of(X, X, self.components_, self.mean_)
-        X_new = X @ components.T - mean @ components.T
-        if self.whiten:
-            X_new = X_new / self._whiten_scale()
+        # In a Pipeline this projects the training rows after this step's
+        # charge and before the next private step's, outside both silences:
+        # a flag one value raises (a product underflowing to a subnormal or
+        # 0, one overflowing to inf) would be a warning, or under
+        # np.seterr(all="raise") a failure, that one row decides (as
+        # PublicScaler's map, review 113 F1). The values are the product's.
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            X_new = X @ components.T - mean @ components.T
+            if self.whiten:
+                X_new = X_new / self._whiten_scale()
         return X_new
 
     def _whiten_scale(self):

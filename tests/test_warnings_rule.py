@@ -36,6 +36,7 @@ from sklearn_dppca import (
     PrivatePCA,
     SolverParameterWarning,
 )
+from sklearn_dppca.linear_model import PrivateLDA
 from sklearn_dppca.preprocessing import (
     FeatureScaleWarning,
     PrivateStandardScaler,
@@ -178,6 +179,33 @@ def test_a_public_scaler_before_the_charge_is_silent_on_any_value(cell, mode,
             w.category, (NoisyReleaseWarning, FeatureScaleWarning))],
             accountant.n_charges))
     assert outcomes[0] == outcomes[1] == ([], 1)
+
+
+@pytest.mark.parametrize("mode", ["warn", "raise"])
+@pytest.mark.parametrize("name", FACTORIES)
+def test_the_projection_before_a_private_head_is_silent_on_any_value(name, mode):
+    """fit_transform projects the training rows after the PCA's charge and,
+    in a Pipeline, before a private head's: one subnormal cell underflowed in
+    the product, so one neighbour warned (or failed uncharged by the head)
+    and the other did not."""
+    X, Y = neighbours(1.0)
+    Y[1] = 5e-324
+    y = (X[:, 0] > 0).astype(int)
+    outcomes = []
+    for rows in (X, Y):
+        accountant = BudgetAccountant()
+        pipe = make_pipeline(
+            FACTORIES[name](data_norm=3.0, epsilon=EPSILON, accountant=accountant),
+            PrivateLDA(classes=[0, 1], data_norm=3.0, epsilon=EPSILON,
+                       accountant=accountant))
+        with warnings.catch_warnings(record=True) as caught, \
+                np.errstate(all=mode):
+            warnings.simplefilter("always")
+            pipe.fit(rows, y)
+        outcomes.append(([str(w.message) for w in caught if not issubclass(
+            w.category, (NoisyReleaseWarning, FeatureScaleWarning))],
+            accountant.n_charges))
+    assert outcomes[0] == outcomes[1] == ([], 2)
 
 
 @pytest.mark.skipif(da is None, reason="needs dask")
