@@ -23,6 +23,7 @@ try:  # the kernel SciPy's sparse @ runs, adding into an array it is given
 except ImportError:  # pragma: no cover - a SciPy without it: by bands
     _csc_matvecs = None
 
+from . import _blocks
 from ._blocks import (
     SPARSE_BLOCK_ENTRIES,
     BoxedCSR,
@@ -493,18 +494,74 @@ def lazy_rows(X, mapped=False):
     of every value it replaces was held for the whole fit and counted in no
     plan (mend 124: 2 times it); the plan counts a block a thread
     (``_base._copies_of_rows``) and the summed rows' index pointers. CSC
-    ``X`` is copied to CSR (the copy the plan counts at ``n d`` entries);
-    where it stores a cell twice, its duplicates are summed first on a copy
-    of it (:func:`summed_entries`: SciPy sums them column by column, in an
-    order a sum by rows does not give bit for bit), freed once the CSR copy
-    is made. ``X`` is never modified."""
+    ``X`` is copied to CSR (the copy the plan counts at ``n d`` entries),
+    with its duplicates summed column by column as it is made
+    (:func:`summed_csr`). ``X`` is never modified."""
     if X.format != "csr":
-        return lazy_rows(summed_entries(X).tocsr(), mapped)
+        return lazy_rows(summed_csr(X), mapped)
     summed = None if X.has_canonical_format else summed_indptr(X)
     if summed is not None:
         in_order = _csr_rows(X, 0, X.shape[0]).has_sorted_indices  # X unflagged
         return BoxedCSR(X, mapped=mapped, summed=(summed, in_order))
     return BoxedCSR(X, mapped=True) if mapped else X
+
+
+def summed_csr(X):
+    """The CSC matrix ``X`` as CSR with each cell stored once: ``X.tocsr()``
+    where it stores each cell once; otherwise its columns summed a part of
+    :data:`~sklearn_dppca._blocks.SUMMED_PART_ENTRIES` entries at a time
+    (``_blocks._summed_block`` on the CSR view ``X.T``: SciPy's sum of
+    ``X`` whole column by column, bit for bit; a column longer than ``n``
+    entries summed in pieces into ``n`` values, in the order stored: SciPy's
+    sum where ``X``'s columns are in order, else to rounding where it
+    stores a cell three times or more) and written into the CSR arrays,
+    twice over (the rows' counts, then their entries). It holds the CSR
+    copy, at most ``n d`` entries (the plan's count of CSC's copy), and
+    ``n + 1`` integers (the summed rows' index pointers it counts): the
+    summed copy of every entry ``X`` stores, which it replaces, was in no
+    plan (review 111 F2: 1.06 times the limit with each cell stored 4
+    times). The same arrays as SciPy's ``tocsr`` of that copy; in float64
+    unless ``X`` is float32. ``X`` is never modified."""
+    columns = X.T  # a CSR view: its lines are X's columns
+    lines = None if X.has_canonical_format else summed_indptr(columns)
+    if lines is None:
+        return X.tocsr()
+    n, d = X.shape
+    in_order = _csr_rows(columns, 0, d).has_sorted_indices  # X unflagged
+    dtype = np.dtype(np.float32 if X.dtype == np.float32 else np.float64)
+    parts = list(_row_ranges(columns, 0, d, d, _blocks.SUMMED_PART_ENTRIES))
+
+    def summed_parts():
+        for a, b in parts:
+            yield a, b, _blocks._summed_block(columns, a, b, dtype, lines,
+                                              in_order)
+
+    starts = np.zeros(n + 1, dtype=np.int64)
+    for _, _, part in summed_parts():
+        np.add.at(starts, part.indices + 1, 1)
+    np.cumsum(starts, out=starts)
+    index = X._get_index_dtype((X.indptr, X.indices),
+                               maxval=max(int(lines[-1]), d))
+    indptr = starts.astype(index)
+    data = np.empty(int(lines[-1]), dtype=dtype)
+    indices = np.empty(int(lines[-1]), dtype=index)
+    free = starts[:-1]  # each row's next free entry
+    for a, b, part in summed_parts():
+        rows = part.indices  # in each row, its columns in order
+        order = np.argsort(rows, kind="stable")
+        sorted_rows = rows[order]
+        first = np.r_[0, np.flatnonzero(sorted_rows[1:] != sorted_rows[:-1]) + 1]
+        rank = np.arange(rows.size) - np.repeat(first, np.diff(np.r_[first, rows.size]))
+        places = np.empty(rows.size, dtype=np.int64)
+        places[order] = free[sorted_rows] + rank
+        data[places] = part.data
+        indices[places] = np.repeat(np.arange(a, b, dtype=index), np.diff(part.indptr))
+        np.add.at(free, rows, 1)
+    summed = sparse.csr_matrix((data, indices, indptr), shape=(n, d), copy=False)
+    if not isinstance(X, sparse.spmatrix):
+        summed = sparse.csr_array(summed)
+    summed.has_canonical_format = True
+    return summed
 
 
 def summed_indptr(X):

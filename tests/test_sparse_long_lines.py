@@ -4,6 +4,8 @@ piece at a time into ``d`` values) and CSC columns storing cells 3+ times
 (``_rows.summed_csr``: summed a part of columns at a time into the CSR
 copy), each a copy of every entry it stored before, in no plan."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import sparse
@@ -106,3 +108,73 @@ def test_long_rows_are_read_summed_in_pieces(monkeypatch, dtype, shuffle):
     picked = np.array([7, 2, 0, 300])
     _same(rows[picked], sparse.vstack([rows[r:r + 1] for r in picked], format="csr"))
     _same(before, X)
+
+
+def _csc_stored(copies, n=60_000, d=30, shuffle=False, density=1.0):
+    """Review 111 F2: CSC whose every cell is stored ``copies`` times."""
+    base = sparse.random(n, d, density=density, format="csc", random_state=0) * 0.1
+    count = np.diff(base.indptr)
+    rows = np.repeat(base.indices, copies)
+    if shuffle:  # each column's entries out of order
+        rng = np.random.default_rng(0)
+        for j in range(d):
+            lo, hi = copies * base.indptr[j], copies * base.indptr[j + 1]
+            rows[lo:hi] = rng.permutation(rows[lo:hi])
+    return sparse.csc_matrix((np.repeat(base.data / copies, copies), rows,
+                              np.r_[0, np.cumsum(copies * count)]), shape=(n, d))
+
+
+def test_csc_storing_cells_4_times_peaks_within_the_plan():
+    """Review 111 F2: CSC storing each cell 4 times was summed on a copy of
+    every entry it stores before its CSR copy was made: 93.6 MB traced for
+    a plan of 76.8 MB. Its columns are summed a part at a time into the CSR
+    copy the plan counts: within the plan, the release is the summed
+    matrix's bit for bit, ``X`` is not modified."""
+    X = _csc_stored(4)
+    n, d = X.shape
+    before = X.copy()
+    est = _pca()
+    peak = traced_peak(est, X)
+    assert peak <= est._memory_needed(n, d) + est._copy_bytes
+    summed = X.copy()
+    summed.sum_duplicates()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reference = _pca().fit(summed)
+    for name in ("components_", "mean_", "explained_variance_", "noise_variance_"):
+        np.testing.assert_array_equal(getattr(est, name), getattr(reference, name))
+    _same(X, before)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+@pytest.mark.parametrize("shuffle", [False, True])
+@pytest.mark.parametrize("n, density", [(400, 0.2), (40, 1.0)])
+def test_summed_csr_is_scipys_sum_then_tocsr(monkeypatch, dtype, shuffle, n, density):
+    """``summed_csr`` gives the arrays of SciPy's sum of the CSC matrix
+    whole, then ``tocsr``, in many parts of columns: bit for bit where the
+    columns are in order or none stores more than ``n`` entries (summed by
+    SciPy), to rounding where one does out of order (summed in pieces in
+    the order stored, SciPy's sort unstable); ``X.tocsr()`` where each cell
+    is stored once; ``X`` is not modified."""
+    from sklearn_dppca._rows import summed_csr
+
+    monkeypatch.setattr(_blocks, "SUMMED_PART_ENTRIES", 50)
+    X = _csc_stored(3, n=n, d=12, shuffle=shuffle, density=density)
+    X.data[::7] *= -3.0
+    X = sparse.csc_matrix(((X.data * 1000).astype(dtype), X.indices, X.indptr),
+                          shape=X.shape)
+    before = X.copy()
+    summed = X.astype(np.float32 if dtype == np.float32 else np.float64, copy=True)
+    summed.sum_duplicates()
+    got, want = summed_csr(X), summed.tocsr()
+    if shuffle and n == 40:
+        np.testing.assert_array_equal(got.indices, want.indices)
+        np.testing.assert_array_equal(got.indptr, want.indptr)
+        np.testing.assert_allclose(got.data, want.data, rtol=1e-5)
+    else:
+        _same(got, want)
+    assert got.has_canonical_format
+    _same(X, before)
+    once = summed.astype(dtype)  # each cell stored once: X.tocsr()
+    _same(summed_csr(once), once.tocsr())
+    assert isinstance(summed_csr(sparse.csc_array(X)), sparse.csr_array)
