@@ -232,6 +232,15 @@ def map_into(out, values):
     return out
 
 
+def _row_numbers(rows, n_rows):
+    """Rows given by index (numbers, maybe negative, or a mask) as their
+    numbers, without an array of every row's (read per block of a pass)."""
+    rows = np.asarray(rows)
+    if rows.dtype == bool:
+        return np.flatnonzero(rows)
+    return np.where(rows < 0, rows + n_rows, rows)
+
+
 class BoxedCSR:
     """The rows of a CSR matrix mapped by ``non_finite="clip"``'s map
     (``mapped``: :func:`numpy.nan_to_num`) and/or clipped into a box that
@@ -318,7 +327,7 @@ class BoxedCSR:
             # each row as a slice sums it (a long one in pieces), read alike
             block = sparse.vstack(
                 [_summed_block(X, r, r + 1, self.dtype, *self.summed)
-                 for r in np.arange(X.shape[0])[rows]], format="csr",
+                 for r in _row_numbers(rows, X.shape[0])], format="csr",
                 dtype=self.dtype)
             values = block.data
         else:
@@ -343,7 +352,7 @@ class BoxedCSR:
     def _long_rows(self, rows):
         """Whether the rows ``rows`` (by index) hold one that
         :func:`_summed_block` sums in pieces (:func:`_summed_line`)."""
-        rows = np.arange(self.shape[0])[rows]
+        rows = _row_numbers(rows, self.shape[0])
         indptr = self.base.indptr
         return bool(np.any(indptr[rows + 1] - indptr[rows]
                            > _longest_part(self.shape[1])))

@@ -107,6 +107,10 @@ def test_long_rows_are_read_summed_in_pieces(monkeypatch, dtype, shuffle):
             _same(got, want)
     picked = np.array([7, 2, 0, 300])
     _same(rows[picked], sparse.vstack([rows[r:r + 1] for r in picked], format="csr"))
+    _same(rows[picked - 600], rows[picked])  # negative numbers
+    mask = np.zeros(600, dtype=bool)
+    mask[[0, 7, 300]] = True
+    _same(rows[mask], rows[np.array([0, 7, 300])])
     _same(before, X)
 
 
