@@ -46,7 +46,12 @@ def test_a_row_longer_than_its_part_is_summed_within_the_plan():
     times). It is summed a piece at a time into ``d`` values: the peak is
     within the plan, the release is the summed rows' bit for bit (rows in
     order: SciPy sums them in the order stored), ``X`` is not modified."""
-    X = _long_row()
+    _fits_within_the_plan_as_summed(_long_row())
+
+
+def _fits_within_the_plan_as_summed(X):
+    """The fit on ``X`` peaks within its plan and releases what the fit on
+    ``X`` summed does, bit for bit; ``X`` is not modified."""
     n, d = X.shape
     before = X.copy()
     est = _pca()
@@ -54,7 +59,9 @@ def test_a_row_longer_than_its_part_is_summed_within_the_plan():
     assert peak <= est._memory_needed(n, d) + est._copy_bytes
     summed = X.copy()
     summed.sum_duplicates()
-    reference = _pca().fit(summed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reference = _pca().fit(summed)
     for name in ("components_", "mean_", "explained_variance_", "noise_variance_"):
         np.testing.assert_array_equal(getattr(est, name), getattr(reference, name))
     _same(X, before)
@@ -134,20 +141,7 @@ def test_csc_storing_cells_4_times_peaks_within_the_plan():
     a plan of 76.8 MB. Its columns are summed a part at a time into the CSR
     copy the plan counts: within the plan, the release is the summed
     matrix's bit for bit, ``X`` is not modified."""
-    X = _csc_stored(4)
-    n, d = X.shape
-    before = X.copy()
-    est = _pca()
-    peak = traced_peak(est, X)
-    assert peak <= est._memory_needed(n, d) + est._copy_bytes
-    summed = X.copy()
-    summed.sum_duplicates()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        reference = _pca().fit(summed)
-    for name in ("components_", "mean_", "explained_variance_", "noise_variance_"):
-        np.testing.assert_array_equal(getattr(est, name), getattr(reference, name))
-    _same(X, before)
+    _fits_within_the_plan_as_summed(_csc_stored(4))
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
