@@ -13,7 +13,8 @@ that depends on that row's content only, as a missing value's does.
 The state is pandas' (its C tokenizer with the defaults the CLI reads with:
 ``quotechar='"'``, ``doublequote=True``, no escape or comment character). A
 quote opens a quoted cell only at the start of a cell (the file's first
-byte, after a UTF-8 byte order mark, after ``,``, ``\\n`` or ``\\r``);
+byte, after a UTF-8 byte order mark, after ``,``, ``\\n`` or ``\\r``; after
+the ``sep`` given, ``;`` or a tab, instead of ``,``: ``--sep``);
 inside one, ``""`` is a quote and a lone ``"`` closes it; elsewhere a quote
 is a character of the cell (``5" wide``). Counting every quote's parity is
 not enough: ``x"y,"a<line break>b"`` holds a quoted line break that the
@@ -41,11 +42,16 @@ import numpy as np
 #: all, in a block of only quotes or line breaks), never more of the file.
 SCAN_BLOCK = 2**20
 
-_QUOTE, _NEWLINE, _CR, _COMMA = 34, 10, 13, 44
+_QUOTE, _NEWLINE, _CR = 34, 10, 13
 _BOM = b"\xef\xbb\xbf"
-#: The bytes after which a quote starts a cell: ``,``, ``\n``, ``\r``.
-_CELL_START = np.zeros(256, dtype=bool)
-_CELL_START[[_COMMA, _NEWLINE, _CR]] = True
+
+
+def _cell_starts(sep):
+    """The bytes after which a quote starts a cell: ``sep`` (one ASCII
+    character: ``,``, ``;``, a tab), ``\\n``, ``\\r``, as a table by byte."""
+    table = np.zeros(256, dtype=bool)
+    table[[ord(sep), _NEWLINE, _CR]] = True
+    return table
 
 
 def scan(path, block=SCAN_BLOCK):
@@ -58,14 +64,16 @@ def scan(path, block=SCAN_BLOCK):
     return scan_lines(path, block)[:2]
 
 
-def scan_lines(path, block=SCAN_BLOCK):
+def scan_lines(path, block=SCAN_BLOCK, sep=","):
     """:func:`scan`'s ``(quoted_break, unterminated)`` and ``lone_cr``:
     whether a line of ``path`` ends in a carriage return that no
     ``b"\\n"`` follows, outside a quoted cell (where pandas' reading, not
-    Dask's cutting, ends a line), in the same pass."""
+    Dask's cutting, ends a line), in the same pass; ``sep``: the character
+    between cells, after which a quote opens a quoted cell."""
     with open(path, "rb", buffering=0) as f:
         # pandas skips a byte order mark: the first cell starts after it
-        state = _State(len(_BOM) if f.read(len(_BOM)) == _BOM else 0)
+        state = _State(len(_BOM) if f.read(len(_BOM)) == _BOM else 0,
+                       _cell_starts(sep))
         f.seek(0)
         buffer, held, dropped = bytearray(block), 0, 0
         while True:
@@ -107,8 +115,9 @@ class _State:
     """The tokenizer's state between blocks: ``inside`` a quoted cell or not,
     and where the next block starts (whether a cell starts there)."""
 
-    def __init__(self, first_cell):
+    def __init__(self, first_cell, cell_start):
         self.inside = self.found = False
+        self.cell_start = cell_start  # :func:`_cell_starts`
         #: a lone CR outside a quoted cell; the last byte fed is a CR there
         self.lone = self.cr_last = False
         #: the file's offset where its first cell starts, the next block's
@@ -157,9 +166,10 @@ class _State:
         where, quote = special[groups], quote[groups]
         odd = quote & (np.diff(groups, append=len(special)) & 1).astype(bool)
         # a run starts a cell after a comma or a line break (or the file)
-        cell_start = _CELL_START[codes[where - 1]]
+        cell_start = self.cell_start[codes[where - 1]]
         if where[0] == 0:  # the byte before it ended the last block
-            cell_start[0] = self.previous in (None, _COMMA, _NEWLINE, _CR)
+            cell_start[0] = (self.previous is None
+                             or bool(self.cell_start[self.previous]))
         cell_start |= where == self.first_cell - self.offset
         # the state after each group: the parity of the toggles since the
         # last reset (the count of toggles is nondecreasing: the one at the
