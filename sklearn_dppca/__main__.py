@@ -57,6 +57,7 @@ import numpy as np
 from . import _cli_args
 from ._cli_args import ESTIMATORS
 from ._cli_demo import demo
+from ._csv_dialect import csv_dialect
 from ._released import FEWER_FEATURES, SCALE_ADVICE, SPARSE_SCALE_ADVICE
 
 # ------------------------------------------------------------------ fit
@@ -145,13 +146,14 @@ def _verbose(args, message):
         _say(args, message)
 
 
-def _read_reporting(args, read_table):
+def _read_reporting(args, read_table, dialect, sniff):
     """``read_table(args.data)``; with ``-v`` a line before and one after.
 
     Both name public values only: the file, then its rows × columns.
     """
     _verbose(args, f"reading {args.data}")
-    frame = read_table(args.data, numeric_header=args.numeric_header)
+    frame = read_table(args.data, numeric_header=args.numeric_header,
+                       dialect=dialect, sniff=sniff)
     _verbose(args, f"read {frame.shape[0]} rows x {frame.shape[1]} columns "
                    f"from {args.data}")
     return frame
@@ -171,6 +173,11 @@ def _read_matrix(args, columns, hint, fill=None, missing_hint=None, check=None,
     columns, the number of partitions.
     """
     from ._cli_io import is_sparse_file, numeric_matrix, read_sparse, read_table
+
+    dialect, sniff = csv_dialect(args)
+    if dialect["sep"] in ";\t" and dialect["decimal"] == ".":  # a public hint
+        hint += (f" (with --sep {dialect['sep']!r}, decimals written 1,5 need "
+                 "--decimal ',')")
 
     sparse_data = is_sparse_file(args.data)  # .npz: lists a directory or glob
     if sparse_data and args.dask:  # CSR chunks, one per file
@@ -198,16 +205,17 @@ def _read_matrix(args, columns, hint, fill=None, missing_hint=None, check=None,
         return X, names, None
     if not args.dask:
         _refuse_many_files(args.data)
-        frame = _read_reporting(args, read_table)
+        frame = _read_reporting(args, read_table, dialect, sniff)
         if inspect is not None:
             inspect(frame)
         X, names = numeric_matrix(frame, columns, args.data, hint=hint, fill=fill,
-                                  missing_hint=missing_hint)
+                                  missing_hint=missing_hint, dialect=dialect)
         return X, names, None
     from ._cli_dask import LazyMatrix, LazyTable
 
     _verbose(args, f"reading {args.data} with Dask")
-    table = LazyTable(args.data, numeric_header=args.numeric_header)
+    table = LazyTable(args.data, numeric_header=args.numeric_header,
+                      dialect=dialect, sniff=sniff)
     if inspect is not None:
         inspect(table.frame)
     lazy = LazyMatrix(table, columns, args.data, hint=hint, fill=fill,
@@ -391,6 +399,7 @@ def fit_command(args):
     _check_dask_options(args)
     _refuse_dense_maps(args)
     estimator = _make_estimator(args)  # bad options fail before the data is read
+    csv_dialect(args)
     check_writable(args.output)  # and before any budget is spent
     _refuse_overwrite(args)
     if args.data == "-" and args.bounds == ["-"]:
@@ -638,7 +647,7 @@ def _load_bounds(args, columns):
     if not values:
         return None
     if len(values) == 1:
-        loaded = _bounds_file(values[0])
+        loaded = _bounds_file(values[0], args)
         if columns:
             _read_bounds(args, loaded, columns)
         return loaded
@@ -653,14 +662,17 @@ def _load_bounds(args, columns):
     return float(lower[0]), float(upper[0])
 
 
-def _bounds_file(path):
+def _bounds_file(path, args):
     """``(names, cells)`` of a ``--bounds`` file: its header's names, each
     once (a CSV's header read as written: pandas renames a repeated name),
-    and its two rows as text or numbers."""
+    and its two rows as text or numbers; a CSV read with ``--sep`` and
+    ``--decimal``."""
     from ._cli_io import quote_names, read_table, table_format
 
+    dialect, sniff = csv_dialect(args)
     try:  # public: no row of data
-        frame = read_table(path, numeric_header=True)
+        frame = read_table(path, numeric_header=True, dialect=dialect,
+                           sniff=sniff)
     except FileNotFoundError:
         raise ValueError(f"--bounds {path}: no such file") from None
     except ValueError as exc:  # it names the file
@@ -672,7 +684,7 @@ def _bounds_file(path):
         import pandas as pd
 
         header = [str(n) for n in pd.read_csv(path, header=None, nrows=1,
-                                              dtype=str).iloc[0]]
+                                              dtype=str, **dialect).iloc[0]]
         repeated = sorted({n for n in header if header.count(n) > 1})
         if repeated:
             raise ValueError(f"--bounds {path}: the column(s) {quote_names(repeated)} "
@@ -788,6 +800,7 @@ def transform_command(args):
 
     require_pandas("transform")
     _check_dask_options(args)
+    csv_dialect(args)
     model = load_model(args.model)
     if model.scale_ranges is not None and is_sparse_file(args.data):
         raise ValueError(

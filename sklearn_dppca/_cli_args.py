@@ -110,7 +110,41 @@ ESTIMATORS = {
 }
 
 
+def _separator(text):
+    """``--sep``: one ASCII character, ``tab`` or ``\\t`` (as a shell passes
+    ``'\\t'``) for a tab; not a quote or a line break."""
+    text = {"tab": "\t", "\\t": "\t"}.get(text, text)
+    if len(text) != 1 or not text.isascii() or text in '"\n\r':
+        raise argparse.ArgumentTypeError(
+            f"must be one ASCII character (tab: 'tab' or '\\t'), not a quote "
+            f"or a line break, got {text!r}")
+    return text
+
+
+def _decimal_mark(text):
+    """``--decimal``: one ASCII character, not a quote, line break or
+    digit."""
+    if len(text) != 1 or not text.isascii() or text in '"\n\r' or text.isdigit():
+        raise argparse.ArgumentTypeError(
+            f"must be one character ('.' or ','), got {text!r}")
+    return text
+
+
+def _add_csv_options(command):
+    command.add_argument(
+        "--sep", metavar="CHAR", type=_separator,
+        help="the character between a CSV's cells (default: ','): ';' or tab "
+        "(--sep tab, or --sep '\\t') for many spreadsheet and survey exports; "
+        "every CSV the command reads (DATA; with fit a --bounds FILE too) is "
+        "read with it")
+    command.add_argument(
+        "--decimal", metavar="CHAR", type=_decimal_mark,
+        help="a CSV's decimal mark (default: '.'): ',' reads 1,5 as 1.5 "
+        "(with --sep ';' or tab)")
+
+
 def _add_dask_options(command, name):
+    _add_csv_options(command)
     command.add_argument(
         "--numeric-header", action="store_true",
         help="a CSV's first line is its header even though every name in it is "

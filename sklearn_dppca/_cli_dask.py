@@ -53,6 +53,7 @@ from ._cli_io import (
     unreadable_sparse,
     wider_rows,
 )
+from ._csv_dialect import DEFAULT_DIALECT, header_names, refuse_other_separator
 from ._dask import partition_lengths
 from ._dask_memory import (
     CSV_BLOCK,
@@ -238,7 +239,7 @@ class LazyTable:
     kind : {"csv", "parquet"}
     """
 
-    def __init__(self, path, numeric_header=False):
+    def __init__(self, path, numeric_header=False, dialect=None, sniff=False):
         import dask.dataframe as dd
 
         files, kind = table_files(path)
@@ -248,14 +249,21 @@ class LazyTable:
             raise ValueError(f"{path}: matches CSV files compressed in different "
                              "ways (or not): name files of one kind")
         self._files, self.kind = files, kind
-        self._csv = dict(compression=compression.pop())
+        #: A CSV's ``sep`` and ``decimal`` (``--sep``, ``--decimal``).
+        self.dialect = dict(dialect or DEFAULT_DIALECT)
+        self._csv = dict(compression=compression.pop(), **self.dialect)
+        if kind == "csv" and sniff:  # the first file's header line only
+            names = header_names(files[0], compression=self._csv["compression"])
+            if names is not None:
+                refuse_other_separator(
+                    names, path if len(files) == 1 else files[0])
         # a compressed file cannot be split into blocks
         self._csv["blocksize"] = (None if self._csv["compression"] or kind != "csv"
                                   else csv_blocksize(files))
         try:
             if self._csv["blocksize"] is not None and kind == "csv":
                 for f in files:  # before Dask reads a row (review 97 F2)
-                    _whole_lines(f)
+                    _whole_lines(f, self.dialect["sep"])
             with private_computation():  # Dask reads the first rows here
                 frame = (dd.read_parquet(files) if kind == "parquet"
                          else dd.read_csv(files, **self._csv))
@@ -296,9 +304,10 @@ class LazyTable:
         its header is not quoted (in a file without one it is a row)."""
         compression = self._csv["compression"]
         # the first row's fields too, as pandas judges them in memory
-        first = _csv_header(self._files[0], compression, rows=1)
+        first = _csv_header(self._files[0], compression, rows=1,
+                            dialect=self.dialect)
         for f in self._files[1:]:
-            names = _csv_header(f, compression)
+            names = _csv_header(f, compression, dialect=self.dialect)
             if names != first:
                 how = (" (the same names in another order)"
                        if sorted(names) == sorted(first) else "")
@@ -320,7 +329,8 @@ class LazyTable:
             with private_computation():
                 return pd.read_csv(self._files[0], usecols=names, dtype=object,
                                    nrows=PEEK_ROWS,
-                                   compression=self._csv["compression"])
+                                   compression=self._csv["compression"],
+                                   **self.dialect)
         except UnicodeDecodeError as exc:
             raise csv_refusal(self._files[0], exc) from None
 
@@ -423,8 +433,11 @@ class LazyTable:
         import pandas as pd
         from dask.dataframe.io.csv import read_pandas
 
+        dialect = self.dialect
+
         def text(part):  # as objects (Dask may have made them strings)
-            numbers = as_numbers(part.astype(object), names, csv=True)
+            numbers = as_numbers(part.astype(object), names, csv=True,
+                                 dialect=dialect)
             return pd.DataFrame([[numbers[c].dtype != np.float64 for c in names]],
                                 columns=names)
 
@@ -469,7 +482,7 @@ class LazyMatrix:
         objects = [c for c in chosen if is_object_dtype(frame.dtypes[c])
                    or is_string_dtype(frame.dtypes[c])]
         if objects:
-            head = as_numbers(table.peek(objects), objects, csv)
+            head = as_numbers(table.peek(objects), objects, csv, table.dialect)
             frame = frame.astype({c: np.float64 for c in objects
                                   if head[c].dtype == np.float64})
         self.names = choose_columns(frame, chosen, path, hint, csv)
@@ -678,7 +691,7 @@ class _CutRefusal(ValueError):
     (:func:`_whole_lines`), in its final words."""
 
 
-def _whole_lines(path):
+def _whole_lines(path, sep=","):
     """Refuse the uncompressed CSV file ``path``, which Dask cuts into blocks
     at line breaks without knowing quotes, where a quoted cell holds a line
     break (:func:`~sklearn_dppca._csv_quotes.scan`, pandas' reading): a block
@@ -691,12 +704,13 @@ def _whole_lines(path):
     carriage return (outside quotes): Dask cuts at ``b"\\n"`` only, so its
     header (the bytes up to the first) held the rows before it, read once
     more per block, and a file of such lines was one block, beyond the
-    memory plan (review 101 F1)."""
+    memory plan (review 101 F1). ``sep``: the character between cells
+    (after which a quote opens a quoted cell)."""
     import pandas as pd
 
     from ._csv_quotes import scan_lines
 
-    broken, unterminated, lone_cr = scan_lines(path)
+    broken, unterminated, lone_cr = scan_lines(path, sep=sep)
     if unterminated:
         raise _CutRefusal(str(csv_refusal(path, pd.errors.ParserError(
             "Error tokenizing data. C error: EOF inside string starting at "
@@ -781,7 +795,7 @@ def _reading(path, read):
         raise ValueError(f"{path}: cannot read the table: {one_line(exc)}") from None
 
 
-def _csv_header(path, compression, rows=0):
+def _csv_header(path, compression, rows=0, dialect=None):
     """The column names of the CSV file ``path``, from its first line (as
     pandas reads a header), with its refusals in one line naming it; with
     ``rows=1`` its first row is read too, and refused where it has more
@@ -790,7 +804,8 @@ def _csv_header(path, compression, rows=0):
 
     try:
         with private_computation():
-            head = pd.read_csv(path, nrows=rows, compression=compression)
+            head = pd.read_csv(path, nrows=rows, compression=compression,
+                               **(dialect or DEFAULT_DIALECT))
     except FileNotFoundError:
         raise
     except pd.errors.EmptyDataError:

@@ -27,6 +27,12 @@ from urllib.request import url2pathname
 
 import numpy as np
 
+from ._csv_dialect import (
+    DEFAULT_DIALECT,
+    Rejoined,
+    header_names,
+    refuse_other_separator,
+)
 from ._pca_model import whiten_scale
 from ._warning_rules import private_computation
 
@@ -165,7 +171,7 @@ def _check_parquet_engine():
         )
 
 
-def read_table(path, numeric_header=False):
+def read_table(path, numeric_header=False, dialect=None, sniff=False):
     """Read a CSV or Parquet file into a DataFrame; one-line errors.
 
     Parameters
@@ -175,6 +181,12 @@ def read_table(path, numeric_header=False):
     numeric_header : bool, default=False
         Whether a CSV's first line is its header even where every name in it
         is a number (:func:`check_header` otherwise refuses it).
+    dialect : dict, default=None
+        A CSV's ``sep`` and ``decimal`` (:data:`DEFAULT_DIALECT`).
+    sniff : bool, default=False
+        Whether to refuse, before any row is read, a CSV whose header looks
+        separated by another character than ``,``
+        (:func:`refuse_other_separator`): ``--sep`` was not given.
 
     Returns
     -------
@@ -195,11 +207,19 @@ def read_table(path, numeric_header=False):
             raise ValueError(f"{path}: cannot read Parquet: {one_line(exc)}") from exc
     else:
         source = sys.stdin if path == "-" else path
+        if sniff:  # the header line only: standard input's, read again
+            if path == "-":
+                first = sys.stdin.readline()
+                source = Rejoined(first, sys.stdin)
+            names = (header_names(first, line=True) if path == "-"
+                     else header_names(path))
+            if names is not None:
+                refuse_other_separator(names, path)
         try:
             # pandas' DtypeWarning names a column holding text in a row
             # past its first chunk, a column perhaps not even chosen
             with private_computation():
-                frame = pd.read_csv(source)
+                frame = pd.read_csv(source, **(dialect or DEFAULT_DIALECT))
         except pd.errors.EmptyDataError:
             raise ValueError(
                 f"{path}: the file is empty (no header, no rows)"
@@ -460,7 +480,7 @@ MISSING_HINT = (
 
 
 def numeric_matrix(frame, columns, path, hint, fill=None,
-                   missing_hint="drop or impute them first"):
+                   missing_hint="drop or impute them first", dialect=None):
     """The chosen columns of ``frame`` as a finite float64 matrix.
 
     Parameters
@@ -478,6 +498,8 @@ def numeric_matrix(frame, columns, path, hint, fill=None,
         an empty cell); ``None``: missing values are an error.
     missing_hint : str
         Appended to the error about missing values (what to do next).
+    dialect : dict, default=None
+        The ``sep`` and ``decimal`` a CSV was read with.
 
     Returns
     -------
@@ -485,7 +507,8 @@ def numeric_matrix(frame, columns, path, hint, fill=None,
     names : list of str
     """
     csv = table_format(path) == "csv"
-    frame = as_numbers(frame, frame.columns if columns is None else columns, csv)
+    frame = as_numbers(frame, frame.columns if columns is None else columns, csv,
+                       dialect)
     columns = choose_columns(frame, columns, path, hint, csv)
     frame = frame[columns]
     if callable(fill):  # public values that depend on the columns chosen
@@ -500,7 +523,7 @@ def numeric_matrix(frame, columns, path, hint, fill=None,
     return X, columns
 
 
-def as_numbers(frame, names, csv=False):
+def as_numbers(frame, names, csv=False, dialect=None):
     """``frame`` with each column of ``names`` (those it has) whose every
     cell is a number or missing made float64, where pandas kept it as
     objects or text: integers beyond 64 bits (CSV; pandas 3 types an
@@ -513,7 +536,8 @@ def as_numbers(frame, names, csv=False):
     (:func:`~sklearn_dppca._dask.saturated`), refused as one. With ``csv``,
     ``True`` and ``False`` are text (:func:`choose_columns`), and a cell of
     text is a number where pandas' CSV parser reads it as a float
-    (:func:`_csv_floats`), as the ``--dask`` read of a chosen column does."""
+    (:func:`_csv_floats`, with ``dialect``'s decimal mark), as the
+    ``--dask`` read of a chosen column does."""
     from pandas.api.types import is_object_dtype, is_string_dtype
 
     from ._dask import saturated
@@ -529,21 +553,23 @@ def as_numbers(frame, names, csv=False):
         if csv and any(isinstance(c, (bool, np.bool_)) for c in cells):
             continue  # True/False among missing cells: text in a CSV
         try:
-            converted[name] = saturated(_csv_floats(cells) if csv else cells
-                                        ).astype(np.float64)
+            converted[name] = saturated(
+                _csv_floats(cells, dialect) if csv else cells
+            ).astype(np.float64)
         except (TypeError, ValueError):
             pass  # text: refused by name
     return frame.assign(**converted) if converted else frame
 
 
-def _csv_floats(cells):
+def _csv_floats(cells, dialect=None):
     """The object array ``cells`` with its text cells parsed by pandas' CSV
     reader as a float64 column (the parser of the ``--dask`` read, which
     reads ``inf`` and ``1e400`` and refuses ``1_0`` and ``0x10``, unlike
     Python's ``float``; an empty cell or a missing marker, ``NA``, which
     pandas leaves as text in such a column, NaN as there: review 101 F3):
     ``ValueError`` where one does not read as a number, or could not be
-    one cell of a line (a quote, comma or line break). A new array."""
+    one cell of a line (a quote, the separator or a line break). ``dialect``:
+    the ``sep`` and ``decimal`` of the file's read. A new array."""
     import io
 
     import pandas as pd
@@ -552,11 +578,14 @@ def _csv_floats(cells):
     text = np.flatnonzero([isinstance(c, str) for c in cells])
     if text.size:
         lines = cells[text].tolist()
-        if any(re.search(r'["\n\r,]', line) for line in lines):
+        dialect = dialect or DEFAULT_DIALECT
+        if any(re.search("[\"\n\r" + re.escape(dialect["sep"]) + "]", line)
+               for line in lines):
             raise ValueError("not a number")
         with private_computation():  # pandas' message would quote the cell
             parsed = pd.read_csv(io.StringIO("\n".join(lines)), header=None,
-                                 dtype=np.float64, skip_blank_lines=False)
+                                 dtype=np.float64, skip_blank_lines=False,
+                                 **dialect)
         if parsed.shape != (text.size, 1):
             raise ValueError("not a number")
         cells[text] = parsed[0].tolist()

@@ -1,0 +1,83 @@
+"""How the ``dppca`` command reads a CSV's cells: ``--sep`` and
+``--decimal`` (its dialect), and the refusal of a file whose header looks
+separated by another character than the one it is read with."""
+
+import io
+
+from ._warning_rules import private_computation
+
+#: pandas' reading of a CSV's cells: ``--sep`` and ``--decimal``.
+DEFAULT_DIALECT = {"sep": ",", "decimal": "."}
+
+
+def csv_dialect(args):
+    """``(dialect, sniff)`` of a command's options: the ``read_csv`` keywords
+    ``sep`` and ``decimal``, and whether ``--sep`` was left out (a header
+    that looks separated by another character is then refused:
+    :func:`refuse_other_separator`)."""
+    sep = getattr(args, "sep", None)
+    dialect = {"sep": sep or ",", "decimal": getattr(args, "decimal", None) or "."}
+    if dialect["sep"] == dialect["decimal"]:
+        raise ValueError(f"--sep and --decimal are both {dialect['sep']!r}: "
+                         "a CSV's cells cannot be split at its decimal mark")
+    return dialect, sep is None
+
+
+def refuse_other_separator(names, path):
+    """Refuse a CSV read with ``,`` (``--sep`` not given) whose header, one
+    column ``names`` as pandas read it, holds ``;`` or a tab: a file
+    separated by that character, whose cells would all be one column of
+    text. The header only is looked at (public: the column names), before
+    any row is read."""
+    if len(names) != 1:
+        return
+    counts = {";": names[0].count(";"), "\t": names[0].count("\t")}
+    sep = max(counts, key=counts.get)
+    if counts[sep]:
+        what, flag = (("';'", "--sep ';'") if sep == ";"
+                      else ("tabs", "--sep tab"))
+        raise ValueError(
+            f"{path}: this file looks separated by {what} \u2014 pass {flag} "
+            f"(and --decimal ',' if its decimals are written 1,5); if its "
+            f"header is one column's name, pass --sep ','")
+
+
+class Rejoined:
+    """A text stream read again from its start: the line ``first`` already
+    read from ``rest``, then ``rest`` (standard input, read once)."""
+
+    def __init__(self, first, rest):
+        self._first, self._rest = first, rest
+
+    def read(self, size=-1):
+        if self._first:
+            text, self._first = self._first, ""
+            return text
+        return self._rest.read(size)
+
+    def readline(self):
+        if self._first:
+            text, self._first = self._first, ""
+            return text
+        return self._rest.readline()
+
+    def __iter__(self):
+        return iter(self.readline, "")
+
+
+def header_names(source, compression="infer", line=False):
+    """The column names of the CSV header of the file ``source`` read with
+    ``,`` (its first line only: pandas reads no row with ``nrows=0``), or of
+    with ``line`` the line ``source`` itself (standard input's first, read
+    once); ``None`` where pandas cannot read it: the full read then
+    refuses it in its own words."""
+    import pandas as pd
+
+    if line:
+        source = io.StringIO(source)
+    try:
+        with private_computation():
+            return [str(c) for c in pd.read_csv(
+                source, nrows=0, compression=compression).columns]
+    except (OSError, ValueError):
+        return None

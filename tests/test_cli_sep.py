@@ -1,0 +1,196 @@
+"""``--sep`` and ``--decimal``: CSV files separated by ``;`` or tabs (with
+decimal commas), as spreadsheets and survey tools export them, read by
+``fit`` and ``transform``, in memory and with ``--dask``; without ``--sep``
+such a file is refused from its header line alone, naming the flag."""
+
+import io
+import json
+import random
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sklearn_dppca import BudgetAccountant
+
+from .test_cli import assert_one_error_line, run
+
+FIT = ["-k", 1, "--epsilon", 1, "--delta", 1e-6, "--data-norm", 20,
+       "--seed", 0, "-q"]
+
+
+def table(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(np.round(rng.normal(size=(n, 3)) * [3, 2, 1], 3),
+                        columns=["a", "b", "c"])
+
+
+def write(path, frame, sep=",", decimal="."):
+    frame.to_csv(path, index=False, sep=sep, decimal=decimal)
+    return path
+
+
+def components(path):
+    return np.array(json.loads(path.read_text())["attributes"]["components_"])
+
+
+def fit(capsys, data, model, *extra):
+    return run(capsys, "fit", data, *FIT, "-o", model, "--force", *extra)
+
+
+@pytest.mark.parametrize("sep, flag, what", [
+    (";", "--sep ';'", "';'"), ("\t", "--sep tab", "tabs")])
+def test_without_sep_the_header_names_the_flag_before_the_charge(
+        tmp_path, capsys, sep, flag, what):
+    """A ``;``- or tab-separated file read with ``,`` was refused as one
+    non-numeric column named ``a;b;c``; now its header names the flag, and
+    nothing is charged. The rows are never read: a row that cannot be
+    parsed (a quote never closed) gets the same refusal."""
+    ledger = tmp_path / "budget.db"
+    run(capsys, "ledger", "init", ledger, "--epsilon", 9, "--delta", 1e-6)
+    good = write(tmp_path / "good.csv", table(), sep=sep)
+    bad = tmp_path / "bad.csv"
+    bad.write_text(good.read_text() + f'1{sep}"2{sep}3\n')
+    for path in (good, bad):
+        rc, _, err = fit(capsys, path, tmp_path / "m.json", "--ledger", ledger)
+        assert rc == 2, err
+        assert_one_error_line(err)
+        assert (f"{path}: this file looks separated by {what} \u2014 pass "
+                f"{flag}") in err, err
+        assert BudgetAccountant(path=ledger).n_charges == 0
+        rc, _, err = run(capsys, "fit", path, "--dask", *FIT, "-o",
+                         tmp_path / "m.json", "--force", "--ledger", ledger)
+        assert rc == 2 and f"pass {flag}" in err, err
+        assert BudgetAccountant(path=ledger).n_charges == 0
+
+
+def test_a_comma_file_with_one_column_named_with_a_semicolon_fits(tmp_path, capsys):
+    """``--sep ,`` given: a header ``a;b`` is one column's name."""
+    path = tmp_path / "one.csv"
+    path.write_text("a;b\n" + "".join(f"{v}\n" for v in range(1, 30)))
+    rc, _, err = fit(capsys, path, tmp_path / "m.json")
+    assert rc == 2 and "--sep ','" in err, err
+    rc, _, err = fit(capsys, path, tmp_path / "m.json", "--sep", ",")
+    assert rc == 0, err
+
+
+@pytest.mark.parametrize("sep, flag", [(";", ";"), ("\t", "tab"), ("\t", "\\t"),
+                                       ("\t", "\t"), ("|", "|")])
+@pytest.mark.parametrize("dask", [False, True])
+def test_sep_reads_the_file_as_its_comma_twin(tmp_path, capsys, sep, flag, dask):
+    """The same table separated by ``,`` and by ``sep`` (decimal commas
+    with ``--decimal ,`` where ``sep`` is not a comma): the same release."""
+    pytest.importorskip("dask.dataframe") if dask else None
+    frame = table()
+    extra = ["--dask"] if dask else []
+    comma = write(tmp_path / "comma.csv", frame)
+    rc, _, err = fit(capsys, comma, tmp_path / "comma.json", *extra)
+    assert rc == 0, err
+    other = write(tmp_path / "other.csv", frame, sep=sep, decimal=",")
+    rc, _, err = fit(capsys, other, tmp_path / "other.json", "--sep", flag,
+                     "--decimal", ",", *extra)
+    assert rc == 0, err
+    np.testing.assert_allclose(components(tmp_path / "other.json"),
+                               components(tmp_path / "comma.json"), atol=1e-12)
+    # transform reads it too, and projects as on the comma file
+    outputs = []
+    for path, args in ((comma, []), (other, ["--sep", flag, "--decimal", ","])):
+        rc, out, err = run(capsys, "transform", tmp_path / "comma.json", path,
+                           "-o", "-", *extra, *args)
+        assert rc == 0, err
+        outputs.append(out)
+    assert outputs[0] == outputs[1]
+
+
+def test_decimal_commas_without_decimal_are_named_in_the_refusal(tmp_path, capsys):
+    path = write(tmp_path / "d.csv", table(), sep=";", decimal=",")
+    rc, _, err = fit(capsys, path, tmp_path / "m.json", "--sep", ";")
+    assert rc == 2, err
+    assert "non-numeric column(s)" in err and "need --decimal ','" in err, err
+
+
+def test_standard_input_is_sniffed_and_read_with_sep(tmp_path, capsys,
+                                                      monkeypatch):
+    text = write(tmp_path / "s.csv", table(), sep=";").read_text()
+    monkeypatch.setattr(sys, "stdin", io.StringIO(text))
+    rc, _, err = fit(capsys, "-", tmp_path / "m.json")
+    assert rc == 2 and "-: this file looks separated by ';'" in err, err
+    monkeypatch.setattr(sys, "stdin", io.StringIO(text))
+    rc, _, err = fit(capsys, "-", tmp_path / "m.json", "--sep", ";")
+    assert rc == 0, err
+    rc, _, err = fit(capsys, write(tmp_path / "c.csv", table()),
+                     tmp_path / "c.json")
+    assert rc == 0, err
+    np.testing.assert_allclose(components(tmp_path / "m.json"),
+                               components(tmp_path / "c.json"), atol=1e-12)
+
+
+def test_a_bounds_file_is_read_with_sep(tmp_path, capsys):
+    data = write(tmp_path / "d.csv", table(), sep=";", decimal=",")
+    bounds = tmp_path / "b.csv"
+    bounds.write_text("a;b;c\n-10;-10;-0,5\n10;10;0,5\n")
+    rc, _, err = fit(capsys, data, tmp_path / "m.json", "--sep", ";",
+                     "--decimal", ",", "--bounds", bounds)
+    assert rc == 0, err
+    rc, _, err = fit(capsys, write(tmp_path / "c.csv", table()),
+                     tmp_path / "c.json", "--bounds", bounds)
+    assert rc == 2 and "--bounds" in err and "pass --sep ';'" in err, err
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--sep", ";;"], "must be one ASCII character"),
+    (["--sep", '"'], "must be one ASCII character"),
+    (["--sep", "\u00a7"], "must be one ASCII character"),
+    (["--decimal", "1"], "must be one character"),
+    (["--sep", ";", "--decimal", ";"], "--sep and --decimal are both ';'"),
+])
+def test_bad_sep_or_decimal_is_refused(tmp_path, capsys, args, words):
+    path = write(tmp_path / "d.csv", table())
+    rc, _, err = fit(capsys, path, tmp_path / "m.json", *args)
+    assert rc == 2 and words in err, err
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_dask_refuses_a_quoted_line_break_after_a_semicolon(tmp_path, capsys):
+    """``--dask`` cuts a file at line breaks: one inside a quoted cell is
+    refused (mend 98); with ``--sep ';'`` a quote after ``;`` opens a cell,
+    as pandas reads it (the scan took only ``,`` for a cell's start)."""
+    pytest.importorskip("dask.dataframe")
+    lines = [f'{i % 7};{i % 5};"fine thanks"\n' for i in range(60)]
+    lines[30] = '1;2;"fine\nthanks"\n'
+    path = tmp_path / "q.csv"
+    path.write_text("x;y;comment\n" + "".join(lines))
+    rc, _, err = run(capsys, "fit", path, "--dask", "--sep", ";", "--columns",
+                     "x,y", *FIT, "-o", tmp_path / "m.json")
+    assert rc == 2 and "a quoted cell holds a line break" in err, err
+
+
+def test_the_scan_reads_quotes_after_sep_as_pandas_does(tmp_path):
+    """Random bytes of ``a ; , " \\n``: with ``sep=';'`` the scan finds a
+    quoted line break and an unterminated quote where pandas' tokenizer,
+    reading with ``sep=';'``, does."""
+    from sklearn_dppca._csv_quotes import scan_lines
+
+    def ends_inside(head):
+        try:
+            pd.read_csv(io.BytesIO(head), header=None, names=range(60),
+                        dtype=str, sep=";")
+        except pd.errors.EmptyDataError:
+            return False
+        except pd.errors.ParserError as exc:
+            if "EOF inside string" in str(exc):
+                return True
+            raise
+        return False
+
+    rng = random.Random(0)
+    alphabet = [b"a", b";", b",", b'"', b'"', b"\n", b" "]
+    path = tmp_path / "t.csv"
+    for _ in range(400):
+        data = b"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 20)))
+        path.write_bytes(data)
+        breaks = [ends_inside(data[:i + 1]) for i, c in enumerate(data) if c == 10]
+        want = (any(breaks), ends_inside(data))
+        for block in (1, 2, 3, 7, 2**20):
+            assert scan_lines(path, block, sep=";")[:2] == want, (data, block)
