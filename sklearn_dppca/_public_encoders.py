@@ -73,13 +73,19 @@ def is_public_column_transformer(step, is_public, dense=True):
 
 def is_public_encoding(step):
     """A public ``OneHotEncoder`` (:func:`is_public_onehot`), or a public
-    ``ColumnTransformer`` holding one."""
+    ``ColumnTransformer`` or ``Pipeline`` holding one, at any depth (a
+    branch ``Pipeline(constant fill, encoder)``: review 114 F1)."""
     if is_public_onehot(step):
         return True
+    from sklearn.pipeline import Pipeline
+
     from ._search_plan import _is_stateless
 
+    if type(step) is Pipeline:
+        return _is_stateless(step) and any(
+            is_public_encoding(s) for _, s in step.steps)
     return is_public_column_transformer(step, _is_stateless) and any(
-        is_public_onehot(t) for _, t, _ in step.transformers)
+        is_public_encoding(t) for _, t, _ in step.transformers)
 
 
 def template_row(empty):

@@ -455,7 +455,10 @@ def _is_stateless(step, text=False):
     (:func:`_is_constant_fill`), a ``OneHotEncoder`` of public categories
     (:func:`~sklearn_dppca._public_encoders.is_public_onehot`), or a
     ``ColumnTransformer`` of such steps (:func:`~sklearn_dppca.
-    _public_encoders.is_public_column_transformer`). An encoder changes the
+    _public_encoders.is_public_column_transformer`), or a ``Pipeline``
+    (exactly, without ``memory``) of such steps, as a ColumnTransformer's
+    branch or a step before the private one (review 114 F1: each step alone
+    passed, their Pipeline did not). An encoder changes the
     number of columns: it does not keep them (:func:`keeps_columns`).
     With ``text``, a public text vectorizer too (:func:`~sklearn_dppca.
     _public_text.is_public_text`: hashing, or a public vocabulary without
@@ -467,7 +470,9 @@ def _is_stateless(step, text=False):
             or _is_constant_fill(step) or is_public_onehot(step)
             or (text and is_public_text(step))
             or is_public_column_transformer(
-                step, lambda inner: _is_stateless(inner, text)))
+                step, lambda inner: _is_stateless(inner, text))
+            or (type(step) is Pipeline and step.memory is None and all(
+                _is_stateless(inner, text) for _, inner in step.steps)))
 
 
 def warn_if_after_learned_steps(model):
