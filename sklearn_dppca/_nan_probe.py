@@ -32,7 +32,7 @@ from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
 
 from ._search_plan import _value_key
-from ._search_rows import _is_passthrough
+from ._search_rows import _is_passthrough, _runs_your_code
 from ._warning_rules import private_computation
 
 #: Probes that split the sets of columns whose probe raised, per distinct
@@ -71,6 +71,7 @@ def heads_nan_columns(heads_list, n_features, names=None, sparse_rows=False,
         if key in seen:
             continue
         seen.add(key)
+        _refuse_failing(steps, base, sparse_rows)
 
         def probe(cols, steps=steps):
             return _fails(steps, _nan_rows(base, cols), sparse_rows)
@@ -193,15 +194,41 @@ def _nan_rows(base, cols):
 def _fails(steps, rows, sparse_rows):
     """Whether a clone of ``steps`` raises on ``rows`` (silenced: public
     values, no warning of theirs is a release)."""
+    return _error(steps, rows, sparse_rows) is not None
+
+
+def _error(steps, rows, sparse_rows):
+    """What a clone of ``steps`` raises on ``rows``, else None."""
     if sparse_rows:
         rows = sparse.csr_matrix(rows)
     probe = clone(Pipeline([(f"s{i}", h) for i, h in enumerate(steps)]))
     try:
         with private_computation():
             probe.fit_transform(rows)
-    except Exception:  # noqa: BLE001 - a user's step refusing the probe
-        return True
-    return False
+    except Exception as error:  # noqa: BLE001 - a user's step refusing the probe
+        return error
+    return None
+
+
+def _refuse_failing(steps, base, sparse_rows):
+    """Refuse, before the charge, ``steps`` that raise on the probe's rows
+    without NaN (``base``: zeros, or the encoders' public row): NaN is not
+    the cause, and a failure on every probe would blame NaN in every column
+    (review 114 F2: a PublicScaler's ranges missing a column, refused as
+    NaN in columns that had none). The steps' own error, named; public:
+    the steps and ``X``'s columns. Steps that run a function of yours (a
+    ``FunctionTransformer``'s ``func``) may refuse these rows only, and
+    fit on the data: they are probed as before (NaN refused in every
+    column whose probe raises)."""
+    if any(_runs_your_code(step) for step in steps):
+        return
+    error = _error(steps, base, sparse_rows)
+    if error is not None:
+        raise ValueError(
+            f"{str(error).rstrip('.')} (the steps before the private "
+            "estimator raise this on rows of public values of X's columns, "
+            "without NaN: zeros, and missing values in text columns). The "
+            "search was refused before it spent any budget.") from error
 
 
 def _nan_capable(X):
@@ -278,6 +305,7 @@ def _refuse_encoded_nan(heads_list, X):
         if key in seen:
             continue
         seen.add(key)
+        _refuse_failing(heads, base, False)
 
         def probe(cols, heads=heads):
             return _fails(heads, _nan_rows(base, cols), False)

@@ -196,7 +196,7 @@ def passed_names(heads, names):
     from sklearn.utils._set_output import _get_output_config
 
     kept = all(_is_passthrough(h) or _get_output_config("transform", h)["dense"]
-               == "pandas" for h in heads)
+               == "pandas" for h in _flat(heads))
     return names if kept else None
 
 
@@ -205,7 +205,21 @@ def keeps_columns(heads):
     public map of its values (``"passthrough"``, a ``PublicScaler``, a
     constant fill)."""
     return all(_is_passthrough(h) or type(h) in _STATELESS_TYPES
-               or _is_constant_fill(h) for h in heads)
+               or _is_constant_fill(h) for h in _flat(heads))
+
+
+def _flat(heads):
+    """``heads`` with each ``Pipeline`` (exactly, without ``memory``) among
+    them replaced by its steps, at any depth: a nested Pipeline keeps the
+    columns, and passes on their names, as its steps do (review 114 F1; its
+    own ``set_output`` sets its steps', not its own)."""
+    flat = []
+    for head in heads:
+        if type(head) is Pipeline and head.memory is None:
+            flat += _flat([step for _, step in head.steps])
+        else:
+            flat.append(head)
+    return flat
 
 
 
@@ -426,7 +440,7 @@ def unmapped(heads, rows, step=None, empty=None):
         # its chunks reach the steps as frames of its names (_ChunkMap)
         empty = _named(np.zeros((0, rows.X.shape[1]), dtype=rows.X.dtype),
                        rows.names)
-    error = unselected_columns(heads, empty)
+    error = unselected_columns(heads, empty) or rowless_failure(heads, empty)
     if error is not None:
         return error
     if not heads or not isinstance(rows, ChunkedRows) or rows.sparse_chunks:
@@ -494,6 +508,63 @@ def unselected_columns(heads, empty):
                 return None  # not known here
         typed = False
     return None
+
+
+def rowless_failure(heads, empty):
+    """The public failure (a ``ValueError``, before the charge) of the
+    steps ``heads`` that raise on ``X`` without its rows (``empty``) and
+    again on one row of public values of its columns (:func:`_one_row`):
+    their setup (a ``PublicScaler``'s ranges that miss a column the
+    ``ColumnTransformer`` before it outputs), a failure on any rows
+    (review 114 F2: a ``SimpleImputer`` refuses no rows, so the failure
+    came after the charge). The row is run step by step; a step that runs
+    a function of yours (a ``FunctionTransformer``'s ``func``) may refuse
+    that row and not the data's: from it on, nothing is decided here (the
+    fit decides, after the charge). Public: the steps and ``X``'s columns'
+    names and dtypes. None where they run, or where it is not known."""
+    steps = [h for h in heads if not _is_passthrough(h)]
+    if not steps or empty is None or len(getattr(empty, "shape", ())) != 2:
+        return None
+    try:
+        with private_computation():
+            clone(Pipeline([(f"s{i}", h) for i, h in enumerate(steps)]))\
+                .fit_transform(empty)
+        return None
+    except Exception:  # noqa: BLE001 - many steps refuse no rows: one row
+        pass
+    rows = _one_row(empty)
+    for step in steps if rows is not None else ():
+        if _runs_your_code(step):
+            return None
+        try:
+            with private_computation():
+                rows = clone(step).fit_transform(rows)
+        except Exception as error:  # noqa: BLE001 - the step's own, named
+            return ValueError(
+                f"{str(error).rstrip('.')} (step {type(step).__name__} "
+                "before the private estimator, run on X's columns without "
+                "rows and on one row of public values of them: it fails on "
+                "any rows). Found "
+                "from public values; the candidate was refused before the "
+                "search spent any budget.")
+    return None
+
+
+def _runs_your_code(step):
+    """Whether ``step`` is, or holds, a ``FunctionTransformer`` with a
+    ``func`` (a user's function, which may refuse a row of zeros only)."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import FunctionTransformer
+
+    if isinstance(step, FunctionTransformer):
+        return step.func is not None
+    if isinstance(step, ColumnTransformer):
+        inner = [t for _, t, _ in step.transformers] + [step.remainder]
+    elif isinstance(step, Pipeline):
+        inner = [t for _, t in step.steps]
+    else:
+        return False
+    return any(_runs_your_code(t) for t in inner if not isinstance(t, str))
 
 
 def _output_without_rows(step, empty):
