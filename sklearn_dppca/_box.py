@@ -169,8 +169,10 @@ def inward_box(lower, upper, dtype):
     dtype = np.dtype(dtype)
     with np.errstate(over="ignore"):  # ±1e300 in float32: ±inf, then ±max
         low, high = lower.astype(dtype), upper.astype(dtype)
-    low = np.where(low < lower, np.nextafter(low, dtype.type(np.inf)), low)
-    high = np.where(high > upper, np.nextafter(high, dtype.type(-np.inf)), high)
+    # nextafter(0, ±inf) is subnormal: an underflow by design, not an error
+    with np.errstate(under="ignore"):
+        low = np.where(low < lower, np.nextafter(low, dtype.type(np.inf)), low)
+        high = np.where(high > upper, np.nextafter(high, dtype.type(-np.inf)), high)
     empty = low > high
     if empty.any():
         with np.errstate(over="ignore"):
