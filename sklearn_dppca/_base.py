@@ -178,10 +178,11 @@ def budget_shares(shares, center):
     return {k: w / total for k, w in kept.items()}
 
 
-def _sparse_copy(n, d, itemsize):
+def _sparse_copy(n, d, itemsize, index_bytes=4):
     """Bytes of a CSR or CSC copy of ``n × d`` rows at its most stored
-    entries, ``n d`` (the entries it stores are a function of the values)."""
-    index = 4 if n * d < 2**31 else 8
+    entries, ``n d`` (the entries it stores are a function of the values),
+    with indices of ``index_bytes`` or the 8 that ``n d ≥ 2**31`` needs."""
+    index = max(index_bytes, 4 if n * d < 2**31 else 8)
     return n * d * (itemsize + index) + (n + 1) * index
 
 
@@ -513,7 +514,8 @@ class _BasePrivatePCA(
             # CSC rows copied to CSR by the fit's rows, beside them (review 103:
             # 2 times the plan); at the fit's size, so that a search's plan on
             # a stand-in of CSC rows counts each fit's copy (review 104 F1)
-            size += _sparse_copy(n_samples, n_features, rows.X.dtype.itemsize)
+            size += _sparse_copy(n_samples, n_features, rows.X.dtype.itemsize,
+                                 rows.csc_index_bytes)
             text += (" and the CSR copy its rows made of CSC X (give CSR rows, "
                      "X.tocsr())")
         converted = getattr(self, "_input_copy", 0)

@@ -520,8 +520,9 @@ def summed_csr(X):
     ``n + 1`` integers (the summed rows' index pointers it counts): the
     summed copy of every entry ``X`` stores, which it replaces, was in no
     plan (review 111 F2: 1.06 times the limit with each cell stored 4
-    times). The same arrays as SciPy's ``tocsr`` of that copy; in float64
-    unless ``X`` is float32. ``X`` is never modified."""
+    times). The same values and index pointers as SciPy's ``tocsr`` of that
+    copy, its indices int32 where ``n d < 2**31`` (the plan's count); in
+    float64 unless ``X`` is float32. ``X`` is never modified."""
     columns = X.T  # a CSR view: its lines are X's columns
     lines = None if X.has_canonical_format else summed_indptr(columns)
     if lines is None:
@@ -540,8 +541,11 @@ def summed_csr(X):
     for _, _, part in summed_parts():
         np.add.at(starts, part.indices + 1, 1)
     np.cumsum(starts, out=starts)
-    index = X._get_index_dtype((X.indptr, X.indices),
-                               maxval=max(int(lines[-1]), d))
+    # the index dtype the plan counts (_base._sparse_copy), from the shape:
+    # SciPy's, from X's arrays, kept int64 for a csc_array's int64 indices
+    # and its csr_matrix then copied them down to int32 (review 117 F1: 1.16
+    # times the plan)
+    index = np.int32 if n * d < 2**31 else np.int64
     indptr = starts.astype(index)
     data = np.empty(int(lines[-1]), dtype=dtype)
     indices = np.empty(int(lines[-1]), dtype=index)
@@ -557,9 +561,8 @@ def summed_csr(X):
         data[places] = part.data
         indices[places] = np.repeat(np.arange(a, b, dtype=index), np.diff(part.indptr))
         np.add.at(free, rows, 1)
-    summed = sparse.csr_matrix((data, indices, indptr), shape=(n, d), copy=False)
-    if not isinstance(X, sparse.spmatrix):
-        summed = sparse.csr_array(summed)
+    kind = sparse.csr_matrix if isinstance(X, sparse.spmatrix) else sparse.csr_array
+    summed = kind((data, indices, indptr), shape=(n, d), copy=False)
     summed.has_canonical_format = True
     return summed
 
@@ -635,6 +638,9 @@ class InMemoryRows:
         #: CSC rows are copied to CSR here, beside the caller's (public: the
         #: format); a fit's plan counts the copy (``_copied_rows``)
         self.csc_copy = sparse.issparse(X) and X.format == "csc"
+        #: bytes of an index of that copy where X holds its own: SciPy's
+        #: tocsr keeps a csc_array's int64 indices (public: the dtype)
+        self.csc_index_bytes = X.indices.itemsize if self.csc_copy else 4
         if sparse.issparse(X):
             X = lazy_rows(X, mapped)
         self.X = X
