@@ -599,16 +599,21 @@ def _score_fold(X, y, train, test, plan, delta, seeds, names=None):
         kept[g] = getattr(step, "_kept", None)  # a noisy release: it may leave
         # the validation rows through the fit's own map of non-finite values
         rows = _host(rows_after(fitted, cand.index, X_val, names), step.non_finite)
+        # the bound the scores' noise is calibrated to (the plan's, public),
+        # whatever the fit clipped to: a row then moves a score by C² at most
+        # even where the fit read other features than the plan named (review
+        # 116 F1); the group's candidates share it
+        C = min(step.data_norm_, cand.data_norm)
         if not shared:
             (c,) = members
             k[c] = step.n_components_
             scores[c] = captured_variance_sum(
-                rows, _host(step.mean_), _host(step.components_), step.data_norm_)
+                rows, _host(step.mean_), _host(step.components_), C)
             floor[c] = float(step.noise_variance_)
             continue
         # PrivatePCA(n_components=k) on the same noise keeps the first k of the
         # full fit's sorted eigenpairs: each candidate is a truncation.
-        gains = _cumulative_gains(rows, step)
+        gains = _cumulative_gains(rows, step, C)
         # the floor: the median of every released variance, or beyond the
         # largest k (wide rows) the fit's own residual variance
         tau = (float(np.median(_host(step.explained_variance_))) if shared is True
@@ -632,16 +637,17 @@ def refit_pool(plan, best, folds):
     return None if pool is None else (pool, r * plan.fit_mus[g] ** 2)
 
 
-def _cumulative_gains(rows, step):
-    r"""Summed captured variance of the rows under the first :math:`k`
-    released components of a full fit, for every :math:`k`: entry
-    :math:`k - 1` is the score of the truncation to :math:`k` components.
+def _cumulative_gains(rows, step, C=None):
+    r"""Summed captured variance of the rows (clipped at ``C``, by default
+    the fit's ``data_norm_``) under the first :math:`k` released components
+    of a full fit, for every :math:`k`: entry :math:`k - 1` is the score
+    of the truncation to :math:`k` components.
     The components are orthonormal eigenvectors, so each row's partial sums
     are at most :math:`\|y\|^2 \le C^2`; the clip makes the bound exact in
     floating point. A Dask array's chunks are each reduced to their
     length-:math:`k` sums in their own task: the :math:`n \times k`
     projections are never gathered."""
-    C = step.data_norm_
+    C = step.data_norm_ if C is None else C
     mean, basis = _host(step.mean_), _host(step.components_).T
 
     def per_row(block):

@@ -178,3 +178,34 @@ def test_entries_naming_no_feature_read_do_not_enlarge_the_bound(head, names):
     plain = PrivatePCA(bounds=extra, epsilon=1.0, delta=1e-6).fit(_frame())
     assert plain.data_norm_ == PrivatePCA(
         bounds=_box("abc"), epsilon=1.0, delta=1e-6).fit(_frame()).data_norm_
+
+
+def test_scores_are_clipped_at_the_bound_their_noise_is_calibrated_to(monkeypatch):
+    """Review 116 F1: a step of yours may name other columns on no rows than
+    on the data (pandas' ``apply(f, axis=1)`` returns X's columns on an
+    empty frame): the search's bound was the box of ``a`` and ``b``
+    (0.71), the fits read ``s`` and clipped the scores at its box (50), so
+    a row moved a score 5000 times more than the noise allowed for. The
+    scores are clipped at the search's bound, whatever the fit read."""
+    from sklearn_dppca import _search_run
+
+    def per_row(X):
+        return X.apply(lambda r: pd.Series({"s": 50 * (r["a"] + r["b"])}), axis=1)
+
+    X = pd.DataFrame(np.random.default_rng(0).uniform(0, 1, (200, 2)),
+                     columns=["a", "b"])
+    bounds = {"a": (0, 1), "b": (0, 1), "s": (0, 100)}
+    seen = []
+    for name, bound in (("captured_variance_sum", 3), ("_cumulative_gains", 2)):
+        scored = getattr(_search_run, name)  # the clip: given, or the fit's
+        monkeypatch.setattr(_search_run, name, lambda *a, f=scored, i=bound:
+                            seen.append(a[i] if len(a) > i else a[1].data_norm_)
+                            or f(*a))
+    est = make_pipeline(FunctionTransformer(per_row), PrivatePCA(bounds=bounds))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        search = _search(est, {"privatepca__n_components": [1]},
+                         BudgetAccountant(epsilon=100, delta=1e-2)).fit(X)
+    assert list(search.best_estimator_[-1].feature_names_in_) == ["s"]
+    assert search.best_estimator_[-1].data_norm_ > 49
+    assert seen and max(seen) <= np.sqrt(0.5) + 1e-12
