@@ -64,7 +64,12 @@ def refuse_polars_output(steps):
     failed after the charge."""
     from sklearn.utils._set_output import _get_output_config
 
-    for step in steps:
+    def output(step):  # a Pipeline's is its last step's (review 116 F2)
+        if type(step) is Pipeline and step.steps:
+            return output(step.steps[-1][1])
+        return step
+
+    for step in map(output, steps):
         if (hasattr(step, "set_output") and hasattr(step, "transform")
                 and _get_output_config("transform", step)["dense"] == "polars"):
             raise ValueError(

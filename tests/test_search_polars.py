@@ -54,6 +54,16 @@ def test_polars_public_step_before_the_pca_refused_before_the_charge():
     _refused(est, {"privatepca__n_components": [1, 2]}, _frame())
 
 
+def test_polars_output_of_a_nested_pipeline_refused_before_the_charge():
+    # review 116 F2: Pipeline.set_output sets its steps' output, not its own;
+    # a Pipeline of public steps is stateless since mend 134
+    from sklearn_dppca.preprocessing import PublicScaler
+
+    nested = make_pipeline(PublicScaler((-3, 3))).set_output(transform="polars")
+    est = make_pipeline(nested, PrivatePCA(data_norm=2.0))
+    _refused(est, {"privatepca__n_components": [1, 2]}, _frame())
+
+
 def test_polars_x_refused_by_its_type():
     pl = pytest.importorskip("polars")
     X = pl.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "b": [1.0, 0.0, 3.0, 2.0]})
