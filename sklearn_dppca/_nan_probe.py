@@ -31,6 +31,7 @@ from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
 
+from ._public_encoders import texts_given
 from ._search_plan import _value_key
 from ._search_rows import _is_passthrough, _runs_your_code
 from ._warning_rules import private_computation
@@ -71,13 +72,13 @@ def heads_nan_columns(heads_list, n_features, names=None, sparse_rows=False,
         if key in seen:
             continue
         seen.add(key)
-        _refuse_failing(steps, base, sparse_rows)
+        rows = _probe_base(steps, base, sparse_rows)
 
-        def probe(cols, steps=steps):
-            return _fails(steps, _nan_rows(base, cols), sparse_rows)
+        def probe(cols, steps=steps, rows=rows):
+            return _fails(steps, _nan_rows(rows, cols), sparse_rows)
 
         refused |= _refused(probe, columns,
-                            _branches(steps, base, columns, names))
+                            _branches(steps, rows, columns, names))
     return tuple(sorted(refused))
 
 
@@ -210,25 +211,32 @@ def _error(steps, rows, sparse_rows):
     return None
 
 
-def _refuse_failing(steps, base, sparse_rows):
-    """Refuse, before the charge, ``steps`` that raise on the probe's rows
-    without NaN (``base``: zeros, or the encoders' public row): NaN is not
-    the cause, and a failure on every probe would blame NaN in every column
-    (review 114 F2: a PublicScaler's ranges missing a column, refused as
-    NaN in columns that had none). The steps' own error, named; public:
-    the steps and ``X``'s columns. Steps that run a function of yours (a
-    ``FunctionTransformer``'s ``func``) may refuse these rows only, and
-    fit on the data: they are probed as before (NaN refused in every
-    column whose probe raises)."""
+def _probe_base(steps, base, sparse_rows):
+    """The rows without NaN the probes of ``steps`` start from: ``base``
+    (zeros, or the encoders' public row, with text missing), or where the
+    steps raise on it, ``base`` with its text given (``""``: a constant
+    SimpleImputer on a pandas ``string`` column raises on ``pd.NA``, review
+    116 F3). Where they raise on both, NaN is not the cause, and a failure
+    on every probe would blame NaN in every column (review 114 F2: a
+    PublicScaler's ranges missing a column, refused as NaN in columns that
+    had none): refused, before the charge, with the steps' own error.
+    Public: the steps and ``X``'s columns. Steps that run a function of
+    yours (a ``FunctionTransformer``'s ``func``) may refuse these rows only,
+    and fit on the data: they are probed from ``base`` as before (NaN
+    refused in every column whose probe raises)."""
     if any(_runs_your_code(step) for step in steps):
-        return
+        return base
     error = _error(steps, base, sparse_rows)
-    if error is not None:
-        raise ValueError(
-            f"{str(error).rstrip('.')} (the steps before the private "
-            "estimator raise this on rows of public values of X's columns, "
-            "without NaN: zeros, and missing values in text columns). The "
-            "search was refused before it spent any budget.") from error
+    if error is None:
+        return base
+    given = texts_given(base)
+    if given is not base and _error(steps, given, sparse_rows) is None:
+        return given
+    raise ValueError(
+        f"{str(error).rstrip('.')} (the steps before the private "
+        "estimator raise this on rows of public values of X's columns, "
+        "without NaN: zeros, and text missing or given). The search was "
+        "refused before it spent any budget.") from error
 
 
 def _nan_capable(X):
@@ -305,10 +313,10 @@ def _refuse_encoded_nan(heads_list, X):
         if key in seen:
             continue
         seen.add(key)
-        _refuse_failing(heads, base, False)
+        rows = _probe_base(heads, base, False)
 
-        def probe(cols, heads=heads):
-            return _fails(heads, _nan_rows(base, cols), False)
+        def probe(cols, heads=heads, rows=rows):
+            return _fails(heads, _nan_rows(rows, cols), False)
 
         refused |= _refused(probe, floats, None)
     if refused:

@@ -110,11 +110,35 @@ def template_row(empty):
     return None
 
 
+def texts_given(row):
+    """``row`` (public rows: :func:`template_row`) with its text columns
+    (object or string dtype) holding ``""`` instead of a missing value: a
+    public value some steps need (a constant SimpleImputer on a pandas
+    ``string`` column raises on ``pd.NA``: review 116 F3). Unchanged where
+    it holds none."""
+    if not hasattr(row, "iloc"):
+        return row
+    import pandas as pd
+
+    text = [name for name, dtype in row.dtypes.items()
+            if pd.api.types.is_object_dtype(dtype)
+            or pd.api.types.is_string_dtype(dtype)
+            and not isinstance(dtype, pd.CategoricalDtype)]
+    if not text:
+        return row
+    row = row.copy()
+    for name in text:
+        row[name] = pd.Series([""] * len(row), dtype=row[name].dtype,
+                              index=row.index)
+    return row
+
+
 def encoded_width(heads, empty):
     """``(width, names)`` of what ``heads`` make of ``X``, where every head
     is a public map and one at least a public encoding (else None): their
-    output on :func:`template_row` (a function of the steps and of ``X``'s
-    columns and dtypes only). None where they fail on it, or where it is
+    output on :func:`template_row`, or where they fail on it with its text
+    given (:func:`texts_given`; a function of the steps and of ``X``'s
+    columns and dtypes only). None where they fail on both, or where it is
     not numbers (a text column passed through): the private step would
     refuse any rows."""
     from sklearn.base import clone
@@ -129,11 +153,15 @@ def encoded_width(heads, empty):
     row = None if empty is None else template_row(empty)
     if row is None:
         return None
-    try:
-        with private_computation():
-            out = clone(Pipeline([(f"s{i}", h) for i, h in enumerate(heads)]))\
-                .fit_transform(row)
-    except Exception:  # noqa: BLE001 - public steps; their width stays unknown
+    for rows in (row, texts_given(row)):  # text missing, then given
+        try:
+            with private_computation():
+                out = clone(Pipeline([(f"s{i}", h) for i, h in
+                                      enumerate(heads)])).fit_transform(rows)
+            break
+        except Exception:  # noqa: BLE001 - public steps; their width unknown
+            out = None
+    if out is None:
         return None
     if len(getattr(out, "shape", ())) != 2 or not _numeric(out):
         return None

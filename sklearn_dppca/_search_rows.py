@@ -21,7 +21,7 @@ from . import _array_api
 from ._array_api import ArrayAPIRows
 from ._dask import ChunkedRows, has_sparse_chunks, is_dask_collection
 from ._dask_memory import HEADS_MAP
-from ._public_encoders import encoded_width, template_row
+from ._public_encoders import encoded_width, template_row, texts_given
 from ._rows import InMemoryRows
 from ._warning_rules import private_computation
 from .preprocessing import PublicScaler
@@ -518,7 +518,8 @@ def unselected_columns(heads, empty):
 def rowless_failure(heads, empty):
     """The public failure (a ``ValueError``, before the charge) of the
     steps ``heads`` that raise on ``X`` without its rows (``empty``) and
-    again on one row of public values of its columns (:func:`_one_row`):
+    again on rows of public values of its columns (:func:`_one_row`, and
+    with its text given, :func:`texts_given`):
     their setup (a ``PublicScaler``'s ranges that miss a column the
     ``ColumnTransformer`` before it outputs), a failure on any rows
     (review 114 F2: a ``SimpleImputer`` refuses no rows, so the failure
@@ -537,10 +538,27 @@ def rowless_failure(heads, empty):
         return None
     except Exception:  # noqa: BLE001 - many steps refuse no rows: one row
         pass
-    rows = _one_row(empty)
-    for step in steps if rows is not None else ():
-        if _runs_your_code(step):
+    row = _one_row(empty)
+    first = None
+    for rows in ([] if row is None else [row, texts_given(row)]):
+        error = _first_failure(steps, rows)
+        if error is None or error is _YOURS:
             return None
+        first = first or error
+    return first
+
+
+#: What :func:`_first_failure` gives where a step of yours decides.
+_YOURS = object()
+
+
+def _first_failure(steps, rows):
+    """The refusal of the first of ``steps`` (clones, run in turn) that
+    raises on ``rows``; ``_YOURS`` where a step that runs your function
+    comes first; else None."""
+    for step in steps:
+        if _runs_your_code(step):
+            return _YOURS
         try:
             with private_computation():
                 rows = clone(step).fit_transform(rows)
@@ -548,10 +566,10 @@ def rowless_failure(heads, empty):
             return ValueError(
                 f"{str(error).rstrip('.')} (step {type(step).__name__} "
                 "before the private estimator, run on X's columns without "
-                "rows and on one row of public values of them: it fails on "
-                "any rows). Found "
-                "from public values; the candidate was refused before the "
-                "search spent any budget.")
+                "rows and on rows of public values of them, with text "
+                "missing and given: it fails on both). Found from public "
+                "values; the candidate was refused before the search spent "
+                "any budget.")
     return None
 
 

@@ -165,3 +165,21 @@ def test_nested_pipeline_keeps_the_columns_and_their_names():
         transform="pandas")
     width, names = head_output([head], 2, _frame().iloc[:0])
     assert width == 2 and list(names) == ["age", "q1"]
+
+
+def test_a_string_column_filled_then_encoded_is_searched():
+    """Review 116 F3: the public rows held pd.NA in a pandas ``string``
+    column, on which a constant SimpleImputer raises; the search refused the
+    candidate as failing "on any rows" (and the NaN probe and the encoders'
+    width the same way) though its plain fit on the data ran. Rows with the
+    text given ("") are tried before refusing."""
+    df = _frame()
+    df["city"] = pd.array(["a", "b", "c"] * 40, dtype="string")
+    branch = make_pipeline(
+        SimpleImputer(strategy="constant", fill_value="a", keep_empty_features=True),
+        OneHotEncoder(categories=[["a", "b", "c"]], handle_unknown="ignore",
+                      sparse_output=False))
+    ct = ColumnTransformer([("num", _imputer(), ["age", "q1"]),
+                            ("cat", branch, ["city"])], sparse_threshold=0)
+    search, budget = _search(make_pipeline(ct, PrivatePCA(data_norm=6.0)), df)
+    assert budget.n_charges == 1 and search.best_estimator_[-1].n_features_in_ == 5
