@@ -64,9 +64,12 @@ def refuse_polars_output(steps):
     failed after the charge."""
     from sklearn.utils._set_output import _get_output_config
 
-    def output(step):  # a Pipeline's is its last step's (review 116 F2)
-        if type(step) is Pipeline and step.steps:
-            return output(step.steps[-1][1])
+    def output(step):  # a Pipeline's is its last step's (review 116 F2),
+        # the last but "passthrough" or None ones (review 118 F1)
+        if type(step) is Pipeline:
+            for _, inner in reversed(step.steps):
+                if not _is_passthrough(inner):
+                    return output(inner)
         return step
 
     for step in map(output, steps):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 pd = pytest.importorskip("pandas")
-from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.pipeline import Pipeline, make_pipeline  # noqa: E402
 from sklearn.preprocessing import FunctionTransformer  # noqa: E402
 
 from sklearn_dppca import BudgetAccountant, PrivatePCA  # noqa: E402
@@ -59,9 +59,11 @@ def test_polars_output_of_a_nested_pipeline_refused_before_the_charge():
     # a Pipeline of public steps is stateless since mend 134
     from sklearn_dppca.preprocessing import PublicScaler
 
-    nested = make_pipeline(PublicScaler((-3, 3))).set_output(transform="polars")
-    est = make_pipeline(nested, PrivatePCA(data_norm=2.0))
-    _refused(est, {"privatepca__n_components": [1, 2]}, _frame())
+    for last in ([], [("p", "passthrough")], [("p", None)]):  # review 118 F1
+        nested = Pipeline([("s", PublicScaler((-3, 3))), *last]).set_output(
+            transform="polars")
+        est = make_pipeline(nested, PrivatePCA(data_norm=2.0))
+        _refused(est, {"privatepca__n_components": [1, 2]}, _frame())
 
 
 def test_polars_x_refused_by_its_type():
