@@ -174,7 +174,7 @@ def _read_matrix(args, columns, hint, fill=None, missing_hint=None, check=None,
     """
     from ._cli_io import is_sparse_file, numeric_matrix, read_sparse, read_table
 
-    dialect, sniff = csv_dialect(args)
+    dialect, sniff = csv_dialect(args, args.data)
     if dialect["sep"] in ";\t" and dialect["decimal"] == ".":  # a public hint
         hint += (f" (with --sep {dialect['sep']!r}, decimals written 1,5 need "
                  "--decimal ',')")
@@ -669,7 +669,7 @@ def _bounds_file(path, args):
     ``--decimal``."""
     from ._cli_io import quote_names, read_table, table_format
 
-    dialect, sniff = csv_dialect(args)
+    dialect, sniff = csv_dialect(args, path)
     try:  # public: no row of data
         frame = read_table(path, numeric_header=True, dialect=dialect,
                            sniff=sniff)

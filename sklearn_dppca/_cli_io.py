@@ -156,11 +156,12 @@ def table_format(path):
     name = os.path.basename(str(path)).lower()
     if name.endswith(_PARQUET_SUFFIXES):
         return "parquet"
-    if any(name.endswith(".csv" + c) for c in ("", *_COMPRESSIONS)):
-        return "csv"
+    if any(name.endswith(e + c) for e in (".csv", ".tsv")
+           for c in ("", *_COMPRESSIONS)):
+        return "csv"  # *.tsv: tabs where --sep is not given (_csv_dialect)
     raise ValueError(
-        f"{path}: unknown table format; name the file *.csv (or *.csv.gz, ...) "
-        "or *.parquet"
+        f"{path}: unknown table format; name the file *.csv or *.tsv (or "
+        "*.csv.gz, ...) or *.parquet"
     )
 
 

@@ -3,6 +3,8 @@
 separated by another character than the one it is read with."""
 
 import io
+import os
+from types import SimpleNamespace
 
 from ._warning_rules import private_computation
 
@@ -10,17 +12,32 @@ from ._warning_rules import private_computation
 DEFAULT_DIALECT = {"sep": ",", "decimal": "."}
 
 
-def csv_dialect(args):
+def csv_dialect(args, path=None):
     """``(dialect, sniff)`` of a command's options: the ``read_csv`` keywords
     ``sep`` and ``decimal``, and whether ``--sep`` was left out (a header
     that looks separated by another character is then refused:
-    :func:`refuse_other_separator`)."""
+    :func:`refuse_other_separator`). A file ``path`` named ``*.tsv`` (or
+    ``*.tsv.gz``, ...) is read with tabs where ``--sep`` is left out."""
     sep = getattr(args, "sep", None)
+    if sep is None and is_tsv(path):
+        return csv_dialect(SimpleNamespace(sep="\t", decimal=getattr(
+            args, "decimal", None)))[0], False
     dialect = {"sep": sep or ",", "decimal": getattr(args, "decimal", None) or "."}
     if dialect["sep"] == dialect["decimal"]:
         raise ValueError(f"--sep and --decimal are both {dialect['sep']!r}: "
                          "a CSV's cells cannot be split at its decimal mark")
     return dialect, sep is None
+
+
+def is_tsv(path):
+    """Whether ``path`` names a tab-separated file, ``*.tsv`` (compressed
+    or not)."""
+    if path is None or path == "-":
+        return False
+    name = os.path.basename(str(path)).lower()
+    for suffix in (".gz", ".bz2", ".xz", ".zip", ".zst"):
+        name = name.removesuffix(suffix)
+    return name.endswith(".tsv")
 
 
 def refuse_other_separator(names, path):

@@ -194,3 +194,17 @@ def test_the_scan_reads_quotes_after_sep_as_pandas_does(tmp_path):
         want = (any(breaks), ends_inside(data))
         for block in (1, 2, 3, 7, 2**20):
             assert scan_lines(path, block, sep=";")[:2] == want, (data, block)
+
+
+@pytest.mark.parametrize("name", ["t.tsv", "t.tsv.gz"])
+@pytest.mark.parametrize("dask", [False, True])
+def test_a_tsv_file_is_read_with_tabs(tmp_path, capsys, name, dask):
+    # review 118: a *.tsv file was refused as of an unknown table format
+    frame = table()
+    comma = write(tmp_path / "t.csv", frame)
+    tabs = write(tmp_path / name, frame, sep="\t")
+    extra = ["--dask"] if dask and not name.endswith(".gz") else []
+    assert fit(capsys, comma, tmp_path / "a.json")[0] == 0
+    assert fit(capsys, tabs, tmp_path / "b.json", *extra)[0] == 0
+    np.testing.assert_allclose(components(tmp_path / "b.json"),
+                               components(tmp_path / "a.json"), atol=1e-12)
