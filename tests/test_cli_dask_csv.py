@@ -149,12 +149,14 @@ def test_a_compressed_csv_is_read_whole_and_keeps_its_line_breaks(
     assert rc == 0, err
 
 
-def _pandas_reads(data):
+def _pandas_reads(data, sep=","):
     """Per line break of ``data``: whether pandas reads it inside a quoted
-    cell (the bytes up to it end inside one); and whether ``data`` does."""
+    cell (the bytes up to it end inside one), cells split at ``sep``; and
+    whether ``data`` does."""
     def ends_inside(head):
         try:
-            pd.read_csv(io.BytesIO(head), header=None, names=range(60), dtype=str)
+            pd.read_csv(io.BytesIO(head), header=None, names=range(60), dtype=str,
+                        sep=sep)
         except pd.errors.EmptyDataError:
             return False
         except pd.errors.ParserError as exc:

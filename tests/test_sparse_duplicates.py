@@ -54,15 +54,8 @@ def test_rows_stored_twice_are_read_summed_a_block_at_a_time(monkeypatch, dtype)
     modified."""
     monkeypatch.setattr(_blocks, "SUMMED_PART_ENTRIES", 97)
     X, _ = _stored_again(3000, 30, 0.3)
-    # cast by NumPy: SciPy's astype to another dtype returns the duplicates
-    # summed
-    values = X.data * 1000 if dtype == np.int64 else X.data
-    X = sparse.csr_matrix((values.astype(dtype), X.indices, X.indptr), shape=X.shape)
+    X, expected = as_dtype_and_summed(X, dtype)
     before = X.copy()
-    expected = sparse.csr_matrix((X.data.astype(
-        np.float32 if dtype == np.float32 else np.float64), X.indices.copy(),
-        X.indptr.copy()), shape=X.shape)
-    expected.sum_duplicates()
     assert expected.nnz < X.nnz
     rows = InMemoryRows(X).X
     assert isinstance(rows, BoxedCSR) and rows.dtype == expected.dtype
@@ -147,6 +140,20 @@ def test_rows_stored_twice_release_the_summed_rows(monkeypatch, fmt, params):
         for name in ("components_", "mean_", "explained_variance_"):
             np.testing.assert_array_equal(getattr(est, name),
                                           getattr(reference, name))
+
+
+def as_dtype_and_summed(X, dtype):
+    """``X`` (CSR storing cells twice) with its values in ``dtype`` (cast by
+    NumPy: SciPy's astype to another dtype returns the duplicates summed;
+    integers scaled by 1000), and SciPy's sum of it in float64 (float32
+    for float32), the summed rows a fit reads."""
+    values = X.data * 1000 if dtype == np.int64 else X.data
+    X = sparse.csr_matrix((values.astype(dtype), X.indices, X.indptr), shape=X.shape)
+    expected = sparse.csr_matrix((X.data.astype(
+        np.float32 if dtype == np.float32 else np.float64), X.indices.copy(),
+        X.indptr.copy()), shape=X.shape)
+    expected.sum_duplicates()
+    return X, expected
 
 
 def test_a_sum_of_duplicates_beyond_a_float_is_infinite():

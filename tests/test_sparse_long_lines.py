@@ -15,6 +15,7 @@ from sklearn_dppca._rows import InMemoryRows, summed_csr
 from sklearn_dppca.privacy import BudgetAccountant
 
 from .test_matrix_free import traced_peak
+from .test_sparse_duplicates import as_dtype_and_summed
 
 
 def _pca(**params):
@@ -96,13 +97,8 @@ def test_long_rows_are_read_summed_in_pieces(monkeypatch, dtype, shuffle):
     sort); read by index, a row is read as its slice reads it."""
     monkeypatch.setattr(_blocks, "SUMMED_PART_ENTRIES", 40)
     X = _stored_again(600, 15, 2, shuffle)
-    values = X.data * 1000 if dtype == np.int64 else X.data
-    X = sparse.csr_matrix((values.astype(dtype), X.indices, X.indptr), shape=X.shape)
+    X, expected = as_dtype_and_summed(X, dtype)
     before = X.copy()
-    expected = sparse.csr_matrix((X.data.astype(
-        np.float32 if dtype == np.float32 else np.float64), X.indices.copy(),
-        X.indptr.copy()), shape=X.shape)
-    expected.sum_duplicates()
     rows = InMemoryRows(X).X
     for a, b in [(0, 1), (0, 10), (5, 600), (7, 8)]:
         got, want = rows[a:b], expected[a:b]
