@@ -399,7 +399,7 @@ def fit_command(args):
     _check_dask_options(args)
     _refuse_dense_maps(args)
     estimator = _make_estimator(args)  # bad options fail before the data is read
-    csv_dialect(args)
+    csv_dialect(args, args.data)
     check_writable(args.output)  # and before any budget is spent
     _refuse_overwrite(args)
     if args.data == "-" and args.bounds == ["-"]:
@@ -800,7 +800,7 @@ def transform_command(args):
 
     require_pandas("transform")
     _check_dask_options(args)
-    csv_dialect(args)
+    csv_dialect(args, args.data)
     model = load_model(args.model)
     if model.scale_ranges is not None and is_sparse_file(args.data):
         raise ValueError(

@@ -196,3 +196,13 @@ def test_a_tsv_file_is_read_with_tabs(tmp_path, capsys, name, dask):
     assert fit(capsys, tabs, tmp_path / "b.json", *extra)[0] == 0
     np.testing.assert_allclose(components(tmp_path / "b.json"),
                                components(tmp_path / "a.json"), atol=1e-12)
+
+
+def test_a_tsv_file_with_decimal_commas_needs_only_decimal(tmp_path, capsys):
+    # the options' early check took --decimal , against the default ',' sep
+    frame = table()
+    assert fit(capsys, write(tmp_path / "t.csv", frame), tmp_path / "a.json")[0] == 0
+    tabs = write(tmp_path / "t.tsv", frame, sep="\t", decimal=",")
+    assert fit(capsys, tabs, tmp_path / "b.json", "--decimal", ",")[0] == 0
+    np.testing.assert_allclose(components(tmp_path / "b.json"),
+                               components(tmp_path / "a.json"), atol=1e-12)
