@@ -166,7 +166,10 @@ def rows_kind(X, n_features, names=None):
         empty = sparse.csc_matrix
     # float32 rows are fitted in float32 (their copies, a box's rounding)
     single = getattr(X, "dtype", None) == np.float32
-    return InMemoryRows(empty((0, n_features), dtype=np.float32 if single else None))
+    rows = InMemoryRows(empty((0, n_features), dtype=np.float32 if single else None))
+    if rows.csc_copy:  # its fits' copies keep X's index width (review 119 F1)
+        rows.csc_index_bytes = X.indices.itemsize
+    return rows
 
 
 def input_kind(heads, n_features, rows):
