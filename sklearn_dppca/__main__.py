@@ -385,13 +385,8 @@ def _make_estimator(args):
 
 def fit_command(args):
     """``dppca fit``: fit on a table, write the released model as JSON."""
-    from ._cli_io import (
-        MISSING_HINT,
-        check_writable,
-        is_sparse_file,
-        model_to_dict,
-        require_pandas,
-    )
+    from ._cli_io import MISSING_HINT, check_writable, is_sparse_file, require_pandas
+    from ._cli_model import model_to_dict
     from ._released import FeatureScaleWarning, NoisyReleaseWarning
     from .privacy import PrivacyLeakWarning
 
@@ -554,7 +549,8 @@ def _save_charged(model, args):
     """Write the charged fit's model to ``-o``; a failure (a closed standard
     output, a full disk) is one error line naming ``-o`` and saying that the
     charge stays (review 97 F4, M2)."""
-    from ._cli_io import one_line, save_model
+    from ._cli_io import one_line
+    from ._cli_model import save_model
 
     try:
         save_model(model, args.output)
@@ -791,12 +787,12 @@ def transform_command(args):
         as_written,
         check_writable,
         is_sparse_file,
-        load_model,
         quote_names,
         require_pandas,
         table_format,
         write_table,
     )
+    from ._cli_model import load_model
 
     require_pandas("transform")
     _check_dask_options(args)

@@ -17,6 +17,7 @@ from sklearn_dppca import (
     PrivacyLeakWarning,
     PrivatePCA,
     _cli_io,
+    _cli_model,
 )
 from sklearn_dppca.__main__ import in_flags, main
 
@@ -162,7 +163,7 @@ def test_model_json_holds_exactly_the_released_attributes(name, data, tmp_path, 
 def test_floats_round_trip_exactly(data, tmp_path, capsys):
     model = tmp_path / "model.json"
     run(capsys, *fit_args(data, model))
-    loaded = _cli_io.load_model(model)
+    loaded = _cli_model.load_model(model)
     text = model.read_text()
     again = json.dumps(json.loads(text), indent=1, allow_nan=False) + "\n"
     assert again == text  # every float printed as its shortest repr
@@ -1304,7 +1305,7 @@ def test_a_model_not_written_after_the_charge_says_that_it_stays(
     and no message, a full disk with the temporary file's name (review 97
     F4, M2): one error line naming what failed, and that the charge stays."""
     import sklearn_dppca.__main__ as cli
-    from sklearn_dppca import _cli_io
+    from sklearn_dppca import _cli_model
 
     monkeypatch.setattr(cli, "_silence_stdout", lambda: None)  # capsys's stdout
     for error, output, named in (
@@ -1313,7 +1314,7 @@ def test_a_model_not_written_after_the_charge_says_that_it_stays(
              str(tmp_path / "m.json"), "m.json: cannot write the model: No space")):
         def fail(*args, error=error, **kwargs):
             raise error
-        monkeypatch.setattr(_cli_io, "save_model", fail)
+        monkeypatch.setattr(_cli_model, "save_model", fail)
         rc, _, err = run(capsys, *fit_args(data, output, "--force"))
         assert rc == 2, err
         assert_one_error_line(err)
