@@ -253,10 +253,12 @@ class LazyTable:
         self.dialect = dict(dialect or DEFAULT_DIALECT)
         self._csv = dict(compression=compression.pop(), **self.dialect)
         if kind == "csv" and sniff:  # the first file's header line only
-            names = header_names(files[0], compression=self._csv["compression"])
+            names = header_names(files[0], compression=self._csv["compression"],
+                                 sep=self.dialect["sep"])
             if names is not None:
                 refuse_other_separator(
-                    names, path if len(files) == 1 else files[0])
+                    names, path if len(files) == 1 else files[0],
+                    self.dialect["sep"])
         # a compressed file cannot be split into blocks
         self._csv["blocksize"] = (None if self._csv["compression"] or kind != "csv"
                                   else csv_blocksize(files))

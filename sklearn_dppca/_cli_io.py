@@ -156,10 +156,11 @@ def read_table(path, numeric_header=False, dialect=None, sniff=False):
             if path == "-":
                 first = sys.stdin.readline()
                 source = Rejoined(first, sys.stdin)
-            names = (header_names(first, line=True) if path == "-"
-                     else header_names(path))
+            sep = (dialect or DEFAULT_DIALECT)["sep"]
+            names = (header_names(first, line=True, sep=sep) if path == "-"
+                     else header_names(path, sep=sep))
             if names is not None:
-                refuse_other_separator(names, path)
+                refuse_other_separator(names, path, sep)
         try:
             # pandas' DtypeWarning names a column holding text in a row
             # past its first chunk, a column perhaps not even chosen

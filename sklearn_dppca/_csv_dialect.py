@@ -4,7 +4,6 @@ separated by another character than the one it is read with."""
 
 import io
 import os
-from types import SimpleNamespace
 
 from ._warning_rules import private_computation
 
@@ -18,15 +17,13 @@ def csv_dialect(args, path=None):
     that looks separated by another character is then refused:
     :func:`refuse_other_separator`). A file ``path`` named ``*.tsv`` (or
     ``*.tsv.gz``, ...) is read with tabs where ``--sep`` is left out."""
-    sep = getattr(args, "sep", None)
-    if sep is None and is_tsv(path):
-        return csv_dialect(SimpleNamespace(sep="\t", decimal=getattr(
-            args, "decimal", None)))[0], False
-    dialect = {"sep": sep or ",", "decimal": getattr(args, "decimal", None) or "."}
+    given = getattr(args, "sep", None)
+    sep = given or ("\t" if is_tsv(path) else ",")
+    dialect = {"sep": sep, "decimal": getattr(args, "decimal", None) or "."}
     if dialect["sep"] == dialect["decimal"]:
         raise ValueError(f"--sep and --decimal are both {dialect['sep']!r}: "
                          "a CSV's cells cannot be split at its decimal mark")
-    return dialect, sep is None
+    return dialect, given is None
 
 
 def is_tsv(path):
@@ -40,23 +37,27 @@ def is_tsv(path):
     return name.endswith(".tsv")
 
 
-def refuse_other_separator(names, path):
-    """Refuse a CSV read with ``,`` (``--sep`` not given) whose header, one
-    column ``names`` as pandas read it, holds ``;`` or a tab: a file
-    separated by that character, whose cells would all be one column of
-    text. The header only is looked at (public: the column names), before
-    any row is read."""
+#: The separators a header is looked at for, and the flag naming each.
+_FLAGS = {",": "--sep ','", ";": "--sep ';'", "\t": "--sep tab"}
+
+
+def refuse_other_separator(names, path, sep=","):
+    """Refuse a CSV read with ``sep`` (``--sep`` not given: ``,``, or a tab
+    for ``*.tsv``) whose header, one column ``names`` as pandas read it,
+    holds another of ``,``, ``;`` or a tab: a file separated by that
+    character, whose cells would all be one column of text. The header
+    only is looked at (public: the column names), before any row is
+    read."""
     if len(names) != 1:
         return
-    counts = {";": names[0].count(";"), "\t": names[0].count("\t")}
-    sep = max(counts, key=counts.get)
-    if counts[sep]:
-        what, flag = (("';'", "--sep ';'") if sep == ";"
-                      else ("tabs", "--sep tab"))
+    counts = {c: names[0].count(c) for c in _FLAGS if c != sep}
+    other = max(counts, key=counts.get)
+    if counts[other]:
+        what = {",": "','", ";": "';'", "\t": "tabs"}[other]
         raise ValueError(
-            f"{path}: this file looks separated by {what} \u2014 pass {flag} "
-            f"(and --decimal ',' if its decimals are written 1,5); if its "
-            f"header is one column's name, pass --sep ','")
+            f"{path}: this file looks separated by {what} \u2014 pass "
+            f"{_FLAGS[other]} (and --decimal ',' if its decimals are written "
+            f"1,5); if its header is one column's name, pass {_FLAGS[sep]}")
 
 
 class Rejoined:
@@ -82,9 +83,9 @@ class Rejoined:
         return iter(self.readline, "")
 
 
-def header_names(source, compression="infer", line=False):
+def header_names(source, compression="infer", line=False, sep=","):
     """The column names of the CSV header of the file ``source`` read with
-    ``,`` (its first line only: pandas reads no row with ``nrows=0``), or of
+    ``sep`` (its first line only: pandas reads no row with ``nrows=0``), or of
     with ``line`` the line ``source`` itself (standard input's first, read
     once); ``None`` where pandas cannot read it: the full read then
     refuses it in its own words."""
@@ -95,6 +96,6 @@ def header_names(source, compression="infer", line=False):
     try:
         with private_computation():
             return [str(c) for c in pd.read_csv(
-                source, nrows=0, compression=compression).columns]
+                source, nrows=0, compression=compression, sep=sep).columns]
     except (OSError, ValueError):
         return None

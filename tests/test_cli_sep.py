@@ -40,18 +40,20 @@ def fit(capsys, data, model, *extra):
     return run(capsys, "fit", data, *FIT, "-o", model, "--force", *extra)
 
 
-@pytest.mark.parametrize("sep, flag, what", [
-    (";", "--sep ';'", "';'"), ("\t", "--sep tab", "tabs")])
+@pytest.mark.parametrize("sep, flag, what, suffix", [
+    (";", "--sep ';'", "';'", "csv"), ("\t", "--sep tab", "tabs", "csv"),
+    (",", "--sep ','", "','", "tsv"), (";", "--sep ';'", "';'", "tsv")])
 def test_without_sep_the_header_names_the_flag_before_the_charge(
-        tmp_path, capsys, sep, flag, what):
+        tmp_path, capsys, sep, flag, what, suffix):
     """A ``;``- or tab-separated file read with ``,`` was refused as one
     non-numeric column named ``a;b;c``; now its header names the flag, and
     nothing is charged. The rows are never read: a row that cannot be
-    parsed (a quote never closed) gets the same refusal."""
+    parsed (a quote never closed) gets the same refusal. A ``*.tsv`` file,
+    read with tabs, likewise where its header holds ``,`` or ``;``."""
     ledger = tmp_path / "budget.db"
     run(capsys, "ledger", "init", ledger, "--epsilon", 9, "--delta", 1e-6)
-    good = write(tmp_path / "good.csv", table(), sep=sep)
-    bad = tmp_path / "bad.csv"
+    good = write(tmp_path / f"good.{suffix}", table(), sep=sep)
+    bad = tmp_path / f"bad.{suffix}"
     bad.write_text(good.read_text() + f'1{sep}"2{sep}3\n')
     for path in (good, bad):
         rc, _, err = fit(capsys, path, tmp_path / "m.json", "--ledger", ledger)
