@@ -360,8 +360,12 @@ def _candidate(estimator, params, n_features, sizes, rows=None, empty=None):
                 raise ValueError(_refused_step(name, other))
     heads = [] if index is None else [other for _, other in est.steps[:index]]
     refuse_polars_output(heads)
+    # what the steps before it make of X without rows, once: its width and
+    # names (None where not public)
+    width, names = (head_output(heads, n_features, empty) or (None, None)
+                    if heads else (n_features, getattr(empty, "columns", None)))
     data_norm = _public_norm(step, n_features, heads,
-                             _step_names(heads, n_features, empty))
+                             None if names is None else list(names))
     if isinstance(data_norm, ValueError):  # bounds invalid: a public failure
         return Candidate(params, est, prefix, index, data_norm)
     if data_norm is None:
@@ -378,7 +382,7 @@ def _candidate(estimator, params, n_features, sizes, rows=None, empty=None):
             "cannot be composed exactly in the search's budget. Use the default "
             "selection='gdp', or a fixed clip_radius and n_iter."
         )
-    empty_table = no_columns(heads, n_features, empty, step, params)
+    empty_table = no_columns(width, step, params)
     if empty_table is not None:  # a public failure of every fit
         return Candidate(params, est, prefix, index, empty_table, data_norm)
     try:
@@ -389,8 +393,7 @@ def _candidate(estimator, params, n_features, sizes, rows=None, empty=None):
             if hasattr(other[1], "_validate_params"):
                 other[1]._validate_params()
         # the features are public where the private step reads X's columns
-        step._check_n_components(sizes[0], n_features if not index else
-                                 head_width(heads, n_features, empty) or sizes[0],
+        step._check_n_components(sizes[0], width or sizes[0],
                                  width_known=not index)
     except (InvalidParameterError, ValueError, TypeError) as error:
         return Candidate(params, est, prefix, index, error, data_norm)
@@ -601,23 +604,13 @@ def _refused_step(name, step):
     )
 
 
-def _step_names(heads, n_features, empty):
-    """The names of the features a private step after ``heads`` reads, where
-    public (:func:`head_output` on ``X``'s columns without a row), else
-    None."""
-    out = head_output(heads, n_features, empty) if heads else None
-    names = getattr(empty, "columns", None) if not heads else (
-        None if out is None else out[1])
-    return None if names is None else list(names)
-
-
 def _public_norm(step, n_features, heads=(), names=None):
     """The public norm bound of a private step: its numeric ``data_norm``, or
     with ``data_norm=None`` and ``bounds`` the box's radius
     (:func:`~sklearn_dppca._box.public_box_norm`), or the ``ValueError``
     of invalid bounds; ``None`` otherwise.
     ``bounds`` by feature name: the box of the features ``names`` (those the
-    step reads, public: :func:`_step_names`) where the dict names them all,
+    step reads, public: :func:`head_output`) where the dict names them all,
     as the step's fit takes it (entries naming no feature it reads are not
     used, so they do not enlarge the bound); else the box of every entry
     (the fit refuses the missing names; unknown names: the largest box).

@@ -83,13 +83,13 @@ def refuse_polars_output(steps):
                 "was refused before it spent any budget.")
 
 
-def no_columns(heads, n_features, empty, step, params):
-    """The ``ValueError`` of the public steps ``heads`` before the private
-    ``step`` where they output no column (a ``ColumnTransformer`` that
+def no_columns(width, step, params):
+    """The ``ValueError`` of the public steps before the private ``step``
+    where they output no column, ``width`` 0 (a ``ColumnTransformer`` that
     selects none with ``remainder="drop"``): public, their output on ``X``'s
     columns without a row (:func:`head_width`); else None. Every fit of the
     candidate failed after the charge."""
-    if heads and head_width(heads, n_features, empty) == 0:
+    if width == 0:
         return ValueError(
             ("A candidate" if params is None else f"The candidate {params}")
             + f" feeds {type(step).__name__} no column: "

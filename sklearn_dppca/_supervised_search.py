@@ -205,11 +205,12 @@ def _private_steps(est, n_features, sizes, rows=None, empty=None, params=None):
         for _, step in named:
             step._validate_params()
             before = every[:every.index(step)]
+            width = head_width(before, n_features, empty)
             # public steps that cannot map a Dask array's chunks (they fail
             # on its row of zeros, or make sparse rows): refused before the
             # charge, as the unsupervised search refuses them
             error = (unmapped(before, rows, step, empty)
-                     or no_columns(before, n_features, empty, step, params)
+                     or no_columns(width, step, params)
                      if step is named[0][1] else None)
             if error is not None:
                 return named, error
@@ -220,8 +221,8 @@ def _private_steps(est, n_features, sizes, rows=None, empty=None, params=None):
                                       np.dtype(np.float64))
                 # the features are public where the step reads X's columns
                 step._check_n_components(
-                    sizes[0], head_width(before, n_features, empty) or sizes[0]
-                    if before else n_features, width_known=not before)
+                    sizes[0], width or sizes[0] if before else n_features,
+                    width_known=not before)
                 error = refused_path(step, sizes, read)
                 if error is not None:
                     return named, error
