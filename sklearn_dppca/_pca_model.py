@@ -218,10 +218,44 @@ class _PCAModelMixin(TransformerMixin):
         # np.seterr(all="raise") a failure, that one row decides (as
         # PublicScaler's map, review 113 F1). The values are the product's.
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-            X_new = X @ components.T - mean @ components.T
-            if self.whiten:
-                X_new = X_new / self._whiten_scale()
+            X_new = self._projected(X, components, mean)
+            xp = _array_api.module_of(X_new)
+            if not bool(xp.all(xp.isfinite(X_new))):
+                X_new = self._saturated(X, X_new, components, mean)
         return X_new
+
+    def _projected(self, X, components, mean, scale=None):
+        """The scores of ``X``'s rows, each divided by ``scale`` (its
+        entry) first where given."""
+        centre = mean @ components.T
+        if scale is None:
+            X_new = X @ components.T - centre
+        else:
+            rows = (sparse.diags(1.0 / scale) @ X if sparse.issparse(X)
+                    else X / scale[:, None])
+            X_new = rows @ components.T - centre / scale[:, None]
+        return X_new / self._whiten_scale() if self.whiten else X_new
+
+    def _saturated(self, X, X_new, components, mean):
+        """``X_new`` with the rows of finite values whose scores overflowed
+        (to ±inf, or NaN from inf − inf) projected again at the scale of
+        their largest entry and saturated at the dtype's largest finite
+        values, as the scalers' maps are: in a Pipeline a finite row must
+        not become a non-finite one that the next private step refuses
+        after this step's charge (review 120 F2). Rows with a non-finite
+        entry keep their scores."""
+        xp = _array_api.module_of(X_new)
+        if sparse.issparse(X):
+            largest = np.asarray(abs(X).max(axis=1).toarray(), dtype=float).ravel()
+        else:
+            largest = xp.max(xp.abs(X), axis=1)
+        finite = xp.isfinite(largest) & (largest > 0)
+        scale = xp.where(finite, largest, xp.ones_like(largest))
+        big = float(xp.finfo(X_new.dtype).max)
+        again = xp.clip(self._projected(X, components, mean, scale)
+                        * scale[:, None], -big, big)
+        overflowed = finite & ~xp.all(xp.isfinite(X_new), axis=1)
+        return xp.where(overflowed[:, None], again, X_new)
 
     def _whiten_scale(self):
         return whiten_scale(self.explained_variance_, self.whiten,

@@ -530,9 +530,13 @@ def fold_statistics(plan, y_true, predictions):
     else:
         mid, half = plan.labels
         t = np.clip((np.asarray(y_true, dtype=float) - mid) / half, -1.0, 1.0)
+        # a row's term is within [0, 4] whatever the model predicts: a NaN
+        # prediction (clip keeps NaN) counts as the box's centre, so one row
+        # cannot make the pooled sum NaN (review 120 F1)
         blocks = [None if pred is None else np.array([np.sum(
-            (np.clip((np.asarray(pred, dtype=float) - mid) / half, -1.0, 1.0)
-             - t) ** 2)]) for pred in predictions]
+            (np.clip(np.nan_to_num((np.asarray(pred, dtype=float) - mid) / half,
+                                   nan=0.0), -1.0, 1.0) - t) ** 2)])
+            for pred in predictions]
         shared = (np.array([t.sum(), (t * t).sum()]) if plan.scoring == "r2"
                   else np.empty(0))
     width = next(b.shape[0] for b in blocks if b is not None)

@@ -405,14 +405,22 @@ def _regularised(matrix, ridge):
     (post-processing); every value positive."""
     values, vectors = np.linalg.eigh((matrix + matrix.T) / 2.0)
     values = np.maximum(values, 0.0) + ridge
-    return np.maximum(values, np.finfo(float).tiny * max(1.0, values.max())), vectors
+    # values within rounding of 0 (a clamped one where ridge = 0) are 0: the
+    # solve's pseudo-inverse leaves their directions out. A floor at
+    # tiny · max gave inverses near 1e307, coefficients of inf and NaN
+    # predictions (review 120 F1)
+    cut = values.max() * values.shape[0] * np.finfo(float).eps
+    return np.where(values > cut, values, 0.0), vectors
 
 
 def _solve(values, vectors, rhs):
-    r""":math:`(V \operatorname{diag}(\mathtt{values}) V^\top)^{-1}
-    \mathtt{rhs}` for a vector or the columns of a matrix."""
-    inverse = 1.0 / (values if rhs.ndim == 1 else values[:, None])
-    return vectors @ (inverse * (vectors.T @ rhs))
+    r""":math:`(V \operatorname{diag}(\mathtt{values}) V^\top)^{+}
+    \mathtt{rhs}` for a vector or the columns of a matrix (the
+    pseudo-inverse: a value of 0 leaves its direction out)."""
+    positive = values > 0.0
+    inverse = np.divide(1.0, values, out=np.zeros_like(values), where=positive)
+    return vectors @ ((inverse if rhs.ndim == 1 else inverse[:, None])
+                      * (vectors.T @ rhs))
 
 
 @fill_parameter_docs
@@ -448,7 +456,8 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
         the edge of the noise's spectrum, :math:`2\sigma\sqrt{d + K + 1}`
         (:math:`\sigma` = ``noise_scale_``, :math:`d` features, :math:`K`
         classes), so the matrix is well conditioned whatever the noise
-        drew.
+        drew. With ``0``, the directions whose clamped value is within
+        rounding of 0 are left out (the pseudo-inverse).
     %(head_non_finite)s
     %(head_randomness)s
 
@@ -625,7 +634,8 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
         # means up into the discriminant
         total = max(float(np.trace(within)), sigma * math.sqrt(d),
                     float(values.sum()) * 1e-3)
-        values = values * (total / values.sum()) / max(n - K, 1)  # Σ̂
+        mass = float(values.sum())  # 0 only where every value is (ridge 0)
+        values = values * (total / mass if mass > 0 else 0.0) / max(n - K, 1)  # Σ̂
         self.covariance_ = (vectors * values) @ vectors.T
         coef = _solve(values, vectors, means.T).T  # (K, d): Σ̂⁻¹ μ_c
         intercept = -0.5 * np.einsum("kd,kd->k", means, coef) + np.log(counts / n)
@@ -670,16 +680,23 @@ class PrivateLDA(ClassifierMixin, _PrivateHead):
         """Class probabilities of the discriminant model (its softmax)."""
         return _like(self._proba(self._decision(X)), X)
 
-    def _proba(self, scores):
+    def _log_proba(self, scores):
+        """The softmax's logarithm, ``scores − logsumexp(scores)``; the
+        far classes' terms underflow to 0 in the sum, silently (no flag
+        under ``np.seterr``, as the package's other maps: review 120 F3)."""
         if self.classes_.shape[0] == 2:
             scores = np.hstack([np.zeros_like(scores), scores])
         scores = scores - scores.max(axis=1, keepdims=True)
-        proba = np.exp(scores)
-        return proba / proba.sum(axis=1, keepdims=True)
+        with np.errstate(under="ignore"):
+            return scores - np.log(np.exp(scores).sum(axis=1, keepdims=True))
+
+    def _proba(self, scores):
+        with np.errstate(under="ignore"):
+            return np.exp(self._log_proba(scores))
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
-        return _like(np.log(self._proba(self._decision(X))), X)
+        return _like(self._log_proba(self._decision(X)), X)
 
     def predict(self, X):
         """The class of highest discriminant."""
@@ -722,7 +739,9 @@ class PrivateRidge(RegressorMixin, _PrivateHead):
         Ridge added to the released (centred) Gram matrix of the rows, after
         its negative eigenvalues (noise) are clamped at 0. ``"auto"``: the
         edge of the noise's spectrum, :math:`2\sigma\sqrt{d + 2}`
-        (:math:`\sigma` = ``noise_scale_``, :math:`d` features).
+        (:math:`\sigma` = ``noise_scale_``, :math:`d` features). With
+        ``0``, the directions whose clamped value is within rounding of 0
+        are left out (the pseudo-inverse).
     %(head_non_finite)s
     %(head_randomness)s
 
