@@ -188,3 +188,29 @@ def test_a_csc_array_with_int64_indices_is_copied_within_the_plan(copies):
         summed = summed_csr(X)
         assert type(summed) is sparse.csr_array
         assert summed.indices.dtype == summed.indptr.dtype == np.int32
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+@pytest.mark.parametrize("block", [30, 10**6])
+def test_summed_csr_counts_rows_in_its_scan_of_columns(monkeypatch, shuffle, block):
+    """Mend 136: ``summed_csr`` counts the summed rows' entries in the scan
+    that finds the cells stored twice (``summed_indptr``'s ``dropped``), a
+    block of columns at a time or one long column marked in booleans
+    (``block`` entries), and places a part of columns (one column, or many
+    sorted by row) into the CSR arrays once: SciPy's sum then ``tocsr``."""
+    from sklearn_dppca import _rows
+
+    monkeypatch.setattr(_blocks, "SPARSE_BLOCK_ENTRIES", block)
+    monkeypatch.setattr(_rows, "SPARSE_BLOCK_ENTRIES", block)
+    for part in (50, 10**6):
+        monkeypatch.setattr(_blocks, "SUMMED_PART_ENTRIES", part)
+        X = _csc_stored(3, n=40, d=12, shuffle=shuffle, density=0.6)
+        X.data[::5] *= -3.0
+        summed = X.copy()
+        summed.sum_duplicates()
+        got, want = summed_csr(X), summed.tocsr()
+        np.testing.assert_array_equal(got.indices, want.indices)
+        np.testing.assert_array_equal(got.indptr, want.indptr)
+        np.testing.assert_allclose(got.data, want.data, rtol=1e-12)
+        if not shuffle:
+            _same(got, want)
