@@ -16,9 +16,13 @@ def csv_dialect(args, path=None):
     ``sep`` and ``decimal``, and whether ``--sep`` was left out (a header
     that looks separated by another character is then refused:
     :func:`refuse_other_separator`). A file ``path`` named ``*.tsv`` (or
-    ``*.tsv.gz``, ...) is read with tabs where ``--sep`` is left out."""
+    ``*.tsv.gz``, ...) is read with tabs where ``--sep`` is left out, and
+    with ``--dask`` so is a directory or glob whose CSV files all are
+    (:func:`named_tsv`: a mix of ``*.tsv`` and ``*.csv`` is refused,
+    naming ``--sep``)."""
     given = getattr(args, "sep", None)
-    sep = given or ("\t" if is_tsv(path) else ",")
+    many = getattr(args, "dask", False)  # a directory or glob: --dask only
+    sep = given or ("\t" if (named_tsv if many else is_tsv)(path) else ",")
     dialect = {"sep": sep, "decimal": getattr(args, "decimal", None) or "."}
     if dialect["sep"] == dialect["decimal"]:
         raise ValueError(f"--sep and --decimal are both {dialect['sep']!r}: "
@@ -35,6 +39,46 @@ def is_tsv(path):
     for suffix in (".gz", ".bz2", ".xz", ".zip", ".zst"):
         name = name.removesuffix(suffix)
     return name.endswith(".tsv")
+
+
+def named_tsv(path):
+    """Whether ``path`` names tab-separated files: one file ``*.tsv``
+    (:func:`is_tsv`), or a directory or glob (``--dask``) whose CSV files,
+    as ``_cli_dask.table_files`` lists them, are all ``*.tsv`` (a
+    directory of Parquet files beside them reads those: no CSV). Public:
+    the files' names only, before any of them is read. A directory or glob
+    naming both ``*.tsv`` and ``*.csv`` files is refused: no separator
+    follows from their names (mend 136: the name given decided, a
+    directory's never ``*.tsv``, so ``*.tsv`` files were read with
+    ``,``)."""
+    if path is None or path == "-" or is_tsv(path):
+        return path not in (None, "-")
+    files = _csv_files(str(path))
+    tabs = sorted(f for f in files if is_tsv(f))
+    if tabs and len(tabs) < len(files):
+        other = next(f for f in files if not is_tsv(f))
+        raise ValueError(
+            f"{path}: names both *.tsv and *.csv files ({tabs[0]}, {other}), "
+            "read with tabs and with ',' by their names: pass --sep (--sep "
+            "tab or --sep ',') to read every file with it, or name files of "
+            "one kind")
+    return bool(tabs)
+
+
+def _csv_files(path):
+    """The CSV files (``*.csv``, ``*.tsv``, compressed or not) a directory
+    or a glob names, as ``--dask`` reads them; none for anything else."""
+    import glob
+
+    from ._cli_io import directory_tables, file_kind
+
+    if os.path.isdir(path):
+        files, kind = directory_tables(path)
+        return files if kind == "csv" else []
+    if not glob.has_magic(path) or os.path.exists(path):
+        return []
+    return [f for f in glob.glob(path)
+            if os.path.isfile(f) and file_kind(f) == "csv"]
 
 
 #: The separators a header is looked at for, and the flag naming each.

@@ -208,3 +208,75 @@ def test_a_tsv_file_with_decimal_commas_needs_only_decimal(tmp_path, capsys):
     assert fit(capsys, tabs, tmp_path / "b.json", "--decimal", ",")[0] == 0
     np.testing.assert_allclose(components(tmp_path / "b.json"),
                                components(tmp_path / "a.json"), atol=1e-12)
+
+
+def _tables(folder, frame, names, sep=","):
+    """``frame`` split over the files ``names`` in ``folder`` (tabs or
+    ``sep``; ``*.gz`` compressed)."""
+    folder.mkdir()
+    for part, name in zip(np.array_split(np.arange(len(frame)), len(names)), names):
+        rows = frame.iloc[part]
+        rows.to_csv(folder / name, index=False,
+                    sep="\t" if ".tsv" in name else sep)
+    return folder
+
+
+@pytest.mark.parametrize("names, glob", [
+    (["p0.tsv", "p1.tsv", "p2.tsv"], False), (["p0.tsv", "p1.tsv"], True),
+    (["p0.tsv.gz", "p1.tsv.gz"], False), (["p0.tsv", "p1.tsv", "_SUCCESS"], False)])
+def test_dask_reads_a_directory_or_glob_of_tsv_files_with_tabs(
+        tmp_path, capsys, names, glob):
+    """Mend 136: with ``--dask``, a directory or ``dir/*`` glob of
+    ``*.tsv`` files was read with ``,`` (the name given decides: not
+    ``*.tsv``), and refused from the header as ``','``-less. Where every
+    table it names is ``*.tsv`` (compressed or not) it is read with tabs,
+    as one ``*.tsv`` file is: the release of the same rows as one CSV."""
+    pytest.importorskip("dask.dataframe")
+    frame = table(n=60)
+    comma = write(tmp_path / "all.csv", frame)
+    assert fit(capsys, comma, tmp_path / "a.json", "--dask")[0] == 0
+    folder = _tables(tmp_path / "parts", frame,
+                     [n for n in names if n != "_SUCCESS"])
+    if "_SUCCESS" in names:  # not a table: ignored
+        (folder / "_SUCCESS").write_text("")
+    data = f"{folder}/*" if glob else folder
+    rc, _, err = fit(capsys, data, tmp_path / "b.json", "--dask")
+    assert rc == 0, err
+    np.testing.assert_allclose(components(tmp_path / "b.json"),
+                               components(tmp_path / "a.json"), atol=1e-12)
+    rc, out, err = run(capsys, "transform", tmp_path / "a.json", data, "--dask",
+                       "-o", "-")
+    assert rc == 0, err
+    rc, want, err = run(capsys, "transform", tmp_path / "a.json", comma, "-o", "-")
+    assert rc == 0, err
+    np.testing.assert_allclose(pd.read_csv(io.StringIO(out)),
+                               pd.read_csv(io.StringIO(want)), atol=1e-12)
+
+
+@pytest.mark.parametrize("glob", [False, True])
+def test_dask_refuses_a_mix_of_tsv_and_csv_files_naming_sep(tmp_path, capsys, glob):
+    """Mend 136: a directory or glob naming both ``*.tsv`` and ``*.csv``
+    files has no one separator by name: refused before any row is read and
+    before the charge, naming ``--sep`` (which reads every file with it)."""
+    pytest.importorskip("dask.dataframe")
+    ledger = tmp_path / "budget.db"
+    run(capsys, "ledger", "init", ledger, "--epsilon", 9, "--delta", 1e-6)
+    folder = _tables(tmp_path / "parts", table(n=60), ["p0.tsv", "p1.csv"])
+    data = f"{folder}/p*" if glob else folder
+    for command in ("fit", "transform"):
+        argv = ((command, data, *FIT, "-o", tmp_path / "m.json", "--force",
+                 "--ledger", ledger) if command == "fit" else
+                (command, tmp_path / "m.json", data, "-o", "-"))
+        charges = BudgetAccountant(path=ledger).n_charges
+        rc, _, err = run(capsys, *argv, "--dask")
+        assert rc == 2, err
+        assert_one_error_line(err)
+        assert "*.tsv" in err and "*.csv" in err and "--sep" in err, err
+        assert BudgetAccountant(path=ledger).n_charges == charges
+        if command == "fit":  # with --sep: every file read with it
+            (folder / "p0.tsv").write_text(
+                (folder / "p0.tsv").read_text().replace("\t", ","))
+            rc, _, err = run(capsys, *argv, "--dask", "--sep", ",")
+            assert rc == 0, err
+            (folder / "p0.tsv").write_text(
+                (folder / "p0.tsv").read_text().replace(",", "\t"))
