@@ -53,7 +53,12 @@ from ._cli_io import (
     unreadable_sparse,
     wider_rows,
 )
-from ._csv_dialect import DEFAULT_DIALECT, header_names, refuse_other_separator
+from ._csv_dialect import (
+    DEFAULT_DIALECT,
+    header_names,
+    is_tsv,
+    refuse_other_separator,
+)
 from ._dask import partition_lengths
 from ._dask_memory import (
     CSV_BLOCK,
@@ -852,7 +857,9 @@ def write_lazy_table(Z, names, path, out=None, window=8):
     """Write the Dask array ``Z`` as CSV or Parquet, chunk by chunk in order.
 
     ``window`` chunks are computed at a time (in parallel), then written;
-    no more than that sits in this process. ``path="-"``: CSV on ``out``
+    no more than that sits in this process. A CSV is ``,``-separated, or
+    tab-separated where named ``*.tsv`` (``_cli_io.write_table``).
+    ``path="-"``: CSV on ``out``
     (standard output by default). A file is written under a temporary name
     and renamed, so a failure leaves no partial file.
     """
@@ -902,7 +909,8 @@ def write_lazy_table(Z, names, path, out=None, window=8):
         # gzip, bz2, xz and zstd readers all read as one
         for i, frame in enumerate(frames()):
             frame.to_csv(tmp, index=False, header=i == 0, mode="w" if i == 0
-                         else "a", compression=_COMPRESSIONS.get(suffix))
+                         else "a", compression=_COMPRESSIONS.get(suffix),
+                         sep="\t" if is_tsv(path) else ",")
 
     _atomic_write(path, write)
 

@@ -24,6 +24,7 @@ from ._csv_dialect import (
     DEFAULT_DIALECT,
     Rejoined,
     header_names,
+    is_tsv,
     refuse_other_separator,
 )
 from ._warning_rules import private_computation
@@ -591,6 +592,10 @@ def refuse_infinite(infinite, path):
 def write_table(matrix, names, path, out=None):
     """Write ``matrix`` with column ``names`` as CSV or Parquet (by extension).
 
+    A CSV is ``,``-separated, with ``.`` decimals, whatever the input's
+    ``--sep`` and ``--decimal`` (the input file's, not the model's), but
+    tab-separated where ``path`` is named ``*.tsv`` (compressed or not), as
+    the command reads such a file back (mend 136: it held commas).
     ``path="-"`` writes CSV to ``out`` (standard output by default). The file
     is written to a temporary name and renamed, so a failure leaves no
     partial file.
@@ -614,7 +619,8 @@ def write_table(matrix, names, path, out=None):
             if compression == "zip":  # the archive's member, named by path
                 compression = {"method": "zip", "archive_name":
                                os.path.basename(str(path))[: -len(suffix)]}
-            frame.to_csv(tmp, index=False, compression=compression)
+            frame.to_csv(tmp, index=False, compression=compression,
+                         sep="\t" if is_tsv(path) else ",")
 
     _atomic_write(path, write)
 

@@ -280,3 +280,41 @@ def test_dask_refuses_a_mix_of_tsv_and_csv_files_naming_sep(tmp_path, capsys, gl
             assert rc == 0, err
             (folder / "p0.tsv").write_text(
                 (folder / "p0.tsv").read_text().replace(",", "\t"))
+
+
+@pytest.mark.parametrize("dask", [False, True])
+def test_transform_reads_as_fit_does_and_writes_the_output_names_separator(
+        tmp_path, capsys, dask):
+    """``--sep``/``--decimal`` are the input file's, not the model's (not
+    stored): ``transform`` finds a ``*.tsv`` file's tabs by its name and
+    refuses a ``;`` file without ``--sep`` from its header, as ``fit``
+    does. Its output is ``,``-separated with ``.`` decimals whatever the
+    input's separator, but tab-separated where it is named ``*.tsv`` (mend
+    136: ``-o out.tsv`` held commas, which ``dppca`` then read with tabs
+    and refused)."""
+    pytest.importorskip("dask.dataframe") if dask else None
+    extra = ["--dask"] if dask else []
+    frame = table()
+    comma = write(tmp_path / "t.csv", frame)
+    model = tmp_path / "m.json"
+    rc, _, err = run(capsys, "fit", comma, *FIT[:1], 2, *FIT[2:], "-o", model)
+    assert rc == 0, err
+    rc, want, err = run(capsys, "transform", model, comma, "-o", "-")
+    assert rc == 0 and want.splitlines()[0] == "privatepca0,privatepca1", err
+    semi = write(tmp_path / "s.csv", frame, sep=";", decimal=",")
+    rc, _, err = run(capsys, "transform", model, semi, "-o", "-", *extra)
+    assert rc == 2 and "pass --sep ';'" in err, err
+    for data, args in ((write(tmp_path / "t.tsv", frame, sep="\t"), []),
+                       (semi, ["--sep", ";", "--decimal", ","])):
+        for out, sep in (("o.csv", ","), ("o.tsv", "\t"), ("o.tsv.gz", "\t")):
+            path = tmp_path / out
+            path.unlink(missing_ok=True)
+            rc, _, err = run(capsys, "transform", model, data, "-o", path,
+                             *args, *extra)
+            assert rc == 0, err
+            written = pd.read_csv(path, sep=sep)
+            assert list(written.columns) == ["privatepca0", "privatepca1"]
+            np.testing.assert_allclose(written, pd.read_csv(io.StringIO(want)),
+                                       atol=1e-12)
+            # dppca reads its own output back by its name (no --sep)
+            assert fit(capsys, path, tmp_path / "again.json")[0] == 0
