@@ -5,6 +5,11 @@ import numpy as np
 from scipy import sparse
 from sklearn.utils import assert_all_finite
 
+try:  # the kernels of SciPy's sum_duplicates, on arrays it is given
+    from scipy.sparse._sparsetools import csr_sort_indices, csr_sum_duplicates
+except ImportError:  # pragma: no cover - a SciPy without them: its method
+    csr_sort_indices = csr_sum_duplicates = None
+
 # Rows per block: about 32 MiB of float64, and at least 2048 rows, because
 # syrk runs at full speed only when a block has thousands of rows (512-row
 # blocks measured 4× slower at d = 1000).
@@ -169,6 +174,29 @@ def _summed_line(X, line, dtype, data, indices):
     np.take(total, indices, out=data)
 
 
+def _summed_part(X, a, b, dtype, in_order):
+    """``(data, indices)`` of rows ``a:b`` of the CSR matrix ``X`` in
+    ``dtype`` with their duplicates summed: SciPy's ``sum_duplicates`` on a
+    copy of them (each row sorted unless ``in_order``, then summed), its
+    kernels run on the copied arrays where SciPy has them, without the
+    matrices its method builds and checks (mend 136: 85 µs a part, 7 times
+    the sum on 10⁵ × 100 rows). Bit for bit the same: the same kernels."""
+    lo, hi = X.indptr[a], X.indptr[b]
+    values = X.data[lo:hi].astype(dtype)  # copies: summed in place
+    columns = X.indices[lo:hi].copy()
+    starts = (X.indptr[a:b + 1] - lo).astype(columns.dtype)
+    if csr_sum_duplicates is None or dtype not in (np.float32, np.float64):
+        part = type(X)((values, columns, starts), shape=(b - a, X.shape[1]),
+                       copy=False)  # a SciPy without them (tested)
+        part.has_sorted_indices = in_order
+        part.sum_duplicates()
+        return part.data, part.indices
+    if not in_order:
+        csr_sort_indices(b - a, starts, columns, values)
+    csr_sum_duplicates(b - a, X.shape[1], starts, columns, values)
+    return values[:starts[-1]], columns[:starts[-1]]
+
+
 def _summed_block(X, start, stop, dtype, lines, in_order):
     """Rows ``start:stop`` of the CSR matrix ``X`` in ``dtype`` with each
     cell stored once (``lines``: the index pointers of the summed rows): the
@@ -189,14 +217,9 @@ def _summed_block(X, start, stop, dtype, lines, in_order):
             _summed_line(X, a, dtype, data[lines[a] - lo:lines[b] - lo],
                          indices[lines[a] - lo:lines[b] - lo])
             continue
-        view = _csr_rows(X, a, b)
-        part = type(X)(view.shape, dtype=dtype)
-        part.data = view.data.astype(dtype)  # copies: summed in place
-        part.indices, part.indptr = view.indices.copy(), view.indptr.copy()
-        part.has_sorted_indices = in_order
-        part.sum_duplicates()
-        data[lines[a] - lo:lines[b] - lo] = part.data
-        indices[lines[a] - lo:lines[b] - lo] = part.indices
+        part = _summed_part(X, a, b, dtype, in_order)
+        data[lines[a] - lo:lines[b] - lo] = part[0]
+        indices[lines[a] - lo:lines[b] - lo] = part[1]
     block = type(X)((stop - start, X.shape[1]), dtype=dtype)
     block.data, block.indices = data, indices
     block.indptr = (lines[start:stop + 1] - lo).astype(X.indptr.dtype)

@@ -519,7 +519,7 @@ def summed_csr(X):
     twice (:func:`summed_indptr`'s ``dropped``), and a part's entries are
     placed by one sort of their rows (mend 136: a counting pass summed
     every column, and a stable argsort placed them; 4-20 times SciPy's
-    ``tocsr`` and ``sum_duplicates``, now 3-10 times). It holds the CSR
+    ``tocsr`` and ``sum_duplicates``, now 2-8 times). It holds the CSR
     copy, at most ``n d`` entries (the plan's count of CSC's copy), and
     ``n + 1`` integers (the summed rows' index pointers it counts): the
     summed copy of every entry ``X`` stores, which it replaces, was in no

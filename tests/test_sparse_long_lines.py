@@ -192,14 +192,20 @@ def test_a_csc_array_with_int64_indices_is_copied_within_the_plan(copies):
 
 @pytest.mark.parametrize("shuffle", [False, True])
 @pytest.mark.parametrize("block", [30, 10**6])
-def test_summed_csr_counts_rows_in_its_scan_of_columns(monkeypatch, shuffle, block):
+@pytest.mark.parametrize("kernels", [True, False])
+def test_summed_csr_counts_rows_in_its_scan_of_columns(monkeypatch, shuffle, block,
+                                                       kernels):
     """Mend 136: ``summed_csr`` counts the summed rows' entries in the scan
     that finds the cells stored twice (``summed_indptr``'s ``dropped``), a
     block of columns at a time or one long column marked in booleans
     (``block`` entries), and places a part of columns (one column, or many
-    sorted by row) into the CSR arrays once: SciPy's sum then ``tocsr``."""
+    sorted by row) into the CSR arrays once: SciPy's sum then ``tocsr``.
+    Its parts are summed by SciPy's kernels on their arrays, or, where
+    ``kernels`` is False (a SciPy without them), by its method."""
     from sklearn_dppca import _rows
 
+    if not kernels:
+        monkeypatch.setattr(_blocks, "csr_sum_duplicates", None)
     monkeypatch.setattr(_blocks, "SPARSE_BLOCK_ENTRIES", block)
     monkeypatch.setattr(_rows, "SPARSE_BLOCK_ENTRIES", block)
     for part in (50, 10**6):
