@@ -209,29 +209,39 @@ def private_computation():
     NumPy's error state is per thread and set in each.
     """
     saved = np.geterr()
-    nested = getattr(_own_silence, "depth", 0) > 0  # in another block of this thread
-    with _silence_lock:
-        if not _display:  # installed once, for the life of the process
-            _display.append(warnings._showwarnmsg)
-            warnings._showwarnmsg = _drop_while_private
-        if _PRIVATE_FILTER not in warnings.filters:
-            warnings.filters.insert(0, _PRIVATE_FILTER)
-            warnings._filters_mutated()
-            _silence["filters"].append(warnings.filters)
-        _silence["depth"] += 1
-        _own_silence.depth = getattr(_own_silence, "depth", 0) + 1
+    own = getattr(_own_silence, "depth", 0)
+    nested = own > 0  # in another block of this thread
+    entered = False
+    # the entry inside the try: a Ctrl-C between the shared count's increment
+    # and the try left the silence on for the rest of the process, every
+    # later warning dropped (review 121 F1); ``entered`` follows the
+    # increment with no call between them, where no signal is handled
     try:
+        with _silence_lock:
+            if not _display:  # installed once, for the life of the process
+                _display.append(warnings._showwarnmsg)
+                warnings._showwarnmsg = _drop_while_private
+            if _PRIVATE_FILTER not in warnings.filters:
+                warnings.filters.insert(0, _PRIVATE_FILTER)
+                warnings._filters_mutated()
+                _silence["filters"].append(warnings.filters)
+            _own_silence.depth = own + 1
+            _silence["depth"] += 1
+            entered = True
         # set, not np.errstate: an errstate's exit resets NumPy's state to
         # its entry's, which below is the outer block's "ignore"
         np.seterr(all="ignore")
         yield
     finally:
         try:
-            with _silence_lock:
-                _own_silence.depth -= 1
-                _silence["depth"] -= 1
-                if _silence["depth"] == 0:
-                    _lift_silence()
+            if not entered:  # nothing shared counted yet
+                _own_silence.depth = own
+            else:
+                with _silence_lock:
+                    _own_silence.depth -= 1  # blocks may end out of order
+                    _silence["depth"] -= 1
+                    if _silence["depth"] == 0:
+                        _lift_silence()
         finally:
             # as it was; but not where this block, nested, ends after every
             # block of its thread (a Ctrl-C at its exit left its generator

@@ -302,6 +302,38 @@ def test_an_interrupt_at_the_silences_edges_leaves_nothing_silenced(name):
     assert vars(est) == vars(PrivatePCA(2, data_norm=1.0, accountant=est.accountant))
 
 
+def test_an_interrupt_as_the_silence_is_entered_leaves_nothing_silenced(monkeypatch):
+    """A Ctrl-C landing just after the silence's shared count went up, before
+    the block's ``try``: the count stayed up, and every warning of the
+    process was dropped for good, the PrivacyLeakWarnings of unsafe use
+    included (review 121 F1)."""
+    import threading
+
+    from sklearn_dppca import _warning_rules
+
+    class Interrupting(threading.local):
+        armed = True
+
+        def __setattr__(self, name, value):
+            super().__setattr__(name, value)
+            if Interrupting.armed and name == "depth" and value == 1:
+                Interrupting.armed = False
+                raise KeyboardInterrupt("as the silence is entered")
+
+    monkeypatch.setattr(_warning_rules, "_own_silence", Interrupting())
+    X, _ = neighbours(1.0)
+    with pytest.raises(KeyboardInterrupt, match="entered"):
+        PrivatePCA(2, data_norm=1.0, accountant=BudgetAccountant()).fit(X)
+    assert _warning_rules._silence["depth"] == 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.warn("the user's own")
+        PrivatePCA(2, data_norm=1.0, random_state=0,
+                   accountant=BudgetAccountant()).fit(X)
+    assert "the user's own" in str(caught[0].message)
+    assert any(issubclass(w.category, PrivacyLeakWarning) for w in caught)
+
+
 def test_an_interrupt_at_a_nested_blocks_exit_leaves_numpys_state():
     """A Ctrl-C at the exit of a fold fit's block, nested in the search's:
     its generator, left suspended, is finalized once the exception is freed,
