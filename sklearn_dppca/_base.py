@@ -75,6 +75,7 @@ from ._spectrum import (
     _flip_signs,
     denoised_spectrum,
     kernel_floor,
+    mean_spike,
     minka_dimension,
     top_eigenpairs,
     unit_squares,
@@ -388,6 +389,10 @@ class _BasePrivatePCA(
                 from_data, read = read.from_data, None
                 mean, data_norm, plan = released.mean, released.data_norm, released.plan
                 self.mean_norm_ = released.mean_norm
+                # the one-pass centring subtracts its released shift: no
+                # rank-one term of the mean's error left (_mean_spike)
+                self._mean_sd = None if "centring" in plan.mus else released.mean_sd
+                self._mean_error_out = False  # _spectrum says
                 data = released.data  # the rows clipped into the box, if any
                 if "centring" in plan.mus:  # the numeric fit's pilot
                     gram, mean = self._centred_in_one_pass(
@@ -826,6 +831,11 @@ class _BasePrivatePCA(
             "small share of the budget), or public bounds=(lower, upper)."
         )
 
+    def _mean_spike(self, n_features):
+        """:func:`mean_spike` of this fit's private mean, in the rows' units
+        squared (its error's standard deviation is public)."""
+        return mean_spike(getattr(self, "_mean_sd", None), self.n_samples_, n_features)
+
     def _spectrum(self, eigvals, sigma=0.0, trace=None, rest=None,
                   precision=np.float64):
         r"""The number of components and the estimated spectrum of a release.
@@ -866,9 +876,14 @@ class _BasePrivatePCA(
         n, d = self.n_samples_, eigvals.shape[0] + (0 if rest is None else rest[0])
         top = min(n, d)
         scale = n - 1
+        spike = self._mean_spike(d)
+        # expected out of the noise's bulk (√d τ), a direction of noise as
+        # large as a component: the noise warning says so (public values)
+        self._mean_error_out = bool(sigma) and spike[0] > math.sqrt(
+            d * (1.0 if self._hermitian_noise else 0.5)) * sigma
         explained, captured, resolved = denoised_spectrum(
-            eigvals, sigma, top, trace, rest, hermitian=self._hermitian_noise
-        )
+            eigvals, sigma, top, trace, rest, hermitian=self._hermitian_noise,
+            spike=spike)
         explained, captured = explained / scale, captured / scale
         total = float(explained.sum())
         k = self.n_components

@@ -410,6 +410,10 @@ class BoundsRelease(NamedTuple):
     clipped_fraction: object
     #: searches run again after a failed check
     recoveries: int
+    #: the standard deviation of each coordinate of the mean's noise (the
+    #: last step's with "auto"), or None: public, for the rank-one term the
+    #: mean's error adds to the rows centred on it (docs/privacy.rst §5)
+    mean_sd: object = None
 
 
 def plan_bounds(estimator, n_samples, n_features, dtype, engine, plan):
@@ -747,7 +751,7 @@ def release_bounds(bounds, read, plan, rng):
     if bounds.auto:
         return _AutoRelease(bounds, read).run(plan, rng)
     n, data, offset = bounds.n_samples, read.rows, bounds.offset
-    mean, mean_norm, data_norm = None, None, read.data_norm
+    mean, mean_norm, data_norm, mean_sd = None, None, read.data_norm, None
     if bounds.center:
         mean_norm = data_norm
         if bounds.box_norm is not None:  # box rows have norm ≤ R already
@@ -756,11 +760,13 @@ def release_bounds(bounds, read, plan, rng):
         sigma = noise_scale(2.0 * mean_norm, plan.mus["mean"])
         noise = dense_noise(rng, read.total.shape[0], sigma)
         mean = (read.total + noise) / (bounds.pilot or n)
+        mean_sd = sigma / (bounds.pilot or n)
         mean, data, offset = _translate_if_far(
             mean, data_norm, data, offset, bounds.dtype,
             first_pass=not bounds.pilot, room=bounds.dense_room,
             need=bounds.moved_bytes, threads=bounds.moved_threads)
-    return BoundsRelease(mean, data_norm, mean_norm, plan, data, offset, None, 0)
+    return BoundsRelease(mean, data_norm, mean_norm, plan, data, offset, None, 0,
+                         mean_sd)
 
 
 def _give_back(bounds, plan, spent):
@@ -802,7 +808,7 @@ class _AutoRelease:
         self.bounds = bounds
         self.rows, self.data, self.around = read.rows, read.data, read.around
         self.offset = bounds.offset
-        self.spent, self.recoveries = 0.0, 0
+        self.spent, self.recoveries, self.mean_sd = 0.0, 0, None
 
     def run(self, plan, rng):
         bounds = self.bounds
@@ -825,7 +831,7 @@ class _AutoRelease:
             _engine(self.data).first_pass(data_norm, with_sum=bounds.center)
         return BoundsRelease(mean, data_norm, mean_norm,
                              _give_back(bounds, plan, self.spent), self.data,
-                             self.offset, clipped, self.recoveries)
+                             self.offset, clipped, self.recoveries, self.mean_sd)
 
     def _mean_steps(self, plan, rng):
         r"""The private mean with ``"auto"``: ``(mean, last radius, counts for
@@ -912,6 +918,7 @@ class _AutoRelease:
             mu = plan.mus["mean"] * math.sqrt(weight)
             sigma = noise_scale(2.0 * radius, mu) / n
             move = total / n + dense_noise(rng, d, sigma)
+            self.mean_sd = sigma
             self.spent += mu**2
             mean = mean + (shrink_step(move, sigma) if b.adaptive else move)
             step += 1

@@ -39,19 +39,14 @@ def random_plan(estimator, plan, n_samples, n_features, k):
     return plan._replace(extra={"n_iter": n_iter, "radius": radius})
 
 
-def _mean_error(estimator, mus, d, n):
+def _mean_error(estimator, d):
     r"""What the released mean's error :math:`\delta` adds to a direction's
     variance around it, in the rows' unit-ball units: :math:`n (\delta^\top
-    x)^2 \le n \lVert \delta \rVert^2`, with :math:`\lVert \delta \rVert \le
-    \sigma_m (\sqrt d + 3)/n` (an upper quantile of the norm of its noise,
-    :math:`\sigma_m = 2\,\mathtt{mean\_norm\_}/\mu_{\text{mean}}` on the sum):
-    on few rows the iterations find that direction, a spike of the centred
-    rows that is noise (public values only); 0 without a released mean."""
-    mean_norm = getattr(estimator, "mean_norm_", None)
-    if not mean_norm or "mean" not in mus:
-        return 0.0
-    unit = 2.0 * mean_norm / estimator.data_norm_ / mus["mean"]
-    return (unit * (math.sqrt(d) + 3.0)) ** 2 / n
+    x)^2 \le n \lVert \delta \rVert^2`, at most the upper size of
+    :func:`~sklearn_dppca._spectrum.mean_spike`: on few rows the iterations
+    find that direction, a spike of the centred rows that is noise (public
+    values only); 0 without a released mean."""
+    return estimator._mean_spike(d)[1] / estimator.data_norm_**2
 
 
 def release_random(estimator, rows, plan, rng, dtype):
@@ -100,7 +95,7 @@ def release_random(estimator, rows, plan, rng, dtype):
     # edge (1 + √(d/n))², plus Ĥ's noise: its edge σ√(2k) and three σ for
     # the fluctuations of a small matrix's top eigenvalue (post-processing)
     reach = (max(trace, 0.0) / d * (1.0 + math.sqrt(d / n)) ** 2
-             + sigma_h * (math.sqrt(2.0 * k) + 3.0) + _mean_error(estimator, mus, d, n))
+             + sigma_h * (math.sqrt(2.0 * k) + 3.0) + _mean_error(estimator, d))
     resolved = int(np.count_nonzero(values > reach))
     spectrum = noisy_power_spectrum(
         np.maximum(values, 0.0) * scale, trace * scale, min(n, d), n - 1,

@@ -358,6 +358,7 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
         self._fit_svd_solver = self._eigen_solver(n, d)
         self._fit_path = self.path_ = "dense"
         vars(self).pop("clipped_fraction_", None)
+        vars(self).pop("_mean_sd", None)  # the folds' own errors, not modelled
         self.mean_norm_, self.data_norm_ = release.mean_norm, release.data_norm
         self.n_samples_ = n
         dtype = _array_api.numpy_dtype(X)
@@ -418,7 +419,7 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
                             n_jobs=sparse_row_jobs(rows, self._planned_cores()))
         vectors, values = power.basis[:, :k], power.values[:k]
         spectrum = noisy_power_spectrum(values, power.trace, min(n, d), n - 1,
-                                        power.resolved(k))
+                                        power.resolved(k, self._mean_spike(d)[1]))
         self._set_components(vectors.T, values / (n - 1), spectrum, dtype)
 
 
@@ -530,9 +531,15 @@ class NoisyPower(NamedTuple):
         d, p = self.basis.shape
         return self.sigma * (math.sqrt(d) + math.sqrt(p))
 
-    def resolved(self, k):
-        """How many of the top ``k`` singular values stand above :meth:`edge`."""
-        return int(np.count_nonzero(self.singular[:k] > self.edge()))
+    def resolved(self, k, spike=0.0):
+        """How many of the top ``k`` singular values stand above :meth:`edge`,
+        their eigenvalues above ``spike`` (the private mean's error,
+        :func:`~sklearn_dppca._spectrum.mean_spike`'s upper size, in this
+        release's units) plus a random direction's variance (the released
+        trace over :math:`d`): that error is not a component of the data."""
+        floor = spike + max(self.trace, 0.0) / self.basis.shape[0] if spike else -np.inf
+        return int(np.count_nonzero((self.singular[:k] > self.edge())
+                                    & (self.values[:k] > floor)))
 
 
 def noisy_power(rows, n_features, p, passes, mu, rng, scale=1.0, start=None,

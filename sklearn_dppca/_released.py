@@ -180,11 +180,24 @@ def warn_if_noise_dominated(estimator):
         + (f"keep fewer features ({FEWER_FEATURES}; d={d} now), "
            if wide else "")
         + f"spend more epsilon (now {estimator.epsilon:g})"
-        f"{fewer}{_random_start_hint(estimator)} "
+        f"{fewer}{_random_start_hint(estimator)}{_mean_error_hint(estimator)} "
         "(Computed from released values and the public noise scale only.)",
         NoisyReleaseWarning,
         stacklevel=_outside_stacklevel(),
     )
+
+
+def _mean_error_hint(estimator):
+    """The noise warning's word on the private mean's error where it stands
+    out of the noise's bulk (public: its size and the noise scale,
+    ``_base._spectrum``): a direction of noise as large as a component, which
+    is not counted as resolved (docs/privacy.rst §5)."""
+    if not getattr(estimator, "_mean_error_out", False):
+        return ""
+    return (" The private mean's error is itself a direction of noise as large "
+            "as a component here (its centring adds it to the rows): with "
+            "center=False (the data's mean then joins the components, as in "
+            "TruncatedSVD; suits counts and TF-IDF) or more epsilon it is not.")
 
 
 #: Where a fit that releases the covariance is told of the random start:

@@ -205,7 +205,25 @@ TRACY_WIDOM_SD = 1.2680
 RESOLVED_AT = 3.0
 
 
-def resolved_weights(lam, sigma, rest=None):
+def mean_spike(sd, n_samples, n_features):
+    r"""``(expected, upper)`` size of the rank-one term
+    :math:`n \delta \delta^\top` that the private mean's error
+    :math:`\delta` (each coordinate's noise of standard deviation ``sd``)
+    adds to the scatter of the rows centred on the mean
+    (:math:`\sum (x_i - \hat m)(x_i - \hat m)^\top = \sum (x_i - m)(x_i -
+    m)^\top + n \delta \delta^\top`, docs/privacy.rst §5):
+    :math:`n d\, \mathtt{sd}^2` and an upper quantile,
+    :math:`n\, \mathtt{sd}^2 (\sqrt d + 3)^2` (a chi variable of
+    :math:`d` degrees of freedom is within 3 of :math:`\sqrt d` but for
+    about one draw in a thousand); ``(0, 0)`` without a mean (``sd`` None
+    or 0). Public values only."""
+    if not sd:
+        return 0.0, 0.0
+    return (n_samples * n_features * sd**2,
+            n_samples * (sd * (math.sqrt(n_features) + 3.0)) ** 2)
+
+
+def resolved_weights(lam, sigma, rest=None, spike=0.0):
     r"""How far each of ``lam`` (decreasing) stands out of the noise's bulk.
 
     The bulk of :math:`M + S` (:math:`S` GOE, off-diagonal variance
@@ -226,6 +244,13 @@ def resolved_weights(lam, sigma, rest=None):
     solver: ``lam`` is the top of the spectrum), those are in the bulk, and
     at most the ``len(lam)`` computed ones can be counted above its edge.
 
+    ``spike``: the upper size :math:`s` of a rank-one term of noise in the
+    matrix, in a direction not known (the private mean's error,
+    :func:`mean_spike`). Beyond :math:`\sqrt{d_b}\,\tau` it leaves the
+    bulk, at about :math:`b + s + d_b \tau^2 / s` (a spike of the GOE); an
+    eigenvalue counts only above that too, so the mean's error is not
+    taken for a component of the data.
+
     Returns
     -------
     weights : ndarray of shape (r,)
@@ -236,7 +261,10 @@ def resolved_weights(lam, sigma, rest=None):
     k = 0
     while True:
         size = lam.shape[0] - k + count
-        edge = (lam[k:].sum() + total) / size + 2.0 * math.sqrt(size) * tau
+        centre = (lam[k:].sum() + total) / size
+        edge = centre + 2.0 * math.sqrt(size) * tau
+        if spike > math.sqrt(size) * tau:  # the mean's error out of the bulk
+            edge = max(edge, centre + spike + size * tau * tau / spike)
         above = int(np.count_nonzero(lam > edge))
         if above <= k:
             break
@@ -246,7 +274,7 @@ def resolved_weights(lam, sigma, rest=None):
 
 
 def denoised_spectrum(eigvals, sigma, n_ranks, trace=None, rest=None,
-                      hermitian=False):
+                      hermitian=False, spike=(0.0, 0.0)):
     r"""Estimates of the data's spectrum from a release
     :math:`\hat{M} = M + S`.
 
@@ -284,6 +312,13 @@ def denoised_spectrum(eigvals, sigma, n_ranks, trace=None, rest=None,
 
     With :math:`\sigma = 0` both lists are the eigenvalues themselves,
     clamped at 0.
+
+    ``spike = (expected, upper)`` (:func:`mean_spike`): the matrix holds a
+    rank-one term of noise besides the data's, the private mean's error: an
+    eigenvalue counts in step 2 only above where that term's would lie
+    (:func:`resolved_weights`). The total :math:`T` keeps it: the rows are
+    clipped around the private mean, which shrinks the term by how far
+    beyond the bound they reach, not known from public values.
 
     Parameters
     ----------
@@ -347,7 +382,8 @@ def denoised_spectrum(eigvals, sigma, n_ranks, trace=None, rest=None,
         estimates.append((trace[0] / sigma, (trace[1] / sigma) ** 2))
     precision = sum(1.0 / var for _, var in estimates)
     total = sum(value / var for value, var in estimates) / precision
-    weights = resolved_weights(lam, math.sqrt(2.0 * tau_sq), rest)[: n_ranks - 1]
+    weights = resolved_weights(lam, math.sqrt(2.0 * tau_sq), rest,
+                               spike[1] / sigma)[: n_ranks - 1]
     resolved = weights.shape[0]
     repulsion = _repulsion(lam, resolved, rest)
     lists = []

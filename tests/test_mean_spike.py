@@ -1,0 +1,101 @@
+"""The private mean's error as a component (review 122 F1).
+
+Centring the rows on the private mean :math:`\\hat m = m - \\delta` adds
+:math:`n \\delta\\delta^\\top` to their scatter: a rank-one term of noise in
+a direction no one knows. On wide rows (:math:`d` large next to :math:`n`)
+it leaves the noise's bulk, and the released top component was that
+direction, counted in ``n_resolved_`` and given 55% of the variance on
+isotropic rows whose true top ratio is 0.16%. The spectrum now counts an
+eigenvalue only above where that term's would lie (public: the mean's noise
+scale, ``n`` and ``d``), and the noise warning says what to change.
+"""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from sklearn_dppca import BudgetAccountant, ComplexGaussPCA, PrivatePCA, _spectrum
+from sklearn_dppca._released import NoisyReleaseWarning
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarning")
+
+
+def test_mean_spike_is_the_expected_and_an_upper_size():
+    assert _spectrum.mean_spike(None, 100, 50) == (0.0, 0.0)
+    assert _spectrum.mean_spike(0.0, 100, 50) == (0.0, 0.0)
+    expected, upper = _spectrum.mean_spike(0.1, 100, 50)
+    assert expected == pytest.approx(100 * 50 * 0.01)
+    assert upper == pytest.approx(100 * 0.01 * (math.sqrt(50) + 3) ** 2)
+    # the upper size bounds n‖δ‖² for δ of N(0, sd²) coordinates
+    rng = np.random.default_rng(0)
+    draws = 100 * (0.1 * rng.standard_normal((2000, 50))) ** 2
+    assert (draws.sum(axis=1) <= upper).mean() > 0.995
+
+
+def _released(d, spikes, seed=0):
+    """Eigenvalues of GOE noise (σ = 1) plus rank-one terms, decreasing."""
+    rng = np.random.default_rng(seed)
+    g = rng.standard_normal((d, d))
+    matrix = (g + g.T) / 2.0
+    for size in spikes:
+        u = rng.standard_normal(d)
+        matrix += size * np.outer(u, u) / (u @ u)
+    return np.sort(np.linalg.eigvalsh(matrix))[::-1]
+
+
+def test_resolved_weights_do_not_count_the_mean_spike():
+    d = 400  # bulk edge 2√d τ ≈ 28; a spike of 60 leaves it at about 63
+    lam = _released(d, [60.0])
+    assert _spectrum.resolved_weights(lam, 1.0).shape[0] == 1
+    assert _spectrum.resolved_weights(lam, 1.0, spike=66.0).shape[0] == 0
+    lam = _released(d, [60.0, 200.0])  # a component beyond the spike's reach
+    assert _spectrum.resolved_weights(lam, 1.0, spike=66.0).shape[0] == 1
+    # a spike inside the bulk (below √d τ ≈ 14) changes nothing
+    lam = _released(d, [120.0])
+    assert (_spectrum.resolved_weights(lam, 1.0, spike=10.0).shape[0]
+            == _spectrum.resolved_weights(lam, 1.0).shape[0] == 1)
+
+
+def _isotropic(n, d):
+    return np.random.default_rng(0).standard_normal((n, d)) / np.sqrt(d)
+
+
+@pytest.mark.parametrize("make", [
+    lambda s: PrivatePCA(2, path="dense", random_state=s),
+    lambda s: PrivatePCA(2, path="matrix_free", svd_solver="randomized",
+                         random_state=s),
+    lambda s: PrivatePCA(2, path="noisy_power", svd_solver="randomized",
+                         random_state=s),
+    lambda s: ComplexGaussPCA(2, random_state=s),
+])
+def test_on_rows_with_nothing_to_find_the_mean_error_is_not_a_component(make):
+    X = _isotropic(500, 400)
+    for seed in range(3):  # counted 1 or 2 resolved, 0.68-0.74 of the variance
+        est = make(seed).set_params(epsilon=1.0, data_norm=1.5,
+                                    accountant=BudgetAccountant())
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est.fit(X)
+        assert est.n_resolved_ == 0
+        noise = [str(w.message) for w in caught if w.category is NoisyReleaseWarning]
+        assert len(noise) == 1 and "none of them does" in noise[0]
+        if est.path_ != "noisy_power":
+            assert est.explained_variance_ratio_[0] < 0.01
+            assert "center=False" in noise[0]
+
+
+def test_a_component_beyond_the_mean_error_is_still_counted():
+    n, d = 1500, 400
+    rng = np.random.default_rng(0)
+    u = rng.standard_normal(d)
+    u /= np.linalg.norm(u)
+    X = (0.5 * rng.standard_normal((n, d)) / np.sqrt(d)
+         + 1.05 * rng.standard_normal((n, 1)) * u)
+    for seed in range(3):
+        est = PrivatePCA(2, epsilon=1.0, data_norm=1.5, random_state=seed,
+                         accountant=BudgetAccountant()).fit(X)
+        assert est.n_resolved_ == 1  # counted 2: the mean's error second
+        assert abs(est.components_[0] @ u) > 0.95
+        assert est.explained_variance_ratio_[0] > 0.5
