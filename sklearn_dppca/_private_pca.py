@@ -418,8 +418,15 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
                             plan.mus["covariance"], rng, rows.data_norm**2,
                             n_jobs=sparse_row_jobs(rows, self._planned_cores()))
         vectors, values = power.basis[:, :k], power.values[:k]
+        # the estimates √(s² − dσ²) of components within the noise are the
+        # noise's (0.2-0.27 of the variance each on isotropic rows, whose
+        # true ratios are 1/d): only the resolved keep their own, as the
+        # dense path's spectrum does
+        spike = self._mean_spike(d)
+        resolved = power.resolved(k, spike[1])
+        self._mean_error_out = spike[0] > power.noise_value()  # the warning's hint
         spectrum = noisy_power_spectrum(values, power.trace, min(n, d), n - 1,
-                                        power.resolved(k, self._mean_spike(d)[1]))
+                                        resolved, own=resolved)
         self._set_components(vectors.T, values / (n - 1), spectrum, dtype)
 
 
@@ -531,6 +538,12 @@ class NoisyPower(NamedTuple):
         d, p = self.basis.shape
         return self.sigma * (math.sqrt(d) + math.sqrt(p))
 
+    def noise_value(self):
+        r"""The eigenvalue estimate of a singular value at :meth:`edge`,
+        :math:`\sigma_L (2\sqrt{d p} + p)^{1/2}`: what noise alone reaches."""
+        d, p = self.basis.shape
+        return self.sigma * math.sqrt(2.0 * math.sqrt(d * p) + p)
+
     def resolved(self, k, spike=0.0):
         """How many of the top ``k`` singular values stand above :meth:`edge`,
         their eigenvalues above ``spike`` (the private mean's error,
@@ -626,17 +639,20 @@ def noisy_power_shares(passes):
     return shares / shares.sum()
 
 
-def noisy_power_spectrum(values, trace, n_ranks, scale, resolved):
-    """The spectrum of a noisy power release: the top :math:`k` eigenvalue
-    estimates ``values`` (decreasing, non-negative), then the others, up to
-    ``n_ranks`` in all, sharing what the released ``trace`` leaves (clamped
-    at 0), made non-increasing (pool adjacent violators); in variance units
-    (over ``scale``, which is :math:`n - 1`). Post-processing only."""
+def noisy_power_spectrum(values, trace, n_ranks, scale, resolved, own=None):
+    """The spectrum of a noisy power release: the top ``own`` (all
+    :math:`k` by default) of the eigenvalue estimates ``values``
+    (decreasing, non-negative), then the others, up to ``n_ranks`` in all,
+    sharing what the released ``trace`` leaves (clamped at 0), made
+    non-increasing (pool adjacent violators); in variance units (over
+    ``scale``, which is :math:`n - 1`). Post-processing only."""
     k = values.shape[0]
+    own = k if own is None else own
+    values = values[:own]
     rest = max(trace - float(values.sum()), 0.0)
-    level = rest / (n_ranks - k) if n_ranks > k else 0.0
+    level = rest / (n_ranks - own) if n_ranks > own else 0.0
     explained = np.maximum(_non_increasing(
-        np.r_[values, np.full(n_ranks - k, level)]), 0.0) / scale
+        np.r_[values, np.full(n_ranks - own, level)]), 0.0) / scale
     noise_variance = float(explained[k:].mean()) if n_ranks > k else 0.0
     return Spectrum(k, explained, explained.copy(), float(explained.sum()),
                     noise_variance, resolved)

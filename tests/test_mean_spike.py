@@ -81,9 +81,10 @@ def test_on_rows_with_nothing_to_find_the_mean_error_is_not_a_component(make):
         assert est.n_resolved_ == 0
         noise = [str(w.message) for w in caught if w.category is NoisyReleaseWarning]
         assert len(noise) == 1 and "none of them does" in noise[0]
-        if est.path_ != "noisy_power":
-            assert est.explained_variance_ratio_[0] < 0.01
-            assert "center=False" in noise[0]
+        # the noisy power path's estimates of unresolved components were the
+        # noise's too (0.19-0.27 of the variance each)
+        assert est.explained_variance_ratio_[0] < 0.01
+        assert "center=False" in noise[0]
 
 
 def test_a_component_beyond_the_mean_error_is_still_counted():
