@@ -205,11 +205,19 @@ class _PCAModelMixin(TransformerMixin):
         return X
 
     def _transform(self, X):
-        if has_sparse_chunks(X):
-            # Dask multiplies NumPy chunks only: CSR chunks, one at a time
+        if is_dask_collection(X):
+            # by blocks of rows, lazily: Dask multiplies NumPy chunks only (CSR
+            # chunks one at a time), and the saturation below looks at the
+            # scores, which computed at once would run the caller's graph at
+            # transform(), outside the next private step's silence (review
+            # 123 F2)
             k = self.components_.shape[0]
+            dtype = (self.components_.dtype if has_sparse_chunks(X)
+                     else np.result_type(X.dtype, self.components_.dtype))
+            if X.numblocks[1] > 1:
+                X = X.rechunk({1: -1})
             return X.map_blocks(self._transform, chunks=(X.chunks[0], (k,)),
-                                meta=np.empty((0, 0), dtype=self.components_.dtype))
+                                meta=np.empty((0, 0), dtype=dtype))
         X, components, mean = self._in_dtype_of(X, X, self.components_, self.mean_)
         # In a Pipeline this projects the training rows after this step's
         # charge and before the next private step's, outside both silences:
@@ -245,8 +253,9 @@ class _PCAModelMixin(TransformerMixin):
         after this step's charge (review 120 F2). Rows with a non-finite
         entry keep their scores."""
         xp = _array_api.module_of(X_new)
-        if sparse.issparse(X):
-            largest = np.asarray(abs(X).max(axis=1).toarray(), dtype=float).ravel()
+        if sparse.issparse(X):  # in the scores' dtype: a float32 fit stays float32
+            largest = np.asarray(abs(X).max(axis=1).toarray(),
+                                 dtype=X_new.dtype).ravel()
         else:
             largest = xp.max(xp.abs(X), axis=1)
         finite = xp.isfinite(largest) & (largest > 0)
