@@ -237,11 +237,7 @@ def private_computation():
             if not entered:  # nothing shared counted yet
                 _own_silence.depth = own
             else:
-                with _silence_lock:
-                    _own_silence.depth -= 1  # blocks may end out of order
-                    _silence["depth"] -= 1
-                    if _silence["depth"] == 0:
-                        _lift_silence()
+                _leave()
         finally:
             # as it was; but not where this block, nested, ends after every
             # block of its thread (a Ctrl-C at its exit left its generator
@@ -250,6 +246,30 @@ def private_computation():
             # user's back
             if not nested or _own_silence.depth > 0:
                 np.seterr(**saved)
+
+
+def _leave():
+    """Take a block's count down and, the last one out, lift the silence:
+    done whatever interrupts it. A Ctrl-C while the lock is awaited (another
+    thread's block holds it) or inside it is kept and raised once the count
+    is down; it left the silence on for the rest of the process (review 123
+    F4). ``done`` follows the decrements with no call between them, where
+    no signal is handled."""
+    done, interrupt = False, None
+    while True:
+        try:
+            with _silence_lock:
+                if not done:
+                    _own_silence.depth -= 1  # blocks may end out of order
+                    _silence["depth"] -= 1
+                    done = True
+                if _silence["depth"] == 0:
+                    _lift_silence()  # again after an interrupt: idempotent
+            break
+        except BaseException as exc:  # noqa: BLE001 - raised below
+            interrupt = interrupt or exc
+    if interrupt is not None:
+        raise interrupt
 
 
 def _lift_silence():

@@ -334,6 +334,48 @@ def test_an_interrupt_as_the_silence_is_entered_leaves_nothing_silenced(monkeypa
     assert any(issubclass(w.category, PrivacyLeakWarning) for w in caught)
 
 
+def test_an_interrupt_while_the_exit_awaits_the_lock_leaves_nothing_silenced():
+    """A real Ctrl-C while the block's exit waits for the lock another
+    thread's block holds (concurrent fits): the count was never taken down,
+    and every later warning of the process was dropped (review 123 F4)."""
+    import signal
+    import threading
+    import time
+
+    from sklearn_dppca import _warning_rules
+
+    holding = threading.Event()
+    main = threading.main_thread().ident
+
+    def holder():
+        with _warning_rules._silence_lock:
+            holding.set()
+            time.sleep(0.3)
+            signal.pthread_kill(main, signal.SIGINT)
+            time.sleep(0.3)
+
+    interrupted, thread = False, threading.Thread(target=holder)
+    try:
+        try:
+            with _warning_rules.private_computation():
+                thread.start()
+                holding.wait()
+        finally:
+            thread.join()
+    except KeyboardInterrupt:
+        interrupted = True
+    try:
+        assert interrupted
+        assert _warning_rules._silence["depth"] == 0
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            warnings.warn("the user's own")
+        assert len(caught) == 1
+    finally:  # a failure here must not silence the rest of the session
+        _warning_rules._silence["depth"] = 0
+        _warning_rules._own_silence.depth = 0
+
+
 def test_an_interrupt_at_a_nested_blocks_exit_leaves_numpys_state():
     """A Ctrl-C at the exit of a fold fit's block, nested in the search's:
     its generator, left suspended, is finalized once the exception is freed,
@@ -655,3 +697,23 @@ def test_a_delta_not_below_one_over_n_is_warned_of():
     scaler = PrivateStandardScaler(bounds=(-1, 1), delta=1e-3,
                                    accountant=BudgetAccountant())
     assert warned(lambda: scaler.fit(X)) == 1  # review 79 F3
+
+
+@pytest.mark.parametrize("scaler", ["public", "private"])
+def test_a_finite_row_of_mixed_huge_values_fits_a_scaler_under_seterr(scaler):
+    """scikit-learn's finiteness check sums each row: one finite row of
+    ±1e308 of mixed signs is inf − inf there, a FloatingPointError under
+    np.seterr(all="raise") that one row decided before any charge, not a
+    documented refusal (review 123 F5)."""
+    from sklearn_dppca.preprocessing import PrivateStandardScaler, PublicScaler
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 30))  # large enough for the sum's shortcut
+    X[0] = np.where(rng.random(30) < 0.5, 1e308, -1e308)
+    X[0, :2] = [1e308, -1e308]
+    est = (PublicScaler((-3.0, 3.0)) if scaler == "public" else
+           PrivateStandardScaler(bounds=(-3.0, 3.0), accountant=BudgetAccountant()))
+    with np.errstate(all="raise"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X)
+        assert np.isfinite(est.transform(X)).all()
