@@ -389,9 +389,12 @@ class _BasePrivatePCA(
                 from_data, read = read.from_data, None
                 mean, data_norm, plan = released.mean, released.data_norm, released.plan
                 self.mean_norm_ = released.mean_norm
-                # the one-pass centring subtracts its released shift: no
-                # rank-one term of the mean's error left (_mean_spike)
-                self._mean_sd = None if "centring" in plan.mus else released.mean_sd
+                # the mean's error as a rank-one term of the scatter
+                # (_mean_spike); the one-pass centring subtracts its released
+                # shift, and leaves none
+                self._spike = mean_spike(
+                    None if "centring" in plan.mus else released.mean_sd,
+                    n_samples, n_features)
                 self._mean_error_out = False  # _spectrum says
                 data = released.data  # the rows clipped into the box, if any
                 if "centring" in plan.mus:  # the numeric fit's pilot
@@ -831,10 +834,12 @@ class _BasePrivatePCA(
             "small share of the budget), or public bounds=(lower, upper)."
         )
 
-    def _mean_spike(self, n_features):
-        """:func:`mean_spike` of this fit's private mean, in the rows' units
-        squared (its error's standard deviation is public)."""
-        return mean_spike(getattr(self, "_mean_sd", None), self.n_samples_, n_features)
+    def _mean_spike(self):
+        """``(expected, upper)`` size of the rank-one term the private mean's
+        error adds to this fit's release (:func:`mean_spike`; a pooled
+        release's, :func:`pooled_release`), in the rows' units squared:
+        public values only."""
+        return getattr(self, "_spike", (0.0, 0.0))
 
     def _spectrum(self, eigvals, sigma=0.0, trace=None, rest=None,
                   precision=np.float64):
@@ -876,7 +881,7 @@ class _BasePrivatePCA(
         n, d = self.n_samples_, eigvals.shape[0] + (0 if rest is None else rest[0])
         top = min(n, d)
         scale = n - 1
-        spike = self._mean_spike(d)
+        spike = self._mean_spike()
         # expected out of the noise's bulk (√d τ), a direction of noise as
         # large as a component: the noise warning says so (public values)
         self._mean_error_out = bool(sigma) and spike[0] > math.sqrt(

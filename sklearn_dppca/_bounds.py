@@ -144,6 +144,7 @@ from ._norm_plan import (
     search_queries,
     search_share,
     shrink_step,
+    shrunk_error_sd,
     target_count,
 )
 from ._norm_stats import _around, _pass_around
@@ -918,7 +919,10 @@ class _AutoRelease:
             mu = plan.mus["mean"] * math.sqrt(weight)
             sigma = noise_scale(2.0 * radius, mu) / n
             move = total / n + dense_noise(rng, d, sigma)
-            self.mean_sd = sigma
+            # the error the step leaves: shrunk, far below σ where the
+            # centre was at the data already (review 124 F1: σ itself made
+            # the mean's error 100-1000 times its size, and hid components)
+            self.mean_sd = shrunk_error_sd(move, sigma) if b.adaptive else sigma
             self.spent += mu**2
             mean = mean + (shrink_step(move, sigma) if b.adaptive else move)
             step += 1

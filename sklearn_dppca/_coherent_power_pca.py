@@ -823,7 +823,7 @@ class CoherentPowerPCA(_BasePrivatePCA):
             values, rotation = np.linalg.eigh((H + H.T) / 2.0)
         spectrum = noisy_power_spectrum(
             source.values[:k] * scale, source.trace * scale, min(n, d), n - 1,
-            source.resolved(k, self._mean_spike(d)[1] / scale))
+            source.resolved(k, self._mean_spike()[1] / scale))
         self._set_components((final @ rotation).T, values * scale / (n - 1),
                              spectrum, dtype)
 

@@ -39,14 +39,14 @@ def random_plan(estimator, plan, n_samples, n_features, k):
     return plan._replace(extra={"n_iter": n_iter, "radius": radius})
 
 
-def _mean_error(estimator, d):
+def _mean_error(estimator):
     r"""What the released mean's error :math:`\delta` adds to a direction's
     variance around it, in the rows' unit-ball units: :math:`n (\delta^\top
     x)^2 \le n \lVert \delta \rVert^2`, at most the upper size of
     :func:`~sklearn_dppca._spectrum.mean_spike`: on few rows the iterations
     find that direction, a spike of the centred rows that is noise (public
     values only); 0 without a released mean."""
-    return estimator._mean_spike(d)[1] / estimator.data_norm_**2
+    return estimator._mean_spike()[1] / estimator.data_norm_**2
 
 
 def release_random(estimator, rows, plan, rng, dtype):
@@ -95,10 +95,16 @@ def release_random(estimator, rows, plan, rng, dtype):
     # edge (1 + √(d/n))², plus Ĥ's noise: its edge σ√(2k) and three σ for
     # the fluctuations of a small matrix's top eigenvalue (post-processing)
     reach = (max(trace, 0.0) / d * (1.0 + math.sqrt(d / n)) ** 2
-             + sigma_h * (math.sqrt(2.0 * k) + 3.0) + _mean_error(estimator, d))
-    resolved = int(np.count_nonzero(values > reach))
+             + sigma_h * (math.sqrt(2.0 * k) + 3.0))
+    # the mean's error expected beyond that reach: the iterations find its
+    # direction, and the noise warning names center=False (review 124 F2)
+    estimator._mean_error_out = estimator._mean_spike()[0] / scale > reach
+    resolved = int(np.count_nonzero(values > reach + _mean_error(estimator)))
+    # the variance along an unresolved direction (the mean's error's: 0.27-
+    # 0.43 of the total on isotropic rows) is left to the level of the rest,
+    # as the covariance's spectrum leaves it
     spectrum = noisy_power_spectrum(
         np.maximum(values, 0.0) * scale, trace * scale, min(n, d), n - 1,
-        resolved)
+        resolved, own=resolved)
     estimator._set_components((X @ rotation).T, values * scale / (n - 1),
                               spectrum, dtype)

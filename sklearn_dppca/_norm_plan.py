@@ -472,3 +472,24 @@ def shrink_step(move, sigma):
     if sigma == 0.0 or move.shape[0] <= 2 or size == 0.0:
         return move
     return move * max(0.0, 1.0 - (move.shape[0] - 2) * sigma**2 / size)
+
+
+def shrunk_error_sd(move, sigma):
+    r"""The standard deviation per coordinate of the error that
+    :func:`shrink_step` leaves in the step's estimate of the true movement
+    :math:`\theta`: Stein's unbiased estimate of
+    :math:`\lVert \hat\theta - \theta \rVert^2` for the positive-part
+    James–Stein estimate (:math:`d\sigma^2 - (d-2)^2\sigma^4/\|y\|^2`
+    where it shrinks, :math:`\|y\|^2 - d\sigma^2` where it returns 0; for
+    :math:`y` = ``move``), over :math:`d`, floored at 0: the error of the
+    mean the step leaves, where the step moved it to the data. Public: the
+    released movement and :math:`\sigma`. Unshrunk (:math:`d \le 2`), the
+    noise's :math:`\sigma`."""
+    d, size = move.shape[0], float(move @ move)
+    if sigma == 0.0 or d <= 2 or size == 0.0:
+        return sigma
+    if size > (d - 2) * sigma**2:
+        risk = d * sigma**2 - (d - 2) ** 2 * sigma**4 / size
+    else:
+        risk = size - d * sigma**2
+    return math.sqrt(max(risk, 0.0) / d)

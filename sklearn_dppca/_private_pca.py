@@ -311,8 +311,9 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
         # kept, so its refit had the noise of its own share only)
         on_host = isinstance(gram, np.ndarray)
         if pool is not None and pool.scatter.shape == tuple(gram.shape):
-            host, sigma, trace = _combined(
-                gram if on_host else _array_api.to_host(gram), sigma, trace, pool)
+            host, sigma, trace, self._spike = _combined(
+                gram if on_host else _array_api.to_host(gram), sigma, trace, pool,
+                self._spike)
             gram = host if on_host else _array_api.like(host, gram)
             self._pooled = True
         if centre is not None and (
@@ -321,7 +322,7 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
             kept = gram.copy() if on_host else _array_api.to_host(gram).copy()
             self._kept = KeptRelease(kept, sigma, trace, centre[0],
                                      self.n_samples_, centre[1], self.data_norm_,
-                                     self.mean_norm_)
+                                     self.mean_norm_, self._spike)
         self._released_components(gram, sigma, trace, rng, dtype)
 
     def _released_components(self, gram, sigma, trace, rng, dtype):
@@ -358,7 +359,7 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
         self._fit_svd_solver = self._eigen_solver(n, d)
         self._fit_path = self.path_ = "dense"
         vars(self).pop("clipped_fraction_", None)
-        vars(self).pop("_mean_sd", None)  # the folds' own errors, not modelled
+        self._spike = release.spike  # the folds' means' errors (pooled_release)
         self.mean_norm_, self.data_norm_ = release.mean_norm, release.data_norm
         self.n_samples_ = n
         dtype = _array_api.numpy_dtype(X)
@@ -422,7 +423,7 @@ class PrivatePCA(_MatrixFreeMixin, _BasePrivatePCA):
         # noise's (0.2-0.27 of the variance each on isotropic rows, whose
         # true ratios are 1/d): only the resolved keep their own, as the
         # dense path's spectrum does
-        spike = self._mean_spike(d)
+        spike = self._mean_spike()
         resolved = power.resolved(k, spike[1])
         self._mean_error_out = spike[0] > power.noise_value()  # the warning's hint
         spectrum = noisy_power_spectrum(values, power.trace, min(n, d), n - 1,
@@ -440,8 +441,9 @@ class KeptRelease(NamedTuple):
     the noisy scatter matrix :math:`\hat G` of the rows clipped around
     ``mean``, its noise's :math:`\sigma`, the released trace
     ``(value, σ)``, the released centre (the rows' coordinates), and the
-    public ``n_samples``, norm bounds (``BoundsPlan``), ``data_norm_`` and
-    ``mean_norm_``."""
+    public ``n_samples``, norm bounds (``BoundsPlan``), ``data_norm_``,
+    ``mean_norm_``, and the ``(expected, upper)`` size of the rank-one term
+    its mean's error adds (``_spectrum.mean_spike``)."""
 
     scatter: np.ndarray
     sigma: float
@@ -451,12 +453,15 @@ class KeptRelease(NamedTuple):
     bounds: object
     data_norm: float
     mean_norm: object
+    spike: tuple = (0.0, 0.0)
 
 
-def _combined(gram, sigma, trace, pool):
+def _combined(gram, sigma, trace, pool, spike):
     r"""This fit's release and ``pool`` (a :class:`KeptRelease` of the same
     rows, :func:`pooled_release`) weighed by their noises' inverse
-    variances, in place of ``gram``: ``(gram, sigma, trace)``.
+    variances, in place of ``gram``: ``(gram, sigma, trace, spike)``, the
+    last the larger of the two releases' mean-error terms (``spike``, this
+    fit's), each at its weight.
 
     With :math:`a = \sigma_p^2 / (\sigma^2 + \sigma_p^2)`,
     :math:`a \hat G + (1 - a) \hat G_p` carries the GOE kernel of
@@ -469,7 +474,10 @@ def _combined(gram, sigma, trace, pool):
     gram *= a
     gram += (1.0 - a) * pool.scatter
     combined = math.sqrt(a * a * sigma**2 + (1.0 - a) ** 2 * pool.sigma**2)
-    return gram, combined, (a * trace[0] + (1.0 - a) * pool.trace[0], combined)
+    spike = tuple(max(a * own, (1.0 - a) * kept)
+                  for own, kept in zip(spike, pool.spike))
+    return (gram, combined, (a * trace[0] + (1.0 - a) * pool.trace[0], combined),
+            spike)
 
 
 def pooled_release(folds, folds_per_row):
@@ -513,10 +521,14 @@ def pooled_release(folds, folds_per_row):
     sizes = np.array([f.n_samples for f in folds], dtype=float)
     means = np.stack([np.asarray(f.mean, dtype=np.float64) for f in folds])
     sigma = math.sqrt(sum(f.sigma**2 for f in folds)) / r
+    # each fold's mean error adds its own rank-one term, over r: K terms in
+    # directions no one knows, none above the largest
+    spike = tuple(max(f.spike[i] for f in folds) / r for i in (0, 1))
     return folds[0]._replace(
         scatter=sum(f.scatter for f in folds) / r, sigma=sigma,
         trace=(sum(f.trace[0] for f in folds) / r, sigma),
-        mean=sizes @ means / sizes.sum(), n_samples=int(round(sizes.sum() / r)))
+        mean=sizes @ means / sizes.sum(), n_samples=int(round(sizes.sum() / r)),
+        spike=spike)
 
 
 class NoisyPower(NamedTuple):

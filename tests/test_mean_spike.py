@@ -100,3 +100,71 @@ def test_a_component_beyond_the_mean_error_is_still_counted():
         assert est.n_resolved_ == 1  # counted 2: the mean's error second
         assert abs(est.components_[0] @ u) > 0.95
         assert est.explained_variance_ratio_[0] > 0.5
+
+
+def test_a_search_refit_from_pooled_folds_does_not_count_their_means_errors():
+    # the pooled release holds each fold's n_i δ_i δ_iᵀ / r: the refit
+    # counted two components with 0.12-0.16 of the variance each on rows
+    # with nothing to find (review 123 F3)
+    from sklearn.model_selection import KFold
+
+    from sklearn_dppca._private_pca import pooled_release
+
+    X = _isotropic(1500, 400)
+    kept = []
+    for f, (train, _) in enumerate(KFold(3, shuffle=True, random_state=0).split(X)):
+        fold = PrivatePCA(2, epsilon=1.0, data_norm=1.5, random_state=f,
+                          accountant=BudgetAccountant())
+        fold._keep_release = 2**29
+        kept.append(fold.fit(X[train])._kept)
+        assert kept[-1].spike[1] > 0
+    refit = PrivatePCA(2, epsilon=1.0, data_norm=1.5, accountant=BudgetAccountant())
+    refit._fit_released(X, pooled_release(kept, 2), (1.0, 1e-6))
+    assert refit.n_resolved_ == 0
+    assert refit.explained_variance_ratio_[0] < 0.01
+
+
+def test_the_shrunk_steps_error_is_estimated_from_the_move():
+    from sklearn_dppca._norm_plan import shrunk_error_sd
+
+    rng = np.random.default_rng(0)
+    d, sigma = 400, 0.1
+    noise = sigma * rng.standard_normal(d)
+    # a centre at the data already: the move is noise, shrunk nearly to 0
+    assert shrunk_error_sd(noise, sigma) < 0.3 * sigma
+    # a long true move: barely shrunk, the error is about the noise's
+    far = 50 * sigma * np.ones(d) + noise
+    assert shrunk_error_sd(far, sigma) == pytest.approx(sigma, rel=0.05)
+    assert shrunk_error_sd(noise[:2], sigma) == sigma  # not shrunk
+
+
+def test_auto_keeps_a_dominant_component():
+    # data_norm="auto" took the last mean step's sigma for the mean's error,
+    # 100-1000 times its size after the James-Stein shrinkage: a component
+    # with half the variance was no longer counted (review 124 F1)
+    n, d = 1000, 400
+    rng = np.random.default_rng(1000)
+    u = rng.standard_normal(d)
+    u /= np.linalg.norm(u)
+    X = rng.standard_normal((n, d)) / np.sqrt(d) + rng.standard_normal((n, 1)) * u
+    for seed in range(2):
+        est = PrivatePCA(3, path="dense", epsilon=1.77, data_norm="auto",
+                         random_state=seed, accountant=BudgetAccountant()).fit(X)
+        assert est.n_resolved_ >= 1 and abs(est.components_[0] @ u) > 0.95
+        assert est.explained_variance_ratio_[0] > 0.3
+
+
+def test_the_random_start_levels_the_mean_errors_direction():
+    # its iterations find the mean's error on rows with nothing to find:
+    # 0.27-0.43 of the variance, no word of center=False (review 124 F2)
+    from sklearn_dppca import CoherentPowerPCA
+
+    X = _isotropic(1000, 400)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = CoherentPowerPCA(3, start="random", epsilon=1.0, data_norm=1.5,
+                               random_state=0, accountant=BudgetAccountant()).fit(X)
+    assert est.branch_ == "random" and est.n_resolved_ == 0
+    assert est.explained_variance_ratio_[0] < 0.01
+    noise = [str(w.message) for w in caught if w.category is NoisyReleaseWarning]
+    assert len(noise) == 1 and "center=False" in noise[0]
