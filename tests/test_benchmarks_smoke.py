@@ -693,3 +693,11 @@ def test_mle_tiny_run(capsys):
             assert kept == max(1, min(minka, resolved))
     out = capsys.readouterr().out
     assert "| planted | 1 |" in out and "| strong | 100 |" in out
+
+
+def test_bench_summed_csr_matches_scipy(capsys):
+    """benchmarks/bench_summed_csr.py: the summed copy is SciPy's, bit for bit."""
+    import bench_summed_csr
+
+    assert bench_summed_csr.main(["--repeats", "1", "--shapes", "2000x30x0.1"]) == 0
+    assert "same arrays: True" in capsys.readouterr().out
