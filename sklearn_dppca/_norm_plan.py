@@ -481,10 +481,14 @@ def shrunk_error_sd(move, sigma):
     :math:`\lVert \hat\theta - \theta \rVert^2` for the positive-part
     James–Stein estimate (:math:`d\sigma^2 - (d-2)^2\sigma^4/\|y\|^2`
     where it shrinks, :math:`\|y\|^2 - d\sigma^2` where it returns 0; for
-    :math:`y` = ``move``), over :math:`d`, floored at 0: the error of the
-    mean the step leaves, where the step moved it to the data. Public: the
-    released movement and :math:`\sigma`. Unshrunk (:math:`d \le 2`), the
-    noise's :math:`\sigma`."""
+    :math:`y` = ``move``) plus two of its standard deviations,
+    :math:`2\sigma^2 (2d + 4(\|y\|^2 - d\sigma^2)_+/\sigma^2)^{1/2}` (that
+    of :math:`\|y\|^2`: the estimate alone, 0 where the step shrinks to 0,
+    let the mean's error count as a component, review 126 F2), over
+    :math:`d`, at most :math:`\sigma`: the error of the mean the step
+    leaves, where the step moved it to the data. Public: the released
+    movement and :math:`\sigma`. Unshrunk (:math:`d \le 2`), the noise's
+    :math:`\sigma`."""
     d, size = move.shape[0], float(move @ move)
     if sigma == 0.0 or d <= 2 or size == 0.0:
         return sigma
@@ -492,4 +496,6 @@ def shrunk_error_sd(move, sigma):
         risk = d * sigma**2 - (d - 2) ** 2 * sigma**4 / size
     else:
         risk = size - d * sigma**2
-    return math.sqrt(max(risk, 0.0) / d)
+    excess = max(size - d * sigma**2, 0.0) / sigma**2
+    spread = sigma**2 * math.sqrt(2.0 * d + 4.0 * excess)
+    return min(sigma, math.sqrt(max(risk + 2.0 * spread, 0.0) / d))

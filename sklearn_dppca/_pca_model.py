@@ -212,8 +212,7 @@ class _PCAModelMixin(TransformerMixin):
             # transform(), outside the next private step's silence (review
             # 123 F2)
             k = self.components_.shape[0]
-            dtype = (self.components_.dtype if has_sparse_chunks(X)
-                     else np.result_type(X.dtype, self.components_.dtype))
+            dtype = np.result_type(X.dtype, self.components_.dtype)
             if X.numblocks[1] > 1:
                 X = X.rechunk({1: -1})
             return X.map_blocks(self._transform, chunks=(X.chunks[0], (k,)),

@@ -266,7 +266,7 @@ def _leave():
                 if _silence["depth"] == 0:
                     _lift_silence()  # again after an interrupt: idempotent
             break
-        except BaseException as exc:  # noqa: BLE001 - raised below
+        except KeyboardInterrupt as exc:  # raised below; any other error at once
             interrupt = interrupt or exc
     if interrupt is not None:
         raise interrupt

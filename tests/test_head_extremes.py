@@ -171,3 +171,18 @@ def test_a_dask_projection_stays_lazy():
     assert len(calls) > computed
     saturated = pca.transform(da.from_array(big, chunks=(100, 25)))
     assert np.isfinite(np.asarray(saturated)).all()
+
+
+def test_a_dask_projection_of_sparse_chunks_declares_its_dtype():
+    # float64 CSR chunks times float32 components are float64 scores: the
+    # lazy array said float32, and a next private step fitted in float32
+    # what the same scores in memory fitted in float64 (review 126 F1)
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 6))
+    pca = PrivatePCA(2, data_norm=3, epsilon=10, random_state=0,
+                     accountant=BudgetAccountant()).fit(X.astype(np.float32))
+    lazy = da.from_array(X, chunks=(100, 6)).map_blocks(
+        sparse.csr_matrix, dtype=X.dtype, meta=sparse.csr_matrix((0, 0)))
+    out = pca.transform(lazy)
+    assert out.dtype == np.asarray(out.compute()).dtype == pca.transform(X).dtype

@@ -717,3 +717,25 @@ def test_a_finite_row_of_mixed_huge_values_fits_a_scaler_under_seterr(scaler):
         warnings.simplefilter("ignore")
         est.fit(X)
         assert np.isfinite(est.transform(X)).all()
+
+
+def test_an_error_lifting_the_silence_is_raised_not_retried(monkeypatch):
+    """The exit retries an interrupt only: another error, raised each time,
+    had it spin forever (review 126 F3)."""
+    from sklearn_dppca import _warning_rules
+
+    calls = []
+    unfilter = _warning_rules._unfilter
+
+    def failing(filters):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("lifting failed")
+        unfilter(filters)
+
+    monkeypatch.setattr(_warning_rules, "_unfilter", failing)
+    with pytest.raises(RuntimeError, match="lifting failed"):
+        with _warning_rules.private_computation():
+            pass
+    assert len(calls) == 1
+    _warning_rules._lift_silence()  # what the failure left
