@@ -393,8 +393,8 @@ class _BasePrivatePCA(
                 # (_mean_spike); the one-pass centring subtracts its released
                 # shift, and leaves none
                 self._spike = mean_spike(
-                    None if "centring" in plan.mus else released.mean_sd,
-                    n_samples, n_features)
+                    None if "centring" in plan.mus else released.mean_error,
+                    n_samples)
                 self._mean_error_out = False  # _spectrum says
                 data = released.data  # the rows clipped into the box, if any
                 if "centring" in plan.mus:  # the numeric fit's pilot

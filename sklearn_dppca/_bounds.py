@@ -144,13 +144,14 @@ from ._norm_plan import (
     search_queries,
     search_share,
     shrink_step,
-    shrunk_error_sd,
+    shrunk_error,
     target_count,
 )
 from ._norm_stats import _around, _pass_around
 from ._releases import BIN_SUMS, CENTRED, MEAN_SUM, PILOT_SUM, Release
 from ._reported import _announce, _engine, _rebound
 from ._rows import InMemoryRows
+from ._spectrum import gaussian_error
 from .noise import dense_noise, noise_scale
 from .privacy import gdp_epsilon
 
@@ -411,10 +412,10 @@ class BoundsRelease(NamedTuple):
     clipped_fraction: object
     #: searches run again after a failed check
     recoveries: int
-    #: the standard deviation of each coordinate of the mean's noise (the
-    #: last step's with "auto"), or None: public, for the rank-one term the
-    #: mean's error adds to the rows centred on it (docs/privacy.rst §5)
-    mean_sd: object = None
+    #: (expected, upper) of the squared norm of the mean's error (with "auto"
+    #: the shrunk last step's), or None: public, for the rank-one term it
+    #: adds to the rows centred on the mean (docs/privacy.rst §5)
+    mean_error: object = None
 
 
 def plan_bounds(estimator, n_samples, n_features, dtype, engine, plan):
@@ -752,7 +753,7 @@ def release_bounds(bounds, read, plan, rng):
     if bounds.auto:
         return _AutoRelease(bounds, read).run(plan, rng)
     n, data, offset = bounds.n_samples, read.rows, bounds.offset
-    mean, mean_norm, data_norm, mean_sd = None, None, read.data_norm, None
+    mean, mean_norm, data_norm, mean_error = None, None, read.data_norm, None
     if bounds.center:
         mean_norm = data_norm
         if bounds.box_norm is not None:  # box rows have norm ≤ R already
@@ -761,13 +762,13 @@ def release_bounds(bounds, read, plan, rng):
         sigma = noise_scale(2.0 * mean_norm, plan.mus["mean"])
         noise = dense_noise(rng, read.total.shape[0], sigma)
         mean = (read.total + noise) / (bounds.pilot or n)
-        mean_sd = sigma / (bounds.pilot or n)
+        mean_error = gaussian_error(sigma / (bounds.pilot or n), mean.shape[0])
         mean, data, offset = _translate_if_far(
             mean, data_norm, data, offset, bounds.dtype,
             first_pass=not bounds.pilot, room=bounds.dense_room,
             need=bounds.moved_bytes, threads=bounds.moved_threads)
     return BoundsRelease(mean, data_norm, mean_norm, plan, data, offset, None, 0,
-                         mean_sd)
+                         mean_error)
 
 
 def _give_back(bounds, plan, spent):
@@ -809,7 +810,7 @@ class _AutoRelease:
         self.bounds = bounds
         self.rows, self.data, self.around = read.rows, read.data, read.around
         self.offset = bounds.offset
-        self.spent, self.recoveries, self.mean_sd = 0.0, 0, None
+        self.spent, self.recoveries, self.mean_error = 0.0, 0, None
 
     def run(self, plan, rng):
         bounds = self.bounds
@@ -832,7 +833,7 @@ class _AutoRelease:
             _engine(self.data).first_pass(data_norm, with_sum=bounds.center)
         return BoundsRelease(mean, data_norm, mean_norm,
                              _give_back(bounds, plan, self.spent), self.data,
-                             self.offset, clipped, self.recoveries, self.mean_sd)
+                             self.offset, clipped, self.recoveries, self.mean_error)
 
     def _mean_steps(self, plan, rng):
         r"""The private mean with ``"auto"``: ``(mean, last radius, counts for
@@ -922,7 +923,8 @@ class _AutoRelease:
             # the error the step leaves: shrunk, far below σ where the
             # centre was at the data already (review 124 F1: σ itself made
             # the mean's error 100-1000 times its size, and hid components)
-            self.mean_sd = shrunk_error_sd(move, sigma) if b.adaptive else sigma
+            self.mean_error = (shrunk_error(move, sigma) if b.adaptive
+                               else gaussian_error(sigma, d))
             self.spent += mu**2
             mean = mean + (shrink_step(move, sigma) if b.adaptive else move)
             step += 1

@@ -13,6 +13,8 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ._spectrum import gaussian_error
+
 #: Candidate bounds per octave of the grid: a chosen bound is at most a factor
 #: ``2**(1/4) ≈ 1.19`` above the quantile it aims at.
 BINS_PER_OCTAVE = 4
@@ -474,28 +476,30 @@ def shrink_step(move, sigma):
     return move * max(0.0, 1.0 - (move.shape[0] - 2) * sigma**2 / size)
 
 
-def shrunk_error_sd(move, sigma):
-    r"""The standard deviation per coordinate of the error that
-    :func:`shrink_step` leaves in the step's estimate of the true movement
-    :math:`\theta`: Stein's unbiased estimate of
-    :math:`\lVert \hat\theta - \theta \rVert^2` for the positive-part
-    James–Stein estimate (:math:`d\sigma^2 - (d-2)^2\sigma^4/\|y\|^2`
-    where it shrinks, :math:`\|y\|^2 - d\sigma^2` where it returns 0; for
-    :math:`y` = ``move``) plus two of its standard deviations,
+def shrunk_error(move, sigma):
+    r"""``(expected, upper)`` of the squared error
+    :math:`\lVert \hat\theta - \theta \rVert^2` that :func:`shrink_step`
+    leaves in the step's estimate of the true movement :math:`\theta`, the
+    error of the mean the step leaves where it moved it to the data: Stein's
+    unbiased estimate for the positive-part James–Stein estimate
+    (:math:`d\sigma^2 - (d-2)^2\sigma^4/\|y\|^2` where it shrinks,
+    :math:`\|y\|^2 - d\sigma^2` where it returns 0; :math:`y` = ``move``),
+    floored at 0, and that estimate plus two of its standard deviations,
     :math:`2\sigma^2 (2d + 4(\|y\|^2 - d\sigma^2)_+/\sigma^2)^{1/2}` (that
     of :math:`\|y\|^2`: the estimate alone, 0 where the step shrinks to 0,
-    let the mean's error count as a component, review 126 F2), over
-    :math:`d`, at most :math:`\sigma`: the error of the mean the step
-    leaves, where the step moved it to the data. Public: the released
-    movement and :math:`\sigma`. Unshrunk (:math:`d \le 2`), the noise's
-    :math:`\sigma`."""
+    let the mean's error count as a component, review 126 F2), at most the
+    unshrunk noise's upper size; one margin, not two (review 127 F3).
+    Public: the released movement and :math:`\sigma`. Unshrunk
+    (:math:`d \le 2`), the noise's (``_spectrum.gaussian_error``)."""
     d, size = move.shape[0], float(move @ move)
+    noise = gaussian_error(sigma, d)
     if sigma == 0.0 or d <= 2 or size == 0.0:
-        return sigma
+        return noise
     if size > (d - 2) * sigma**2:
         risk = d * sigma**2 - (d - 2) ** 2 * sigma**4 / size
     else:
         risk = size - d * sigma**2
     excess = max(size - d * sigma**2, 0.0) / sigma**2
     spread = sigma**2 * math.sqrt(2.0 * d + 4.0 * excess)
-    return min(sigma, math.sqrt(max(risk + 2.0 * spread, 0.0) / d))
+    return (min(max(risk, 0.0), noise[0]),
+            min(max(risk + 2.0 * spread, 0.0), noise[1]))

@@ -167,10 +167,16 @@ def warn_if_noise_dominated(estimator):
     d = getattr(estimator, "n_features_in_", None) or 0
     wide = (getattr(estimator, "branch_", None) != "random"
             and d >= HINT_MIN_FEATURES)
+    # below the reach of the private mean's error, a component may be real
+    # but cannot be told from that error (review 127 F1)
+    told = ("lie within the noise's spectrum or below the reach of the private "
+            "mean's error, so they cannot be told from noise"
+            if getattr(estimator, "_mean_error_out", False) else
+            "lie within the noise's spectrum, so they are close to random "
+            "directions")
     warnings.warn(
         f"{k - resolved} of the {k} released components {verb} not stand out of "
-        f"the noise ({which}): their released eigenvalues lie within the "
-        "noise's spectrum, so they are close to random directions. The "
+        f"the noise ({which}): their released eigenvalues {told}. The "
         "noise grows as the square of the norm bound"
         + (" and as the square root of the number of features" if wide else "")
         + " and shrinks as n times "

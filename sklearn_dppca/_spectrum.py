@@ -205,22 +205,29 @@ TRACY_WIDOM_SD = 1.2680
 RESOLVED_AT = 3.0
 
 
-def mean_spike(sd, n_samples, n_features):
+def gaussian_error(sd, n_features):
+    r"""``(expected, upper)`` of :math:`\lVert \delta \rVert^2` for
+    :math:`\delta` of :math:`d` independent :math:`N(0, \mathtt{sd}^2)`
+    coordinates (a mean's noise): :math:`d\, \mathtt{sd}^2` and
+    :math:`\mathtt{sd}^2 (\sqrt d + 3)^2` (a chi variable of :math:`d`
+    degrees of freedom is within 3 of :math:`\sqrt d` but for about one
+    draw in a thousand)."""
+    return n_features * sd**2, (sd * (math.sqrt(n_features) + 3.0)) ** 2
+
+
+def mean_spike(error, n_samples):
     r"""``(expected, upper)`` size of the rank-one term
     :math:`n \delta \delta^\top` that the private mean's error
-    :math:`\delta` (each coordinate's noise of standard deviation ``sd``)
-    adds to the scatter of the rows centred on the mean
+    :math:`\delta` adds to the scatter of the rows centred on the mean
     (:math:`\sum (x_i - \hat m)(x_i - \hat m)^\top = \sum (x_i - m)(x_i -
-    m)^\top + n \delta \delta^\top`, docs/privacy.rst §5):
-    :math:`n d\, \mathtt{sd}^2` and an upper quantile,
-    :math:`n\, \mathtt{sd}^2 (\sqrt d + 3)^2` (a chi variable of
-    :math:`d` degrees of freedom is within 3 of :math:`\sqrt d` but for
-    about one draw in a thousand); ``(0, 0)`` without a mean (``sd`` None
-    or 0). Public values only."""
-    if not sd:
+    m)^\top + n \delta \delta^\top`, docs/privacy.rst §5), from
+    ``error``, the ``(expected, upper)`` of :math:`\lVert \delta
+    \rVert^2` (:func:`gaussian_error`, or with ``data_norm="auto"``
+    :func:`~sklearn_dppca._norm_plan.shrunk_error`); ``(0, 0)`` without a
+    mean (``error`` None). Public values only."""
+    if error is None:
         return 0.0, 0.0
-    return (n_samples * n_features * sd**2,
-            n_samples * (sd * (math.sqrt(n_features) + 3.0)) ** 2)
+    return n_samples * error[0], n_samples * error[1]
 
 
 def resolved_weights(lam, sigma, rest=None, spike=0.0):
