@@ -23,14 +23,14 @@ pytestmark = pytest.mark.filterwarnings("ignore::sklearn_dppca.PrivacyLeakWarnin
 
 
 def test_mean_spike_is_the_expected_and_an_upper_size():
-    assert _spectrum.mean_spike(None, 100) == (0.0, 0.0)
-    expected, upper = _spectrum.mean_spike(_spectrum.gaussian_error(0.1, 50), 100)
-    assert expected == pytest.approx(100 * 50 * 0.01)
-    assert upper == pytest.approx(100 * 0.01 * (math.sqrt(50) + 3) ** 2)
+    assert _spectrum.mean_spike(None, 100) == (0.0, 0.0, 0)
+    expected, upper, rank = _spectrum.mean_spike(_spectrum.gaussian_error(0.1, 50), 100)
+    assert expected == pytest.approx(100 * 50 * 0.01) and rank == 1
+    assert upper == pytest.approx(100 * 0.01 * (50 + 2 * math.sqrt(100)))
     # the upper size bounds n‖δ‖² for δ of N(0, sd²) coordinates
     rng = np.random.default_rng(0)
     draws = 100 * (0.1 * rng.standard_normal((2000, 50))) ** 2
-    assert (draws.sum(axis=1) <= upper).mean() > 0.995
+    assert 0.93 < (draws.sum(axis=1) <= upper).mean() < 0.99
 
 
 def _released(d, spikes, seed=0):
@@ -71,19 +71,23 @@ def _isotropic(n, d):
 ])
 def test_on_rows_with_nothing_to_find_the_mean_error_is_not_a_component(make):
     X = _isotropic(500, 400)
-    for seed in range(3):  # counted 1 or 2 resolved, 0.68-0.74 of the variance
+    counted = 0
+    for seed in range(6):  # 1 or 2 resolved each, 0.68-0.74 of the variance
         est = make(seed).set_params(epsilon=1.0, data_norm=1.5,
                                     accountant=BudgetAccountant())
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             est.fit(X)
-        assert est.n_resolved_ == 0
         noise = [str(w.message) for w in caught if w.category is NoisyReleaseWarning]
-        assert len(noise) == 1 and "none of them does" in noise[0]
-        # the noisy power path's estimates of unresolved components were the
-        # noise's too (0.19-0.27 of the variance each)
-        assert est.explained_variance_ratio_[0] < 0.01
-        assert "center=False" in noise[0]
+        assert len(noise) == 1 and "center=False" in noise[0]
+        counted += est.n_resolved_ > 0
+        if not est.n_resolved_:
+            # the noisy power path's estimates of unresolved components
+            # were the noise's too (0.19-0.27 of the variance each)
+            assert "none of them does" in noise[0]
+            assert est.explained_variance_ratio_[0] < 0.01
+    # the upper size is exceeded by 2-5% of the mean's errors: then counted
+    assert counted <= 1
 
 
 def test_a_component_beyond_the_mean_error_is_still_counted():
@@ -183,10 +187,11 @@ def test_auto_does_not_count_the_mean_error_on_rows_with_nothing_to_find():
     u = rng.standard_normal(d)
     u /= np.linalg.norm(u)
     X = rng.standard_normal((n, d)) / np.sqrt(d) + 0.3 * u
-    for seed in range(12):
-        est = PrivatePCA(3, path="dense", epsilon=1.77, data_norm="auto",
-                         random_state=seed, accountant=BudgetAccountant()).fit(X)
-        assert est.n_resolved_ == 0, seed
+    counted = sum(
+        PrivatePCA(3, path="dense", epsilon=1.77, data_norm="auto", random_state=seed,
+                   accountant=BudgetAccountant()).fit(X).n_resolved_ > 0
+        for seed in range(12))
+    assert counted <= 2  # the bulk's edge alone: 9-19% of fits of pure noise
 
 
 def _tall(n, d):
@@ -217,3 +222,21 @@ def test_auto_on_a_tall_table_counts_the_components_it_finds():
     assert est._mean_error_out and len(noise) == 1
     assert "cannot be told from noise" in noise[0]
     assert "random directions" not in noise[0]
+
+
+def test_a_rank_one_term_hides_one_eigenvalue_at_most():
+    # of m eigenvalues above the bulk's own edge, m - 1 are the data's
+    # whatever a rank-one term did (interlacing): the survey table's three
+    # real components were counted as one (review 128 F1)
+    from sklearn_dppca.preprocessing import PublicScaler
+
+    from .test_release_warnings import LOWER, UPPER, survey
+
+    X = PublicScaler(ranges=(LOWER, UPPER)).fit_transform(survey().to_numpy(float))
+    est = PrivatePCA(4, epsilon=1.0, bounds=(0, 1), random_state=2,
+                     accountant=BudgetAccountant()).fit(X)
+    assert est.n_resolved_ >= 2
+    lam = np.array([60.0, 50.0, 40.0, 1.0, 0.5, 0.0])
+    # the spike's reach above every eigenvalue: all but `rank` still count
+    assert _spectrum.resolved_weights(lam, 1.0, spike=100.0).shape[0] == 2
+    assert _spectrum.resolved_weights(lam, 1.0, spike=100.0, rank=2).shape[0] == 1
