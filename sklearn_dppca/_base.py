@@ -835,11 +835,11 @@ class _BasePrivatePCA(
         )
 
     def _mean_spike(self):
-        """``(expected, upper, rank)``: the size of the rank-one term (one a
-        fold, pooled: :func:`pooled_release`) the private mean's error adds
-        to this fit's release (:func:`mean_spike`), in the rows' units
-        squared: public values only."""
-        return getattr(self, "_spike", (0.0, 0.0, 0))
+        """``(expected, upper)`` size of the rank-one term the private mean's
+        error adds to this fit's release (:func:`mean_spike`; a pooled
+        release's, :func:`pooled_release`), in the rows' units squared:
+        public values only."""
+        return getattr(self, "_spike", (0.0, 0.0))
 
     def _spectrum(self, eigvals, sigma=0.0, trace=None, rest=None,
                   precision=np.float64):

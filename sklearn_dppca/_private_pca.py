@@ -453,7 +453,7 @@ class KeptRelease(NamedTuple):
     bounds: object
     data_norm: float
     mean_norm: object
-    spike: tuple = (0.0, 0.0, 0)
+    spike: tuple = (0.0, 0.0)
 
 
 def _combined(gram, sigma, trace, pool, spike):
@@ -474,8 +474,8 @@ def _combined(gram, sigma, trace, pool, spike):
     gram *= a
     gram += (1.0 - a) * pool.scatter
     combined = math.sqrt(a * a * sigma**2 + (1.0 - a) ** 2 * pool.sigma**2)
-    spike = (max(a * spike[0], (1.0 - a) * pool.spike[0]),
-             max(a * spike[1], (1.0 - a) * pool.spike[1]), spike[2] + pool.spike[2])
+    spike = tuple(max(a * own, (1.0 - a) * kept)
+                  for own, kept in zip(spike, pool.spike))
     return (gram, combined, (a * trace[0] + (1.0 - a) * pool.trace[0], combined),
             spike)
 
@@ -523,8 +523,7 @@ def pooled_release(folds, folds_per_row):
     sigma = math.sqrt(sum(f.sigma**2 for f in folds)) / r
     # each fold's mean error adds its own rank-one term, over r: K terms in
     # directions no one knows, none above the largest
-    spike = (max(f.spike[0] for f in folds) / r, max(f.spike[1] for f in folds) / r,
-             sum(f.spike[2] for f in folds))
+    spike = tuple(max(f.spike[i] for f in folds) / r for i in (0, 1))
     return folds[0]._replace(
         scatter=sum(f.scatter for f in folds) / r, sigma=sigma,
         trace=(sum(f.trace[0] for f in folds) / r, sigma),

@@ -226,14 +226,14 @@ def mean_spike(error, n_samples):
     m)^\top + n \delta \delta^\top`, docs/privacy.rst §5), from
     ``error``, the ``(expected, upper)`` of :math:`\lVert \delta
     \rVert^2` (:func:`gaussian_error`, or with ``data_norm="auto"``
-    :func:`~sklearn_dppca._norm_plan.shrunk_error`), and its rank, 1
-    (``(0, 0, 0)`` without a mean, ``error`` None). Public values only."""
+    :func:`~sklearn_dppca._norm_plan.shrunk_error`); ``(0, 0)`` without a
+    mean (``error`` None). Public values only."""
     if error is None:
-        return 0.0, 0.0, 0
-    return n_samples * error[0], n_samples * error[1], 1
+        return 0.0, 0.0
+    return n_samples * error[0], n_samples * error[1]
 
 
-def resolved_weights(lam, sigma, rest=None, spike=0.0, rank=1):
+def resolved_weights(lam, sigma, rest=None, spike=0.0):
     r"""How far each of ``lam`` (decreasing) stands out of the noise's bulk.
 
     The bulk of :math:`M + S` (:math:`S` GOE, off-diagonal variance
@@ -259,10 +259,7 @@ def resolved_weights(lam, sigma, rest=None, spike=0.0, rank=1):
     :func:`mean_spike`). Beyond :math:`\sqrt{d_b}\,\tau` it leaves the
     bulk, at about :math:`b + s + d_b \tau^2 / s` (a spike of the GOE); an
     eigenvalue counts only above that too, so the mean's error is not
-    taken for a component of the data, or, of :math:`m` above the bulk's
-    own edge, :math:`m - \mathtt{rank}` (``rank`` such terms, a pooled
-    release's folds', lift that many eigenvalues at most), whichever is
-    more.
+    taken for a component of the data.
 
     Returns
     -------
@@ -270,22 +267,6 @@ def resolved_weights(lam, sigma, rest=None, spike=0.0, rank=1):
         For the :math:`r` eigenvalues above the edge, in ``lam``'s order.
     """
     tau = sigma / math.sqrt(2.0)
-    k, edge, size = _above_edge(lam, tau, rest, spike)
-    if spike:
-        # a rank-one term lifts one eigenvalue at most (interlacing:
-        # λ_{m+1}(A + vvᵀ) ≤ λ_m(A)): of m above the bulk's own edge,
-        # m − rank are the data's whatever the terms did (review 128 F1)
-        plain = _above_edge(lam, tau, rest, 0.0)
-        if plain[0] - rank > k:
-            k, edge, size = plain[0] - rank, plain[1], plain[2]
-    scale = RESOLVED_AT * TRACY_WIDOM_SD * size ** (-1.0 / 6.0) * tau
-    return np.clip((lam[:k] - edge) / scale, 0.0, 1.0)
-
-
-def _above_edge(lam, tau, rest, spike):
-    """``(count, edge, bulk size)``: the eigenvalues above the bulk's edge,
-    and above where a rank-one term of size ``spike`` would lie
-    (:func:`resolved_weights`)."""
     count, total = (0, 0.0) if rest is None else rest[:2]
     k = 0
     while True:
@@ -296,12 +277,14 @@ def _above_edge(lam, tau, rest, spike):
             edge = max(edge, centre + spike + size * tau * tau / spike)
         above = int(np.count_nonzero(lam > edge))
         if above <= k:
-            return k, edge, size
+            break
         k = above
+    scale = RESOLVED_AT * TRACY_WIDOM_SD * size ** (-1.0 / 6.0) * tau
+    return np.clip((lam[:k] - edge) / scale, 0.0, 1.0)
 
 
 def denoised_spectrum(eigvals, sigma, n_ranks, trace=None, rest=None,
-                      hermitian=False, spike=(0.0, 0.0, 0)):
+                      hermitian=False, spike=(0.0, 0.0)):
     r"""Estimates of the data's spectrum from a release
     :math:`\hat{M} = M + S`.
 
@@ -340,9 +323,8 @@ def denoised_spectrum(eigvals, sigma, n_ranks, trace=None, rest=None,
     With :math:`\sigma = 0` both lists are the eigenvalues themselves,
     clamped at 0.
 
-    ``spike = (expected, upper, rank)`` (:func:`mean_spike`): the matrix
-    holds terms of noise of that rank besides the data's, the private
-    mean's error (a pooled release's, one a fold): an
+    ``spike = (expected, upper)`` (:func:`mean_spike`): the matrix holds a
+    rank-one term of noise besides the data's, the private mean's error: an
     eigenvalue counts in step 2 only above where that term's would lie
     (:func:`resolved_weights`). The total :math:`T` keeps it: the rows are
     clipped around the private mean, which shrinks the term by how far
@@ -411,7 +393,7 @@ def denoised_spectrum(eigvals, sigma, n_ranks, trace=None, rest=None,
     precision = sum(1.0 / var for _, var in estimates)
     total = sum(value / var for value, var in estimates) / precision
     weights = resolved_weights(lam, math.sqrt(2.0 * tau_sq), rest,
-                               spike[1] / sigma, spike[2])[: n_ranks - 1]
+                               spike[1] / sigma)[: n_ranks - 1]
     resolved = weights.shape[0]
     repulsion = _repulsion(lam, resolved, rest)
     lists = []

@@ -1162,7 +1162,7 @@ def test_a_combined_release_has_the_inverse_variance_noise():
         pool = KeptRelease(add_goe_noise(rng, exact.copy(), sigma_p), sigma_p,
                            (0.0, sigma_p), np.zeros(d), 10, None, 1.0, 1.0)
         gram, combined, trace, _ = _combined(own, sigma, (0.0, sigma), pool,
-                                             (0.0, 0.0, 0))
+                                             (0.0, 0.0))
         diag.append(np.diag(gram - exact))
         off.append((gram - exact)[np.triu_indices(d, 1)])
     expected = sigma * sigma_p / math.hypot(sigma, sigma_p)
@@ -1170,7 +1170,7 @@ def test_a_combined_release_has_the_inverse_variance_noise():
     # 3000 and 7500 draws: standard deviations within 5% and 4%
     assert np.std(diag) == pytest.approx(expected, rel=0.05)
     assert np.std(off) == pytest.approx(expected / math.sqrt(2), rel=0.04)
-    kept, _, _, _ = _combined(exact.copy(), 0.0, (1.0, 0.0), pool, (0.0, 0.0, 0))
+    kept, _, _, _ = _combined(exact.copy(), 0.0, (1.0, 0.0), pool, (0.0, 0.0))
     np.testing.assert_array_equal(kept, exact)
 
 
