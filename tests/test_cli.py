@@ -583,9 +583,11 @@ def test_passes_of_the_power_method_are_numbered_but_not_a_selections(
         "dppca: pass 4: power-method products of the clipped rows",
         "dppca: read the rows in 4 passes",
     ]
+    # seeded: the selection may choose no iteration at all ("init"), rarely
+    # (one run of the full suite in about forty), which this test is not about
     rc, _, err = run(capsys, *fit_args(data, model, "--estimator", "coherent",
                                        "--selection", "repetition", "--n-iter-max",
-                                       2, "-v", "--force", epsilon=50))
+                                       2, "-v", "--force", "--seed", 0, epsilon=50))
     assert rc == 0, err
     assert "[CoherentPowerPCA] released: repetition" in err
     assert "dppca: pass 3 and on: random repetitions of the power method; how " \
