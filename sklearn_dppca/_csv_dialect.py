@@ -66,19 +66,21 @@ def named_tsv(path):
 
 
 def _csv_files(path):
-    """The CSV files (``*.csv``, ``*.tsv``, compressed or not) a directory
-    or a glob names, as ``--dask`` reads them; none for anything else."""
+    """The CSV files (``*.csv``, ``*.tsv``, compressed or not) that
+    ``--dask`` reads for a directory or a glob (``_cli_dask.table_files``);
+    none for anything else, or where it refuses the path (it does so again
+    when the rows are read)."""
     import glob
 
-    from ._cli_io import directory_tables, file_kind
+    from ._cli_dask import table_files
 
-    if os.path.isdir(path):
-        files, kind = directory_tables(path)
-        return files if kind == "csv" else []
-    if not glob.has_magic(path) or os.path.exists(path):
+    if not os.path.isdir(path) and (not glob.has_magic(path) or os.path.exists(path)):
         return []
-    return [f for f in glob.glob(path)
-            if os.path.isfile(f) and file_kind(f) == "csv"]
+    try:
+        files, kind = table_files(path)
+    except (OSError, ValueError):
+        return []
+    return files if kind == "csv" else []
 
 
 #: The separators a header is looked at for, and the flag naming each.
