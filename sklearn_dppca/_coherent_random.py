@@ -39,16 +39,6 @@ def random_plan(estimator, plan, n_samples, n_features, k):
     return plan._replace(extra={"n_iter": n_iter, "radius": radius})
 
 
-def _mean_error(estimator):
-    r"""What the released mean's error :math:`\delta` adds to a direction's
-    variance around it, in the rows' unit-ball units: :math:`n (\delta^\top
-    x)^2 \le n \lVert \delta \rVert^2`, at most the upper size of
-    :func:`~sklearn_dppca._spectrum.mean_spike`: on few rows the iterations
-    find that direction, a spike of the centred rows that is noise (public
-    values only); 0 without a released mean."""
-    return estimator._mean_spike()[1] / estimator.data_norm_**2
-
-
 def release_random(estimator, rows, plan, rng, dtype):
     r"""``start="random"``: :math:`T` clipped power iterations from a
     random orthonormal basis (public, from the fit's generator), each
@@ -96,10 +86,14 @@ def release_random(estimator, rows, plan, rng, dtype):
     # the fluctuations of a small matrix's top eigenvalue (post-processing)
     reach = (max(trace, 0.0) / d * (1.0 + math.sqrt(d / n)) ** 2
              + sigma_h * (math.sqrt(2.0 * k) + 3.0))
-    # the mean's error expected beyond that reach: the iterations find its
-    # direction, and the noise warning names center=False (review 124 F2)
-    estimator._mean_error_out = estimator._mean_spike()[0] / scale > reach
-    resolved = int(np.count_nonzero(values > reach + _mean_error(estimator)))
+    # the private mean's error, n δδᵀ of the centred rows (_spectrum.
+    # mean_spike, in the rows' unit-ball units): on few rows the iterations
+    # find its direction. Expected beyond that reach, the noise warning names
+    # center=False (review 124 F2); a variance counts only above its upper
+    # size too (public values only)
+    spike = estimator._mean_spike()
+    estimator._mean_error_out = spike[0] / scale > reach
+    resolved = int(np.count_nonzero(values > reach + spike[1] / scale))
     # the variance along an unresolved direction (the mean's error's: 0.27-
     # 0.43 of the total on isotropic rows) is left to the level of the rest,
     # as the covariance's spectrum leaves it
